@@ -1,0 +1,65 @@
+// The one table of environment variables.
+#include "core/env.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace dl::env {
+
+const std::vector<Var>& all() {
+    static const std::vector<Var> vars = {
+        {"DELTALLM_LOG", "string", "info", "log level: debug, info, warn, error or quiet"},
+        {"DELTALLM_THREADS", "int", "0", "CPU threads (0: one per core)"},
+        {"DELTALLM_CPU_FEATURES", "string", "auto",
+         "restrict CPU kernels: 'scalar' forces the portable fallback, 'auto' uses what the CPU has"},
+        {"DELTALLM_VK_DEVICE", "int", "-1", "Vulkan device index to use (-1: best discrete, then any)"},
+        {"DELTALLM_VK_VARIANT", "string", "auto",
+         "Vulkan kernel variant: auto, scalar, nv_coopmat, khr_coopmat or nv_coopmat2"},
+        {"DELTALLM_VK_VALIDATION", "bool", "0", "enable the Khronos validation layer and fail on its messages"},
+        {"DELTALLM_PIPELINE_CACHE", "string", "~/.cache/deltallm",
+         "folder for the Vulkan pipeline cache ('' disables it)"},
+    };
+    return vars;
+}
+
+static const Var& find(const char* name) {
+    for (const Var& v : all())
+        if (std::strcmp(v.name, name) == 0) return v;
+    DL_ASSERT(!"environment variable not declared in core/env.cpp");
+    __builtin_unreachable();
+}
+
+std::string get_string(const char* name) {
+    const Var& v = find(name);
+    const char* s = std::getenv(name);
+    return s ? std::string(s) : std::string(v.default_value);
+}
+
+int64_t get_int(const char* name) {
+    std::string s = get_string(name);
+    char* end = nullptr;
+    long long x = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0') fail("environment variable {}='{}' is not an integer", name, s);
+    return x;
+}
+
+bool get_bool(const char* name) {
+    std::string s = get_string(name);
+    if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+    if (s == "0" || s == "false" || s == "no" || s == "off" || s.empty()) return false;
+    fail("environment variable {}='{}' is not a boolean (use 0 or 1)", name, s);
+}
+
+std::string describe() {
+    std::string out = "Environment variables:\n";
+    for (const Var& v : all())
+        out += fmt::format("  {:<24} {:<7} default '{}'\n      {}\n", v.name, v.type, v.default_value,
+                           v.meaning);
+    return out;
+}
+
+}  // namespace dl::env

@@ -1,0 +1,47 @@
+// The interface every executor of a model answers (the CPU chain, the Vulkan resident driver):
+// a session holds the per-sequence state (KV rows, conv and DeltaNet state) that only the executor
+// that made it understands; prefill and decode append tokens to it and return logits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dl {
+
+class Model;
+
+class SessionState {
+public:
+    virtual ~SessionState() = default;
+    int64_t n_past = 0;  // tokens already in the state
+    int64_t n_ctx = 0;   // capacity in tokens
+};
+
+// Which rows of logits prefill returns.
+enum class LogitsRows { last, all };
+
+class Executor {
+public:
+    virtual ~Executor() = default;
+    virtual std::string name() const = 0;  // "cpu", "vulkan:0 (NVIDIA H200)"
+    virtual const Model& model() const = 0;
+
+    virtual std::unique_ptr<SessionState> new_session(int64_t n_ctx) = 0;
+
+    // Appends tokens at positions n_past..n_past+n-1. logits receives n_vocab floats per
+    // requested row (the last row, or every row in order). Throws dl::Error when the session
+    // would overflow its context.
+    virtual void prefill(SessionState& s, std::span<const int32_t> tokens, LogitsRows rows,
+                         std::vector<float>& logits) = 0;
+    // One token; logits receives n_vocab floats.
+    virtual void decode(SessionState& s, int32_t token, std::vector<float>& logits) = 0;
+
+    // Drops tokens after position n (n <= n_past): attention rows are forgotten; recurrent state
+    // cannot be rewound, so executors of recurrent models return false unless n == n_past.
+    virtual bool truncate(SessionState& s, int64_t n) { return n == s.n_past; }
+};
+
+}  // namespace dl
