@@ -23,8 +23,19 @@ namespace dl::gguf {
 
 // Value types as numbered in the file.
 enum class ValueType : uint32_t {
-    UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-    STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+    UINT8 = 0,
+    INT8 = 1,
+    UINT16 = 2,
+    INT16 = 3,
+    UINT32 = 4,
+    INT32 = 5,
+    FLOAT32 = 6,
+    BOOL = 7,
+    STRING = 8,
+    ARRAY = 9,
+    UINT64 = 10,
+    INT64 = 11,
+    FLOAT64 = 12,
 };
 
 struct Array;
@@ -57,17 +68,28 @@ struct Array {
     ValueType elem_type = ValueType::UINT8;
     std::vector<Value> items;
     // Fast paths for the big tokenizer arrays (avoid one Value per token).
-    std::vector<std::string> strings;  // when elem_type == STRING, items is empty and this holds them
-    std::vector<float> floats;         // when elem_type == FLOAT32
-    std::vector<int32_t> ints;         // when elem_type is INT32/UINT32/INT8/UINT8/... (narrow ints)
+    std::vector<std::string>
+        strings;                // when elem_type == STRING, items is empty and this holds them
+    std::vector<float> floats;  // when elem_type == FLOAT32
+    std::vector<int32_t> ints;  // when elem_type is INT32/UINT32/INT8/UINT8/... (narrow ints)
     size_t size() const;
+    // Element i whichever representation holds it (items or a fast path); throws dl::Error when
+    // the elements are not of that kind or i is out of range.
+    int64_t int_at(size_t i) const;
+    double float_at(size_t i) const;
+    const std::string& string_at(size_t i) const;
 };
+
+// "uint32", "string", "array", ... as the GGUF spec names the value types.
+std::string_view value_type_name(ValueType t);
+// A short human-readable rendering ("[1, 2, 3, ... 4000 items]") for listings such as `info`.
+std::string format_value(const Value& v, size_t max_items = 8);
 
 struct TensorInfo {
     std::string name;
     std::vector<int64_t> ne;  // ne[0] is the contiguous dimension
     QType type = QType::F32;
-    uint64_t offset = 0;      // from the start of the data section
+    uint64_t offset = 0;  // from the start of the data section
     uint64_t nbytes = 0;
     const uint8_t* data = nullptr;
 
@@ -75,7 +97,7 @@ struct TensorInfo {
 };
 
 class File {
-public:
+  public:
     // Opens and validates; throws dl::Error ("model.gguf: tensor 'x' extends 120 bytes past the
     // end of the file (truncated download?)").
     static File open(const std::string& path);
@@ -105,7 +127,7 @@ public:
     const std::vector<TensorInfo>& tensors() const { return tensors_; }
     const TensorInfo* tensor(std::string_view name) const;
 
-private:
+  private:
     std::string path_;
     std::shared_ptr<MappedFile> map_;
     size_t size_ = 0;
@@ -121,7 +143,7 @@ private:
 // Writes a GGUF v3 file. Tensors are added with their bytes (already in the target type) or with
 // a callback that produces them at write time (so huge files stream without holding all data).
 class Writer {
-public:
+  public:
     void set(const std::string& key, Value v);
     void set_alignment(uint64_t a) { alignment_ = a; }
     void add_tensor(const std::string& name, QType type, std::vector<int64_t> ne,
@@ -133,7 +155,7 @@ public:
     // The whole file in memory (tests).
     std::vector<uint8_t> to_bytes() const;
 
-private:
+  private:
     struct Pending {
         std::string name;
         QType type;
@@ -145,6 +167,11 @@ private:
     uint64_t alignment_ = 32;
     std::vector<std::pair<std::string, Value>> kv_;
     std::vector<Pending> tensors_;
+
+    // The encoded header and where each tensor goes; emit() fills layout.total bytes at base.
+    struct Layout;
+    Layout plan() const;
+    void emit(uint8_t* base, const Layout& layout) const;
 };
 
 }  // namespace dl::gguf
