@@ -67,11 +67,13 @@ struct Value {
 struct Array {
     ValueType elem_type = ValueType::UINT8;
     std::vector<Value> items;
-    // Fast paths for the big tokenizer arrays (avoid one Value per token).
-    std::vector<std::string>
-        strings;                // when elem_type == STRING, items is empty and this holds them
-    std::vector<float> floats;  // when elem_type == FLOAT32
-    std::vector<int32_t> ints;  // when elem_type is INT32/UINT32/INT8/UINT8/... (narrow ints)
+    // Fast paths for the big tokenizer arrays (avoid one Value per token). When items is empty:
+    // elem_type STRING -> strings; FLOAT32 -> floats; INT8/UINT8/INT16/UINT16/INT32 -> ints, and
+    // UINT32 -> ints too unless an element exceeds INT32_MAX (then the reader fills items).
+    // Other element types (bool, 64-bit, nested arrays) always use items.
+    std::vector<std::string> strings;
+    std::vector<float> floats;
+    std::vector<int32_t> ints;
     size_t size() const;
     // Element i whichever representation holds it (items or a fast path); throws dl::Error when
     // the elements are not of that kind or i is out of range.
