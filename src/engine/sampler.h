@@ -1,0 +1,76 @@
+// Choosing the next token from a row of logits: greedy, or a chain of filters (repetition
+// penalty, top-k, top-p, min-p) followed by temperature and a draw from a seeded generator.
+// Built for vocabularies of 150k-250k entries: one copy of the row, linear scans, and partial
+// selection (nth_element) instead of a full sort per token; no allocation after the first call.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace dl {
+
+struct SamplerParams {
+    float temperature = 0.8f;     // <= 0: greedy (argmax after the repetition penalty)
+    int32_t top_k = 40;           // <= 0: off
+    float top_p = 0.95f;          // >= 1: off
+    float min_p = 0.05f;          // <= 0: off; keeps p >= min_p * p_max
+    float repeat_penalty = 1.0f;  // 1: off; > 1 discourages tokens seen in the last N
+    int32_t repeat_last_n = 64;   // N; 0: off, -1: the whole history
+    uint64_t seed = 0;            // same seed and same logits => same tokens
+};
+
+// One entry of the candidate list the filters work on.
+struct TokenLogit {
+    int32_t id;
+    float logit;
+};
+
+// The filters run in this order, each on the model's own distribution (temperature 1):
+//   repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw.
+// Temperature comes last so that it only reshapes the choice among the survivors (the order
+// llama.cpp users know); greedy skips the filters since none of them can remove the argmax.
+class Sampler {
+  public:
+    explicit Sampler(SamplerParams params = {});
+
+    const SamplerParams& params() const { return params_; }
+
+    // Picks a token from n_vocab logits. Does not record it: call accept() with the token that
+    // is actually fed to the model (the generate loop does both).
+    int32_t sample(std::span<const float> logits);
+    // Records a token in the history the repetition penalty looks at (prompt tokens too).
+    void accept(int32_t token);
+    // Forgets the history and reseeds the generator with params().seed.
+    void reset();
+
+    // The candidates that survived the filters of the last sample() call, with their
+    // probabilities after temperature (for tests and for tools that show alternatives).
+    std::span<const TokenLogit> last_candidates() const;
+    std::span<const float> last_probabilities() const { return probs_; }
+
+    // The building blocks, public so that tests can hold each against exact math. They work on
+    // the candidate list `c`; `sorted` says whether c is sorted by descending logit and is
+    // updated when a step sorts it.
+    void apply_repetition_penalty(std::vector<float>& logits) const;
+    static void top_k(std::vector<TokenLogit>& c, int32_t k, bool& sorted);
+    static void top_p(std::vector<TokenLogit>& c, float p, bool& sorted);
+    static void min_p(std::vector<TokenLogit>& c, float p, bool sorted);
+
+  private:
+    SamplerParams params_;
+    std::mt19937_64 rng_;
+    std::deque<int32_t> history_;
+    std::vector<float> work_;       // the penalised copy of the row
+    std::vector<TokenLogit> cand_;  // the candidate list
+    std::vector<float> probs_;      // probabilities of cand_ after temperature
+
+    double uniform01();
+};
+
+// Index of the largest value (the first one on ties); -1 for an empty row.
+int32_t argmax(std::span<const float> logits);
+
+}  // namespace dl
