@@ -1,0 +1,183 @@
+// Tiny GGUF models with random weights, built in memory with gguf::Writer, for the model and CPU
+// chain tests. The same spec and seed give the same float weights whatever type the matrices are
+// stored in, so a quantized model can be held against its f32 twin.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "quant/quant.h"
+
+namespace dl::test {
+
+struct TinySpec {
+    std::string arch = "qwen35";
+    int64_t n_embd = 64, n_layer = 4, n_ff = 96, n_vocab = 80;
+    int64_t n_head = 4, n_head_kv = 2, head_dim = 32, rope_dims = 8;
+    float rope_base = 10000.f, rms_eps = 1e-6f;
+    // qwen35
+    int64_t interval = 4, H_k = 2, H_v = 4, d_state = 16, conv_kernel = 4, n_nextn = 0;
+    bool per_layer_kv_array = false;  // layer pattern as attention.head_count_kv array
+    bool tied = false;
+    bool rope_freqs = false;         // llama-3 style divisors
+    QType matrix_type = QType::F32;  // every 2-D weight but ssm_conv1d
+    uint64_t seed = 1;
+    // Damage for the load-error tests.
+    std::string drop_tensor;    // leave this tensor out
+    std::string widen_tensor;   // give this tensor one more row (ne[1] + 1, or ne[0] + 1 for 1-D)
+    std::string arch_override;  // general.architecture written instead of arch
+};
+
+// Keeps the file bytes alive as long as the model that points into them.
+struct TinyFile {
+    std::vector<uint8_t> bytes;
+    std::shared_ptr<const gguf::File> file;
+};
+
+inline bool is_recurrent_layer(const TinySpec& s, int64_t il) {
+    return s.arch == "qwen35" && (il + 1) % s.interval != 0;
+}
+
+// Float values of one tensor, from the seed and the tensor's name only.
+inline std::vector<float> tiny_values(const TinySpec& s, const std::string& name, int64_t n,
+                                      double mean, double sd) {
+    std::seed_seq seq{s.seed, std::hash<std::string>{}(name)};
+    std::mt19937_64 rng(seq);
+    std::normal_distribution<double> nd(mean, sd);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = static_cast<float>(nd(rng));
+    return v;
+}
+
+inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
+    gguf::Writer w;
+    const std::string a = s.arch;
+    auto key = [&](const char* k) { return a + "." + k; };
+    w.set("general.architecture", gguf::Value::str(s.arch_override.empty() ? a : s.arch_override));
+    w.set("general.name", gguf::Value::str("tiny-" + a));
+    w.set(key("block_count"), gguf::Value::u32(static_cast<uint32_t>(s.n_layer + s.n_nextn)));
+    w.set(key("context_length"), gguf::Value::u32(4096));
+    w.set(key("embedding_length"), gguf::Value::u32(static_cast<uint32_t>(s.n_embd)));
+    w.set(key("feed_forward_length"), gguf::Value::u32(static_cast<uint32_t>(s.n_ff)));
+    w.set(key("attention.head_count"), gguf::Value::u32(static_cast<uint32_t>(s.n_head)));
+    if (s.per_layer_kv_array) {
+        std::vector<int32_t> kv;
+        for (int64_t il = 0; il < s.n_layer + s.n_nextn; ++il)
+            kv.push_back(is_recurrent_layer(s, il) ? 0 : static_cast<int32_t>(s.n_head_kv));
+        w.set(key("attention.head_count_kv"), gguf::Value::array_of_i32(kv));
+    } else {
+        w.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(s.n_head_kv)));
+    }
+    w.set(key("attention.key_length"), gguf::Value::u32(static_cast<uint32_t>(s.head_dim)));
+    w.set(key("attention.value_length"), gguf::Value::u32(static_cast<uint32_t>(s.head_dim)));
+    w.set(key("attention.layer_norm_rms_epsilon"), gguf::Value::f32(s.rms_eps));
+    w.set(key("rope.freq_base"), gguf::Value::f32(s.rope_base));
+    w.set(key("rope.dimension_count"), gguf::Value::u32(static_cast<uint32_t>(s.rope_dims)));
+    if (a == "qwen35") {
+        if (!s.per_layer_kv_array)
+            w.set(key("full_attention_interval"),
+                  gguf::Value::u32(static_cast<uint32_t>(s.interval)));
+        w.set(key("ssm.conv_kernel"), gguf::Value::u32(static_cast<uint32_t>(s.conv_kernel)));
+        w.set(key("ssm.state_size"), gguf::Value::u32(static_cast<uint32_t>(s.d_state)));
+        w.set(key("ssm.group_count"), gguf::Value::u32(static_cast<uint32_t>(s.H_k)));
+        w.set(key("ssm.time_step_rank"), gguf::Value::u32(static_cast<uint32_t>(s.H_v)));
+        w.set(key("ssm.inner_size"), gguf::Value::u32(static_cast<uint32_t>(s.H_v * s.d_state)));
+        if (s.n_nextn > 0)
+            w.set(key("nextn_predict_layers"), gguf::Value::u32(static_cast<uint32_t>(s.n_nextn)));
+    }
+
+    auto add = [&](const std::string& name, std::vector<int64_t> ne, QType type, double mean,
+                   double sd) {
+        if (name == s.drop_tensor) return;
+        if (name == s.widen_tensor) ne[ne.size() > 1 ? 1 : 0] += 1;
+        int64_t n = 1;
+        for (int64_t d : ne) n *= d;
+        std::vector<float> v = tiny_values(s, name, n, mean, sd);
+        std::vector<uint8_t> bytes(row_size(type, ne[0]) * static_cast<size_t>(n / ne[0]));
+        if (type == QType::F32)
+            std::memcpy(bytes.data(), v.data(), bytes.size());
+        else
+            for (int64_t r = 0; r < n / ne[0]; ++r)
+                quant::quantize(type, v.data() + r * ne[0],
+                                bytes.data() + r * row_size(type, ne[0]), ne[0]);
+        w.add_tensor(name, type, std::move(ne), std::move(bytes));
+    };
+    const QType mt = s.matrix_type;
+    // A matrix [out, in] (ne = {in, out}) with unit-variance outputs for unit-variance inputs.
+    auto matrix = [&](const std::string& name, int64_t in, int64_t out) {
+        add(name, {in, out}, mt, 0.0, 1.0 / std::sqrt(double(in)));
+    };
+    auto norm = [&](const std::string& name, int64_t n) { add(name, {n}, QType::F32, 1.0, 0.1); };
+    const int64_t E = s.n_embd, D = s.head_dim;
+    add("token_embd.weight", {E, s.n_vocab}, mt, 0.0, 1.0);
+    norm("output_norm.weight", E);
+    if (!s.tied) matrix("output.weight", E, s.n_vocab);
+    if (s.rope_freqs) add("rope_freqs.weight", {s.rope_dims / 2}, QType::F32, 1.5, 0.3);
+    for (int64_t il = 0; il < s.n_layer + s.n_nextn; ++il) {
+        auto b = [il](const char* what) { return "blk." + std::to_string(il) + "." + what; };
+        norm(b("attn_norm.weight"), E);
+        norm(b(a == "qwen35" ? "post_attention_norm.weight" : "ffn_norm.weight"), E);
+        matrix(b("ffn_gate.weight"), E, s.n_ff);
+        matrix(b("ffn_up.weight"), E, s.n_ff);
+        matrix(b("ffn_down.weight"), s.n_ff, E);
+        if (is_recurrent_layer(s, il)) {
+            const int64_t conv_dim = 2 * s.H_k * s.d_state + s.H_v * s.d_state;
+            matrix(b("attn_qkv.weight"), E, conv_dim);
+            matrix(b("attn_gate.weight"), E, s.H_v * s.d_state);
+            matrix(b("ssm_beta.weight"), E, s.H_v);
+            matrix(b("ssm_alpha.weight"), E, s.H_v);
+            add(b("ssm_conv1d.weight"), {s.conv_kernel, conv_dim}, QType::F32, 0.0, 0.5);
+            add(b("ssm_dt.bias"), {s.H_v}, QType::F32, 0.5, 0.5);
+            // -exp(A_log) with A_log around 0: decays between ~0.3 and ~3 per unit of dt.
+            std::string an = b("ssm_a");
+            if (an != s.drop_tensor) {
+                std::vector<float> al = tiny_values(s, an, s.H_v, 0.0, 0.5);
+                for (auto& x : al) x = -std::exp(x);
+                std::vector<uint8_t> bytes(al.size() * 4);
+                std::memcpy(bytes.data(), al.data(), bytes.size());
+                std::vector<int64_t> ne{s.H_v};
+                if (an == s.widen_tensor) {
+                    ne[0] += 1;
+                    bytes.resize(bytes.size() + 4);
+                }
+                w.add_tensor(an, QType::F32, ne, std::move(bytes));
+            }
+            norm(b("ssm_norm.weight"), s.d_state);
+            matrix(b("ssm_out.weight"), s.H_v * s.d_state, E);
+        } else {
+            const int64_t q_rows = s.n_head * D * (a == "qwen35" ? 2 : 1);
+            matrix(b("attn_q.weight"), E, q_rows);
+            matrix(b("attn_k.weight"), E, s.n_head_kv * D);
+            matrix(b("attn_v.weight"), E, s.n_head_kv * D);
+            matrix(b("attn_output.weight"), s.n_head * D, E);
+            if (a != "llama") {
+                norm(b("attn_q_norm.weight"), D);
+                norm(b("attn_k_norm.weight"), D);
+            }
+        }
+    }
+    return w.to_bytes();
+}
+
+inline std::shared_ptr<const gguf::File> tiny_file(const TinySpec& s) {
+    auto holder = std::make_shared<TinyFile>();
+    holder->bytes = tiny_gguf(s);
+    holder->file = std::make_shared<gguf::File>(
+        gguf::File::parse(holder->bytes.data(), holder->bytes.size(), "tiny-" + s.arch + ".gguf"));
+    // The returned pointer keeps the bytes alive through the aliasing constructor.
+    return std::shared_ptr<const gguf::File>(holder, holder->file.get());
+}
+
+inline std::shared_ptr<const Model> tiny_model(const TinySpec& s) {
+    return Model::from_file(tiny_file(s));
+}
+
+}  // namespace dl::test
