@@ -6,6 +6,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/threads.h"
 #include "tools/tool.h"
 
 namespace dl::tools {
@@ -22,16 +23,30 @@ int main(int argc, char** argv) {
     bool help_env = false, version = false;
     app.add_flag("--help-env", help_env, "list the environment variables deltallm reads");
     app.add_flag("--version", version, "print the version");
+    // Global flags, accepted before or after the subcommand (subcommands fall through to them).
+    bool verbose = false;
+    int threads = 0;
+    app.add_flag("-v,--verbose", verbose, "log what the engine decides (device, timings, ...)");
+    app.add_option("-t,--threads", threads, "CPU threads (0: DELTALLM_THREADS, else one per core)");
 
     std::map<CLI::App*, tools::Run> runs;
     for (auto& t : tools::registry()) {
         CLI::App* sub = app.add_subcommand(t.name, t.help);
+        sub->fallthrough();
         runs[sub] = t.setup(*sub);
     }
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
+    } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        // A bad flag is bad input like any other: one line and exit code 1.
+        std::fprintf(stderr, "error: %s (see deltallm --help)\n", e.what());
+        return 1;
     }
     if (help_env) {
         std::fputs(env::describe().c_str(), stdout);
@@ -42,6 +57,9 @@ int main(int argc, char** argv) {
         return 0;
     }
     try {
+        if (threads < 0) fail("-t must be 0 (automatic) or a number of threads, not {}", threads);
+        if (verbose) log::set_level(log::Level::debug);
+        if (threads > 0) ThreadPool::set_global_threads(threads);
         for (auto& [sub, run] : runs)
             if (sub->parsed()) return run();
         std::fputs(app.help().c_str(), stdout);

@@ -1,0 +1,53 @@
+// What the model-running subcommands share: the -m/--device/-c options, the sampling options,
+// opening a model (or the built-in demo model) with a progress bar, and printing speeds.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/generate.h"
+#include "engine/sampler.h"
+
+namespace dl::tools {
+
+struct ModelArgs {
+    std::string path;  // empty: the built-in demo model
+    std::string device = "auto";
+    int64_t n_ctx = 0;
+
+    void add_to(CLI::App& app, bool with_device = true);
+    // Opens the model (or the demo model, saying so on stderr); throws dl::Error.
+    std::unique_ptr<Engine> open() const;
+};
+
+struct SamplingArgs {
+    float temperature = 0.8f;
+    int32_t top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    float repeat_penalty = 1.0f;
+    int32_t repeat_last_n = 64;
+    int64_t seed = -1;  // -1: a random seed
+
+    void add_to(CLI::App& app);
+    // Checks the ranges (dl::Error names the flag) and draws the seed when none was given.
+    SamplerParams params() const;
+};
+
+// "1,2,3" -> {1, 2, 3}; throws dl::Error naming the flag for anything else.
+std::vector<int64_t> parse_int_list(const std::string& text, const char* flag);
+
+// "prompt 5 tokens in 0.010 s (500.0 tokens/s)" and the generation line, on stderr.
+void print_speeds(const GenerateStats& st);
+
+std::string human_bytes(uint64_t n);
+
+// Reads a whole file or stream; throws dl::Error naming the path.
+std::string read_text_file(const std::string& path);
+
+}  // namespace dl::tools
