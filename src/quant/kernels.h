@@ -1,0 +1,23 @@
+// Internal to src/quant: the kernel tables the dispatcher in dot.cpp chooses between (portable
+// scalar code, AVX2). Not for use outside the module; quant.h is the interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace dl::quant::kernels {
+
+// One weight row against ncols activation rows (1..kMaxCols), activations already in
+// vec_dot_type format, column c at x + c * x_stride bytes; out[c] receives the dot product.
+using DotColsFn = void (*)(const void* w, const void* x, size_t x_stride, int ncols, float* out,
+                           int64_t n);
+inline constexpr int kMaxCols = 4;
+
+// Scalar reference: every type can_dot() accepts.
+DotColsFn scalar(QType t);
+// AVX2/FMA/F16C versions; nullptr for types without one or when not compiled for x86.
+DotColsFn avx2(QType t);
+
+}  // namespace dl::quant::kernels

@@ -1,0 +1,204 @@
+// CPU dot products: the vectorised kernels against the scalar reference (only float summation
+// order may differ), the reference against dequantized floats, the batched entry point against
+// single dot products, and activation quantization error within its worst-case bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/quant.h"
+
+namespace dl::quant {
+namespace {
+
+const QType kDotTypes[] = {QType::F32,  QType::F16,  QType::BF16, QType::Q4_0,   QType::Q4_1,
+                           QType::Q5_0, QType::Q5_1, QType::Q8_0, QType::Q2_K,   QType::Q3_K,
+                           QType::Q4_K, QType::Q5_K, QType::Q6_K, QType::IQ4_NL, QType::IQ4_XS};
+
+std::vector<float> gaussian(int64_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    std::vector<float> x(n);
+    for (auto& v : x) v = g(rng);
+    return x;
+}
+
+struct Prepared {
+    std::vector<uint8_t> w;  // weight row(s) in type t
+    std::vector<float> wf;   // the same, dequantized
+    std::vector<uint8_t> x;  // activations in vec_dot_type(t)
+    std::vector<float> xf;   // the same, dequantized
+};
+
+Prepared prepare(QType t, int64_t n, int rows, int cols, uint32_t seed) {
+    Prepared p;
+    auto wsrc = gaussian(n * rows, seed);
+    auto xsrc = gaussian(n * cols, seed + 1);
+    p.w.resize(row_size(t, n) * rows);
+    p.wf.resize(n * rows);
+    for (int r = 0; r < rows; ++r) {
+        quantize(t, wsrc.data() + r * n, p.w.data() + r * row_size(t, n), n);
+        dequantize(t, p.w.data() + r * row_size(t, n), p.wf.data() + r * n, n);
+    }
+    QType a = vec_dot_type(t);
+    p.x.resize(row_size(a, n) * cols);
+    p.xf.resize(n * cols);
+    for (int c = 0; c < cols; ++c) {
+        quantize_activations(t, xsrc.data() + c * n, p.x.data() + c * row_size(a, n), n);
+        dequantize(a, p.x.data() + c * row_size(a, n), p.xf.data() + c * n, n);
+    }
+    return p;
+}
+
+// Tolerance for two float evaluations of the same exact sum in different orders: a few ulps of the
+// sum of magnitudes.
+double order_tol(const float* w, const float* x, int64_t n) {
+    double mag = 0;
+    for (int64_t i = 0; i < n; ++i) mag += std::fabs((double)w[i] * x[i]);
+    return 1e-5 * mag + 1e-30;
+}
+
+class DotTest : public ::testing::TestWithParam<QType> {};
+
+// The scalar reference computes dot(dequantize(w), dequantize(x)).
+TEST_P(DotTest, ReferenceMatchesDequantized) {
+    QType t = GetParam();
+    for (int64_t n : {block_size(t), (int64_t)256 * 17}) {
+        auto p = prepare(t, n, 1, 1, 11);
+        double exact = 0;
+        for (int64_t i = 0; i < n; ++i) exact += (double)p.wf[i] * p.xf[i];
+        float r = vec_dot_reference(t, p.w.data(), p.x.data(), n);
+        EXPECT_NEAR(r, exact, order_tol(p.wf.data(), p.xf.data(), n))
+            << qtype_name(t) << " n=" << n;
+    }
+}
+
+// Every implementation the CPU offers equals the reference up to summation order.
+TEST_P(DotTest, BackendsMatchReference) {
+    QType t = GetParam();
+    for (CpuBackend b : {CpuBackend::scalar, CpuBackend::avx2}) {
+        if (!cpu_supports(b)) continue;
+        set_cpu_backend(b);
+        const int64_t smallest = block_size(t) == 1 ? 37 : block_size(t);
+        for (int64_t n : {smallest, (int64_t)256 * 9, (int64_t)4096}) {
+            if (!row_ok(t, n)) continue;
+            auto p = prepare(t, n, 1, 1, 100 + (uint32_t)n);
+            float r = vec_dot_reference(t, p.w.data(), p.x.data(), n);
+            float v = vec_dot(t, p.w.data(), p.x.data(), n);
+            EXPECT_NEAR(v, r, order_tol(p.wf.data(), p.xf.data(), n))
+                << qtype_name(t) << " " << cpu_backend() << " n=" << n;
+        }
+    }
+    set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
+}
+
+// vec_dot_rows gives every (row, column) product at the documented place, for column counts
+// around the kernel width and with strided output; cells outside are left alone.
+TEST_P(DotTest, RowsMatchSingleDots) {
+    QType t = GetParam();
+    const int64_t n = 512;
+    const int rows = 7;
+    for (CpuBackend b : {CpuBackend::scalar, CpuBackend::avx2}) {
+        if (!cpu_supports(b)) continue;
+        set_cpu_backend(b);
+        for (int cols : {1, 3, 4, 5, 9}) {
+            auto p = prepare(t, n, rows, cols, 7 + cols);
+            const size_t ws = row_size(t, n), xs = row_size(vec_dot_type(t), n);
+            const size_t out_stride = rows + 3;
+            std::vector<float> out(out_stride * cols, NAN);
+            vec_dot_rows(t, p.w.data(), ws, rows, p.x.data(), xs, cols, out.data(), out_stride, n);
+            for (int c = 0; c < cols; ++c) {
+                for (int r = 0; r < rows; ++r) {
+                    float ref = vec_dot_reference(t, p.w.data() + r * ws, p.x.data() + c * xs, n);
+                    EXPECT_NEAR(out[c * out_stride + r], ref,
+                                order_tol(p.wf.data() + r * n, p.xf.data() + c * n, n))
+                        << qtype_name(t) << " " << cpu_backend() << " r=" << r << " c=" << c;
+                }
+                for (size_t r = rows; r < out_stride; ++r)
+                    EXPECT_TRUE(std::isnan(out[c * out_stride + r]));
+            }
+        }
+    }
+    set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
+}
+
+// Against float activations the only extra error is the activation rounding: at most half a step
+// of the activation block's scale per element, i.e. |err| <= sum_i |w_i| * d_block(i) / 2, with
+// d_block = max|x| / 127 over the activation block (Q8_0/Q8_1: 32, Q8_K: 256 elements).
+TEST_P(DotTest, CloseToFloatDot) {
+    QType t = GetParam();
+    const int64_t n = 2048;
+    auto xsrc = gaussian(n, 4242);
+    auto p = prepare(t, n, 1, 1, 5);
+    std::vector<uint8_t> xq(row_size(vec_dot_type(t), n));
+    quantize_activations(t, xsrc.data(), xq.data(), n);
+    const int64_t ab = std::max<int64_t>(block_size(vec_dot_type(t)), 1);
+    double exact = 0, bound = 0;
+    for (int64_t b0 = 0; b0 < n; b0 += ab) {
+        float amax = 0;
+        for (int64_t i = b0; i < b0 + ab; ++i) amax = std::max(amax, std::fabs(xsrc[i]));
+        // fp16 storage of the Q8_0/Q8_1 scale adds a relative 2^-11 on top of the half step
+        const double step =
+            vec_dot_type(t) == QType::F32 ? 0 : amax / 127.0 * (0.5 + 127 * 0x1p-11);
+        for (int64_t i = b0; i < b0 + ab; ++i) {
+            exact += (double)p.wf[i] * xsrc[i];
+            bound += std::fabs(p.wf[i]) * step;
+        }
+    }
+    float v = vec_dot(t, p.w.data(), xq.data(), n);
+    EXPECT_NEAR(v, exact, bound + order_tol(p.wf.data(), xsrc.data(), n)) << qtype_name(t);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, DotTest, ::testing::ValuesIn(kDotTypes),
+                         [](const auto& info) { return std::string(qtype_name(info.param)); });
+
+TEST(Dot, ActivationTypes) {
+    EXPECT_EQ(vec_dot_type(QType::F16), QType::F32);
+    EXPECT_EQ(vec_dot_type(QType::Q4_0), QType::Q8_0);
+    EXPECT_EQ(vec_dot_type(QType::IQ4_NL), QType::Q8_0);
+    EXPECT_EQ(vec_dot_type(QType::Q5_1), QType::Q8_1);
+    EXPECT_EQ(vec_dot_type(QType::Q4_K), QType::Q8_K);
+    EXPECT_EQ(vec_dot_type(QType::IQ4_XS), QType::Q8_K);
+    EXPECT_FALSE(can_dot(QType::IQ2_XXS));
+    EXPECT_TRUE(can_dot(QType::Q6_K));
+}
+
+TEST(Dot, BackendName) {
+    if (cpu_supports(CpuBackend::avx2)) {
+        set_cpu_backend(CpuBackend::avx2);
+        EXPECT_STREQ(cpu_backend(), "avx2");
+    }
+    set_cpu_backend(CpuBackend::scalar);
+    EXPECT_STREQ(cpu_backend(), "scalar");
+    set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
+}
+
+// A NaN scale in the weights must reach the result (no kernel may silently skip a block).
+TEST(Dot, NaNPropagates) {
+    const uint16_t nan16 = 0x7E00;
+    for (CpuBackend be : {CpuBackend::scalar, CpuBackend::avx2}) {
+        if (!cpu_supports(be)) continue;
+        set_cpu_backend(be);
+        for (QType t :
+             {QType::F16, QType::Q8_0, QType::Q4_0, QType::Q4_K, QType::Q5_K, QType::Q6_K}) {
+            auto x = gaussian(512, 3);
+            auto w = gaussian(512, 4);
+            std::vector<uint8_t> wq(row_size(t, 512)), xq(row_size(vec_dot_type(t), 512));
+            quantize(t, w.data(), wq.data(), 512);
+            quantize_activations(t, x.data(), xq.data(), 512);
+            // the fp16 d of the second 256-element block (element 300 for F16)
+            size_t at = t == QType::F16    ? 600
+                        : t == QType::Q6_K ? row_size(t, 256) + 208
+                                           : row_size(t, 256);
+            std::memcpy(wq.data() + at, &nan16, 2);
+            EXPECT_TRUE(std::isnan(vec_dot(t, wq.data(), xq.data(), 512)))
+                << qtype_name(t) << " " << cpu_backend();
+        }
+    }
+    set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
+}
+
+}  // namespace
+}  // namespace dl::quant
