@@ -1,0 +1,167 @@
+# The Vulkan resident driver: compiles the GLSL compute shaders under src/vulkan/shaders to SPIR-V
+# with glslc, validates every module with spirv-val, and embeds them in the binary as word arrays.
+#
+# Kernel variants: "scalar" runs on any Vulkan 1.2 device (lavapipe in CI); "nv_coopmat",
+# "khr_coopmat" and "nv_coopmat2" use cooperative matrices and are built only when the glslc in
+# use knows their GLSL extension (probed at configure time). scripts/setup.d/vulkan.sh fetches a
+# newer glslc (Debian 13's) into .tools/trixie; it is preferred when present, together with that
+# release's spirv-val and Vulkan headers.
+
+# Only the headers are needed at build time: the loader is opened at run time (src/vulkan/loader.cpp),
+# so the binary starts on machines without Vulkan and serves on the CPU there.
+
+set(_vk_trixie ${PROJECT_SOURCE_DIR}/.tools/trixie)
+set(_vk_runner ${PROJECT_SOURCE_DIR}/scripts/vk/trixie)
+set(DELTALLM_GLSLC "" CACHE STRING "glslc command to use (empty: trixie's when set up, else the system's)")
+if(DELTALLM_GLSLC)
+  set(_vk_glslc ${DELTALLM_GLSLC})
+  find_program(_vk_spirv_val_sys spirv-val REQUIRED)
+  set(_vk_spirv_val ${_vk_spirv_val_sys})
+elseif(EXISTS ${_vk_trixie}/usr/bin/glslc)
+  set(_vk_glslc ${_vk_runner} glslc)
+  set(_vk_spirv_val ${_vk_runner} spirv-val)
+else()
+  find_program(_vk_glslc_sys glslc REQUIRED)
+  find_program(_vk_spirv_val_sys spirv-val REQUIRED)
+  set(_vk_glslc ${_vk_glslc_sys})
+  set(_vk_spirv_val ${_vk_spirv_val_sys})
+endif()
+# Newer headers know the KHR cooperative matrix and NV cooperative matrix 2 structures; the code
+# compiles without them (those features then read as absent).
+if(EXISTS ${_vk_trixie}/usr/include/vulkan/vulkan_core.h)
+  set(_vk_include ${_vk_trixie}/usr/include)
+else()
+  find_path(_vk_include_sys vulkan/vulkan.h REQUIRED)
+  set(_vk_include ${_vk_include_sys})
+endif()
+execute_process(COMMAND ${_vk_glslc} --version OUTPUT_VARIABLE _vk_glslc_version ERROR_QUIET)
+string(REGEX MATCH "^[^\n]*" _vk_glslc_version "${_vk_glslc_version}")
+message(STATUS "Vulkan: glslc '${_vk_glslc}' (${_vk_glslc_version}), headers ${_vk_include}")
+
+# Which cooperative-matrix variants this glslc can build: compile one tiny shader per extension.
+set(_vk_probe_dir ${CMAKE_BINARY_DIR}/vk_probe)
+file(MAKE_DIRECTORY ${_vk_probe_dir})
+set(_vk_probe_nv_coopmat [=[
+#version 450
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 32) in;
+layout(binding = 0) buffer B { float16_t d[]; };
+void main() { fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> m; coopMatLoadNV(m, d, 0, 16, false); coopMatStoreNV(m, d, 256, 16, false); }
+]=])
+set(_vk_probe_khr_coopmat [=[
+#version 450
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 32) in;
+layout(binding = 0) buffer B { float16_t d[]; };
+void main() { coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> m; coopMatLoad(m, d, 0, 16, gl_CooperativeMatrixLayoutRowMajor); coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c; coopMatStore(c, d, 256, 16, gl_CooperativeMatrixLayoutRowMajor); }
+]=])
+set(_vk_probe_nv_coopmat2 [=[
+#version 450
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 32) in;
+layout(binding = 0) buffer B { float16_t d[]; };
+void main() { tensorLayoutNV<2> t = createTensorLayoutNV(2); t = setTensorLayoutDimensionNV(t, 16, 16); coopmat<float16_t, gl_ScopeWorkgroup, 16, 16, gl_MatrixUseA> m; coopMatLoadTensorNV(m, d, 0, t); }
+]=])
+set(DELTALLM_VK_VARIANTS scalar)
+foreach(v nv_coopmat khr_coopmat nv_coopmat2)
+  file(WRITE ${_vk_probe_dir}/${v}.comp "${_vk_probe_${v}}")
+  execute_process(COMMAND ${_vk_glslc} --target-env=vulkan1.3 -o ${_vk_probe_dir}/${v}.spv ${_vk_probe_dir}/${v}.comp
+                  RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0)
+    list(APPEND DELTALLM_VK_VARIANTS ${v})
+  endif()
+endforeach()
+message(STATUS "Vulkan: shader variants built: ${DELTALLM_VK_VARIANTS}")
+
+# The shader table: NAME SOURCE [DEFINES d1 d2 ...] [VARIANTS v1 v2 ...]. A shader with VARIANTS
+# is built once per listed variant that the compiler supports (named NAME@variant, compiled with
+# -DVARIANT_<VARIANT>=1); one without is scalar-only and named NAME.
+set(_vk_src ${PROJECT_SOURCE_DIR}/src/vulkan/shaders)
+set(_vk_out ${CMAKE_BINARY_DIR}/vk_spirv)
+file(MAKE_DIRECTORY ${_vk_out})
+set(_vk_spv_files)
+set(_vk_spv_names)
+file(GLOB _vk_headers CONFIGURE_DEPENDS ${_vk_src}/*.glsl)
+
+function(dl_vk_compile name source env defines)
+  set(spv ${_vk_out}/${name}.spv)
+  set(dflags)
+  foreach(d ${defines})
+    list(APPEND dflags -D${d})
+  endforeach()
+  add_custom_command(
+    OUTPUT ${spv}
+    COMMAND ${_vk_glslc} --target-env=${env} -O -I ${_vk_src} ${dflags} -o ${spv}.tmp ${_vk_src}/${source}
+    COMMAND ${_vk_spirv_val} --target-env ${env} ${spv}.tmp
+    COMMAND ${CMAKE_COMMAND} -E rename ${spv}.tmp ${spv}
+    DEPENDS ${_vk_src}/${source} ${_vk_headers}
+    COMMENT "SPIR-V ${name}"
+    VERBATIM)
+  set(_vk_spv_files ${_vk_spv_files} ${spv} PARENT_SCOPE)
+  set(_vk_spv_names ${_vk_spv_names} ${name} PARENT_SCOPE)
+endfunction()
+
+function(dl_vk_shader name source)
+  cmake_parse_arguments(A "" "" "DEFINES;VARIANTS" ${ARGN})
+  if(NOT A_VARIANTS)
+    dl_vk_compile(${name} ${source} vulkan1.2 "${A_DEFINES}")
+  else()
+    foreach(v ${A_VARIANTS})
+      if(NOT v IN_LIST DELTALLM_VK_VARIANTS)
+        continue()
+      endif()
+      string(TOUPPER ${v} V)
+      set(env vulkan1.3)
+      if(v STREQUAL "scalar")
+        set(env vulkan1.2)
+      endif()
+      dl_vk_compile(${name}@${v} ${source} ${env} "${A_DEFINES};VARIANT_${V}=1")
+    endforeach()
+  endif()
+  set(_vk_spv_files ${_vk_spv_files} PARENT_SCOPE)
+  set(_vk_spv_names ${_vk_spv_names} PARENT_SCOPE)
+endfunction()
+
+# GEMV over weights in their GGUF block formats (one shader per format).
+foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
+  string(TOUPPER ${t} T)
+  dl_vk_shader(gemv_${t} gemv.comp DEFINES WTYPE_${T}=1)
+  dl_vk_shader(get_rows_${t} get_rows.comp DEFINES WTYPE_${T}=1)
+endforeach()
+dl_vk_shader(deltanet_step deltanet_step.comp)
+dl_vk_shader(rms_norm rms_norm.comp)
+dl_vk_shader(swiglu swiglu.comp)
+dl_vk_shader(argmax argmax.comp)
+dl_vk_shader(matmul_f16 matmul_f16.comp VARIANTS scalar nv_coopmat khr_coopmat nv_coopmat2)
+
+# Embed: one generated .cpp holding every module as a uint32_t array plus a name table.
+set(_vk_embed_cpp ${CMAKE_BINARY_DIR}/vk_spirv/spirv_table.cpp)
+add_custom_command(
+  OUTPUT ${_vk_embed_cpp}
+  COMMAND ${CMAKE_COMMAND} "-DOUT=${_vk_embed_cpp}" "-DNAMES=${_vk_spv_names}" "-DFILES=${_vk_spv_files}"
+          "-DVARIANTS=${DELTALLM_VK_VARIANTS}" "-DGLSLC_VERSION=${_vk_glslc_version}"
+          -P ${PROJECT_SOURCE_DIR}/scripts/vk/embed_spirv.cmake
+  DEPENDS ${_vk_spv_files} ${PROJECT_SOURCE_DIR}/scripts/vk/embed_spirv.cmake
+  COMMENT "Embedding SPIR-V modules"
+  VERBATIM)
+
+file(GLOB _vk_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/vulkan/*.cpp)
+add_library(deltallm_vulkan STATIC ${_vk_sources} ${_vk_embed_cpp})
+target_include_directories(deltallm_vulkan PUBLIC ${PROJECT_SOURCE_DIR}/src)
+target_include_directories(deltallm_vulkan SYSTEM PUBLIC ${_vk_include})
+target_compile_options(deltallm_vulkan PRIVATE ${DELTALLM_WARNINGS})
+target_link_libraries(deltallm_vulkan PUBLIC deltallm_lib ${CMAKE_DL_LIBS})
+target_compile_definitions(deltallm_vulkan PUBLIC DELTALLM_HAVE_VULKAN=1)
+set(DELTALLM_HAVE_VULKAN ON)
+
+# The deltallm executable is declared after this file is included: link it at the end of the
+# directory.
+cmake_language(DEFER CALL target_link_libraries deltallm PRIVATE deltallm_vulkan)
+cmake_language(DEFER CALL target_compile_definitions deltallm PRIVATE DELTALLM_HAVE_VULKAN=1)

@@ -1,0 +1,214 @@
+// A Vulkan compute device: instance, physical-device choice, one compute queue, the features the
+// kernels may use (queried, and enabled only where they exist), buffers with staging uploads,
+// the on-disk pipeline cache and timestamp queries. Every situation the driver cannot serve is
+// returned as a Decline with a sentence, never an assert.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vulkan/decline.h"
+#include "vulkan/loader.h"
+
+namespace dl::vk {
+
+// Kernel families, chosen once per device by its features.
+enum class Variant { scalar, nv_coopmat, khr_coopmat, nv_coopmat2 };
+const char* variant_name(Variant v);
+std::optional<Variant> parse_variant(const std::string& s);
+// True when this binary carries SPIR-V for the variant (the build's glslc knew its extension).
+bool variant_built(Variant v);
+
+struct MemoryHeap {
+    uint64_t size = 0;
+    bool device_local = false;
+};
+
+// A cooperative matrix shape the device offers for F16 × F16 → F32 (M×K times K×N).
+struct CoopmatShape {
+    uint32_t m = 0, n = 0, k = 0;
+};
+
+struct Features {
+    std::string name;
+    std::string driver;  // driver name and info, as the driver reports them
+    uint32_t vendor_id = 0, device_id = 0;
+    uint32_t api_version = 0;
+    bool discrete = false;
+    bool cpu = false;  // a software device such as lavapipe
+
+    // Storage and arithmetic types.
+    bool storage_16bit = false;  // storageBuffer16BitAccess
+    bool storage_8bit = false;   // storageBuffer8BitAccess
+    bool float16 = false;        // shaderFloat16
+    bool int8 = false;           // shaderInt8
+    bool int64 = false;
+    bool integer_dot = false;  // VK_KHR_shader_integer_dot_product
+    bool robust_buffer_access = false;
+
+    // Subgroups.
+    uint32_t subgroup_size = 0;
+    uint32_t min_subgroup_size = 0, max_subgroup_size = 0;
+    bool subgroup_size_control = false;
+    bool subgroup_arithmetic = false;  // in compute shaders
+
+    // Limits.
+    uint32_t max_shared_memory = 0;
+    uint64_t max_storage_buffer_range = 0;
+    uint64_t max_buffer_size = 0;  // maintenance4, else max_storage_buffer_range
+    uint32_t min_storage_offset_alignment = 0;
+    uint32_t max_workgroup_invocations = 0;
+    uint32_t max_workgroup_count[3] = {0, 0, 0};
+    uint32_t max_push_constants = 0;
+    bool timestamps = false;
+    float timestamp_period_ns = 0;
+
+    // Cooperative matrices.
+    bool nv_coopmat = false;
+    bool khr_coopmat = false;
+    bool nv_coopmat2 = false;
+    std::vector<CoopmatShape> khr_f16_shapes;  // subgroup-scope F16×F16→F32 shapes (KHR)
+    std::vector<CoopmatShape> nv_f16_shapes;   // the same for the NV extension
+
+    std::vector<MemoryHeap> heaps;
+    uint64_t device_local_bytes = 0;  // the largest device-local heap
+
+    // The best kernel variant this device and this binary support.
+    Variant best_variant() const;
+    bool supports(Variant v) const;
+};
+
+struct DeviceSummary {
+    int index = 0;
+    Features features;
+};
+
+// Every Vulkan device the loader sees, with its features (or a Decline when Vulkan is absent).
+Result<std::vector<DeviceSummary>> list_devices();
+// A human-readable listing for `deltallm info --devices`.
+std::string describe_devices();
+
+struct DeviceOptions {
+    int index = -1;                  // -1: best discrete device, then any
+    std::string variant = "auto";    // auto, scalar, nv_coopmat, khr_coopmat, nv_coopmat2
+    bool validation = false;         // Khronos validation layer; messages are counted
+    bool robust = false;             // robustBufferAccess (tests)
+    std::string pipeline_cache_dir;  // "" disables the on-disk cache
+    // Options from the environment (DELTALLM_VK_DEVICE, _VARIANT, _VALIDATION, PIPELINE_CACHE).
+    static DeviceOptions from_env();
+};
+
+enum class MemoryKind {
+    device,    // device-local, filled through staging copies
+    host,      // host-visible and coherent (staging, read-back, per-token values), mapped
+    host_fast  // host-visible and, where the device offers it, device-local too (small buffers)
+};
+
+class Device;
+
+// A buffer with its own memory allocation (large slabs; few of them).
+class Buffer {
+  public:
+    Buffer() = default;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+    Buffer& operator=(Buffer&& o) noexcept;
+    ~Buffer() { reset(); }
+    void reset();
+
+    VkBuffer handle() const { return buffer_; }
+    uint64_t size() const { return size_; }
+    void* mapped() const { return mapped_; }  // host kinds only
+    explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
+
+  private:
+    friend class Device;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkBuffer buffer_ = VK_NULL_HANDLE;
+    VkDeviceMemory memory_ = VK_NULL_HANDLE;
+    uint64_t size_ = 0;
+    void* mapped_ = nullptr;
+};
+
+// A byte range of a buffer, as bound to one shader binding.
+struct View {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    uint64_t offset = 0;
+    uint64_t range = 0;
+};
+inline View view(const Buffer& b) {
+    return {b.handle(), 0, b.size()};
+}
+inline View view(const Buffer& b, uint64_t off, uint64_t range) {
+    return {b.handle(), off, range};
+}
+
+class Device {
+  public:
+    // Opens the device the options name; a Decline says why none can be used.
+    static Result<std::unique_ptr<Device>> open(
+        const DeviceOptions& opts = DeviceOptions::from_env());
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    const Features& features() const { return f_; }
+    Variant variant() const { return variant_; }
+    int index() const { return index_; }
+    std::string name() const;  // "vulkan:0 (NVIDIA H200)"
+
+    // Throws dl::Error (out of device memory, size over the device's limit) with a sentence.
+    Buffer create_buffer(uint64_t size, MemoryKind kind);
+    // Copies host bytes into a device buffer through the staging buffer (synchronous).
+    void upload(const Buffer& dst, uint64_t dst_off, const void* src, uint64_t n);
+    void download(const Buffer& src, uint64_t src_off, void* dst, uint64_t n);
+    void fill(const Buffer& dst, uint64_t off, uint64_t n, uint32_t word);
+
+    // Runs a recorded command buffer and waits for it. Throws on device loss.
+    void submit_and_wait(VkCommandBuffer cb);
+    VkCommandBuffer allocate_command_buffer();
+    void free_command_buffer(VkCommandBuffer cb);
+
+    VkDevice handle() const { return device_; }
+    VkPipelineCache pipeline_cache() const { return cache_; }
+    // Validation-layer errors seen so far (only counted when options.validation is on).
+    int validation_errors() const { return validation_errors_; }
+    const std::string& last_validation_message() const { return last_validation_message_; }
+    void save_pipeline_cache();
+
+  private:
+    Device() = default;
+    static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
+        VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
+        const VkDebugUtilsMessengerCallbackDataEXT* data, void* user);
+    void one_shot(const std::function<void(VkCommandBuffer)>& record);
+    uint32_t memory_type(uint32_t bits, MemoryKind kind) const;
+
+    Features f_;
+    Variant variant_ = Variant::scalar;
+    int index_ = 0;
+    DeviceOptions opts_;
+    VkInstance instance_ = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    uint32_t queue_family_ = 0;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    VkPipelineCache cache_ = VK_NULL_HANDLE;
+    std::string cache_path_;
+    VkPhysicalDeviceMemoryProperties mem_{};
+    Buffer staging_;
+    std::mutex mutex_;  // one submission at a time on the queue
+    int validation_errors_ = 0;
+    std::string last_validation_message_;
+};
+
+}  // namespace dl::vk

@@ -1,0 +1,187 @@
+// Kernel launchers (see kernels.h): push-constant layouts mirror the shaders' Push blocks.
+#include "vulkan/kernels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace dl::vk {
+
+namespace {
+
+struct GemvPush {
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
+};
+struct NormPush {
+    uint32_t n, nrows, x_off, x_stride, y_off, y_stride;
+    float eps;
+};
+struct SwigluPush {
+    uint32_t n, g_off, u_off, y_off;
+};
+struct ArgmaxPush {
+    uint32_t n, l_off, out_off;
+};
+struct MatmulPush {
+    uint32_t m, n, k;
+};
+
+struct GetRowsPush {
+    uint32_t ncols, nrows, row_bytes, id_off, out_off, n;
+};
+struct DeltaNetPush {
+    uint32_t n_k_heads, n_v_heads, qkv_off, z_off, b_off, a_off, y_off, conv_off, dt_off, ssma_off,
+        norm_off;
+    float eps;
+};
+
+const char* type_suffix(QType t) {
+    switch (t) {
+        case QType::F32:
+            return "f32";
+        case QType::F16:
+            return "f16";
+        case QType::Q4_0:
+            return "q4_0";
+        case QType::Q8_0:
+            return "q8_0";
+        case QType::Q4_K:
+            return "q4_k";
+        case QType::Q5_K:
+            return "q5_k";
+        case QType::Q6_K:
+            return "q6_k";
+        default:
+            return nullptr;
+    }
+}
+
+const char* gemv_module(QType t) {
+    switch (t) {
+        case QType::F32:
+            return "gemv_f32";
+        case QType::F16:
+            return "gemv_f16";
+        case QType::Q4_0:
+            return "gemv_q4_0";
+        case QType::Q8_0:
+            return "gemv_q8_0";
+        case QType::Q4_K:
+            return "gemv_q4_k";
+        case QType::Q5_K:
+            return "gemv_q5_k";
+        case QType::Q6_K:
+            return "gemv_q6_k";
+        default:
+            return nullptr;
+    }
+}
+
+}  // namespace
+
+void Kernels::get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint32_t cols, View ids,
+                       uint32_t id_off, View out, uint32_t out_off, uint32_t n) {
+    const char* suf = type_suffix(t);
+    if (!suf) fail("no row-fetch kernel for a table of type {}", qtype_name(t));
+    const Kernel& k = pipes_.get(fmt::format("get_rows_{}", suf), 3, sizeof(GetRowsPush));
+    GetRowsPush p{cols, rows, (uint32_t)row_size(t, cols), id_off, out_off, n};
+    auto [gx, gy] = grid(dev_.features(), n);
+    cl.dispatch(k, {table, ids, out}, p, gx, gy);
+}
+
+std::optional<Decline> Kernels::deltanet_step_supported(const Features& f, uint32_t d_k,
+                                                        uint32_t d_v, uint32_t conv_kernel) {
+    if (d_v == 0 || (d_v & (d_v - 1)) != 0)
+        return Decline{fmt::format("DeltaNet value head size {} is not a power of two", d_v)};
+    if (d_v > f.max_workgroup_invocations)
+        return Decline{
+            fmt::format("DeltaNet value head size {} exceeds the device's {} threads per workgroup",
+                        d_v, f.max_workgroup_invocations)};
+    if ((uint64_t)(d_v + 2 * d_k) * 4 > f.max_shared_memory)
+        return Decline{
+            fmt::format("DeltaNet head sizes {}/{} exceed the device's shared memory", d_k, d_v)};
+    if (conv_kernel < 1 || conv_kernel > 16)
+        return Decline{fmt::format("DeltaNet conv kernel {} unsupported", conv_kernel)};
+    return std::nullopt;
+}
+
+void Kernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params,
+                            View ring, View state, View tok) {
+    if (auto d = deltanet_step_supported(dev_.features(), a.d_k, a.d_v, a.conv_kernel))
+        fail("{}", d->reason);
+    const Kernel& k =
+        pipes_.get("deltanet_step", 5, sizeof(DeltaNetPush), {a.d_v, a.d_k, a.conv_kernel});
+    DeltaNetPush p{a.n_k_heads, a.n_v_heads, a.qkv_off, a.z_off,     a.b_off,    a.a_off,
+                   a.y_off,     a.conv_off,  a.dt_off,  a.ssm_a_off, a.norm_off, a.eps};
+    cl.dispatch(k, {act, params, ring, state, tok}, p, a.n_v_heads);
+}
+
+bool Kernels::gemv_supports(QType t) {
+    return gemv_module(t) != nullptr;
+}
+
+// The largest power of two <= want that the device allows in one workgroup.
+uint32_t Kernels::wg_size(uint32_t want) const {
+    uint32_t limit = std::max<uint32_t>(dev_.features().max_workgroup_invocations, 64);
+    uint32_t s = 1;
+    while (s * 2 <= std::min(want, limit)) s *= 2;
+    return s;
+}
+
+void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                   uint32_t x_off, View y, uint32_t y_off, bool accumulate) {
+    const char* mod = gemv_module(t);
+    if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
+    constexpr uint32_t kRows = 2;
+    uint32_t wg = wg_size(64);
+    const Kernel& k = pipes_.get(mod, 3, sizeof(GemvPush), {wg, kRows});
+    GemvPush p{cols, rows, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
+    auto [gx, gy] = grid(dev_.features(), (rows + kRows - 1) / kRows);
+    cl.dispatch(k, {w, x, y}, p, gx, gy);
+}
+
+void Kernels::rms_norm(CommandList& cl, View w, View x, uint32_t x_off, uint32_t x_stride, View y,
+                       uint32_t y_off, uint32_t y_stride, uint32_t n, uint32_t nrows, float eps) {
+    uint32_t wg = wg_size(256);
+    const Kernel& k = pipes_.get("rms_norm", 3, sizeof(NormPush), {wg});
+    NormPush p{n, nrows, x_off, x_stride, y_off, y_stride, eps};
+    auto [gx, gy] = grid(dev_.features(), nrows);
+    cl.dispatch(k, {w, x, y}, p, gx, gy);
+}
+
+void Kernels::swiglu(CommandList& cl, View g, uint32_t g_off, View u, uint32_t u_off, View y,
+                     uint32_t y_off, uint32_t n) {
+    const Kernel& k = pipes_.get("swiglu", 3, sizeof(SwigluPush));
+    SwigluPush p{n, g_off, u_off, y_off};
+    auto [gx, gy] = grid(dev_.features(), (n + 255) / 256);
+    cl.dispatch(k, {g, u, y}, p, gx, gy);
+}
+
+void Kernels::argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View out,
+                     uint32_t out_off) {
+    uint32_t wg = wg_size(1024);
+    const Kernel& k = pipes_.get("argmax", 2, sizeof(ArgmaxPush), {wg});
+    ArgmaxPush p{n, l_off, out_off};
+    cl.dispatch(k, {logits, out}, p, 1);
+}
+
+bool Kernels::matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m, uint32_t n,
+                         uint32_t k) {
+    const Features& f = dev_.features();
+    if (!f.supports(v) || !f.storage_16bit || !f.float16) return false;
+    std::string mod = fmt::format("matmul_f16@{}", variant_name(v));
+    std::vector<uint32_t> spec;
+    if (v != Variant::scalar) {
+        // One subgroup per workgroup; the tile kernels need whole 16-element tiles except coopmat2.
+        if (v != Variant::nv_coopmat2 && (m % 16 || n % 16 || k % 16)) return false;
+        spec.push_back(f.subgroup_size);
+    }
+    const Kernel& kk = pipes_.get(mod, 3, sizeof(MatmulPush), spec);
+    MatmulPush p{m, n, k};
+    cl.dispatch(kk, {a, w, c}, p, (n + 15) / 16, (m + 15) / 16);
+    return true;
+}
+
+}  // namespace dl::vk

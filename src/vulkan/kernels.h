@@ -1,0 +1,60 @@
+// Typed launchers of the compute kernels: each records one dispatch (no barrier) into a
+// CommandList, choosing the module and workgroup shape from the device's features. Offsets of
+// activations are in floats inside the bound views; weight views start at the tensor.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "quant/types.h"
+#include "vulkan/pipeline.h"
+
+namespace dl::vk {
+
+class Kernels {
+  public:
+    Kernels(Device& dev, Pipelines& pipes) : dev_(dev), pipes_(pipes) {}
+
+    // True when gemv() reads weights of type t natively.
+    static bool gemv_supports(QType t);
+    // y[y_off + r] (=|+=) sum_c W[r, c] · x[x_off + c] for r < rows; W is rows × cols of type t.
+    void gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+              uint32_t x_off, View y, uint32_t y_off, bool accumulate);
+    // out[out_off + r * cols ..] = row ids[id_off + r] of the table (rows × cols of type t), r < n.
+    void get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint32_t cols, View ids,
+                  uint32_t id_off, View out, uint32_t out_off, uint32_t n);
+    // y = x / sqrt(mean(x²) + eps) · w for nrows rows of n (strided by x_stride / y_stride floats).
+    void rms_norm(CommandList& cl, View w, View x, uint32_t x_off, uint32_t x_stride, View y,
+                  uint32_t y_off, uint32_t y_stride, uint32_t n, uint32_t nrows, float eps);
+    // y = silu(g) ⊙ u over n values.
+    void swiglu(CommandList& cl, View g, uint32_t g_off, View u, uint32_t u_off, View y,
+                uint32_t y_off, uint32_t n);
+    // out[out_off] = index of the largest of logits[l_off .. l_off + n).
+    void argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View out,
+                uint32_t out_off);
+    // One decode token of a Gated DeltaNet layer (see shaders/deltanet_step.comp). act holds the
+    // projections (offsets in floats) and receives y; params the layer's F32 parameters; ring
+    // the conv inputs [K][conv_dim]; state S [H_v][d_k][d_v]; tok[0] the position.
+    struct DeltaNetStep {
+        uint32_t n_k_heads, n_v_heads, d_k, d_v, conv_kernel;
+        uint32_t qkv_off, z_off, b_off, a_off, y_off;    // in act
+        uint32_t conv_off, dt_off, ssm_a_off, norm_off;  // in params
+        float eps;
+    };
+    // Returns a Decline when the shape has no kernel (d_v over the workgroup limit ...).
+    static std::optional<Decline> deltanet_step_supported(const Features& f, uint32_t d_k,
+                                                          uint32_t d_v, uint32_t conv_kernel);
+    void deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params, View ring,
+                       View state, View tok);
+    // C[M, N] = A[M, K] · W[N, K]ᵀ (F16 inputs, F32 output) with the given variant's kernel.
+    // Returns false (recording nothing) when the variant cannot run these sizes.
+    bool matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m, uint32_t n,
+                    uint32_t k);
+
+  private:
+    uint32_t wg_size(uint32_t want) const;
+    Device& dev_;
+    Pipelines& pipes_;
+};
+
+}  // namespace dl::vk

@@ -1,0 +1,242 @@
+// Pipelines from embedded SPIR-V, and command lists with their descriptor sets (see pipeline.h).
+#include "vulkan/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace dl::vk {
+
+namespace spirv {
+struct Module {
+    const char* name;
+    const uint32_t* words;
+    size_t n_words;
+};
+extern const Module kModules[];
+extern const char* const kCompiler;
+}  // namespace spirv
+
+std::span<const uint32_t> find_module(const std::string& name) {
+    for (const spirv::Module* m = spirv::kModules; m->name; ++m)
+        if (name == m->name) return {m->words, m->n_words};
+    return {};
+}
+
+const char* shader_compiler() {
+    return spirv::kCompiler;
+}
+
+Pipelines::~Pipelines() {
+    VkDevice d = dev_.handle();
+    for (auto& [key, k] : cache_) {
+        vkDestroyPipeline(d, k->pipeline, nullptr);
+        vkDestroyPipelineLayout(d, k->layout, nullptr);
+        vkDestroyDescriptorSetLayout(d, k->set_layout, nullptr);
+    }
+}
+
+const Kernel& Pipelines::get(const std::string& name, uint32_t n_bindings, uint32_t push_bytes,
+                             std::vector<uint32_t> spec) {
+    auto key = std::make_pair(name, spec);
+    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+    std::span<const uint32_t> words = find_module(name);
+    if (words.empty()) fail("this build carries no shader module '{}'", name);
+    VkDevice d = dev_.handle();
+    auto k = std::make_unique<Kernel>();
+    k->name = name;
+    k->n_bindings = n_bindings;
+    k->push_bytes = push_bytes;
+
+    std::vector<VkDescriptorSetLayoutBinding> bs(n_bindings);
+    for (uint32_t i = 0; i < n_bindings; ++i)
+        bs[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    auto li =
+        make<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+    li.bindingCount = n_bindings;
+    li.pBindings = bs.data();
+    if (vkCreateDescriptorSetLayout(d, &li, nullptr, &k->set_layout) != VK_SUCCESS)
+        fail("cannot create the descriptor layout of kernel {}", name);
+    VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+    auto pli = make<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+    pli.setLayoutCount = 1;
+    pli.pSetLayouts = &k->set_layout;
+    pli.pushConstantRangeCount = push_bytes ? 1 : 0;
+    pli.pPushConstantRanges = &pr;
+    if (vkCreatePipelineLayout(d, &pli, nullptr, &k->layout) != VK_SUCCESS)
+        fail("cannot create the pipeline layout of kernel {}", name);
+
+    auto mi = make<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+    mi.codeSize = words.size() * 4;
+    mi.pCode = words.data();
+    VkShaderModule mod = VK_NULL_HANDLE;
+    if (vkCreateShaderModule(d, &mi, nullptr, &mod) != VK_SUCCESS)
+        fail("the driver rejects shader module {}", name);
+    std::vector<VkSpecializationMapEntry> entries(spec.size());
+    for (uint32_t i = 0; i < spec.size(); ++i) entries[i] = {i, i * 4u, 4};
+    VkSpecializationInfo si{(uint32_t)spec.size(), entries.data(), spec.size() * 4, spec.data()};
+    auto ci = make<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+    ci.stage =
+        make<VkPipelineShaderStageCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = mod;
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
+    ci.layout = k->layout;
+    VkResult r = vkCreateComputePipelines(d, dev_.pipeline_cache(), 1, &ci, nullptr, &k->pipeline);
+    vkDestroyShaderModule(d, mod, nullptr);
+    if (r != VK_SUCCESS) fail("cannot create the pipeline of kernel {} ({})", name, result_name(r));
+    const Kernel& out = *k;
+    cache_.emplace(std::move(key), std::move(k));
+    return out;
+}
+
+std::pair<uint32_t, uint32_t> grid(const Features& f, uint64_t n) {
+    uint64_t maxx = f.max_workgroup_count[0] ? f.max_workgroup_count[0] : 65535;
+    if (n <= maxx) return {(uint32_t)std::max<uint64_t>(n, 1), 1};
+    uint64_t y = (n + maxx - 1) / maxx;
+    uint64_t x = (n + y - 1) / y;
+    return {(uint32_t)x, (uint32_t)y};
+}
+
+CommandList::CommandList(Device& dev) : dev_(dev) {
+    cb_ = dev_.allocate_command_buffer();
+}
+
+CommandList::~CommandList() {
+    release();
+    if (queries_) vkDestroyQueryPool(dev_.handle(), queries_, nullptr);
+    dev_.free_command_buffer(cb_);
+}
+
+void CommandList::release() {
+    for (VkDescriptorPool p : pools_) vkDestroyDescriptorPool(dev_.handle(), p, nullptr);
+    pools_.clear();
+    sets_left_ = 0;
+    descriptors_left_ = 0;
+}
+
+void CommandList::begin(bool reusable) {
+    vkResetCommandBuffer(cb_, 0);
+    release();
+    n_dispatches_ = 0;
+    labels_.clear();
+    auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    bi.flags = reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vkBeginCommandBuffer(cb_, &bi);
+    if (queries_) {
+        vkCmdResetQueryPool(cb_, queries_, 0, max_marks_ + 1);
+        vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
+    }
+}
+
+void CommandList::end() {
+    if (vkEndCommandBuffer(cb_) != VK_SUCCESS) fail("recording a Vulkan command buffer failed");
+}
+
+VkDescriptorSet CommandList::allocate_set(const Kernel& k) {
+    if (sets_left_ == 0 || descriptors_left_ < k.n_bindings) {
+        constexpr uint32_t kSets = 256;
+        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSets * 8};
+        auto pi = make<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+        pi.maxSets = kSets;
+        pi.poolSizeCount = 1;
+        pi.pPoolSizes = &size;
+        VkDescriptorPool pool;
+        if (vkCreateDescriptorPool(dev_.handle(), &pi, nullptr, &pool) != VK_SUCCESS)
+            fail("cannot create a Vulkan descriptor pool");
+        pools_.push_back(pool);
+        sets_left_ = kSets;
+        descriptors_left_ = kSets * 8;
+    }
+    auto ai = make<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+    ai.descriptorPool = pools_.back();
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &k.set_layout;
+    VkDescriptorSet set;
+    if (vkAllocateDescriptorSets(dev_.handle(), &ai, &set) != VK_SUCCESS)
+        fail("cannot allocate a descriptor set");
+    --sets_left_;
+    descriptors_left_ -= k.n_bindings;
+    return set;
+}
+
+void CommandList::dispatch(const Kernel& k, std::initializer_list<View> bindings, const void* push,
+                           uint32_t gx, uint32_t gy, uint32_t gz) {
+    DL_ASSERT(bindings.size() == k.n_bindings);
+    VkDescriptorSet set = allocate_set(k);
+    std::vector<VkDescriptorBufferInfo> infos;
+    infos.reserve(k.n_bindings);
+    for (const View& v : bindings) {
+        DL_ASSERT(v.buffer != VK_NULL_HANDLE && v.range > 0);
+        DL_ASSERT(v.offset % std::max<uint32_t>(dev_.features().min_storage_offset_alignment, 1) ==
+                  0);
+        infos.push_back({v.buffer, v.offset, v.range});
+    }
+    std::vector<VkWriteDescriptorSet> ws(k.n_bindings);
+    for (uint32_t i = 0; i < k.n_bindings; ++i) {
+        ws[i] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+        ws[i].dstSet = set;
+        ws[i].dstBinding = i;
+        ws[i].descriptorCount = 1;
+        ws[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        ws[i].pBufferInfo = &infos[i];
+    }
+    vkUpdateDescriptorSets(dev_.handle(), k.n_bindings, ws.data(), 0, nullptr);
+    vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+    vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0, nullptr);
+    if (k.push_bytes)
+        vkCmdPushConstants(cb_, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, push);
+    vkCmdDispatch(cb_, gx, gy, gz);
+    ++n_dispatches_;
+}
+
+void CommandList::barrier() {
+    auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vkCmdPipelineBarrier(cb_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+void CommandList::copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off,
+                       uint64_t n) {
+    VkBufferCopy c{src_off, dst_off, n};
+    vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &c);
+}
+
+void CommandList::enable_timestamps(uint32_t max_marks) {
+    if (!dev_.features().timestamps || queries_) return;
+    auto qi = make<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = max_marks + 1;
+    if (vkCreateQueryPool(dev_.handle(), &qi, nullptr, &queries_) == VK_SUCCESS)
+        max_marks_ = max_marks;
+}
+
+void CommandList::mark(const std::string& label) {
+    if (!queries_ || labels_.size() >= max_marks_) return;
+    labels_.push_back(label);
+    vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_,
+                        (uint32_t)labels_.size());
+}
+
+std::vector<std::pair<std::string, double>> CommandList::times() {
+    std::vector<std::pair<std::string, double>> out;
+    if (!queries_ || labels_.empty()) return out;
+    std::vector<uint64_t> ts(labels_.size() + 1);
+    if (vkGetQueryPoolResults(dev_.handle(), queries_, 0, (uint32_t)ts.size(), ts.size() * 8,
+                              ts.data(), 8,
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
+        return out;
+    double ns = dev_.features().timestamp_period_ns;
+    for (size_t i = 0; i < labels_.size(); ++i)
+        out.push_back({labels_[i], (ts[i + 1] - ts[i]) * ns * 1e-6});
+    return out;
+}
+
+}  // namespace dl::vk

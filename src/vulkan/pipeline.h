@@ -1,0 +1,107 @@
+// Compute pipelines built from the embedded SPIR-V modules, and the command lists that record
+// dispatches of them. A kernel is identified by its module name ("gemv_q4_k",
+// "matmul_f16@khr_coopmat") and its specialization constants (workgroup size, rows per group);
+// pipelines are created once per device and cached. A CommandList owns the descriptor sets it
+// allocates, so a recorded command (the decode token command) can be replayed as long as it lives.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "vulkan/device.h"
+
+namespace dl::vk {
+
+// The embedded SPIR-V words of a module, or an empty span when the binary lacks it.
+std::span<const uint32_t> find_module(const std::string& name);
+// The compiler that built the modules ("shaderc v2025.2 ...").
+const char* shader_compiler();
+
+struct Kernel {
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    uint32_t n_bindings = 0;
+    uint32_t push_bytes = 0;
+    std::string name;
+};
+
+// Creates and owns the pipelines of one device.
+class Pipelines {
+  public:
+    explicit Pipelines(Device& dev) : dev_(dev) {}
+    ~Pipelines();
+    Pipelines(const Pipelines&) = delete;
+    Pipelines& operator=(const Pipelines&) = delete;
+
+    // The pipeline of module `name` with n_bindings storage buffers, push constants of push_bytes
+    // and specialization constants spec[i] at constant_id i. Throws dl::Error when the module is
+    // missing or the driver rejects it.
+    const Kernel& get(const std::string& name, uint32_t n_bindings, uint32_t push_bytes,
+                      std::vector<uint32_t> spec = {});
+    Device& device() { return dev_; }
+
+  private:
+    Device& dev_;
+    std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Kernel>> cache_;
+};
+
+// Workgroup counts (x, y) covering n groups within the device's per-dimension limit; shaders
+// compute their linear group id as y * gl_NumWorkGroups.x + x and skip ids past n.
+std::pair<uint32_t, uint32_t> grid(const Features& f, uint64_t n);
+
+class CommandList {
+  public:
+    explicit CommandList(Device& dev);
+    ~CommandList();
+    CommandList(const CommandList&) = delete;
+    CommandList& operator=(const CommandList&) = delete;
+
+    // Starts recording (dropping what was recorded before). reusable: the command will be
+    // submitted many times (the token command); otherwise once.
+    void begin(bool reusable = false);
+    void end();
+    // One dispatch: bindings in order, push constants (push_bytes of the kernel), group counts.
+    void dispatch(const Kernel& k, std::initializer_list<View> bindings, const void* push,
+                  uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    template <typename P>
+    void dispatch(const Kernel& k, std::initializer_list<View> bindings, const P& push, uint32_t gx,
+                  uint32_t gy = 1, uint32_t gz = 1) {
+        DL_ASSERT(sizeof(P) == k.push_bytes);
+        dispatch(k, bindings, static_cast<const void*>(&push), gx, gy, gz);
+    }
+    // Makes every earlier shader write visible to every later shader read (and transfers).
+    void barrier();
+    void copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t n);
+    // Timestamps for --profile: mark(label) after a stretch of work; times() after a submit gives
+    // the milliseconds of each stretch since the previous mark (or begin).
+    void enable_timestamps(uint32_t max_marks);
+    void mark(const std::string& label);
+    std::vector<std::pair<std::string, double>> times();
+
+    void submit_and_wait() { dev_.submit_and_wait(cb_); }
+    VkCommandBuffer handle() const { return cb_; }
+    uint32_t n_dispatches() const { return n_dispatches_; }
+
+  private:
+    VkDescriptorSet allocate_set(const Kernel& k);
+    void release();
+
+    Device& dev_;
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;
+    std::vector<VkDescriptorPool> pools_;
+    uint32_t sets_left_ = 0;
+    uint32_t descriptors_left_ = 0;
+    uint32_t n_dispatches_ = 0;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    uint32_t max_marks_ = 0;
+    std::vector<std::string> labels_;
+};
+
+}  // namespace dl::vk

@@ -1,0 +1,218 @@
+// Kernels against CPU references (quant::dequantize for the block formats, plain loops for the
+// rest): outputs poisoned with NaN before the run, every element checked, odd sizes, and the
+// neighbours of the written range checked untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/half.h"
+#include "quant/quant.h"
+#include "vk_test.h"
+
+namespace dl::vk {
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+struct GemvCase {
+    QType type;
+    uint32_t rows, cols;
+};
+
+class Gemv : public ::testing::TestWithParam<GemvCase> {};
+
+TEST_P(Gemv, MatchesDequantizedReference) {
+    VK_TEST_DEVICE();
+    const auto [t, rows, cols] = GetParam();
+    ASSERT_TRUE(quant::can_quantize(t));
+    // Weights: random values quantized by the CPU code, so the blocks are the real format.
+    std::vector<float> wf = randn((size_t)rows * cols, 7 + rows * 31 + cols);
+    size_t rb = row_size(t, cols);
+    std::vector<uint8_t> wq(rb * rows);
+    for (uint32_t r = 0; r < rows; ++r)
+        quant::quantize(t, wf.data() + (size_t)r * cols, wq.data() + r * rb, cols);
+    std::vector<float> deq((size_t)rows * cols);
+    for (uint32_t r = 0; r < rows; ++r)
+        quant::dequantize(t, wq.data() + r * rb, deq.data() + (size_t)r * cols, cols);
+    std::vector<float> x = randn(cols + 5, 99);
+    const uint32_t x_off = 5, y_off = 3;
+
+    // Reference in double, and the scale of each sum for the tolerance.
+    std::vector<double> ref(rows), mag(rows);
+    for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t c = 0; c < cols; ++c) {
+            ref[r] += (double)deq[(size_t)r * cols + c] * x[x_off + c];
+            mag[r] += std::fabs((double)deq[(size_t)r * cols + c] * x[x_off + c]);
+        }
+
+    // Pad the weight buffer by a word so the byte reads of the last (unaligned) block stay inside.
+    std::vector<uint8_t> wpad = wq;
+    wpad.resize((wq.size() + 3) / 4 * 4 + 4, 0);
+    Buffer w = test::to_device(dev, wpad);
+    Buffer xb = test::to_device(dev, x);
+    for (bool acc : {false, true}) {
+        Buffer y = test::poisoned(dev, rows + y_off + 4);
+        std::vector<float> init(rows);
+        if (acc) {
+            init = randn(rows, 5);
+            dev.upload(y, y_off * 4, init.data(), rows * 4);
+        }
+        test::run(dev, [&](CommandList& cl) {
+            K.gemv(cl, t, view(w), rows, cols, view(xb), x_off, view(y), y_off, acc);
+        });
+        auto out = test::from_device<float>(dev, y, rows + y_off + 4);
+        for (uint32_t i = 0; i < y_off; ++i)
+            EXPECT_EQ(test::bits(out[i]), test::kPoison) << "wrote before y_off";
+        for (uint32_t i = 0; i < 4; ++i)
+            EXPECT_EQ(test::bits(out[y_off + rows + i]), test::kPoison) << "wrote past rows";
+        for (uint32_t r = 0; r < rows; ++r) {
+            float got = out[y_off + r];
+            ASSERT_TRUE(std::isfinite(got)) << qtype_name(t) << " row " << r;
+            double want = ref[r] + init[r];
+            EXPECT_NEAR(got, want, 1e-5 * mag[r] + 1e-5)
+                << qtype_name(t) << " row " << r << " acc " << acc;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, Gemv,
+    ::testing::Values(GemvCase{QType::F32, 7, 45}, GemvCase{QType::F32, 64, 256},
+                      GemvCase{QType::F16, 5, 77}, GemvCase{QType::F16, 33, 128},
+                      GemvCase{QType::Q4_0, 9, 160}, GemvCase{QType::Q8_0, 11, 96},
+                      GemvCase{QType::Q8_0, 130, 1024}, GemvCase{QType::Q4_K, 3, 256},
+                      GemvCase{QType::Q4_K, 67, 768}, GemvCase{QType::Q5_K, 13, 512},
+                      GemvCase{QType::Q6_K, 1, 256}, GemvCase{QType::Q6_K, 37, 768}),
+    [](const auto& info) {
+        return std::string(qtype_name(info.param.type)) + "_" + std::to_string(info.param.rows) +
+               "x" + std::to_string(info.param.cols);
+    });
+
+TEST(VulkanKernels, RmsNormStridedRows) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 100, nrows = 5, x_stride = 130, y_stride = 111, x_off = 7, y_off = 2;
+    const float eps = 1e-6f;
+    std::vector<float> x = randn(x_off + nrows * x_stride, 3, 2.f);
+    std::vector<float> w = randn(n, 4);
+    Buffer xb = test::to_device(dev, x), wb = test::to_device(dev, w);
+    size_t ny = y_off + nrows * y_stride;
+    Buffer y = test::poisoned(dev, ny);
+    test::run(dev, [&](CommandList& cl) {
+        K.rms_norm(cl, view(wb), view(xb), x_off, x_stride, view(y), y_off, y_stride, n, nrows,
+                   eps);
+    });
+    auto out = test::from_device<float>(dev, y, ny);
+    for (uint32_t r = 0; r < nrows; ++r) {
+        double ss = 0;
+        for (uint32_t i = 0; i < n; ++i)
+            ss += (double)x[x_off + r * x_stride + i] * x[x_off + r * x_stride + i];
+        double scale = 1.0 / std::sqrt(ss / n + eps);
+        for (uint32_t i = 0; i < n; ++i) {
+            float got = out[y_off + r * y_stride + i];
+            double want = x[x_off + r * x_stride + i] * scale * w[i];
+            ASSERT_NEAR(got, want, 1e-5 * (std::fabs(want) + 1)) << r << "," << i;
+        }
+        // The gap between strided rows is never written.
+        for (uint32_t i = n; i < y_stride && y_off + r * y_stride + i < ny; ++i)
+            ASSERT_EQ(test::bits(out[y_off + r * y_stride + i]), test::kPoison);
+    }
+}
+
+TEST(VulkanKernels, SwiGLU) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 1000;
+    std::vector<float> g = randn(n + 3, 8, 3.f), u = randn(n + 1, 9);
+    Buffer gb = test::to_device(dev, g), ub = test::to_device(dev, u);
+    Buffer y = test::poisoned(dev, n + 2);
+    test::run(dev, [&](CommandList& cl) { K.swiglu(cl, view(gb), 3, view(ub), 1, view(y), 1, n); });
+    auto out = test::from_device<float>(dev, y, n + 2);
+    EXPECT_EQ(test::bits(out[0]), test::kPoison);
+    EXPECT_EQ(test::bits(out[n + 1]), test::kPoison);
+    for (uint32_t i = 0; i < n; ++i) {
+        double a = g[3 + i];
+        double want = a / (1 + std::exp(-a)) * u[1 + i];
+        ASSERT_NEAR(out[1 + i], want, 1e-5 * (std::fabs(want) + 1)) << i;
+    }
+}
+
+TEST(VulkanKernels, ArgmaxFindsFirstMaximumAndSkipsNaN) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 5003;
+    std::vector<float> l = randn(n + 2, 11);
+    l[2 + 4001] = 9.f;
+    l[2 + 4500] = 9.f;  // a tie: the lower index wins
+    l[2 + 17] = std::nanf("");
+    l[0] = 100.f;  // outside the range (before l_off): must be ignored
+    Buffer lb = test::to_device(dev, l);
+    Buffer out = dev.create_buffer(16, MemoryKind::host);
+    std::memset(out.mapped(), 0xff, 16);
+    test::run(dev, [&](CommandList& cl) { K.argmax(cl, view(lb), 2, n, view(out), 1); });
+    auto* o = static_cast<uint32_t*>(out.mapped());
+    EXPECT_EQ(o[1], 4001u);
+    EXPECT_EQ(o[0], 0xffffffffu);
+    EXPECT_EQ(o[2], 0xffffffffu);
+}
+
+TEST(VulkanKernels, ArgmaxSmallAndAllNegative) {
+    VK_TEST_DEVICE();
+    std::vector<float> l = {-5.f, -3.f, -4.f};
+    Buffer lb = test::to_device(dev, l);
+    Buffer out = dev.create_buffer(4, MemoryKind::host);
+    test::run(dev, [&](CommandList& cl) { K.argmax(cl, view(lb), 0, 3, view(out), 0); });
+    EXPECT_EQ(static_cast<uint32_t*>(out.mapped())[0], 1u);
+}
+
+// Every variant the device supports, against a double-precision reference of the same F16 data.
+TEST(VulkanKernels, MatmulF16AllSupportedVariants) {
+    VK_TEST_DEVICE();
+    const Features& f = dev.features();
+    if (!f.storage_16bit || !f.float16) GTEST_SKIP() << "no 16-bit storage/arithmetic";
+    int ran = 0;
+    for (Variant v :
+         {Variant::scalar, Variant::nv_coopmat, Variant::khr_coopmat, Variant::nv_coopmat2}) {
+        if (!f.supports(v)) continue;
+        for (auto [m, n, k] :
+             {std::tuple{32u, 48u, 64u}, std::tuple{16u, 16u, 16u}, std::tuple{7u, 19u, 33u}}) {
+            std::vector<float> af = randn((size_t)m * k, m + n), wf = randn((size_t)n * k, k);
+            std::vector<uint16_t> ah(af.size()), wh(wf.size());
+            for (size_t i = 0; i < af.size(); ++i) ah[i] = f32_to_f16(af[i]);
+            for (size_t i = 0; i < wf.size(); ++i) wh[i] = f32_to_f16(wf[i]);
+            Buffer ab = test::to_device(dev, ah, 64), wb = test::to_device(dev, wh, 64);
+            Buffer c = test::poisoned(dev, (size_t)m * n + 4);
+            bool recorded = false;
+            test::run(dev, [&](CommandList& cl) {
+                recorded = K.matmul_f16(cl, v, view(ab), view(wb), view(c), m, n, k);
+            });
+            if (!recorded) {
+                EXPECT_NE(v, Variant::scalar);
+                EXPECT_TRUE(m % 16 || n % 16 || k % 16)
+                    << variant_name(v) << " refused whole tiles";
+                continue;
+            }
+            ++ran;
+            auto out = test::from_device<float>(dev, c, (size_t)m * n + 4);
+            for (uint32_t i = 0; i < m; ++i)
+                for (uint32_t j = 0; j < n; ++j) {
+                    double s = 0;
+                    for (uint32_t kk = 0; kk < k; ++kk)
+                        s += (double)f16_to_f32(ah[i * k + kk]) * f16_to_f32(wh[j * k + kk]);
+                    ASSERT_NEAR(out[i * n + j], s, 1e-3 * (std::sqrt((double)k) + std::fabs(s)))
+                        << variant_name(v) << " " << m << "x" << n << "x" << k << " at " << i << ","
+                        << j;
+                }
+            for (int e = 0; e < 4; ++e)
+                EXPECT_EQ(test::bits(out[(size_t)m * n + e]), test::kPoison);
+        }
+    }
+    EXPECT_GT(ran, 0);
+}
+
+}  // namespace
+}  // namespace dl::vk

@@ -1,0 +1,98 @@
+// Shared fixture of the Vulkan tests: one device per process (lavapipe unless VK_DRIVER_FILES
+// names another driver), opened with robustBufferAccess, plus helpers to move vectors in and out
+// of device buffers and to poison outputs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "vulkan/device.h"
+#include "vulkan/kernels.h"
+#include "vulkan/pipeline.h"
+
+namespace dl::vk::test {
+
+constexpr uint32_t kPoison = 0x7fc00000u;  // a NaN: any element a kernel fails to write shows
+
+struct Env {
+    std::unique_ptr<Device> dev;
+    std::unique_ptr<Pipelines> pipes;
+    std::unique_ptr<Kernels> kernels;
+    std::string decline;
+};
+
+inline Env& env() {
+    static Env e = [] {
+        const char* lvp = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
+        if (!std::getenv("VK_DRIVER_FILES") && !std::getenv("VK_ICD_FILENAMES") &&
+            std::filesystem::exists(lvp))
+            setenv("VK_DRIVER_FILES", lvp, 1);
+        Env e;
+        DeviceOptions o = DeviceOptions::from_env();
+        o.robust = true;
+        // CTest runs every test in its own process: share compiled pipelines through the scratch
+        // dir.
+        const char* tmp = std::getenv("DELTALLM_TEST_TMP");
+        o.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+        auto d = Device::open(o);
+        if (!d) {
+            e.decline = d.reason();
+            return e;
+        }
+        e.dev = std::move(*d);
+        e.pipes = std::make_unique<Pipelines>(*e.dev);
+        e.kernels = std::make_unique<Kernels>(*e.dev, *e.pipes);
+        return e;
+    }();
+    return e;
+}
+
+#define VK_TEST_DEVICE()                                           \
+    auto& E = ::dl::vk::test::env();                               \
+    if (!E.dev) GTEST_SKIP() << "no Vulkan device: " << E.decline; \
+    Device& dev = *E.dev;                                          \
+    Kernels& K = *E.kernels;                                       \
+    (void)dev;                                                     \
+    (void)K
+
+template <typename T>
+Buffer to_device(Device& dev, const std::vector<T>& v, size_t pad_bytes = 0) {
+    Buffer b = dev.create_buffer(v.size() * sizeof(T) + pad_bytes, MemoryKind::device);
+    if (!v.empty()) dev.upload(b, 0, v.data(), v.size() * sizeof(T));
+    return b;
+}
+
+inline Buffer poisoned(Device& dev, size_t n_floats) {
+    Buffer b = dev.create_buffer(n_floats * 4, MemoryKind::device);
+    dev.fill(b, 0, n_floats * 4, kPoison);
+    return b;
+}
+
+template <typename T>
+std::vector<T> from_device(Device& dev, const Buffer& b, size_t n) {
+    std::vector<T> v(n);
+    dev.download(b, 0, v.data(), n * sizeof(T));
+    return v;
+}
+
+inline void run(Device& dev, const std::function<void(CommandList&)>& record) {
+    CommandList cl(dev);
+    cl.begin();
+    record(cl);
+    cl.end();
+    cl.submit_and_wait();
+}
+
+inline uint32_t bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+}  // namespace dl::vk::test
