@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <queue>
@@ -64,10 +65,12 @@ class MergeTable {
     }
 
   private:
-    static size_t hash(uint64_t k) {
-        k ^= k >> 33;
-        k *= 0xff51afd7ed558ccdULL;
-        k ^= k >> 33;
+    static size_t hash(uint64_t k) {  // splitmix64's finalizer: every input bit reaches the mask
+        k ^= k >> 30;
+        k *= 0xbf58476d1ce4e5b9ULL;
+        k ^= k >> 27;
+        k *= 0x94d049bb133111ebULL;
+        k ^= k >> 31;
         return static_cast<size_t>(k);
     }
     std::vector<Entry> slots_;
@@ -86,9 +89,22 @@ constexpr std::array<std::string_view, 9> kEndOfTurnTexts = {
 
 constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
+// Per-thread memo of the BPE result of recent short pieces: text repeats its words, and a hit
+// skips the merge loop, whose table (megabytes for a real vocabulary) costs a cache miss per
+// lookup. It belongs to one tokenizer at a time (by serial number, never reused).
+struct PieceCache {
+    uint64_t owner = 0;
+    std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> map;
+    static constexpr size_t kMaxPiece = 32;
+    static constexpr size_t kMaxEntries = 1 << 16;
+};
+
+std::atomic<uint64_t> g_tokenizer_serial{0};
+
 }  // namespace
 
 struct Tokenizer::Impl {
+    uint64_t serial = ++g_tokenizer_serial;
     std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> token_to_id;
     std::vector<std::string> pieces;  // bytes of each token
     std::vector<uint8_t> control;     // per id: CONTROL or UNKNOWN
@@ -414,7 +430,26 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
         if (v.kind == VocabKind::BPE) {
             pieces.clear();
             im.pre->split(frag, pieces);
-            for (auto p : pieces) im.bpe_piece(v, p, out);
+            thread_local PieceCache cache;
+            if (cache.owner != im.serial) {
+                cache.map.clear();
+                cache.owner = im.serial;
+            }
+            for (auto p : pieces) {
+                if (p.size() > PieceCache::kMaxPiece) {
+                    im.bpe_piece(v, p, out);
+                    continue;
+                }
+                if (auto it = cache.map.find(p); it != cache.map.end()) {
+                    out.insert(out.end(), it->second.begin(), it->second.end());
+                    continue;
+                }
+                const size_t first = out.size();
+                im.bpe_piece(v, p, out);
+                if (cache.map.size() >= PieceCache::kMaxEntries) cache.map.clear();
+                cache.map.emplace(std::string(p),
+                                  std::vector<int32_t>(out.begin() + first, out.end()));
+            }
         } else {
             im.spm_fragment(v, frag, v.add_space_prefix && prev_special, out);
         }

@@ -3,12 +3,14 @@
 // are written into a GGUF image, read back through Vocab::from_gguf, and our encodings of
 // tests/data/tokenizer/texts.json must equal the package's own (qwen3_reference.json).
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -149,9 +151,22 @@ const Qwen3& qwen3() {
     return q;
 }
 
+// Ids with their text, control characters escaped so that a failure stays readable.
 std::string show(const Tokenizer& tok, const std::vector<int32_t>& ids) {
     std::string s;
-    for (int32_t id : ids) s += std::to_string(id) + "'" + tok.token_text(id) + "' ";
+    for (int32_t id : ids) {
+        s += std::to_string(id) + "'";
+        for (char c : tok.token_text(id)) {
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(c));
+                s += buf;
+            } else {
+                s += c;
+            }
+        }
+        s += "' ";
+    }
     return s;
 }
 
@@ -232,6 +247,45 @@ TEST(Qwen3Reference, ArbitraryBytesRoundTrip) {
         const auto ids = q.tok->encode(s, false, true);
         ASSERT_EQ(q.tok->decode(ids), s) << round;
         for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < q.tok->n_vocab());
+    }
+}
+
+// Encode and decode speed on a few megabytes of prose, code and CJK text (not a check; run with
+// --gtest_also_run_disabled_tests --gtest_filter='*Throughput*').
+TEST(Qwen3Reference, DISABLED_Throughput) {
+    const Qwen3& q = qwen3();
+    ASSERT_TRUE(q.tok) << q.error;
+    std::string corpus;
+    auto add_files = [&](const fs::path& dir, size_t cap) {
+        if (!fs::exists(dir)) return;
+        const size_t start = corpus.size();
+        for (const auto& e : fs::recursive_directory_iterator(dir)) {
+            if (!e.is_regular_file() || corpus.size() - start > cap) continue;
+            std::ifstream in(e.path(), std::ios::binary);
+            corpus.append(std::istreambuf_iterator<char>(in), {});
+        }
+    };
+    add_files("/usr/share/common-licenses", 2u << 20);
+    add_files("/usr/include/c++/12/bits", 2u << 20);
+    std::string cjk;
+    for (const auto& t : q.texts) cjk += t["text"].get<std::string>();
+    while (corpus.size() < (6u << 20)) corpus += cjk;
+    const double mb = corpus.size() / 1e6;
+    // Thread CPU time: the machine may be shared, and wall time would measure the neighbours.
+    auto cpu_seconds = [] {
+        timespec ts{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return ts.tv_sec + ts.tv_nsec * 1e-9;
+    };
+    for (int round = 0; round < 3; ++round) {
+        const double t0 = cpu_seconds();
+        const auto ids = q.tok->encode(corpus, false, true);
+        const double t1 = cpu_seconds();
+        const std::string back = q.tok->decode(ids);
+        const double t2 = cpu_seconds();
+        ASSERT_EQ(back, corpus);
+        std::printf("%.2f MB, %zu tokens: encode %.1f MB/s (%.2f Mtok/s), decode %.1f MB/s\n", mb,
+                    ids.size(), mb / (t1 - t0), ids.size() / (t1 - t0) / 1e6, mb / (t2 - t1));
     }
 }
 
