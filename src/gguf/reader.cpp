@@ -442,7 +442,7 @@ void Parser::run(File& f) {
             "model again with a current tool)",
             name_);
     if (version != 2 && version != 3) {
-        if ((version & 0xffff) == 0 && __builtin_bswap32(version) <= 3)
+        if (version != 0 && (version & 0xffff) == 0 && __builtin_bswap32(version) <= 3)
             fail("{} is a big-endian GGUF file, which is unsupported", name_);
         fail("{} has unsupported GGUF version {} (versions 2 and 3 are read)", name_, version);
     }
