@@ -1,0 +1,347 @@
+// The deltallm binary as a user and a script drive it: text and speeds from the demo model,
+// deterministic ids, logits dumps that numpy can read and that agree with the printed ids, seeds,
+// scripted chat, tokenize, info, and bad input (one "error:" line, exit code 1, no crash).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "engine/default_model.h"
+
+namespace {
+
+struct Result {
+    int rc = -1;
+    std::string out, err;
+};
+
+std::string tmp_dir() {
+    const char* d = std::getenv("DELTALLM_TEST_TMP");
+    return d ? d : "/tmp";
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// Runs `deltallm ARGS` with optional stdin text; stdout and stderr are captured separately.
+Result deltallm(const std::string& args, const std::string& stdin_text = "") {
+    const char* bin = std::getenv("DELTALLM_BIN");
+    EXPECT_NE(bin, nullptr) << "DELTALLM_BIN is not set (run through ctest)";
+    if (!bin) return {};
+    std::string base = tmp_dir() + "/cli_" + std::to_string(::getpid());
+    {
+        std::ofstream in(base + ".in", std::ios::binary);
+        in << stdin_text;
+    }
+    std::string cmd =
+        std::string(bin) + " " + args + " <" + base + ".in >" + base + ".out 2>" + base + ".err";
+    int status = std::system(cmd.c_str());
+    Result r;
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(base + ".out");
+    r.err = slurp(base + ".err");
+    return r;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+    std::vector<std::string> v;
+    std::istringstream ss(s);
+    for (std::string l; std::getline(ss, l);) v.push_back(l);
+    return v;
+}
+
+std::vector<int> parse_ids(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    std::vector<int> ids;
+    std::istringstream ss(s);
+    for (std::string item; std::getline(ss, item, ',');) ids.push_back(std::stoi(item));
+    return ids;
+}
+
+bool valid_utf8(const std::string& s) {
+    size_t i = 0;
+    while (i < s.size()) {
+        unsigned char c = s[i];
+        int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
+        if (n < 0 || i + n >= s.size() + (n == 0 ? 1 : 0)) return false;
+        for (int k = 1; k <= n; ++k)
+            if (i + k >= s.size() || ((unsigned char)s[i + k] >> 6) != 2) return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+// A .npy reader written from the format description (independent of the writer under test).
+struct Npy {
+    std::vector<int64_t> shape;
+    std::vector<float> data;
+};
+Npy read_npy(const std::string& path) {
+    std::string b = slurp(path);
+    Npy n;
+    EXPECT_GE(b.size(), 10u);
+    if (b.size() < 10) return n;
+    EXPECT_EQ(b.substr(0, 6), std::string("\x93NUMPY", 6));
+    size_t hlen = (unsigned char)b[8] | ((unsigned char)b[9] << 8);
+    std::string h = b.substr(10, hlen);
+    EXPECT_EQ((10 + hlen) % 64, 0u);
+    EXPECT_NE(h.find("'descr': '<f4'"), std::string::npos) << h;
+    EXPECT_NE(h.find("'fortran_order': False"), std::string::npos) << h;
+    size_t p = h.find("'shape': (");
+    EXPECT_NE(p, std::string::npos);
+    std::string dims = h.substr(p + 10, h.find(')', p) - p - 10);
+    std::istringstream ss(dims);
+    for (std::string d; std::getline(ss, d, ',');)
+        if (d.find_first_not_of(' ') != std::string::npos) n.shape.push_back(std::stoll(d));
+    int64_t count = 1;
+    for (int64_t d : n.shape) count *= d;
+    EXPECT_EQ(b.size(), 10 + hlen + (size_t)count * 4);
+    n.data.resize((size_t)count);
+    if (b.size() == 10 + hlen + (size_t)count * 4)
+        std::memcpy(n.data.data(), b.data() + 10 + hlen, count * 4);
+    return n;
+}
+
+int argmax_row(const Npy& n, int64_t r) {
+    const float* row = n.data.data() + r * n.shape[1];
+    return (int)(std::max_element(row, row + n.shape[1]) - row);
+}
+
+// numpy, when this machine has it, as a second and third-party reader of the dumps.
+bool have_numpy() {
+    return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
+}
+
+void expect_one_error_line(const Result& r, const char* what) {
+    EXPECT_EQ(r.rc, 1) << what << "\n" << r.err;
+    int n_error = 0;
+    for (const std::string& l : lines(r.err)) n_error += l.rfind("error: ", 0) == 0 ? 1 : 0;
+    EXPECT_EQ(n_error, 1) << what << "\n" << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << what;
+}
+
+const char* kGreedy = " --temp 0 ";
+
+}  // namespace
+
+TEST(Cli, RunWithTheDemoModelStreamsTextAndSpeeds) {
+    Result r = deltallm("run -p 'Once upon a time' -n 12 --seed 1");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_GT(r.out.size(), 1u);
+    EXPECT_TRUE(valid_utf8(r.out));
+    EXPECT_NE(r.err.find("RANDOM"), std::string::npos) << r.err;  // the demo model says so
+    EXPECT_NE(r.err.find("loaded"), std::string::npos);
+    EXPECT_NE(r.err.find("deltallm: prompt "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tokens/s"), std::string::npos);
+    EXPECT_NE(r.err.find("deltallm: generation "), std::string::npos) << r.err;
+}
+
+TEST(Cli, PromptIdsAndPrintIdsAreDeterministicWhenGreedy) {
+    std::string args = "run --prompt-ids 5,17,300,2 --print-ids -n 8" + std::string(kGreedy);
+    Result a = deltallm(args + "--seed 1"), b = deltallm(args + "--seed 2");
+    ASSERT_EQ(a.rc, 0) << a.err;
+    ASSERT_EQ(b.rc, 0) << b.err;
+    std::vector<int> ids = parse_ids(a.out);
+    EXPECT_GE(ids.size(), 1u);
+    EXPECT_LE(ids.size(), 8u);
+    for (int id : ids) EXPECT_TRUE(id >= 0 && id < 1024) << id;
+    EXPECT_EQ(a.out, b.out);  // greedy: the seed does not matter
+}
+
+TEST(Cli, DumpedLogitsAgreeWithThePrintedIds) {
+    std::string npy = tmp_dir() + "/cli_dump.npy";
+    const int n_prompt = 5;
+    Result r = deltallm("run --prompt-ids 1,2,3,4,5 --print-ids --ignore-eos -n 4" +
+                        std::string(kGreedy) + "--dump-logits " + npy);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    std::vector<int> ids = parse_ids(r.out);
+    ASSERT_EQ(ids.size(), 4u);
+    Npy n = read_npy(npy);
+    // Every evaluated position: the prompt's and those of the generated tokens but the last.
+    ASSERT_EQ(n.shape, (std::vector<int64_t>{n_prompt + 3, 1024}));
+    for (float x : n.data) ASSERT_TRUE(std::isfinite(x));
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(argmax_row(n, n_prompt - 1 + i), ids[i]) << i;
+
+    // With one token, the last row is the prompt's last position.
+    std::string npy1 = tmp_dir() + "/cli_dump1.npy";
+    Result r1 = deltallm("run --prompt-ids 1,2,3,4,5 --print-ids -n 1" + std::string(kGreedy) +
+                         "--dump-logits " + npy1);
+    ASSERT_EQ(r1.rc, 0) << r1.err;
+    Npy n1 = read_npy(npy1);
+    ASSERT_EQ(n1.shape, (std::vector<int64_t>{n_prompt, 1024}));
+    EXPECT_EQ(argmax_row(n1, n_prompt - 1), parse_ids(r1.out).at(0));
+
+    // Chosen positions are the same rows as in the full dump, in the order asked for.
+    std::string npy2 = tmp_dir() + "/cli_dump2.npy";
+    Result r2 =
+        deltallm("run --prompt-ids 1,2,3,4,5 --print-ids --ignore-eos -n 4" + std::string(kGreedy) +
+                 "--dump-logits " + npy2 + " --dump-positions 0,-1,2,-8");
+    ASSERT_EQ(r2.rc, 0) << r2.err;
+    Npy n2 = read_npy(npy2);
+    ASSERT_EQ(n2.shape, (std::vector<int64_t>{4, 1024}));
+    const int64_t want[] = {0, 7, 2, 0};
+    for (int k = 0; k < 4; ++k)
+        EXPECT_TRUE(std::equal(n2.data.begin() + k * 1024, n2.data.begin() + (k + 1) * 1024,
+                               n.data.begin() + want[k] * 1024))
+            << "row " << k;
+
+    if (have_numpy()) {
+        std::string script =
+            "/usr/bin/python3 -c \"import numpy as np; a = np.load('" + npy +
+            "'); assert a.dtype == np.float32 and a.shape == (8, 1024), a.shape; "
+            "print(','.join(str(int(np.argmax(a[i]))) for i in range(4, 8)))\" > " +
+            tmp_dir() + "/cli_np.txt";
+        ASSERT_EQ(std::system(script.c_str()), 0);
+        EXPECT_EQ(parse_ids(slurp(tmp_dir() + "/cli_np.txt")), ids);
+    }
+}
+
+TEST(Cli, SeedsReproduceAndDiffer) {
+    std::string args =
+        "run --prompt-ids 10,20,30 --print-ids --ignore-eos -n 24 --temp 1.0 --top-k 0 "
+        "--top-p 1 --min-p 0 --seed ";
+    Result a = deltallm(args + "7"), b = deltallm(args + "7"), c = deltallm(args + "8");
+    ASSERT_EQ(a.rc, 0) << a.err;
+    EXPECT_EQ(parse_ids(a.out).size(), 24u);
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_NE(a.out, c.out);
+}
+
+TEST(Cli, BadInputIsOneErrorLineAndExitCodeOne) {
+    expect_one_error_line(deltallm("run -m /nonexistent/model.gguf -p hi"), "missing file");
+    expect_one_error_line(deltallm("run -m " + tmp_dir() + " -p hi"), "a directory");
+
+    std::string junk = tmp_dir() + "/cli_junk.gguf";
+    std::ofstream(junk) << "this is not a GGUF file at all, just some text\n";
+    expect_one_error_line(deltallm("run -m " + junk + " -p hi"), "non-GGUF file");
+    expect_one_error_line(deltallm("info -m " + junk), "info of a non-GGUF file");
+
+    std::vector<uint8_t> img = dl::default_model_image();
+    for (size_t keep : {img.size() / 2, img.size() - 1, (size_t)64, (size_t)3}) {
+        std::string cut = tmp_dir() + "/cli_truncated.gguf";
+        std::ofstream(cut, std::ios::binary).write((const char*)img.data(), (std::streamsize)keep);
+        expect_one_error_line(deltallm("run -m " + cut + " -p hi -n 2"),
+                              ("truncated to " + std::to_string(keep)).c_str());
+    }
+
+    expect_one_error_line(deltallm("run -p hi -n abc"), "-n abc");
+    expect_one_error_line(deltallm("run -p hi --temp -1"), "--temp -1");
+    expect_one_error_line(deltallm("run -p hi --top-p 0"), "--top-p 0");
+    expect_one_error_line(deltallm("run -p hi --device gpu"), "--device gpu");
+    expect_one_error_line(deltallm("run -p hi --no-such-flag"), "unknown flag");
+    expect_one_error_line(deltallm("run -p hi -t -2"), "-t -2");
+    expect_one_error_line(deltallm("run"), "no prompt");
+    expect_one_error_line(deltallm("run --prompt-ids 1,x"), "bad id list");
+    expect_one_error_line(deltallm("run --prompt-ids 1,99999"), "id out of range");
+    expect_one_error_line(deltallm("run --prompt-ids 1,2 -n 2 --dump-logits /nonexistent/d.npy"),
+                          "unwritable dump");
+    expect_one_error_line(deltallm("run --prompt-ids 1,2 -n 2 --dump-logits " + tmp_dir() +
+                                   "/x.npy --dump-positions 9"),
+                          "dump position out of range");
+    expect_one_error_line(deltallm("run -p hi -c 8 -n 1 -f /nonexistent.txt"), "two prompts");
+}
+
+TEST(Cli, ChatIsScriptableThroughStdin) {
+    Result r =
+        deltallm("--verbose chat -n 6 --seed 3", "Hello there\n\nHow are you?\n/exit\nnot read\n");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(valid_utf8(r.out));
+    // Two replies: one speed report per turn under --verbose.
+    int gen = 0;
+    std::vector<int> prompt_tokens;
+    for (const std::string& l : lines(r.err)) {
+        if (l.rfind("deltallm: generation ", 0) == 0) ++gen;
+        if (l.rfind("deltallm: prompt ", 0) == 0) prompt_tokens.push_back(std::stoi(l.substr(17)));
+    }
+    EXPECT_EQ(gen, 2) << r.err;
+    ASSERT_EQ(prompt_tokens.size(), 2u);
+
+    // The second turn sends only its own tokens (the history stays in the session): the close of
+    // the first reply, the user turn and the assistant prefix, plus at most the one reply token
+    // that was sampled but not yet fed.
+    Result t =
+        deltallm("tokenize --no-special",
+                 "<|im_end|>\n<|im_start|>user\nHow are you?<|im_end|>\n<|im_start|>assistant\n");
+    ASSERT_EQ(t.rc, 0) << t.err;
+    int turn2 = (int)parse_ids(t.out).size();
+    EXPECT_TRUE(prompt_tokens[1] == turn2 || prompt_tokens[1] == turn2 + 1)
+        << prompt_tokens[1] << " vs " << turn2;
+    EXPECT_LT(prompt_tokens[1], prompt_tokens[0] + turn2);
+
+    Result reset = deltallm("chat -n 4 --seed 3", "Hi\n/reset\nHi\n");
+    ASSERT_EQ(reset.rc, 0) << reset.err;
+    std::vector<std::string> replies = lines(reset.out);
+    ASSERT_GE(replies.size(), 2u);
+    // After /reset the same seed is drawn from again and the same first turn gives the same reply.
+    size_t half = reset.out.size() / 2;
+    EXPECT_EQ(reset.out.substr(0, half), reset.out.substr(half));
+
+    Result empty = deltallm("chat", "");
+    EXPECT_EQ(empty.rc, 0) << empty.err;
+}
+
+TEST(Cli, TokenizeRoundTripsThroughPieces) {
+    Result r = deltallm("tokenize --no-special", "Hello world");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    std::vector<int> ids = parse_ids(r.out);
+    ASSERT_FALSE(ids.empty());
+    Result p = deltallm("tokenize --no-special --show-pieces", "Hello world");
+    ASSERT_EQ(p.rc, 0) << p.err;
+    std::string joined;
+    std::vector<std::string> ls = lines(p.out);
+    ASSERT_EQ(ls.size(), ids.size());
+    for (size_t i = 0; i < ls.size(); ++i) {
+        size_t tab = ls[i].find('\t');
+        ASSERT_NE(tab, std::string::npos);
+        EXPECT_EQ(std::stoi(ls[i].substr(0, tab)), ids[i]);
+        joined += ls[i].substr(tab + 2, ls[i].size() - tab - 3);  // inside the quotes
+    }
+    EXPECT_EQ(joined, "Hello world");
+    // A control token written in the text is one token unless told otherwise.
+    Result s = deltallm("tokenize --no-special", "<|im_start|>");
+    Result s2 = deltallm("tokenize --no-special --no-parse-special", "<|im_start|>");
+    EXPECT_EQ(parse_ids(s.out).size(), 1u);
+    EXPECT_GT(parse_ids(s2.out).size(), 1u);
+}
+
+TEST(Cli, InfoSummarisesWithoutDumpingArrays) {
+    Result r = deltallm("info");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("tokenizer.ggml.tokens"), std::string::npos);
+    EXPECT_NE(r.out.find("[1024 x string]"), std::string::npos) << r.out;
+    EXPECT_LT(lines(r.out).size(), 150u);
+    EXPECT_NE(r.out.find("architecture   qwen35"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("KV cache"), std::string::npos);
+    EXPECT_NE(r.out.find("recurrent state"), std::string::npos);
+    EXPECT_NE(r.out.find("q8_0"), std::string::npos);
+    EXPECT_NE(r.out.find("cpu "), std::string::npos);
+    EXPECT_EQ(r.out.find("blk.0.attn_qkv.weight"), std::string::npos);
+    // Memory at a context given by hand: the demo model has one attention layer with 2 KV heads
+    // of 64: 2 (K, V) x 1000 x 2 x 64 x 2 bytes = 512000 B.
+    Result c = deltallm("info -c 1000");
+    EXPECT_NE(c.out.find("500.00 KiB"), std::string::npos) << c.out;
+
+    Result t = deltallm("info --tensors");
+    ASSERT_EQ(t.rc, 0);
+    EXPECT_NE(t.out.find("blk.0.attn_qkv.weight"), std::string::npos);
+    EXPECT_NE(t.out.find("token_embd.weight"), std::string::npos);
+}
+
+TEST(Cli, HelpAndNoArguments) {
+    Result h = deltallm("--help");
+    EXPECT_EQ(h.rc, 0);
+    EXPECT_NE(h.out.find("run"), std::string::npos);
+    Result n = deltallm("");
+    EXPECT_EQ(n.rc, 0);
+    Result rh = deltallm("run --help");
+    EXPECT_EQ(rh.rc, 0);
+    EXPECT_NE(rh.out.find("--dump-logits"), std::string::npos);
+}
