@@ -88,10 +88,13 @@ bool can_dot(QType t) {
 void quantize_activations(QType t, const float* x, void* dst, int64_t n) {
     QType a = vec_dot_type(t);
     DL_ASSERT(row_ok(a, n) && row_ok(t, n));
-    if (a == QType::F32)
+    if (a == QType::F32) {
         std::memcpy(dst, x, (size_t)n * sizeof(float));
-    else
-        quantize(a, x, dst, n);
+        return;
+    }
+    if ((CpuBackend)backend_state().load(std::memory_order_relaxed) == CpuBackend::avx2)
+        if (auto f = kernels::avx2_quantize(a)) return f(x, dst, n);
+    quantize(a, x, dst, n);
 }
 
 float vec_dot(QType t, const void* w_row, const void* x, int64_t n) {

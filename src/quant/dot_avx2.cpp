@@ -254,6 +254,68 @@ DL_AVX2 void q6_K_cols(const void* w, const void* x, size_t xs, float* out, int6
     for (int c = 0; c < NC; ++c) out[c] = hsum(acc[c]);
 }
 
+// ---- activation quantizers (same arithmetic as quantize.cpp, so results are bit-identical) ----
+
+DL_AVX2 inline float max_abs(const float* x, int n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8)
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+// 32 floats times id, rounded to nearest even and clamped to [-127, 127], as 32 int8.
+DL_AVX2 inline __m256i round_32(const float* x, float id) {
+    const __m256 s = _mm256_set1_ps(id);
+    __m256i v[4];
+    for (int k = 0; k < 4; ++k) {
+        __m256i r = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), s));
+        v[k] =
+            _mm256_max_epi32(_mm256_min_epi32(r, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+    }
+    // packs interleave 128-bit lanes: restore element order with a dword permute
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+DL_AVX2 void quantize_q8_0(const float* x, void* dst, int64_t n) {
+    block_q8_0* b = static_cast<block_q8_0*>(dst);
+    for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+        float d = max_abs(x, 32) / 127;
+        b[i].d = f32_to_f16(d);
+        float id = d != 0 ? 1.0f / d : 0;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), round_32(x, id));
+    }
+}
+
+DL_AVX2 void quantize_q8_K(const float* x, void* dst, int64_t n) {
+    block_q8_K* b = static_cast<block_q8_K*>(dst);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        float d = max_abs(x, QK_K) / 127;
+        float id = d != 0 ? 1.0f / d : 0;
+        b[i].d = d;
+        for (int k = 0; k < 8; ++k) {
+            __m256i q = round_32(x + 32 * k, id);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs + 32 * k), q);
+            // sums of 16 bytes: widen to int16, add pairs down
+            __m256i w0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q));
+            __m256i w1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1));
+            __m256i s0 = _mm256_madd_epi16(w0, _mm256_set1_epi16(1));
+            __m256i s1 = _mm256_madd_epi16(w1, _mm256_set1_epi16(1));
+            __m256i h = _mm256_hadd_epi32(s0, s1);
+            h = _mm256_hadd_epi32(h, h);
+            // per 128-bit half: [sum of 8 elements of the first 16, of the second 16, ...]
+            int32_t t[8];
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(t), h);
+            b[i].bsums[2 * k] = (int16_t)(t[0] + t[4]);
+            b[i].bsums[2 * k + 1] = (int16_t)(t[1] + t[5]);
+        }
+    }
+}
+
 // Fixed column counts let the compiler keep every accumulator in a register.
 template <template <int> class K>
 void dispatch_cols(const void* w, const void* x, size_t xs, int ncols, float* out, int64_t n) {
@@ -309,6 +371,17 @@ DotColsFn avx2(QType t) {
             return dispatch_cols<KQ5_K>;
         case QType::Q6_K:
             return dispatch_cols<KQ6_K>;
+        default:
+            return nullptr;
+    }
+}
+
+QuantizeRowFn avx2_quantize(QType t) {
+    switch (t) {
+        case QType::Q8_0:
+            return quantize_q8_0;
+        case QType::Q8_K:
+            return quantize_q8_K;
         default:
             return nullptr;
     }

@@ -20,4 +20,9 @@ DotColsFn scalar(QType t);
 // AVX2/FMA/F16C versions; nullptr for types without one or when not compiled for x86.
 DotColsFn avx2(QType t);
 
+// Activation quantizers (n floats to row_size(t, n) bytes) that vectorise the scalar code of
+// quantize() bit for bit; nullptr where there is none (Q8_0 and Q8_K have one).
+using QuantizeRowFn = void (*)(const float* x, void* dst, int64_t n);
+QuantizeRowFn avx2_quantize(QType t);
+
 }  // namespace dl::quant::kernels

@@ -3,6 +3,7 @@
 // quantize their sub-block scales and re-round every value against the scale actually stored,
 // so that dequantize(quantize(x)) is as close to x as the format allows.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -15,8 +16,15 @@ namespace dl::quant {
 
 namespace {
 
+// Round to nearest, ties to even (as lrintf in the default mode, and as the AVX2 activation
+// quantizers): adding 1.5 * 2^23 leaves the rounded integer in the low mantissa bits. Inputs are
+// first limited to |x| < 2^22, where the trick is exact; NaN ends up clamped by the callers.
 inline int round_int(float x) {
-    return (int)std::lrintf(x);
+    x = x < -4e6f ? -4e6f : x > 4e6f ? 4e6f : x;
+    float t = x + 12582912.0f;
+    int32_t i;
+    std::memcpy(&i, &t, 4);
+    return (i & 0x007fffff) - 0x00400000;
 }
 inline int clampi(int v, int lo, int hi) {
     return v < lo ? lo : v > hi ? hi : v;
@@ -41,8 +49,9 @@ float search_symmetric(const float* x, int n, int qmin, int qmax, int* q) {
     auto try_scale = [&](float d) {
         if (d == 0 || !std::isfinite(d)) return;
         float sxq = 0, sqq = 0;
+        const float id = 1.0f / d;
         for (int i = 0; i < n; ++i) {
-            int v = clampi(round_int(x[i] / d), qmin, qmax);
+            int v = clampi(round_int(x[i] * id), qmin, qmax);
             sxq += x[i] * v;
             sqq += (float)v * v;
         }
@@ -74,26 +83,21 @@ void search_affine(const float* x, int n, int nmax, bool min_nonpos, int* q, flo
         *m_out = lo;
         return;
     }
+    // Each candidate scale rounds x once; d and m are refitted to that rounding and scored by
+    // the refitted squared error, computed from the sums without another pass.
+    float sx = 0, sxx = 0;
+    for (int i = 0; i < n; ++i) sx += x[i], sxx += x[i] * x[i];
     float best_err = INFINITY, best_d = (hi - lo) / nmax, best_m = lo;
-    auto eval = [&](float d, float m) {
-        float e = 0;
-        for (int i = 0; i < n; ++i) {
-            int v = clampi(round_int((x[i] - m) / d), 0, nmax);
-            float r = d * v + m - x[i];
-            e += r * r;
-        }
-        if (e < best_err) best_err = e, best_d = d, best_m = m;
-    };
-    eval(best_d, best_m);
-    for (int k = -10; k <= 10; ++k) {
-        float d0 = (hi - lo) / (nmax + 0.1f * k);
+    for (int k = -10; k <= 10; k += 1) {
+        const float d0 = (hi - lo) / (nmax + 0.1f * k);
         if (d0 <= 0) continue;
-        float sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
+        const float id0 = 1.0f / d0;
+        float sq = 0, sqq = 0, sqx = 0;
         for (int i = 0; i < n; ++i) {
-            int v = clampi(round_int((x[i] - lo) / d0), 0, nmax);
-            sw += 1, sq += v, sqq += (float)v * v, sx += x[i], sqx += v * x[i];
+            const float v = (float)clampi(round_int((x[i] - lo) * id0), 0, nmax);
+            sq += v, sqq += v * v, sqx += v * x[i];
         }
-        float det = sw * sqq - sq * sq;
+        const float sw = (float)n, det = sw * sqq - sq * sq;
         if (det <= 0) continue;
         float d = (sw * sqx - sq * sx) / det;
         float m = (sqq * sx - sq * sqx) / det;
@@ -101,21 +105,35 @@ void search_affine(const float* x, int n, int nmax, bool min_nonpos, int* q, flo
             m = 0;
             d = sqq > 0 ? sqx / sqq : 0;
         }
-        if (d > 0) eval(d, m);
+        if (d <= 0) continue;
+        const float err =
+            sxx - 2 * d * sqx - 2 * m * sx + d * d * sqq + 2 * d * m * sq + m * m * sw;
+        if (err < best_err) best_err = err, best_d = d, best_m = m;
     }
     *d_out = best_d;
     *m_out = best_m;
     for (int i = 0; i < n; ++i) q[i] = clampi(round_int((x[i] - best_m) / best_d), 0, nmax);
 }
 
-// Index of the IQ4_NL table entry nearest to v.
+// Index of the IQ4_NL table entry nearest to v, by search (builds the lookup table below).
+int nearest_iq4_slow(float v) {
+    int best = 0;
+    for (int k = 1; k < 16; ++k)
+        if (std::fabs(kIQ4NLValues[k] - v) < std::fabs(kIQ4NLValues[best] - v)) best = k;
+    return best;
+}
+
+// The same through a table over half-unit steps of [-128, 128): the entries are integers, so the
+// midpoints between them fall on half units and every step has a single nearest entry.
 int nearest_iq4(float v) {
-    int lo = 0;
-    for (int step = 8; step > 0; step >>= 1)
-        if (lo + step < 16 && kIQ4NLValues[lo + step] <= v) lo += step;
-    if (lo < 15 && std::fabs(kIQ4NLValues[lo + 1] - v) < std::fabs(kIQ4NLValues[lo] - v)) ++lo;
-    if (v < kIQ4NLValues[0]) lo = 0;
-    return lo;
+    static const auto lut = [] {
+        std::array<uint8_t, 512> t{};
+        for (int i = 0; i < 512; ++i) t[i] = (uint8_t)nearest_iq4_slow((i + 0.5f) / 2 - 128);
+        return t;
+    }();
+    const float f = (v + 128) * 2;
+    const int i = !(f >= 0) ? 0 : f >= 511 ? 511 : (int)f;
+    return lut[i];
 }
 
 // Least-squares scale for x ~ d * kIQ4NLValues[q]; writes q, returns d.
@@ -131,8 +149,9 @@ float search_iq4(const float* x, int n, int* q) {
     auto try_scale = [&](float d) {
         if (d == 0 || !std::isfinite(d)) return;
         float sxk = 0, skk = 0;
+        const float id = 1.0f / d;
         for (int i = 0; i < n; ++i) {
-            float k = kIQ4NLValues[nearest_iq4(x[i] / d)];
+            float k = kIQ4NLValues[nearest_iq4(x[i] * id)];
             sxk += x[i] * k;
             skk += k * k;
         }

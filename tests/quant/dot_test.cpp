@@ -175,6 +175,22 @@ TEST(Dot, BackendName) {
     set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
 }
 
+// The vectorised activation quantizers write the same bytes as the scalar ones.
+TEST(Dot, ActivationQuantizersIdentical) {
+    if (!cpu_supports(CpuBackend::avx2)) GTEST_SKIP() << "no AVX2";
+    auto x = gaussian(4096, 8);
+    x[5] = 0, x[700] = 1e-30f, x[1000] = -50;          // a zero, a denormal-scale value, an outlier
+    for (int i = 2048; i < 2048 + 256; ++i) x[i] = 0;  // an all-zero Q8_K block
+    for (QType t : {QType::Q4_0, QType::Q4_K, QType::Q4_1}) {
+        std::vector<uint8_t> a(row_size(vec_dot_type(t), 4096)), b(a.size());
+        set_cpu_backend(CpuBackend::scalar);
+        quantize_activations(t, x.data(), a.data(), 4096);
+        set_cpu_backend(CpuBackend::avx2);
+        quantize_activations(t, x.data(), b.data(), 4096);
+        EXPECT_EQ(a, b) << qtype_name(vec_dot_type(t));
+    }
+}
+
 // A NaN scale in the weights must reach the result (no kernel may silently skip a block).
 TEST(Dot, NaNPropagates) {
     const uint16_t nan16 = 0x7E00;
