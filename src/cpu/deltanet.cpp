@@ -97,14 +97,15 @@ DL_DELTANET_INLINE void step_columns(int64_t d_k, int64_t d_v, int64_t j0, float
         const V ki = simd::splat<V>(k[i]);
         for (int n = 0; n < NV; ++n) kv[0][n] += ki * simd::load<V>(S + i * d_v + j0 + n * L);
     }
+    const V decay_v = simd::splat<V>(decay), beta_v = simd::splat<V>(beta);
     V delta[NV], acc[2][NV] = {};
     for (int n = 0; n < NV; ++n)
-        delta[n] = beta * (simd::load<V>(v + j0 + n * L) - decay * (kv[0][n] + kv[1][n]));
+        delta[n] = beta_v * (simd::load<V>(v + j0 + n * L) - decay_v * (kv[0][n] + kv[1][n]));
     auto update = [&](int64_t r, V* out) DL_DELTANET_INLINE_LAMBDA {
         const V kr = simd::splat<V>(k[r]), qr = simd::splat<V>(q[r]);
         float* row = S + r * d_v + j0;
         for (int n = 0; n < NV; ++n) {
-            const V s = decay * simd::load<V>(row + n * L) + kr * delta[n];
+            const V s = decay_v * simd::load<V>(row + n * L) + kr * delta[n];
             simd::store<V>(row + n * L, s);
             out[n] += qr * s;
         }
@@ -120,7 +121,7 @@ DL_DELTANET_INLINE void step_columns(int64_t d_k, int64_t d_v, int64_t j0, float
 DL_DELTANET_KERNEL
 void step_head(int64_t d_k, int64_t d_v, float* S, const float* q, const float* k, const float* v,
                float g, float beta, float* o) {
-    const float decay = std::exp(g);
+    const float decay = simd::flush_tiny(std::exp(g));
     int64_t j = 0;
     for (; j + 4 * simd::kLanes <= d_v; j += 4 * simd::kLanes)
         step_columns<Vec, 4>(d_k, d_v, j, S, q, k, v, decay, beta, o);
@@ -171,6 +172,7 @@ void gates(int64_t T, int64_t n_v_heads, const float* b_raw, const float* a_raw,
 void step(const Shape& s, float* S, const float* q, const float* k, const float* v, const float* g,
           const float* beta, float* o, ThreadPool* pool) {
     auto head = [&](int64_t h) {
+        simd::FlushSubnormals flush;
         const int64_t j = h % s.n_k_heads;
         step_head(s.d_k, s.d_v, S + h * s.d_k * s.d_v, q + j * s.d_k, k + j * s.d_k, v + h * s.d_v,
                   g[h], beta[h], o + h * s.d_v);

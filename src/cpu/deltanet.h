@@ -8,6 +8,8 @@
 // with q, k already l2-normalised and q scaled by 1/sqrt(d_k) (normalize_qk).
 //
 // All functions thread over heads or channels when given a pool; nullptr runs on the caller.
+// step() and chunked() flush subnormal floats to zero (and decay factors below 1e-20): values
+// that small cannot change a result, and they cost ~100 cycles per operation on x86.
 #pragma once
 
 #include <cstdint>
@@ -57,8 +59,9 @@ void step(const Shape& s, float* S, const float* q, const float* k, const float*
           const float* beta, float* o, ThreadPool* pool = nullptr);
 
 // T tokens in chunks of C tokens (the WY / UT-transform form): equals step() applied T times, up
-// to float rounding. Any T >= 0 and C >= 1 (the last chunk may be short). Layouts as step() with
-// a leading [T]: q, k: [T][H_k][d_k]; v: [T][H_v][d_v]; g, beta: [T][H_v]; o: [T][H_v][d_v].
+// to float rounding. Any T >= 0 and C >= 1 (the last chunk may be short); on CPUs C = 16 is the
+// fastest (fewer intra-chunk products, same work on S), 32 and 64 within ~20%. Layouts as step()
+// with a leading [T]: q, k: [T][H_k][d_k]; v: [T][H_v][d_v]; g, beta: [T][H_v]; o: [T][H_v][d_v].
 void chunked(const Shape& s, int64_t T, int64_t C, float* S, const float* q, const float* k,
              const float* v, const float* g, const float* beta, float* o,
              ThreadPool* pool = nullptr);
