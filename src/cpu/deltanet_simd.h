@@ -20,7 +20,7 @@
 
 // The helpers pass 32-byte vectors by value; they are always inlined, so the baseline ABI note
 // GCC gives about such signatures does not apply.
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 

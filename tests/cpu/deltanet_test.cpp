@@ -175,6 +175,32 @@ TEST(DeltaNet, ChunkedOddChunkSizes) {
     }
 }
 
+// Decays strong enough to underflow inside a chunk (g down to -60, as ssm_a = -16 allows) must
+// neither produce NaN nor drift from the token-by-token form.
+TEST(DeltaNet, ChunkedWithStrongDecays) {
+    const Shape s{2, 6, 32, 32};
+    const int64_t T = 150;
+    Tokens x = make_tokens(s, T, 77);
+    std::mt19937 rng(78);
+    const std::vector<float> strong = uniform(x.g.size(), -60.0f, -5.0f, rng);
+    for (size_t i = 0; i < x.g.size(); i += 3) x.g[i] = strong[i];
+    x.g[0] = -200.0f;  // exp underflows to exactly zero
+    std::vector<float> S_step = x.S0;
+    const std::vector<float> o_step = step_loop(x, S_step, nullptr);
+    std::vector<double> S_ref(x.S0.begin(), x.S0.end());
+    const std::vector<double> o_ref = naive_recurrence(x, S_ref);
+    EXPECT_LT(rel_err(o_step, o_ref), 1e-5);
+    for (int64_t C : {16, 64}) {
+        std::vector<float> S = x.S0, o(T * s.v_width(), kNaN);
+        chunked(s, T, C, S.data(), x.q.data(), x.k.data(), x.v.data(), x.g.data(), x.beta.data(),
+                o.data());
+        expect_finite(o, "o");
+        expect_finite(S, "S");
+        EXPECT_LT(rel_err(o, o_ref), 2e-5) << "C " << C;
+        EXPECT_LT(rel_err(S, S_ref), 2e-5) << "C " << C;
+    }
+}
+
 TEST(DeltaNet, ChunkedQkvReadsConvRows) {
     const Shape s{2, 6, 16, 24};
     const int64_t T = 70;
