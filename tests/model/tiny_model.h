@@ -29,6 +29,10 @@ struct TinySpec {
     bool tied = false;
     bool rope_freqs = false;         // llama-3 style divisors
     QType matrix_type = QType::F32;  // every 2-D weight but ssm_conv1d
+    // Scale of the matrices that write into the residual stream (attn_output, ssm_out,
+    // ffn_down): below 1, each layer adds a smaller update and errors grow less from layer to
+    // layer.
+    double residual_gain = 1.0;
     uint64_t seed = 1;
     // Damage for the load-error tests.
     std::string drop_tensor;    // leave this tensor out
@@ -112,8 +116,8 @@ inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
     };
     const QType mt = s.matrix_type;
     // A matrix [out, in] (ne = {in, out}) with unit-variance outputs for unit-variance inputs.
-    auto matrix = [&](const std::string& name, int64_t in, int64_t out) {
-        add(name, {in, out}, mt, 0.0, 1.0 / std::sqrt(double(in)));
+    auto matrix = [&](const std::string& name, int64_t in, int64_t out, double gain = 1.0) {
+        add(name, {in, out}, mt, 0.0, gain / std::sqrt(double(in)));
     };
     auto norm = [&](const std::string& name, int64_t n) { add(name, {n}, QType::F32, 1.0, 0.1); };
     const int64_t E = s.n_embd, D = s.head_dim;
@@ -127,7 +131,7 @@ inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
         norm(b(a == "qwen35" ? "post_attention_norm.weight" : "ffn_norm.weight"), E);
         matrix(b("ffn_gate.weight"), E, s.n_ff);
         matrix(b("ffn_up.weight"), E, s.n_ff);
-        matrix(b("ffn_down.weight"), s.n_ff, E);
+        matrix(b("ffn_down.weight"), s.n_ff, E, s.residual_gain);
         if (is_recurrent_layer(s, il)) {
             const int64_t conv_dim = 2 * s.H_k * s.d_state + s.H_v * s.d_state;
             matrix(b("attn_qkv.weight"), E, conv_dim);
@@ -151,13 +155,13 @@ inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
                 w.add_tensor(an, QType::F32, ne, std::move(bytes));
             }
             norm(b("ssm_norm.weight"), s.d_state);
-            matrix(b("ssm_out.weight"), s.H_v * s.d_state, E);
+            matrix(b("ssm_out.weight"), s.H_v * s.d_state, E, s.residual_gain);
         } else {
             const int64_t q_rows = s.n_head * D * (a == "qwen35" ? 2 : 1);
             matrix(b("attn_q.weight"), E, q_rows);
             matrix(b("attn_k.weight"), E, s.n_head_kv * D);
             matrix(b("attn_v.weight"), E, s.n_head_kv * D);
-            matrix(b("attn_output.weight"), s.n_head * D, E);
+            matrix(b("attn_output.weight"), s.n_head * D, E, s.residual_gain);
             if (a != "llama") {
                 norm(b("attn_q_norm.weight"), D);
                 norm(b("attn_k_norm.weight"), D);

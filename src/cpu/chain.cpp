@@ -1,0 +1,245 @@
+// The CPU chain's driver: parameter conversion, sessions, and the per-window pass through the
+// trunk (embedding, per layer norm + mixer + SwiGLU FFN with residuals, final norm and head).
+#include "cpu/chain.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "cpu/forward.h"
+#include "cpu/ops.h"
+#include "quant/quant.h"
+
+namespace dl::cpu {
+
+namespace {
+
+std::vector<float> to_f32(const Tensor* t) {
+    if (!t) return {};
+    std::vector<float> v(static_cast<size_t>(t->n_elements()));
+    quant::dequantize(t->type, t->data, v.data(), t->n_elements());
+    return v;
+}
+
+}  // namespace
+
+Chain::Chain(std::shared_ptr<const Model> model, ChainOptions options, ThreadPool* pool)
+    : model_(std::move(model)),
+      options_(options),
+      pool_(pool ? pool : &ThreadPool::global()),
+      weights_(std::make_unique<ChainWeights>()) {
+    if (options_.window < 1) fail("the prefill window must hold at least one token");
+    if (options_.deltanet_chunk < 1) fail("the DeltaNet chunk must hold at least one token");
+    const Model& m = *model_;
+    const Hparams& hp = m.hp;
+    ChainWeights& w = *weights_;
+    w.layers.resize(static_cast<size_t>(hp.n_layer));
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        const Layer& L = m.layers[il];
+        LayerParams& lp = w.layers[il];
+        lp.attn_norm = to_f32(L.attn_norm);
+        lp.ffn_norm = to_f32(L.ffn_norm);
+        lp.q_norm = to_f32(L.q_norm);
+        lp.k_norm = to_f32(L.k_norm);
+        lp.conv1d = to_f32(L.ssm_conv1d);
+        lp.dt_bias = to_f32(L.ssm_dt_bias);
+        lp.ssm_a = to_f32(L.ssm_a);
+        lp.ssm_norm = to_f32(L.ssm_norm);
+        lp.slot = hp.is_recurrent(il) ? w.n_gdn_layers++ : w.n_attn_layers++;
+    }
+    w.output_norm = to_f32(m.output_norm);
+    std::vector<float> divisors = to_f32(m.rope_freqs);
+    w.inv_freq.resize(static_cast<size_t>(std::max<int64_t>(1, hp.rope_dims / 2)));
+    rope_inv_freq(hp.rope_base, hp.rope_dims, divisors.empty() ? nullptr : divisors.data(),
+                  w.inv_freq.data());
+    w.gdn = {hp.ssm_n_k_heads, hp.ssm_n_v_heads, hp.ssm_d_state, hp.ssm_d_state};
+    // qwen35's W_q yields [q | gate] per head.
+    w.q_width = hp.n_head * hp.head_dim * (hp.arch == Arch::qwen35 ? 2 : 1);
+    w.kv_width = hp.n_head_kv * hp.head_dim;
+}
+
+Chain::~Chain() = default;
+
+namespace {
+
+// The scratch widths, one place for new_session and session_bytes.
+struct ScratchWidths {
+    int64_t x, q, kv, o, qkv, z, h, ff, rope, act;
+};
+
+ScratchWidths widths(const Hparams& hp, const ChainWeights& w) {
+    ScratchWidths s{};
+    s.x = hp.n_embd;
+    bool attn = w.n_attn_layers > 0, gdn = w.n_gdn_layers > 0;
+    s.q = attn ? w.q_width : 0;
+    s.kv = attn ? w.kv_width : 0;
+    s.o = attn ? hp.n_head * hp.head_dim : 0;
+    s.qkv = gdn ? w.gdn.conv_dim() : 0;
+    s.z = gdn ? w.gdn.v_width() : 0;
+    s.h = gdn ? w.gdn.n_v_heads : 0;
+    s.ff = hp.n_ff;
+    s.rope = hp.rope_dims / 2;
+    s.act = std::max({s.x, s.o, s.z, s.ff});
+    return s;
+}
+
+}  // namespace
+
+uint64_t Chain::session_bytes(int64_t n_ctx) const {
+    const Hparams& hp = model_->hp;
+    const ChainWeights& w = *weights_;
+    const ScratchWidths sw = widths(hp, w);
+    const uint64_t W = static_cast<uint64_t>(std::min(options_.window, n_ctx));
+    uint64_t kv = 2ull * static_cast<uint64_t>(w.n_attn_layers * n_ctx * w.kv_width) *
+                  (options_.f32_kv_cache ? 4 : 2);
+    uint64_t gdn = 4ull * static_cast<uint64_t>(w.n_gdn_layers) *
+                   static_cast<uint64_t>((hp.ssm_conv_kernel - 1) * w.gdn.conv_dim() +
+                                         w.gdn.n_v_heads * w.gdn.d_k * w.gdn.d_v);
+    uint64_t rows = static_cast<uint64_t>(3 * sw.x + sw.q + 2 * sw.kv + sw.o + sw.qkv + 2 * sw.z +
+                                          2 * sw.h + 2 * sw.ff + 2 * sw.rope);
+    uint64_t scratch = 4ull * W * rows + 4ull * W * static_cast<uint64_t>(4 * sw.act + 64) +
+                       4ull * static_cast<uint64_t>(pool_->size() * n_ctx);
+    return kv + gdn + scratch;
+}
+
+std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
+    if (n_ctx < 1) fail("a session needs a context of at least one token, not {}", n_ctx);
+    const Hparams& hp = model_->hp;
+    const ChainWeights& w = *weights_;
+    auto s = std::make_unique<ChainSession>();
+    s->owner = this;
+    s->n_ctx = n_ctx;
+    const size_t kv_elems = static_cast<size_t>(n_ctx * w.kv_width);
+    for (int64_t i = 0; i < w.n_attn_layers; ++i) {
+        if (options_.f32_kv_cache) {
+            s->k32.emplace_back(kv_elems);
+            s->v32.emplace_back(kv_elems);
+        } else {
+            s->k16.emplace_back(kv_elems);
+            s->v16.emplace_back(kv_elems);
+        }
+    }
+    for (int64_t i = 0; i < w.n_gdn_layers; ++i) {
+        s->conv_state.emplace_back(static_cast<size_t>((hp.ssm_conv_kernel - 1) * w.gdn.conv_dim()),
+                                   0.f);
+        s->ssm_state.emplace_back(static_cast<size_t>(w.gdn.n_v_heads * w.gdn.d_k * w.gdn.d_v),
+                                  0.f);
+    }
+    const int64_t W = std::min(options_.window, n_ctx);
+    s->window = W;
+    const ScratchWidths sw = widths(hp, w);
+    auto rows = [W](std::vector<float>& v, int64_t width) {
+        v.assign(static_cast<size_t>(W * width), 0.f);
+    };
+    rows(s->x, sw.x);
+    rows(s->xn, sw.x);
+    rows(s->out, sw.x);
+    rows(s->q, sw.q);
+    rows(s->k, sw.kv);
+    rows(s->v, sw.kv);
+    rows(s->o, sw.o);
+    rows(s->qkv, sw.qkv);
+    rows(s->z, sw.z);
+    rows(s->y, sw.z);
+    rows(s->beta, sw.h);
+    rows(s->g, sw.h);
+    rows(s->gate, sw.ff);
+    rows(s->up, sw.ff);
+    rows(s->rope_cos, sw.rope);
+    rows(s->rope_sin, sw.rope);
+    s->scores.assign(static_cast<size_t>(pool_->size() * n_ctx), 0.f);
+    s->act.reserve(W, sw.act);
+    return s;
+}
+
+ChainSession& Chain::own(SessionState& state) const {
+    auto* s = dynamic_cast<ChainSession*>(&state);
+    if (!s || s->owner != this) fail("this session was made by another executor");
+    return *s;
+}
+
+void Chain::prefill(SessionState& state, std::span<const int32_t> tokens, LogitsRows rows,
+                    std::vector<float>& logits) {
+    ChainSession& s = own(state);
+    const int64_t n = static_cast<int64_t>(tokens.size()), V = model_->hp.n_vocab;
+    if (n == 0) fail("prefill needs at least one token");
+    if (s.n_past + n > s.n_ctx)
+        fail("the prompt of {} tokens does not fit: {} of the context of {} are used", n, s.n_past,
+             s.n_ctx);
+    const bool all = rows == LogitsRows::all;
+    logits.resize(static_cast<size_t>((all ? n : 1) * V));
+    for (int64_t w0 = 0; w0 < n; w0 += s.window) {
+        const int64_t T = std::min(s.window, n - w0);
+        const bool last = w0 + T == n;
+        float* out = all ? logits.data() + w0 * V : (last ? logits.data() : nullptr);
+        forward(s, tokens.data() + w0, T, false, out, all);
+    }
+}
+
+void Chain::decode(SessionState& state, int32_t token, std::vector<float>& logits) {
+    ChainSession& s = own(state);
+    if (s.n_past + 1 > s.n_ctx) fail("the context of {} tokens is full", s.n_ctx);
+    logits.resize(static_cast<size_t>(model_->hp.n_vocab));
+    forward(s, &token, 1, true, logits.data(), false);
+}
+
+bool Chain::truncate(SessionState& state, int64_t n) {
+    ChainSession& s = own(state);
+    if (n == s.n_past) return true;
+    if (n < 0 || n > s.n_past || weights_->n_gdn_layers > 0) return false;
+    s.n_past = n;  // later rows of the KV cache are overwritten as tokens arrive
+    return true;
+}
+
+void Chain::forward(ChainSession& s, const int32_t* tokens, int64_t T, bool decode, float* logits,
+                    bool all_rows) {
+    const Model& m = *model_;
+    const Hparams& hp = m.hp;
+    const ChainWeights& w = *weights_;
+    ThreadPool& pool = *pool_;
+    const int64_t E = hp.n_embd;
+    for (int64_t t = 0; t < T; ++t)
+        if (tokens[t] < 0 || tokens[t] >= hp.n_vocab)
+            fail("token id {} is outside the vocabulary of {} tokens", tokens[t], hp.n_vocab);
+
+    for (int64_t t = 0; t < T; ++t)
+        quant::dequantize(m.tok_embd->type, m.tok_embd->row(tokens[t]), s.x.data() + t * E, E);
+
+    Pass p{m, w, options_, s, pool, T, s.n_past, decode};
+    float* x = s.x.data();
+    float* xn = s.xn.data();
+    float* out = s.out.data();
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        const Layer& L = m.layers[il];
+        const LayerParams& lp = w.layers[il];
+        for (int64_t t = 0; t < T; ++t)
+            rmsnorm(x + t * E, lp.attn_norm.data(), xn + t * E, E, hp.rms_eps);
+        if (hp.arch != Arch::qwen35)
+            attention_llama(p, il);
+        else if (hp.is_recurrent(il))
+            deltanet_qwen35(p, il);
+        else
+            attention_qwen35(p, il);
+        for (int64_t i = 0; i < T * E; ++i) x[i] += out[i];
+
+        for (int64_t t = 0; t < T; ++t)
+            rmsnorm(x + t * E, lp.ffn_norm.data(), xn + t * E, E, hp.rms_eps);
+        s.act.set(xn, T, E);
+        matmul(*L.ffn_gate, s.act, s.gate.data(), hp.n_ff, pool);
+        matmul(*L.ffn_up, s.act, s.up.data(), hp.n_ff, pool);
+        swiglu(s.gate.data(), s.up.data(), s.gate.data(), T * hp.n_ff);
+        s.act.set(s.gate.data(), T, hp.n_ff);
+        matmul(*L.ffn_down, s.act, out, E, pool);
+        for (int64_t i = 0; i < T * E; ++i) x[i] += out[i];
+    }
+    s.n_past += T;
+
+    if (!logits) return;
+    const int64_t first = all_rows ? 0 : T - 1, n_rows = T - first;
+    for (int64_t t = first; t < T; ++t)
+        rmsnorm(x + t * E, w.output_norm.data(), xn + (t - first) * E, E, hp.rms_eps);
+    s.act.set(xn, n_rows, E);
+    matmul(*m.output, s.act, logits, hp.n_vocab, pool);
+}
+
+}  // namespace dl::cpu
