@@ -136,6 +136,9 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(get_rows_${t} get_rows.comp DEFINES WTYPE_${T}=1)
 endforeach()
 dl_vk_shader(deltanet_step deltanet_step.comp)
+dl_vk_shader(attn_prep attn_prep.comp)
+dl_vk_shader(attn_decode attn_decode.comp)
+dl_vk_shader(attn_combine attn_combine.comp)
 dl_vk_shader(rms_norm rms_norm.comp)
 dl_vk_shader(swiglu swiglu.comp)
 dl_vk_shader(argmax argmax.comp)
@@ -163,5 +166,6 @@ set(DELTALLM_HAVE_VULKAN ON)
 
 # The deltallm executable is declared after this file is included: link it at the end of the
 # directory.
-cmake_language(DEFER CALL target_link_libraries deltallm PRIVATE deltallm_vulkan)
+# Linked whole: the driver registers itself with the engine from a static initialiser.
+cmake_language(DEFER CALL target_link_libraries deltallm PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,deltallm_vulkan>")
 cmake_language(DEFER CALL target_compile_definitions deltallm PRIVATE DELTALLM_HAVE_VULKAN=1)

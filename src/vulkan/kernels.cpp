@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -35,6 +36,20 @@ struct DeltaNetPush {
     uint32_t n_k_heads, n_v_heads, qkv_off, z_off, b_off, a_off, y_off, conv_off, dt_off, ssma_off,
         norm_off;
     float eps;
+};
+
+struct AttnPrepPush {
+    uint32_t n_head, n_kv, head_dim, q_off, q_stride, k_off, v_off, qo_off, qn_off, kn_off,
+        freq_off, n_rot;
+    float eps;
+    uint32_t interleaved;
+};
+struct AttnDecodePush {
+    uint32_t n_head, n_kv, head_dim, q_off, n_split;
+    float scale;
+};
+struct AttnCombinePush {
+    uint32_t head_dim, n_split, gate_off, gate_stride, o_off;
 };
 
 const char* type_suffix(QType t) {
@@ -116,6 +131,49 @@ void Kernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, Vi
     DeltaNetPush p{a.n_k_heads, a.n_v_heads, a.qkv_off, a.z_off,     a.b_off,    a.a_off,
                    a.y_off,     a.conv_off,  a.dt_off,  a.ssm_a_off, a.norm_off, a.eps};
     cl.dispatch(k, {act, params, ring, state, tok}, p, a.n_v_heads);
+}
+
+std::optional<Decline> Kernels::attention_supported(const Features& f, uint32_t head_dim,
+                                                    uint32_t n_head, uint32_t n_kv) {
+    if (head_dim == 0 || head_dim > 256 || head_dim % 2)
+        return Decline{fmt::format(
+            "attention head size {} has no device kernel (even sizes up to 256)", head_dim)};
+    if (n_kv == 0 || n_head % n_kv)
+        return Decline{fmt::format("{} query heads do not group evenly over {} key/value heads",
+                                   n_head, n_kv)};
+    if (f.max_workgroup_invocations < kAttnSplit)
+        return Decline{"the device allows fewer than 64 threads a workgroup"};
+    return std::nullopt;
+}
+
+uint64_t Kernels::attention_partials(const Attention& a) {
+    uint64_t splits = (a.n_ctx + kAttnSplit - 1) / kAttnSplit;
+    return (uint64_t)a.n_head * splits * (a.head_dim + 2);
+}
+
+void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
+                        View v_cache, View partials, View tok) {
+    if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
+        fail("{}", d->reason);
+    uint32_t n_split = (a.n_ctx + kAttnSplit - 1) / kAttnSplit;
+    const Kernel& prep = pipes_.get("attn_prep", 5, sizeof(AttnPrepPush), {64});
+    AttnPrepPush pp{a.n_head,     a.n_kv,
+                    a.head_dim,   a.q_off,
+                    a.q_stride,   a.k_off,
+                    a.v_off,      a.qo_off,
+                    a.q_norm_off, a.k_norm_off,
+                    a.freq_off,   a.n_rot,
+                    a.eps,        a.interleaved ? 1u : 0u};
+    cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv);
+    cl.barrier();
+    const Kernel& dec = pipes_.get("attn_decode", 5, sizeof(AttnDecodePush), {kAttnSplit});
+    AttnDecodePush dp{a.n_head, a.n_kv,  a.head_dim,
+                      a.qo_off, n_split, 1.0f / std::sqrt((float)a.head_dim)};
+    cl.dispatch(dec, {act, k_cache, v_cache, partials, tok}, dp, a.n_head, n_split);
+    cl.barrier();
+    const Kernel& comb = pipes_.get("attn_combine", 2, sizeof(AttnCombinePush), {64});
+    AttnCombinePush cp{a.head_dim, n_split, a.gate_off, a.gate_stride, a.o_off};
+    cl.dispatch(comb, {partials, act}, cp, a.n_head);
 }
 
 bool Kernels::gemv_supports(QType t) {

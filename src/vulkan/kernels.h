@@ -46,6 +46,31 @@ class Kernels {
                                                           uint32_t d_v, uint32_t conv_kernel);
     void deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params, View ring,
                        View state, View tok);
+    // Decode attention of one token over an F16 KV cache ([n_ctx][n_kv][head_dim], pairs packed
+    // in 32-bit words), in three dispatches recorded once for a context of n_ctx rows:
+    //   prep: per-head RMSNorm of q and k (when q_norm/k_norm offsets are given), NeoX rope of the
+    //         first n_rot dims, q to act[qo_off..], k and v to cache row tok[0];
+    //   decode: split-K over the cache rows (kAttnSplit rows a split) into partials;
+    //   combine: merge the splits, times sigmoid(gate) when gate_off is given, to act[o_off..].
+    static constexpr uint32_t kNone = 0xffffffffu;
+    static constexpr uint32_t kAttnSplit = 64;
+    struct Attention {
+        uint32_t n_head, n_kv, head_dim, n_rot, n_ctx;
+        uint32_t q_off, q_stride, k_off, v_off;  // act: projections
+        uint32_t qo_off;                         // act: prepared queries (n_head * head_dim)
+        uint32_t o_off;                          // act: output (n_head * head_dim)
+        uint32_t gate_off, gate_stride;          // act: per-head gate, or kNone
+        uint32_t q_norm_off, k_norm_off;         // params: norm weights or kNone
+        uint32_t freq_off;                       // params: n_rot/2 inverse frequencies
+        float eps;
+        bool interleaved = false;  // rope pairs (2j, 2j+1) (llama) instead of NeoX
+    };
+    static std::optional<Decline> attention_supported(const Features& f, uint32_t head_dim,
+                                                      uint32_t n_head, uint32_t n_kv);
+    // Floats of partials the decode dispatch needs (a scratch buffer of its own).
+    static uint64_t attention_partials(const Attention& a);
+    void attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
+                   View v_cache, View partials, View tok);
     // C[M, N] = A[M, K] · W[N, K]ᵀ (F16 inputs, F32 output) with the given variant's kernel.
     // Returns false (recording nothing) when the variant cannot run these sizes.
     bool matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m, uint32_t n,

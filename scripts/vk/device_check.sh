@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One call on the GPU machine answers "do the Vulkan kernels run right there": installs the
+# carried loader packages (.gl, see /work/shared/DEVICE.md), records vulkaninfo, runs the Vulkan
+# test binary on the NVIDIA driver (every supported kernel variant, including the cooperative
+# matrix ones), then again under the Khronos validation layer. Results go to $OUT.
+#   usage: scripts/vk/device_check.sh [path/to/test_vulkan]
+set -u
+bin=${1:-build-vk/tests/test_vulkan}
+out=${OUT:-/tmp/vk_out}
+mkdir -p "$out"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+export DELTALLM_TEST_TMP=$(mktemp -d)
+vulkaninfo --summary >"$out/vulkaninfo.txt" 2>&1
+echo "== device"; grep -E "deviceName|driverName|apiVersion" "$out/vulkaninfo.txt" | head -6
+
+echo "== tests on the driver"
+"$bin" --gtest_brief=1 >"$out/tests.log" 2>&1
+echo "rc=$?"; tail -4 "$out/tests.log"
+grep -E "FAILED|Failure" "$out/tests.log" | head -20
+
+echo "== tests under the validation layer"
+VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation DELTALLM_VK_VALIDATION=1 "$bin" --gtest_brief=1 >"$out/validation.log" 2>&1
+echo "rc=$?"; tail -3 "$out/validation.log"
+echo "validation errors: $(grep -c 'Validation Error' "$out/validation.log")"
+grep -m5 'Validation Error' "$out/validation.log" | cut -c1-400

@@ -1,0 +1,366 @@
+// The resident driver (see driver.h): weight upload per the plan, the per-session buffers and the
+// recorded token command for qwen35, qwen3 and llama.
+#include "vulkan/driver.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "engine/engine.h"
+#include "quant/quant.h"
+#include "vulkan/kernels.h"
+#include "vulkan/pipeline.h"
+
+namespace dl::vk {
+
+namespace {
+
+constexpr uint32_t kParamAlign = 64;  // floats: 256-byte aligned parameter tensors
+
+// Offsets (in floats) of the activations of one token inside the session's act buffer.
+struct ActLayout {
+    uint32_t h = 0, xn = 0;                               // residual stream, normed input
+    uint32_t qkv = 0, z = 0, beta = 0, alpha = 0, y = 0;  // DeltaNet
+    uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;          // attention
+    uint32_t gate = 0, up = 0, ffn = 0;                   // FFN
+    uint32_t total = 0;
+};
+
+ActLayout act_layout(const Hparams& hp) {
+    ActLayout a;
+    uint32_t E = (uint32_t)hp.n_embd;
+    a.h = 0;
+    a.xn = E;
+    uint32_t base = 2 * E;
+    uint32_t end = base;
+    if (hp.ssm_n_v_heads > 0) {
+        a.qkv = base;
+        a.z = a.qkv + (uint32_t)hp.conv_dim();
+        a.beta = a.z + (uint32_t)hp.ssm_d_inner;
+        a.alpha = a.beta + (uint32_t)hp.ssm_n_v_heads;
+        a.y = a.alpha + (uint32_t)hp.ssm_n_v_heads;
+        end = std::max(end, a.y + (uint32_t)hp.ssm_d_inner);
+    }
+    uint32_t hd = (uint32_t)hp.head_dim;
+    uint32_t qw = (uint32_t)hp.n_head * hd * (hp.arch == Arch::qwen35 ? 2 : 1);
+    a.q = base;
+    a.k = a.q + qw;
+    a.v = a.k + (uint32_t)hp.n_head_kv * hd;
+    a.qo = a.v + (uint32_t)hp.n_head_kv * hd;
+    a.o = a.qo + (uint32_t)hp.n_head * hd;
+    end = std::max(end, a.o + (uint32_t)hp.n_head * hd);
+    a.gate = base;
+    a.up = a.gate + (uint32_t)hp.n_ff;
+    a.ffn = a.up + (uint32_t)hp.n_ff;
+    end = std::max(end, a.ffn + (uint32_t)hp.n_ff);
+    a.total = end;
+    return a;
+}
+
+}  // namespace
+
+struct ResidentDriver::Weights {
+    std::vector<Buffer> slabs;
+    Buffer params;
+    std::map<const Tensor*, uint32_t> param_off;  // float offset of each small tensor
+    uint32_t freq_off = 0;
+    std::unique_ptr<Pipelines> pipes;
+    std::unique_ptr<Kernels> kernels;
+
+    View matrix(const Plan& p, const Tensor* t) const {
+        const Placement* pl = p.find(t);
+        DL_ASSERT(pl);
+        return view(slabs[pl->slab], pl->offset, (pl->bytes + 7) / 4 * 4);  // the 4 spare bytes
+    }
+    uint32_t param(const Tensor* t) const {
+        auto it = param_off.find(t);
+        DL_ASSERT(it != param_off.end());
+        return it->second;
+    }
+};
+
+struct ResidentDriver::Session : SessionState {
+    Buffer act, logits, tok, partials;
+    std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
+    std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
+    std::unique_ptr<CommandList> token_cmd;
+};
+
+Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<const Model> model,
+                                                               const DriverOptions& opts) {
+    auto dev = Device::open(opts.device);
+    if (!dev) return dev.decline();
+    std::unique_ptr<ResidentDriver> d(new ResidentDriver());
+    d->model_ = model;
+    d->dev_ = std::move(*dev);
+    Device& D = *d->dev_;
+    auto p = vk::plan(*model, D.features(), D.variant(), opts.plan);
+    if (!p) return p.decline();
+    d->plan_ = std::move(*p);
+    const Plan& P = d->plan_;
+    auto w = std::make_unique<Weights>();
+
+    // Weights in their block formats, slab by slab.
+    for (uint64_t size : P.slabs) w->slabs.push_back(D.create_buffer(size, MemoryKind::device));
+    for (const Placement& pl : P.matrices)
+        D.upload(w->slabs[pl.slab], pl.offset, pl.tensor->data, pl.bytes);
+
+    // Small tensors as F32, and the rope table.
+    std::vector<float> params;
+    auto pad = [&] {
+        params.resize((params.size() + kParamAlign - 1) / kParamAlign * kParamAlign);
+    };
+    for (const Tensor& t : model->tensors()) {
+        if (t.ne.size() > 1 && t.name.find("ssm_conv1d") == std::string::npos) continue;
+        w->param_off[&t] = (uint32_t)params.size();
+        size_t n = (size_t)t.n_elements();
+        params.resize(params.size() + n);
+        quant::dequantize(t.type, t.data, params.data() + params.size() - n, (int64_t)n);
+        pad();
+    }
+    const Hparams& hp = model->hp;
+    w->freq_off = (uint32_t)params.size();
+    int64_t n_rot = std::max<int64_t>(hp.rope_dims, 2);
+    for (int64_t j = 0; j < n_rot / 2; ++j)
+        params.push_back((float)std::pow((double)hp.rope_base, -2.0 * (double)j / (double)n_rot));
+    pad();
+    w->params = D.create_buffer(params.size() * 4, MemoryKind::device);
+    D.upload(w->params, 0, params.data(), params.size() * 4);
+    w->pipes = std::make_unique<Pipelines>(D);
+    w->kernels = std::make_unique<Kernels>(D, *w->pipes);
+    d->w_ = std::move(w);
+    log::debug("vulkan: {}: {}", D.name(), P.describe());
+    return d;
+}
+
+ResidentDriver::~ResidentDriver() = default;
+
+std::string ResidentDriver::name() const {
+    return dev_->name();
+}
+
+std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
+    const Hparams& hp = model_->hp;
+    Device& D = *dev_;
+    Kernels& K = *w_->kernels;
+    const Weights& W = *w_;
+    auto s = std::make_unique<Session>();
+    s->n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : plan_.n_ctx, plan_.n_ctx);
+    const ActLayout A = act_layout(hp);
+    s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);
+    s->logits = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::host);
+    s->tok = D.create_buffer(256, MemoryKind::host_fast);
+    std::memset(s->tok.mapped(), 0, 256);
+
+    const uint32_t hd = (uint32_t)hp.head_dim;
+    const bool gated = hp.arch == Arch::qwen35;
+    Kernels::Attention at{};
+    at.n_head = (uint32_t)hp.n_head;
+    at.n_kv = (uint32_t)hp.n_head_kv;
+    at.head_dim = hd;
+    at.n_rot = (uint32_t)hp.rope_dims;
+    at.n_ctx = (uint32_t)s->n_ctx;
+    at.q_off = A.q;
+    at.q_stride = gated ? 2 * hd : hd;
+    at.k_off = A.k;
+    at.v_off = A.v;
+    at.qo_off = A.qo;
+    at.o_off = A.o;
+    at.gate_off = gated ? A.q + hd : Kernels::kNone;
+    at.gate_stride = 2 * hd;
+    at.freq_off = W.freq_off;
+    at.eps = hp.rms_eps;
+    at.interleaved = hp.arch == Arch::llama;
+    s->partials = D.create_buffer(std::max<uint64_t>(Kernels::attention_partials(at) * 4, 16),
+                                  MemoryKind::device);
+
+    const uint32_t d_v = hp.ssm_n_v_heads ? (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads) : 0;
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.is_recurrent(il)) {
+            s->k_cache.emplace_back();
+            s->v_cache.emplace_back();
+            s->state.push_back(D.create_buffer(
+                (uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4, MemoryKind::device));
+            s->ring.push_back(D.create_buffer((uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4,
+                                              MemoryKind::device));
+            D.fill(s->state.back(), 0, s->state.back().size(), 0);
+            D.fill(s->ring.back(), 0, s->ring.back().size(), 0);
+        } else {
+            uint64_t bytes = (uint64_t)s->n_ctx * hp.n_head_kv * hd * 2;
+            s->k_cache.push_back(D.create_buffer(bytes, MemoryKind::device));
+            s->v_cache.push_back(D.create_buffer(bytes, MemoryKind::device));
+            s->state.emplace_back();
+            s->ring.emplace_back();
+        }
+    }
+
+    // The token command.
+    s->token_cmd = std::make_unique<CommandList>(D);
+    CommandList& cl = *s->token_cmd;
+    const View act = view(s->act), prm = view(W.params), tok = view(s->tok);
+    const uint32_t E = (uint32_t)hp.n_embd;
+    auto gemv = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
+        K.gemv(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
+               x_off, y, y_off, acc);
+    };
+    auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off) {
+        K.rms_norm(cl, view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4), act,
+                   x_off, E, act, y_off, E, E, 1, hp.rms_eps);
+    };
+    cl.begin(true);
+    // tok[0] = position, tok[1] = token id, tok[2] = the argmax.
+    K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
+               (uint32_t)model_->tok_embd->rows(), E, tok, 1, act, A.h, 1);
+    cl.barrier();
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        const Layer& L = model_->layers[il];
+        norm(L.attn_norm, A.h, A.xn);
+        cl.barrier();
+        if (hp.is_recurrent(il)) {
+            gemv(L.ssm_qkv, A.xn, act, A.qkv, false);
+            gemv(L.ssm_z, A.xn, act, A.z, false);
+            gemv(L.ssm_beta, A.xn, act, A.beta, false);
+            gemv(L.ssm_alpha, A.xn, act, A.alpha, false);
+            cl.barrier();
+            Kernels::DeltaNetStep g{(uint32_t)hp.ssm_n_k_heads,
+                                    (uint32_t)hp.ssm_n_v_heads,
+                                    (uint32_t)hp.ssm_d_state,
+                                    d_v,
+                                    (uint32_t)hp.ssm_conv_kernel,
+                                    A.qkv,
+                                    A.z,
+                                    A.beta,
+                                    A.alpha,
+                                    A.y,
+                                    W.param(L.ssm_conv1d),
+                                    W.param(L.ssm_dt_bias),
+                                    W.param(L.ssm_a),
+                                    W.param(L.ssm_norm),
+                                    hp.rms_eps};
+            K.deltanet_step(cl, g, act, prm, view(s->ring[il]), view(s->state[il]), tok);
+            cl.barrier();
+            gemv(L.ssm_out, A.y, act, A.h, true);
+        } else {
+            gemv(L.wq, A.xn, act, A.q, false);
+            gemv(L.wk, A.xn, act, A.k, false);
+            gemv(L.wv, A.xn, act, A.v, false);
+            cl.barrier();
+            Kernels::Attention a = at;
+            a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
+            a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+            K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]),
+                        view(s->partials), tok);
+            cl.barrier();
+            gemv(L.wo, A.o, act, A.h, true);
+        }
+        cl.barrier();
+        norm(L.ffn_norm, A.h, A.xn);
+        cl.barrier();
+        gemv(L.ffn_gate, A.xn, act, A.gate, false);
+        gemv(L.ffn_up, A.xn, act, A.up, false);
+        cl.barrier();
+        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
+        cl.barrier();
+        gemv(L.ffn_down, A.ffn, act, A.h, true);
+        cl.barrier();
+    }
+    norm(model_->output_norm, A.h, A.xn);
+    cl.barrier();
+    gemv(model_->output, A.xn, view(s->logits), 0, false);
+    cl.barrier();
+    K.argmax(cl, view(s->logits), 0, (uint32_t)hp.n_vocab, tok, 2);
+    cl.end();
+    return s;
+}
+
+void ResidentDriver::run_token(Session& s, int32_t token) {
+    if (s.n_past >= s.n_ctx) fail("the session is full ({} tokens)", s.n_ctx);
+    if (token < 0 || token >= model_->hp.n_vocab)
+        fail("token id {} is outside the vocabulary of {}", token, model_->hp.n_vocab);
+    auto* t = static_cast<uint32_t*>(s.tok.mapped());
+    t[0] = (uint32_t)s.n_past;
+    t[1] = (uint32_t)token;
+    s.token_cmd->submit_and_wait();
+    ++s.n_past;
+}
+
+void ResidentDriver::decode(SessionState& st, int32_t token, std::vector<float>& logits) {
+    Session& s = static_cast<Session&>(st);
+    run_token(s, token);
+    logits.resize((size_t)model_->hp.n_vocab);
+    std::memcpy(logits.data(), s.logits.mapped(), logits.size() * 4);
+}
+
+int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
+    Session& s = static_cast<Session&>(st);
+    run_token(s, token);
+    return (int32_t) static_cast<uint32_t*>(s.tok.mapped())[2];
+}
+
+void ResidentDriver::prefill(SessionState& st, std::span<const int32_t> tokens, LogitsRows rows,
+                             std::vector<float>& logits) {
+    Session& s = static_cast<Session&>(st);
+    if (s.n_past + (int64_t)tokens.size() > s.n_ctx)
+        fail("the prompt of {} tokens does not fit the session ({} of {} used)", tokens.size(),
+             s.n_past, s.n_ctx);
+    const size_t V = (size_t)model_->hp.n_vocab;
+    logits.clear();
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        run_token(s, tokens[i]);
+        if (rows == LogitsRows::all || i + 1 == tokens.size()) {
+            size_t at = logits.size();
+            logits.resize(at + V);
+            std::memcpy(logits.data() + at, s.logits.mapped(), V * 4);
+        }
+    }
+}
+
+}  // namespace dl::vk
+
+namespace dl::vk {
+
+void register_device_driver() {
+    static bool done = false;
+    if (done) return;
+    done = true;
+    DeviceDriver d;
+    d.name = "vulkan";
+    d.make = [](std::shared_ptr<const Model> model, int index, int64_t n_ctx,
+                std::string* reason) -> std::unique_ptr<Executor> {
+        DriverOptions o;
+        if (index >= 0) o.device.index = index;
+        if (n_ctx > 0) o.plan.n_ctx = n_ctx;
+        auto r = ResidentDriver::create(std::move(model), o);
+        if (!r) {
+            if (reason) *reason = r.reason();
+            return nullptr;
+        }
+        return std::move(*r);
+    };
+    d.describe = [](const Model& model, int64_t n_ctx) -> std::string {
+        auto devs = list_devices();
+        if (!devs) return "vulkan: " + devs.reason();
+        std::string out;
+        for (const DeviceSummary& s : *devs) {
+            PlanOptions o;
+            if (n_ctx > 0) o.n_ctx = n_ctx;
+            auto p = plan(model, s.features, s.features.best_variant(), o);
+            out += fmt::format("vulkan:{} ({}): {}\n", s.index, s.features.name,
+                               p ? p->describe() : "declines: " + p.reason());
+        }
+        return out;
+    };
+    register_device(std::move(d));
+}
+
+namespace {
+// Registration at start-up; the deltallm binary links this library whole so it is kept.
+const bool registered = (register_device_driver(), true);
+}  // namespace
+
+}  // namespace dl::vk

@@ -1,0 +1,60 @@
+// The resident driver: an Executor that runs the whole forward pass of a model on one Vulkan
+// device. Weights are uploaded once in their GGUF block formats (per the residency plan);
+// each session records its decode *token command* once — embedding, every layer, the head and
+// argmax — and replays it per token, reading the position and token id from a small
+// host-visible buffer. Prefill currently replays the token command row by row (windows with GEMM
+// tiles come next).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/executor.h"
+#include "model/model.h"
+#include "vulkan/device.h"
+#include "vulkan/plan.h"
+
+namespace dl::vk {
+
+struct DriverOptions {
+    DeviceOptions device = DeviceOptions::from_env();
+    PlanOptions plan;
+};
+
+class ResidentDriver final : public Executor {
+  public:
+    // Opens the device, plans and uploads the model; a Decline says why it cannot run there.
+    static Result<std::unique_ptr<ResidentDriver>> create(std::shared_ptr<const Model> model,
+                                                          const DriverOptions& opts = {});
+    ~ResidentDriver() override;
+
+    std::string name() const override;
+    const Model& model() const override { return *model_; }
+    const Plan& plan() const { return plan_; }
+    Device& device() { return *dev_; }
+
+    // n_ctx is capped by the plan's context (the largest that fits the device).
+    std::unique_ptr<SessionState> new_session(int64_t n_ctx) override;
+    void prefill(SessionState& s, std::span<const int32_t> tokens, LogitsRows rows,
+                 std::vector<float>& logits) override;
+    void decode(SessionState& s, int32_t token, std::vector<float>& logits) override;
+    // Greedy decode without logits: only the chosen token id returns from the device.
+    int32_t decode_greedy(SessionState& s, int32_t token);
+
+    struct Weights;
+    struct Session;
+
+  private:
+    ResidentDriver() = default;
+    void run_token(Session& s, int32_t token);
+
+    std::shared_ptr<const Model> model_;
+    std::unique_ptr<Device> dev_;
+    Plan plan_;
+    std::unique_ptr<Weights> w_;
+};
+
+// Registers "vulkan" with the engine (engine/engine.h register_device); called once at start-up.
+void register_device_driver();
+
+}  // namespace dl::vk

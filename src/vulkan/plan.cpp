@@ -1,0 +1,181 @@
+// The residency plan (see plan.h): checks every tensor against the kernels the device has and
+// sums the memory before anything is uploaded.
+#include "vulkan/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "quant/quant.h"
+#include "vulkan/kernels.h"
+
+namespace dl::vk {
+
+namespace {
+
+constexpr uint64_t kAlign = 256;  // >= every minStorageBufferOffsetAlignment seen
+
+uint64_t align_up(uint64_t x, uint64_t a) {
+    return (x + a - 1) / a * a;
+}
+
+std::string gib(uint64_t b) {
+    return fmt::format("{:.2f} GiB", b / double(1ull << 30));
+}
+
+}  // namespace
+
+const Placement* Plan::find(const Tensor* t) const {
+    for (const Placement& p : matrices)
+        if (p.tensor == t) return &p;
+    return nullptr;
+}
+
+std::string Plan::describe() const {
+    return fmt::format(
+        "weights {} in {} slab{}, parameters {}, KV cache {} ({} tokens), recurrent state {}, "
+        "scratch {}: "
+        "total {} of {} budget; kernels {}",
+        gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes),
+        gib(kv_bytes), n_ctx, gib(recurrent_bytes), gib(scratch_bytes), gib(total()),
+        gib(budget_bytes), variant_name(variant));
+}
+
+Result<Plan> plan(const Model& model, const Features& f, Variant variant, const PlanOptions& opts) {
+    const Hparams& hp = model.hp;
+    Plan p;
+    p.variant = variant;
+    if (hp.arch != Arch::qwen35 && hp.arch != Arch::qwen3 && hp.arch != Arch::llama)
+        return Decline{fmt::format("architecture {} has no Vulkan forward pass", hp.arch_name)};
+    if (model.rope_freqs)
+        return Decline{
+            "llama-3 rope frequency divisors (rope_freqs) are not supported on the device yet"};
+
+    // Matrices: every one needs a GEMV kernel for its type and must fit one storage binding.
+    const uint64_t slab_limit =
+        std::min<uint64_t>(f.max_storage_buffer_range, f.max_buffer_size) / kAlign * kAlign;
+    std::vector<std::pair<std::string, const Tensor*>> mats;
+    for (size_t il = 0; il < model.layers.size(); ++il) {
+        const Layer& L = model.layers[il];
+        auto add = [&](const char* what, const Tensor* t) {
+            if (t) mats.push_back({fmt::format("layer {}: {}", il, what), t});
+        };
+        add("ffn_gate", L.ffn_gate);
+        add("ffn_up", L.ffn_up);
+        add("ffn_down", L.ffn_down);
+        add("attn_q", L.wq);
+        add("attn_k", L.wk);
+        add("attn_v", L.wv);
+        add("attn_output", L.wo);
+        add("attn_qkv", L.ssm_qkv);
+        add("attn_gate", L.ssm_z);
+        add("ssm_beta", L.ssm_beta);
+        add("ssm_alpha", L.ssm_alpha);
+        add("ssm_out", L.ssm_out);
+    }
+    mats.push_back({"output", model.output});
+    for (const auto& [what, t] : mats) {
+        if (!Kernels::gemv_supports(t->type))
+            return Decline{fmt::format("{} in {} has no device kernel", what, qtype_name(t->type))};
+        if (t->nbytes > slab_limit)
+            return Decline{
+                fmt::format("{} holds {} bytes, over the device's storage buffer range of {}", what,
+                            t->nbytes, slab_limit)};
+        if (t->cols() > (1 << 24) || t->rows() > (1 << 30))
+            return Decline{
+                fmt::format("{} of {} x {} is too large for the kernels' 32-bit indexing", what,
+                            t->rows(), t->cols())};
+    }
+    if (!Kernels::gemv_supports(model.tok_embd->type))
+        return Decline{
+            fmt::format("token_embd in {} has no device kernel", qtype_name(model.tok_embd->type))};
+    if (model.tok_embd != model.output) mats.push_back({"token_embd", model.tok_embd});
+
+    // Pack the matrices into slabs, in order (first fit into the current slab, else a new one).
+    for (const auto& [what, t] : mats) {
+        if (p.find(t)) continue;
+        if (p.slabs.empty() || align_up(p.slabs.back(), kAlign) + t->nbytes > slab_limit)
+            p.slabs.push_back(0);
+        uint64_t off = align_up(p.slabs.back(), kAlign);
+        p.matrices.push_back({t, (uint32_t)(p.slabs.size() - 1), off, t->nbytes});
+        // Blocks of 18, 34 or 210 bytes are read as 32-bit words: keep 4 spare bytes after each.
+        p.slabs.back() = off + t->nbytes + 4;
+    }
+    for (uint64_t& s : p.slabs) s = align_up(s, kAlign);
+    for (uint64_t s : p.slabs) p.weight_bytes += s;
+
+    // Small per-channel parameters become F32 (they must be dequantizable on the host).
+    uint64_t params = 0;
+    for (const Tensor& t : model.tensors()) {
+        if (t.ne.size() > 1 && t.name.find("ssm_conv1d") == std::string::npos) continue;
+        if (!quant::can_dequantize(t.type))
+            return Decline{
+                fmt::format("tensor {} in {} cannot be read", t.name, qtype_name(t.type))};
+        params += align_up((uint64_t)t.n_elements() * 4, kAlign);
+    }
+    // Rope inverse frequencies, one table.
+    params += align_up((uint64_t)std::max<int64_t>(hp.rope_dims, 2) * 4, kAlign);
+    p.param_bytes = params;
+
+    // Kernel shapes.
+    int64_t n_attn = 0, n_gdn = 0;
+    for (int64_t il = 0; il < hp.n_layer; ++il) (hp.is_recurrent(il) ? n_gdn : n_attn)++;
+    if (n_attn > 0) {
+        if (hp.head_dim != hp.value_dim && hp.value_dim != 0)
+            return Decline{fmt::format("attention key size {} differs from value size {}",
+                                       hp.head_dim, hp.value_dim)};
+        if (auto d = Kernels::attention_supported(f, (uint32_t)hp.head_dim, (uint32_t)hp.n_head,
+                                                  (uint32_t)hp.n_head_kv))
+            return *d;
+    }
+    if (n_gdn > 0) {
+        if (auto d = Kernels::deltanet_step_supported(f, (uint32_t)hp.ssm_d_state,
+                                                      (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads),
+                                                      (uint32_t)hp.ssm_conv_kernel))
+            return *d;
+    }
+
+    // Recurrent state: S (F32) and the conv ring of K rows per GDN layer.
+    const uint64_t d_v = hp.ssm_n_v_heads ? hp.ssm_d_inner / hp.ssm_n_v_heads : 0;
+    p.recurrent_bytes = n_gdn * align_up((uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4 +
+                                             (uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4,
+                                         kAlign);
+
+    // Scratch for one decode token: a few activation rows of the widest projection, plus logits.
+    uint64_t widest =
+        std::max<uint64_t>({(uint64_t)hp.n_embd, (uint64_t)hp.n_ff,
+                            (uint64_t)hp.n_head * hp.head_dim * 2, (uint64_t)hp.conv_dim()});
+    uint64_t scratch = 8 * widest * 4 + (uint64_t)hp.n_vocab * 4;
+
+    const uint64_t budget =
+        opts.budget_bytes ? opts.budget_bytes : (uint64_t)(f.device_local_bytes * 0.9);
+    p.budget_bytes = budget;
+    auto kv_for = [&](int64_t n_ctx) {
+        return (uint64_t)n_attn * 2 *
+               align_up((uint64_t)n_ctx * hp.n_head_kv * hp.head_dim * 2, kAlign);
+    };
+    auto partials_for = [&](int64_t n_ctx) {
+        uint64_t splits = (n_ctx + Kernels::kAttnSplit - 1) / Kernels::kAttnSplit;
+        return n_attn ? (uint64_t)hp.n_head * splits * (hp.head_dim + 2) * 4 : 0;
+    };
+    const uint64_t fixed = p.weight_bytes + p.param_bytes + p.recurrent_bytes + scratch;
+    int64_t n_ctx = std::max<int64_t>(opts.n_ctx, 1);
+    if (fixed + kv_for(n_ctx) + partials_for(n_ctx) > budget) {
+        if (!opts.shrink_context || n_attn == 0 || fixed + kv_for(256) + partials_for(256) > budget)
+            return Decline{fmt::format(
+                "the model needs {} (weights {}, KV cache {} for {} tokens, state and scratch "
+                "{}) but the device budget is {}",
+                gib(fixed + kv_for(n_ctx) + partials_for(n_ctx)), gib(p.weight_bytes),
+                gib(kv_for(n_ctx)), n_ctx, gib(p.param_bytes + p.recurrent_bytes + scratch),
+                gib(budget))};
+        uint64_t per_token = kv_for(1024) / 1024 + partials_for(1024) / 1024 + 1;
+        n_ctx = (int64_t)((budget - fixed) / per_token) / 256 * 256;
+        while (n_ctx > 256 && fixed + kv_for(n_ctx) + partials_for(n_ctx) > budget) n_ctx -= 256;
+    }
+    p.n_ctx = n_ctx;
+    p.kv_bytes = kv_for(n_ctx);
+    p.scratch_bytes = scratch + partials_for(n_ctx);
+    return p;
+}
+
+}  // namespace dl::vk

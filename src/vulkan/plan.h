@@ -1,0 +1,57 @@
+// The residency plan: before any upload, decides whether a model runs whole on a device and how
+// its memory is laid out: weight matrices in their GGUF block formats packed into slabs no
+// larger than the device's storage-buffer range, small per-channel parameters (norms, conv taps,
+// gates) as F32 in one buffer, the KV cache, the DeltaNet state and conv ring, and scratch.
+// Anything the device cannot serve is a Decline with a sentence and the numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "vulkan/decline.h"
+#include "vulkan/device.h"
+
+namespace dl::vk {
+
+struct PlanOptions {
+    int64_t n_ctx = 4096;
+    // Device memory the plan may use; 0: 90% of the largest device-local heap.
+    uint64_t budget_bytes = 0;
+    // When the requested context does not fit, plan the largest that does (else decline).
+    bool shrink_context = true;
+};
+
+// Where one weight matrix lives: slab index and byte offset (aligned for a storage binding).
+struct Placement {
+    const Tensor* tensor = nullptr;
+    uint32_t slab = 0;
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+};
+
+struct Plan {
+    Variant variant = Variant::scalar;
+    int64_t n_ctx = 0;
+    std::vector<uint64_t> slabs;      // sizes of the weight slabs
+    std::vector<Placement> matrices;  // every matrix the trunk and the head read
+    uint64_t weight_bytes = 0;        // sum of the slabs
+    uint64_t param_bytes = 0;         // F32 per-channel parameters
+    uint64_t kv_bytes = 0;            // F16 K and V rows for n_ctx tokens, all attention layers
+    uint64_t recurrent_bytes = 0;     // DeltaNet state S and conv ring, all GDN layers
+    uint64_t scratch_bytes = 0;       // activations, logits, attention partials
+    uint64_t budget_bytes = 0;
+    uint64_t total() const {
+        return weight_bytes + param_bytes + kv_bytes + recurrent_bytes + scratch_bytes;
+    }
+    const Placement* find(const Tensor* t) const;
+    // "weights 5.3 GiB in 3 slabs, KV 1.0 GiB (4096 tokens), ..." for logs and `deltallm info`.
+    std::string describe() const;
+};
+
+// Plans the model on a device with these features; declines with a sentence otherwise.
+Result<Plan> plan(const Model& model, const Features& features, Variant variant,
+                  const PlanOptions& opts);
+
+}  // namespace dl::vk

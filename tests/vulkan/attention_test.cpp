@@ -1,0 +1,144 @@
+// Decode attention (q/k norm + partial NeoX rope + F16 KV store, split-K attention, combine with
+// the sigmoid gate) against the CPU chain's ops over many tokens, so several splits fill up and
+// grouped-query heads share their key/value head.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cpu/ops.h"
+#include "vk_test.h"
+
+namespace dl::vk {
+namespace {
+
+struct AttnCase {
+    uint32_t n_head, n_kv, head_dim, n_rot, n_ctx, tokens;
+    bool norms, gate, interleaved = false;
+};
+
+class Attention : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(Attention, MatchesCpuOverManyTokens) {
+    VK_TEST_DEVICE();
+    const AttnCase c = GetParam();
+    const float eps = 1e-6f, base = 1e7f;
+    std::mt19937 rng(c.head_dim + c.n_head);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    auto randn = [&](size_t n) {
+        std::vector<float> v(n);
+        for (float& x : v) x = nd(rng);
+        return v;
+    };
+    const uint32_t hd = c.head_dim;
+    const uint32_t q_stride = c.gate ? 2 * hd : hd;
+    // act: q projection | k | v | prepared q | output
+    const uint32_t q_off = 0, k_off = c.n_head * q_stride, v_off = k_off + c.n_kv * hd,
+                   qo_off = v_off + c.n_kv * hd, o_off = qo_off + c.n_head * hd,
+                   n_act = o_off + c.n_head * hd;
+    // params: q norm | k norm | inverse frequencies
+    std::vector<float> qn = randn(hd), kn = randn(hd), inv(c.n_rot / 2);
+    cpu::rope_inv_freq(base, c.n_rot, nullptr, inv.data());
+    std::vector<float> params;
+    params.insert(params.end(), qn.begin(), qn.end());
+    params.insert(params.end(), kn.begin(), kn.end());
+    params.insert(params.end(), inv.begin(), inv.end());
+    Buffer pb = test::to_device(dev, params);
+
+    Kernels::Attention a{c.n_head,
+                         c.n_kv,
+                         hd,
+                         c.n_rot,
+                         c.n_ctx,
+                         q_off,
+                         q_stride,
+                         k_off,
+                         v_off,
+                         qo_off,
+                         o_off,
+                         c.gate ? q_off + hd : Kernels::kNone,
+                         q_stride,
+                         c.norms ? 0u : Kernels::kNone,
+                         c.norms ? hd : Kernels::kNone,
+                         2 * hd,
+                         eps,
+                         c.interleaved};
+    Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
+    size_t cache_words = (size_t)c.n_ctx * c.n_kv * hd / 2;
+    Buffer kc = test::poisoned(dev, cache_words), vc = test::poisoned(dev, cache_words);
+    Buffer part = dev.create_buffer(Kernels::attention_partials(a) * 4, MemoryKind::device);
+    Buffer tok = dev.create_buffer(16, MemoryKind::host);
+
+    std::vector<uint16_t> Kr((size_t)c.n_ctx * c.n_kv * hd), Vr(Kr.size());
+    std::vector<float> scores(c.n_ctx), cosv(c.n_rot / 2), sinv(c.n_rot / 2);
+    // Record once, replay per token: the position comes from the token buffer.
+    CommandList cl(dev);
+    cl.begin(true);
+    K.attention(cl, a, view(act), view(pb), view(kc), view(vc), view(part), view(tok));
+    cl.end();
+    for (uint32_t t = 0; t < c.tokens; ++t) {
+        std::vector<float> in = randn(n_act);
+        for (uint32_t i = qo_off; i < n_act; ++i) std::memcpy(&in[i], &test::kPoison, 4);
+        dev.upload(act, 0, in.data(), n_act * 4);
+        static_cast<uint32_t*>(tok.mapped())[0] = t;
+        cl.submit_and_wait();
+        auto out = test::from_device<float>(dev, act, n_act);
+
+        cpu::rope_angles(t, inv.data(), c.n_rot, cosv.data(), sinv.data());
+        for (uint32_t j = 0; j < c.n_kv; ++j) {
+            std::vector<float> k(in.begin() + k_off + j * hd, in.begin() + k_off + (j + 1) * hd);
+            if (c.norms) cpu::rmsnorm(k.data(), kn.data(), k.data(), hd, eps);
+            if (c.interleaved)
+                cpu::rope_interleaved(k.data(), c.n_rot, cosv.data(), sinv.data());
+            else
+                cpu::rope_neox(k.data(), c.n_rot, cosv.data(), sinv.data());
+            cpu::to_f16(k.data(), &Kr[((size_t)t * c.n_kv + j) * hd], hd);
+            cpu::to_f16(&in[v_off + j * hd], &Vr[((size_t)t * c.n_kv + j) * hd], hd);
+        }
+        for (uint32_t h = 0; h < c.n_head; ++h) {
+            std::vector<float> q(in.begin() + q_off + h * q_stride,
+                                 in.begin() + q_off + h * q_stride + hd);
+            if (c.norms) cpu::rmsnorm(q.data(), qn.data(), q.data(), hd, eps);
+            if (c.interleaved)
+                cpu::rope_interleaved(q.data(), c.n_rot, cosv.data(), sinv.data());
+            else
+                cpu::rope_neox(q.data(), c.n_rot, cosv.data(), sinv.data());
+            uint32_t kvh = h / (c.n_head / c.n_kv);
+            std::vector<float> o(hd);
+            cpu::attend(q.data(), &Kr[kvh * hd], &Vr[kvh * hd], c.n_kv * hd, t + 1, hd,
+                        1.f / std::sqrt((float)hd), scores.data(), o.data());
+            for (uint32_t d = 0; d < hd; ++d) {
+                float want = o[d];
+                if (c.gate) want *= cpu::sigmoid(in[q_off + h * q_stride + hd + d]);
+                float got = out[o_off + h * hd + d];
+                ASSERT_TRUE(std::isfinite(got)) << "token " << t << " head " << h << " dim " << d;
+                ASSERT_NEAR(got, want, 3e-3 * (1 + std::fabs(want)))
+                    << "token " << t << " head " << h << " dim " << d;
+            }
+        }
+    }
+    // Cache rows past the last token are never written.
+    auto kback = test::from_device<uint32_t>(dev, kc, cache_words);
+    size_t written = (size_t)c.tokens * c.n_kv * hd / 2;
+    for (size_t i = written; i < cache_words; ++i) ASSERT_EQ(kback[i], test::kPoison) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Attention,
+    ::testing::Values(AttnCase{4, 2, 64, 32, 150, 70, true, false},          // qwen3-like
+                      AttnCase{4, 1, 256, 64, 80, 66, true, true},           // qwen35 gated
+                      AttnCase{2, 2, 128, 128, 64, 9, false, false, true}),  // llama
+    [](const auto& info) {
+        const AttnCase& c = info.param;
+        return "h" + std::to_string(c.n_head) + "kv" + std::to_string(c.n_kv) + "d" +
+               std::to_string(c.head_dim) + (c.gate ? "_gated" : "");
+    });
+
+TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {
+    VK_TEST_DEVICE();
+    EXPECT_TRUE(Kernels::attention_supported(dev.features(), 512, 8, 2).has_value());
+    EXPECT_TRUE(Kernels::attention_supported(dev.features(), 128, 6, 4).has_value());
+    EXPECT_FALSE(Kernels::attention_supported(dev.features(), 256, 16, 4).has_value());
+}
+
+}  // namespace
+}  // namespace dl::vk

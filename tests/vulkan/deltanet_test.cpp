@@ -1,0 +1,111 @@
+// The fused Gated DeltaNet decode step against the CPU chain's DeltaNet pieces (conv + SiLU,
+// q/k l2 norm, gates, delta rule, gated RMSNorm), over several tokens so the conv ring and the
+// state carry over, with H_v != H_k so the value-to-key head pairing (h mod H_k) is exercised.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cpu/deltanet.h"
+#include "vk_test.h"
+
+namespace dl::vk {
+namespace {
+
+namespace dn = cpu::deltanet;
+
+std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.f) {
+    std::normal_distribution<float> d(0.f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens) {
+    VK_TEST_DEVICE();
+    const uint32_t KC = 4;
+    const float eps = 1e-6f;
+    dn::Shape shape{hk, hv, dk, dv};
+    const uint32_t conv_dim = (uint32_t)shape.conv_dim(), inner = hv * dv;
+    std::mt19937 rng(hk * 100 + hv * 10 + dk + dv);
+
+    // Layer parameters, packed as the driver packs them: conv taps | dt_bias | ssm_a | norm.
+    std::vector<float> conv_w = randn((size_t)conv_dim * KC, rng, 0.5f);
+    std::vector<float> dt_bias = randn(hv, rng), ssm_a(hv), norm = randn(dv, rng, 0.3f);
+    for (float& a : ssm_a) a = -std::exp(std::uniform_real_distribution<float>(-2.f, 1.f)(rng));
+    for (float& w : norm) w += 1.f;
+    std::vector<float> params;
+    const uint32_t conv_off = 0, dt_off = conv_dim * KC, a_off_p = dt_off + hv,
+                   norm_off = a_off_p + hv;
+    params.insert(params.end(), conv_w.begin(), conv_w.end());
+    params.insert(params.end(), dt_bias.begin(), dt_bias.end());
+    params.insert(params.end(), ssm_a.begin(), ssm_a.end());
+    params.insert(params.end(), norm.begin(), norm.end());
+    Buffer pb = test::to_device(dev, params);
+
+    // Activations: qkv | z | beta | alpha | y (y poisoned each token).
+    const uint32_t qkv_off = 0, z_off = conv_dim, b_off = z_off + inner, a_off = b_off + hv,
+                   y_off = a_off + hv;
+    const uint32_t n_act = y_off + inner;
+    Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
+    Buffer ring = dev.create_buffer((size_t)KC * conv_dim * 4, MemoryKind::device);
+    dev.fill(ring, 0, ring.size(), 0);
+    Buffer state = dev.create_buffer((size_t)hv * dk * dv * 4, MemoryKind::device);
+    dev.fill(state, 0, state.size(), 0);
+    Buffer tok = dev.create_buffer(16, MemoryKind::host);
+
+    std::vector<float> S((size_t)hv * dk * dv, 0.f), conv_state((size_t)(KC - 1) * conv_dim, 0.f);
+    Kernels::DeltaNetStep args{hk,    hv,    dk,       dv,     KC,      qkv_off,  z_off, b_off,
+                               a_off, y_off, conv_off, dt_off, a_off_p, norm_off, eps};
+    for (int t = 0; t < tokens; ++t) {
+        std::vector<float> qkv = randn(conv_dim, rng), z = randn(inner, rng), b = randn(hv, rng),
+                           a = randn(hv, rng, 2.f);
+        std::vector<float> in(n_act);
+        std::copy(qkv.begin(), qkv.end(), in.begin() + qkv_off);
+        std::copy(z.begin(), z.end(), in.begin() + z_off);
+        std::copy(b.begin(), b.end(), in.begin() + b_off);
+        std::copy(a.begin(), a.end(), in.begin() + a_off);
+        for (uint32_t i = y_off; i < n_act; ++i) std::memcpy(&in[i], &test::kPoison, 4);
+        dev.upload(act, 0, in.data(), n_act * 4);
+        static_cast<uint32_t*>(tok.mapped())[0] = (uint32_t)t;
+        test::run(dev, [&](CommandList& cl) {
+            K.deltanet_step(cl, args, view(act), view(pb), view(ring), view(state), view(tok));
+        });
+        auto out = test::from_device<float>(dev, act, n_act);
+
+        // CPU reference.
+        std::vector<float> c(conv_dim), beta(hv), g(hv), o(inner), y(inner);
+        dn::conv_silu(1, conv_dim, KC, qkv.data(), conv_w.data(), conv_state.data(), c.data());
+        dn::normalize_qk(shape, 1, c.data());
+        dn::gates(1, hv, b.data(), a.data(), dt_bias.data(), ssm_a.data(), beta.data(), g.data());
+        dn::step(shape, S.data(), c.data(), c.data() + shape.qk_width(),
+                 c.data() + 2 * shape.qk_width(), g.data(), beta.data(), o.data());
+        dn::gated_norm(shape, 1, o.data(), z.data(), norm.data(), eps, y.data());
+        for (uint32_t i = 0; i < inner; ++i) {
+            ASSERT_TRUE(std::isfinite(out[y_off + i])) << "token " << t << " y[" << i << "]";
+            ASSERT_NEAR(out[y_off + i], y[i], 2e-4 * (1 + std::fabs(y[i])))
+                << "token " << t << " y[" << i << "]";
+        }
+    }
+    // The state itself, after all tokens.
+    auto Sd = test::from_device<float>(dev, state, S.size());
+    for (size_t i = 0; i < S.size(); ++i)
+        ASSERT_NEAR(Sd[i], S[i], 2e-4 * (1 + std::fabs(S[i]))) << "S[" << i << "]";
+}
+
+TEST(VulkanDeltaNet, StepMatchesCpuWithMoreValueHeads) {
+    run_case(2, 4, 64, 32, 6);
+}
+TEST(VulkanDeltaNet, StepMatchesCpuEqualHeadsSmallKey) {
+    run_case(3, 3, 16, 64, 5);
+}
+
+TEST(VulkanDeltaNet, DeclinesValueHeadThatIsNotAPowerOfTwo) {
+    VK_TEST_DEVICE();
+    auto d = Kernels::deltanet_step_supported(dev.features(), 128, 96, 4);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_NE(d->reason.find("96"), std::string::npos);
+    EXPECT_FALSE(Kernels::deltanet_step_supported(dev.features(), 128, 128, 4).has_value());
+}
+
+}  // namespace
+}  // namespace dl::vk

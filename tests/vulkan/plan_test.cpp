@@ -1,0 +1,110 @@
+// The residency plan on tiny models: every matrix placed inside a slab within the storage range,
+// memory sums, the context shrunk to a budget, and declines (with their sentence) for types
+// without kernels and budgets too small.
+#include <gtest/gtest.h>
+
+#include "model/tiny_model.h"
+#include "vulkan/plan.h"
+
+namespace dl::vk {
+namespace {
+
+Features big_device() {
+    Features f;
+    f.name = "test device";
+    f.max_storage_buffer_range = 1u << 20;  // 1 MiB slabs: several on a tiny model
+    f.max_buffer_size = 1ull << 30;
+    f.max_workgroup_invocations = 1024;
+    f.max_shared_memory = 48 << 10;
+    f.device_local_bytes = 8ull << 30;
+    return f;
+}
+
+TEST(VulkanPlan, PlacesEveryMatrixInsideASlab) {
+    dl::test::TinySpec s;
+    s.n_embd = 256;
+    s.n_ff = 512;
+    s.n_vocab = 1000;
+    s.matrix_type = QType::Q4_K;
+    s.head_dim = 64;  // every matrix's input a whole number of 256-element blocks
+    s.d_state = 64;
+    auto model = dl::test::tiny_model(s);
+    auto r = plan(*model, big_device(), Variant::scalar, {});
+    ASSERT_TRUE(r.ok()) << r.reason();
+    const Plan& p = *r;
+    EXPECT_GT(p.slabs.size(), 1u);
+    uint64_t sum = 0;
+    for (const Placement& m : p.matrices) {
+        ASSERT_LT(m.slab, p.slabs.size());
+        EXPECT_EQ(m.offset % 256, 0u);
+        EXPECT_LE(m.offset + m.bytes + 4, p.slabs[m.slab]) << m.tensor->name;
+        EXPECT_LE(p.slabs[m.slab], big_device().max_storage_buffer_range);
+        sum += m.bytes;
+    }
+    EXPECT_GE(p.weight_bytes, sum);
+    // Matrices never overlap within a slab.
+    for (size_t i = 0; i < p.matrices.size(); ++i)
+        for (size_t j = i + 1; j < p.matrices.size(); ++j) {
+            const Placement &a = p.matrices[i], &b = p.matrices[j];
+            if (a.slab != b.slab) continue;
+            EXPECT_TRUE(a.offset + a.bytes <= b.offset || b.offset + b.bytes <= a.offset);
+        }
+    ASSERT_NE(p.find(model->output), nullptr);
+    ASSERT_NE(p.find(model->layers[0].ssm_qkv), nullptr);
+    EXPECT_GT(p.recurrent_bytes, 0u);
+    EXPECT_GT(p.kv_bytes, 0u);
+    EXPECT_EQ(p.n_ctx, 4096);
+    EXPECT_NE(p.describe().find("4096 tokens"), std::string::npos);
+}
+
+TEST(VulkanPlan, ShrinksTheContextToTheBudgetOrDeclines) {
+    dl::test::TinySpec s;
+    auto model = dl::test::tiny_model(s);
+    Features f = big_device();
+    auto full = plan(*model, f, Variant::scalar, {});
+    ASSERT_TRUE(full.ok()) << full.reason();
+    PlanOptions o;
+    o.n_ctx = 1 << 20;
+    o.budget_bytes = full->total();  // room for ~4096 tokens, not a million
+    auto r = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_LT(r->n_ctx, o.n_ctx);
+    EXPECT_GE(r->n_ctx, 256);
+    EXPECT_LE(r->total(), o.budget_bytes);
+    o.shrink_context = false;
+    auto d = plan(*model, f, Variant::scalar, o);
+    ASSERT_FALSE(d.ok());
+    EXPECT_NE(d.reason().find("budget"), std::string::npos) << d.reason();
+    o.budget_bytes = 1000;
+    o.shrink_context = true;
+    EXPECT_FALSE(plan(*model, f, Variant::scalar, o).ok());
+}
+
+TEST(VulkanPlan, DeclinesTypesWithoutKernels) {
+    dl::test::TinySpec s;
+    s.matrix_type = QType::Q3_K;
+    s.n_embd = 256;
+    s.n_ff = 256;
+    s.head_dim = 64;
+    s.d_state = 64;
+    auto model = dl::test::tiny_model(s);
+    auto r = plan(*model, big_device(), Variant::scalar, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.reason().find("q3_K"), std::string::npos) << r.reason();
+    EXPECT_NE(r.reason().find("no device kernel"), std::string::npos) << r.reason();
+}
+
+TEST(VulkanPlan, DeclinesATensorOverTheStorageRange) {
+    dl::test::TinySpec s;
+    s.n_vocab = 5000;
+    s.n_embd = 64;
+    auto model = dl::test::tiny_model(s);
+    Features f = big_device();
+    f.max_storage_buffer_range = 64 << 10;  // the F32 output matrix is 1.2 MiB
+    auto r = plan(*model, f, Variant::scalar, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.reason().find("storage buffer range"), std::string::npos) << r.reason();
+}
+
+}  // namespace
+}  // namespace dl::vk
