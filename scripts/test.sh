@@ -6,3 +6,4 @@ bash "$here/scripts/setup.sh"
 bash "$here/scripts/build.sh"
 cd "${BUILD_DIR:-$here/build}"
 ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900
+bash "$here/scripts/fuzz.sh"

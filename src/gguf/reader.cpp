@@ -429,7 +429,7 @@ void Parser::place_tensors(File& f) {
 void Parser::run(File& f) {
     f.size_ = size_;
     if (size_ < 4 || std::memcmp(p_, "GGUF", 4) != 0) {
-        if (size_ >= 8 && std::memcmp(p_ + 8, "{\"", 2) == 0)
+        if (size_ >= 10 && std::memcmp(p_ + 8, "{\"", 2) == 0)
             fail("{} is not a GGUF file (it looks like safetensors)", name_);
         fail("{} is not a GGUF file (it does not start with the bytes 'GGUF')", name_);
     }

@@ -271,7 +271,9 @@ TEST(GgufRoundTrip, TensorsOfManyTypesBitExact) {
         auto bytes = w.to_bytes();
         File f = File::parse(bytes.data(), bytes.size());
         EXPECT_EQ(f.alignment(), align);
-        if (align != 32) EXPECT_EQ(f.find("general.alignment")->type, ValueType::UINT32);
+        if (align != 32) {
+            EXPECT_EQ(f.find("general.alignment")->type, ValueType::UINT32);
+        }
         ASSERT_EQ(f.tensors().size(), std::size(types));
         for (size_t i = 0; i < std::size(types); ++i) {
             const TensorInfo& t = f.tensors()[i];  // kept in insertion order
@@ -447,8 +449,8 @@ TEST(GgufRoundTrip, LargeTokenizerArraysLoadFast) {
     std::vector<float> scores(n);
     std::vector<int32_t> types(n);
     for (size_t i = 0; i < n; ++i) {
-        tokens[i] = "tok" + std::to_string(i * 7919 % 1000003);
-        merges[i] = "m" + std::to_string(i) + " x";
+        tokens[i] = fmt::format("tok{}", i * 7919 % 1000003);
+        merges[i] = fmt::format("m{} x", i);
         scores[i] = -(float)i;
         types[i] = (int32_t)(i % 6);
     }

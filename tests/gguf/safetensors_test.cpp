@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -54,12 +55,10 @@ void write_file(const std::string& path, const std::string& s) {
 
 // F32 [2,2], F16 [3] and BF16 [2] with values chosen to be exact in each format.
 std::vector<uint8_t> three_dtypes() {
-    std::vector<uint8_t> data;
-    for (float x : {1.0f, -2.5f, 0.0f, 1e-3f}) {
-        uint8_t b[4];
-        std::memcpy(b, &x, 4);
-        data.insert(data.end(), b, b + 4);
-    }
+    std::vector<uint8_t> data =
+        le_bytes({std::bit_cast<uint32_t>(1.0f), std::bit_cast<uint32_t>(-2.5f),
+                  std::bit_cast<uint32_t>(0.0f), std::bit_cast<uint32_t>(1e-3f)},
+                 4);
     // f16: 1.0 = 0x3c00, -0.5 = 0xb800, 65504 = 0x7bff
     auto h = le_bytes({0x3c00, 0xb800, 0x7bff}, 2);
     data.insert(data.end(), h.begin(), h.end());

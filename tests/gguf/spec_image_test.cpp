@@ -140,7 +140,9 @@ TEST(GgufSpecImage, RejectsVersion1AndUnknownVersions) {
         std::memcpy(m.b.data() + 4, &v, 4);
         std::string msg = test::expect_error([&] { File::parse(m.b.data(), m.size(), "old.gguf"); },
                                              {"old.gguf", "version"});
-        if (v == 1) EXPECT_NE(msg.find("unsupported"), std::string::npos) << msg;
+        if (v == 1) {
+            EXPECT_NE(msg.find("unsupported"), std::string::npos) << msg;
+        }
     }
     Image m = spec_image(3);
     uint32_t be = 0x03000000;  // version 3 as a big-endian writer stores it
