@@ -71,7 +71,7 @@ void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan) {
 
     // Which layers are attention: layer_types when given, else every interval-th layer.
     std::vector<bool> recurrent((size_t)n_layer);
-    int64_t interval = m->get_int("full_attention_interval", 4);
+    int64_t interval = m->get_int("full_attention_interval", 0);
     if (const nlohmann::json* lt = m->find("layer_types"); lt && lt->is_array()) {
         if ((int64_t)lt->size() < n_layer)
             fail("{}/config.json: layer_types has {} entries for {} layers", m->dir, lt->size(),
@@ -85,7 +85,11 @@ void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan) {
                     m->dir, i, s);
             recurrent[(size_t)i] = s == "linear_attention";
         }
+        if (interval <= 0)  // the interval the pattern implies: first attention layer + 1
+            for (int64_t i = n_layer - 1; i >= 0; --i)
+                if (!recurrent[(size_t)i]) interval = i + 1;
     } else {
+        if (interval <= 0) interval = 4;
         for (int64_t i = 0; i < n_layer; ++i) recurrent[(size_t)i] = (i + 1) % interval != 0;
     }
     bool periodic = interval > 0;

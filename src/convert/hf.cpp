@@ -121,6 +121,11 @@ std::vector<float> HfModel::read(const std::string& name, const std::vector<int6
     if (!t)
         fail("{}: tensor '{}' is missing from the checkpoint", dir,
              name.rfind("lm_head.", 0) == 0 ? name : prefix + name);
+    using safetensors::DType;
+    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 &&
+        t->dtype != DType::F64)
+        fail("{}: tensor '{}' has dtype {}, not a floating-point weight type (F32, F16, BF16)", dir,
+             t->name, safetensors::dtype_name(t->dtype));
     if (t->shape != shape) {
         std::string want, got;
         for (int64_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
