@@ -1,0 +1,285 @@
+// The llama.cpp side of the benchmarks: the same pp/tg tests as `deltallm bench`, run through
+// llama.h against prebuilt llama.cpp libraries (CPU or Vulkan build, chosen by LD_LIBRARY_PATH).
+// pp N: one N-token prompt into a cleared context; tg N: N single-token decodes after a one-token
+// prompt in a cleared context; random ids from a fixed seed; one uncounted warm-up; mean and
+// standard deviation over repetitions. Prints the same table, JSON or CSV as `deltallm bench`.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+    std::string model, output = "md", device = "cpu";
+    std::vector<long> prompts{512}, gens{128};
+    int reps = 5, threads = 0, n_gpu_layers = 999;
+    unsigned seed = 1234;
+    double bw_gbps = 0, peak_gflops = 0;
+    bool verbose = false, load_only = false;
+};
+
+struct Test {
+    std::string name;
+    long n_prompt = 0, n_gen = 0;
+    std::vector<double> tps;
+};
+
+[[noreturn]] void die(const std::string& msg) {
+    std::fprintf(stderr, "peer_bench: error: %s\n", msg.c_str());
+    std::exit(1);
+}
+
+std::vector<long> parse_list(const char* text, const char* flag) {
+    std::vector<long> out;
+    std::string s(text);
+    size_t at = 0;
+    while (at <= s.size()) {
+        size_t comma = s.find(',', at);
+        std::string item =
+            s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        char* end = nullptr;
+        long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 0)
+            die(std::string(flag) + " wants a list of non-negative numbers, not '" + s + "'");
+        out.push_back(v);
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+    }
+    return out;
+}
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void quiet_log(ggml_log_level level, const char* text, void* user) {
+    const bool verbose = *static_cast<bool*>(user);
+    if (verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+Args parse(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        std::string f = argv[i];
+        auto value = [&]() -> const char* {
+            if (i + 1 >= argc) die(f + " needs a value");
+            return argv[++i];
+        };
+        if (f == "-m")
+            a.model = value();
+        else if (f == "-p")
+            a.prompts = parse_list(value(), "-p");
+        else if (f == "-n")
+            a.gens = parse_list(value(), "-n");
+        else if (f == "-r")
+            a.reps = std::atoi(value());
+        else if (f == "-t")
+            a.threads = std::atoi(value());
+        else if (f == "-o")
+            a.output = value();
+        else if (f == "--device")
+            a.device = value();
+        else if (f == "-ngl")
+            a.n_gpu_layers = std::atoi(value());
+        else if (f == "--seed")
+            a.seed = (unsigned)std::strtoul(value(), nullptr, 10);
+        else if (f == "--bw-gbps")
+            a.bw_gbps = std::atof(value());
+        else if (f == "--peak-gflops")
+            a.peak_gflops = std::atof(value());
+        else if (f == "-v")
+            a.verbose = true;
+        else if (f == "--load-only")
+            a.load_only = true;
+        else
+            die("unknown flag " + f +
+                " (flags: -m FILE -p 512,2048 -n 128 -r 5 -t N -o md|json|csv --device cpu|vulkan"
+                " -ngl N --seed S --bw-gbps X --peak-gflops X --load-only -v)");
+    }
+    if (a.model.empty()) die("no model: give a GGUF file with -m FILE");
+    if (a.reps < 1) die("-r must be at least 1");
+    if (a.output != "md" && a.output != "json" && a.output != "csv")
+        die("-o must be md, json or csv");
+    if (a.device != "cpu" && a.device != "vulkan") die("--device must be cpu or vulkan");
+    return a;
+}
+
+std::string json_escape(const std::string& s) {
+    std::string o;
+    for (char c : s) {
+        if (c == '"' || c == '\\') o += '\\';
+        if ((unsigned char)c < 0x20) continue;
+        o += c;
+    }
+    return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Args a = parse(argc, argv);
+    llama_log_set(quiet_log, &a.verbose);
+    // Builds whose backends are separate modules register them here; others have them linked in.
+    ggml_backend_load_all();
+    llama_backend_init();
+
+    std::vector<Test> tests;
+    for (long n : a.prompts)
+        if (n > 0) tests.push_back({"pp" + std::to_string(n), n, 0, {}});
+    for (long n : a.gens)
+        if (n > 0) tests.push_back({"tg" + std::to_string(n), 0, n, {}});
+    if (tests.empty()) die("nothing to measure: give -p or -n lengths above 0");
+    long n_ctx = 16;
+    for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_prompt + t.n_gen + 1);
+
+    llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = a.device == "vulkan" ? a.n_gpu_layers : 0;
+    llama_model* model = llama_model_load_from_file(a.model.c_str(), mp);
+    // A file llama.cpp refuses is the finding: the message above says why; exit 2 marks it.
+    if (!model) {
+        std::fprintf(stderr, "peer_bench: llama.cpp REFUSED to load %s\n", a.model.c_str());
+        return 2;
+    }
+    if (a.load_only) {
+        std::printf("peer_bench: llama.cpp loaded %s\n", a.model.c_str());
+        llama_model_free(model);
+        return 0;
+    }
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)n_ctx;
+    cp.n_batch = 2048;  // llama-bench's defaults
+    cp.n_ubatch = 512;
+    cp.no_perf = true;
+    if (a.threads > 0) {
+        cp.n_threads = a.threads;
+        cp.n_threads_batch = a.threads;
+    }
+    llama_context* ctx = llama_init_from_model(model, cp);
+    if (!ctx) die("llama.cpp could not create a context for " + a.model);
+    const llama_vocab* vocab = llama_model_get_vocab(model);
+    const int n_vocab = llama_vocab_n_tokens(vocab);
+
+    std::mt19937 rng(a.seed);
+    std::uniform_int_distribution<int32_t> pick(0, n_vocab - 1);
+    auto decode = [&](std::vector<llama_token>& toks, size_t at, size_t n) {
+        llama_batch b = llama_batch_get_one(toks.data() + at, (int32_t)n);
+        if (llama_decode(ctx, b) != 0) die("llama_decode failed");
+    };
+    auto run_once = [&](const Test& t) -> double {
+        llama_memory_clear(llama_get_memory(ctx), true);
+        if (t.n_prompt > 0) {
+            std::vector<llama_token> toks(t.n_prompt);
+            for (auto& x : toks) x = pick(rng);
+            auto t0 = Clock::now();
+            for (long at = 0; at < t.n_prompt; at += cp.n_batch)
+                decode(toks, at, std::min<long>(cp.n_batch, t.n_prompt - at));
+            llama_synchronize(ctx);
+            return double(t.n_prompt) / seconds_since(t0);
+        }
+        std::vector<llama_token> first{pick(rng)};
+        decode(first, 0, 1);
+        llama_synchronize(ctx);
+        std::vector<llama_token> toks(t.n_gen);
+        for (auto& x : toks) x = pick(rng);
+        auto t0 = Clock::now();
+        for (long i = 0; i < t.n_gen; ++i) {
+            decode(toks, i, 1);
+            llama_synchronize(ctx);  // the logits of every token are ready, as in deltallm's decode
+        }
+        return double(t.n_gen) / seconds_since(t0);
+    };
+    for (Test& t : tests) {
+        run_once(t);  // warm-up
+        for (int r = 0; r < a.reps; ++r) t.tps.push_back(run_once(t));
+    }
+
+    const std::string path = a.model;
+    const std::string name =
+        path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    const double size_b = (double)llama_model_size(model),
+                 params = (double)llama_model_n_params(model);
+    const int threads = a.device == "cpu" ? (a.threads > 0 ? a.threads : (int)cp.n_threads) : 0;
+    const std::string device = "llama.cpp-" + a.device;
+    // The peer only knows whole-file figures; compare.py takes the floors from deltallm's run.
+    auto ceiling = [&](const Test& t) -> double {
+        if (t.n_prompt > 0) return a.peak_gflops > 0 ? a.peak_gflops * 1e9 / (2.0 * params) : 0;
+        return a.bw_gbps > 0 ? a.bw_gbps * 1e9 / size_b : 0;
+    };
+    auto stats = [](const std::vector<double>& v, double& m, double& sd) {
+        m = 0;
+        for (double x : v) m += x;
+        m /= (double)v.size();
+        double ss = 0;
+        for (double x : v) ss += (x - m) * (x - m);
+        sd = v.size() > 1 ? std::sqrt(ss / (double)(v.size() - 1)) : 0.0;
+    };
+
+    if (a.output == "json") {
+        std::printf(
+            "{\n  \"engine\": \"llama.cpp\",\n  \"model\": \"%s\",\n  \"model_path\": \"%s\",\n",
+            json_escape(name).c_str(), json_escape(path).c_str());
+        std::printf(
+            "  \"size_bytes\": %.0f,\n  \"n_params\": %.0f,\n  \"device\": \"%s\",\n"
+            "  \"threads\": %d,\n  \"reps\": %d,\n  \"seed\": %u,\n",
+            size_b, params, device.c_str(), threads, a.reps, a.seed);
+        std::printf("  \"system_info\": \"%s\",\n  \"rows\": [\n",
+                    json_escape(llama_print_system_info()).c_str());
+        for (size_t i = 0; i < tests.size(); ++i) {
+            const Test& t = tests[i];
+            double m, sd;
+            stats(t.tps, m, sd);
+            std::string samples;
+            for (size_t k = 0; k < t.tps.size(); ++k)
+                samples += (k ? ", " : "") + std::to_string(t.tps[k]);
+            std::printf(
+                "    {\"test\": \"%s\", \"n_prompt\": %ld, \"n_gen\": %ld, \"samples_ts\": [%s], "
+                "\"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"ceiling_ts\": %.6f}%s\n",
+                t.name.c_str(), t.n_prompt, t.n_gen, samples.c_str(), m, sd, ceiling(t),
+                i + 1 < tests.size() ? "," : "");
+        }
+        std::printf("  ]\n}\n");
+    } else if (a.output == "csv") {
+        std::printf(
+            "engine,model,size_gib,params_b,device,threads,test,n_prompt,n_gen,avg_ts,"
+            "stddev_ts,ceiling_ts\n");
+        for (const Test& t : tests) {
+            double m, sd;
+            stats(t.tps, m, sd);
+            std::printf("llama.cpp,%s,%.4f,%.4f,%s,%d,%s,%ld,%ld,%.3f,%.3f,%.3f\n", name.c_str(),
+                        size_b / 1073741824.0, params / 1e9, device.c_str(), threads,
+                        t.name.c_str(), t.n_prompt, t.n_gen, m, sd, ceiling(t));
+        }
+    } else {
+        std::printf(
+            "| model | size | params | device | threads | test | t/s | ceiling t/s | of ceiling "
+            "|\n");
+        std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+        for (const Test& t : tests) {
+            double m, sd;
+            stats(t.tps, m, sd);
+            double c = ceiling(t);
+            char cs[32] = "-", pct[32] = "-";
+            if (c > 0) {
+                std::snprintf(cs, sizeof cs, "%.2f", c);
+                std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * m / c);
+            }
+            std::printf("| %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f | %s | %s |\n",
+                        name.c_str(), size_b / 1073741824.0, params / 1e9, device.c_str(), threads,
+                        t.name.c_str(), m, sd, cs, pct);
+        }
+    }
+    llama_free(ctx);
+    llama_model_free(model);
+    llama_backend_free();
+    return 0;
+}

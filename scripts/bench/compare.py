@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Runs deltallm bench and the llama.cpp peer (bench/peer_bench.cpp) on the same GGUF files,
+alternating engines round by round in one session so that a change in machine load hits both,
+and prints per-test ratios (deltallm / llama.cpp) next to the floors deltallm measured.
+
+First checks that llama.cpp loads every file: a file it refuses means our GGUF writer is wrong,
+and the run stops with that message.
+
+  compare.py -m a.gguf [-m b.gguf] [-p 128] [-n 32] [-r 3] [--rounds 2] [-t 2] [--device cpu]
+  compare.py -m a.gguf --sweep [--sweep-lengths 128,256,...] --csv sweep.csv
+Writes a markdown table to stdout (and --md FILE), the pooled results to --json FILE, and for a
+sweep the CSV that plot.py draws.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_json(cmd, env=None):
+    t0 = time.time()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr)
+        raise SystemExit(f"compare: command failed ({p.returncode}): {' '.join(cmd)}")
+    try:
+        out = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        sys.stderr.write(p.stdout + p.stderr)
+        raise SystemExit(f"compare: no JSON from: {' '.join(cmd)}")
+    out["_wall_s"] = time.time() - t0
+    return out
+
+
+def mean_sd(xs):
+    m = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+    return m, sd
+
+
+def load_avg():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-m", "--model", action="append", required=True, help="GGUF file (repeatable)")
+    ap.add_argument("-p", default="512", help="prompt lengths, e.g. 128,512")
+    ap.add_argument("-n", default="128", help="generation lengths, e.g. 32")
+    ap.add_argument("-r", type=int, default=3, help="timed repetitions per engine per round")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds (ours, peer, ours, ...)")
+    ap.add_argument("-t", "--threads", type=int, default=0, help="CPU threads for both engines")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "vulkan"])
+    ap.add_argument("--bw-gbps", type=float, default=0, help="memory bandwidth for the tg floor")
+    ap.add_argument("--peak-gflops", type=float, default=0, help="peak FLOP rate for the pp floor")
+    ap.add_argument("--ours", default=os.path.join(REPO, "build-bench", "deltallm"))
+    ap.add_argument("--peer", default="", help="peer_bench binary (default build-peer/<device>/peer_bench)")
+    ap.add_argument("--sweep", action="store_true", help="prompt-length sweep (pp only) into --csv")
+    ap.add_argument("--sweep-lengths", default="128,256,512,1024,2048,4096,8192")
+    ap.add_argument("--csv", default="", help="write per-test rows of both engines here")
+    ap.add_argument("--md", default="", help="write the table here too")
+    ap.add_argument("--json", default="", help="write the pooled results here")
+    a = ap.parse_args()
+    peer = a.peer or os.path.join(REPO, "build-peer", a.device, "peer_bench")
+    for exe in (a.ours, peer):
+        if not os.access(exe, os.X_OK):
+            raise SystemExit(f"compare: {exe} is missing: build it first (see docs/PERF.md)")
+    prompts, gens = a.p, a.n
+    if a.sweep:
+        prompts, gens = a.sweep_lengths, "0"
+
+    # 1. llama.cpp must load every file.
+    for m in a.model:
+        p = subprocess.run([peer, "-m", m, "--device", a.device, "--load-only"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0 and p.returncode != 2:
+            sys.stderr.write(p.stderr)
+            raise SystemExit(f"compare: the peer program failed (exit {p.returncode}) on {m}")
+        if p.returncode == 2:  # peer_bench's exit code for "llama.cpp could not load the file"
+            sys.stderr.write(p.stderr)
+            sys.stderr.write("\n" + "!" * 78 + "\n")
+            sys.stderr.write(f"!!! llama.cpp REFUSES {m}: our GGUF writer produced a file the\n"
+                             f"!!! reference reader rejects. This is a bug in deltallm; see above.\n")
+            sys.stderr.write("!" * 78 + "\n")
+            raise SystemExit(3)
+
+    common = ["-p", prompts, "-n", gens, "-r", str(a.r), "-o", "json", "--device", a.device]
+    floors = []
+    if a.bw_gbps > 0:
+        floors += ["--bw-gbps", str(a.bw_gbps)]
+    if a.peak_gflops > 0:
+        floors += ["--peak-gflops", str(a.peak_gflops)]
+    results = []
+    for m in a.model:
+        ours_cmd = [a.ours] + (["-t", str(a.threads)] if a.threads else []) + ["bench", "-m", m] + common + floors
+        peer_cmd = [peer, "-m", m] + common + floors + (["-t", str(a.threads)] if a.threads else [])
+        samples = {"deltallm": {}, "llama.cpp": {}}
+        meta = {}
+        loads = []
+        for rnd in range(a.rounds):
+            order = [("deltallm", ours_cmd), ("llama.cpp", peer_cmd)]
+            if rnd % 2 == 1:
+                order.reverse()  # neither engine always runs first
+            for engine, cmd in order:
+                loads.append(load_avg())
+                sys.stderr.write(f"compare: round {rnd + 1}/{a.rounds} {engine} on {os.path.basename(m)} "
+                                 f"(load {loads[-1]:.1f})\n")
+                out = run_json(cmd)
+                meta[engine] = out
+                for row in out["rows"]:
+                    samples[engine].setdefault(row["test"], []).extend(row["samples_ts"])
+        ours_rows = {r["test"]: r for r in meta["deltallm"]["rows"]}
+        for test in samples["deltallm"]:
+            om, osd = mean_sd(samples["deltallm"][test])
+            pm, psd = mean_sd(samples["llama.cpp"][test])
+            r = ours_rows[test]
+            results.append({
+                "model": os.path.basename(m), "device": a.device, "test": test,
+                "n_prompt": r["n_prompt"], "n_gen": r["n_gen"],
+                "threads": meta["deltallm"]["threads"],
+                "ours_ts": om, "ours_sd": osd, "peer_ts": pm, "peer_sd": psd,
+                "ratio": om / pm if pm > 0 else float("nan"),
+                "ceiling_ts": r["ceiling_ts"], "floor_kind": r["floor_kind"],
+                "ours_samples": samples["deltallm"][test], "peer_samples": samples["llama.cpp"][test],
+                "load_min": min(loads), "load_max": max(loads),
+                "bandwidth_gbps": meta["deltallm"]["bandwidth_gbps"],
+                "peak_gflops": meta["deltallm"]["peak_gflops"],
+                "peer_system_info": meta["llama.cpp"].get("system_info", ""),
+                "ours_device_name": meta["deltallm"]["device"],
+            })
+
+    lines = ["| model | device | threads | test | deltallm t/s | llama.cpp t/s | ratio | ceiling t/s | load |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in results:
+        ceil = f"{r['ceiling_ts']:.1f} ({r['floor_kind']})" if r["ceiling_ts"] > 0 else "-"
+        lines.append(f"| {r['model']} | {r['ours_device_name']} | {r['threads']} | {r['test']} | "
+                     f"{r['ours_ts']:.2f} ± {r['ours_sd']:.2f} | {r['peer_ts']:.2f} ± {r['peer_sd']:.2f} | "
+                     f"{r['ratio']:.3f} | {ceil} | {r['load_min']:.1f}-{r['load_max']:.1f} |")
+    table = "\n".join(lines) + "\n"
+    sys.stdout.write(table)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(table)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=2)
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["model", "device", "test", "n_prompt", "n_gen", "ours_ts", "ours_sd",
+                        "peer_ts", "peer_sd", "ratio", "ceiling_ts"])
+            for r in results:
+                w.writerow([r["model"], r["device"], r["test"], r["n_prompt"], r["n_gen"],
+                            f"{r['ours_ts']:.3f}", f"{r['ours_sd']:.3f}", f"{r['peer_ts']:.3f}",
+                            f"{r['peer_sd']:.3f}", f"{r['ratio']:.4f}", f"{r['ceiling_ts']:.3f}"])
+
+
+if __name__ == "__main__":
+    main()

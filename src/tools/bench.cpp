@@ -1,0 +1,330 @@
+// `deltallm bench`: prompt-processing and generation speed measured the way llama-bench measures
+// it (pp N: one N-token prompt into a fresh session; tg N: N single-token decodes after a
+// one-token prompt in a fresh session; random token ids from a fixed seed; one uncounted warm-up;
+// mean and standard deviation over repetitions), next to the floors the hardware sets: weight
+// bytes per token over memory bandwidth for tg, 2 * params * tokens over peak FLOP rate for pp.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "tools/common.h"
+#include "tools/tool.h"
+
+namespace dl::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchArgs {
+    std::string model, device = "cpu", output = "md", prompts = "512", gens = "128";
+    int reps = 5;
+    uint32_t seed = 1234;
+    double bw_gbps = 0, peak_gflops = 0;
+};
+
+struct Test {
+    std::string name;
+    int64_t n_prompt = 0, n_gen = 0;
+    std::vector<double> tps;  // one per repetition
+};
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Sums 32-byte vectors [b, e) with four independent accumulators, so the loads, not the adds,
+// set the pace.
+__attribute__((target("avx2"))) int64_t sum_vectors(const uint8_t* base, int64_t b, int64_t e) {
+    const __m256i* p = reinterpret_cast<const __m256i*>(base);
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = b;
+    for (; i + 4 <= e; i += 4) {
+        a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
+        a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 1));
+        a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + i + 2));
+        a3 = _mm256_add_epi64(a3, _mm256_load_si256(p + i + 3));
+    }
+    for (; i < e; ++i) a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
+    __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+    return _mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 3);
+}
+
+// Ten independent 8-lane FMA chains, enough to cover the FMA latency on current cores.
+__attribute__((target("avx2,fma"))) float fma_chains(int64_t iters, int seed) {
+    __m256 a[10];
+    for (int k = 0; k < 10; ++k) a[k] = _mm256_set1_ps(0.001f * float(k + seed));
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int k = 0; k < 10; ++k) a[k] = _mm256_fmadd_ps(a[k], m, c);
+    __m256 s = a[0];
+    for (int k = 1; k < 10; ++k) s = _mm256_add_ps(s, a[k]);
+    return _mm256_cvtss_f32(s);
+}
+
+// Streaming read of a buffer much larger than the caches, spread over the thread pool: the rate
+// decode can read weights at. Best of a few passes, so a momentary neighbour does not count.
+double measure_read_gbps(ThreadPool& pool) {
+    const size_t bytes = size_t(256) << 20;
+    std::unique_ptr<uint8_t, decltype(&std::free)> buf(
+        static_cast<uint8_t*>(std::aligned_alloc(64, bytes)), &std::free);
+    if (!buf) fail("out of memory for the bandwidth probe");
+    std::memset(buf.get(), 1, bytes);
+    const int64_t n = int64_t(bytes / 32);
+    std::vector<int64_t> sinks(pool.size(), 0);
+    double best = 0;
+    for (int pass = 0; pass < 4; ++pass) {
+        auto t0 = Clock::now();
+        pool.for_range(
+            n, [&](int64_t b, int64_t e, int t) { sinks[t] += sum_vectors(buf.get(), b, e); },
+            1 << 14);
+        best = std::max(best, double(bytes) / seconds_since(t0) / 1e9);
+    }
+    volatile int64_t keep = 0;
+    for (int64_t s : sinks) keep = keep + s;
+    return best;
+}
+
+// Peak f32 FMA rate of the pool's threads. Prefill's quantized dot products run on integer
+// multiply-adds, so this is the yardstick, not a hard bound for them.
+double measure_fma_gflops(ThreadPool& pool) {
+    const int64_t iters = 4'000'000;
+    std::vector<float> sinks(pool.size(), 0.f);
+    double best = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        auto t0 = Clock::now();
+        pool.run(pool.size(), [&](int64_t, int t) { sinks[t] += fma_chains(iters, t); });
+        double flops = double(iters) * 10 * 8 * 2 * pool.size();
+        best = std::max(best, flops / seconds_since(t0) / 1e9);
+    }
+    volatile float keep = 0;
+    for (float s : sinks) keep = keep + s;
+    return best;
+}
+
+struct ModelFacts {
+    uint64_t file_tensor_bytes = 0;  // every tensor of the file (llama-bench's "size")
+    uint64_t n_params = 0;           // every element of the file (llama-bench's "params")
+    uint64_t tg_bytes = 0;           // weight bytes one decoded token reads
+    uint64_t matmul_params = 0;      // weights multiplied per token (embedding lookup excluded)
+};
+
+ModelFacts model_facts(const Model& m) {
+    ModelFacts f;
+    std::unordered_set<const uint8_t*> seen;
+    for (const Tensor& t : m.tensors()) {
+        if (!seen.insert(t.data).second) continue;
+        f.file_tensor_bytes += t.nbytes;
+        f.n_params += (uint64_t)t.n_elements();
+    }
+    // The token embedding is read one row per token unless it doubles as the output head.
+    f.tg_bytes = m.weight_bytes();
+    if (m.tok_embd && m.output != m.tok_embd)
+        f.tg_bytes -= m.tok_embd->nbytes - m.tok_embd->row_bytes();
+    auto add = [&](const Tensor* t) {
+        if (t) f.matmul_params += (uint64_t)t->n_elements();
+    };
+    for (const Layer& l : m.layers) {
+        for (const Tensor* t : {l.ffn_gate, l.ffn_up, l.ffn_down, l.wq, l.wk, l.wv, l.wo, l.ssm_qkv,
+                                l.ssm_z, l.ssm_beta, l.ssm_alpha, l.ssm_out})
+            add(t);
+    }
+    add(m.output);
+    return f;
+}
+
+void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
+    mean = 0;
+    for (double x : v) mean += x;
+    mean /= double(v.size());
+    double ss = 0;
+    for (double x : v) ss += (x - mean) * (x - mean);
+    sd = v.size() > 1 ? std::sqrt(ss / double(v.size() - 1)) : 0.0;
+}
+
+int bench(const BenchArgs& a) {
+    if (a.model.empty()) fail("no model: give a GGUF file with -m FILE");
+    if (a.reps < 1) fail("-r must be at least 1, not {}", a.reps);
+    if (a.output != "md" && a.output != "json" && a.output != "csv")
+        fail("-o must be md, json or csv, not {}", a.output);
+    if (a.bw_gbps < 0) fail("--bw-gbps must be positive, not {}", a.bw_gbps);
+    if (a.peak_gflops < 0) fail("--peak-gflops must be positive, not {}", a.peak_gflops);
+    std::vector<Test> tests;
+    for (int64_t n : parse_int_list(a.prompts, "-p")) {
+        if (n < 0) fail("-p: prompt lengths must be positive, not {}", n);
+        if (n > 0) tests.push_back({fmt::format("pp{}", n), n, 0, {}});
+    }
+    for (int64_t n : parse_int_list(a.gens, "-n")) {
+        if (n < 0) fail("-n: generation lengths must be positive, not {}", n);
+        if (n > 0) tests.push_back({fmt::format("tg{}", n), 0, n, {}});
+    }
+    if (tests.empty()) fail("nothing to measure: give -p or -n lengths above 0");
+
+    int64_t n_ctx = 16;
+    for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_prompt + t.n_gen + 1);
+    EngineOptions o;
+    o.device = DeviceSpec::parse(a.device);
+    o.n_ctx = n_ctx;
+    auto engine = Engine::open(a.model, o);
+    if (!engine->fallback_reason().empty())
+        std::fprintf(stderr, "deltallm bench: %s\n", engine->fallback_reason().c_str());
+    const Model& model = engine->model();
+    Executor& ex = engine->executor();
+    const ModelFacts facts = model_facts(model);
+    const int64_t n_vocab = model.hp.n_vocab;
+    const bool on_cpu = ex.name() == "cpu";
+    ThreadPool& pool = ThreadPool::global();
+
+    // Floors: what is given wins; the CPU's are measured; a device's are unknown unless given.
+    double bw = a.bw_gbps, peak = a.peak_gflops;
+    std::string bw_src = bw > 0 ? "given" : "", peak_src = peak > 0 ? "given" : "";
+    if (bw <= 0 && on_cpu && __builtin_cpu_supports("avx2")) {
+        bw = measure_read_gbps(pool);
+        bw_src = "measured (streaming read, 256 MiB)";
+    }
+    if (peak <= 0 && on_cpu && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        peak = measure_fma_gflops(pool);
+        peak_src = "measured (f32 FMA)";
+    }
+
+    std::mt19937 rng(a.seed);
+    std::uniform_int_distribution<int32_t> pick(0, (int32_t)n_vocab - 1);
+    std::vector<float> logits;
+    auto run_once = [&](const Test& t) -> double {
+        auto session = ex.new_session(n_ctx);
+        if (t.n_prompt > 0) {
+            std::vector<int32_t> tokens(t.n_prompt);
+            for (auto& x : tokens) x = pick(rng);
+            auto t0 = Clock::now();
+            ex.prefill(*session, tokens, LogitsRows::last, logits);
+            return double(t.n_prompt) / seconds_since(t0);
+        }
+        const int32_t first = pick(rng);
+        ex.prefill(*session, std::span<const int32_t>(&first, 1), LogitsRows::last, logits);
+        std::vector<int32_t> tokens(t.n_gen);
+        for (auto& x : tokens) x = pick(rng);
+        auto t0 = Clock::now();
+        for (int32_t x : tokens) ex.decode(*session, x, logits);
+        return double(t.n_gen) / seconds_since(t0);
+    };
+    for (Test& t : tests) {
+        run_once(t);  // warm-up: page faults, first-touch allocations, pipeline creation
+        for (int r = 0; r < a.reps; ++r) t.tps.push_back(run_once(t));
+    }
+
+    const std::string model_name = std::filesystem::path(a.model).filename().string();
+    const double size_gib = double(facts.file_tensor_bytes) / double(1ull << 30);
+    const double params_b = double(facts.n_params) / 1e9;
+    auto ceiling = [&](const Test& t) -> double {
+        if (t.n_prompt > 0) return peak > 0 ? peak * 1e9 / (2.0 * double(facts.matmul_params)) : 0;
+        return bw > 0 ? bw * 1e9 / double(facts.tg_bytes) : 0;
+    };
+
+    if (a.output == "json") {
+        nlohmann::json j;
+        j["engine"] = "deltallm";
+        j["model"] = model_name;
+        j["model_path"] = a.model;
+        j["size_bytes"] = facts.file_tensor_bytes;
+        j["n_params"] = facts.n_params;
+        j["tg_bytes_per_token"] = facts.tg_bytes;
+        j["matmul_params"] = facts.matmul_params;
+        j["device"] = ex.name();
+        j["threads"] = on_cpu ? pool.size() : 0;
+        j["reps"] = a.reps;
+        j["seed"] = a.seed;
+        j["bandwidth_gbps"] = bw;
+        j["bandwidth_source"] = bw_src;
+        j["peak_gflops"] = peak;
+        j["peak_source"] = peak_src;
+        j["rows"] = nlohmann::json::array();
+        for (const Test& t : tests) {
+            double m, sd;
+            mean_sd(t.tps, m, sd);
+            double c = ceiling(t);
+            j["rows"].push_back({{"test", t.name},
+                                 {"n_prompt", t.n_prompt},
+                                 {"n_gen", t.n_gen},
+                                 {"samples_ts", t.tps},
+                                 {"avg_ts", m},
+                                 {"stddev_ts", sd},
+                                 {"ceiling_ts", c},
+                                 {"floor_kind", t.n_prompt > 0 ? "flops" : "bandwidth"}});
+        }
+        std::printf("%s\n", j.dump(2).c_str());
+        return 0;
+    }
+    if (a.output == "csv") {
+        std::printf(
+            "engine,model,size_gib,params_b,device,threads,test,n_prompt,n_gen,avg_ts,"
+            "stddev_ts,ceiling_ts\n");
+        for (const Test& t : tests) {
+            double m, sd;
+            mean_sd(t.tps, m, sd);
+            std::printf("deltallm,%s,%.4f,%.4f,%s,%d,%s,%lld,%lld,%.3f,%.3f,%.3f\n",
+                        model_name.c_str(), size_gib, params_b, ex.name().c_str(),
+                        on_cpu ? pool.size() : 0, t.name.c_str(), (long long)t.n_prompt,
+                        (long long)t.n_gen, m, sd, ceiling(t));
+        }
+        return 0;
+    }
+    std::printf(
+        "| model | size | params | device | threads | test | t/s | ceiling t/s | of ceiling |\n");
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (const Test& t : tests) {
+        double m, sd;
+        mean_sd(t.tps, m, sd);
+        double c = ceiling(t);
+        std::string cs = c > 0 ? fmt::format("{:.2f}", c) : "-";
+        std::string pct = c > 0 ? fmt::format("{:.1f}%", 100.0 * m / c) : "-";
+        std::printf("| %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f | %s | %s |\n",
+                    model_name.c_str(), size_gib, params_b, ex.name().c_str(),
+                    on_cpu ? pool.size() : 0, t.name.c_str(), m, sd, cs.c_str(), pct.c_str());
+    }
+    std::printf(
+        "\nfloors: tg reads %s of weights per token; bandwidth %s; pp multiplies %.3f B "
+        "weights per token (2 FLOP each); peak %s\n",
+        human_bytes(facts.tg_bytes).c_str(),
+        bw > 0 ? fmt::format("{:.1f} GB/s, {}", bw, bw_src).c_str() : "unknown (--bw-gbps)",
+        double(facts.matmul_params) / 1e9,
+        peak > 0 ? fmt::format("{:.1f} GFLOP/s, {}", peak, peak_src).c_str()
+                 : "unknown (--peak-gflops)");
+    return 0;
+}
+
+Registrar reg(
+    "bench", "measure prompt and generation tokens/s (llama-bench style)",
+    [](CLI::App& app) -> Run {
+        auto a = std::make_shared<BenchArgs>();
+        app.add_option("-m,--model", a->model, "GGUF model file")->required();
+        app.add_option("-p,--n-prompt", a->prompts, "prompt lengths: 512,2048 (0: none)")
+            ->capture_default_str();
+        app.add_option("-n,--n-gen", a->gens, "generation lengths: 128 (0: none)")
+            ->capture_default_str();
+        app.add_option("-r,--repetitions", a->reps, "timed repetitions per test")
+            ->capture_default_str();
+        app.add_option("--device", a->device, "cpu, vulkan or vulkan:N")->capture_default_str();
+        app.add_option("-o,--output", a->output, "md, json or csv")->capture_default_str();
+        app.add_option("--seed", a->seed, "seed of the random token ids")->capture_default_str();
+        app.add_option("--bw-gbps", a->bw_gbps,
+                       "memory bandwidth in GB/s for the tg floor (CPU: measured)");
+        app.add_option("--peak-gflops", a->peak_gflops,
+                       "peak GFLOP/s for the pp floor (CPU: measured f32 FMA rate)");
+        return [a] { return bench(*a); };
+    });
+
+}  // namespace
+
+}  // namespace dl::tools

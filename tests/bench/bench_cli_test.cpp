@@ -1,0 +1,171 @@
+// `deltallm bench` on a tiny synthetic model: the JSON parses and holds one row per asked test in
+// order, with as many samples as repetitions, positive rates, a mean and standard deviation that
+// agree with the samples (recomputed here), ceilings that follow from the given floors; the
+// markdown and CSV forms have their rows; bad flags give one error line and exit code 1.
+// No timing assertions: the machine may be loaded.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Result {
+    int rc = -1;
+    std::string out, err;
+};
+
+std::string tmp_dir() {
+    const char* d = std::getenv("DELTALLM_TEST_TMP");
+    return d ? d : "/tmp";
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+Result deltallm(const std::string& args) {
+    const char* bin = std::getenv("DELTALLM_BIN");
+    EXPECT_NE(bin, nullptr) << "DELTALLM_BIN is not set (run through ctest)";
+    if (!bin) return {};
+    std::string base = tmp_dir() + "/bench_" + std::to_string(::getpid());
+    std::string cmd =
+        std::string(bin) + " " + args + " </dev/null >" + base + ".out 2>" + base + ".err";
+    int status = std::system(cmd.c_str());
+    Result r;
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(base + ".out");
+    r.err = slurp(base + ".err");
+    return r;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+    std::vector<std::string> v;
+    std::istringstream ss(s);
+    for (std::string l; std::getline(ss, l);)
+        if (!l.empty()) v.push_back(l);
+    return v;
+}
+
+class BenchCli : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        model_ = tmp_dir() + "/bench_tiny_" + std::to_string(::getpid()) + ".gguf";
+        Result r = deltallm("synth --arch qwen35 --shape tiny -t q4_k_m -o " + model_);
+        ASSERT_EQ(r.rc, 0) << r.err;
+    }
+    static void TearDownTestSuite() { std::remove(model_.c_str()); }
+    static std::string model_;
+};
+std::string BenchCli::model_;
+
+TEST_F(BenchCli, JsonRowsSamplesAndFloors) {
+    const double bw = 12.5, peak = 100.0;
+    Result r = deltallm("-t 1 bench -m " + model_ +
+                        " -p 16,8 -n 4 -r 3 -o json --bw-gbps 12.5 --peak-gflops 100");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);  // throws (fails the test) if not JSON
+    EXPECT_EQ(j["engine"], "deltallm");
+    EXPECT_EQ(j["device"], "cpu");
+    EXPECT_EQ(j["threads"], 1);
+    EXPECT_EQ(j["bandwidth_source"], "given");
+    EXPECT_DOUBLE_EQ(j["bandwidth_gbps"].get<double>(), bw);
+    struct stat st {};
+    ASSERT_EQ(::stat(model_.c_str(), &st), 0);
+    const double size = j["size_bytes"].get<double>(),
+                 tg_bytes = j["tg_bytes_per_token"].get<double>();
+    EXPECT_GT(size, 0);
+    EXPECT_LT(size, (double)st.st_size);  // tensor data without the header and metadata
+    EXPECT_GT(tg_bytes, 0);
+    EXPECT_LE(tg_bytes, size);
+    EXPECT_GT(j["n_params"].get<double>(), j["matmul_params"].get<double>());
+    EXPECT_GT(j["matmul_params"].get<double>(), 0);
+
+    const auto& rows = j["rows"];
+    ASSERT_EQ(rows.size(), 3u);
+    const char* names[] = {"pp16", "pp8", "tg4"};
+    for (size_t i = 0; i < 3; ++i) {
+        const auto& row = rows[i];
+        EXPECT_EQ(row["test"], names[i]);
+        std::vector<double> s = row["samples_ts"].get<std::vector<double>>();
+        ASSERT_EQ(s.size(), 3u);
+        double mean = 0;
+        for (double x : s) {
+            EXPECT_TRUE(std::isfinite(x));
+            EXPECT_GT(x, 0);
+            mean += x / 3;
+        }
+        double ss = 0;
+        for (double x : s) ss += (x - mean) * (x - mean);
+        EXPECT_NEAR(row["avg_ts"].get<double>(), mean, 1e-9 * mean);
+        EXPECT_NEAR(row["stddev_ts"].get<double>(), std::sqrt(ss / 2), 1e-6 * mean + 1e-12);
+        const double ceiling = row["ceiling_ts"].get<double>();
+        if (i < 2) {
+            EXPECT_EQ(row["floor_kind"], "flops");
+            EXPECT_NEAR(ceiling * 2 * j["matmul_params"].get<double>(), peak * 1e9,
+                        1e-6 * peak * 1e9);
+        } else {
+            EXPECT_EQ(row["floor_kind"], "bandwidth");
+            EXPECT_EQ(row["n_gen"], 4);
+            EXPECT_NEAR(ceiling * tg_bytes, bw * 1e9, 1e-6 * bw * 1e9);
+        }
+    }
+}
+
+TEST_F(BenchCli, MeasuresCpuFloorsWhenNotGiven) {
+    Result r = deltallm("-t 1 bench -m " + model_ + " -p 8 -n 0 -r 1 -o json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["rows"].size(), 1u);
+    if (__builtin_cpu_supports("avx2")) {
+        EXPECT_GT(j["bandwidth_gbps"].get<double>(), 0.1);
+        EXPECT_GT(j["rows"][0]["ceiling_ts"].get<double>(), 0);
+    }
+}
+
+TEST_F(BenchCli, MarkdownAndCsvRows) {
+    Result md = deltallm("bench -m " + model_ + " -p 8 -n 2 -r 2 --bw-gbps 10 --peak-gflops 10");
+    ASSERT_EQ(md.rc, 0) << md.err;
+    std::vector<std::string> l = lines(md.out);
+    ASSERT_GE(l.size(), 4u);
+    EXPECT_EQ(l[0].rfind("| model | size | params | device |", 0), 0u) << l[0];
+    EXPECT_NE(l[2].find("| pp8 |"), std::string::npos) << l[2];
+    EXPECT_NE(l[3].find("| tg2 |"), std::string::npos) << l[3];
+    EXPECT_NE(l[2].find("±"), std::string::npos);
+
+    Result csv =
+        deltallm("bench -m " + model_ + " -p 8 -n 2 -r 1 -o csv --bw-gbps 10 --peak-gflops 10");
+    ASSERT_EQ(csv.rc, 0) << csv.err;
+    l = lines(csv.out);
+    ASSERT_EQ(l.size(), 3u);
+    for (const std::string& line : l)
+        EXPECT_EQ(std::count(line.begin(), line.end(), ','), 11) << line;
+    EXPECT_NE(l[1].find(",pp8,"), std::string::npos);
+    EXPECT_NE(l[2].find(",tg2,"), std::string::npos);
+}
+
+TEST_F(BenchCli, BadFlagsAreOneErrorLine) {
+    const std::vector<std::string> cases = {
+        "bench -m " + model_ + " -r 0",      "bench -m " + model_ + " -o xml",
+        "bench -m " + model_ + " -p 0 -n 0", "bench -m " + model_ + " -p x",
+        "bench -m /nonexistent.gguf",        "bench"};
+    for (const std::string& args : cases) {
+        Result r = deltallm(args);
+        EXPECT_EQ(r.rc, 1) << args << "\n" << r.err;
+        EXPECT_EQ(lines(r.err).size(), 1u) << args << "\n" << r.err;
+        EXPECT_EQ(r.err.rfind("error:", 0), 0u) << args << "\n" << r.err;
+    }
+}
+
+}  // namespace
