@@ -15,9 +15,16 @@ export DELTALLM_TEST_TMP=$(mktemp -d)
 vulkaninfo --summary >"$out/vulkaninfo.txt" 2>&1
 echo "== device"; grep -E "deviceName|driverName|apiVersion" "$out/vulkaninfo.txt" | head -6
 
+if ! grep -q "GPU id" "$out/vulkaninfo.txt" 2>/dev/null; then
+  # No device seen: keep the loader's own account of why, for the next attempt.
+  VK_LOADER_DEBUG=error,warn,driver "$bin" --gtest_filter='VulkanDevice.FeaturesAreQueried' >"$out/loader.log" 2>&1
+  grep -m5 -E "ERROR|error" "$out/loader.log"
+fi
+
 echo "== tests on the driver"
 "$bin" --gtest_brief=1 >"$out/tests.log" 2>&1
 echo "rc=$?"; tail -4 "$out/tests.log"
+if grep -q "no Vulkan device" "$out/tests.log"; then echo "FAILED: no Vulkan device, the tests were skipped"; fi
 grep -E "FAILED|Failure" "$out/tests.log" | head -20
 
 echo "== tests under the validation layer"
