@@ -14,6 +14,13 @@ namespace dl::cpu {
 
 namespace {
 
+// Checked before any state changes, so a bad id leaves the session as it was.
+void check_tokens(std::span<const int32_t> tokens, int64_t n_vocab) {
+    for (int32_t t : tokens)
+        if (t < 0 || t >= n_vocab)
+            fail("token id {} is outside the vocabulary of {} tokens", t, n_vocab);
+}
+
 std::vector<float> to_f32(const Tensor* t) {
     if (!t) return {};
     std::vector<float> v(static_cast<size_t>(t->n_elements()));
@@ -166,6 +173,7 @@ void Chain::prefill(SessionState& state, std::span<const int32_t> tokens, Logits
     if (s.n_past + n > s.n_ctx)
         fail("the prompt of {} tokens does not fit: {} of the context of {} are used", n, s.n_past,
              s.n_ctx);
+    check_tokens(tokens, V);
     const bool all = rows == LogitsRows::all;
     logits.resize(static_cast<size_t>((all ? n : 1) * V));
     for (int64_t w0 = 0; w0 < n; w0 += s.window) {
@@ -179,6 +187,7 @@ void Chain::prefill(SessionState& state, std::span<const int32_t> tokens, Logits
 void Chain::decode(SessionState& state, int32_t token, std::vector<float>& logits) {
     ChainSession& s = own(state);
     if (s.n_past + 1 > s.n_ctx) fail("the context of {} tokens is full", s.n_ctx);
+    check_tokens(std::span(&token, 1), model_->hp.n_vocab);
     logits.resize(static_cast<size_t>(model_->hp.n_vocab));
     forward(s, &token, 1, true, logits.data(), false);
 }
@@ -198,10 +207,6 @@ void Chain::forward(ChainSession& s, const int32_t* tokens, int64_t T, bool deco
     const ChainWeights& w = *weights_;
     ThreadPool& pool = *pool_;
     const int64_t E = hp.n_embd;
-    for (int64_t t = 0; t < T; ++t)
-        if (tokens[t] < 0 || tokens[t] >= hp.n_vocab)
-            fail("token id {} is outside the vocabulary of {} tokens", tokens[t], hp.n_vocab);
-
     for (int64_t t = 0; t < T; ++t)
         quant::dequantize(m.tok_embd->type, m.tok_embd->row(tokens[t]), s.x.data() + t * E, E);
 

@@ -289,6 +289,15 @@ TEST(Chain, Errors) {
     EXPECT_THROW(chain.decode(*s, -1, logits), Error);
     EXPECT_THROW(chain.prefill(*s, std::vector<int32_t>{}, LogitsRows::last, logits), Error);
     EXPECT_EQ(s->n_past, 0);
+    {
+        // A bad id in a later prefill window must not leave the first window applied.
+        Chain small_windows(model, ChainOptions{false, 2, 64});
+        auto w = small_windows.new_session(8);
+        EXPECT_THROW(
+            small_windows.prefill(*w, std::vector<int32_t>{1, 2, 3, 99}, LogitsRows::last, logits),
+            Error);
+        EXPECT_EQ(w->n_past, 0);
+    }
     chain.prefill(*s, std::vector<int32_t>{1, 2, 3}, LogitsRows::last, logits);
     chain.decode(*s, 4, logits);
     EXPECT_THROW(chain.decode(*s, 5, logits), Error);
