@@ -53,6 +53,20 @@ inline Env& env() {
     return e;
 }
 
+// With DELTALLM_VK_VALIDATION=1 the validation layer's errors are counted; any at the end of the
+// run fails it.
+class ValidationCheck : public ::testing::Environment {
+  public:
+    void TearDown() override {
+        Env& e = env();
+        if (e.dev && e.dev->validation_errors() > 0)
+            ADD_FAILURE() << e.dev->validation_errors() << " Vulkan validation errors; the last: "
+                          << e.dev->last_validation_message();
+    }
+};
+inline ::testing::Environment* const validation_check =
+    ::testing::AddGlobalTestEnvironment(new ValidationCheck);
+
 #define VK_TEST_DEVICE()                                           \
     auto& E = ::dl::vk::test::env();                               \
     if (!E.dev) GTEST_SKIP() << "no Vulkan device: " << E.decline; \
