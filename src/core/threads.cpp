@@ -62,10 +62,8 @@ void ThreadPool::worker(int index) {
             g = generation_.load();
         }
         seen = g;
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (stop_) return;
-        }
+        // stop_ is set before the generation bump that woke us, so no lock is needed here.
+        if (stop_.load(std::memory_order_acquire)) return;
         work(index);
         active_.fetch_sub(1, std::memory_order_acq_rel);
     }

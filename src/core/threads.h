@@ -66,7 +66,7 @@ private:
     int64_t n_tasks_ = 0;
     void* ctx_ = nullptr;
     Thunk thunk_ = nullptr;
-    bool stop_ = false;
+    std::atomic<bool> stop_{false};
 };
 
 }  // namespace dl
