@@ -7,8 +7,11 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgtest-dev libgmock-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libpcre2-dev libfmt-dev
   libvulkan-dev glslc glslang-tools spirv-tools mesa-vulkan-drivers vulkan-tools
-  clang libclang-rt-14-dev python3 python3-numpy nodejs npm
+  clang libclang-rt-14-dev python3 python3-numpy
 )
+# Node.js and npm (for the tokenizer reference package): take whatever provides the commands
+# (Debian's packages, or a vendor's nodejs that bundles npm and conflicts with Debian's).
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
