@@ -155,6 +155,10 @@ void Engine::finish_open(const EngineOptions& options) {
             if (dev.kind == DeviceSpec::Kind::vulkan)
                 fail("this build of deltallm has no Vulkan driver (use --device cpu)");
             fallback_reason_ = "no GPU driver in this build";
+        } else if (dev.kind == DeviceSpec::Kind::automatic && drv->preferred_under_auto &&
+                   !drv->preferred_under_auto()) {
+            fallback_reason_ = "no GPU worth preferring to the CPU chain";
+            log::debug("using the CPU chain: {}", fallback_reason_);
         } else {
             std::string reason;
             executor_ = drv->make(model_, dev.index, n_ctx_, &reason);

@@ -40,6 +40,10 @@ struct DeviceDriver {
         make;
     // What the driver would do with the model, for `deltallm info` (may be empty).
     std::function<std::string(const Model& model, int64_t n_ctx)> describe;
+    // Under --device auto the driver is tried only when this returns true, i.e. it has a device
+    // worth preferring to the CPU chain (a hardware GPU rather than a software rasterizer such
+    // as lavapipe). Empty: always tried.
+    std::function<bool()> preferred_under_auto;
 };
 
 void register_device(DeviceDriver driver);

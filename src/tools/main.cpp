@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
     using namespace dl;
     CLI::App app{"deltallm: run large language models from GGUF files"};
     app.require_subcommand(0, 1);
+    // A flag given twice takes its last value (scripts append their own to defaults); subcommands
+    // inherit this.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     bool help_env = false, version = false;
     app.add_flag("--help-env", help_env, "list the environment variables deltallm reads");
     app.add_flag("--version", version, "print the version");

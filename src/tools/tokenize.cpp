@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "engine/default_model.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/common.h"
@@ -46,9 +47,11 @@ int tokenize(const TokenizeArgs& a) {
     // Only the tokenizer is needed: read the vocabulary without loading the model.
     std::unique_ptr<tokenizer::Tokenizer> tok;
     if (a.model.empty()) {
-        ModelArgs m;
-        auto engine = m.open();
-        tok = std::make_unique<tokenizer::Tokenizer>(engine->tokenizer().vocab());
+        std::fprintf(stderr,
+                     "deltallm: no model given (-m): using the built-in demo model's vocabulary\n");
+        std::vector<uint8_t> image = default_model_image();
+        gguf::File f = gguf::File::parse(image.data(), image.size(), "demo model");
+        tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Vocab::from_gguf(f));
     } else {
         gguf::File f = gguf::File::open(a.model);
         tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Vocab::from_gguf(f));

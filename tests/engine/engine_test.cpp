@@ -124,6 +124,19 @@ TEST(Engine, DriverHookChoosesFallsBackAndRefuses) {
     EXPECT_EQ(g->executor().name(), "fake-gpu");
     EXPECT_TRUE(g->fallback_reason().empty());
 
+    // A driver with only a software device is skipped under auto but used when named.
+    d.preferred_under_auto = [] { return false; };
+    register_device(d);
+    asked_index = -7;
+    o.device = DeviceSpec::parse("auto");
+    auto a = Engine::open_image(default_model_image(), "demo", o);
+    EXPECT_EQ(a->executor().name(), "cpu");
+    EXPECT_EQ(asked_index, -7);
+    EXPECT_FALSE(a->fallback_reason().empty());
+    o.device = DeviceSpec::parse("vulkan");
+    EXPECT_EQ(Engine::open_image(default_model_image(), "demo", o)->executor().name(), "fake-gpu");
+    EXPECT_EQ(asked_index, -1);
+
     o.device = DeviceSpec::parse("cpu");  // cpu never asks the driver
     asked_index = -7;
     Engine::open_image(default_model_image(), "demo", o);

@@ -128,7 +128,8 @@ void expect_one_error_line(const Result& r, const char* what) {
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << what;
 }
 
-const char* kGreedy = " --temp 0 ";
+// The CPU chain, whatever GPU driver the build has: these tests are about the front-end.
+const char* kGreedy = " --temp 0 --device cpu ";
 
 }  // namespace
 
@@ -207,7 +208,7 @@ TEST(Cli, DumpedLogitsAgreeWithThePrintedIds) {
 TEST(Cli, SeedsReproduceAndDiffer) {
     std::string args =
         "run --prompt-ids 10,20,30 --print-ids --ignore-eos -n 24 --temp 1.0 --top-k 0 "
-        "--top-p 1 --min-p 0 --seed ";
+        "--top-p 1 --min-p 0 --device cpu --seed ";
     Result a = deltallm(args + "7"), b = deltallm(args + "7"), c = deltallm(args + "8");
     ASSERT_EQ(a.rc, 0) << a.err;
     EXPECT_EQ(parse_ids(a.out).size(), 24u);
@@ -250,8 +251,8 @@ TEST(Cli, BadInputIsOneErrorLineAndExitCodeOne) {
 }
 
 TEST(Cli, ChatIsScriptableThroughStdin) {
-    Result r =
-        deltallm("--verbose chat -n 6 --seed 3", "Hello there\n\nHow are you?\n/exit\nnot read\n");
+    Result r = deltallm("--verbose chat --device cpu -n 6 --seed 3",
+                        "Hello there\n\nHow are you?\n/exit\nnot read\n");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_TRUE(valid_utf8(r.out));
     // Two replies: one speed report per turn under --verbose.
@@ -276,7 +277,7 @@ TEST(Cli, ChatIsScriptableThroughStdin) {
         << prompt_tokens[1] << " vs " << turn2;
     EXPECT_LT(prompt_tokens[1], prompt_tokens[0] + turn2);
 
-    Result reset = deltallm("chat -n 4 --seed 3", "Hi\n/reset\nHi\n");
+    Result reset = deltallm("chat --device cpu -n 4 --seed 3", "Hi\n/reset\nHi\n");
     ASSERT_EQ(reset.rc, 0) << reset.err;
     std::vector<std::string> replies = lines(reset.out);
     ASSERT_GE(replies.size(), 2u);
@@ -284,7 +285,7 @@ TEST(Cli, ChatIsScriptableThroughStdin) {
     size_t half = reset.out.size() / 2;
     EXPECT_EQ(reset.out.substr(0, half), reset.out.substr(half));
 
-    Result empty = deltallm("chat", "");
+    Result empty = deltallm("chat --device cpu", "");
     EXPECT_EQ(empty.rc, 0) << empty.err;
 }
 
