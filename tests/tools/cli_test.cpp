@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -21,9 +22,26 @@ struct Result {
     std::string out, err;
 };
 
+// The folder of this test binary (build/tests): the binary under test and the scratch folder
+// are found from it when CTest did not pass DELTALLM_BIN / DELTALLM_TEST_TMP.
+std::string test_binary_dir() {
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string(".") : exe.parent_path().string();
+}
+
 std::string tmp_dir() {
     const char* d = std::getenv("DELTALLM_TEST_TMP");
-    return d ? d : "/tmp";
+    if (d && *d) return d;
+    std::string t = test_binary_dir() + "/tmp";
+    std::filesystem::create_directories(t);
+    return t;
+}
+
+std::string deltallm_bin() {
+    const char* b = std::getenv("DELTALLM_BIN");
+    if (b && *b) return b;
+    return test_binary_dir() + "/../deltallm";
 }
 
 std::string slurp(const std::string& path) {
@@ -33,9 +51,8 @@ std::string slurp(const std::string& path) {
 
 // Runs `deltallm ARGS` with optional stdin text; stdout and stderr are captured separately.
 Result deltallm(const std::string& args, const std::string& stdin_text = "") {
-    const char* bin = std::getenv("DELTALLM_BIN");
-    EXPECT_NE(bin, nullptr) << "DELTALLM_BIN is not set (run through ctest)";
-    if (!bin) return {};
+    const std::string bin = deltallm_bin();
+    EXPECT_TRUE(std::filesystem::exists(bin)) << bin << " does not exist (set DELTALLM_BIN)";
     std::string base = tmp_dir() + "/cli_" + std::to_string(::getpid());
     {
         std::ofstream in(base + ".in", std::ios::binary);
