@@ -404,8 +404,8 @@ TEST(ConvertErrors, OneSentenceEach) {
 }
 
 TEST(ConvertCli, ErrorIsOneLineAndExitCodeOne) {
-    const char* bin = std::getenv("DELTALLM_BIN");
-    if (!bin) GTEST_SKIP() << "DELTALLM_BIN not set";
+    const std::string bin = testhf::deltallm_bin();
+    ASSERT_TRUE(std::filesystem::exists(bin)) << bin << " does not exist (set DELTALLM_BIN)";
     std::string cmd =
         std::string(bin) + " convert /no/such/folder -o " + testhf::tmp_root() + "/never.gguf 2>&1";
     FILE* p = popen(cmd.c_str(), "r");

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/half.h"
 
 namespace testhf {
@@ -23,9 +25,26 @@ struct StTensor {
     std::vector<float> values;
 };
 
+// The folder of this test binary (build/tests): the deltallm binary and the scratch folder are
+// found from it when CTest's environment does not carry DELTALLM_BIN / DELTALLM_TEST_TMP.
+inline std::string test_binary_dir() {
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string(".") : exe.parent_path().string();
+}
+
+// A scratch folder private to this process (CTest runs the cases of a suite in parallel).
 inline std::string tmp_root() {
     const char* d = std::getenv("DELTALLM_TEST_TMP");
-    return d ? d : "/tmp";
+    std::string root = d && *d ? d : test_binary_dir() + "/tmp";
+    root += "/convert_" + std::to_string(::getpid());
+    std::filesystem::create_directories(root);
+    return root;
+}
+
+inline std::string deltallm_bin() {
+    const char* b = std::getenv("DELTALLM_BIN");
+    return b && *b ? b : test_binary_dir() + "/../deltallm";
 }
 
 inline void write_safetensors(const std::string& path, const std::map<std::string, StTensor>& ts) {

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "cpu/chain.h"
 #include "gguf/gguf.h"
+#include "hf_folder.h"
 #include "model/model.h"
 #include "quant/mix.h"
 #include "quant/quant.h"
@@ -20,8 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string tmp(const std::string& name) {
-    const char* d = std::getenv("DELTALLM_TEST_TMP");
-    return (fs::path(d ? d : "/tmp") / name).string();
+    return (fs::path(testhf::tmp_root()) / name).string();
 }
 
 std::vector<float> dequant(const dl::gguf::TensorInfo& t) {

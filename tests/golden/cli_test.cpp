@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "paths.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -50,11 +52,9 @@ class GoldenCli : public ::testing::TestWithParam<std::string> {};
 // 9.8e-4 (llama) and 2.1e-2 for the perturbation-amplifying tiny hybrid (see golden_test.cpp),
 // bounded at about 3x that (the f32-cache library-level test holds 1e-4).
 TEST_P(GoldenCli, ConvertThenRunMatchesReference) {
-    const char* bin = std::getenv("DELTALLM_BIN");
-    const char* data = std::getenv("DELTALLM_TEST_DATA");
-    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
-    if (!bin || !data || !tmp)
-        GTEST_SKIP() << "needs DELTALLM_BIN, DELTALLM_TEST_DATA, DELTALLM_TEST_TMP";
+    const std::string bin = golden::deltallm_bin(), data = golden::data_dir(),
+                      tmp = golden::tmp_dir();
+    ASSERT_TRUE(fs::exists(bin)) << bin << " does not exist (set DELTALLM_BIN)";
     const std::string family = GetParam();
     const fs::path dir = fs::path(data) / "golden" / family;
     nlohmann::json g = nlohmann::json::parse(std::ifstream(dir / "golden.json"));
@@ -66,13 +66,12 @@ TEST_P(GoldenCli, ConvertThenRunMatchesReference) {
     const std::string gguf = (fs::path(tmp) / ("cli_" + family + ".gguf")).string();
     const std::string dump = (fs::path(tmp) / ("cli_" + family + ".npy")).string();
     int rc = 0;
-    std::string out =
-        sh(std::string(bin) + " convert " + dir.string() + " -o " + gguf + " 2>&1", rc);
+    std::string out = sh(bin + " convert " + dir.string() + " -o " + gguf + " 2>&1", rc);
     ASSERT_EQ(rc, 0) << out;
 
     std::string ids;
     for (int32_t t : (*seq)["ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(t);
-    out = sh(std::string(bin) + " run -m " + gguf + " --device cpu --prompt-ids " + ids +
+    out = sh(bin + " run -m " + gguf + " --device cpu --prompt-ids " + ids +
                  " -n 32 --temp 0 --ignore-eos --print-ids --dump-logits " + dump + " 2>/dev/null",
              rc);
     ASSERT_EQ(rc, 0) << out;

@@ -16,19 +16,14 @@
 #include "convert/convert.h"
 #include "cpu/chain.h"
 #include "model/model.h"
+#include "paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string data_dir() {
-    const char* d = std::getenv("DELTALLM_TEST_DATA");
-    return d ? d : "tests/data";
-}
-std::string tmp_dir() {
-    const char* d = std::getenv("DELTALLM_TEST_TMP");
-    return d ? d : "/tmp";
-}
+using golden::data_dir;
+using golden::tmp_dir;
 
 // A 2-D little-endian float32 C-order .npy file (format 1.0 or 2.0).
 std::vector<float> read_npy(const std::string& path, int64_t& rows, int64_t& cols) {
