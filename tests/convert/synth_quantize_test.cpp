@@ -108,7 +108,8 @@ TEST(Synth, TinyModelsRunOnTheCpuChain) {
 }
 
 // A real Qwen3.5-0.8B Q4_K_M file's tensor names, shapes and types (llama.cpp's choices,
-// tests/data/quant/qwen35-0.8b.q4_k_m.types.json, shared with the mix tests) must be exactly those of the synthetic file.
+// tests/data/quant/qwen35-0.8b.q4_k_m.types.json, shared with the mix tests) must be exactly those
+// of the synthetic file.
 TEST(Synth, Qwen35_0_8B_MatchesRealQ4KMFile) {
     const char* data = std::getenv("DELTALLM_TEST_DATA");
     std::ifstream jf(fs::path(data ? data : "tests/data") / "quant" /
