@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -35,10 +36,22 @@ std::string slurp(const std::string& path) {
     return {std::istreambuf_iterator<char>(f), {}};
 }
 
+// DELTALLM_BIN from CTest, else the deltallm binary of the build this test belongs to
+// (build/tests/test_bench -> build/deltallm): some CMake versions drop all but the first
+// variable of a discovered test's environment.
+std::string deltallm_bin() {
+    if (const char* b = std::getenv("DELTALLM_BIN")) return b;
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return "";
+    auto bin = self.parent_path().parent_path() / "deltallm";
+    return std::filesystem::exists(bin) ? bin.string() : "";
+}
+
 Result deltallm(const std::string& args) {
-    const char* bin = std::getenv("DELTALLM_BIN");
-    EXPECT_NE(bin, nullptr) << "DELTALLM_BIN is not set (run through ctest)";
-    if (!bin) return {};
+    const std::string bin = deltallm_bin();
+    EXPECT_FALSE(bin.empty()) << "no deltallm binary: set DELTALLM_BIN (ctest does)";
+    if (bin.empty()) return {};
     std::string base = tmp_dir() + "/bench_" + std::to_string(::getpid());
     std::string cmd =
         std::string(bin) + " " + args + " </dev/null >" + base + ".out 2>" + base + ".err";
@@ -63,12 +76,14 @@ class BenchCli : public ::testing::Test {
     static void SetUpTestSuite() {
         model_ = tmp_dir() + "/bench_tiny_" + std::to_string(::getpid()) + ".gguf";
         Result r = deltallm("synth --arch qwen35 --shape tiny -t q4_k_m -o " + model_);
-        ASSERT_EQ(r.rc, 0) << r.err;
+        if (r.rc != 0) setup_error_ = "synth failed: " + r.err;
     }
+    // A failed synth fails every test (an assertion in SetUpTestSuite would only skip them).
+    void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << setup_error_; }
     static void TearDownTestSuite() { std::remove(model_.c_str()); }
-    static std::string model_;
+    static std::string model_, setup_error_;
 };
-std::string BenchCli::model_;
+std::string BenchCli::model_, BenchCli::setup_error_;
 
 TEST_F(BenchCli, JsonRowsSamplesAndFloors) {
     const double bw = 12.5, peak = 100.0;
