@@ -9,7 +9,8 @@ namespace dl {
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(env::get_int("DELTALLM_THREADS"));
-    if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (n_threads <= 0)
+        n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     n_threads_ = n_threads;
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
@@ -82,6 +83,8 @@ ThreadPool& ThreadPool::global() {
     return *p;
 }
 
-void ThreadPool::set_global_threads(int n) { global_slot() = std::make_unique<ThreadPool>(n); }
+void ThreadPool::set_global_threads(int n) {
+    global_slot() = std::make_unique<ThreadPool>(n);
+}
 
 }  // namespace dl

@@ -13,7 +13,7 @@
 namespace dl {
 
 class ThreadPool {
-public:
+  public:
     // n_threads <= 0: DELTALLM_THREADS, else one per core.
     explicit ThreadPool(int n_threads = 0);
     ~ThreadPool();
@@ -31,7 +31,8 @@ public:
             return;
         }
         using F = std::remove_reference_t<Fn>;
-        run_erased(n_tasks, &fn, [](void* ctx, int64_t i, int t) { (*static_cast<F*>(ctx))(i, t); });
+        run_erased(n_tasks, &fn,
+                   [](void* ctx, int64_t i, int t) { (*static_cast<F*>(ctx))(i, t); });
     }
 
     // Splits [0, n) into contiguous ranges, one call fn(begin, end, thread) per range.
@@ -50,7 +51,7 @@ public:
     static ThreadPool& global();
     static void set_global_threads(int n);
 
-private:
+  private:
     using Thunk = void (*)(void*, int64_t, int);
     void run_erased(int64_t n_tasks, void* ctx, Thunk thunk);
     void worker(int index);

@@ -185,8 +185,11 @@ TEST(GgufCorrupt, NotGguf) {
     expect_error([&] { parse_exact({}); }, {"not a GGUF file"});
     expect_error([&] { parse_exact({'G', 'G', 'U'}); }, {"not a GGUF file"});
     // Found by the fuzzer: 9 bytes, too short for the safetensors sniff that reads bytes 8-9.
-    expect_error([&] { parse_exact({'*', 'F', 'G', '*', 'F', 'G', ';', ';', 'F'}); },
-                 {"not a GGUF file"});
+    expect_error(
+        [&] {
+            parse_exact({'*', 'F', 'G', '*', 'F', 'G', ';', ';', 'F'});
+        },
+        {"not a GGUF file"});
     std::vector<uint8_t> st = {4, 0, 0, 0, 0, 0, 0, 0, '{', '"', 'a', '}'};
     expect_error([&] { parse_exact(st); }, {"looks like safetensors"});
 }
