@@ -44,6 +44,8 @@ struct DeviceDriver {
     // worth preferring to the CPU chain (a hardware GPU rather than a software rasterizer such
     // as lavapipe). Empty: always tried.
     std::function<bool()> preferred_under_auto;
+    // The devices this driver sees and their features, for `deltallm info --devices`.
+    std::function<std::string()> list_devices;
 };
 
 void register_device(DeviceDriver driver);

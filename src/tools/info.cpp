@@ -3,6 +3,7 @@
 // each device would do with it.
 #include <cstdio>
 #include <map>
+#include <thread>
 
 #include "core/error.h"
 #include "core/threads.h"
@@ -19,6 +20,7 @@ namespace {
 struct InfoArgs {
     ModelArgs model;
     bool tensors = false;
+    bool devices = false;
     int64_t n_ctx = 0;
 };
 
@@ -210,7 +212,21 @@ void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx) {
     if (!vulkan) std::printf("  vulkan   not in this build\n");
 }
 
+// `info --devices`: every device each registered driver sees, with its features.
+int list_devices() {
+    std::printf("cpu: %u hardware threads, %s kernels\n", std::thread::hardware_concurrency(),
+                quant::cpu_backend());
+    bool vulkan = false;
+    for (const DeviceDriver& d : registered_devices()) {
+        vulkan = vulkan || d.name == "vulkan";
+        std::printf("%s\n", d.list_devices ? d.list_devices().c_str() : d.name.c_str());
+    }
+    if (!vulkan) std::printf("vulkan: not in this build\n");
+    return 0;
+}
+
 int info(const InfoArgs& a) {
+    if (a.devices && a.model.path.empty()) return list_devices();
     if (a.n_ctx < 0) fail("-c must be a positive number of tokens, not {}", a.n_ctx);
     std::shared_ptr<gguf::File> file;
     std::vector<uint8_t> image;
@@ -247,6 +263,9 @@ Registrar reg("info", "show a model's metadata, tensors and the memory it needs"
                   auto a = std::make_shared<InfoArgs>();
                   a->model.add_to(app, /*with_device=*/false);
                   app.add_flag("--tensors", a->tensors, "list every tensor");
+                  app.add_flag("--devices", a->devices,
+                               "list the devices and their features (with -m: also the model's "
+                               "plan on each)");
                   app.add_option(
                       "-c,--ctx", a->n_ctx,
                       "context size for the memory estimate (0: the model's, at most 4096)");

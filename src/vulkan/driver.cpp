@@ -355,6 +355,7 @@ void register_device_driver() {
         }
         return out;
     };
+    d.list_devices = [] { return describe_devices(); };
     register_device(std::move(d));
 }
 
