@@ -2,7 +2,6 @@
 // deterministic ids, logits dumps that numpy can read and that agree with the printed ids, seeds,
 // scripted chat, tokenize, info, and bad input (one "error:" line, exit code 1, no crash).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,17 +9,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
+#include "cli_runner.h"
 #include "engine/default_model.h"
 
 namespace {
 
-struct Result {
-    int rc = -1;
-    std::string out, err;
-};
+using dl::test::slurp;
+using Result = dl::test::CliResult;
 
 // The folder of this test binary (build/tests): the binary under test and the scratch folder
 // are found from it when CTest did not pass DELTALLM_BIN / DELTALLM_TEST_TMP.
@@ -44,11 +41,6 @@ std::string deltallm_bin() {
     return test_binary_dir() + "/../deltallm";
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), {}};
-}
-
 // Runs `deltallm ARGS` with optional stdin text; stdout and stderr are captured separately.
 Result deltallm(const std::string& args, const std::string& stdin_text = "") {
     const std::string bin = deltallm_bin();
@@ -58,14 +50,7 @@ Result deltallm(const std::string& args, const std::string& stdin_text = "") {
         std::ofstream in(base + ".in", std::ios::binary);
         in << stdin_text;
     }
-    std::string cmd =
-        std::string(bin) + " " + args + " <" + base + ".in >" + base + ".out 2>" + base + ".err";
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(base + ".out");
-    r.err = slurp(base + ".err");
-    return r;
+    return dl::test::run_captured(bin, args, base + ".in", base);
 }
 
 std::vector<std::string> lines(const std::string& s) {
@@ -351,6 +336,16 @@ TEST(Cli, InfoSummarisesWithoutDumpingArrays) {
     ASSERT_EQ(t.rc, 0);
     EXPECT_NE(t.out.find("blk.0.attn_qkv.weight"), std::string::npos);
     EXPECT_NE(t.out.find("token_embd.weight"), std::string::npos);
+}
+
+TEST(Cli, InfoListsDevicesWithoutAModel) {
+    Result r = deltallm("info --devices");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("cpu: "), std::string::npos) << r.out;
+    // Either the Vulkan driver lists what it sees (its features or why it has none), or the
+    // build says it has no Vulkan driver; the demo model's metadata is not printed.
+    EXPECT_NE(r.out.find("vulkan"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("tokenizer.ggml.tokens"), std::string::npos) << r.out;
 }
 
 TEST(Cli, HelpAndNoArguments) {
