@@ -84,6 +84,8 @@ struct Array {
 
 // "uint32", "string", "array", ... as the GGUF spec names the value types.
 std::string_view value_type_name(ValueType t);
+// True for the eight integer value types (UINT8 ... INT64), whatever their width or sign.
+bool is_integer_type(ValueType t);
 // A short human-readable rendering ("[1, 2, 3, ... 4000 items]") for listings such as `info`.
 std::string format_value(const Value& v, size_t max_items = 8);
 

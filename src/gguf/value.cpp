@@ -39,8 +39,6 @@ std::string_view value_type_name(ValueType t) {
     return "unknown";
 }
 
-namespace {
-
 bool is_integer_type(ValueType t) {
     switch (t) {
         case ValueType::UINT8:
@@ -56,6 +54,8 @@ bool is_integer_type(ValueType t) {
             return false;
     }
 }
+
+namespace {
 
 // The type as a user reads it in an error: "string", "array of uint32".
 std::string type_phrase(const Value& v) {

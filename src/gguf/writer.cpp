@@ -22,22 +22,6 @@ namespace {
 constexpr int kMaxDims = 4;
 constexpr int kMaxArrayDepth = 4;  // the reader's bound: what is written must read back
 
-bool is_integer_type(ValueType t) {
-    switch (t) {
-        case ValueType::UINT8:
-        case ValueType::INT8:
-        case ValueType::UINT16:
-        case ValueType::INT16:
-        case ValueType::UINT32:
-        case ValueType::INT32:
-        case ValueType::UINT64:
-        case ValueType::INT64:
-            return true;
-        default:
-            return false;
-    }
-}
-
 struct IntRange {
     int64_t lo;
     uint64_t hi;
