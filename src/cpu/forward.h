@@ -67,6 +67,15 @@ void attention_llama(Pass& p, int64_t il);
 void attention_qwen35(Pass& p, int64_t il);
 void deltanet_qwen35(Pass& p, int64_t il);
 
+// Shared by the attention mixers: the normed input rows s.xn through W_q, W_k, W_v into the
+// rows of s.q [T][q_width], s.k and s.v [T][kv_width].
+void project_qkv(Pass& p, const Layer& L);
+// Shared by the attention mixers: for each token, the rotary angles of its position, then for every
+// query head of s.q (head h at h * q_head_stride) and every key head of s.k, the per-head RMS norm
+// (only when the layer has q/k norm weights) and the rotation of the first rope_dims dims, NeoX
+// halves or interleaved pairs.
+void norm_and_rope_qk(Pass& p, const LayerParams& lp, int64_t q_head_stride, bool neox);
+
 // Shared by the attention mixers: stores k, v rows [T][kv_width] at positions pos0.. in the
 // layer's cache, then attends every query head of q (rows of q_stride floats, head h at
 // h * q_head_stride) over its kv head, writing o [T][n_head * head_dim].

@@ -1,6 +1,7 @@
-// The attention mixer of llama and qwen3, and the KV-cache attention every attention mixer
-// shares. llama files carry q/k rows permuted for interleaved-pair rotary; qwen3 files keep the
-// NeoX halves and add an RMS norm per query and key head before the rotation.
+// The attention mixer of llama and qwen3, and the steps every attention mixer shares: the q/k/v
+// projections, per-head q/k norm and rotary, and the KV-cache attention. llama files carry q/k rows
+// permuted for interleaved-pair rotary; qwen3 files keep the NeoX halves and add an RMS norm per
+// query and key head before the rotation.
 #include <algorithm>
 #include <cmath>
 
@@ -44,21 +45,20 @@ void store_kv_and_attend(Pass& p, int64_t slot, const float* q, int64_t q_stride
     });
 }
 
-void attention_llama(Pass& p, int64_t il) {
-    const Hparams& hp = p.model.hp;
-    const Layer& L = p.model.layers[il];
-    const LayerParams& lp = p.w.layers[il];
+void project_qkv(Pass& p, const Layer& L) {
     ChainSession& s = p.s;
-    const int64_t D = hp.head_dim, qw = p.w.q_width, kvw = p.w.kv_width, T = p.T;
+    s.act.set(s.xn.data(), p.T, p.model.hp.n_embd);
+    matmul(*L.wq, s.act, s.q.data(), p.w.q_width, p.pool);
+    matmul(*L.wk, s.act, s.k.data(), p.w.kv_width, p.pool);
+    matmul(*L.wv, s.act, s.v.data(), p.w.kv_width, p.pool);
+}
+
+void norm_and_rope_qk(Pass& p, const LayerParams& lp, int64_t q_head_stride, bool neox) {
+    const Hparams& hp = p.model.hp;
+    ChainSession& s = p.s;
+    const int64_t D = hp.head_dim, qw = p.w.q_width, kvw = p.w.kv_width;
     const int64_t n_rot = hp.rope_dims, half = n_rot / 2;
-    const bool neox = hp.arch == Arch::qwen3;
-
-    s.act.set(s.xn.data(), T, hp.n_embd);
-    matmul(*L.wq, s.act, s.q.data(), qw, p.pool);
-    matmul(*L.wk, s.act, s.k.data(), kvw, p.pool);
-    matmul(*L.wv, s.act, s.v.data(), kvw, p.pool);
-
-    for (int64_t t = 0; t < T; ++t) {
+    for (int64_t t = 0; t < p.T; ++t) {
         float* cs = s.rope_cos.data() + t * half;
         float* sn = s.rope_sin.data() + t * half;
         rope_angles(p.pos0 + t, p.w.inv_freq.data(), n_rot, cs, sn);
@@ -69,11 +69,22 @@ void attention_llama(Pass& p, int64_t il) {
             else
                 rope_interleaved(head, n_rot, cs, sn);
         };
-        for (int64_t h = 0; h < hp.n_head; ++h) prepare(s.q.data() + t * qw + h * D, lp.q_norm);
+        for (int64_t h = 0; h < hp.n_head; ++h)
+            prepare(s.q.data() + t * qw + h * q_head_stride, lp.q_norm);
         for (int64_t h = 0; h < hp.n_head_kv; ++h) prepare(s.k.data() + t * kvw + h * D, lp.k_norm);
     }
+}
 
-    store_kv_and_attend(p, lp.slot, s.q.data(), qw, D);
+void attention_llama(Pass& p, int64_t il) {
+    const Hparams& hp = p.model.hp;
+    const Layer& L = p.model.layers[il];
+    const LayerParams& lp = p.w.layers[il];
+    ChainSession& s = p.s;
+    const int64_t D = hp.head_dim, T = p.T;
+
+    project_qkv(p, L);
+    norm_and_rope_qk(p, lp, D, /*neox=*/hp.arch == Arch::qwen3);
+    store_kv_and_attend(p, lp.slot, s.q.data(), p.w.q_width, D);
     s.act.set(s.o.data(), T, hp.n_head * D);
     matmul(*L.wo, s.act, s.out.data(), hp.n_embd, p.pool);
 }

@@ -15,30 +15,11 @@ void attention_qwen35(Pass& p, int64_t il) {
     const Layer& L = p.model.layers[il];
     const LayerParams& lp = p.w.layers[il];
     ChainSession& s = p.s;
-    const int64_t D = hp.head_dim, qw = p.w.q_width, kvw = p.w.kv_width, T = p.T;
-    const int64_t n_rot = hp.rope_dims, half = n_rot / 2;
+    const int64_t D = hp.head_dim, qw = p.w.q_width, T = p.T;
 
-    s.act.set(s.xn.data(), T, hp.n_embd);
-    matmul(*L.wq, s.act, s.q.data(), qw, p.pool);
-    matmul(*L.wk, s.act, s.k.data(), kvw, p.pool);
-    matmul(*L.wv, s.act, s.v.data(), kvw, p.pool);
-
-    for (int64_t t = 0; t < T; ++t) {
-        float* cs = s.rope_cos.data() + t * half;
-        float* sn = s.rope_sin.data() + t * half;
-        rope_angles(p.pos0 + t, p.w.inv_freq.data(), n_rot, cs, sn);
-        for (int64_t h = 0; h < hp.n_head; ++h) {
-            float* qh = s.q.data() + t * qw + h * 2 * D;
-            rmsnorm(qh, lp.q_norm.data(), qh, D, hp.rms_eps);
-            rope_neox(qh, n_rot, cs, sn);
-        }
-        for (int64_t h = 0; h < hp.n_head_kv; ++h) {
-            float* kh = s.k.data() + t * kvw + h * D;
-            rmsnorm(kh, lp.k_norm.data(), kh, D, hp.rms_eps);
-            rope_neox(kh, n_rot, cs, sn);
-        }
-    }
-
+    // The loader requires attn_q_norm / attn_k_norm on every attention layer, so both norms apply.
+    project_qkv(p, L);
+    norm_and_rope_qk(p, lp, 2 * D, /*neox=*/true);
     store_kv_and_attend(p, lp.slot, s.q.data(), qw, 2 * D);
     const int64_t ow = hp.n_head * D;
     for (int64_t t = 0; t < T; ++t)
