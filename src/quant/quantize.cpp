@@ -440,29 +440,10 @@ void quantize_row_q8_K(const float* x, void* dst, int64_t n) {
     }
 }
 
+// Every type the library reads it also writes (quant.h promises one list), so the supported types
+// are listed once, in can_dequantize; quantize() below has a case for each of them.
 bool can_quantize(QType t) {
-    switch (t) {
-        case QType::F32:
-        case QType::F16:
-        case QType::BF16:
-        case QType::Q4_0:
-        case QType::Q4_1:
-        case QType::Q5_0:
-        case QType::Q5_1:
-        case QType::Q8_0:
-        case QType::Q8_1:
-        case QType::Q2_K:
-        case QType::Q3_K:
-        case QType::Q4_K:
-        case QType::Q5_K:
-        case QType::Q6_K:
-        case QType::Q8_K:
-        case QType::IQ4_NL:
-        case QType::IQ4_XS:
-            return true;
-        default:
-            return false;
-    }
+    return can_dequantize(t);
 }
 
 size_t quantize(QType t, const float* src, void* dst, int64_t n) {
