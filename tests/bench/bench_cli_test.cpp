@@ -5,35 +5,26 @@
 // No timing assertions: the machine may be loaded.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
+
 namespace {
 
-struct Result {
-    int rc = -1;
-    std::string out, err;
-};
+using Result = dl::test::CliResult;
 
 std::string tmp_dir() {
     const char* d = std::getenv("DELTALLM_TEST_TMP");
     return d ? d : "/tmp";
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), {}};
 }
 
 // DELTALLM_BIN from CTest, else the deltallm binary of the build this test belongs to
@@ -52,15 +43,8 @@ Result deltallm(const std::string& args) {
     const std::string bin = deltallm_bin();
     EXPECT_FALSE(bin.empty()) << "no deltallm binary: set DELTALLM_BIN (ctest does)";
     if (bin.empty()) return {};
-    std::string base = tmp_dir() + "/bench_" + std::to_string(::getpid());
-    std::string cmd =
-        std::string(bin) + " " + args + " </dev/null >" + base + ".out 2>" + base + ".err";
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(base + ".out");
-    r.err = slurp(base + ".err");
-    return r;
+    return dl::test::run_captured(bin, args, "/dev/null",
+                                  tmp_dir() + "/bench_" + std::to_string(::getpid()));
 }
 
 std::vector<std::string> lines(const std::string& s) {
