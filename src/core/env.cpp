@@ -15,11 +15,14 @@ const std::vector<Var>& all() {
         {"DELTALLM_LOG", "string", "info", "log level: debug, info, warn, error or quiet"},
         {"DELTALLM_THREADS", "int", "0", "CPU threads (0: one per core)"},
         {"DELTALLM_CPU_FEATURES", "string", "auto",
-         "restrict CPU kernels: 'scalar' forces the portable fallback, 'auto' uses what the CPU has"},
-        {"DELTALLM_VK_DEVICE", "int", "-1", "Vulkan device index to use (-1: best discrete, then any)"},
+         "restrict CPU kernels: 'scalar' forces the portable fallback, 'auto' uses what the CPU "
+         "has"},
+        {"DELTALLM_VK_DEVICE", "int", "-1",
+         "Vulkan device index to use (-1: best discrete, then any)"},
         {"DELTALLM_VK_VARIANT", "string", "auto",
          "Vulkan kernel variant: auto, scalar, nv_coopmat, khr_coopmat or nv_coopmat2"},
-        {"DELTALLM_VK_VALIDATION", "bool", "0", "enable the Khronos validation layer and fail on its messages"},
+        {"DELTALLM_VK_VALIDATION", "bool", "0",
+         "enable the Khronos validation layer and fail on its messages"},
         {"DELTALLM_PIPELINE_CACHE", "string", "~/.cache/deltallm",
          "folder for the Vulkan pipeline cache ('' disables it)"},
     };
@@ -57,8 +60,8 @@ bool get_bool(const char* name) {
 std::string describe() {
     std::string out = "Environment variables:\n";
     for (const Var& v : all())
-        out += fmt::format("  {:<24} {:<7} default '{}'\n      {}\n", v.name, v.type, v.default_value,
-                           v.meaning);
+        out += fmt::format("  {:<24} {:<7} default '{}'\n      {}\n", v.name, v.type,
+                           v.default_value, v.meaning);
     return out;
 }
 

@@ -11,7 +11,7 @@
 namespace dl {
 
 class Error : public std::runtime_error {
-public:
+  public:
     explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
@@ -25,7 +25,7 @@ template <typename... Args>
 
 }  // namespace dl
 
-#define DL_ASSERT(x) \
-    do { \
+#define DL_ASSERT(x)                                           \
+    do {                                                       \
         if (!(x)) ::dl::assert_failed(#x, __FILE__, __LINE__); \
     } while (0)

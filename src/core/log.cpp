@@ -26,7 +26,9 @@ Level initial_level() {
 }
 }  // namespace
 
-void set_level(Level l) { g_level = static_cast<int>(l); }
+void set_level(Level l) {
+    g_level = static_cast<int>(l);
+}
 
 Level level() {
     int l = g_level.load(std::memory_order_relaxed);

@@ -8,7 +8,7 @@
 namespace dl {
 
 class MappedFile {
-public:
+  public:
     MappedFile() = default;
     // Throws dl::Error with the path and the reason when the file cannot be opened or mapped.
     explicit MappedFile(const std::string& path);
@@ -22,7 +22,7 @@ public:
     size_t size() const { return size_; }
     const std::string& path() const { return path_; }
 
-private:
+  private:
     std::string path_;
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;

@@ -14,7 +14,7 @@ namespace dl {
 class Model;
 
 class SessionState {
-public:
+  public:
     virtual ~SessionState() = default;
     int64_t n_past = 0;  // tokens already in the state
     int64_t n_ctx = 0;   // capacity in tokens
@@ -24,7 +24,7 @@ public:
 enum class LogitsRows { last, all };
 
 class Executor {
-public:
+  public:
     virtual ~Executor() = default;
     virtual std::string name() const = 0;  // "cpu", "vulkan:0 (NVIDIA H200)"
     virtual const Model& model() const = 0;

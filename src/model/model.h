@@ -25,8 +25,8 @@ struct Tensor {
     const uint8_t* data = nullptr;
     size_t nbytes = 0;
 
-    int64_t cols() const { return ne.empty() ? 0 : ne[0]; }            // input dim
-    int64_t rows() const { return ne.size() < 2 ? 1 : ne[1]; }           // output dim
+    int64_t cols() const { return ne.empty() ? 0 : ne[0]; }     // input dim
+    int64_t rows() const { return ne.size() < 2 ? 1 : ne[1]; }  // output dim
     size_t row_bytes() const { return row_size(type, cols()); }
     const uint8_t* row(int64_t r) const { return data + (size_t)r * row_bytes(); }
     int64_t n_elements() const;
@@ -79,19 +79,19 @@ struct Layer {
     const Tensor* q_norm = nullptr;
     const Tensor* k_norm = nullptr;
     // Gated DeltaNet layers (qwen35)
-    const Tensor* ssm_qkv = nullptr;    // attn_qkv
-    const Tensor* ssm_z = nullptr;      // attn_gate
+    const Tensor* ssm_qkv = nullptr;  // attn_qkv
+    const Tensor* ssm_z = nullptr;    // attn_gate
     const Tensor* ssm_beta = nullptr;
     const Tensor* ssm_alpha = nullptr;
     const Tensor* ssm_conv1d = nullptr;  // ne = {kernel, conv_dim}
     const Tensor* ssm_dt_bias = nullptr;
-    const Tensor* ssm_a = nullptr;       // holds -exp(A_log)
-    const Tensor* ssm_norm = nullptr;    // used as is (no +1)
+    const Tensor* ssm_a = nullptr;     // holds -exp(A_log)
+    const Tensor* ssm_norm = nullptr;  // used as is (no +1)
     const Tensor* ssm_out = nullptr;
 };
 
 class Model {
-public:
+  public:
     using Progress = std::function<void(double fraction)>;
     // Loads and validates (architecture known, every needed tensor present with the right shape
     // and a type the CPU chain can compute with). Throws dl::Error with one sentence otherwise.
@@ -102,7 +102,7 @@ public:
     std::vector<Layer> layers;
     const Tensor* tok_embd = nullptr;
     const Tensor* output_norm = nullptr;
-    const Tensor* output = nullptr;     // == tok_embd when tied
+    const Tensor* output = nullptr;      // == tok_embd when tied
     const Tensor* rope_freqs = nullptr;  // llama-3.1 style, optional
 
     const gguf::File& file() const { return *file_; }
@@ -111,7 +111,7 @@ public:
     // Bytes of all weights the trunk reads (for memory plans and bandwidth floors).
     uint64_t weight_bytes() const;
 
-private:
+  private:
     std::shared_ptr<const gguf::File> file_;
     std::vector<Tensor> tensors_;
     friend struct ModelBuilder;

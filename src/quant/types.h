@@ -49,18 +49,26 @@ struct QTypeInfo {
     std::string_view name;  // as llama.cpp prints it: "q4_K", "f16", ...
     int64_t block_size;     // elements per block
     size_t type_size;       // bytes per block
-    bool known;             // geometry known (a file may carry it even if we cannot compute with it)
+    bool known;  // geometry known (a file may carry it even if we cannot compute with it)
 };
 
 // Geometry of a type number read from a file; std::nullopt for a number no GGUF writer uses.
 std::optional<QTypeInfo> qtype_info(uint32_t type);
 const QTypeInfo& info(QType t);
 
-inline int64_t block_size(QType t) { return info(t).block_size; }
-inline size_t type_size(QType t) { return info(t).type_size; }
-inline std::string_view qtype_name(QType t) { return info(t).name; }
+inline int64_t block_size(QType t) {
+    return info(t).block_size;
+}
+inline size_t type_size(QType t) {
+    return info(t).type_size;
+}
+inline std::string_view qtype_name(QType t) {
+    return info(t).name;
+}
 // Bytes of a row of n elements (n a multiple of the block size).
-inline size_t row_size(QType t, int64_t n) { return (size_t)(n / block_size(t)) * type_size(t); }
+inline size_t row_size(QType t, int64_t n) {
+    return (size_t)(n / block_size(t)) * type_size(t);
+}
 // Parses "q4_K", "Q4_K", "f16", ... (case-insensitive).
 std::optional<QType> parse_qtype(std::string_view name);
 
