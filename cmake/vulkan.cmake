@@ -129,10 +129,12 @@ function(dl_vk_shader name source)
   set(_vk_spv_names ${_vk_spv_names} PARENT_SCOPE)
 endfunction()
 
-# GEMV over weights in their GGUF block formats (one shader per format).
+# GEMV over weights in their GGUF block formats: one shader per format, and a _sg variant that
+# reduces with subgroup arithmetic.
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   string(TOUPPER ${t} T)
   dl_vk_shader(gemv_${t} gemv.comp DEFINES WTYPE_${T}=1)
+  dl_vk_shader(gemv_${t}_sg gemv.comp DEFINES WTYPE_${T}=1 SUBGROUP=1)
   dl_vk_shader(get_rows_${t} get_rows.comp DEFINES WTYPE_${T}=1)
 endforeach()
 dl_vk_shader(deltanet_step deltanet_step.comp)

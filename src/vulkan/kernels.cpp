@@ -188,15 +188,41 @@ uint32_t Kernels::wg_size(uint32_t want) const {
     return s;
 }
 
+// Slices of 32 weights per row that gemv.comp hands out to its threads (see its header).
+static uint32_t gemv_slices(QType t, uint32_t cols) {
+    switch (t) {
+        case QType::Q4_K:
+        case QType::Q5_K:
+        case QType::Q6_K:
+            return cols / 256 * 8;
+        case QType::Q4_0:
+        case QType::Q8_0:
+            return cols / 32;
+        default:  // F32, F16: 32-element units, the last one may be short
+            return (cols + 31) / 32;
+    }
+}
+
 void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                    uint32_t x_off, View y, uint32_t y_off, bool accumulate) {
     const char* mod = gemv_module(t);
     if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
-    constexpr uint32_t kRows = 2;
-    uint32_t wg = wg_size(64);
-    const Kernel& k = pipes_.get(mod, 3, sizeof(GemvPush), {wg, kRows});
+    const Features& f = dev_.features();
+    // Four rows share each x slice and put four independent weight loads in flight per thread;
+    // the workgroup is as wide as the row has slices (one pass over short rows), at most 128
+    // threads so long rows still spread over enough workgroups to fill the device.
+    constexpr uint32_t kRows = 4;
+    uint32_t slices = gemv_slices(t, cols), want = 32;
+    while (want < slices && want < 128) want *= 2;
+    uint32_t wg = wg_size(want);
+    // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide.
+    uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
+    uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 ? 1 : 0;
+    std::string name = mod;
+    if (f.subgroup_arithmetic) name += "_sg";
+    const Kernel& k = pipes_.get(name, 3, sizeof(GemvPush), {wg, kRows, w16, x16});
     GemvPush p{cols, rows, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
-    auto [gx, gy] = grid(dev_.features(), (rows + kRows - 1) / kRows);
+    auto [gx, gy] = grid(f, (rows + kRows - 1) / kRows);
     cl.dispatch(k, {w, x, y}, p, gx, gy);
 }
 

@@ -3,7 +3,9 @@
 // neighbours of the written range checked untouched.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "core/half.h"
@@ -26,13 +28,16 @@ struct GemvCase {
     uint32_t rows, cols;
 };
 
-class Gemv : public ::testing::TestWithParam<GemvCase> {};
+// Records one GEMV (Kernels::gemv, or a chosen module and shape of gemv.comp).
+using GemvRecord = std::function<void(CommandList&, QType, View w, uint32_t rows, uint32_t cols,
+                                      View x, uint32_t x_off, View y, uint32_t y_off, bool acc)>;
 
-TEST_P(Gemv, MatchesDequantizedReference) {
-    VK_TEST_DEVICE();
-    const auto [t, rows, cols] = GetParam();
+// Runs the GEMV on random weights quantized by the CPU code (so the blocks are the real format)
+// in write and accumulate mode, and checks every row against a double-precision dot product of
+// the CPU-dequantized weights, and that nothing around the written rows is touched.
+void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, uint32_t cols,
+                uint32_t x_off) {
     ASSERT_TRUE(quant::can_quantize(t));
-    // Weights: random values quantized by the CPU code, so the blocks are the real format.
     std::vector<float> wf = randn((size_t)rows * cols, 7 + rows * 31 + cols);
     size_t rb = row_size(t, cols);
     std::vector<uint8_t> wq(rb * rows);
@@ -41,8 +46,8 @@ TEST_P(Gemv, MatchesDequantizedReference) {
     std::vector<float> deq((size_t)rows * cols);
     for (uint32_t r = 0; r < rows; ++r)
         quant::dequantize(t, wq.data() + r * rb, deq.data() + (size_t)r * cols, cols);
-    std::vector<float> x = randn(cols + 5, 99);
-    const uint32_t x_off = 5, y_off = 3;
+    std::vector<float> x = randn(cols + x_off, 99);
+    const uint32_t y_off = 3;
 
     // Reference in double, and the scale of each sum for the tolerance.
     std::vector<double> ref(rows), mag(rows);
@@ -65,7 +70,7 @@ TEST_P(Gemv, MatchesDequantizedReference) {
             dev.upload(y, y_off * 4, init.data(), rows * 4);
         }
         test::run(dev, [&](CommandList& cl) {
-            K.gemv(cl, t, view(w), rows, cols, view(xb), x_off, view(y), y_off, acc);
+            record(cl, t, view(w), rows, cols, view(xb), x_off, view(y), y_off, acc);
         });
         auto out = test::from_device<float>(dev, y, rows + y_off + 4);
         for (uint32_t i = 0; i < y_off; ++i)
@@ -76,10 +81,22 @@ TEST_P(Gemv, MatchesDequantizedReference) {
             float got = out[y_off + r];
             ASSERT_TRUE(std::isfinite(got)) << qtype_name(t) << " row " << r;
             double want = ref[r] + init[r];
-            EXPECT_NEAR(got, want, 1e-5 * mag[r] + 1e-5)
-                << qtype_name(t) << " row " << r << " acc " << acc;
+            ASSERT_NEAR(got, want, 1e-5 * mag[r] + 1e-5)
+                << qtype_name(t) << " row " << r << " acc " << acc << " x_off " << x_off;
         }
     }
+}
+
+class Gemv : public ::testing::TestWithParam<GemvCase> {};
+
+TEST_P(Gemv, MatchesDequantizedReference) {
+    VK_TEST_DEVICE();
+    const auto [t, rows, cols] = GetParam();
+    auto rec = [&](CommandList& cl, QType tt, View w, uint32_t r, uint32_t c, View x,
+                   uint32_t x_off, View y, uint32_t y_off,
+                   bool acc) { K.gemv(cl, tt, w, r, c, x, x_off, y, y_off, acc); };
+    // x_off 5 reads x float by float, 8 as aligned vec4s.
+    for (uint32_t x_off : {5u, 8u}) check_gemv(dev, rec, t, rows, cols, x_off);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -89,11 +106,69 @@ INSTANTIATE_TEST_SUITE_P(
                       GemvCase{QType::Q4_0, 9, 160}, GemvCase{QType::Q8_0, 11, 96},
                       GemvCase{QType::Q8_0, 130, 1024}, GemvCase{QType::Q4_K, 3, 256},
                       GemvCase{QType::Q4_K, 67, 768}, GemvCase{QType::Q5_K, 13, 512},
-                      GemvCase{QType::Q6_K, 1, 256}, GemvCase{QType::Q6_K, 37, 768}),
+                      GemvCase{QType::Q6_K, 1, 256}, GemvCase{QType::Q6_K, 37, 768},
+                      // One block a row, several rows a workgroup with a short last group.
+                      GemvCase{QType::Q4_0, 6, 32}, GemvCase{QType::Q8_0, 3, 32},
+                      GemvCase{QType::Q5_K, 7, 256}, GemvCase{QType::F16, 2, 1},
+                      // Big shapes: many workgroups, several passes of the workgroup over a row.
+                      GemvCase{QType::Q4_K, 4096, 1024}, GemvCase{QType::Q4_K, 21, 12288},
+                      GemvCase{QType::Q6_K, 9, 12288}, GemvCase{QType::Q8_0, 5, 12288},
+                      GemvCase{QType::Q5_K, 6, 12288}, GemvCase{QType::F32, 3, 12289}),
     [](const auto& info) {
         return std::string(qtype_name(info.param.type)) + "_" + std::to_string(info.param.rows) +
                "x" + std::to_string(info.param.cols);
     });
+
+// gemv.comp's other shapes, dispatched directly: the shared-memory reduction (the module without
+// subgroup arithmetic), word loads instead of 16-byte ones (W16 = 0, what a weight view at an
+// offset of 4 mod 16 gets), and other workgroup sizes and rows per workgroup.
+struct GemvShape {
+    QType type;
+    uint32_t rows, cols, wg, rows_per_group, w16;
+    bool subgroup;
+};
+
+class GemvModule : public ::testing::TestWithParam<GemvShape> {};
+
+TEST_P(GemvModule, MatchesDequantizedReference) {
+    VK_TEST_DEVICE();
+    const GemvShape s = GetParam();
+    if (s.subgroup && !dev.features().subgroup_arithmetic) GTEST_SKIP() << "no subgroup arithmetic";
+    if (s.wg > dev.features().max_workgroup_invocations) GTEST_SKIP() << "workgroup too large";
+    Pipelines& pipes = *test::env().pipes;
+    auto rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                   uint32_t x_off, View y, uint32_t y_off, bool acc) {
+        struct Push {  // gemv.comp's push constants
+            uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
+        } p{cols, rows, (uint32_t)row_size(t, cols), x_off, y_off, acc ? 1u : 0u};
+        std::string name = "gemv_" + std::string(qtype_name(t));
+        for (char& c : name) c = (char)std::tolower((unsigned char)c);
+        if (s.subgroup) name += "_sg";
+        uint32_t x16 = x_off % 4 == 0 ? 1 : 0;
+        const Kernel& k = pipes.get(name, 3, sizeof(Push), {s.wg, s.rows_per_group, s.w16, x16});
+        cl.dispatch(k, {w, x, y}, p, (rows + s.rows_per_group - 1) / s.rows_per_group);
+    };
+    for (uint32_t x_off : {5u, 8u}) check_gemv(dev, rec, s.type, s.rows, s.cols, x_off);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvModule,
+                         ::testing::Values(GemvShape{QType::Q4_K, 67, 2048, 32, 4, 0, false},
+                                           GemvShape{QType::Q4_K, 67, 2048, 64, 3, 1, false},
+                                           GemvShape{QType::Q4_K, 5, 768, 16, 1, 0, true},
+                                           GemvShape{QType::Q5_K, 13, 1024, 32, 2, 0, false},
+                                           GemvShape{QType::Q6_K, 37, 768, 64, 4, 0, false},
+                                           GemvShape{QType::Q6_K, 11, 2048, 32, 5, 1, true},
+                                           GemvShape{QType::Q8_0, 11, 96, 32, 4, 0, false},
+                                           GemvShape{QType::Q4_0, 9, 160, 128, 2, 0, false},
+                                           GemvShape{QType::F16, 5, 77, 32, 3, 0, false},
+                                           GemvShape{QType::F32, 7, 45, 64, 4, 0, true}),
+                         [](const auto& info) {
+                             const GemvShape& s = info.param;
+                             return std::string(qtype_name(s.type)) + "_" + std::to_string(s.rows) +
+                                    "x" + std::to_string(s.cols) + "_wg" + std::to_string(s.wg) +
+                                    "_r" + std::to_string(s.rows_per_group) + "_w16_" +
+                                    std::to_string(s.w16) + (s.subgroup ? "_sg" : "_tree");
+                         });
 
 TEST(VulkanKernels, RmsNormStridedRows) {
     VK_TEST_DEVICE();

@@ -15,6 +15,23 @@ uint w_u32(uint off) {
     uint hi = w_u16(off + 2u);
     return lo | (hi << 16);
 }
+// 8 / 16 bytes at an even offset as little-endian words: aligned word loads joined by funnel
+// shifts. The word past the run is read only when the offset is 2 mod 4 (it then holds the run's
+// last bytes), so no byte beyond the run's last word is touched.
+uvec2 load8_a2(uint off) {
+    uint i = off >> 2;
+    uint w0 = wq[i], w1 = wq[i + 1u];
+    if ((off & 2u) == 0u) return uvec2(w0, w1);
+    uint w2 = wq[i + 2u];
+    return uvec2((w0 >> 16) | (w1 << 16), (w1 >> 16) | (w2 << 16));
+}
+uvec4 load16_a2(uint off) {
+    uint i = off >> 2;
+    uvec4 w = uvec4(wq[i], wq[i + 1u], wq[i + 2u], wq[i + 3u]);
+    if ((off & 2u) == 0u) return w;
+    uint w4 = wq[i + 4u];
+    return (w >> 16) | (uvec4(w.yzw, w4) << 16);
+}
 // Signed bytes of a word.
 ivec4 s8x4(uint v) { return ivec4(int(v << 24) >> 24, int(v << 16) >> 24, int(v << 8) >> 24, int(v) >> 24); }
 uvec4 u8x4(uint v) { return uvec4(v & 0xffu, (v >> 8) & 0xffu, (v >> 16) & 0xffu, v >> 24); }

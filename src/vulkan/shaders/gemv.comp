@@ -1,15 +1,48 @@
 // y = W·x for one weight matrix in a GGUF block format (chosen by the WTYPE_* define), batch 1.
-// Each workgroup computes ROWS output rows; its threads stride over the row in units of 32
-// elements and combine their sums through shared memory (no subgroup size is assumed).
 // mode 0 writes y, mode 1 adds to y (the residual stream), so no separate add pass is needed.
+//
+// Why it is shaped this way: decode is bound by the bandwidth of streaming the weights once, so
+// the kernel is built around the loads, not the arithmetic.
+//  - A row is cut into slices of 32 weights, a fixed number per block (8 for the 256-element
+//    k-quants, 1 for the 32-element formats). Thread t of the workgroup takes slices t, t + WG,
+//    ..., so adjacent threads read adjacent pieces of the same run of blocks: a subgroup of 32
+//    covers 4 whole Q4_K blocks (576 contiguous bytes) per step, every byte fetched once.
+//  - Q4_K and Q5_K blocks (144 / 176 bytes) stay 16-byte aligned when the tensor is, so a slice
+//    is one uvec4 of nibbles plus the block's 16-byte header (d, dmin, scales; the 8 threads of a
+//    block read the same header, one transaction). Blocks of 18, 34 and 210 bytes are only 2-byte
+//    aligned: they are read as aligned words joined by funnel shifts (load8_a2 / load16_a2).
+//  - Each workgroup computes ROWS rows with one x slice: x is read once per slice (as vec4 when
+//    x + x_off is 16-byte aligned) and reused for every row, and each thread has ROWS independent
+//    weight loads in flight per step. WG adapts to the row length (launcher) so short rows do not
+//    leave most threads idle.
+//  - Bytes become floats through the exponent trick (0x4B000000 | q is the float 2^23 + q, exact),
+//    one OR and one subtraction that also absorbs the format's offset (-8, -32, -128), instead of
+//    int-to-float conversions that run at a quarter of the FMA rate on most GPUs. Q4_K / Q5_K mins
+//    are applied once per sub-block through the sum of its x values (shared by all ROWS rows).
+//  - The per-row sums are combined with subgroupAdd when the SUBGROUP variant is built and the
+//    device has subgroup arithmetic (no subgroup size is assumed: partials are indexed by
+//    gl_SubgroupID), else by a shared-memory tree.
+//  - F32 / F16 matrices (rare, small, any column count) go through unit_values() one 32-element
+//    unit per slice, with the ragged tail guarded.
 #version 450
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint ROWS = 2;
+#extension GL_EXT_control_flow_attributes : enable
+#if defined(SUBGROUP)
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 128;   // threads, a power of two
+layout(constant_id = 1) const uint ROWS = 4;   // rows per workgroup
+layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte aligned
+layout(constant_id = 3) const uint X16 = 1;    // 1: x + x_off is 16-byte aligned
+
+// The weights and x are each bound twice: as words / floats and as 16-byte vectors.
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
+layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
 
 layout(push_constant) uniform Push {
@@ -23,30 +56,219 @@ layout(push_constant) uniform Push {
 
 #include "blocks.glsl"
 
+// Slices of 32 weights per block (TPB) and block geometry.
+#if defined(WTYPE_Q4_K)
+const uint TPB = 8u, BLOCK = 256u;
+#elif defined(WTYPE_Q5_K)
+const uint TPB = 8u, BLOCK = 256u;
+#elif defined(WTYPE_Q6_K)
+const uint TPB = 8u, BLOCK = 256u;
+#else  // Q4_0, Q8_0, F32, F16
+const uint TPB = 1u, BLOCK = 32u;
+#endif
+
+// 16 bytes at byte offset o (a multiple of 16 when W16 is set, else of 4).
+uvec4 load16(uint o) {
+    if (W16 != 0u) return wq4[o >> 4];
+    uint i = o >> 2;
+    return uvec4(wq[i], wq[i + 1u], wq[i + 2u], wq[i + 3u]);
+}
+
+// Four floats of x starting at element e (relative to x_off; a multiple of 4).
+vec4 xload4(uint e) {
+    if (X16 != 0u) return x4[(p.x_off + e) >> 2];
+    uint i = p.x_off + e;
+    return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+}
+
+// Bytes of a word as exact floats minus `bias`, through the exponent trick (see the top).
+const float MAGIC = 8388608.0;
+vec4 bytes_f(uint w, float bias) {
+    uvec4 b = (uvec4(w, w >> 8, w >> 16, w >> 24) & 0xffu) | 0x4B000000u;
+    return uintBitsToFloat(b) - (MAGIC + bias);
+}
+
+#if !defined(WTYPE_F32) && !defined(WTYPE_F16)
+// Element (relative to the row) of x that xv[i] of slice `part` of block `blk` starts at.
+uint slice_x(uint blk, uint part, uint i) {
+#if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
+    // Nibble chunk part (16 bytes) holds sub-block 2j (low nibbles) and 2j+1 (high nibbles),
+    // elements 16*(part&1) .. +15 of each.
+    return blk * 256u + 64u * (part >> 1) + 16u * (part & 1u) + 32u * (i >> 2) + 4u * (i & 3u);
+#elif defined(WTYPE_Q6_K)
+    // Half h = part/4, l in [l0, l0+8) with l0 = 8*(part&3); run k = i/2 is quarter k.
+    return blk * 256u + 128u * (part >> 2) + 8u * (part & 3u) + 32u * (i >> 1) + 4u * (i & 1u);
+#else
+    return blk * 32u + 4u * i;
+#endif
+}
+#endif
+
+#if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
+// Scale and min of sub-blocks 2j and 2j+1 (j = part/2) from the 12 scale bytes in words s.yzw
+// of the block header: 6-bit values, the upper four packed with their top bits in bytes 0-7.
+void k4_pair(uvec4 s, uint j, out vec2 sc, out vec2 mn) {
+    uint sh = 8u * ((2u * j) & 3u);
+    uint a = s.y >> sh, b = s.z >> sh, c = s.w >> sh;
+    if (j < 2u) {
+        sc = vec2(uvec2(a, a >> 8) & 63u);
+        mn = vec2(uvec2(b, b >> 8) & 63u);
+    } else {
+        sc = vec2((uvec2(c, c >> 8) & 0xfu) | (uvec2(a >> 2, a >> 10) & 0x30u));
+        mn = vec2((uvec2(c >> 4, c >> 12) & 0xfu) | (uvec2(b >> 2, b >> 10) & 0x30u));
+    }
+}
+#endif
+
+#if defined(WTYPE_Q4_K)
+float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
+    uint b = rb + blk * 144u;
+    uvec4 hd = load16(b);
+    uvec4 q = load16(b + 16u + 16u * part);
+    vec2 sc, mn;
+    k4_pair(hd, part >> 1, sc, mn);
+    float lo = 0.0, hi = 0.0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        lo += dot(bytes_f(q[i] & 0x0f0f0f0fu, 0.0), xv[i]);
+        hi += dot(bytes_f((q[i] >> 4) & 0x0f0f0f0fu, 0.0), xv[4u + i]);
+    }
+    vec2 dm = unpackHalf2x16(hd.x);
+    return dm.x * (sc.x * lo + sc.y * hi) - dm.y * dot(mn, xs);
+}
+#elif defined(WTYPE_Q5_K)
+float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
+    uint b = rb + blk * 176u;
+    uvec4 hd = load16(b);
+    uvec4 qh = load16(b + 16u + 16u * (part & 1u));  // fifth bits of elements l = 16*(part&1)..
+    uvec4 q = load16(b + 48u + 16u * part);
+    uint j = part >> 1;
+    vec2 sc, mn;
+    k4_pair(hd, j, sc, mn);
+    float lo = 0.0, hi = 0.0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        uint h0 = ((qh[i] >> (2u * j)) & 0x01010101u) << 4;
+        uint h1 = ((qh[i] >> (2u * j + 1u)) & 0x01010101u) << 4;
+        lo += dot(bytes_f((q[i] & 0x0f0f0f0fu) | h0, 0.0), xv[i]);
+        hi += dot(bytes_f(((q[i] >> 4) & 0x0f0f0f0fu) | h1, 0.0), xv[4u + i]);
+    }
+    vec2 dm = unpackHalf2x16(hd.x);
+    return dm.x * (sc.x * lo + sc.y * hi) - dm.y * dot(mn, xs);
+}
+#elif defined(WTYPE_Q6_K)
+float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
+    uint b = rb + blk * 210u;
+    uint h = part >> 2, l0 = 8u * (part & 3u);
+    uvec2 ql0 = load8_a2(b + 64u * h + l0);        // quarters 0 (low) and 2 (high nibbles)
+    uvec2 ql1 = load8_a2(b + 64u * h + 32u + l0);  // quarters 1 and 3
+    uvec2 qh = load8_a2(b + 128u + 32u * h + l0);  // two bits per quarter
+    uvec2 sw = load8_a2(b + 192u + 8u * h);        // scales 8h .. 8h+7
+    float d = w_f16(b + 208u);
+    uint ss = 8u * (l0 >> 4);  // scale 2k + l/16 of this half: byte ss/8 of each pair
+    float acc = 0.0;
+    [[unroll]] for (uint k = 0; k < 4u; ++k) {
+        uvec2 lq = (k & 1u) == 0u ? ql0 : ql1;
+        uint shl = (k >> 1) * 4u;
+        float s = 0.0;
+        [[unroll]] for (uint t = 0; t < 2u; ++t) {
+            uint v = ((lq[t] >> shl) & 0x0f0f0f0fu) | (((qh[t] >> (2u * k)) & 0x03030303u) << 4);
+            s += dot(bytes_f(v, 32.0), xv[2u * k + t]);
+        }
+        uint sbyte = ((k < 2u ? sw.x : sw.y) >> (16u * (k & 1u) + ss)) & 0xffu;
+        acc += float(int(sbyte << 24) >> 24) * s;
+    }
+    return d * acc;
+}
+#elif defined(WTYPE_Q8_0)
+float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
+    uint b = rb + blk * 34u;
+    uvec4 q0 = load16_a2(b + 2u), q1 = load16_a2(b + 18u);
+    float acc = 0.0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        // Signed bytes, flipped to unsigned (+128) and unbiased by the conversion.
+        acc += dot(bytes_f(q0[i] ^ 0x80808080u, 128.0), xv[i]);
+        acc += dot(bytes_f(q1[i] ^ 0x80808080u, 128.0), xv[4u + i]);
+    }
+    return w_f16(b) * acc;
+}
+#elif defined(WTYPE_Q4_0)
+float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
+    uint b = rb + blk * 18u;
+    uvec4 q = load16_a2(b + 2u);
+    float acc = 0.0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        acc += dot(bytes_f(q[i] & 0x0f0f0f0fu, 8.0), xv[i]);
+        acc += dot(bytes_f((q[i] >> 4) & 0x0f0f0f0fu, 8.0), xv[4u + i]);
+    }
+    return w_f16(b) * acc;
+}
+#endif
+
+// Per-thread (shared tree) or per-subgroup (SUBGROUP; at most WG subgroups) partial sums.
 shared float partial[ROWS][WG];
 
 void main() {
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
-    uint units = (p.ncols + 31u) / 32u;
-    for (uint r = 0; r < ROWS; ++r) {
-        // Rows past the end are computed on row nrows-1 (clamped, never read out of range) and
-        // not stored.
-        uint row = min(wg * ROWS + r, p.nrows - 1u);
-        float acc = 0.0;
-        for (uint u = tid; u < units; u += WG) {
-            vec4 v[8];
-            unit_values(row * p.row_bytes, u, p.ncols, v);
-            uint xb = p.x_off + u * 32u;
-            if (u * 32u + 32u <= p.ncols) {
-                for (uint i = 0; i < 8u; ++i)
-                    acc += dot(v[i], vec4(x[xb + 4u * i], x[xb + 4u * i + 1u], x[xb + 4u * i + 2u], x[xb + 4u * i + 3u]));
-            } else {  // the short tail of an F32/F16 row
-                for (uint e = 0; e < p.ncols - u * 32u; ++e) acc += v[e >> 2][e & 3u] * x[xb + e];
-            }
-        }
-        partial[r][tid] = acc;
+    uint row0 = wg * ROWS;
+    if (row0 >= p.nrows) return;  // a group of the grid's overshoot: the whole workgroup leaves
+
+    // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
+    uint rb[ROWS];
+    float acc[ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        rb[r] = min(row0 + r, p.nrows - 1u) * p.row_bytes;
+        acc[r] = 0.0;
     }
+
+#if defined(WTYPE_F32) || defined(WTYPE_F16)
+    uint units = (p.ncols + 31u) / 32u;
+    for (uint u = tid; u < units; u += WG) {
+        float xv[32];
+        [[unroll]] for (uint e = 0; e < 32u; ++e) {
+            uint c = u * 32u + e;
+            xv[e] = c < p.ncols ? x[p.x_off + c] : 0.0;
+        }
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            vec4 v[8];
+            unit_values(rb[r], u, p.ncols, v);
+            float s = 0.0;
+            // Values past ncols are clamped reads of the row; x is 0 there, but a non-finite
+            // weight times 0 would still poison the sum, so they are skipped.
+            [[unroll]] for (uint e = 0; e < 32u; ++e)
+                s += u * 32u + e < p.ncols ? v[e >> 2][e & 3u] * xv[e] : 0.0;
+            acc[r] += s;
+        }
+    }
+#else
+    uint slices = (p.ncols / BLOCK) * TPB;
+    for (uint s = tid; s < slices; s += WG) {
+        uint blk = s / TPB, part = s % TPB;
+        vec4 xv[8];
+        [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(slice_x(blk, part, i));
+        // Sums of x over the two 16-element runs (the Q4_K / Q5_K mins).
+        vec2 xs = vec2(dot(xv[0] + xv[1] + xv[2] + xv[3], vec4(1.0)),
+                       dot(xv[4] + xv[5] + xv[6] + xv[7], vec4(1.0)));
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r] += slice_dot(rb[r], blk, part, xv, xs);
+    }
+#endif
+
+#if defined(SUBGROUP)
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        float v = subgroupAdd(acc[r]);
+        if (subgroupElect()) partial[r][gl_SubgroupID] = v;
+    }
+    barrier();
+    if (tid < ROWS) {
+        float v = 0.0;
+        for (uint i = 0; i < gl_NumSubgroups; ++i) v += partial[tid][i];
+        uint row = row0 + tid;
+        if (row < p.nrows) {
+            if (p.mode == 1u) v += y[p.y_off + row];
+            y[p.y_off + row] = v;
+        }
+    }
+#else
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) partial[r][tid] = acc[r];
     barrier();
     for (uint s = WG / 2u; s > 0u; s >>= 1) {
         if (tid < s) {
@@ -55,11 +277,12 @@ void main() {
         barrier();
     }
     if (tid < ROWS) {
-        uint row = wg * ROWS + tid;
+        uint row = row0 + tid;
         if (row < p.nrows) {
             float v = partial[tid][0];
             if (p.mode == 1u) v += y[p.y_off + row];
             y[p.y_off + row] = v;
         }
     }
+#endif
 }

@@ -1,0 +1,131 @@
+// Bandwidth report of the decode GEMV (Kernels::gemv) on decode-sized matrices: skipped unless
+// DELTALLM_VK_SPEED=1, as it is meant for a real GPU. It prints the weight bytes streamed per
+// second for each shape and still checks every output row of the last run against a CPU
+// reference, so a fast but wrong kernel fails.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "core/env.h"
+#include "quant/quant.h"
+#include "vk_test.h"
+
+namespace dl::vk {
+namespace {
+
+struct SpeedCase {
+    QType type;
+    uint32_t rows, cols;
+};
+
+// One shape: weights made of `kDistinct` quantized rows tiled over all rows (quantizing a
+// quarter-billion weights on the CPU would take minutes), copied enough times that successive
+// runs cannot be served from the GPU's last-level cache, as in decode where every weight is read
+// once per token.
+void report(Device& dev, Kernels& K, const SpeedCase& c) {
+    constexpr uint32_t kDistinct = 64;
+    const Features& f = dev.features();
+    const uint64_t rb = row_size(c.type, c.cols), bytes = rb * c.rows;
+    const std::string what =
+        fmt::format("{} {} rows x {} cols", qtype_name(c.type), c.rows, c.cols);
+    if (bytes + 4 > f.max_storage_buffer_range) {
+        fmt::print("GEMV {}: skipped, {} MB is over the device's storage buffer range\n", what,
+                   bytes >> 20);
+        return;
+    }
+
+    std::mt19937 rng(c.rows ^ c.cols);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> wf((size_t)kDistinct * c.cols), x(c.cols);
+    for (float& v : wf) v = nd(rng);
+    for (float& v : x) v = nd(rng);
+    std::vector<uint8_t> wq(rb * kDistinct);
+    std::vector<float> deq(wf.size());
+    for (uint32_t r = 0; r < kDistinct; ++r) {
+        quant::quantize(c.type, wf.data() + (size_t)r * c.cols, wq.data() + r * rb, c.cols);
+        quant::dequantize(c.type, wq.data() + r * rb, deq.data() + (size_t)r * c.cols, c.cols);
+    }
+    std::vector<double> ref(kDistinct), mag(kDistinct);
+    for (uint32_t r = 0; r < kDistinct; ++r)
+        for (uint32_t i = 0; i < c.cols; ++i) {
+            ref[r] += (double)deq[(size_t)r * c.cols + i] * x[i];
+            mag[r] += std::fabs((double)deq[(size_t)r * c.cols + i] * x[i]);
+        }
+
+    // A CPU device gets one copy and a few runs: the point there is only that the code runs.
+    const uint64_t kPastCache = 512ull << 20;
+    const uint32_t copies = f.cpu ? 1 : (uint32_t)std::clamp<uint64_t>(kPastCache / bytes, 1, 64);
+    const uint32_t runs = f.cpu ? 2 : 200;
+    std::vector<uint8_t> tiled((bytes + 3) / 4 * 4 + 4, 0);
+    for (uint32_t r = 0; r < c.rows; ++r)
+        std::copy_n(wq.data() + (r % kDistinct) * rb, rb, tiled.data() + r * rb);
+    std::vector<Buffer> w;
+    for (uint32_t i = 0; i < copies; ++i) {
+        w.push_back(dev.create_buffer(tiled.size(), MemoryKind::device));
+        dev.upload(w.back(), 0, tiled.data(), tiled.size());
+    }
+    Buffer xb = test::to_device(dev, x);
+    Buffer y = test::poisoned(dev, c.rows);
+
+    // Each run follows a barrier, as every GEMV of the token command does.
+    CommandList cl(dev);
+    cl.enable_timestamps(1);
+    cl.begin(true);
+    for (uint32_t i = 0; i < runs; ++i) {
+        K.gemv(cl, c.type, view(w[i % copies]), c.rows, c.cols, view(xb), 0, view(y), 0, false);
+        cl.barrier();
+    }
+    cl.mark("gemv");
+    cl.end();
+    double best_ms = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+        auto t0 = std::chrono::steady_clock::now();
+        cl.submit_and_wait();
+        double wall =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        auto ts = cl.times();
+        best_ms = std::min(best_ms, ts.empty() ? wall : ts[0].second);
+    }
+    double us = best_ms * 1e3 / runs;
+    fmt::print("GEMV {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s ({} copies, {} runs{})\n", what,
+               bytes / 1e6, us, bytes / (us * 1e3), copies, runs, f.cpu ? ", CPU device" : "");
+
+    auto out = test::from_device<float>(dev, y, c.rows);
+    for (uint32_t r = 0; r < c.rows; ++r)
+        ASSERT_NEAR(out[r], ref[r % kDistinct], 1e-5 * mag[r % kDistinct] + 1e-5)
+            << what << " row " << r;
+}
+
+TEST(GemvSpeed, Report) {
+    if (!env::get_bool("DELTALLM_VK_SPEED")) GTEST_SKIP() << "set DELTALLM_VK_SPEED=1 to run";
+    // The shared test device checks bounds on every access (robustBufferAccess), which a real
+    // run does not: time on a device of our own, opened as the driver opens it.
+    auto& E = test::env();  // also points the loader at lavapipe when no driver is named
+    if (!E.dev) GTEST_SKIP() << "no Vulkan device: " << E.decline;
+    DeviceOptions o = DeviceOptions::from_env();
+    o.robust = false;
+    o.pipeline_cache_dir = "";
+    auto d = Device::open(o);
+    ASSERT_TRUE(d) << d.reason();
+    Device& dev = **d;
+    Pipelines pipes(dev);
+    Kernels K(dev, pipes);
+    const Features& f = dev.features();
+    fmt::print("device {}: subgroup {} (arithmetic {}), timestamps {}\n", f.name, f.subgroup_size,
+               f.subgroup_arithmetic ? "yes" : "no", f.timestamps ? "yes" : "no");
+    // Qwen3.5-9B FFN gate/up and down, a 248k-vocabulary output head, a 0.8B-sized FFN in Q8_0.
+    for (const SpeedCase& c :
+         {SpeedCase{QType::Q4_K, 12288, 4096}, SpeedCase{QType::Q4_K, 4096, 12288},
+          SpeedCase{QType::Q6_K, 248320, 4096}, SpeedCase{QType::Q8_0, 3584, 1024}}) {
+        report(dev, K, c);
+        if (HasFatalFailure()) return;
+    }
+}
+
+}  // namespace
+}  // namespace dl::vk
