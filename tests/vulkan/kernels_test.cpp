@@ -110,6 +110,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // One block a row, several rows a workgroup with a short last group.
                       GemvCase{QType::Q4_0, 6, 32}, GemvCase{QType::Q8_0, 3, 32},
                       GemvCase{QType::Q5_K, 7, 256}, GemvCase{QType::F16, 2, 1},
+                      // Aligned F32 / F16 rows: vector loads, then a short last unit.
+                      GemvCase{QType::F16, 3, 200}, GemvCase{QType::F32, 4, 100},
                       // Big shapes: many workgroups, several passes of the workgroup over a row.
                       GemvCase{QType::Q4_K, 4096, 1024}, GemvCase{QType::Q4_K, 21, 12288},
                       GemvCase{QType::Q6_K, 9, 12288}, GemvCase{QType::Q8_0, 5, 12288},
@@ -161,6 +163,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvModule,
                                            GemvShape{QType::Q8_0, 11, 96, 32, 4, 0, false},
                                            GemvShape{QType::Q4_0, 9, 160, 128, 2, 0, false},
                                            GemvShape{QType::F16, 5, 77, 32, 3, 0, false},
+                                           GemvShape{QType::F16, 6, 136, 32, 4, 0, false},
                                            GemvShape{QType::F32, 7, 45, 64, 4, 0, true}),
                          [](const auto& info) {
                              const GemvShape& s = info.param;

@@ -22,8 +22,8 @@
 //  - The per-row sums are combined with subgroupAdd when the SUBGROUP variant is built and the
 //    device has subgroup arithmetic (no subgroup size is assumed: partials are indexed by
 //    gl_SubgroupID), else by a shared-memory tree.
-//  - F32 / F16 matrices (rare, small, any column count) go through unit_values() one 32-element
-//    unit per slice, with the ragged tail guarded.
+//  - F32 / F16 rows are cut into 32-element units, read as uvec4s when the rows start aligned;
+//    a short last unit and rows of odd byte length go through unit_values(), tail guarded.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -203,6 +203,26 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
 }
 #endif
 
+#if defined(WTYPE_F32)
+// Unit u (32 floats) of a row whose start is aligned for load16.
+float unit_dot(uint rb, uint u, vec4 xv[8]) {
+    float acc = 0.0;
+    [[unroll]] for (uint i = 0; i < 8u; ++i)
+        acc += dot(uintBitsToFloat(load16(rb + 128u * u + 16u * i)), xv[i]);
+    return acc;
+}
+#elif defined(WTYPE_F16)
+float unit_dot(uint rb, uint u, vec4 xv[8]) {
+    float acc = 0.0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        uvec4 w = load16(rb + 64u * u + 16u * i);
+        acc += dot(vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)), xv[2u * i]);
+        acc += dot(vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w)), xv[2u * i + 1u]);
+    }
+    return acc;
+}
+#endif
+
 // Per-thread (shared tree) or per-subgroup (SUBGROUP; at most WG subgroups) partial sums.
 shared float partial[ROWS][WG];
 
@@ -222,7 +242,17 @@ void main() {
 
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
     uint units = (p.ncols + 31u) / 32u;
+    // Whole units of rows that start aligned are read as 16-byte vectors; a short last unit and
+    // rows of odd byte lengths go through unit_values().
+    bool vec_rows = (p.row_bytes & (W16 != 0u ? 15u : 3u)) == 0u;
+    uint whole = vec_rows ? p.ncols / 32u : 0u;
     for (uint u = tid; u < units; u += WG) {
+        if (u < whole) {
+            vec4 xv[8];
+            [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(u * 32u + 4u * i);
+            [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r] += unit_dot(rb[r], u, xv);
+            continue;
+        }
         float xv[32];
         [[unroll]] for (uint e = 0; e < 32u; ++e) {
             uint c = u * 32u + e;
