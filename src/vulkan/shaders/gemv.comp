@@ -17,7 +17,7 @@
 //    leave most threads idle.
 //  - Bytes become floats through the exponent trick (0x4B000000 | q is the float 2^23 + q, exact),
 //    one OR and one subtraction that also absorbs the format's offset (-8, -32, -128), instead of
-//    int-to-float conversions that run at a quarter of the FMA rate on most GPUs. Q4_K / Q5_K mins
+//    int-to-float conversions, which NVIDIA GPUs run at a quarter of the FMA rate. Q4_K / Q5_K mins
 //    are applied once per sub-block through the sum of its x values (shared by all ROWS rows).
 //  - The per-row sums are combined with subgroupAdd when the SUBGROUP variant is built and the
 //    device has subgroup arithmetic (no subgroup size is assumed: partials are indexed by
@@ -57,11 +57,7 @@ layout(push_constant) uniform Push {
 #include "blocks.glsl"
 
 // Slices of 32 weights per block (TPB) and block geometry.
-#if defined(WTYPE_Q4_K)
-const uint TPB = 8u, BLOCK = 256u;
-#elif defined(WTYPE_Q5_K)
-const uint TPB = 8u, BLOCK = 256u;
-#elif defined(WTYPE_Q6_K)
+#if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K)
 const uint TPB = 8u, BLOCK = 256u;
 #else  // Q4_0, Q8_0, F32, F16
 const uint TPB = 1u, BLOCK = 32u;
