@@ -22,46 +22,6 @@ namespace {
 
 constexpr uint32_t kParamAlign = 64;  // floats: 256-byte aligned parameter tensors
 
-// Offsets (in floats) of the activations of one token inside the session's act buffer.
-struct ActLayout {
-    uint32_t h = 0, xn = 0;                               // residual stream, normed input
-    uint32_t qkv = 0, z = 0, beta = 0, alpha = 0, y = 0;  // DeltaNet
-    uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;          // attention
-    uint32_t gate = 0, up = 0, ffn = 0;                   // FFN
-    uint32_t total = 0;
-};
-
-ActLayout act_layout(const Hparams& hp) {
-    ActLayout a;
-    uint32_t E = (uint32_t)hp.n_embd;
-    a.h = 0;
-    a.xn = E;
-    uint32_t base = 2 * E;
-    uint32_t end = base;
-    if (hp.ssm_n_v_heads > 0) {
-        a.qkv = base;
-        a.z = a.qkv + (uint32_t)hp.conv_dim();
-        a.beta = a.z + (uint32_t)hp.ssm_d_inner;
-        a.alpha = a.beta + (uint32_t)hp.ssm_n_v_heads;
-        a.y = a.alpha + (uint32_t)hp.ssm_n_v_heads;
-        end = std::max(end, a.y + (uint32_t)hp.ssm_d_inner);
-    }
-    uint32_t hd = (uint32_t)hp.head_dim;
-    uint32_t qw = (uint32_t)hp.n_head * hd * (hp.arch == Arch::qwen35 ? 2 : 1);
-    a.q = base;
-    a.k = a.q + qw;
-    a.v = a.k + (uint32_t)hp.n_head_kv * hd;
-    a.qo = a.v + (uint32_t)hp.n_head_kv * hd;
-    a.o = a.qo + (uint32_t)hp.n_head * hd;
-    end = std::max(end, a.o + (uint32_t)hp.n_head * hd);
-    a.gate = base;
-    a.up = a.gate + (uint32_t)hp.n_ff;
-    a.ffn = a.up + (uint32_t)hp.n_ff;
-    end = std::max(end, a.ffn + (uint32_t)hp.n_ff);
-    a.total = end;
-    return a;
-}
-
 }  // namespace
 
 struct ResidentDriver::Weights {
@@ -71,6 +31,9 @@ struct ResidentDriver::Weights {
     uint32_t freq_off = 0;
     std::unique_ptr<Pipelines> pipes;
     std::unique_ptr<Kernels> kernels;
+    // Prefill window scratch, shared by the sessions (prefill runs one window at a time):
+    // activations of plan.window rows, their token ids, and every row's logits when asked.
+    Buffer win_act, win_ids, win_logits;
 
     View matrix(const Plan& p, const Tensor* t) const {
         const Placement* pl = p.find(t);
@@ -89,6 +52,8 @@ struct ResidentDriver::Session : SessionState {
     std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
     std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
     std::unique_ptr<CommandList> token_cmd;
+    // Prefill window commands, by (rows, all logits): recorded on first use, replayed after.
+    std::map<std::pair<uint32_t, bool>, std::unique_ptr<CommandList>> window_cmds;
 };
 
 Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<const Model> model,
@@ -133,6 +98,11 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     D.upload(w->params, 0, params.data(), params.size() * 4);
     w->pipes = std::make_unique<Pipelines>(D);
     w->kernels = std::make_unique<Kernels>(D, *w->pipes);
+    if (P.window > 0) {
+        w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
+                                     MemoryKind::device);
+        w->win_ids = D.create_buffer((uint64_t)P.window * 4, MemoryKind::host_fast);
+    }
     d->w_ = std::move(w);
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
@@ -144,19 +114,11 @@ std::string ResidentDriver::name() const {
     return dev_->name();
 }
 
-std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
-    const Hparams& hp = model_->hp;
-    Device& D = *dev_;
-    Kernels& K = *w_->kernels;
-    const Weights& W = *w_;
-    auto s = std::make_unique<Session>();
-    s->n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : plan_.n_ctx, plan_.n_ctx);
-    const ActLayout A = act_layout(hp);
-    s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);
-    s->logits = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::host);
-    s->tok = D.create_buffer(256, MemoryKind::host_fast);
-    std::memset(s->tok.mapped(), 0, 256);
+namespace {
 
+// The kernel arguments of one layer for an activation layout (token or window).
+Kernels::Attention attention_args(const Hparams& hp, const ActLayout& A, uint32_t freq_off,
+                                  uint32_t n_ctx) {
     const uint32_t hd = (uint32_t)hp.head_dim;
     const bool gated = hp.arch == Arch::qwen35;
     Kernels::Attention at{};
@@ -164,7 +126,7 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     at.n_kv = (uint32_t)hp.n_head_kv;
     at.head_dim = hd;
     at.n_rot = (uint32_t)hp.rope_dims;
-    at.n_ctx = (uint32_t)s->n_ctx;
+    at.n_ctx = n_ctx;
     at.q_off = A.q;
     at.q_stride = gated ? 2 * hd : hd;
     at.k_off = A.k;
@@ -173,9 +135,51 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     at.o_off = A.o;
     at.gate_off = gated ? A.q + hd : Kernels::kNone;
     at.gate_stride = 2 * hd;
-    at.freq_off = W.freq_off;
+    at.q_norm_off = Kernels::kNone;
+    at.k_norm_off = Kernels::kNone;
+    at.freq_off = freq_off;
     at.eps = hp.rms_eps;
     at.interleaved = hp.arch == Arch::llama;
+    return at;
+}
+
+}  // namespace
+
+Kernels::DeltaNetStep ResidentDriver::deltanet_args(const ActLayout& A, const Layer& L) const {
+    const Hparams& hp = model_->hp;
+    const Weights& W = *w_;
+    return Kernels::DeltaNetStep{(uint32_t)hp.ssm_n_k_heads,
+                                 (uint32_t)hp.ssm_n_v_heads,
+                                 (uint32_t)hp.ssm_d_state,
+                                 (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads),
+                                 (uint32_t)hp.ssm_conv_kernel,
+                                 A.qkv,
+                                 A.z,
+                                 A.beta,
+                                 A.alpha,
+                                 A.y,
+                                 W.param(L.ssm_conv1d),
+                                 W.param(L.ssm_dt_bias),
+                                 W.param(L.ssm_a),
+                                 W.param(L.ssm_norm),
+                                 hp.rms_eps};
+}
+
+std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
+    const Hparams& hp = model_->hp;
+    Device& D = *dev_;
+    Kernels& K = *w_->kernels;
+    const Weights& W = *w_;
+    auto s = std::make_unique<Session>();
+    s->n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : plan_.n_ctx, plan_.n_ctx);
+    const ActLayout A = act_layout(hp, 1);
+    s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);
+    s->logits = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::host);
+    s->tok = D.create_buffer(256, MemoryKind::host_fast);
+    std::memset(s->tok.mapped(), 0, 256);
+
+    const uint32_t hd = (uint32_t)hp.head_dim;
+    const Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
     s->partials = D.create_buffer(std::max<uint64_t>(Kernels::attention_partials(at) * 4, 16),
                                   MemoryKind::device);
 
@@ -227,22 +231,8 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
             gemv(L.ssm_beta, A.xn, act, A.beta, false);
             gemv(L.ssm_alpha, A.xn, act, A.alpha, false);
             cl.barrier();
-            Kernels::DeltaNetStep g{(uint32_t)hp.ssm_n_k_heads,
-                                    (uint32_t)hp.ssm_n_v_heads,
-                                    (uint32_t)hp.ssm_d_state,
-                                    d_v,
-                                    (uint32_t)hp.ssm_conv_kernel,
-                                    A.qkv,
-                                    A.z,
-                                    A.beta,
-                                    A.alpha,
-                                    A.y,
-                                    W.param(L.ssm_conv1d),
-                                    W.param(L.ssm_dt_bias),
-                                    W.param(L.ssm_a),
-                                    W.param(L.ssm_norm),
-                                    hp.rms_eps};
-            K.deltanet_step(cl, g, act, prm, view(s->ring[il]), view(s->state[il]), tok);
+            K.deltanet_step(cl, deltanet_args(A, L), act, prm, view(s->ring[il]),
+                            view(s->state[il]), tok);
             cl.barrier();
             gemv(L.ssm_out, A.y, act, A.h, true);
         } else {
@@ -278,6 +268,93 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     return s;
 }
 
+// The command of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in
+// the window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs
+// and the row kernels of attention and DeltaNet. Logits of the last row go to the session's
+// logits buffer, or of every row to the window logits buffer when `all`.
+CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
+    auto key = std::make_pair(m, all);
+    auto it = s.window_cmds.find(key);
+    if (it != s.window_cmds.end()) return *it->second;
+    const Hparams& hp = model_->hp;
+    Kernels& K = *w_->kernels;
+    Weights& W = *w_;
+    const Variant var = plan_.variant;
+    const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
+    const uint32_t E = (uint32_t)hp.n_embd;
+    auto cmd = std::make_unique<CommandList>(*dev_);
+    CommandList& cl = *cmd;
+    const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
+    auto gemm = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
+        K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
+               x_off, y, y_off, m, acc);
+    };
+    auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off, uint32_t rows) {
+        K.rms_norm(cl, view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4), act,
+                   x_off, E, act, y_off, E, E, rows, hp.rms_eps);
+    };
+    Kernels::AttentionRows ar{attention_args(hp, A, W.freq_off, (uint32_t)s.n_ctx), 0, 0, 0, 0};
+    ar.q_row = (uint32_t)hp.n_head * ar.a.q_stride;
+    ar.kv_row = (uint32_t)(hp.n_head_kv * hp.head_dim);
+    ar.o_row = (uint32_t)(hp.n_head * hp.head_dim);
+    ar.gate_row = ar.q_row;
+
+    cl.begin(true);
+    K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
+               (uint32_t)model_->tok_embd->rows(), E, view(W.win_ids), 0, act, A.h, m);
+    cl.barrier();
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        const Layer& L = model_->layers[il];
+        norm(L.attn_norm, A.h, A.xn, m);
+        cl.barrier();
+        if (hp.is_recurrent(il)) {
+            gemm(L.ssm_qkv, A.xn, act, A.qkv, false);
+            gemm(L.ssm_z, A.xn, act, A.z, false);
+            gemm(L.ssm_beta, A.xn, act, A.beta, false);
+            gemm(L.ssm_alpha, A.xn, act, A.alpha, false);
+            cl.barrier();
+            K.deltanet_rows(cl, deltanet_args(A, L), act, prm, view(s.ring[il]), view(s.state[il]),
+                            tok, m);
+            cl.barrier();
+            gemm(L.ssm_out, A.y, act, A.h, true);
+        } else {
+            gemm(L.wq, A.xn, act, A.q, false);
+            gemm(L.wk, A.xn, act, A.k, false);
+            gemm(L.wv, A.xn, act, A.v, false);
+            cl.barrier();
+            Kernels::AttentionRows a = ar;
+            a.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
+            a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+            K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m);
+            cl.barrier();
+            gemm(L.wo, A.o, act, A.h, true);
+        }
+        cl.barrier();
+        norm(L.ffn_norm, A.h, A.xn, m);
+        cl.barrier();
+        gemm(L.ffn_gate, A.xn, act, A.gate, false);
+        gemm(L.ffn_up, A.xn, act, A.up, false);
+        cl.barrier();
+        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
+        cl.barrier();
+        gemm(L.ffn_down, A.ffn, act, A.h, true);
+        cl.barrier();
+    }
+    const Tensor* head = model_->output;
+    if (all) {
+        norm(model_->output_norm, A.h, A.xn, m);
+        cl.barrier();
+        gemm(head, A.xn, view(W.win_logits), 0, false);
+    } else {
+        norm(model_->output_norm, A.h + (m - 1) * E, A.xn, 1);
+        cl.barrier();
+        K.gemv(cl, head->type, W.matrix(plan_, head), (uint32_t)head->rows(),
+               (uint32_t)head->cols(), act, A.xn, view(s.logits), 0, false);
+    }
+    cl.end();
+    return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
+}
+
 void ResidentDriver::run_token(Session& s, int32_t token) {
     if (s.n_past >= s.n_ctx) fail("the session is full ({} tokens)", s.n_ctx);
     if (token < 0 || token >= model_->hp.n_vocab)
@@ -308,15 +385,42 @@ void ResidentDriver::prefill(SessionState& st, std::span<const int32_t> tokens, 
     if (s.n_past + (int64_t)tokens.size() > s.n_ctx)
         fail("the prompt of {} tokens does not fit the session ({} of {} used)", tokens.size(),
              s.n_past, s.n_ctx);
-    const size_t V = (size_t)model_->hp.n_vocab;
+    const int32_t n_vocab = model_->hp.n_vocab;
+    for (int32_t t : tokens)
+        if (t < 0 || t >= n_vocab) fail("token id {} is outside the vocabulary of {}", t, n_vocab);
+    const size_t V = (size_t)n_vocab;
+    const bool all = rows == LogitsRows::all;
     logits.clear();
-    for (size_t i = 0; i < tokens.size(); ++i) {
-        run_token(s, tokens[i]);
-        if (rows == LogitsRows::all || i + 1 == tokens.size()) {
-            size_t at = logits.size();
-            logits.resize(at + V);
-            std::memcpy(logits.data() + at, s.logits.mapped(), V * 4);
+    if (plan_.window == 0) {  // no window kernels on this device: replay the token command
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            run_token(s, tokens[i]);
+            if (all || i + 1 == tokens.size()) {
+                size_t at = logits.size();
+                logits.resize(at + V);
+                std::memcpy(logits.data() + at, s.logits.mapped(), V * 4);
+            }
         }
+        return;
+    }
+    Weights& W = *w_;
+    const size_t window = (size_t)plan_.window;
+    if (all && !W.win_logits)
+        W.win_logits = dev_->create_buffer((uint64_t)window * V * 4, MemoryKind::host);
+    for (size_t start = 0; start < tokens.size(); start += window) {
+        const uint32_t m = (uint32_t)std::min(window, tokens.size() - start);
+        std::memcpy(W.win_ids.mapped(), tokens.data() + start, (size_t)m * 4);
+        static_cast<uint32_t*>(s.tok.mapped())[0] = (uint32_t)s.n_past;
+        window_command(s, m, all).submit_and_wait();
+        s.n_past += m;
+        if (all) {
+            size_t at = logits.size();
+            logits.resize(at + (size_t)m * V);
+            std::memcpy(logits.data() + at, W.win_logits.mapped(), (size_t)m * V * 4);
+        }
+    }
+    if (!all && !tokens.empty()) {
+        logits.resize(V);
+        std::memcpy(logits.data(), s.logits.mapped(), V * 4);
     }
 }
 

@@ -2,8 +2,8 @@
 // device. Weights are uploaded once in their GGUF block formats (per the residency plan);
 // each session records its decode *token command* once — embedding, every layer, the head and
 // argmax — and replays it per token, reading the position and token id from a small
-// host-visible buffer. Prefill currently replays the token command row by row (windows with GEMM
-// tiles come next).
+// host-visible buffer. Prefill runs in windows of plan.window rows, one recorded command per
+// window size: GEMM tiles over the native blocks, attention and the DeltaNet scan over the rows.
 #pragma once
 
 #include <memory>
@@ -12,6 +12,7 @@
 #include "engine/executor.h"
 #include "model/model.h"
 #include "vulkan/device.h"
+#include "vulkan/kernels.h"
 #include "vulkan/plan.h"
 
 namespace dl::vk {
@@ -47,6 +48,8 @@ class ResidentDriver final : public Executor {
   private:
     ResidentDriver() = default;
     void run_token(Session& s, int32_t token);
+    CommandList& window_command(Session& s, uint32_t m, bool all);
+    Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
     std::shared_ptr<const Model> model_;
     std::unique_ptr<Device> dev_;

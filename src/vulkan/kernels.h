@@ -76,6 +76,36 @@ class Kernels {
     bool matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m, uint32_t n,
                     uint32_t k);
 
+    // ---- Prefill windows (kernels_window.cpp): the same operations over n rows at once. Rows
+    // of one quantity are contiguous in act (row stride = the quantity's width).
+
+    // Whether gemm() can run weights of type t on this device with variant v (the tiles need
+    // 32 KiB of shared memory; the cooperative-matrix tiles also F16 arithmetic, the 16×16×16
+    // shape and a fixed subgroup size). The scalar tiles are the fallback for any variant.
+    static std::optional<Decline> gemm_supported(const Features& f, QType t);
+    static bool gemm_uses_coopmat(const Features& f, Variant v);
+    // Y[m][n] (=|+=) Σ_k W[n][k] · X[m][k] for m < n_rows: X rows at x_off (stride cols), Y rows
+    // at y_off (stride rows); W is rows × cols of type t in its native blocks.
+    void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
+              uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows, bool accumulate);
+    // Attention for n rows at positions tok[0] .. tok[0]+n-1: prep (norms, rope, KV store of
+    // every row) then causal attention of every row over the cache with the gated epilogue.
+    // Row strides: q_row for the q projection (gate included), kv_row for k and v, o_row for
+    // the output; the prepared queries go to qo_off as [n][n_head][head_dim].
+    struct AttentionRows {
+        Attention a;
+        uint32_t q_row, kv_row, o_row, gate_row;
+    };
+    void attention_rows(CommandList& cl, const AttentionRows& a, View act, View params,
+                        View k_cache, View v_cache, View tok, uint32_t n);
+    // A Gated DeltaNet layer over n rows at positions tok[0] ..: conv (carried in the ring),
+    // q/k L2 norms and gates, the delta rule with the state in registers, the gated RMSNorm.
+    // Offsets as in DeltaNetStep, each now the start of n rows of its quantity.
+    static std::optional<Decline> deltanet_rows_supported(const Features& f, uint32_t d_k,
+                                                          uint32_t d_v, uint32_t conv_kernel);
+    void deltanet_rows(CommandList& cl, const DeltaNetStep& a, View act, View params, View ring,
+                       View state, View tok, uint32_t n);
+
   private:
     uint32_t wg_size(uint32_t want) const;
     Device& dev_;

@@ -25,6 +25,38 @@ std::string gib(uint64_t b) {
 
 }  // namespace
 
+ActLayout act_layout(const Hparams& hp, uint32_t rows) {
+    ActLayout a;
+    const uint32_t E = (uint32_t)hp.n_embd;
+    a.h = 0;
+    a.xn = E * rows;
+    const uint32_t base = 2 * E * rows;
+    uint32_t end = base;
+    if (hp.ssm_n_v_heads > 0) {
+        a.qkv = base;
+        a.z = a.qkv + (uint32_t)hp.conv_dim() * rows;
+        a.beta = a.z + (uint32_t)hp.ssm_d_inner * rows;
+        a.alpha = a.beta + (uint32_t)hp.ssm_n_v_heads * rows;
+        a.y = a.alpha + (uint32_t)hp.ssm_n_v_heads * rows;
+        end = std::max(end, a.y + (uint32_t)hp.ssm_d_inner * rows);
+    }
+    const uint32_t hd = (uint32_t)hp.head_dim;
+    const uint32_t qw = (uint32_t)hp.n_head * hd * (hp.arch == Arch::qwen35 ? 2 : 1);
+    const uint32_t kvw = (uint32_t)hp.n_head_kv * hd, ow = (uint32_t)hp.n_head * hd;
+    a.q = base;
+    a.k = a.q + qw * rows;
+    a.v = a.k + kvw * rows;
+    a.qo = a.v + kvw * rows;
+    a.o = a.qo + ow * rows;
+    end = std::max(end, a.o + ow * rows);
+    a.gate = base;
+    a.up = a.gate + (uint32_t)hp.n_ff * rows;
+    a.ffn = a.up + (uint32_t)hp.n_ff * rows;
+    end = std::max(end, a.ffn + (uint32_t)hp.n_ff * rows);
+    a.total = end;
+    return a;
+}
+
 const Placement* Plan::find(const Tensor* t) const {
     for (const Placement& p : matrices)
         if (p.tensor == t) return &p;
@@ -35,10 +67,12 @@ std::string Plan::describe() const {
     return fmt::format(
         "weights {} in {} slab{}, parameters {}, KV cache {} ({} tokens), recurrent state {}, "
         "scratch {}: "
-        "total {} of {} budget; kernels {}",
+        "total {} of {} budget; kernels {}; {}",
         gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes),
         gib(kv_bytes), n_ctx, gib(recurrent_bytes), gib(scratch_bytes), gib(total()),
-        gib(budget_bytes), variant_name(variant));
+        gib(budget_bytes), variant_name(variant),
+        window > 0 ? fmt::format("prefill in windows of {} rows", window)
+                   : "prefill token by token: " + window_decline);
 }
 
 Result<Plan> plan(const Model& model, const Features& f, Variant variant, const PlanOptions& opts) {
@@ -146,6 +180,23 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         std::max<uint64_t>({(uint64_t)hp.n_embd, (uint64_t)hp.n_ff,
                             (uint64_t)hp.n_head * hp.head_dim * 2, (uint64_t)hp.conv_dim()});
     uint64_t scratch = 8 * widest * 4 + (uint64_t)hp.n_vocab * 4;
+
+    // Prefill windows: every matrix needs a GEMM tile kernel, the DeltaNet layers the windowed
+    // scan. Otherwise prefill replays the token command (slower, still right).
+    p.window = std::max<int64_t>(opts.window, 0);
+    auto no_window = [&](std::string why) {
+        if (p.window > 0) p.window_decline = std::move(why);
+        p.window = 0;
+    };
+    if (p.window == 0) p.window_decline = "windows are turned off";
+    for (const auto& [what, t] : mats)
+        if (auto d = Kernels::gemm_supported(f, t->type)) no_window(what + ": " + d->reason);
+    if (n_gdn > 0)
+        if (auto d = Kernels::deltanet_rows_supported(f, (uint32_t)hp.ssm_d_state,
+                                                      (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads),
+                                                      (uint32_t)hp.ssm_conv_kernel))
+            no_window(d->reason);
+    if (p.window > 0) scratch += (uint64_t)act_layout(hp, (uint32_t)p.window).total * 4;
 
     const uint64_t budget =
         opts.budget_bytes ? opts.budget_bytes : (uint64_t)(f.device_local_bytes * 0.9);

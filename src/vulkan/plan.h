@@ -21,7 +21,21 @@ struct PlanOptions {
     uint64_t budget_bytes = 0;
     // When the requested context does not fit, plan the largest that does (else decline).
     bool shrink_context = true;
+    // Rows of a prefill window (one command buffer per window).
+    int64_t window = 512;
 };
+
+// Offsets (in floats) of the activations inside a session's activation buffer, for `rows` rows
+// at once (1: the decode token; the window size: prefill). Each quantity holds `rows` contiguous
+// rows of its own width, so its row stride is its width.
+struct ActLayout {
+    uint32_t h = 0, xn = 0;                               // residual stream, normed input
+    uint32_t qkv = 0, z = 0, beta = 0, alpha = 0, y = 0;  // DeltaNet
+    uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;          // attention
+    uint32_t gate = 0, up = 0, ffn = 0;                   // FFN
+    uint32_t total = 0;
+};
+ActLayout act_layout(const Hparams& hp, uint32_t rows);
 
 // Where one weight matrix lives: slab index and byte offset (aligned for a storage binding).
 struct Placement {
@@ -34,13 +48,16 @@ struct Placement {
 struct Plan {
     Variant variant = Variant::scalar;
     int64_t n_ctx = 0;
+    // Prefill window rows; 0 when prefill must replay the token command (window_decline says why).
+    int64_t window = 0;
+    std::string window_decline;
     std::vector<uint64_t> slabs;      // sizes of the weight slabs
     std::vector<Placement> matrices;  // every matrix the trunk and the head read
     uint64_t weight_bytes = 0;        // sum of the slabs
     uint64_t param_bytes = 0;         // F32 per-channel parameters
     uint64_t kv_bytes = 0;            // F16 K and V rows for n_ctx tokens, all attention layers
     uint64_t recurrent_bytes = 0;     // DeltaNet state S and conv ring, all GDN layers
-    uint64_t scratch_bytes = 0;       // activations, logits, attention partials
+    uint64_t scratch_bytes = 0;       // activations (token and window), logits, attention partials
     uint64_t budget_bytes = 0;
     uint64_t total() const {
         return weight_bytes + param_bytes + kv_bytes + recurrent_bytes + scratch_bytes;

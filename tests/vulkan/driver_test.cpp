@@ -85,9 +85,12 @@ TEST(VulkanDriver, Qwen35Q8DecodeStaysClose) {
 TEST(VulkanDriver, GreedyTokenAndPrefillAgreeWithDecode) {
     VK_TEST_DEVICE();
     auto model = dl::test::tiny_model(spec_for("qwen35"));
-    auto drv = ResidentDriver::create(model, test_options());
+    DriverOptions o = test_options();
+    o.plan.window = 0;  // prefill replays the token command, so its logits are decode's exactly
+    auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
+    ASSERT_EQ(d.plan().window, 0);
     const std::vector<int32_t> prompt = {5, 9, 2, 77, 31};
     auto a = d.new_session(32), b = d.new_session(32);
     std::vector<float> all, step;

@@ -1,0 +1,218 @@
+// Prefill windows: the GEMM tiles against a double reference over dequantized blocks (every
+// format, both tile variants the device offers, odd shapes, poisoned outputs), and whole
+// prefills in windows against the independent double-precision forward pass on the same
+// weights: prompts of one row, fewer rows than the conv taps, one window, one row past it, two
+// windows and more, followed by decoded tokens; qwen35 with H_v != H_k, qwen3 and llama; F32,
+// Q8_0 and Q4_K weights.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "cpu/reference_forward.h"
+#include "model/tiny_model.h"
+#include "quant/quant.h"
+#include "vk_test.h"
+#include "vulkan/driver.h"
+
+namespace dl::vk {
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.f, 1.f);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+struct GemmCase {
+    QType type;
+    uint32_t rows, cols;
+};
+
+class GemmTiles : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmTiles, MatchDequantizedReference) {
+    VK_TEST_DEVICE();
+    const auto [t, rows, cols] = GetParam();
+    if (auto d = Kernels::gemm_supported(dev.features(), t)) GTEST_SKIP() << d->reason;
+    std::vector<float> wf = randn((size_t)rows * cols, 11 + rows + cols);
+    const size_t rb = row_size(t, cols);
+    std::vector<uint8_t> wq(rb * rows);
+    for (uint32_t r = 0; r < rows; ++r)
+        quant::quantize(t, wf.data() + (size_t)r * cols, wq.data() + r * rb, cols);
+    std::vector<float> deq((size_t)rows * cols);
+    for (uint32_t r = 0; r < rows; ++r)
+        quant::dequantize(t, wq.data() + r * rb, deq.data() + (size_t)r * cols, cols);
+    wq.resize((wq.size() + 3) / 4 * 4 + 4, 0);  // the spare word the plan keeps after a matrix
+    Buffer w = test::to_device(dev, wq);
+
+    std::vector<Variant> variants = {Variant::scalar};
+    if (Kernels::gemm_uses_coopmat(dev.features(), dev.variant()))
+        variants.push_back(dev.variant());
+    for (uint32_t m : {1u, 7u, 64u, 65u, 130u}) {
+        const uint32_t x_off = 3, y_off = 5;
+        std::vector<float> x = randn((size_t)m * cols + x_off, 5 + m);
+        Buffer xb = test::to_device(dev, x);
+        std::vector<double> ref((size_t)m * rows), mag((size_t)m * rows);
+        for (uint32_t i = 0; i < m; ++i)
+            for (uint32_t r = 0; r < rows; ++r)
+                for (uint32_t c = 0; c < cols; ++c) {
+                    double p = (double)deq[(size_t)r * cols + c] * x[x_off + (size_t)i * cols + c];
+                    ref[(size_t)i * rows + r] += p;
+                    mag[(size_t)i * rows + r] += std::fabs(p);
+                }
+        for (Variant v : variants) {
+            // F16 tiles round x and w to 11 bits; the F32 tiles only reorder the sum.
+            const double tol = v == Variant::scalar ? 1e-5 : 2e-3;
+            for (bool acc : {false, true}) {
+                const size_t n_out = (size_t)m * rows;
+                Buffer y = test::poisoned(dev, n_out + y_off + 4);
+                std::vector<float> init(n_out, 0.f);
+                if (acc) {
+                    init = randn(n_out, 9);
+                    dev.upload(y, y_off * 4, init.data(), n_out * 4);
+                }
+                test::run(dev, [&](CommandList& cl) {
+                    K.gemm(cl, v, t, view(w), rows, cols, view(xb), x_off, view(y), y_off, m, acc);
+                });
+                auto out = test::from_device<float>(dev, y, n_out + y_off + 4);
+                for (uint32_t i = 0; i < y_off; ++i)
+                    ASSERT_EQ(test::bits(out[i]), test::kPoison) << "wrote before y_off";
+                for (uint32_t i = 0; i < 4; ++i)
+                    ASSERT_EQ(test::bits(out[y_off + n_out + i]), test::kPoison) << "wrote past";
+                for (size_t i = 0; i < n_out; ++i) {
+                    ASSERT_TRUE(std::isfinite(out[y_off + i]))
+                        << qtype_name(t) << " m " << m << " element " << i;
+                    ASSERT_NEAR(out[y_off + i], ref[i] + init[i], tol * mag[i] + 1e-5)
+                        << qtype_name(t) << " " << variant_name(v) << " m " << m << " row "
+                        << i / rows << " col " << i % rows << " acc " << acc;
+                }
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, GemmTiles,
+    ::testing::Values(GemmCase{QType::F32, 70, 72}, GemmCase{QType::F32, 33, 37},
+                      GemmCase{QType::F16, 65, 40}, GemmCase{QType::Q4_0, 70, 96},
+                      GemmCase{QType::Q8_0, 33, 96}, GemmCase{QType::Q4_K, 70, 256},
+                      GemmCase{QType::Q5_K, 33, 512}, GemmCase{QType::Q6_K, 64, 256}),
+    [](const auto& info) {
+        return fmt::format("{}_{}x{}", qtype_name(info.param.type), info.param.rows,
+                           info.param.cols);
+    });
+
+using dl::test::TinySpec;
+
+TinySpec spec_for(const std::string& arch, QType type) {
+    TinySpec s;
+    s.arch = arch;
+    if (arch != "qwen35") {
+        s.n_layer = 2;
+        s.rope_dims = s.head_dim;
+    }
+    if (arch == "qwen3") s.tied = true;
+    s.residual_gain = 0.5;
+    s.matrix_type = type;
+    if (type == QType::Q4_K) {  // every matrix input a whole number of 256-element blocks
+        s.n_embd = 256;
+        s.n_ff = 512;
+        s.n_head = 4;
+        s.head_dim = 64;
+        s.rope_dims = arch == "qwen35" ? 16 : 64;
+        s.d_state = 64;
+        s.n_vocab = 300;
+        s.residual_gain = 0.3;
+    }
+    return s;
+}
+
+double rel_err(const float* a, const std::vector<double>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += b[i] * b[i];
+    }
+    return std::sqrt(num / den);
+}
+
+constexpr int64_t kWindow = 8;
+
+// Prefill of n tokens then `decoded` single tokens, every row's logits against the reference.
+void check_window_prefill(const std::string& arch, QType type) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(spec_for(arch, type));
+    DriverOptions o;
+    o.device.robust = true;
+    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
+    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.plan.n_ctx = 64;
+    o.plan.window = kWindow;
+    auto drv = ResidentDriver::create(model, o);
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    ASSERT_EQ(d.plan().window, kWindow) << d.plan().window_decline;
+    // F32 activations and an F16 KV cache on the scalar tiles; F16 tiles round every GEMM input.
+    const bool cm = Kernels::gemm_uses_coopmat(d.device().features(), d.plan().variant);
+    const double tol = cm ? 1e-2 : 2e-3;
+    std::vector<int32_t> all_tokens;
+    std::mt19937 rng(3);
+    for (int i = 0; i < 2 * kWindow + 4; ++i)
+        all_tokens.push_back((int32_t)(rng() % model->hp.n_vocab));
+    const auto ref = dl::test::reference_forward(*model, all_tokens);
+    const size_t V = (size_t)model->hp.n_vocab;
+    // 1 row; 2 and 3 (fewer than the 4 conv taps); a window; one past; two windows and more.
+    for (size_t n : {1, 2, 3, 8, 9, 17}) {
+        auto s = d.new_session(64);
+        std::vector<float> lg;
+        d.prefill(*s, std::span(all_tokens.data(), n), LogitsRows::all, lg);
+        ASSERT_EQ(lg.size(), n * V);
+        for (size_t i = 0; i < n; ++i) {
+            for (size_t j = 0; j < V; ++j) ASSERT_TRUE(std::isfinite(lg[i * V + j])) << i;
+            EXPECT_LE(rel_err(lg.data() + i * V, ref[i]), tol)
+                << arch << " " << qtype_name(type) << " prompt " << n << " row " << i;
+        }
+        // The window leaves the KV cache, conv ring and state where decode continues.
+        for (size_t i = n; i < n + 3; ++i) {
+            d.decode(*s, all_tokens[i], lg);
+            EXPECT_LE(rel_err(lg.data(), ref[i]), tol)
+                << arch << " " << qtype_name(type) << " prompt " << n << " then token " << i;
+        }
+        // Last-row logits only: the same values as that row of the full prefill.
+        auto s2 = d.new_session(64);
+        std::vector<float> last;
+        d.prefill(*s2, std::span(all_tokens.data(), n), LogitsRows::last, last);
+        ASSERT_EQ(last.size(), V);
+        EXPECT_LE(rel_err(last.data(), ref[n - 1]), tol) << arch << " last row of " << n;
+    }
+}
+
+TEST(WindowPrefill, Qwen35F32) {
+    check_window_prefill("qwen35", QType::F32);
+}
+TEST(WindowPrefill, Qwen35Q8) {
+    check_window_prefill("qwen35", QType::Q8_0);
+}
+TEST(WindowPrefill, Qwen35Q4K) {
+    check_window_prefill("qwen35", QType::Q4_K);
+}
+TEST(WindowPrefill, Qwen3F32) {
+    check_window_prefill("qwen3", QType::F32);
+}
+TEST(WindowPrefill, Qwen3Q8) {
+    check_window_prefill("qwen3", QType::Q8_0);
+}
+TEST(WindowPrefill, LlamaF32) {
+    check_window_prefill("llama", QType::F32);
+}
+TEST(WindowPrefill, LlamaQ4K) {
+    check_window_prefill("llama", QType::Q4_K);
+}
+
+}  // namespace
+}  // namespace dl::vk
