@@ -6,7 +6,7 @@
 # Vulkan peer program with only the prebuilt libraries it loads. Prints the size to carry.
 #   scripts/bench/device_bench.sh prepare [BUILD_DIR=build-bench] [PEER_BUILD=build-peer]
 # There (run): one device call, carrying ".gl" and ".tools/device-bench":
-#   scripts/bench/device_bench.sh run
+#   [SHAPES="0.8b 9b"] [SWEEP=0] scripts/bench/device_bench.sh run
 # unpacks the Vulkan loader, synthesizes the model files on the device, checks llama.cpp loads
 # them, runs both engines alternating (pp512, pp2048, tg128), a prompt sweep 128..8192 and writes
 # the tables, JSON, CSV (and PNG when matplotlib is there; else plot.py draws it here) to $OUT.
@@ -62,12 +62,14 @@ for shape in ${SHAPES:-0.8b 9b}; do
         --md "$out/table-$shape.md" --json "$out/table-$shape.json" --csv "$out/table-$shape.csv"
     echo "rc=$?"
 done
+if [ "${SWEEP:-1}" != 0 ]; then
 echo "== sweep 9b"
 f=$models/qwen35-9b-q4_k_m.gguf
 [ -f "$f" ] || f=$models/qwen35-0.8b-q4_k_m.gguf
 timeout 150 python3 scripts/bench/compare.py "${args[@]}" -m "$f" --sweep -r 2 --rounds 1 \
     --md "$out/sweep.md" --csv "$out/sweep.csv"
 echo "rc=$?"
+fi
 for c in "$out"/table-*.csv "$out/sweep.csv"; do
     [ -f "$c" ] && python3 scripts/bench/plot.py "$c" "${c%.csv}.png" || true
 done

@@ -23,6 +23,8 @@ const std::vector<Var>& all() {
          "Vulkan kernel variant: auto, scalar, nv_coopmat, khr_coopmat or nv_coopmat2"},
         {"DELTALLM_VK_VALIDATION", "bool", "0",
          "enable the Khronos validation layer and fail on its messages"},
+        {"DELTALLM_VK_PROFILE", "bool", "0",
+         "time each kernel role on the device and print the table when the model closes"},
         {"DELTALLM_VK_SPEED", "bool", "0",
          "run the Vulkan GEMV bandwidth report (test GemvSpeed.Report) instead of skipping it"},
         {"DELTALLM_PIPELINE_CACHE", "string", "~/.cache/deltallm",

@@ -316,6 +316,7 @@ Registrar reg(
         app.add_option("-r,--repetitions", a->reps, "timed repetitions per test")
             ->capture_default_str();
         app.add_option("--device", a->device, "cpu, vulkan or vulkan:N")->capture_default_str();
+        add_profile_flag(app);
         app.add_option("-o,--output", a->output, "md, json or csv")->capture_default_str();
         app.add_option("--seed", a->seed, "seed of the random token ids")->capture_default_str();
         app.add_option("--bw-gbps", a->bw_gbps,

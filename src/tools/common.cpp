@@ -81,7 +81,15 @@ void ModelArgs::add_to(CLI::App& app, bool with_device) {
             ->capture_default_str();
         app.add_option("-c,--ctx", n_ctx, "context size in tokens (0: the model's, at most 4096)")
             ->capture_default_str();
+        add_profile_flag(app);
     }
+}
+
+void add_profile_flag(CLI::App& app) {
+    // The Vulkan driver reads DELTALLM_VK_PROFILE when it opens; the flag is that variable.
+    app.add_flag_callback(
+        "--profile", [] { ::setenv("DELTALLM_VK_PROFILE", "1", 1); },
+        "print the device time of each kernel role per token when the model closes (Vulkan)");
 }
 
 std::unique_ptr<Engine> ModelArgs::open() const {

@@ -47,6 +47,9 @@ void print_speeds(const GenerateStats& st);
 
 std::string human_bytes(uint64_t n);
 
+// --profile: device time per kernel role, printed when the model closes (Vulkan driver).
+void add_profile_flag(CLI::App& app);
+
 // Reads a whole file or stream; throws dl::Error naming the path.
 std::string read_text_file(const std::string& path);
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/engine.h"
@@ -104,11 +105,44 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
         w->win_ids = D.create_buffer((uint64_t)P.window * 4, MemoryKind::host_fast);
     }
     d->w_ = std::move(w);
+    if (opts.profile) d->profile_ = std::make_unique<Profile>();
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
 }
 
-ResidentDriver::~ResidentDriver() = default;
+bool DriverOptions::profile_from_env() {
+    return env::get_bool("DELTALLM_VK_PROFILE");
+}
+
+ResidentDriver::~ResidentDriver() {
+    if (profile_) fmt::print(stderr, "{}", profile_->report());
+}
+
+void Profile::add(const std::string& phase, int64_t tokens,
+                  const std::vector<std::pair<std::string, double>>& times) {
+    Phase& p = phases[phase];
+    p.tokens += tokens;
+    for (const auto& [role, ms] : times) p.ms[role] += ms;
+}
+
+std::string Profile::report() const {
+    std::string out;
+    for (const auto& [name, p] : phases) {
+        double total = 0;
+        for (const auto& [role, ms] : p.ms) total += ms;
+        out += fmt::format(
+            "vulkan profile, {}: {} tokens, {:.3f} ms on the device ({:.1f} us a token)\n", name,
+            p.tokens, total, p.tokens ? 1e3 * total / p.tokens : 0.0);
+        std::vector<std::pair<double, std::string>> rows;
+        for (const auto& [role, ms] : p.ms) rows.push_back({ms, role});
+        std::sort(rows.rbegin(), rows.rend());
+        for (const auto& [ms, role] : rows)
+            out += fmt::format("  {:<10} {:10.3f} ms {:5.1f}% {:9.2f} us/token\n", role, ms,
+                               total > 0 ? 100 * ms / total : 0.0,
+                               p.tokens ? 1e3 * ms / p.tokens : 0.0);
+    }
+    return out;
+}
 
 std::string ResidentDriver::name() const {
     return dev_->name();
@@ -216,54 +250,60 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
         K.rms_norm(cl, view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4), act,
                    x_off, E, act, y_off, E, E, 1, hp.rms_eps);
     };
+    auto stage = [&](const char* role) {
+        cl.barrier();
+        cl.mark(role);
+    };
+    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
     // tok[0] = position, tok[1] = token id, tok[2] = the argmax.
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, tok, 1, act, A.h, 1);
-    cl.barrier();
+    stage("embed");
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const Layer& L = model_->layers[il];
         norm(L.attn_norm, A.h, A.xn);
-        cl.barrier();
+        stage("norm");
         if (hp.is_recurrent(il)) {
             gemv(L.ssm_qkv, A.xn, act, A.qkv, false);
             gemv(L.ssm_z, A.xn, act, A.z, false);
             gemv(L.ssm_beta, A.xn, act, A.beta, false);
             gemv(L.ssm_alpha, A.xn, act, A.alpha, false);
-            cl.barrier();
+            stage("gemv");
             K.deltanet_step(cl, deltanet_args(A, L), act, prm, view(s->ring[il]),
                             view(s->state[il]), tok);
-            cl.barrier();
+            stage("deltanet");
             gemv(L.ssm_out, A.y, act, A.h, true);
         } else {
             gemv(L.wq, A.xn, act, A.q, false);
             gemv(L.wk, A.xn, act, A.k, false);
             gemv(L.wv, A.xn, act, A.v, false);
-            cl.barrier();
+            stage("gemv");
             Kernels::Attention a = at;
             a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
             a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
             K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]),
                         view(s->partials), tok);
-            cl.barrier();
+            stage("attention");
             gemv(L.wo, A.o, act, A.h, true);
         }
-        cl.barrier();
+        stage("gemv");
         norm(L.ffn_norm, A.h, A.xn);
-        cl.barrier();
+        stage("norm");
         gemv(L.ffn_gate, A.xn, act, A.gate, false);
         gemv(L.ffn_up, A.xn, act, A.up, false);
-        cl.barrier();
+        stage("gemv");
         K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
-        cl.barrier();
+        stage("swiglu");
         gemv(L.ffn_down, A.ffn, act, A.h, true);
-        cl.barrier();
+        stage("gemv");
     }
     norm(model_->output_norm, A.h, A.xn);
-    cl.barrier();
+    stage("norm");
     gemv(model_->output, A.xn, view(s->logits), 0, false);
-    cl.barrier();
+    stage("head");
     K.argmax(cl, view(s->logits), 0, (uint32_t)hp.n_vocab, tok, 2);
+    cl.mark("head");
     cl.end();
     return s;
 }
@@ -299,58 +339,64 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     ar.o_row = (uint32_t)(hp.n_head * hp.head_dim);
     ar.gate_row = ar.q_row;
 
+    auto stage = [&](const char* role) {
+        cl.barrier();
+        cl.mark(role);
+    };
+    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, view(W.win_ids), 0, act, A.h, m);
-    cl.barrier();
+    stage("embed");
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const Layer& L = model_->layers[il];
         norm(L.attn_norm, A.h, A.xn, m);
-        cl.barrier();
+        stage("norm");
         if (hp.is_recurrent(il)) {
             gemm(L.ssm_qkv, A.xn, act, A.qkv, false);
             gemm(L.ssm_z, A.xn, act, A.z, false);
             gemm(L.ssm_beta, A.xn, act, A.beta, false);
             gemm(L.ssm_alpha, A.xn, act, A.alpha, false);
-            cl.barrier();
+            stage("gemm");
             K.deltanet_rows(cl, deltanet_args(A, L), act, prm, view(s.ring[il]), view(s.state[il]),
                             tok, m);
-            cl.barrier();
+            stage("deltanet");
             gemm(L.ssm_out, A.y, act, A.h, true);
         } else {
             gemm(L.wq, A.xn, act, A.q, false);
             gemm(L.wk, A.xn, act, A.k, false);
             gemm(L.wv, A.xn, act, A.v, false);
-            cl.barrier();
+            stage("gemm");
             Kernels::AttentionRows a = ar;
             a.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
             a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
             K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m);
-            cl.barrier();
+            stage("attention");
             gemm(L.wo, A.o, act, A.h, true);
         }
-        cl.barrier();
+        stage("gemm");
         norm(L.ffn_norm, A.h, A.xn, m);
-        cl.barrier();
+        stage("norm");
         gemm(L.ffn_gate, A.xn, act, A.gate, false);
         gemm(L.ffn_up, A.xn, act, A.up, false);
-        cl.barrier();
+        stage("gemm");
         K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
-        cl.barrier();
+        stage("swiglu");
         gemm(L.ffn_down, A.ffn, act, A.h, true);
-        cl.barrier();
+        stage("gemm");
     }
     const Tensor* head = model_->output;
     if (all) {
         norm(model_->output_norm, A.h, A.xn, m);
-        cl.barrier();
+        stage("norm");
         gemm(head, A.xn, view(W.win_logits), 0, false);
-    } else {
+    } else {  // only the last row: one GEMV
         norm(model_->output_norm, A.h + (m - 1) * E, A.xn, 1);
-        cl.barrier();
+        stage("norm");
         K.gemv(cl, head->type, W.matrix(plan_, head), (uint32_t)head->rows(),
                (uint32_t)head->cols(), act, A.xn, view(s.logits), 0, false);
     }
+    cl.mark("head");
     cl.end();
     return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
 }
@@ -363,6 +409,7 @@ void ResidentDriver::run_token(Session& s, int32_t token) {
     t[0] = (uint32_t)s.n_past;
     t[1] = (uint32_t)token;
     s.token_cmd->submit_and_wait();
+    if (profile_) profile_->add("decode", 1, s.token_cmd->times());
     ++s.n_past;
 }
 
@@ -410,7 +457,9 @@ void ResidentDriver::prefill(SessionState& st, std::span<const int32_t> tokens, 
         const uint32_t m = (uint32_t)std::min(window, tokens.size() - start);
         std::memcpy(W.win_ids.mapped(), tokens.data() + start, (size_t)m * 4);
         static_cast<uint32_t*>(s.tok.mapped())[0] = (uint32_t)s.n_past;
-        window_command(s, m, all).submit_and_wait();
+        CommandList& cmd = window_command(s, m, all);
+        cmd.submit_and_wait();
+        if (profile_) profile_->add("prefill", m, cmd.times());
         s.n_past += m;
         if (all) {
             size_t at = logits.size();

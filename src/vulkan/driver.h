@@ -6,8 +6,10 @@
 // window size: GEMM tiles over the native blocks, attention and the DeltaNet scan over the rows.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/executor.h"
 #include "model/model.h"
@@ -20,6 +22,22 @@ namespace dl::vk {
 struct DriverOptions {
     DeviceOptions device = DeviceOptions::from_env();
     PlanOptions plan;
+    // GPU time per kernel role (gemv, gemm, attention, deltanet, ...) per token, printed to
+    // stderr when the driver closes (--profile, DELTALLM_VK_PROFILE=1).
+    bool profile = profile_from_env();
+    static bool profile_from_env();
+};
+
+// Device milliseconds by kernel role, summed over submits, per phase (decode, prefill).
+struct Profile {
+    struct Phase {
+        int64_t tokens = 0;
+        std::map<std::string, double> ms;
+    };
+    std::map<std::string, Phase> phases;
+    void add(const std::string& phase, int64_t tokens,
+             const std::vector<std::pair<std::string, double>>& times);
+    std::string report() const;
 };
 
 class ResidentDriver final : public Executor {
@@ -55,6 +73,7 @@ class ResidentDriver final : public Executor {
     std::unique_ptr<Device> dev_;
     Plan plan_;
     std::unique_ptr<Weights> w_;
+    std::unique_ptr<Profile> profile_;
 };
 
 // Registers "vulkan" with the engine (engine/engine.h register_device); called once at start-up.
