@@ -1,5 +1,6 @@
 // Launchers of the prefill window kernels (see kernels.h): the GEMM tiles over native weight
-// blocks, attention and Gated DeltaNet over n rows. Push-constant layouts mirror the shaders.
+// blocks and attention over n rows (Gated DeltaNet: kernels_deltanet.cpp). Push-constant layouts
+// mirror the shaders.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,19 +27,6 @@ struct AttnWindowPush {
     uint32_t n_head, n_kv, head_dim, q_off, o_off, o_row, gate_off, gate_stride, gate_row;
     float scale;
 };
-struct ConvPush {
-    uint32_t conv_dim, n, x_off, conv_off;
-};
-struct GatesPush {
-    uint32_t n_k_heads, n_v_heads, d_k, qkv_off, qkv_row, b_off, a_off, ba_row, dt_off, ssma_off;
-};
-struct ScanPush {
-    uint32_t n_k_heads, n_v_heads, d_v, n, qkv_off, qkv_row, b_off, a_off, ba_row, y_off, y_row;
-};
-struct GatedNormPush {
-    uint32_t n, nrows, x_off, z_off, norm_off;
-    float eps;
-};
 
 constexpr uint32_t kGemmTile = 64;           // rows and columns of Y per workgroup
 constexpr uint32_t kGemmShared = 32 * 1024;  // bytes of shared memory the tiles use
@@ -62,14 +50,6 @@ std::string gemm_module(QType t, bool coopmat) {
     std::string name(qtype_name(t));
     for (char& c : name) c = (char)std::tolower((unsigned char)c);
     return fmt::format("gemm_{}@{}", name, coopmat ? "khr_coopmat" : "scalar");
-}
-
-// The largest power of two <= want within the device's workgroup limit.
-uint32_t pow2_at_most(const Features& f, uint32_t want) {
-    uint32_t limit = std::max<uint32_t>(f.max_workgroup_invocations, 64);
-    uint32_t s = 1;
-    while (s * 2 <= std::min(want, limit)) s *= 2;
-    return s;
 }
 
 }  // namespace
@@ -118,54 +98,12 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
                         a.freq_off, a.n_rot,  a.eps,        a.interleaved ? 1u : 0u};
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv, n);
     cl.barrier();
+    cl.mark("attn prep");
     const Kernel& att = pipes_.get("attn_window", 4, sizeof(AttnWindowPush), {64});
     AttnWindowPush wp{
         a.n_head, a.n_kv,     a.head_dim,    a.qo_off,   a.o_off,
         r.o_row,  a.gate_off, a.gate_stride, r.gate_row, 1.0f / std::sqrt((float)a.head_dim)};
     cl.dispatch(att, {act, k_cache, v_cache, tok}, wp, a.n_head, n);
-}
-
-std::optional<Decline> Kernels::deltanet_rows_supported(const Features& f, uint32_t d_k,
-                                                        uint32_t d_v, uint32_t conv_kernel) {
-    if (auto d = deltanet_step_supported(f, d_k, d_v, conv_kernel)) return d;
-    if (d_k > 256)
-        return Decline{
-            fmt::format("DeltaNet key head size {} is over the 256 a thread holds", d_k)};
-    return std::nullopt;
-}
-
-void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, View act, View params,
-                            View ring, View state, View tok, uint32_t n) {
-    const Features& f = dev_.features();
-    if (auto d = deltanet_rows_supported(f, a.d_k, a.d_v, a.conv_kernel)) fail("{}", d->reason);
-    const uint32_t conv_dim = 2 * a.n_k_heads * a.d_k + a.n_v_heads * a.d_v;
-    const uint32_t d_inner = a.n_v_heads * a.d_v;
-
-    const Kernel& conv = pipes_.get("deltanet_conv", 4, sizeof(ConvPush), {a.conv_kernel});
-    ConvPush cp{conv_dim, n, a.qkv_off, a.conv_off};
-    auto [gx, gy] = grid(f, (conv_dim + 63) / 64);
-    cl.dispatch(conv, {act, params, ring, tok}, cp, gx, gy);
-    cl.barrier();
-
-    const Kernel& gates = pipes_.get("deltanet_gates", 2, sizeof(GatesPush), {64});
-    GatesPush gp{a.n_k_heads, a.n_v_heads, a.d_k,       a.qkv_off, conv_dim,
-                 a.b_off,     a.a_off,     a.n_v_heads, a.dt_off,  a.ssm_a_off};
-    cl.dispatch(gates, {act, params}, gp, 2 * a.n_k_heads + 1, n);
-    cl.barrier();
-
-    // Column slices of 32 give the sequential scan more workgroups than there are heads.
-    const uint32_t cols = std::min<uint32_t>(a.d_v, 32);
-    const Kernel& scan = pipes_.get("deltanet_scan", 2, sizeof(ScanPush), {cols, a.d_k});
-    ScanPush sp{a.n_k_heads, a.n_v_heads, a.d_v,       n,       a.qkv_off, conv_dim,
-                a.b_off,     a.a_off,     a.n_v_heads, a.y_off, d_inner};
-    cl.dispatch(scan, {act, state}, sp, a.n_v_heads, a.d_v / cols);
-    cl.barrier();
-
-    const uint32_t wg = pow2_at_most(f, std::min<uint32_t>(a.d_v, 128));
-    const Kernel& gn = pipes_.get("gated_norm", 2, sizeof(GatedNormPush), {wg});
-    GatedNormPush np{a.d_v, n * a.n_v_heads, a.y_off, a.z_off, a.norm_off, a.eps};
-    auto [nx, ny] = grid(f, n * a.n_v_heads);
-    cl.dispatch(gn, {act, params}, np, nx, ny);
 }
 
 }  // namespace dl::vk
