@@ -28,8 +28,10 @@ struct AttnWindowPush {
     float scale;
 };
 
-constexpr uint32_t kGemmTile = 64;           // rows and columns of Y per workgroup
-constexpr uint32_t kGemmShared = 32 * 1024;  // bytes of shared memory the tiles use
+// Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in.
+constexpr uint32_t kGemmRows = 64;
+constexpr uint32_t kGemmCols = 64, kGemmColsCoopmat = 128;
+constexpr uint32_t kGemmShared = 32 * 1024, kGemmSharedCoopmat = 36 * 1024;
 
 bool gemm_type(QType t) {
     switch (t) {
@@ -66,10 +68,11 @@ std::optional<Decline> Kernels::gemm_supported(const Features& f, QType t) {
 }
 
 bool Kernels::gemm_uses_coopmat(const Features& f, Variant v) {
-    // The tile is split over exactly 4 subgroups, so their size must be fixed and known.
+    // The tile is split over exactly 8 subgroups, so their size must be fixed and known.
     return v != Variant::scalar && f.supports(Variant::khr_coopmat) &&
            f.min_subgroup_size == f.max_subgroup_size && f.subgroup_size >= 16 &&
-           4 * f.subgroup_size <= f.max_workgroup_invocations;
+           8 * f.subgroup_size <= f.max_workgroup_invocations &&
+           f.max_shared_memory >= kGemmSharedCoopmat;
 }
 
 void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,
@@ -79,11 +82,12 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
     bool cm = gemm_uses_coopmat(f, v);
     std::vector<uint32_t> spec;
-    if (cm) spec.push_back(4 * f.subgroup_size);
+    if (cm) spec.push_back(8 * f.subgroup_size);
     const Kernel& k = pipes_.get(gemm_module(t, cm), 3, sizeof(GemmPush), spec);
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
-    cl.dispatch(k, {w, x, y}, p, (rows + kGemmTile - 1) / kGemmTile,
-                (n_rows + kGemmTile - 1) / kGemmTile);
+    const uint32_t cols_a_tile = cm ? kGemmColsCoopmat : kGemmCols;
+    cl.dispatch(k, {w, x, y}, p, (rows + cols_a_tile - 1) / cols_a_tile,
+                (n_rows + kGemmRows - 1) / kGemmRows);
 }
 
 void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, View params,

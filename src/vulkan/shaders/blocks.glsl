@@ -43,90 +43,79 @@ uvec2 k4_scale_min(uint s, uint j) {
     return uvec2((a & 0xfu) | ((b >> 6) << 4), (a >> 4) | ((c >> 6) << 4));
 }
 
-// The 32 values of unit u (elements 32u .. 32u+31) of the row starting at byte `row`, for the
-// format chosen by the WTYPE_* define, as 8 vec4. F32/F16 rows may end inside a unit: their
-// reads are clamped to the row (the caller ignores values past ncols).
+// The 4 values of quad q (elements 32u + 4q .. 32u + 4q + 3) of unit u of the row starting at
+// byte `row`, for the format chosen by the WTYPE_* define. Reading a quad at a time lets eight
+// threads share one unit (the GEMM tiles); unit_values() below reads all eight. F32/F16 rows may
+// end inside a unit: their reads are clamped to the row (callers ignore values past ncols).
 #if defined(WTYPE_F32)
-void unit_values(uint row, uint u, uint ncols, out vec4 v[8]) {
-    for (uint i = 0; i < 8u; ++i) {
-        uvec4 c = min(uvec4(u * 32u + 4u * i) + uvec4(0, 1, 2, 3), uvec4(ncols - 1u));
-        v[i] = vec4(uintBitsToFloat(wq[(row >> 2) + c.x]), uintBitsToFloat(wq[(row >> 2) + c.y]),
-                    uintBitsToFloat(wq[(row >> 2) + c.z]), uintBitsToFloat(wq[(row >> 2) + c.w]));
-    }
+vec4 quad_values(uint row, uint u, uint q, uint ncols) {
+    uvec4 c = min(uvec4(u * 32u + 4u * q) + uvec4(0, 1, 2, 3), uvec4(ncols - 1u));
+    uint r = row >> 2;
+    return vec4(uintBitsToFloat(wq[r + c.x]), uintBitsToFloat(wq[r + c.y]), uintBitsToFloat(wq[r + c.z]),
+                uintBitsToFloat(wq[r + c.w]));
 }
 #elif defined(WTYPE_F16)
-void unit_values(uint row, uint u, uint ncols, out vec4 v[8]) {
-    for (uint i = 0; i < 8u; ++i) {
-        uvec4 c = min(uvec4(u * 32u + 4u * i) + uvec4(0, 1, 2, 3), uvec4(ncols - 1u));
-        v[i] = vec4(w_f16(row + 2u * c.x), w_f16(row + 2u * c.y), w_f16(row + 2u * c.z), w_f16(row + 2u * c.w));
-    }
+vec4 quad_values(uint row, uint u, uint q, uint ncols) {
+    uvec4 c = min(uvec4(u * 32u + 4u * q) + uvec4(0, 1, 2, 3), uvec4(ncols - 1u));
+    return vec4(w_f16(row + 2u * c.x), w_f16(row + 2u * c.y), w_f16(row + 2u * c.z), w_f16(row + 2u * c.w));
 }
 #elif defined(WTYPE_Q4_0)
 // block (32 elements, 18 bytes): f16 d, 16 bytes; element j is the low nibble of byte j, element
 // j+16 the high one, minus 8.
-void unit_values(uint row, uint u, uint ncols, out vec4 v[8]) {
+vec4 quad_values(uint row, uint u, uint q, uint ncols) {
     uint b = row + u * 18u;
-    float d = w_f16(b);
-    for (uint i = 0; i < 4u; ++i) {
-        uvec4 q = u8x4(w_u32(b + 2u + 4u * i));
-        v[i] = (vec4(q & 0xfu) - 8.0) * d;
-        v[i + 4u] = (vec4(q >> 4) - 8.0) * d;
-    }
+    uvec4 x = u8x4(w_u32(b + 2u + 4u * (q & 3u)));
+    return (vec4(q < 4u ? x & 0xfu : x >> 4) - 8.0) * w_f16(b);
 }
 #elif defined(WTYPE_Q8_0)
 // block (32 elements, 34 bytes): f16 d, 32 signed bytes.
-void unit_values(uint row, uint u, uint ncols, out vec4 v[8]) {
+vec4 quad_values(uint row, uint u, uint q, uint ncols) {
     uint b = row + u * 34u;
-    float d = w_f16(b);
-    for (uint i = 0; i < 8u; ++i) v[i] = vec4(s8x4(w_u32(b + 2u + 4u * i))) * d;
+    return vec4(s8x4(w_u32(b + 2u + 4u * q))) * w_f16(b);
 }
 #elif defined(WTYPE_Q4_K)
 // block (256 elements, 144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes
 // of nibbles. Sub-block sb (32 elements) uses scale/min sb; its nibbles are the low (sb even) or
 // high (sb odd) halves of the 32 bytes at 16 + 32*(sb/2). value = d*scale*q - dmin*min.
-void unit_values(uint row, uint u, uint ncols, out vec4 v[8]) {
+vec4 quad_values(uint row, uint u, uint q, uint ncols) {
     uint b = row + (u >> 3) * 144u;
     uint sb = u & 7u;
     uvec2 sm = k4_scale_min(b + 4u, sb);
     float d = w_f16(b) * float(sm.x), m = w_f16(b + 2u) * float(sm.y);
-    uint qs = b + 16u + (sb >> 1) * 32u;
-    uint sh = (sb & 1u) * 4u;
-    for (uint i = 0; i < 8u; ++i) v[i] = vec4((u8x4(w_u32(qs + 4u * i)) >> sh) & 0xfu) * d - m;
+    uint x = wq[(b + 16u + (sb >> 1) * 32u + 4u * q) >> 2];  // 144-byte blocks keep words aligned
+    return vec4((u8x4(x) >> ((sb & 1u) * 4u)) & 0xfu) * d - m;
 }
 #elif defined(WTYPE_Q5_K)
 // block (256 elements, 176 bytes): f16 d, f16 dmin, 12 scale bytes, 32 bytes of fifth bits (bit
 // sb of byte l belongs to element 32*sb + l), 128 bytes of nibbles laid out as in Q4_K.
-void unit_values(uint row, uint u, uint ncols, out vec4 v[8]) {
+vec4 quad_values(uint row, uint u, uint q, uint ncols) {
     uint b = row + (u >> 3) * 176u;
     uint sb = u & 7u;
     uvec2 sm = k4_scale_min(b + 4u, sb);
     float d = w_f16(b) * float(sm.x), m = w_f16(b + 2u) * float(sm.y);
-    uint qs = b + 48u + (sb >> 1) * 32u;
-    uint sh = (sb & 1u) * 4u;
-    for (uint i = 0; i < 8u; ++i) {
-        uvec4 h = (u8x4(w_u32(b + 16u + 4u * i)) >> sb) & 1u;
-        v[i] = vec4(((u8x4(w_u32(qs + 4u * i)) >> sh) & 0xfu) | (h << 4)) * d - m;
-    }
+    uvec4 h = (u8x4(wq[(b + 16u + 4u * q) >> 2]) >> sb) & 1u;
+    uvec4 lo = (u8x4(wq[(b + 48u + (sb >> 1) * 32u + 4u * q) >> 2]) >> ((sb & 1u) * 4u)) & 0xfu;
+    return vec4(lo | (h << 4)) * d - m;
 }
 #elif defined(WTYPE_Q6_K)
 // block (256 elements, 210 bytes): 128 bytes of low nibbles ql, 64 bytes of 2-bit highs qh, 16
 // signed scales, f16 d. Element 128h + 32k + l (half h, quarter k, l < 32) is the low (k even)
 // or high (k odd) nibble of ql[64h + 32(k&1) + l] with bits 2k..2k+1 of qh[32h + l] on top,
 // minus 32, times d * scale[8h + 2k + l/16].
-void unit_values(uint row, uint u, uint ncols, out vec4 v[8]) {
+vec4 quad_values(uint row, uint u, uint q, uint ncols) {
     uint b = row + (u >> 3) * 210u;
     uint sb = u & 7u;
     uint h = sb >> 2, k = sb & 3u;
-    float d = w_f16(b + 208u);
-    uint ql = b + 64u * h + 32u * (k & 1u);
-    uint qh = b + 128u + 32u * h;
-    uint shl = (k >> 1) * 4u, shh = 2u * k;
-    uint sc = b + 192u + 8u * h + 2u * k;
-    float d0 = d * float(int(w_u8(sc) << 24) >> 24), d1 = d * float(int(w_u8(sc + 1u) << 24) >> 24);
-    for (uint i = 0; i < 8u; ++i) {
-        uvec4 lo = (u8x4(w_u32(ql + 4u * i)) >> shl) & 0xfu;
-        uvec4 hi = (u8x4(w_u32(qh + 4u * i)) >> shh) & 3u;
-        v[i] = vec4(ivec4(lo | (hi << 4)) - 32) * (i < 4u ? d0 : d1);
-    }
+    uint ql = b + 64u * h + 32u * (k & 1u) + 4u * q;
+    uint qh = b + 128u + 32u * h + 4u * q;
+    uvec4 lo = (u8x4(w_u32(ql)) >> ((k >> 1) * 4u)) & 0xfu;
+    uvec4 hi = (u8x4(w_u32(qh)) >> (2u * k)) & 3u;
+    float sc = float(int(w_u8(b + 192u + 8u * h + 2u * k + (q >> 2)) << 24) >> 24);
+    return vec4(ivec4(lo | (hi << 4)) - 32) * (w_f16(b + 208u) * sc);
 }
 #endif
+
+// The 32 values of unit u (elements 32u .. 32u+31) as 8 quads.
+void unit_values(uint row, uint u, uint ncols, out vec4 v[8]) {
+    for (uint q = 0; q < 8u; ++q) v[q] = quad_values(row, u, q, ncols);
+}

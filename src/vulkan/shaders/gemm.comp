@@ -1,25 +1,33 @@
 // Y = X·Wᵀ for a window of rows (prefill): X is [M][K] F32 activations (row stride K), W is
 // [N][K] in its GGUF block format (WTYPE_* define), Y is [M][N] F32 (row stride N), written or
-// added to (mode 1: the residual stream). One workgroup computes a 64×64 tile of Y; the weight
-// tile is dequantized from its native blocks (unit_values) into shared memory once per tile and
-// reused by all 64 rows of the window, which is what makes prefill compute-bound instead of
-// re-reading every weight per row as the decode GEMV does.
-//   VARIANT_SCALAR       FMA tiles in F32: 128 threads, each 4 rows × 8 columns; any device.
-//   VARIANT_KHR_COOPMAT  the tiles staged as F16 and multiplied by cooperative matrices (16×16×16,
-//                        F32 accumulators): 4 subgroups, each a 32×32 quarter of the tile.
+// added to (mode 1: the residual stream). The weight tile is dequantized from its native blocks
+// into shared memory once per tile and reused by every row of the window, which is what makes
+// prefill compute-bound instead of re-reading every weight per row as the decode GEMV does.
+//   VARIANT_SCALAR       64×64 tiles of F32 FMAs: 128 threads, each 4 rows × 8 columns; any device.
+//   VARIANT_KHR_COOPMAT  64×128 tiles (64 window rows × 128 weight rows) staged as F16 and
+//                        multiplied by 16×16×16 cooperative matrices with F32 accumulators:
+//                        8 subgroups in a 2×4 grid, each a 32×32 block (2×2 accumulators).
+// Staging is spread so neighbouring threads write neighbouring shared words: each thread decodes
+// quads (4 consecutive weights) rather than whole 32-weight units, and the shared rows are padded
+// by 8 halves so rows start in different banks. Full tiles load and store their accumulators
+// straight from and to Y; edge tiles go through a per-subgroup 16×16 staging block with bounds.
 // Edges: rows of X past M and columns past K read as 0; weight rows past N are clamped to N-1
 // (read, never stored), so any M, N and K (a multiple of the block size) is right.
 #version 450
 #if defined(VARIANT_KHR_COOPMAT)
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 128;  // 4 subgroups of the device's size
+layout(constant_id = 0) const uint WG = 256;  // 8 subgroups of the device's (fixed) size
+const uint BM = 64, BN = 128;
 #else
 layout(local_size_x = 128) in;
 const uint WG = 128;
+const uint BM = 64, BN = 64;
 #endif
+const uint BK = 64;  // two 32-element units per step
 
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
@@ -35,12 +43,11 @@ layout(push_constant) uniform Push {
 
 #include "blocks.glsl"
 
-const uint BM = 64, BN = 64, BK = 64;  // BK: two 32-element units per step
-
 #if defined(VARIANT_KHR_COOPMAT)
-shared float16_t As[BM * BK];  // [m][k]
-shared float16_t Bs[BN * BK];  // [n][k]
-shared float Cs[BM * BN];      // [m][n], the tile on its way out
+const uint LD = BK + 8u;  // padded row stride of the staged tiles, in halves
+shared float16_t As[BM * LD];  // [m][k]
+shared float16_t Bs[BN * LD];  // [n][k]
+shared float Cs[8u * 256u];    // a 16×16 block per subgroup, for edge tiles
 #else
 shared float As[BK * BM];  // [k][m]
 shared float Bs[BK * BN];  // [k][n]
@@ -52,11 +59,18 @@ void main() {
     uint units = p.K / 32u + ((p.K & 31u) != 0u ? 1u : 0u);
 
 #if defined(VARIANT_KHR_COOPMAT)
-    uint sg = t / (WG / 4u);  // subgroup index 0..3 (WG is 4 subgroups)
-    uint sm = (sg >> 1) * 32u, sn = (sg & 1u) * 32u;
+    uint sg = gl_SubgroupID;
+    uint sm = (sg >> 2) * 32u, sn = (sg & 3u) * 32u;
+    // Direct loads and stores of Y need the whole tile inside and 16-byte aligned rows.
+    bool full = m0 + BM <= p.M && n0 + BN <= p.N && (p.y_off & 3u) == 0u && (p.N & 3u) == 0u;
     coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[2][2];
     for (uint i = 0; i < 2u; ++i)
-        for (uint j = 0; j < 2u; ++j) acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+        for (uint j = 0; j < 2u; ++j) {
+            acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+            if (full && p.mode == 1u)
+                coopMatLoad(acc[i][j], y, p.y_off + (m0 + sm + 16u * i) * p.N + n0 + sn + 16u * j, p.N,
+                            gl_CooperativeMatrixLayoutRowMajor);
+        }
 #else
     uint tn = t & 7u, tm = t >> 3;  // columns tn + 8j, rows tm + 16i
     float acc[4][8];
@@ -65,34 +79,49 @@ void main() {
 #endif
 
     for (uint u0 = 0; u0 < units; u0 += 2u) {
-        // Weight tile: 64 rows × 2 units = 128 unit decodes.
-        for (uint d = t; d < BN * 2u; d += WG) {
-            uint nn = d >> 1, uu = u0 + (d & 1u);
+        // Weight tile: BN rows × 2 units × 8 quads; consecutive threads take consecutive quads.
+        for (uint d = t; d < BN * 16u; d += WG) {
+            uint nn = d >> 4, uu = u0 + ((d >> 3) & 1u), q = d & 7u;
             uint row = min(n0 + nn, p.N - 1u);
-            vec4 v[8];
-            if (uu < units) {
-                unit_values(row * p.row_bytes, uu, p.K, v);
-            } else {
-                for (uint i = 0; i < 8u; ++i) v[i] = vec4(0.0);
-            }
-            uint kb = (d & 1u) * 32u;
-            for (uint e = 0; e < 32u; ++e) {
+            vec4 v = uu < units ? quad_values(row * p.row_bytes, uu, q, p.K) : vec4(0.0);
+            uint kk = (d & 15u) * 4u;
 #if defined(VARIANT_KHR_COOPMAT)
-                Bs[nn * BK + kb + e] = float16_t(v[e >> 2][e & 3u]);
+            uint o = nn * LD + kk;
+            Bs[o] = float16_t(v.x);
+            Bs[o + 1u] = float16_t(v.y);
+            Bs[o + 2u] = float16_t(v.z);
+            Bs[o + 3u] = float16_t(v.w);
 #else
-                Bs[(kb + e) * BN + nn] = v[e >> 2][e & 3u];
+            Bs[kk * BN + nn] = v.x;
+            Bs[(kk + 1u) * BN + nn] = v.y;
+            Bs[(kk + 2u) * BN + nn] = v.z;
+            Bs[(kk + 3u) * BN + nn] = v.w;
 #endif
-            }
         }
-        // Activation tile: 64 rows × 64 columns, coalesced along k.
-        for (uint i = t; i < BM * BK; i += WG) {
-            uint mm = i / BK, kk = i % BK;
+        // Activation tile: BM rows × BK columns, four consecutive columns a thread.
+        for (uint i = t; i < BM * BK / 4u; i += WG) {
+            uint mm = i / (BK / 4u), kk = (i % (BK / 4u)) * 4u;
             uint m = m0 + mm, k = u0 * 32u + kk;
-            float a = (m < p.M && k < p.K) ? x[p.x_off + m * p.K + k] : 0.0;
+            vec4 a = vec4(0.0);
+            if (m < p.M) {
+                uint xb = p.x_off + m * p.K + k;
+                if (k + 3u < p.K) {
+                    a = vec4(x[xb], x[xb + 1u], x[xb + 2u], x[xb + 3u]);
+                } else {
+                    for (uint e = 0; e < 4u; ++e) a[e] = k + e < p.K ? x[xb + e] : 0.0;
+                }
+            }
 #if defined(VARIANT_KHR_COOPMAT)
-            As[mm * BK + kk] = float16_t(a);
+            uint o = mm * LD + kk;
+            As[o] = float16_t(a.x);
+            As[o + 1u] = float16_t(a.y);
+            As[o + 2u] = float16_t(a.z);
+            As[o + 3u] = float16_t(a.w);
 #else
-            As[kk * BM + mm] = a;
+            As[kk * BM + mm] = a.x;
+            As[(kk + 1u) * BM + mm] = a.y;
+            As[(kk + 2u) * BM + mm] = a.z;
+            As[(kk + 3u) * BM + mm] = a.w;
 #endif
         }
         barrier();
@@ -101,9 +130,9 @@ void main() {
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ta[2];
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> tb[2];
             for (uint i = 0; i < 2u; ++i)
-                coopMatLoad(ta[i], As, (sm + 16u * i) * BK + k, BK, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(ta[i], As, (sm + 16u * i) * LD + k, LD, gl_CooperativeMatrixLayoutRowMajor);
             for (uint j = 0; j < 2u; ++j)
-                coopMatLoad(tb[j], Bs, (sn + 16u * j) * BK + k, BK, gl_CooperativeMatrixLayoutColumnMajor);
+                coopMatLoad(tb[j], Bs, (sn + 16u * j) * LD + k, LD, gl_CooperativeMatrixLayoutColumnMajor);
             for (uint i = 0; i < 2u; ++i)
                 for (uint j = 0; j < 2u; ++j) acc[i][j] = coopMatMulAdd(ta[i], tb[j], acc[i][j]);
         }
@@ -120,19 +149,30 @@ void main() {
     }
 
 #if defined(VARIANT_KHR_COOPMAT)
-    for (uint i = 0; i < 2u; ++i)
-        for (uint j = 0; j < 2u; ++j)
-            coopMatStore(acc[i][j], Cs, (sm + 16u * i) * BN + sn + 16u * j, BN, gl_CooperativeMatrixLayoutRowMajor);
-    barrier();
-    for (uint i = t; i < BM * BN; i += WG) {
-        uint m = m0 + i / BN, n = n0 + i % BN;
-        if (m < p.M && n < p.N) {
-            uint o = p.y_off + m * p.N + n;
-            float v = Cs[i];
-            if (p.mode == 1u) v += y[o];
-            y[o] = v;
-        }
+    if (full) {
+        for (uint i = 0; i < 2u; ++i)
+            for (uint j = 0; j < 2u; ++j)
+                coopMatStore(acc[i][j], y, p.y_off + (m0 + sm + 16u * i) * p.N + n0 + sn + 16u * j, p.N,
+                             gl_CooperativeMatrixLayoutRowMajor);
+        return;
     }
+    uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
+    for (uint i = 0; i < 2u; ++i)
+        for (uint j = 0; j < 2u; ++j) {
+            coopMatStore(acc[i][j], Cs, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            for (uint e = lane; e < 256u; e += lanes) {
+                uint m = m0 + sm + 16u * i + e / 16u, n = n0 + sn + 16u * j + e % 16u;
+                if (m < p.M && n < p.N) {
+                    uint o = p.y_off + m * p.N + n;
+                    float v = Cs[sg * 256u + e];
+                    if (p.mode == 1u) v += y[o];
+                    y[o] = v;
+                }
+            }
+            subgroupBarrier();  // Cs is rewritten by the next block
+        }
 #else
     for (uint i = 0; i < 4u; ++i) {
         uint m = m0 + tm + 16u * i;
