@@ -144,6 +144,10 @@ Query query(VkPhysicalDevice pd) {
     f.max_subgroup_size = v13 ? sgc.maxSubgroupSize : sg.subgroupSize;
     f.subgroup_arithmetic = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    f.subgroup_shuffle = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    f.subgroup_clustered = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                           (sg.supportedOperations & VK_SUBGROUP_FEATURE_CLUSTERED_BIT);
     f.max_shared_memory = lim.maxComputeSharedMemorySize;
     f.max_storage_buffer_range = lim.maxStorageBufferRange;
     f.max_buffer_size = v13 ? m4.maxBufferSize : lim.maxStorageBufferRange;

@@ -56,6 +56,8 @@ struct Features {
     uint32_t min_subgroup_size = 0, max_subgroup_size = 0;
     bool subgroup_size_control = false;
     bool subgroup_arithmetic = false;  // in compute shaders
+    bool subgroup_shuffle = false;     // subgroupShuffle / subgroupShuffleXor, compute shaders
+    bool subgroup_clustered = false;   // subgroupClustered* reductions, compute shaders
 
     // Limits.
     uint32_t max_shared_memory = 0;
