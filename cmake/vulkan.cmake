@@ -145,7 +145,12 @@ endforeach()
 dl_vk_shader(deltanet_step deltanet_step.comp)
 dl_vk_shader(deltanet_conv deltanet_conv.comp)
 dl_vk_shader(deltanet_gates deltanet_gates.comp)
+dl_vk_shader(deltanet_ring deltanet_ring.comp)
+# The windowed scan: without subgroup operations (one thread a value column), with clustered
+# adds, with xor shuffles.
 dl_vk_shader(deltanet_scan deltanet_scan.comp)
+dl_vk_shader(deltanet_scan_cl deltanet_scan.comp DEFINES SCAN_CLUSTERED=1)
+dl_vk_shader(deltanet_scan_sh deltanet_scan.comp DEFINES SCAN_SHUFFLE=1)
 dl_vk_shader(gated_norm gated_norm.comp)
 dl_vk_shader(attn_prep_rows attn_prep_rows.comp)
 dl_vk_shader(attn_window attn_window.comp)

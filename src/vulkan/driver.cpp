@@ -358,8 +358,8 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
             gemm(L.ssm_beta, A.xn, act, A.beta, false);
             gemm(L.ssm_alpha, A.xn, act, A.alpha, false);
             stage("gemm");
-            K.deltanet_rows(cl, deltanet_args(A, L), act, prm, view(s.ring[il]), view(s.state[il]),
-                            tok, m);
+            K.deltanet_rows(cl, deltanet_args(A, L), A.conv, act, prm, view(s.ring[il]),
+                            view(s.state[il]), tok, m);
             stage("deltanet");
             gemm(L.ssm_out, A.y, act, A.h, true);
         } else {

@@ -98,13 +98,19 @@ class Kernels {
     };
     void attention_rows(CommandList& cl, const AttentionRows& a, View act, View params,
                         View k_cache, View v_cache, View tok, uint32_t n);
-    // A Gated DeltaNet layer over n rows at positions tok[0] ..: conv (carried in the ring),
-    // q/k L2 norms and gates, the delta rule with the state in registers, the gated RMSNorm.
-    // Offsets as in DeltaNetStep, each now the start of n rows of its quantity.
+    // A Gated DeltaNet layer over n rows at positions tok[0] ..: conv (carried in the ring)
+    // from the input rows at qkv_off into its own n rows of conv_dim at conv_out (the two must
+    // not overlap), q/k L2 norms and gates, the delta rule with the state in registers, the
+    // gated RMSNorm. Other offsets as in DeltaNetStep, each now the start of n rows of its
+    // quantity. `scan` picks the scan module (tests use it to reach every one; `best` takes the
+    // fastest the device has: clustered adds, else xor shuffles, else one thread per column
+    // without subgroup operations); a forced module the device lacks is an error.
+    enum class DeltaNetScan { best, clustered, shuffle, plain };
     static std::optional<Decline> deltanet_rows_supported(const Features& f, uint32_t d_k,
                                                           uint32_t d_v, uint32_t conv_kernel);
-    void deltanet_rows(CommandList& cl, const DeltaNetStep& a, View act, View params, View ring,
-                       View state, View tok, uint32_t n);
+    void deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t conv_out, View act,
+                       View params, View ring, View state, View tok, uint32_t n,
+                       DeltaNetScan scan = DeltaNetScan::best);
 
   private:
     uint32_t wg_size(uint32_t want) const;

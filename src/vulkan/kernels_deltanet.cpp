@@ -1,5 +1,7 @@
-// Launchers of the Gated DeltaNet window kernels (see kernels.h, deltanet_rows): conv, L2 norms
-// and gates, the scan over the rows, the gated RMSNorm. Push-constant layouts mirror the shaders.
+// Launchers of the Gated DeltaNet window kernels (see kernels.h, deltanet_rows): the conv into
+// its own rows and the conv ring update, L2 norms and gates, the scan over the rows, the gated
+// RMSNorm. Push-constant layouts mirror the shaders; the shaders' headers say why each is shaped
+// as it is.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +14,10 @@ namespace dl::vk {
 namespace {
 
 struct ConvPush {
-    uint32_t conv_dim, n, x_off, conv_off;
+    uint32_t conv_dim, n, x_off, xc_off, conv_off;
+};
+struct RingPush {
+    uint32_t conv_dim, n, x_off;
 };
 struct GatesPush {
     uint32_t n_k_heads, n_v_heads, d_k, qkv_off, qkv_row, b_off, a_off, ba_row, dt_off, ssma_off;
@@ -25,6 +30,8 @@ struct GatedNormPush {
     float eps;
 };
 
+constexpr uint32_t kConvRows = 8;  // output rows per conv invocation (RPT)
+
 // The largest power of two <= want within the device's workgroup limit.
 uint32_t pow2_at_most(const Features& f, uint32_t want) {
     uint32_t limit = std::max<uint32_t>(f.max_workgroup_invocations, 64);
@@ -33,44 +40,95 @@ uint32_t pow2_at_most(const Features& f, uint32_t want) {
     return s;
 }
 
+// Module and shape of the scan (see deltanet_scan.comp).
+struct ScanShape {
+    const char* module;
+    uint32_t split, cols, chunk;
+};
+
+ScanShape scan_shape(const Features& f, uint32_t d_k, uint32_t d_v, Kernels::DeltaNetScan want) {
+    using S = Kernels::DeltaNetScan;
+    // Threads per column: a power of two dividing d_k, never more than the smallest subgroup.
+    const uint32_t min_sg = std::max<uint32_t>(f.min_subgroup_size, 1);
+    uint32_t split = 8;
+    while (split > 1 && (split > min_sg || d_k % split)) split /= 2;
+    const bool cl = f.subgroup_clustered && split > 1, sh = f.subgroup_shuffle && split > 1;
+    ScanShape s{"deltanet_scan", 1, std::min<uint32_t>(d_v, 32), 1};
+    if (want == S::clustered && !cl)
+        fail(
+            "the device has no clustered subgroup adds for the DeltaNet scan (d_k {}, subgroups "
+            "of {})",
+            d_k, min_sg);
+    if (want == S::shuffle && !sh)
+        fail("the device has no subgroup shuffles for the DeltaNet scan (d_k {}, subgroups of {})",
+             d_k, min_sg);
+    if ((want == S::best && cl) || want == S::clustered)
+        s = {"deltanet_scan_cl", split, std::min<uint32_t>(d_v, 16), 1};
+    else if ((want == S::best && sh) || want == S::shuffle)
+        s = {"deltanet_scan_sh", split, std::min<uint32_t>(d_v, 16), 1};
+    // Rows staged at once: as many as fit in 40 KiB of shared memory, up to 32.
+    const uint64_t budget = std::min<uint64_t>(f.max_shared_memory, 40 * 1024);
+    for (uint32_t c = 32; c >= 1; c /= 2)
+        if ((uint64_t)c * (2 * d_k + s.cols + 2) * 4 <= budget) {
+            s.chunk = c;
+            break;
+        }
+    return s;
+}
+
 }  // namespace
 
 std::optional<Decline> Kernels::deltanet_rows_supported(const Features& f, uint32_t d_k,
                                                         uint32_t d_v, uint32_t conv_kernel) {
     if (auto d = deltanet_step_supported(f, d_k, d_v, conv_kernel)) return d;
+    // The scan without subgroup operations keeps a whole state column in one thread.
     if (d_k > 256)
         return Decline{
             fmt::format("DeltaNet key head size {} is over the 256 a thread holds", d_k)};
     return std::nullopt;
 }
 
-void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, View act, View params,
-                            View ring, View state, View tok, uint32_t n) {
+void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t conv_out, View act,
+                            View params, View ring, View state, View tok, uint32_t n,
+                            DeltaNetScan scan_path) {
     const Features& f = dev_.features();
     if (auto d = deltanet_rows_supported(f, a.d_k, a.d_v, a.conv_kernel)) fail("{}", d->reason);
     const uint32_t conv_dim = 2 * a.n_k_heads * a.d_k + a.n_v_heads * a.d_v;
     const uint32_t d_inner = a.n_v_heads * a.d_v;
+    if (conv_out < a.qkv_off + (uint64_t)n * conv_dim &&
+        a.qkv_off < conv_out + (uint64_t)n * conv_dim)
+        fail("the DeltaNet conv output rows overlap its input rows");
+    if ((n + kConvRows - 1) / kConvRows > f.max_workgroup_count[1])
+        fail("a DeltaNet window of {} rows is over the device's dispatch limit", n);
 
-    const Kernel& conv = pipes_.get("deltanet_conv", 4, sizeof(ConvPush), {a.conv_kernel});
-    ConvPush cp{conv_dim, n, a.qkv_off, a.conv_off};
-    auto [gx, gy] = grid(f, (conv_dim + 63) / 64);
-    cl.dispatch(conv, {act, params, ring, tok}, cp, gx, gy);
+    // Chosen first: a forced scan module the device lacks fails before anything is recorded.
+    const ScanShape sh = scan_shape(f, a.d_k, a.d_v, scan_path);
+
+    const uint32_t cgroups = (conv_dim + 63) / 64;
+    const Kernel& conv =
+        pipes_.get("deltanet_conv", 4, sizeof(ConvPush), {a.conv_kernel, kConvRows});
+    ConvPush cp{conv_dim, n, a.qkv_off, conv_out, a.conv_off};
+    cl.dispatch(conv, {act, params, ring, tok}, cp, cgroups, (n + kConvRows - 1) / kConvRows);
+    cl.barrier();  // the ring rows the conv read may be the ones the update writes
+    const Kernel& ring_k = pipes_.get("deltanet_ring", 3, sizeof(RingPush), {a.conv_kernel});
+    RingPush rp{conv_dim, n, a.qkv_off};
+    cl.dispatch(ring_k, {act, ring, tok}, rp, cgroups);
     cl.barrier();
     cl.mark("dn conv");
 
     const Kernel& gates = pipes_.get("deltanet_gates", 2, sizeof(GatesPush), {64});
-    GatesPush gp{a.n_k_heads, a.n_v_heads, a.d_k,       a.qkv_off, conv_dim,
-                 a.b_off,     a.a_off,     a.n_v_heads, a.dt_off,  a.ssm_a_off};
+    GatesPush gp{a.n_k_heads, a.n_v_heads, a.d_k,       conv_out, conv_dim,
+                 a.b_off,     a.a_off,     a.n_v_heads, a.dt_off, a.ssm_a_off};
     cl.dispatch(gates, {act, params}, gp, 2 * a.n_k_heads + 1, n);
     cl.barrier();
     cl.mark("dn gates");
 
-    // Column slices of 32 give the sequential scan more workgroups than there are heads.
-    const uint32_t cols = std::min<uint32_t>(a.d_v, 32);
-    const Kernel& scan = pipes_.get("deltanet_scan", 2, sizeof(ScanPush), {cols, a.d_k});
-    ScanPush sp{a.n_k_heads, a.n_v_heads, a.d_v,       n,       a.qkv_off, conv_dim,
+    std::vector<uint32_t> spec = {sh.cols * sh.split, a.d_k, sh.chunk};
+    if (sh.split > 1) spec.push_back(sh.split);
+    const Kernel& scan = pipes_.get(sh.module, 2, sizeof(ScanPush), spec);
+    ScanPush sp{a.n_k_heads, a.n_v_heads, a.d_v,       n,       conv_out, conv_dim,
                 a.b_off,     a.a_off,     a.n_v_heads, a.y_off, d_inner};
-    cl.dispatch(scan, {act, state}, sp, a.n_v_heads, a.d_v / cols);
+    cl.dispatch(scan, {act, state}, sp, a.n_v_heads, a.d_v / sh.cols);
     cl.barrier();
     cl.mark("dn scan");
 

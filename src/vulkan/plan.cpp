@@ -38,7 +38,8 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         a.beta = a.z + (uint32_t)hp.ssm_d_inner * rows;
         a.alpha = a.beta + (uint32_t)hp.ssm_n_v_heads * rows;
         a.y = a.alpha + (uint32_t)hp.ssm_n_v_heads * rows;
-        end = std::max(end, a.y + (uint32_t)hp.ssm_d_inner * rows);
+        a.conv = a.y + (uint32_t)hp.ssm_d_inner * rows;
+        end = std::max(end, a.conv + (uint32_t)hp.conv_dim() * rows);
     }
     const uint32_t hd = (uint32_t)hp.head_dim;
     const uint32_t qw = (uint32_t)hp.n_head * hd * (hp.arch == Arch::qwen35 ? 2 : 1);

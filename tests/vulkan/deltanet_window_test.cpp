@@ -1,0 +1,262 @@
+// The Gated DeltaNet window kernels (Kernels::deltanet_rows: conv into its own rows + ring update,
+// gates, scan, gated norm) against a plain double-precision CPU loop, over consecutive windows of
+// boundary lengths (one row, fewer rows than the conv taps, multiples of the taps, windows that
+// cross the scan's staging chunks), with H_v != H_k, d_k != d_v and d_k that leaves an odd number
+// of state rows per thread; every scan module the device has (the plain one always). Outputs are
+// poisoned before each window, the input rows must come back untouched, and two decode steps
+// after the windows check that the ring and the state are left in the decode kernel's format.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "vk_test.h"
+
+namespace dl::vk {
+namespace {
+
+using Scan = Kernels::DeltaNetScan;
+
+struct Case {
+    uint32_t hk, hv, dk, dv, K;
+    std::vector<uint32_t> windows;
+};
+
+// The layer in double precision, one position at a time.
+struct Reference {
+    uint32_t hk, hv, dk, dv, K, conv_dim;
+    std::vector<double> w, dt, ssm_a, norm;
+    std::vector<std::vector<double>> inputs;  // conv inputs of every position so far
+    std::vector<double> S;                    // [hv][dk][dv]
+    double eps;
+
+    // Returns the normed conv output (q, k normed; v raw) and y of the next position.
+    void step(const float* x, const float* z, const float* bvec, const float* a_row,
+              std::vector<double>& conv_out, std::vector<double>& y) {
+        inputs.emplace_back(x, x + conv_dim);
+        const size_t pos = inputs.size() - 1;
+        conv_out.assign(conv_dim, 0.0);
+        for (uint32_t c = 0; c < conv_dim; ++c) {
+            double s = 0;
+            for (uint32_t t = 0; t < K; ++t) {
+                long q = (long)pos - (long)(K - 1) + t;
+                if (q >= 0) s += w[(size_t)c * K + t] * inputs[q][c];
+            }
+            conv_out[c] = s / (1 + std::exp(-s));
+        }
+        for (uint32_t head = 0; head < 2 * hk; ++head) {
+            double ss = 0;
+            for (uint32_t i = 0; i < dk; ++i)
+                ss += conv_out[head * dk + i] * conv_out[head * dk + i];
+            double sc = 1 / std::sqrt(ss + 1e-6);
+            if (head < hk) sc /= std::sqrt((double)dk);
+            for (uint32_t i = 0; i < dk; ++i) conv_out[head * dk + i] *= sc;
+        }
+        y.assign((size_t)hv * dv, 0.0);
+        for (uint32_t h = 0; h < hv; ++h) {
+            const uint32_t g = h % hk;
+            const double* q = &conv_out[g * dk];
+            const double* k = &conv_out[(hk + g) * dk];
+            const double* v = &conv_out[2 * hk * dk + h * dv];
+            double beta = 1 / (1 + std::exp(-(double)bvec[h]));
+            double ap = a_row[h] + dt[h];
+            double sp = ap > 20 ? ap : std::log1p(std::exp(ap));
+            double decay = std::exp(sp * ssm_a[h]);
+            double* Sh = &S[(size_t)h * dk * dv];
+            for (size_t i = 0; i < (size_t)dk * dv; ++i) Sh[i] *= decay;
+            std::vector<double> o(dv);
+            for (uint32_t j = 0; j < dv; ++j) {
+                double sk = 0;
+                for (uint32_t i = 0; i < dk; ++i) sk += Sh[(size_t)i * dv + j] * k[i];
+                double d = beta * (v[j] - sk);
+                for (uint32_t i = 0; i < dk; ++i) Sh[(size_t)i * dv + j] += k[i] * d;
+                for (uint32_t i = 0; i < dk; ++i) o[j] += Sh[(size_t)i * dv + j] * q[i];
+            }
+            double ss = 0;
+            for (double x2 : o) ss += x2 * x2;
+            double sc = 1 / std::sqrt(ss / dv + eps);
+            for (uint32_t j = 0; j < dv; ++j) {
+                double zz = z[h * dv + j];
+                y[(size_t)h * dv + j] = o[j] * sc * norm[j] * zz / (1 + std::exp(-zz));
+            }
+        }
+    }
+};
+
+std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.f) {
+    std::normal_distribution<float> d(0.f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+void near(float got, double want, double tol, const std::string& what) {
+    ASSERT_TRUE(std::isfinite(got)) << what;
+    ASSERT_NEAR(got, want, tol * (1 + std::fabs(want))) << what;
+}
+
+void run_case(const Case& cs, Scan scan) {
+    VK_TEST_DEVICE();
+    const Features& f = dev.features();
+    if (scan == Scan::clustered && !f.subgroup_clustered)
+        GTEST_SKIP() << "no clustered subgroup operations";
+    if (scan == Scan::shuffle && !f.subgroup_shuffle) GTEST_SKIP() << "no subgroup shuffles";
+    if (auto d = Kernels::deltanet_rows_supported(f, cs.dk, cs.dv, cs.K)) GTEST_SKIP() << d->reason;
+    const uint32_t hk = cs.hk, hv = cs.hv, dk = cs.dk, dv = cs.dv, KC = cs.K;
+    const uint32_t conv_dim = 2 * hk * dk + hv * dv, inner = hv * dv;
+    const float eps = 1e-6f;
+    std::mt19937 rng(hk * 1000 + hv * 100 + dk + dv * 7 + KC);
+
+    std::vector<float> conv_w = randn((size_t)conv_dim * KC, rng, 0.5f);
+    std::vector<float> dt_bias = randn(hv, rng), ssm_a(hv), norm = randn(dv, rng, 0.3f);
+    for (float& a : ssm_a) a = -std::exp(std::uniform_real_distribution<float>(-2.f, 1.f)(rng));
+    for (float& w : norm) w += 1.f;
+    std::vector<float> params;
+    const uint32_t conv_off = 0, dt_off = conv_dim * KC, a_off_p = dt_off + hv,
+                   norm_off = a_off_p + hv;
+    for (auto* v : {&conv_w, &dt_bias, &ssm_a, &norm})
+        params.insert(params.end(), v->begin(), v->end());
+    Buffer pb = test::to_device(dev, params);
+
+    Reference ref{hk, hv, dk, dv, KC, conv_dim, {}, {}, {}, {}, {}, {}, eps};
+    ref.w.assign(conv_w.begin(), conv_w.end());
+    ref.dt.assign(dt_bias.begin(), dt_bias.end());
+    ref.ssm_a.assign(ssm_a.begin(), ssm_a.end());
+    ref.norm.assign(norm.begin(), norm.end());
+    ref.S.assign((size_t)hv * dk * dv, 0.0);
+
+    Buffer ring = dev.create_buffer((size_t)KC * conv_dim * 4, MemoryKind::device);
+    dev.fill(ring, 0, ring.size(), 0);
+    Buffer state = dev.create_buffer((size_t)hv * dk * dv * 4, MemoryKind::device);
+    dev.fill(state, 0, state.size(), 0);
+    Buffer tok = dev.create_buffer(16, MemoryKind::host);
+
+    uint32_t pos = 0;
+    for (size_t wi = 0; wi < cs.windows.size(); ++wi) {
+        const uint32_t n = cs.windows[wi];
+        // act: qkv | z | beta | alpha | y | conv out, each n rows; a few poisoned floats between.
+        const uint32_t qkv_off = 3, z_off = qkv_off + n * conv_dim, b_off = z_off + n * inner,
+                       a_off = b_off + n * hv, y_off = a_off + n * hv + 5,
+                       xc_off = y_off + n * inner + 7, n_act = xc_off + n * conv_dim + 9;
+        std::vector<float> qkv = randn((size_t)n * conv_dim, rng),
+                           z = randn((size_t)n * inner, rng), b = randn((size_t)n * hv, rng),
+                           a = randn((size_t)n * hv, rng, 2.f);
+        std::vector<float> in(n_act);
+        for (float& x : in) std::memcpy(&x, &test::kPoison, 4);
+        std::copy(qkv.begin(), qkv.end(), in.begin() + qkv_off);
+        std::copy(z.begin(), z.end(), in.begin() + z_off);
+        std::copy(b.begin(), b.end(), in.begin() + b_off);
+        std::copy(a.begin(), a.end(), in.begin() + a_off);
+        Buffer act = test::to_device(dev, in);
+        static_cast<uint32_t*>(tok.mapped())[0] = pos;
+        Kernels::DeltaNetStep args{hk,    hv,    dk,       dv,     KC,      qkv_off,  z_off, b_off,
+                                   a_off, y_off, conv_off, dt_off, a_off_p, norm_off, eps};
+        test::run(dev, [&](CommandList& cl) {
+            K.deltanet_rows(cl, args, xc_off, view(act), view(pb), view(ring), view(state),
+                            view(tok), n, scan);
+        });
+        auto out = test::from_device<float>(dev, act, n_act);
+        for (uint32_t i = 0; i < n * conv_dim; ++i)
+            ASSERT_EQ(test::bits(out[qkv_off + i]), test::bits(qkv[i]))
+                << "input " << i << " changed";
+        for (uint32_t r = 0; r < n; ++r) {
+            std::vector<double> xc, y;
+            ref.step(&qkv[(size_t)r * conv_dim], &z[(size_t)r * inner], &b[(size_t)r * hv],
+                     &a[(size_t)r * hv], xc, y);
+            const std::string at = "window " + std::to_string(wi) + " row " + std::to_string(r);
+            for (uint32_t c = 0; c < conv_dim; ++c)
+                near(out[xc_off + r * conv_dim + c], xc[c], 1e-5,
+                     at + " conv " + std::to_string(c));
+            for (uint32_t i = 0; i < inner; ++i)
+                near(out[y_off + r * inner + i], y[i], 3e-4, at + " y " + std::to_string(i));
+        }
+        // Nothing written outside the outputs (the padding stays poisoned).
+        for (uint32_t i : {y_off - 1, xc_off - 1, n_act - 1})
+            ASSERT_EQ(test::bits(out[i]), test::kPoison) << "wrote padding at " << i;
+        pos += n;
+        auto Sd = test::from_device<float>(dev, state, ref.S.size());
+        for (size_t i = 0; i < ref.S.size(); ++i)
+            near(Sd[i], ref.S[i], 3e-4, "window " + std::to_string(wi) + " S " + std::to_string(i));
+    }
+
+    // Two decode tokens continue from the ring and the state the windows left.
+    for (int t = 0; t < 2; ++t) {
+        const uint32_t qkv_off = 0, z_off = conv_dim, b_off = z_off + inner, a_off = b_off + hv,
+                       y_off = a_off + hv, n_act = y_off + inner;
+        std::vector<float> qkv = randn(conv_dim, rng), z = randn(inner, rng), b = randn(hv, rng),
+                           a = randn(hv, rng, 2.f);
+        std::vector<float> in(n_act);
+        std::copy(qkv.begin(), qkv.end(), in.begin() + qkv_off);
+        std::copy(z.begin(), z.end(), in.begin() + z_off);
+        std::copy(b.begin(), b.end(), in.begin() + b_off);
+        std::copy(a.begin(), a.end(), in.begin() + a_off);
+        for (uint32_t i = y_off; i < n_act; ++i) std::memcpy(&in[i], &test::kPoison, 4);
+        Buffer act = test::to_device(dev, in);
+        static_cast<uint32_t*>(tok.mapped())[0] = pos;
+        Kernels::DeltaNetStep args{hk,    hv,    dk,       dv,     KC,      qkv_off,  z_off, b_off,
+                                   a_off, y_off, conv_off, dt_off, a_off_p, norm_off, eps};
+        test::run(dev, [&](CommandList& cl) {
+            K.deltanet_step(cl, args, view(act), view(pb), view(ring), view(state), view(tok));
+        });
+        auto out = test::from_device<float>(dev, act, n_act);
+        std::vector<double> xc, y;
+        ref.step(qkv.data(), z.data(), b.data(), a.data(), xc, y);
+        for (uint32_t i = 0; i < inner; ++i)
+            near(out[y_off + i], y[i], 3e-4,
+                 "decode " + std::to_string(t) + " y " + std::to_string(i));
+        ++pos;
+    }
+}
+
+struct Named {
+    const char* name;
+    Case c;
+};
+
+const Named kCases[] = {
+    {"OneRow", {2, 4, 32, 16, 4, {1}}},
+    {"FewerRowsThanTaps", {2, 4, 32, 16, 4, {2, 1, 2, 1}}},
+    {"RowsMultipleOfTaps", {2, 4, 32, 16, 4, {4, 8, 4}}},
+    {"OddStateRowsThreeTaps", {3, 3, 24, 8, 3, {5, 3, 6}}},
+    {"KeyWiderThanValueOverChunks", {1, 2, 64, 32, 4, {37, 40}}},
+    {"ValueWiderThanKeyTwoTaps", {2, 2, 16, 64, 2, {3, 2}}},
+    {"FullHeadSize", {1, 2, 128, 128, 4, {70}}},
+};
+
+class DeltaNetWindow : public ::testing::TestWithParam<std::tuple<int, Scan>> {};
+
+TEST_P(DeltaNetWindow, MatchesPlainLoop) {
+    const auto [i, scan] = GetParam();
+    run_case(kCases[i].c, scan);
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<int, Scan>>& p) {
+    static const char* const scans[] = {"Best", "Clustered", "Shuffle", "Plain"};
+    return std::string(kCases[std::get<0>(p.param)].name) + "_" + scans[(int)std::get<1>(p.param)];
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, DeltaNetWindow,
+                         ::testing::Combine(::testing::Range(0, (int)std::size(kCases)),
+                                            ::testing::Values(Scan::best, Scan::clustered,
+                                                              Scan::shuffle, Scan::plain)),
+                         case_name);
+
+TEST(DeltaNetWindowDecline, ForcedModuleTheDeviceLacksIsAnError) {
+    VK_TEST_DEVICE();
+    const Features& f = dev.features();
+    if (f.subgroup_clustered && f.subgroup_shuffle) GTEST_SKIP() << "the device has every module";
+    const Scan s = f.subgroup_clustered ? Scan::shuffle : Scan::clustered;
+    const uint32_t hk = 1, hv = 1, dk = 16, dv = 16, conv_dim = 2 * hk * dk + hv * dv;
+    Buffer act = dev.create_buffer(4096 * 4, MemoryKind::device);
+    Buffer b = dev.create_buffer(4096 * 4, MemoryKind::device);
+    Kernels::DeltaNetStep args{hk, hv, dk, dv, 4, 0, conv_dim, 0, 0, 0, 0, 0, 0, 0, 1e-6f};
+    CommandList cl(dev);
+    cl.begin();
+    EXPECT_THROW(
+        K.deltanet_rows(cl, args, 2048, view(act), view(b), view(b), view(b), view(b), 1, s),
+        Error);
+    cl.end();
+}
+
+}  // namespace
+}  // namespace dl::vk
