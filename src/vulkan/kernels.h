@@ -88,6 +88,9 @@ class Kernels {
     // at y_off (stride rows); W is rows × cols of type t in its native blocks.
     void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
               uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows, bool accumulate);
+    // For the GEMM speed report only: 1 leaves out the weight dequantization of the
+    // cooperative-matrix tiles, 2 their products (the results are then wrong). 0 otherwise.
+    uint32_t gemm_ablate = 0;
     // Attention for n rows at positions tok[0] .. tok[0]+n-1: prep (norms, rope, KV store of
     // every row) then causal attention of every row over the cache with the gated epilogue.
     // Row strides: q_row for the q projection (gate included), kv_row for k and v, o_row for

@@ -82,7 +82,7 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
     bool cm = gemm_uses_coopmat(f, v);
     std::vector<uint32_t> spec;
-    if (cm) spec.push_back(8 * f.subgroup_size);
+    if (cm) spec = {8 * f.subgroup_size, gemm_ablate};
     const Kernel& k = pipes_.get(gemm_module(t, cm), 3, sizeof(GemmPush), spec);
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
     const uint32_t cols_a_tile = cm ? kGemmColsCoopmat : kGemmCols;

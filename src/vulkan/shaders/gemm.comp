@@ -21,6 +21,9 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;  // 8 subgroups of the device's (fixed) size
+// Speed report only (tests/vulkan/gemm_speed_test.cpp): 1 skips the weight dequantization, 2 the
+// matrix products, so the report can tell which part bounds the tile. 0 in every real use.
+layout(constant_id = 1) const uint ABLATE = 0;
 const uint BM = 64, BN = 128;
 #else
 layout(local_size_x = 128) in;
@@ -81,6 +84,9 @@ void main() {
     for (uint u0 = 0; u0 < units; u0 += 2u) {
         // Weight tile: BN rows × 2 units × 8 quads; consecutive threads take consecutive quads.
         for (uint d = t; d < BN * 16u; d += WG) {
+#if defined(VARIANT_KHR_COOPMAT)
+            if (ABLATE == 1u) break;
+#endif
             uint nn = d >> 4, uu = u0 + ((d >> 3) & 1u), q = d & 7u;
             uint row = min(n0 + nn, p.N - 1u);
             vec4 v = uu < units ? quad_values(row * p.row_bytes, uu, q, p.K) : vec4(0.0);
@@ -127,6 +133,7 @@ void main() {
         barrier();
 #if defined(VARIANT_KHR_COOPMAT)
         for (uint k = 0; k < BK; k += 16u) {
+            if (ABLATE == 2u) break;
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ta[2];
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> tb[2];
             for (uint i = 0; i < 2u; ++i)

@@ -1,0 +1,118 @@
+// Throughput report of the prefill GEMM tiles (Kernels::gemm) on a 512-row window against
+// Qwen3.5-9B-sized matrices: skipped unless DELTALLM_VK_SPEED=1, as it is meant for a real GPU.
+// It prints TFLOP/s for each variant the device runs, and for the cooperative-matrix tiles also
+// with the dequantization or the products left out, which says what bounds the tile. The full
+// runs still check their output against a CPU reference, so a fast but wrong kernel fails.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/env.h"
+#include "quant/quant.h"
+#include "vk_test.h"
+
+namespace dl::vk {
+namespace {
+
+struct GemmSpeedCase {
+    QType type;
+    uint32_t rows, cols, m;
+};
+
+void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
+    constexpr uint32_t kDistinct = 64;  // quantized rows tiled over the matrix
+    const Features& f = dev.features();
+    const uint64_t rb = row_size(c.type, c.cols);
+    std::mt19937 rng(c.rows ^ c.cols);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> wf((size_t)kDistinct * c.cols), x((size_t)c.m * c.cols);
+    for (float& v : wf) v = nd(rng);
+    for (float& v : x) v = nd(rng);
+    std::vector<uint8_t> wq(rb * kDistinct);
+    std::vector<float> deq(wf.size());
+    for (uint32_t r = 0; r < kDistinct; ++r) {
+        quant::quantize(c.type, wf.data() + (size_t)r * c.cols, wq.data() + r * rb, c.cols);
+        quant::dequantize(c.type, wq.data() + r * rb, deq.data() + (size_t)r * c.cols, c.cols);
+    }
+    std::vector<uint8_t> tiled((rb * c.rows + 3) / 4 * 4 + 4, 0);
+    for (uint32_t r = 0; r < c.rows; ++r)
+        std::copy_n(wq.data() + (r % kDistinct) * rb, rb, tiled.data() + r * rb);
+    Buffer w = test::to_device(dev, tiled);
+    Buffer xb = test::to_device(dev, x);
+    Buffer y = test::poisoned(dev, (size_t)c.m * c.rows);
+    const double flop = 2.0 * c.m * c.rows * c.cols;
+    const uint32_t runs = f.cpu ? 1 : 20;
+
+    std::vector<std::pair<Variant, uint32_t>> plans = {{Variant::scalar, 0}};
+    if (Kernels::gemm_uses_coopmat(f, dev.variant()))
+        for (uint32_t ablate : {0u, 1u, 2u}) plans.push_back({dev.variant(), ablate});
+    for (auto [v, ablate] : plans) {
+        K.gemm_ablate = ablate;
+        CommandList cl(dev);
+        cl.enable_timestamps(1);
+        cl.begin(true);
+        for (uint32_t i = 0; i < runs; ++i) {
+            K.gemm(cl, v, c.type, view(w), c.rows, c.cols, view(xb), 0, view(y), 0, c.m, false);
+            cl.barrier();
+        }
+        cl.mark("gemm");
+        cl.end();
+        double best = 1e30;
+        for (int rep = 0; rep < 3; ++rep) {
+            cl.submit_and_wait();
+            auto ts = cl.times();
+            if (!ts.empty()) best = std::min(best, ts[0].second);
+        }
+        K.gemm_ablate = 0;
+        const char* part = ablate == 1   ? " without dequantization"
+                           : ablate == 2 ? " without products"
+                                         : "";
+        fmt::print("GEMM {} {}x{} weights, {} rows, {}{}: {:.3f} ms, {:.1f} TFLOP/s\n",
+                   qtype_name(c.type), c.rows, c.cols, c.m, variant_name(v), part, best / runs,
+                   flop / (best / runs * 1e-3) / 1e12);
+        if (ablate != 0) continue;
+        auto out = test::from_device<float>(dev, y, (size_t)c.m * c.rows);
+        const double tol = v == Variant::scalar ? 1e-5 : 3e-3;
+        for (uint32_t i = 0; i < c.m; i += 97)
+            for (uint32_t r = 0; r < c.rows; r += 31) {
+                double ref = 0, mag = 0;
+                for (uint32_t k = 0; k < c.cols; ++k) {
+                    double p = (double)deq[(size_t)(r % kDistinct) * c.cols + k] *
+                               x[(size_t)i * c.cols + k];
+                    ref += p;
+                    mag += std::fabs(p);
+                }
+                ASSERT_NEAR(out[(size_t)i * c.rows + r], ref, tol * mag + 1e-4)
+                    << variant_name(v) << " row " << i << " col " << r;
+            }
+    }
+}
+
+TEST(GemmSpeed, Report) {
+    if (!env::get_bool("DELTALLM_VK_SPEED")) GTEST_SKIP() << "set DELTALLM_VK_SPEED=1 to run";
+    auto& E = test::env();
+    if (!E.dev) GTEST_SKIP() << "no Vulkan device: " << E.decline;
+    DeviceOptions o = DeviceOptions::from_env();
+    o.robust = false;
+    o.pipeline_cache_dir = "";
+    auto d = Device::open(o);
+    ASSERT_TRUE(d) << d.reason();
+    Device& dev = **d;
+    Pipelines pipes(dev);
+    Kernels K(dev, pipes);
+    const bool cpu = dev.features().cpu;
+    // 9B FFN up and down in Q4_K, the same up in F16 (no dequantization cost to speak of).
+    for (const GemmSpeedCase& c : {GemmSpeedCase{QType::Q4_K, 12288, 4096, cpu ? 64u : 512u},
+                                   GemmSpeedCase{QType::Q4_K, 4096, 12288, cpu ? 64u : 512u},
+                                   GemmSpeedCase{QType::F16, 12288, 4096, cpu ? 64u : 512u}}) {
+        if (cpu && c.rows > 4096) continue;
+        report(dev, K, c);
+        if (HasFatalFailure()) return;
+    }
+}
+
+}  // namespace
+}  // namespace dl::vk
