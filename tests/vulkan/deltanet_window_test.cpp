@@ -7,9 +7,13 @@
 // after the windows check that the ring and the state are left in the decode kernel's format.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
+#include <fmt/format.h>
+
+#include "core/env.h"
 #include "vk_test.h"
 
 namespace dl::vk {
@@ -256,6 +260,103 @@ TEST(DeltaNetWindowDecline, ForcedModuleTheDeviceLacksIsAnError) {
         K.deltanet_rows(cl, args, 2048, view(act), view(b), view(b), view(b), view(b), 1, s),
         Error);
     cl.end();
+}
+
+// Timing of a 512-row window at the Qwen3.5 0.8B and 9B DeltaNet shapes for every scan module
+// the device has: skipped unless DELTALLM_VK_SPEED=1 (meant for a real GPU). Each module's last
+// run is still checked against the double-precision loop, so a fast but wrong kernel fails.
+TEST(DeltaNetWindowSpeed, Report) {
+    VK_TEST_DEVICE();
+    if (!env::get_bool("DELTALLM_VK_SPEED")) GTEST_SKIP() << "set DELTALLM_VK_SPEED=1 to run";
+    const Features& f = dev.features();
+    struct Shape {
+        const char* name;
+        uint32_t hk, hv;
+    };
+    for (Shape shp : {Shape{"0.8B", 16, 16}, Shape{"9B", 16, 32}}) {
+        const uint32_t hk = shp.hk, hv = shp.hv, dk = 128, dv = 128, KC = 4, n = 512;
+        const uint32_t conv_dim = 2 * hk * dk + hv * dv, inner = hv * dv;
+        std::mt19937 rng(7);
+        std::vector<float> conv_w = randn((size_t)conv_dim * KC, rng, 0.5f);
+        std::vector<float> dt_bias = randn(hv, rng), ssm_a(hv), norm = randn(dv, rng, 0.3f);
+        for (float& a : ssm_a) a = -std::exp(std::uniform_real_distribution<float>(-2.f, 1.f)(rng));
+        for (float& w : norm) w += 1.f;
+        std::vector<float> params;
+        for (auto* v : {&conv_w, &dt_bias, &ssm_a, &norm})
+            params.insert(params.end(), v->begin(), v->end());
+        const uint32_t dt_off = conv_dim * KC, a_off_p = dt_off + hv, norm_off = a_off_p + hv;
+        Buffer pb = test::to_device(dev, params);
+        const uint32_t z_off = n * conv_dim, b_off = z_off + n * inner, a_off = b_off + n * hv,
+                       y_off = a_off + n * hv, xc_off = y_off + n * inner,
+                       n_act = xc_off + n * conv_dim;
+        std::vector<float> in = randn(n_act, rng);
+        Buffer act = test::to_device(dev, in);
+        Buffer ring = dev.create_buffer((size_t)KC * conv_dim * 4, MemoryKind::device);
+        Buffer state = dev.create_buffer((size_t)hv * dk * dv * 4, MemoryKind::device);
+        Buffer tok = dev.create_buffer(16, MemoryKind::host);
+        static_cast<uint32_t*>(tok.mapped())[0] = 0;
+        Kernels::DeltaNetStep args{hk,    hv,    dk, dv,     KC,      0,        z_off, b_off,
+                                   a_off, y_off, 0,  dt_off, a_off_p, norm_off, 1e-6f};
+
+        Reference ref{hk, hv, dk, dv, KC, conv_dim, {}, {}, {}, {}, {}, {}, 1e-6};
+        ref.w.assign(conv_w.begin(), conv_w.end());
+        ref.dt.assign(dt_bias.begin(), dt_bias.end());
+        ref.ssm_a.assign(ssm_a.begin(), ssm_a.end());
+        ref.norm.assign(norm.begin(), norm.end());
+        ref.S.assign((size_t)hv * dk * dv, 0.0);
+        std::vector<std::vector<double>> want(n);
+        for (uint32_t r = 0; r < n; ++r) {
+            std::vector<double> xc;
+            ref.step(&in[(size_t)r * conv_dim], &in[z_off + (size_t)r * inner],
+                     &in[b_off + (size_t)r * hv], &in[a_off + (size_t)r * hv], xc, want[r]);
+        }
+
+        for (Scan scan : {Scan::clustered, Scan::shuffle, Scan::plain}) {
+            if (scan == Scan::clustered && !f.subgroup_clustered) continue;
+            if (scan == Scan::shuffle && !f.subgroup_shuffle) continue;
+            // Wake the clocks up (the reference above left the GPU idle): 50 windows in a row.
+            test::run(dev, [&](CommandList& cl) {
+                for (int it = 0; it < 50; ++it) {
+                    K.deltanet_rows(cl, args, xc_off, view(act), view(pb), view(ring), view(state),
+                                    view(tok), n, scan);
+                    cl.barrier();
+                }
+            });
+            std::vector<std::pair<std::string, double>> best;
+            for (int it = 0; it < 4; ++it) {
+                dev.upload(act, 0, in.data(), (size_t)n_act * 4);
+                dev.fill(ring, 0, ring.size(), 0);
+                dev.fill(state, 0, state.size(), 0);
+                CommandList cl(dev);
+                cl.enable_timestamps(8);
+                cl.begin();
+                K.deltanet_rows(cl, args, xc_off, view(act), view(pb), view(ring), view(state),
+                                view(tok), n, scan);
+                cl.mark("dn norm");
+                cl.end();
+                cl.submit_and_wait();
+                auto t = cl.times();
+                if (it == 1) best = t;
+                for (size_t i = 0; it > 1 && i < t.size(); ++i)
+                    best[i].second = std::min(best[i].second, t[i].second);
+            }
+            static const char* const names[] = {"best", "clustered", "shuffle", "plain"};
+            std::string line = fmt::format("DeltaNet window {} rows, {} shape, {} scan:", n,
+                                           shp.name, names[(int)scan]);
+            double total = 0;
+            for (auto& [label, ms] : best) {
+                line += fmt::format(" {} {:.1f} us", label, ms * 1e3);
+                total += ms;
+            }
+            fmt::print("{}; total {:.1f} us = {:.2f} us per row\n", line, total * 1e3,
+                       total * 1e3 / n);
+            auto out = test::from_device<float>(dev, act, n_act);
+            for (uint32_t r = 0; r < n; ++r)
+                for (uint32_t i = 0; i < inner; ++i)
+                    near(out[y_off + r * inner + i], want[r][i], 1e-3,
+                         fmt::format("{} row {} y {}", names[(int)scan], r, i));
+        }
+    }
 }
 
 }  // namespace

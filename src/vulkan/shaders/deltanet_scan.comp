@@ -28,6 +28,7 @@
 // kernel: ~3 us per row). H_v × d_v/16 workgroups of 128 threads (128 for the 0.8B, 256 for the
 // 9B): enough to give most SMs one, and more would not shorten the sequential chain.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #if defined(SCAN_CLUSTERED)
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_clustered : require
@@ -64,6 +65,52 @@ shared float vs[CHUNK * COLS];
 shared float bs[CHUNK];
 shared float gs[CHUNK];
 
+// A chunk in flight: each thread's share of the q, k, v, beta and decay of CHUNK rows, loaded
+// into registers by fetch() before the previous chunk computes and stored to shared by put().
+const uint PQK = (CHUNK * DK + WG - 1u) / WG;
+const uint PV = (CHUNK * COLS + WG - 1u) / WG;
+const uint PB = (CHUNK + WG - 1u) / WG;
+float pq[PQK], pk[PQK], pv[PV], pb[PB], pg[PB];
+
+void fetch(uint tid, uint qb, uint kb, uint vb, uint h, uint r0, uint m) {
+    [[unroll]] for (uint u = 0; u < PQK; ++u) {
+        uint e = tid + u * WG, rr = e / DK, i = e - rr * DK, row = (r0 + rr) * p.qkv_row;
+        bool ok = e < m * DK;
+        pq[u] = ok ? act[qb + row + i] : 0.0;
+        pk[u] = ok ? act[kb + row + i] : 0.0;
+    }
+    [[unroll]] for (uint u = 0; u < PV; ++u) {
+        uint e = tid + u * WG, rr = e / COLS;
+        pv[u] = e < m * COLS ? act[vb + (r0 + rr) * p.qkv_row + e - rr * COLS] : 0.0;
+    }
+    [[unroll]] for (uint u = 0; u < PB; ++u) {
+        uint e = tid + u * WG;
+        pb[u] = e < m ? act[p.b_off + (r0 + e) * p.ba_row + h] : 0.0;
+        pg[u] = e < m ? act[p.a_off + (r0 + e) * p.ba_row + h] : 0.0;
+    }
+}
+
+void put(uint tid, uint m) {
+    [[unroll]] for (uint u = 0; u < PQK; ++u) {
+        uint e = tid + u * WG;
+        if (e < m * DK) {
+            qs[e] = pq[u];
+            ks[e] = pk[u];
+        }
+    }
+    [[unroll]] for (uint u = 0; u < PV; ++u) {
+        uint e = tid + u * WG;
+        if (e < m * COLS) vs[e] = pv[u];
+    }
+    [[unroll]] for (uint u = 0; u < PB; ++u) {
+        uint e = tid + u * WG;
+        if (e < m) {
+            bs[e] = pb[u];
+            gs[e] = pg[u];
+        }
+    }
+}
+
 // Sum over the SPLIT threads of a column (neighbouring lanes of one subgroup).
 float column_sum(float x) {
 #if defined(SCAN_CLUSTERED)
@@ -74,7 +121,7 @@ float column_sum(float x) {
     if (SPLIT == 16u) return subgroupClusteredAdd(x, 16);
     return x;
 #elif defined(SCAN_SHUFFLE)
-    for (uint m = 1u; m < SPLIT; m <<= 1) x += subgroupShuffleXor(x, m);
+    [[unroll]] for (uint m = 1u; m < SPLIT; m <<= 1) x += subgroupShuffleXor(x, m);
     return x;
 #else
     return x;
@@ -93,32 +140,23 @@ void main() {
     uint hk = h % p.n_k_heads;
     uint sb = h * DK * p.d_v + j;
     float s[SUB];
-    for (uint i = 0; i < SUB; ++i) s[i] = S[sb + (i * SPLIT + part) * p.d_v];
+    [[unroll]] for (uint i = 0; i < SUB; ++i) s[i] = S[sb + (i * SPLIT + part) * p.d_v];
 
     uint qb = p.qkv_off + hk * DK, kb = p.qkv_off + (p.n_k_heads + hk) * DK;
     uint vb = p.qkv_off + 2u * p.n_k_heads * DK + h * p.d_v + c0;
+    fetch(tid, qb, kb, vb, h, 0u, min(CHUNK, p.n));
     for (uint r0 = 0; r0 < p.n; r0 += CHUNK) {
         uint m = min(CHUNK, p.n - r0);
         barrier();  // the previous chunk's rows are read
-        for (uint e = tid; e < m * DK; e += WG) {
-            uint rr = e / DK, i = e - rr * DK, row = (r0 + rr) * p.qkv_row;
-            qs[e] = act[qb + row + i];
-            ks[e] = act[kb + row + i];
-        }
-        for (uint e = tid; e < m * COLS; e += WG) {
-            uint rr = e / COLS;
-            vs[e] = act[vb + (r0 + rr) * p.qkv_row + e - rr * COLS];
-        }
-        for (uint e = tid; e < m; e += WG) {
-            bs[e] = act[p.b_off + (r0 + e) * p.ba_row + h];
-            gs[e] = act[p.a_off + (r0 + e) * p.ba_row + h];
-        }
+        put(tid, m);
         barrier();
+        // The next chunk's loads fly while this one computes.
+        if (r0 + CHUNK < p.n) fetch(tid, qb, kb, vb, h, r0 + CHUNK, min(CHUNK, p.n - r0 - CHUNK));
         for (uint rr = 0; rr < m; ++rr) {
             uint kq0 = rr * DK + part;
             // Two accumulators per sum halve the dependent chains.
             float sk0 = 0.0, sk1 = 0.0, sq0 = 0.0, sq1 = 0.0, kq0s = 0.0, kq1s = 0.0;
-            for (uint i = 0; i + 1u < SUB; i += 2u) {
+            [[unroll]] for (uint i = 0; i + 1u < SUB; i += 2u) {
                 float k0 = ks[kq0 + i * SPLIT], q0 = qs[kq0 + i * SPLIT];
                 float k1 = ks[kq0 + (i + 1u) * SPLIT], q1 = qs[kq0 + (i + 1u) * SPLIT];
                 sk0 = fma(s[i], k0, sk0);
@@ -139,9 +177,9 @@ void main() {
             float kq = column_sum(kq0s + kq1s);
             float g = gs[rr];
             float d = bs[rr] * (vs[rr * COLS + col] - g * sk);
-            for (uint i = 0; i < SUB; ++i) s[i] = fma(g, s[i], ks[kq0 + i * SPLIT] * d);
+            [[unroll]] for (uint i = 0; i < SUB; ++i) s[i] = fma(g, s[i], ks[kq0 + i * SPLIT] * d);
             if (part == 0u) act[p.y_off + (r0 + rr) * p.y_row + h * p.d_v + j] = fma(g, sq, d * kq);
         }
     }
-    for (uint i = 0; i < SUB; ++i) S[sb + (i * SPLIT + part) * p.d_v] = s[i];
+    [[unroll]] for (uint i = 0; i < SUB; ++i) S[sb + (i * SPLIT + part) * p.d_v] = s[i];
 }
