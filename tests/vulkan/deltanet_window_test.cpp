@@ -314,9 +314,9 @@ TEST(DeltaNetWindowSpeed, Report) {
         for (Scan scan : {Scan::clustered, Scan::shuffle, Scan::plain}) {
             if (scan == Scan::clustered && !f.subgroup_clustered) continue;
             if (scan == Scan::shuffle && !f.subgroup_shuffle) continue;
-            // Wake the clocks up (the reference above left the GPU idle): 50 windows in a row.
+            // Wake the clocks up (the reference above left the GPU idle): 400 windows in a row.
             test::run(dev, [&](CommandList& cl) {
-                for (int it = 0; it < 50; ++it) {
+                for (int it = 0; it < 400; ++it) {
                     K.deltanet_rows(cl, args, xc_off, view(act), view(pb), view(ring), view(state),
                                     view(tok), n, scan);
                     cl.barrier();

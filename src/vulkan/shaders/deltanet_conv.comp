@@ -13,8 +13,10 @@
 // window's last K-1 inputs into it after a barrier (when n % K == 0 the slots read and written
 // coincide, so the two cannot share a dispatch).
 //
-// Expected cost on the H200 (conv_dim 6144, n 512, K 4, RPT 8): 6144 × 64 threads, about 19 MB of
-// traffic per layer, bandwidth-bound at a few microseconds per layer, under 0.02 us per row.
+// Expected cost on the H200 (conv_dim 6144, n 512, K 4, RPT 8): 6144 × 64 threads, about 19 MB
+// of traffic a layer, bandwidth-bound at a few microseconds. Measured with the ring update
+// after it ("dn conv" of the speed report in tests/vulkan/deltanet_window_test.cpp): 17 us a
+// 512-row window at conv_dim 6144, 20 us at 8192, 0.03-0.04 us a row (was part of ~3.7 us).
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 

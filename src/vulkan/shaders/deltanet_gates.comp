@@ -2,6 +2,12 @@
 // L2 norm of q head x (times 1/sqrt(d_k)), for H_k <= x < 2 H_k that of k head x - H_k, both in
 // place in the conv output rows; workgroup x = 2 H_k turns the row's raw beta and alpha into
 // beta = sigmoid(b) and the decay exp(softplus(a + dt_bias) · ssm_a), also in place.
+//
+// Why this shape: the norms need a whole head, so a workgroup per (head, row) reduces in shared
+// memory; (2 H_k + 1) × n workgroups keep the GPU busy without any per-row chain. It stays a
+// dispatch of its own: folding it into the conv would need whole heads per conv workgroup and
+// folding it into the scan would redo each norm in every column slice, for a stage measured at
+// 15 us a 512-row window on the H200 (Qwen3.5 0.8B and 9B shapes), 0.03 us a row.
 #version 450
 
 layout(local_size_x_id = 0) in;

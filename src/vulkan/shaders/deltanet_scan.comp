@@ -15,18 +15,24 @@
 //     and the column/part of a thread come from its subgroup lane, so no subgroup size is
 //     assumed. Without subgroup operations the module is built with SPLIT = 1 (a thread holds
 //     the whole column; no reduction).
-//   - o is formed from S_old (decay·Sᵀq + d·k·q), so Sᵀk, Sᵀq and k·q are three independent
-//     chains of one pass, each split over two accumulators, instead of two passes in a row.
+//   - o is formed from S_old (decay·Sᵀq + d·k·q), so Sᵀk, Sᵀq and k·q are sums of one pass
+//     instead of two passes in a row. Rows go in pairs (a, b): with S the state before a,
+//     one pass forms Sᵀk_a, Sᵀq_a, Sᵀk_b, Sᵀq_b and k_a·q_a, k_a·k_b, k_a·q_b, k_b·q_b, one
+//     reduction sums all eight, and the rest is scalar:
+//       Sᵀk_b after a = g_a Sᵀk_b + d_a (k_a·k_b),  Sᵀq_b after a = g_a Sᵀq_b + d_a (k_a·q_b)
+//     so the serial path (chain, shuffles, d) is paid once per two rows.
 //   - q, k, v, beta and decay of CHUNK rows are staged into shared memory by the whole
 //     workgroup at once (coalesced, all loads in flight together): two barriers per CHUNK rows
 //     instead of two per row, and the row loop reads only shared memory and registers.
 //
-// Expected cost on the H200 (d_k 128, SPLIT 8, 16 state rows a thread, COLS 16): per row about
-// 32 broadcast shared loads, two 8-deep FMA chains per sum (~40 cycles), three xor stages of
-// three shuffles (~75 cycles), the 16 independent updates (~25 cycles): ~170-220 cycles, about
-// 0.1 us per row, plus ~1 us of staging per 32 rows: ~65 us per layer for 512 rows (the old
-// kernel: ~3 us per row). H_v × d_v/16 workgroups of 128 threads (128 for the 0.8B, 256 for the
-// 9B): enough to give most SMs one, and more would not shorten the sequential chain.
+// Expected cost on the H200 (d_k = d_v = 128, SPLIT 8, 16 state rows a thread, COLS 16, so
+// H_v × 8 workgroups of 128 threads): per pair of rows 64 broadcast shared loads, eight 16-deep
+// FMA chains side by side, three xor stages of eight shuffles, the scalar tail and 16 updates:
+// about 250-300 cycles of issue and latency, 0.15 us a row. Measured with the speed report in
+// tests/vulkan/deltanet_window_test.cpp on a 512-row window (clocks at 1980 MHz): 157 us for
+// H_v 16 (Qwen3.5 0.8B), 209 us for H_v 32 (9B), about 0.3-0.4 us a row, against ~1.9 ms (3.7
+// us a row) before; the clustered-add module takes 277 / 321 us and the plain one 935 us.
+// Staging chunks of 16 or 32 rows measured the same, so what remains is the row's own chain.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #if defined(SCAN_CLUSTERED)
@@ -152,7 +158,49 @@ void main() {
         barrier();
         // The next chunk's loads fly while this one computes.
         if (r0 + CHUNK < p.n) fetch(tid, qb, kb, vb, h, r0 + CHUNK, min(CHUNK, p.n - r0 - CHUNK));
-        for (uint rr = 0; rr < m; ++rr) {
+        uint rr = 0u;
+        // Rows in pairs: one pass and one reduction serve two rows (see the header). Not in
+        // the module without subgroups: its 8 sums over a whole column cost more than they save.
+        for (; SPLIT > 1u && rr + 1u < m; rr += 2u) {
+            uint a0 = rr * DK + part, a1 = a0 + DK;
+            float ska = 0.0, sqa = 0.0, skb = 0.0, sqb = 0.0;
+            float kqa = 0.0, kkab = 0.0, kqab = 0.0, kqb = 0.0;
+            [[unroll]] for (uint i = 0; i < SUB; ++i) {
+                float k0 = ks[a0 + i * SPLIT], q0 = qs[a0 + i * SPLIT];
+                float k1 = ks[a1 + i * SPLIT], q1 = qs[a1 + i * SPLIT];
+                ska = fma(s[i], k0, ska);
+                sqa = fma(s[i], q0, sqa);
+                skb = fma(s[i], k1, skb);
+                sqb = fma(s[i], q1, sqb);
+                kqa = fma(k0, q0, kqa);
+                kkab = fma(k0, k1, kkab);
+                kqab = fma(k0, q1, kqab);
+                kqb = fma(k1, q1, kqb);
+            }
+            ska = column_sum(ska);
+            sqa = column_sum(sqa);
+            skb = column_sum(skb);
+            sqb = column_sum(sqb);
+            kqa = column_sum(kqa);
+            kkab = column_sum(kkab);
+            kqab = column_sum(kqab);
+            kqb = column_sum(kqb);
+            float g0 = gs[rr], g1 = gs[rr + 1u];
+            float d0 = bs[rr] * (vs[rr * COLS + col] - g0 * ska);
+            float o0 = fma(g0, sqa, d0 * kqa);
+            // Sᵀk and Sᵀq of the second row, with S after the first: g0 S + k0 d0ᵀ.
+            float sk1 = fma(g0, skb, d0 * kkab), sq1 = fma(g0, sqb, d0 * kqab);
+            float d1 = bs[rr + 1u] * (vs[(rr + 1u) * COLS + col] - g1 * sk1);
+            float o1 = fma(g1, sq1, d1 * kqb);
+            [[unroll]] for (uint i = 0; i < SUB; ++i)
+                s[i] = fma(g1, fma(g0, s[i], ks[a0 + i * SPLIT] * d0), ks[a1 + i * SPLIT] * d1);
+            if (part == 0u) {
+                uint y = p.y_off + (r0 + rr) * p.y_row + h * p.d_v + j;
+                act[y] = o0;
+                act[y + p.y_row] = o1;
+            }
+        }
+        for (; rr < m; ++rr) {  // single rows: the odd row out, or all without subgroups
             uint kq0 = rr * DK + part;
             // Two accumulators per sum halve the dependent chains.
             float sk0 = 0.0, sk1 = 0.0, sq0 = 0.0, sq1 = 0.0, kq0s = 0.0, kq1s = 0.0;

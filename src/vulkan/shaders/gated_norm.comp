@@ -1,6 +1,11 @@
 // The gated RMSNorm at the end of a Gated DeltaNet layer, for many rows of d_v values (every
 // value head of every row of a window): y = x / sqrt(mean(x²) + eps) · w · silu(z), in place.
 // One workgroup per row of d_v.
+//
+// Why this shape: the scan's workgroups hold column slices of a head, not whole heads, so the
+// norm over d_v cannot end the scan without another pass; a workgroup per (row, head) is a
+// plain parallel reduction. Measured on the H200: 11 us a 512-row window for H_v 16, 18 us for
+// H_v 32 (0.02-0.04 us a row).
 #version 450
 
 layout(local_size_x_id = 0) in;
