@@ -33,8 +33,9 @@ struct ResidentDriver::Weights {
     std::unique_ptr<Pipelines> pipes;
     std::unique_ptr<Kernels> kernels;
     // Prefill window scratch, shared by the sessions (prefill runs one window at a time):
-    // activations of plan.window rows, their token ids, and every row's logits when asked.
-    Buffer win_act, win_ids, win_logits;
+    // activations of plan.window rows, their token ids, every row's logits when asked, and the
+    // F16 copy of a GEMM input for the cooperative-matrix tiles.
+    Buffer win_act, win_ids, win_logits, win_x16;
 
     View matrix(const Plan& p, const Tensor* t) const {
         const Placement* pl = p.find(t);
@@ -103,6 +104,8 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
                                      MemoryKind::device);
         w->win_ids = D.create_buffer((uint64_t)P.window * 4, MemoryKind::host_fast);
+        if (P.window_x16_bytes > 0)
+            w->win_x16 = D.create_buffer(P.window_x16_bytes, MemoryKind::device);
     }
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
@@ -325,9 +328,17 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     auto cmd = std::make_unique<CommandList>(*dev_);
     CommandList& cl = *cmd;
     const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
+    const View x16 = W.win_x16 ? view(W.win_x16) : View{};
     auto gemm = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
         K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-               x_off, y, y_off, m, acc);
+               x_off, x16, y, y_off, m, acc);
+    };
+    // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input).
+    auto to_f16 = [&](uint32_t x_off, int64_t cols) {
+        if (!K.gemm_reads_f16(var, (uint32_t)cols)) return;
+        K.f16_copy(cl, act, x_off, x16, m * (uint32_t)cols);
+        cl.barrier();
+        cl.mark("f16 copy");
     };
     auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off, uint32_t rows) {
         K.rms_norm(cl, view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4), act,
@@ -352,6 +363,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
         const Layer& L = model_->layers[il];
         norm(L.attn_norm, A.h, A.xn, m);
         stage("norm");
+        to_f16(A.xn, hp.n_embd);
         if (hp.is_recurrent(il)) {
             gemm(L.ssm_qkv, A.xn, act, A.qkv, false);
             gemm(L.ssm_z, A.xn, act, A.z, false);
@@ -361,6 +373,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
             K.deltanet_rows(cl, deltanet_args(A, L), A.conv, act, prm, view(s.ring[il]),
                             view(s.state[il]), tok, m);
             stage("deltanet");
+            to_f16(A.y, hp.ssm_d_inner);
             gemm(L.ssm_out, A.y, act, A.h, true);
         } else {
             gemm(L.wq, A.xn, act, A.q, false);
@@ -372,16 +385,19 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
             a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
             K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m);
             stage("attention");
+            to_f16(A.o, hp.n_head * hp.head_dim);
             gemm(L.wo, A.o, act, A.h, true);
         }
         stage("gemm");
         norm(L.ffn_norm, A.h, A.xn, m);
         stage("norm");
+        to_f16(A.xn, hp.n_embd);
         gemm(L.ffn_gate, A.xn, act, A.gate, false);
         gemm(L.ffn_up, A.xn, act, A.up, false);
         stage("gemm");
         K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
         stage("swiglu");
+        to_f16(A.ffn, hp.n_ff);
         gemm(L.ffn_down, A.ffn, act, A.h, true);
         stage("gemm");
     }
@@ -389,6 +405,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     if (all) {
         norm(model_->output_norm, A.h, A.xn, m);
         stage("norm");
+        to_f16(A.xn, hp.n_embd);
         gemm(head, A.xn, view(W.win_logits), 0, false);
     } else {  // only the last row: one GEMV
         norm(model_->output_norm, A.h + (m - 1) * E, A.xn, 1);

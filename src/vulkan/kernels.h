@@ -85,9 +85,15 @@ class Kernels {
     static std::optional<Decline> gemm_supported(const Features& f, QType t);
     static bool gemm_uses_coopmat(const Features& f, Variant v);
     // Y[m][n] (=|+=) Σ_k W[n][k] · X[m][k] for m < n_rows: X rows at x_off (stride cols), Y rows
-    // at y_off (stride rows); W is rows × cols of type t in its native blocks.
+    // at y_off (stride rows); W is rows × cols of type t in its native blocks. The
+    // cooperative-matrix tiles read X from its F16 copy x16 (f16_copy() of the same rows, starting
+    // the view); gemm_reads_f16() says whether this call needs it.
     void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
-              uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows, bool accumulate);
+              uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate);
+    bool gemm_reads_f16(Variant v, uint32_t cols) const;
+    // h[0 .. n) = F16 of x[x_off .. x_off + n), n a multiple of 8 (packed 8 halves a 16-byte
+    // chunk).
+    void f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t n);
     // For the GEMM speed report only: 1 leaves out the weight dequantization of the
     // cooperative-matrix tiles, 2 their products (the results are then wrong). 0 otherwise.
     uint32_t gemm_ablate = 0;

@@ -17,6 +17,9 @@ namespace {
 struct GemmPush {
     uint32_t m, n, k, row_bytes, x_off, y_off, mode;
 };
+struct F16CopyPush {
+    uint32_t n, x_off;
+};
 struct AttnPrepRowsPush {
     uint32_t n_head, n_kv, head_dim, q_off, q_stride, q_row, k_off, v_off, kv_row, qo_off, qn_off,
         kn_off, freq_off, n_rot;
@@ -31,7 +34,7 @@ struct AttnWindowPush {
 // Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in.
 constexpr uint32_t kGemmRows = 64;
 constexpr uint32_t kGemmCols = 64, kGemmColsCoopmat = 128;
-constexpr uint32_t kGemmShared = 32 * 1024, kGemmSharedCoopmat = 36 * 1024;
+constexpr uint32_t kGemmShared = 32 * 1024, kGemmSharedCoopmat = 38 * 1024;
 
 bool gemm_type(QType t) {
     switch (t) {
@@ -75,18 +78,31 @@ bool Kernels::gemm_uses_coopmat(const Features& f, Variant v) {
            f.max_shared_memory >= kGemmSharedCoopmat;
 }
 
+bool Kernels::gemm_reads_f16(Variant v, uint32_t cols) const {
+    return gemm_uses_coopmat(dev_.features(), v) && cols % 8 == 0;
+}
+
+void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t n) {
+    if (n % 8) fail("f16_copy of {} values: not a multiple of 8", n);
+    const Kernel& k = pipes_.get("f16_copy", 2, sizeof(F16CopyPush));
+    F16CopyPush p{n, x_off};
+    auto [gx, gy] = grid(dev_.features(), (n / 8 + 63) / 64);
+    cl.dispatch(k, {x, h}, p, gx, gy);
+}
+
 void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,
-                   View x, uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows,
+                   View x, uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows,
                    bool accumulate) {
     const Features& f = dev_.features();
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
-    bool cm = gemm_uses_coopmat(f, v);
+    const bool cm = gemm_reads_f16(v, cols);
+    if (cm && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
     std::vector<uint32_t> spec;
     if (cm) spec = {8 * f.subgroup_size, gemm_ablate};
     const Kernel& k = pipes_.get(gemm_module(t, cm), 3, sizeof(GemmPush), spec);
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
     const uint32_t cols_a_tile = cm ? kGemmColsCoopmat : kGemmCols;
-    cl.dispatch(k, {w, x, y}, p, (rows + cols_a_tile - 1) / cols_a_tile,
+    cl.dispatch(k, {w, cm ? x16 : x, y}, p, (rows + cols_a_tile - 1) / cols_a_tile,
                 (n_rows + kGemmRows - 1) / kGemmRows);
 }
 

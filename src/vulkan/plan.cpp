@@ -197,7 +197,15 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
                                                       (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads),
                                                       (uint32_t)hp.ssm_conv_kernel))
             no_window(d->reason);
-    if (p.window > 0) scratch += (uint64_t)act_layout(hp, (uint32_t)p.window).total * 4;
+    if (p.window > 0) {
+        scratch += (uint64_t)act_layout(hp, (uint32_t)p.window).total * 4;
+        if (Kernels::gemm_uses_coopmat(f, variant)) {
+            int64_t widest_in = 0;
+            for (const auto& [what, t] : mats) widest_in = std::max(widest_in, t->cols());
+            p.window_x16_bytes = align_up((uint64_t)p.window * widest_in * 2, kAlign);
+            scratch += p.window_x16_bytes;
+        }
+    }
 
     const uint64_t budget =
         opts.budget_bytes ? opts.budget_bytes : (uint64_t)(f.device_local_bytes * 0.9);

@@ -52,6 +52,7 @@ struct Plan {
     // Prefill window rows; 0 when prefill must replay the token command (window_decline says why).
     int64_t window = 0;
     std::string window_decline;
+    uint64_t window_x16_bytes = 0;    // F16 copy of the widest GEMM input of a window (0: none)
     std::vector<uint64_t> slabs;      // sizes of the weight slabs
     std::vector<Placement> matrices;  // every matrix the trunk and the head read
     uint64_t weight_bytes = 0;        // sum of the slabs

@@ -49,13 +49,16 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
     std::vector<std::pair<Variant, uint32_t>> plans = {{Variant::scalar, 0}};
     if (Kernels::gemm_uses_coopmat(f, dev.variant()))
         for (uint32_t ablate : {0u, 1u, 2u}) plans.push_back({dev.variant(), ablate});
+    Buffer x16 = dev.create_buffer((uint64_t)c.m * c.cols * 2, MemoryKind::device);
+    test::run(dev, [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), c.m * c.cols); });
     for (auto [v, ablate] : plans) {
         K.gemm_ablate = ablate;
         CommandList cl(dev);
         cl.enable_timestamps(1);
         cl.begin(true);
         for (uint32_t i = 0; i < runs; ++i) {
-            K.gemm(cl, v, c.type, view(w), c.rows, c.cols, view(xb), 0, view(y), 0, c.m, false);
+            K.gemm(cl, v, c.type, view(w), c.rows, c.cols, view(xb), 0, view(x16), view(y), 0, c.m,
+                   false);
             cl.barrier();
         }
         cl.mark("gemm");

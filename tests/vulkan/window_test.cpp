@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/half.h"
 #include "cpu/reference_forward.h"
 #include "model/tiny_model.h"
 #include "quant/quant.h"
@@ -75,8 +76,17 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     init = randn(n_out, 9);
                     dev.upload(y, y_off * 4, init.data(), n_out * 4);
                 }
+                // The F16 copy of X the cooperative-matrix tiles read, poisoned past the rows.
+                const uint32_t n16 = (m * cols + 7) / 8 * 8;
+                Buffer x16 = test::poisoned(dev, n16 / 2 + 4);
+                const bool f16 = K.gemm_reads_f16(v, cols);
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemm(cl, v, t, view(w), rows, cols, view(xb), x_off, view(y), y_off, m, acc);
+                    if (f16) {
+                        K.f16_copy(cl, view(xb), x_off, view(x16), m * cols);
+                        cl.barrier();
+                    }
+                    K.gemm(cl, v, t, view(w), rows, cols, view(xb), x_off, view(x16), view(y),
+                           y_off, m, acc);
                 });
                 auto out = test::from_device<float>(dev, y, n_out + y_off + 4);
                 for (uint32_t i = 0; i < y_off; ++i)
@@ -105,6 +115,23 @@ INSTANTIATE_TEST_SUITE_P(
         return fmt::format("{}_{}x{}", qtype_name(info.param.type), info.param.rows,
                            info.param.cols);
     });
+
+// The F16 copy the cooperative-matrix tiles read: every value within one rounding step of the
+// host conversion (the device may round either way), nothing written past n.
+TEST(F16Copy, MatchesHostRounding) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 8 * 37, x_off = 3;
+    std::vector<float> x = randn(n + x_off, 21);
+    Buffer xb = test::to_device(dev, x);
+    Buffer h = test::poisoned(dev, n / 2 + 4);
+    test::run(dev, [&](CommandList& cl) { K.f16_copy(cl, view(xb), x_off, view(h), n); });
+    auto out = test::from_device<uint16_t>(dev, h, n + 8);
+    for (uint32_t i = 0; i < n; ++i)
+        ASSERT_LE(std::abs((int)out[i] - (int)f32_to_f16(x[x_off + i])), 1)
+            << "value " << i << " = " << x[x_off + i];
+    for (uint32_t i = n; i < n + 8; ++i) ASSERT_EQ(out[i], 0x7fc0 * (i % 2)) << "wrote past n";
+    EXPECT_THROW(K.f16_copy(*std::make_unique<CommandList>(dev), view(xb), 0, view(h), 12), Error);
+}
 
 using dl::test::TinySpec;
 
