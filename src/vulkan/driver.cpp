@@ -12,6 +12,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "cpu/ops.h"
 #include "engine/engine.h"
 #include "quant/quant.h"
 #include "vulkan/kernels.h"
@@ -91,10 +92,19 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
         pad();
     }
     const Hparams& hp = model->hp;
+    // Rope inverse frequencies, divided by llama-3's rope_freqs when the model has them: the
+    // CPU chain's own table, so both executors rotate by the same angles.
     w->freq_off = (uint32_t)params.size();
-    int64_t n_rot = std::max<int64_t>(hp.rope_dims, 2);
-    for (int64_t j = 0; j < n_rot / 2; ++j)
-        params.push_back((float)std::pow((double)hp.rope_base, -2.0 * (double)j / (double)n_rot));
+    const int64_t n_rot = std::max<int64_t>(hp.rope_dims, 2);
+    std::vector<float> divisors;
+    if (model->rope_freqs) {
+        divisors.resize((size_t)model->rope_freqs->n_elements());
+        quant::dequantize(model->rope_freqs->type, model->rope_freqs->data, divisors.data(),
+                          (int64_t)divisors.size());
+    }
+    params.resize(params.size() + (size_t)(n_rot / 2));
+    cpu::rope_inv_freq(hp.rope_base, n_rot, divisors.empty() ? nullptr : divisors.data(),
+                       params.data() + w->freq_off);
     pad();
     w->params = D.create_buffer(params.size() * 4, MemoryKind::device);
     D.upload(w->params, 0, params.data(), params.size() * 4);

@@ -82,9 +82,6 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     p.variant = variant;
     if (hp.arch != Arch::qwen35 && hp.arch != Arch::qwen3 && hp.arch != Arch::llama)
         return Decline{fmt::format("architecture {} has no Vulkan forward pass", hp.arch_name)};
-    if (model.rope_freqs)
-        return Decline{
-            "llama-3 rope frequency divisors (rope_freqs) are not supported on the device yet"};
 
     // Matrices: every one needs a GEMV kernel for its type and must fit one storage binding.
     const uint64_t slab_limit =

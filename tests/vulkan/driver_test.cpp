@@ -115,13 +115,21 @@ TEST(VulkanDriver, GreedyTokenAndPrefillAgreeWithDecode) {
     EXPECT_THROW(d.decode(*a, (int32_t)model->hp.n_vocab, lg), Error);
 }
 
+// llama-3 rope frequency divisors: the device rotates by the same angles as the CPU chain.
+TEST(VulkanDriver, LlamaRopeFreqsDecodeMatchesCpuChain) {
+    TinySpec s = spec_for("llama");
+    s.rope_freqs = true;
+    check_decode_parity(s, 2e-3);
+}
+
 TEST(VulkanDriver, DeclinesWithASentence) {
     VK_TEST_DEVICE();
     TinySpec s = spec_for("llama");
-    s.rope_freqs = true;
+    s.matrix_type = QType::Q4_1;  // no device kernel reads Q4_1 blocks
     auto r = ResidentDriver::create(dl::test::tiny_model(s), test_options());
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.reason().find("rope_freqs"), std::string::npos) << r.reason();
+    EXPECT_NE(r.reason().find("has no device kernel"), std::string::npos) << r.reason();
+    EXPECT_NE(r.reason().find("q4_1"), std::string::npos) << r.reason();
 }
 
 }  // namespace
