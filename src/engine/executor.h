@@ -20,6 +20,15 @@ class SessionState {
     int64_t n_ctx = 0;   // capacity in tokens
 };
 
+// A saved copy of a session's state at one position (KV rows, conv and recurrent state), kept
+// where the executor keeps sessions (device memory for the Vulkan driver). Only the executor
+// that made it can restore it.
+class SessionSnapshot {
+  public:
+    virtual ~SessionSnapshot() = default;
+    int64_t n_past = 0;  // tokens the snapshot holds
+};
+
 // Which rows of logits prefill returns.
 enum class LogitsRows { last, all };
 
@@ -42,6 +51,12 @@ class Executor {
     // Drops tokens after position n (n <= n_past): attention rows are forgotten; recurrent state
     // cannot be rewound, so executors of recurrent models return false unless n == n_past.
     virtual bool truncate(SessionState& s, int64_t n) { return n == s.n_past; }
+
+    // Prefix reuse: a snapshot of the session as it is now, and restoring it into any session of
+    // this executor (the same or another, with at least snapshot.n_past tokens of context), which
+    // then continues exactly as the original would. Executors without it return nullptr / false.
+    virtual std::unique_ptr<SessionSnapshot> snapshot(const SessionState&) { return nullptr; }
+    virtual bool restore(SessionState&, const SessionSnapshot&) { return false; }
 };
 
 }  // namespace dl

@@ -428,6 +428,73 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
 }
 
+namespace {
+
+struct DeviceSnapshot : SessionSnapshot {
+    const void* owner = nullptr;
+    std::vector<Buffer> k, v, state, ring;  // per layer, empty where the layer has none
+};
+
+}  // namespace
+
+std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st) {
+    const Session& s = static_cast<const Session&>(st);
+    const Hparams& hp = model_->hp;
+    Device& D = *dev_;
+    auto snap = std::make_unique<DeviceSnapshot>();
+    snap->owner = this;
+    snap->n_past = s.n_past;
+    const uint64_t kv_row = (uint64_t)hp.n_head_kv * hp.head_dim * 2;
+    const uint64_t kv_bytes = std::max<uint64_t>((uint64_t)s.n_past * kv_row, 4);
+    CommandList cl(D);
+    cl.begin();
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        snap->k.emplace_back();
+        snap->v.emplace_back();
+        snap->state.emplace_back();
+        snap->ring.emplace_back();
+        if (hp.is_recurrent(il)) {
+            snap->state.back() = D.create_buffer(s.state[il].size(), MemoryKind::device);
+            snap->ring.back() = D.create_buffer(s.ring[il].size(), MemoryKind::device);
+            cl.copy(s.state[il], 0, snap->state.back(), 0, s.state[il].size());
+            cl.copy(s.ring[il], 0, snap->ring.back(), 0, s.ring[il].size());
+        } else if (s.n_past > 0) {
+            snap->k.back() = D.create_buffer(kv_bytes, MemoryKind::device);
+            snap->v.back() = D.create_buffer(kv_bytes, MemoryKind::device);
+            cl.copy(s.k_cache[il], 0, snap->k.back(), 0, (uint64_t)s.n_past * kv_row);
+            cl.copy(s.v_cache[il], 0, snap->v.back(), 0, (uint64_t)s.n_past * kv_row);
+        }
+    }
+    cl.end();
+    cl.submit_and_wait();
+    return snap;
+}
+
+bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
+    Session& s = static_cast<Session&>(st);
+    const auto* snap = dynamic_cast<const DeviceSnapshot*>(&base);
+    if (!snap || snap->owner != this) fail("the snapshot was made by another executor");
+    if (snap->n_past > s.n_ctx)
+        fail("the snapshot holds {} tokens; the session has room for {}", snap->n_past, s.n_ctx);
+    const Hparams& hp = model_->hp;
+    const uint64_t kv_row = (uint64_t)hp.n_head_kv * hp.head_dim * 2;
+    CommandList cl(*dev_);
+    cl.begin();
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.is_recurrent(il)) {
+            cl.copy(snap->state[il], 0, s.state[il], 0, s.state[il].size());
+            cl.copy(snap->ring[il], 0, s.ring[il], 0, s.ring[il].size());
+        } else if (snap->n_past > 0) {
+            cl.copy(snap->k[il], 0, s.k_cache[il], 0, (uint64_t)snap->n_past * kv_row);
+            cl.copy(snap->v[il], 0, s.v_cache[il], 0, (uint64_t)snap->n_past * kv_row);
+        }
+    }
+    cl.end();
+    cl.submit_and_wait();
+    s.n_past = snap->n_past;
+    return true;
+}
+
 void ResidentDriver::run_token(Session& s, int32_t token) {
     if (s.n_past >= s.n_ctx) fail("the session is full ({} tokens)", s.n_ctx);
     if (token < 0 || token >= model_->hp.n_vocab)

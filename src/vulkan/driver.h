@@ -57,6 +57,11 @@ class ResidentDriver final : public Executor {
     void prefill(SessionState& s, std::span<const int32_t> tokens, LogitsRows rows,
                  std::vector<float>& logits) override;
     void decode(SessionState& s, int32_t token, std::vector<float>& logits) override;
+    // Device-side copies of the used KV rows, conv rings and DeltaNet states; nothing passes
+    // through the host. restore() throws dl::Error for a snapshot of another driver or a session
+    // too small for it.
+    std::unique_ptr<SessionSnapshot> snapshot(const SessionState& s) override;
+    bool restore(SessionState& s, const SessionSnapshot& snap) override;
     // Greedy decode without logits: only the chosen token id returns from the device.
     int32_t decode_greedy(SessionState& s, int32_t token);
 

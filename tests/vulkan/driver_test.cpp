@@ -115,6 +115,62 @@ TEST(VulkanDriver, GreedyTokenAndPrefillAgreeWithDecode) {
     EXPECT_THROW(d.decode(*a, (int32_t)model->hp.n_vocab, lg), Error);
 }
 
+// Prefix reuse: after a snapshot the session goes on elsewhere; restored (into itself or into
+// a fresh session) it continues exactly as it would have, with windows and decode mixed.
+void check_snapshot(const std::string& arch) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(spec_for(arch));
+    DriverOptions o = test_options();
+    o.plan.window = 4;
+    auto drv = ResidentDriver::create(model, o);
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    const std::vector<int32_t> prefix = {3, 14, 15, 9, 26, 5, 35, 8, 9};
+    const std::vector<int32_t> next = {7, 9, 32}, other = {38, 4, 62, 6, 43};
+    auto a = d.new_session(32);
+    std::vector<float> lg, want, got;
+    d.prefill(*a, prefix, LogitsRows::last, lg);
+    auto snap = d.snapshot(*a);
+    ASSERT_TRUE(snap);
+    EXPECT_EQ(snap->n_past, (int64_t)prefix.size());
+    for (int32_t t : next) {
+        d.decode(*a, t, lg);
+        want.insert(want.end(), lg.begin(), lg.end());
+    }
+    // Move the session on with other tokens (a window and decodes), then restore.
+    d.prefill(*a, other, LogitsRows::last, lg);
+    ASSERT_TRUE(d.restore(*a, *snap));
+    EXPECT_EQ(a->n_past, (int64_t)prefix.size());
+    for (int32_t t : next) {
+        d.decode(*a, t, lg);
+        got.insert(got.end(), lg.begin(), lg.end());
+    }
+    EXPECT_EQ(got, want) << arch << ": restored into the same session";
+    auto b = d.new_session(32);
+    d.prefill(*b, other, LogitsRows::last, lg);
+    ASSERT_TRUE(d.restore(*b, *snap));
+    got.clear();
+    for (int32_t t : next) {
+        d.decode(*b, t, lg);
+        got.insert(got.end(), lg.begin(), lg.end());
+    }
+    EXPECT_EQ(got, want) << arch << ": restored into another session";
+    // A session too small for the snapshot, and a snapshot of another driver, are errors.
+    auto small = d.new_session(4);
+    EXPECT_THROW(d.restore(*small, *snap), Error);
+    auto drv2 = ResidentDriver::create(model, o);
+    ASSERT_TRUE(drv2.ok());
+    auto c = (*drv2)->new_session(32);
+    EXPECT_THROW((*drv2)->restore(*c, *snap), Error);
+}
+
+TEST(VulkanDriver, Qwen35SnapshotRestoresThePrefix) {
+    check_snapshot("qwen35");
+}
+TEST(VulkanDriver, LlamaSnapshotRestoresThePrefix) {
+    check_snapshot("llama");
+}
+
 // llama-3 rope frequency divisors: the device rotates by the same angles as the CPU chain.
 TEST(VulkanDriver, LlamaRopeFreqsDecodeMatchesCpuChain) {
     TinySpec s = spec_for("llama");
