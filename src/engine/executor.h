@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/sampler.h"
+
 namespace dl {
 
 class Model;
@@ -51,6 +53,14 @@ class Executor {
     // Drops tokens after position n (n <= n_past): attention rows are forgotten; recurrent state
     // cannot be rewound, so executors of recurrent models return false unless n == n_past.
     virtual bool truncate(SessionState& s, int64_t n) { return n == s.n_past; }
+
+    // Sampling where the logits are (only the chosen id returns): when samples_on_device(p), the
+    // generate loop calls decode_sample with the uniform draw u its host sampler would have used
+    // (Sampler::draw), so both paths choose the same tokens for the same seed.
+    virtual bool samples_on_device(const SamplerParams&) const { return false; }
+    virtual int32_t decode_sample(SessionState&, int32_t, const SamplerParams&, double) {
+        return -1;
+    }
 
     // Prefix reuse: a snapshot of the session as it is now, and restoring it into any session of
     // this executor (the same or another, with at least snapshot.n_past tokens of context), which

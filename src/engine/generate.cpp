@@ -51,9 +51,13 @@ GenerateStats generate(Executor& executor, SessionState& session, Sampler& sampl
     std::span<const float> row =
         std::span<const float>(logits).subspan((n_rows - 1) * n_vocab, n_vocab);
 
+    // The executor samples itself when it can and nobody asked for the logits: then only the
+    // chosen id crosses back, and the host sampler only supplies its random draw.
+    const bool on_device = !options.on_logits && executor.samples_on_device(sampler.params());
+    int32_t next = -1;  // a token the executor already chose
     for (int64_t i = 0; options.n_predict < 0 || i < options.n_predict; ++i) {
         auto ts = Clock::now();
-        const int32_t tok = sampler.sample(row);
+        const int32_t tok = next >= 0 ? next : sampler.sample(row);
         st.sample_seconds += since(ts);
         sampler.accept(tok);
         ++st.n_generated;
@@ -69,6 +73,15 @@ GenerateStats generate(Executor& executor, SessionState& session, Sampler& sampl
             break;
         }
         auto td = Clock::now();
+        if (on_device) {
+            next = executor.decode_sample(session, tok, sampler.params(), sampler.draw());
+            st.decode_seconds += since(td);
+            ++st.n_decoded;
+            if (next < 0 || next >= n_vocab)
+                fail("the {} executor sampled token {} outside the vocabulary", executor.name(),
+                     next);
+            continue;
+        }
         executor.decode(session, tok, logits);
         st.decode_seconds += since(td);
         ++st.n_decoded;

@@ -41,6 +41,9 @@ class Sampler {
     // Picks a token from n_vocab logits. Does not record it: call accept() with the token that
     // is actually fed to the model (the generate loop does both).
     int32_t sample(std::span<const float> logits);
+    // The uniform number sample() would draw for its next pick (0 without a draw when greedy),
+    // for executors that sample where the logits are: the generator advances exactly as it would.
+    double draw() { return params_.temperature > 0.0f ? uniform01() : 0.0; }
     // Records a token in the history the repetition penalty looks at (prompt tokens too).
     void accept(int32_t token);
     // Forgets the history and reseeds the generator with params().seed.

@@ -51,10 +51,10 @@ struct ResidentDriver::Weights {
 };
 
 struct ResidentDriver::Session : SessionState {
-    Buffer act, logits, tok, partials;
+    Buffer act, logits, logits_dev, tok, partials;
     std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
     std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
-    std::unique_ptr<CommandList> token_cmd;
+    std::unique_ptr<CommandList> token_cmd, token_logits_cmd;
     // Prefill window commands, by (rows, all logits): recorded on first use, replayed after.
     std::map<std::pair<uint32_t, bool>, std::unique_ptr<CommandList>> window_cmds;
 };
@@ -215,13 +215,13 @@ Kernels::DeltaNetStep ResidentDriver::deltanet_args(const ActLayout& A, const La
 std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     const Hparams& hp = model_->hp;
     Device& D = *dev_;
-    Kernels& K = *w_->kernels;
     const Weights& W = *w_;
     auto s = std::make_unique<Session>();
     s->n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : plan_.n_ctx, plan_.n_ctx);
     const ActLayout A = act_layout(hp, 1);
     s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);
     s->logits = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::host);
+    s->logits_dev = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::device);
     s->tok = D.create_buffer(256, MemoryKind::host_fast);
     std::memset(s->tok.mapped(), 0, 256);
 
@@ -250,9 +250,25 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
         }
     }
 
-    // The token command.
+    // The token commands: one that copies the logits to the host (decode), one that returns only
+    // the chosen token (greedy and sampled decode).
     s->token_cmd = std::make_unique<CommandList>(D);
-    CommandList& cl = *s->token_cmd;
+    s->token_logits_cmd = std::make_unique<CommandList>(D);
+    record_token(*s, *s->token_cmd, false);
+    record_token(*s, *s->token_logits_cmd, true);
+    return s;
+}
+
+// The decode token command of a session: the whole forward pass of one token at tok[0] (id
+// tok[1]), the head into the device logits, the choice of the next token (tok[2]; parameters at
+// tok[kSampleParams..]) and, when asked, the copy of the logits to the host.
+void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_logits) {
+    Session* s = &session;
+    const Hparams& hp = model_->hp;
+    Kernels& K = *w_->kernels;
+    const Weights& W = *w_;
+    const ActLayout A = act_layout(hp, 1);
+    const Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
     const View act = view(s->act), prm = view(W.params), tok = view(s->tok);
     const uint32_t E = (uint32_t)hp.n_embd;
     auto gemv = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
@@ -313,12 +329,15 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     }
     norm(model_->output_norm, A.h, A.xn);
     stage("norm");
-    gemv(model_->output, A.xn, view(s->logits), 0, false);
+    gemv(model_->output, A.xn, view(s->logits_dev), 0, false);
     stage("head");
-    K.argmax(cl, view(s->logits), 0, (uint32_t)hp.n_vocab, tok, 2);
+    K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams);
+    if (copy_logits) {
+        cl.barrier();
+        cl.copy(s->logits_dev, 0, s->logits, 0, (uint64_t)hp.n_vocab * 4);
+    }
     cl.mark("head");
     cl.end();
-    return s;
 }
 
 // The command of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in
@@ -495,28 +514,54 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
     return true;
 }
 
-void ResidentDriver::run_token(Session& s, int32_t token) {
+void ResidentDriver::run_token(Session& s, int32_t token, bool logits, const SampleArgs& args) {
     if (s.n_past >= s.n_ctx) fail("the session is full ({} tokens)", s.n_ctx);
     if (token < 0 || token >= model_->hp.n_vocab)
         fail("token id {} is outside the vocabulary of {}", token, model_->hp.n_vocab);
     auto* t = static_cast<uint32_t*>(s.tok.mapped());
     t[0] = (uint32_t)s.n_past;
     t[1] = (uint32_t)token;
-    s.token_cmd->submit_and_wait();
-    if (profile_) profile_->add("decode", 1, s.token_cmd->times());
+    auto bits = [](float f) {
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        return u;
+    };
+    t[kSampleParams] = bits(args.temperature);
+    t[kSampleParams + 1] = (uint32_t)args.top_k;
+    t[kSampleParams + 2] = bits(args.top_p);
+    t[kSampleParams + 3] = bits(args.min_p);
+    t[kSampleParams + 4] = bits(args.u);
+    CommandList& cmd = logits ? *s.token_logits_cmd : *s.token_cmd;
+    cmd.submit_and_wait();
+    if (profile_) profile_->add("decode", 1, cmd.times());
     ++s.n_past;
 }
 
 void ResidentDriver::decode(SessionState& st, int32_t token, std::vector<float>& logits) {
     Session& s = static_cast<Session&>(st);
-    run_token(s, token);
+    run_token(s, token, true, SampleArgs{});
     logits.resize((size_t)model_->hp.n_vocab);
     std::memcpy(logits.data(), s.logits.mapped(), logits.size() * 4);
 }
 
 int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
     Session& s = static_cast<Session&>(st);
-    run_token(s, token);
+    run_token(s, token, false, SampleArgs{});
+    return (int32_t) static_cast<uint32_t*>(s.tok.mapped())[2];
+}
+
+bool ResidentDriver::samples_on_device(const SamplerParams& p) const {
+    return p.repeat_penalty == 1.0f &&
+           (p.temperature <= 0.0f || (p.top_k >= 1 && p.top_k <= (int32_t)Kernels::kSampleTopK));
+}
+
+int32_t ResidentDriver::decode_sample(SessionState& st, int32_t token, const SamplerParams& p,
+                                      double u) {
+    if (!samples_on_device(p))
+        fail("these sampling parameters (top_k {}, repeat_penalty {}) are sampled on the host",
+             p.top_k, p.repeat_penalty);
+    Session& s = static_cast<Session&>(st);
+    run_token(s, token, false, SampleArgs{p.temperature, p.top_k, p.top_p, p.min_p, (float)u});
     return (int32_t) static_cast<uint32_t*>(s.tok.mapped())[2];
 }
 
@@ -534,7 +579,7 @@ void ResidentDriver::prefill(SessionState& st, std::span<const int32_t> tokens, 
     logits.clear();
     if (plan_.window == 0) {  // no window kernels on this device: replay the token command
         for (size_t i = 0; i < tokens.size(); ++i) {
-            run_token(s, tokens[i]);
+            run_token(s, tokens[i], true, SampleArgs{});
             if (all || i + 1 == tokens.size()) {
                 size_t at = logits.size();
                 logits.resize(at + V);
@@ -603,6 +648,15 @@ void register_device_driver() {
         return out;
     };
     d.list_devices = [] { return describe_devices(); };
+    // Under --device auto only a hardware GPU beats the CPU chain; a software rasterizer such
+    // as lavapipe runs the same kernels on the same cores, slower.
+    d.preferred_under_auto = [] {
+        auto devs = list_devices();
+        if (!devs) return false;
+        for (const DeviceSummary& s : *devs)
+            if (!s.features.cpu) return true;
+        return false;
+    };
     register_device(std::move(d));
 }
 

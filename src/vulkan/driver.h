@@ -64,13 +64,28 @@ class ResidentDriver final : public Executor {
     bool restore(SessionState& s, const SessionSnapshot& snap) override;
     // Greedy decode without logits: only the chosen token id returns from the device.
     int32_t decode_greedy(SessionState& s, int32_t token);
+    // Decode and sample the next token on the device (temperature, top-k, top-p, min-p; u is
+    // the uniform draw of the host sampler, so both choose alike): only the id returns.
+    bool samples_on_device(const SamplerParams& p) const override;
+    int32_t decode_sample(SessionState& s, int32_t token, const SamplerParams& p,
+                          double u) override;
 
     struct Weights;
     struct Session;
 
   private:
     ResidentDriver() = default;
-    void run_token(Session& s, int32_t token);
+    // Sampling parameters of one token command run; temperature 0 is the argmax.
+    struct SampleArgs {
+        float temperature = 0, top_p = 1, min_p = 0, u = 0;
+        int32_t top_k = 1;
+        SampleArgs() = default;
+        SampleArgs(float t, int32_t k, float p, float mp, float uu)
+            : temperature(t), top_p(p), min_p(mp), u(uu), top_k(k) {}
+    };
+    static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
+    void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
+    void record_token(Session& s, CommandList& cl, bool copy_logits);
     CommandList& window_command(Session& s, uint32_t m, bool all);
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 

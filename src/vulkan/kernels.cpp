@@ -25,6 +25,9 @@ struct SwigluPush {
 struct ArgmaxPush {
     uint32_t n, l_off, out_off;
 };
+struct SamplePush {
+    uint32_t n, l_off, out_idx, par;
+};
 struct MatmulPush {
     uint32_t m, n, k;
 };
@@ -249,6 +252,14 @@ void Kernels::argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, V
     const Kernel& k = pipes_.get("argmax", 2, sizeof(ArgmaxPush), {wg});
     ArgmaxPush p{n, l_off, out_off};
     cl.dispatch(k, {logits, out}, p, 1);
+}
+
+void Kernels::sample(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View tok,
+                     uint32_t out_idx, uint32_t par) {
+    uint32_t wg = wg_size(1024);
+    const Kernel& k = pipes_.get("sample", 2, sizeof(SamplePush), {wg});
+    SamplePush p{n, l_off, out_idx, par};
+    cl.dispatch(k, {logits, tok}, p, 1);
 }
 
 bool Kernels::matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m, uint32_t n,

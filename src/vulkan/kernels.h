@@ -32,6 +32,11 @@ class Kernels {
     // out[out_off] = index of the largest of logits[l_off .. l_off + n).
     void argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View out,
                 uint32_t out_off);
+    // The next token from n logits (see shaders/sample.comp): parameters at tok[par ..]
+    // (temperature, top_k, top_p, min_p, u), the id to tok[out_idx]. Temperature <= 0: argmax.
+    static constexpr uint32_t kSampleTopK = 256;  // the largest top_k sampled on the device
+    void sample(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View tok,
+                uint32_t out_idx, uint32_t par);
     // One decode token of a Gated DeltaNet layer (see shaders/deltanet_step.comp). act holds the
     // projections (offsets in floats) and receives y; params the layer's F32 parameters; ring
     // the conv inputs [K][conv_dim]; state S [H_v][d_k][d_v]; tok[0] the position.

@@ -1,0 +1,174 @@
+// Choosing the next token on the device at the end of the token command, so only its id returns
+// to the host. Parameters come from the per-token buffer (written by the host each token):
+// temperature <= 0 takes the argmax; otherwise the same chain as the host sampler
+// (engine/sampler.h): top-k -> top-p -> min-p on the temperature-1 distribution, then the
+// temperature and a draw with the uniform number u the host sampler would have drawn, so both
+// pick the same token for the same seed. One workgroup:
+//   1. the k-th largest logit, by a binary search over the order-preserving integer keys of the
+//      floats (32 counting passes over the row, each a workgroup reduction);
+//   2. the logits at or above it gathered into shared memory (at most CAP; ties past that are
+//      dropped) and bitonic-sorted by (logit descending, index ascending), so the result does not
+//      depend on the order the threads found them in;
+//   3. one thread walks the sorted candidates: top-p, min-p, temperature, the draw.
+// 1 <= top_k <= KMAX is the host's to ensure (it samples itself otherwise).
+#version 450
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 1024;
+
+layout(std430, binding = 0) readonly buffer Logits { float lg[]; };
+layout(std430, binding = 1) buffer Tok { uint tok[]; };
+
+layout(push_constant) uniform Push {
+    uint n;        // vocabulary
+    uint l_off;    // first logit
+    uint out_idx;  // tok[out_idx] receives the token id
+    uint par;      // tok[par ..]: temperature, top_k, top_p, min_p, u (floats as bits but top_k)
+} p;
+
+const uint CAP = 512;
+shared float red_f[WG];
+shared uint red_u[WG];
+shared float cl[CAP];
+shared uint ci[CAP];
+shared uint cnt;
+
+uint key(float f) {
+    uint b = floatBitsToUint(f);
+    return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+}
+
+// True when candidate a goes before candidate b.
+bool before(uint a, uint b) { return cl[a] > cl[b] || (cl[a] == cl[b] && ci[a] < ci[b]); }
+
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    float temp = uintBitsToFloat(tok[p.par]);
+    uint k = tok[p.par + 1u];
+    float top_p = uintBitsToFloat(tok[p.par + 2u]);
+    float min_p = uintBitsToFloat(tok[p.par + 3u]);
+    float u = uintBitsToFloat(tok[p.par + 4u]);
+
+    if (temp <= 0.0) {  // argmax, the first index among equals
+        float best = -1.0 / 0.0;
+        uint bi = 0xffffffffu;
+        for (uint i = t; i < p.n; i += WG) {
+            float v = lg[p.l_off + i];
+            if (v > best || bi == 0xffffffffu) {
+                best = v;
+                bi = i;
+            }
+        }
+        red_f[t] = best;
+        red_u[t] = bi;
+        barrier();
+        for (uint s = WG / 2u; s > 0u; s >>= 1) {
+            if (t < s) {
+                float o = red_f[t + s];
+                uint oi = red_u[t + s];
+                if (oi != 0xffffffffu && (red_u[t] == 0xffffffffu || o > red_f[t] || (o == red_f[t] && oi < red_u[t]))) {
+                    red_f[t] = o;
+                    red_u[t] = oi;
+                }
+            }
+            barrier();
+        }
+        if (t == 0u) tok[p.out_idx] = red_u[0];
+        return;
+    }
+
+    // 1. The key of the k-th largest logit: the largest threshold with at least k keys above it.
+    uint prefix = 0u;
+    for (int bit = 31; bit >= 0; --bit) {
+        uint cand = prefix | (1u << uint(bit));
+        uint c = 0u;
+        for (uint i = t; i < p.n; i += WG) c += key(lg[p.l_off + i]) >= cand ? 1u : 0u;
+        red_u[t] = c;
+        barrier();
+        for (uint s = WG / 2u; s > 0u; s >>= 1) {
+            if (t < s) red_u[t] += red_u[t + s];
+            barrier();
+        }
+        if (red_u[0] >= k) prefix = cand;
+        barrier();
+    }
+
+    // 2. Gather and sort.
+    if (t == 0u) cnt = 0u;
+    barrier();
+    for (uint i = t; i < p.n; i += WG) {
+        float v = lg[p.l_off + i];
+        if (key(v) >= prefix) {
+            uint s = atomicAdd(cnt, 1u);
+            if (s < CAP) {
+                cl[s] = v;
+                ci[s] = i;
+            }
+        }
+    }
+    barrier();
+    uint m = min(cnt, CAP);
+    for (uint i = t; i < CAP; i += WG) {
+        if (i >= m) {
+            cl[i] = -1.0 / 0.0;
+            ci[i] = 0xffffffffu;
+        }
+    }
+    barrier();
+    for (uint size = 2u; size <= CAP; size <<= 1) {
+        for (uint stride = size >> 1; stride > 0u; stride >>= 1) {
+            for (uint i = t; i < CAP; i += WG) {
+                uint j = i ^ stride;
+                if (j > i) {
+                    bool first_half = (i & size) == 0u;  // this block ends best-first
+                    if (first_half ? before(j, i) : before(i, j)) {
+                        float fv = cl[i];
+                        cl[i] = cl[j];
+                        cl[j] = fv;
+                        uint iv = ci[i];
+                        ci[i] = ci[j];
+                        ci[j] = iv;
+                    }
+                }
+            }
+            barrier();
+        }
+    }
+
+    // 3. The filters and the draw, as the host does them.
+    if (t == 0u) {
+        uint kk = min(k, m);
+        float mx = cl[0];
+        uint keep = kk;
+        if (top_p < 1.0 && kk > 1u) {
+            float z = 0.0;
+            for (uint i = 0; i < kk; ++i) z += exp(cl[i] - mx);
+            float target = max(top_p, 0.0) * z, cum = 0.0;
+            for (uint i = 0; i < kk; ++i) {
+                cum += exp(cl[i] - mx);
+                if (cum >= target) {
+                    keep = i + 1u;
+                    break;
+                }
+            }
+        }
+        if (min_p > 0.0 && keep > 1u) {
+            float th = mx + log(min(min_p, 1.0));
+            uint n2 = 1u;
+            while (n2 < keep && cl[n2] >= th) ++n2;
+            keep = n2;
+        }
+        float z = 0.0;
+        for (uint i = 0; i < keep; ++i) z += exp((cl[i] - mx) / temp);
+        float target = u * z, cum = 0.0;
+        uint pick = keep - 1u;
+        for (uint i = 0; i < keep; ++i) {
+            cum += exp((cl[i] - mx) / temp);
+            if (target < cum) {
+                pick = i;
+                break;
+            }
+        }
+        tok[p.out_idx] = ci[pick];
+    }
+}
