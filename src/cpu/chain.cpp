@@ -200,6 +200,65 @@ bool Chain::truncate(SessionState& state, int64_t n) {
     return true;
 }
 
+namespace {
+
+struct ChainSnapshot : SessionSnapshot {
+    const Chain* owner = nullptr;
+    std::vector<std::vector<uint16_t>> k16, v16;  // the first n_past rows of each layer
+    std::vector<std::vector<float>> k32, v32, conv_state, ssm_state;
+};
+
+// The first `rows` of `rows_total` rows of a per-layer cache.
+template <typename T>
+std::vector<std::vector<T>> first_rows(const std::vector<std::vector<T>>& layers, int64_t rows,
+                                       int64_t rows_total) {
+    std::vector<std::vector<T>> out;
+    for (const auto& l : layers) {
+        const size_t n = rows_total > 0 ? l.size() / (size_t)rows_total * (size_t)rows : 0;
+        out.emplace_back(l.begin(), l.begin() + (ptrdiff_t)n);
+    }
+    return out;
+}
+
+template <typename T>
+void put_rows(const std::vector<std::vector<T>>& from, std::vector<std::vector<T>>& to) {
+    for (size_t i = 0; i < from.size() && i < to.size(); ++i)
+        std::copy(from[i].begin(), from[i].end(), to[i].begin());
+}
+
+}  // namespace
+
+std::unique_ptr<SessionSnapshot> Chain::snapshot(const SessionState& state) {
+    const auto* s = dynamic_cast<const ChainSession*>(&state);
+    if (!s || s->owner != this) fail("this session was made by another executor");
+    auto snap = std::make_unique<ChainSnapshot>();
+    snap->owner = this;
+    snap->n_past = s->n_past;
+    snap->k16 = first_rows(s->k16, s->n_past, s->n_ctx);
+    snap->v16 = first_rows(s->v16, s->n_past, s->n_ctx);
+    snap->k32 = first_rows(s->k32, s->n_past, s->n_ctx);
+    snap->v32 = first_rows(s->v32, s->n_past, s->n_ctx);
+    snap->conv_state = s->conv_state;
+    snap->ssm_state = s->ssm_state;
+    return snap;
+}
+
+bool Chain::restore(SessionState& state, const SessionSnapshot& base) {
+    ChainSession& s = own(state);
+    const auto* snap = dynamic_cast<const ChainSnapshot*>(&base);
+    if (!snap || snap->owner != this) fail("the snapshot was made by another executor");
+    if (snap->n_past > s.n_ctx)
+        fail("the snapshot holds {} tokens; the session has room for {}", snap->n_past, s.n_ctx);
+    put_rows(snap->k16, s.k16);
+    put_rows(snap->v16, s.v16);
+    put_rows(snap->k32, s.k32);
+    put_rows(snap->v32, s.v32);
+    put_rows(snap->conv_state, s.conv_state);
+    put_rows(snap->ssm_state, s.ssm_state);
+    s.n_past = snap->n_past;
+    return true;
+}
+
 void Chain::forward(ChainSession& s, const int32_t* tokens, int64_t T, bool decode, float* logits,
                     bool all_rows) {
     const Model& m = *model_;

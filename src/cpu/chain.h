@@ -49,6 +49,9 @@ class Chain final : public Executor {
     void decode(SessionState& s, int32_t token, std::vector<float>& logits) override;
     // Attention-only models can drop rows; recurrent ones only accept n == n_past.
     bool truncate(SessionState& s, int64_t n) override;
+    // Copies of the used KV rows and the conv/DeltaNet state, and back (prefix reuse).
+    std::unique_ptr<SessionSnapshot> snapshot(const SessionState& s) override;
+    bool restore(SessionState& s, const SessionSnapshot& snap) override;
 
     // Bytes a session of n_ctx tokens holds (KV rows, conv and DeltaNet state, scratch).
     uint64_t session_bytes(int64_t n_ctx) const;

@@ -191,6 +191,42 @@ void check_reference(const TinySpec& spec, bool f32_kv, double bound) {
                 spec.arch.c_str(), f32_kv ? "f32" : "f16", worst);
 }
 
+// Prefix reuse: a snapshot taken after a prompt, restored into the same session after it went
+// elsewhere, or into a fresh one, continues with the same logits, bit for bit.
+TEST(Chain, SnapshotRestoresThePrefix) {
+    for (const TinySpec& spec : {qwen35_spec(), llama_spec()}) {
+        auto model = test::tiny_model(spec);
+        Chain chain(model);
+        const std::vector<int32_t> prefix = {3, 14, 15, 9, 26, 5}, other = {35, 8, 9, 7};
+        auto a = chain.new_session(32);
+        std::vector<float> lg, want, got;
+        chain.prefill(*a, prefix, LogitsRows::last, lg);
+        auto snap = chain.snapshot(*a);
+        ASSERT_TRUE(snap);
+        for (int32_t t : {7, 9, 32}) {
+            chain.decode(*a, t, lg);
+            want.insert(want.end(), lg.begin(), lg.end());
+        }
+        chain.prefill(*a, other, LogitsRows::last, lg);
+        auto b = chain.new_session(32);
+        for (SessionState* s : {a.get(), b.get()}) {
+            ASSERT_TRUE(chain.restore(*s, *snap));
+            EXPECT_EQ(s->n_past, (int64_t)prefix.size());
+            got.clear();
+            for (int32_t t : {7, 9, 32}) {
+                chain.decode(*s, t, lg);
+                got.insert(got.end(), lg.begin(), lg.end());
+            }
+            EXPECT_EQ(got, want) << spec.arch;
+        }
+        auto small = chain.new_session(4);
+        EXPECT_THROW(chain.restore(*small, *snap), Error);
+        Chain other_chain(model);
+        auto c = other_chain.new_session(32);
+        EXPECT_THROW(other_chain.restore(*c, *snap), Error);
+    }
+}
+
 TEST(Chain, MatchesReferenceQwen35) {
     check_reference(qwen35_spec(), true, 5e-5);
     TinySpec tied = qwen35_spec();
