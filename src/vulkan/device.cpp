@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -425,6 +426,14 @@ void Buffer::reset() {
     size_ = 0;
 }
 
+namespace {
+std::atomic<int> g_validation_errors{0};
+}  // namespace
+
+int Device::validation_errors_all() {
+    return g_validation_errors.load();
+}
+
 VKAPI_ATTR VkBool32 VKAPI_CALL Device::on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                   VkDebugUtilsMessageTypeFlagsEXT,
                                                   const VkDebugUtilsMessengerCallbackDataEXT* data,
@@ -432,6 +441,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL Device::on_message(VkDebugUtilsMessageSeverityFla
     auto* d = static_cast<Device*>(user);
     if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
         ++d->validation_errors_;
+        ++g_validation_errors;
         d->last_validation_message_ = data->pMessage ? data->pMessage : "";
         log::error("vulkan validation: {}", d->last_validation_message_);
     } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {

@@ -181,6 +181,8 @@ class Device {
     VkPipelineCache pipeline_cache() const { return cache_; }
     // Validation-layer errors seen so far (only counted when options.validation is on).
     int validation_errors() const { return validation_errors_; }
+    // Validation errors of every device this process opened (tests check it once at the end).
+    static int validation_errors_all();
     const std::string& last_validation_message() const { return last_validation_message_; }
     void save_pipeline_cache();
 

@@ -1,6 +1,7 @@
 // Decode attention (q/k norm + partial NeoX rope + F16 KV store, split-K attention, combine with
 // the sigmoid gate) against the CPU chain's ops over many tokens, so several splits fill up and
 // grouped-query heads share their key/value head.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -129,8 +130,8 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{2, 2, 128, 128, 64, 9, false, false, true}),  // llama
     [](const auto& info) {
         const AttnCase& c = info.param;
-        return "h" + std::to_string(c.n_head) + "kv" + std::to_string(c.n_kv) + "d" +
-               std::to_string(c.head_dim) + (c.gate ? "_gated" : "");
+        // fmt, not string +: GCC 12 warns (-Wrestrict) on that chain of temporaries.
+        return fmt::format("h{}kv{}d{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "");
     });
 
 TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {

@@ -62,6 +62,9 @@ class ValidationCheck : public ::testing::Environment {
         if (e.dev && e.dev->validation_errors() > 0)
             ADD_FAILURE() << e.dev->validation_errors() << " Vulkan validation errors; the last: "
                           << e.dev->last_validation_message();
+        // Devices the drivers under test opened themselves (their messages are in the log).
+        else if (Device::validation_errors_all() > 0)
+            ADD_FAILURE() << Device::validation_errors_all() << " Vulkan validation errors";
     }
 };
 inline ::testing::Environment* const validation_check =
