@@ -27,7 +27,10 @@ python3 scripts/bench/compare.py -m "$f" --device cpu -t "$threads" -p 128 -n 32
 python3 scripts/bench/compare.py -m "$f" --device cpu -t "$threads" --sweep \
     --sweep-lengths 64,128,256,512 -r 2 --rounds 1 --md "$out/sweep-cpu-0.8b.md" \
     --csv "$out/sweep-cpu-0.8b.csv"
+# The python3 first on PATH may be a private one without matplotlib; Debian's has it.
+py=python3
+python3 -c "import matplotlib" 2>/dev/null || py=/usr/bin/python3
 for c in "$out"/*.csv; do
-    python3 scripts/bench/plot.py "$c" "${c%.csv}.png" || true
+    "$py" scripts/bench/plot.py "$c" "${c%.csv}.png" || true
 done
 ls "$out"
