@@ -79,8 +79,9 @@ class CommandList {
     // Makes every earlier shader write visible to every later shader read (and transfers).
     void barrier();
     void copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t n);
-    // Timestamps for --profile: mark(label) after a stretch of work (a no-op unless enabled); times() after a submit gives
-    // the milliseconds of each stretch since the previous mark (or begin).
+    // Timestamps for --profile: mark(label) after a stretch of work (a no-op unless enabled);
+    // times() after a submit gives the milliseconds of each stretch since the previous mark (or
+    // begin).
     void enable_timestamps(uint32_t max_marks);
     void mark(const std::string& label);
     std::vector<std::pair<std::string, double>> times();

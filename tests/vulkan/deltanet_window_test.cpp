@@ -270,8 +270,7 @@ TEST(DeltaNetWindowDecline, ForcedModuleTheDeviceLacksIsAnError) {
 // the device has: skipped unless DELTALLM_VK_SPEED=1 (meant for a real GPU). Each module's last
 // run is still checked against the double-precision loop, so a fast but wrong kernel fails.
 TEST(DeltaNetWindowSpeed, Report) {
-    VK_TEST_DEVICE();
-    if (!env::get_bool("DELTALLM_VK_SPEED")) GTEST_SKIP() << "set DELTALLM_VK_SPEED=1 to run";
+    VK_SPEED_DEVICE();
     const Features& f = dev.features();
     struct Shape {
         const char* name;

@@ -95,17 +95,7 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
 }
 
 TEST(GemmSpeed, Report) {
-    if (!env::get_bool("DELTALLM_VK_SPEED")) GTEST_SKIP() << "set DELTALLM_VK_SPEED=1 to run";
-    auto& E = test::env();
-    if (!E.dev) GTEST_SKIP() << "no Vulkan device: " << E.decline;
-    DeviceOptions o = DeviceOptions::from_env();
-    o.robust = false;
-    o.pipeline_cache_dir = "";
-    auto d = Device::open(o);
-    ASSERT_TRUE(d) << d.reason();
-    Device& dev = **d;
-    Pipelines pipes(dev);
-    Kernels K(dev, pipes);
+    VK_SPEED_DEVICE();
     const bool cpu = dev.features().cpu;
     // 9B FFN up and down in Q4_K, the same up in F16 (no dequantization cost to speak of).
     for (const GemmSpeedCase& c : {GemmSpeedCase{QType::Q4_K, 12288, 4096, cpu ? 64u : 512u},

@@ -102,19 +102,7 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
 }
 
 TEST(GemvSpeed, Report) {
-    if (!env::get_bool("DELTALLM_VK_SPEED")) GTEST_SKIP() << "set DELTALLM_VK_SPEED=1 to run";
-    // The shared test device checks bounds on every access (robustBufferAccess), which a real
-    // run does not: time on a device of our own, opened as the driver opens it.
-    auto& E = test::env();  // also points the loader at lavapipe when no driver is named
-    if (!E.dev) GTEST_SKIP() << "no Vulkan device: " << E.decline;
-    DeviceOptions o = DeviceOptions::from_env();
-    o.robust = false;
-    o.pipeline_cache_dir = "";
-    auto d = Device::open(o);
-    ASSERT_TRUE(d) << d.reason();
-    Device& dev = **d;
-    Pipelines pipes(dev);
-    Kernels K(dev, pipes);
+    VK_SPEED_DEVICE();
     const Features& f = dev.features();
     fmt::print("device {}: subgroup {} (arithmetic {}), timestamps {}\n", f.name, f.subgroup_size,
                f.subgroup_arithmetic ? "yes" : "no", f.timestamps ? "yes" : "no");

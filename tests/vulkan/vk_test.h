@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/env.h"
 #include "vulkan/device.h"
 #include "vulkan/kernels.h"
 #include "vulkan/pipeline.h"
@@ -76,6 +77,50 @@ inline ::testing::Environment* const validation_check =
     Device& dev = *E.dev;                                          \
     Kernels& K = *E.kernels;                                       \
     (void)dev;                                                     \
+    (void)K
+
+// The speed reports (run only with DELTALLM_VK_SPEED=1): a device of their own, opened as the
+// driver opens it, since the shared test device checks bounds on every access
+// (robustBufferAccess), which a real run does not.
+struct SpeedEnv {
+    std::unique_ptr<Device> dev;
+    std::unique_ptr<Pipelines> pipes;
+    std::unique_ptr<Kernels> kernels;
+    std::string skip, error;  // why there is no device: a reason to skip, or a failure
+};
+
+inline SpeedEnv speed_env() {
+    SpeedEnv s;
+    if (!::dl::env::get_bool("DELTALLM_VK_SPEED")) {
+        s.skip = "set DELTALLM_VK_SPEED=1 to run";
+        return s;
+    }
+    Env& e = env();  // also points the loader at lavapipe when no driver is named
+    if (!e.dev) {
+        s.skip = "no Vulkan device: " + e.decline;
+        return s;
+    }
+    DeviceOptions o = DeviceOptions::from_env();
+    o.robust = false;
+    o.pipeline_cache_dir = "";
+    auto d = Device::open(o);
+    if (!d) {
+        s.error = d.reason();
+        return s;
+    }
+    s.dev = std::move(*d);
+    s.pipes = std::make_unique<Pipelines>(*s.dev);
+    s.kernels = std::make_unique<Kernels>(*s.dev, *s.pipes);
+    return s;
+}
+
+#define VK_SPEED_DEVICE()                                  \
+    auto S = ::dl::vk::test::speed_env();                  \
+    if (!S.dev && !S.skip.empty()) GTEST_SKIP() << S.skip; \
+    ASSERT_TRUE(S.dev) << S.error;                         \
+    Device& dev = *S.dev;                                  \
+    Kernels& K = *S.kernels;                               \
+    (void)dev;                                             \
     (void)K
 
 template <typename T>
