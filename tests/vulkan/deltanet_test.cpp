@@ -13,12 +13,7 @@ namespace {
 
 namespace dn = cpu::deltanet;
 
-std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.f) {
-    std::normal_distribution<float> d(0.f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-}
+using test::randn;
 
 void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens) {
     VK_TEST_DEVICE();

@@ -87,12 +87,7 @@ struct Reference {
     }
 };
 
-std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.f) {
-    std::normal_distribution<float> d(0.f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-}
+using test::randn;
 
 // A mismatch ends the test (through ASSERT_NO_FATAL_FAILURE at each call) instead of flooding.
 void near(float got, double want, double tol, const std::string& what) {

@@ -15,13 +15,7 @@
 namespace dl::vk {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-}
+using test::randn;
 
 struct GemvCase {
     QType type;

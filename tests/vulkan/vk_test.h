@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "core/env.h"
@@ -122,6 +123,19 @@ inline SpeedEnv speed_env() {
     Kernels& K = *S.kernels;                               \
     (void)dev;                                             \
     (void)K
+
+// Gaussian test data: n values of N(0, scale²) drawn from rng, or from a generator seeded with
+// seed.
+inline std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.f) {
+    std::normal_distribution<float> d(0.f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.f) {
+    std::mt19937 rng(seed);
+    return randn(n, rng, scale);
+}
 
 template <typename T>
 Buffer to_device(Device& dev, const std::vector<T>& v, size_t pad_bytes = 0) {

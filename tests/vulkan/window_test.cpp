@@ -20,13 +20,7 @@
 namespace dl::vk {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.f, 1.f);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-}
+using test::randn;
 
 struct GemmCase {
     QType type;
