@@ -137,11 +137,13 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(gemv_${t}_sg gemv.comp DEFINES WTYPE_${T}=1 SUBGROUP=1)
   dl_vk_shader(get_rows_${t} get_rows.comp DEFINES WTYPE_${T}=1)
 endforeach()
-# Prefill GEMM tiles over the same formats, scalar and on KHR cooperative matrices.
+# Prefill GEMM tiles over the same formats: scalar, on KHR cooperative matrices, and on NV
+# cooperative matrix 2 block loads.
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   string(TOUPPER ${t} T)
   dl_vk_shader(gemm_${t} gemm.comp DEFINES WTYPE_${T}=1 VARIANTS scalar)
   dl_vk_shader(gemm_${t} gemm_coopmat.comp DEFINES WTYPE_${T}=1 VARIANTS khr_coopmat)
+  dl_vk_shader(gemm_${t} gemm_cm2.comp DEFINES WTYPE_${T}=1 VARIANTS nv_coopmat2)
 endforeach()
 dl_vk_shader(f16_copy f16_copy.comp)
 dl_vk_shader(deltanet_step deltanet_step.comp)

@@ -131,6 +131,14 @@ Query query(VkPhysicalDevice pd) {
         drv.pNext = &sgc;
         sgc.pNext = &m4;
     }
+#ifdef VK_NV_cooperative_matrix2
+    auto cm2p = make<VkPhysicalDeviceCooperativeMatrix2PropertiesNV>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV);
+    if (has_extension(q.exts, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) {
+        cm2p.pNext = props.pNext;
+        props.pNext = &cm2p;
+    }
+#endif
     vkGetPhysicalDeviceProperties2(pd, &props);
     const VkPhysicalDeviceLimits& lim = base.limits;
     f.name = base.deviceName;
@@ -200,6 +208,7 @@ Query query(VkPhysicalDevice pd) {
     vkGetPhysicalDeviceFeatures2(pd, &feats);
     f.robust_buffer_access = feats.features.robustBufferAccess;
     f.int64 = feats.features.shaderInt64;
+    f.int16 = feats.features.shaderInt16;
     f.storage_16bit = f11.storageBuffer16BitAccess;
     f.storage_8bit = f12.storageBuffer8BitAccess;
     f.float16 = f12.shaderFloat16;
@@ -243,6 +252,29 @@ Query query(VkPhysicalDevice pd) {
 #ifdef VK_NV_cooperative_matrix2
     f.nv_coopmat2 =
         has_nv2 && cm2.cooperativeMatrixTensorAddressing && cm2.cooperativeMatrixFlexibleDimensions;
+    f.buffer_device_address = f12.bufferDeviceAddress;
+    f.nv_coopmat2_blocks = f.nv_coopmat2 && f.int16 && cm2.cooperativeMatrixWorkgroupScope &&
+                           cm2.cooperativeMatrixBlockLoads && f.buffer_device_address;
+    if (f.nv_coopmat2) f.cm2_max_workgroup = cm2p.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
+    if (f.nv_coopmat2_blocks &&
+        vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV) {
+        uint32_t np = 0;
+        vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(pd, &np, nullptr);
+        std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> ps(
+            np, make<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+                    VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV));
+        vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(pd, &np, ps.data());
+        for (const auto& p : ps)
+            if (p.AType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+                p.BType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+                p.CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                p.ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                p.scope == VK_SCOPE_WORKGROUP_KHR && p.workgroupInvocations == 256) {
+                f.cm2_granularity_m = p.MGranularity;
+                f.cm2_granularity_n = p.NGranularity;
+                f.cm2_granularity_k = p.KGranularity;
+            }
+    }
 #endif
 
     VkPhysicalDeviceMemoryProperties mem{};
@@ -392,9 +424,14 @@ std::string describe_devices() {
             "  16-bit storage {}, float16 {}, int8 {}, integer dot {}, timestamps {}\n",
             f.storage_16bit ? "yes" : "no", f.float16 ? "yes" : "no", f.int8 ? "yes" : "no",
             f.integer_dot ? "yes" : "no", f.timestamps ? "yes" : "no");
-        out += fmt::format("  cooperative matrix: NV {}, KHR {}, NV2 {}\n",
-                           f.nv_coopmat ? "yes" : "no", f.khr_coopmat ? "yes" : "no",
-                           f.nv_coopmat2 ? "yes" : "no");
+        out += fmt::format(
+            "  cooperative matrix: NV {}, KHR {}, NV2 {}{}\n", f.nv_coopmat ? "yes" : "no",
+            f.khr_coopmat ? "yes" : "no", f.nv_coopmat2 ? "yes" : "no",
+            f.nv_coopmat2_blocks ? fmt::format(" (workgroup block loads, up to {} invocations, "
+                                               "granularity {}x{}x{})",
+                                               f.cm2_max_workgroup, f.cm2_granularity_m,
+                                               f.cm2_granularity_n, f.cm2_granularity_k)
+                                 : "");
         std::string vs;
         for (Variant v :
              {Variant::scalar, Variant::nv_coopmat, Variant::khr_coopmat, Variant::nv_coopmat2})
@@ -534,10 +571,13 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
     void** tail = &f12.pNext;
     feats.features.robustBufferAccess = opts.robust && f.robust_buffer_access;
     feats.features.shaderInt64 = f.int64;
+    feats.features.shaderInt16 = f.int16;
     f11.storageBuffer16BitAccess = f.storage_16bit;
     f12.storageBuffer8BitAccess = f.storage_8bit;
     f12.shaderFloat16 = f.float16;
     f12.shaderInt8 = f.int8;
+    // Only the block-decoding GEMM tiles take buffer addresses (inside the decode functions).
+    f12.bufferDeviceAddress = f.nv_coopmat2_blocks;
     bool v13 = f.api_version >= VK_API_VERSION_1_3;
     if (v13) {
         f13.subgroupSizeControl = f.subgroup_size_control;
@@ -572,6 +612,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         exts.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
         cm2.cooperativeMatrixTensorAddressing = VK_TRUE;
         cm2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+        cm2.cooperativeMatrixWorkgroupScope = f.nv_coopmat2_blocks;
+        cm2.cooperativeMatrixBlockLoads = f.nv_coopmat2_blocks;
         *tail = &cm2;
         tail = &cm2.pNext;
     }
@@ -710,6 +752,7 @@ Buffer Device::create_buffer(uint64_t size, MemoryKind kind) {
     bi.size = size;
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    if (f_.nv_coopmat2_blocks) bi.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     VkResult r = vkCreateBuffer(device_, &bi, nullptr, &b.buffer_);
     if (r != VK_SUCCESS)
@@ -721,6 +764,9 @@ Buffer Device::create_buffer(uint64_t size, MemoryKind kind) {
     auto ai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
     ai.allocationSize = req.size;
     ai.memoryTypeIndex = type;
+    auto flags = make<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
+    flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+    if (f_.nv_coopmat2_blocks) ai.pNext = &flags;
     r = vkAllocateMemory(device_, &ai, nullptr, &b.memory_);
     if (r != VK_SUCCESS)
         fail("out of memory on {}: cannot allocate {} ({})", f_.name, human_bytes(req.size),

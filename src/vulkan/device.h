@@ -48,6 +48,7 @@ struct Features {
     bool float16 = false;        // shaderFloat16
     bool int8 = false;           // shaderInt8
     bool int64 = false;
+    bool int16 = false;        // shaderInt16
     bool integer_dot = false;  // VK_KHR_shader_integer_dot_product
     bool robust_buffer_access = false;
 
@@ -76,6 +77,14 @@ struct Features {
     bool nv_coopmat2 = false;
     std::vector<CoopmatShape> khr_f16_shapes;  // subgroup-scope F16×F16→F32 shapes (KHR)
     std::vector<CoopmatShape> nv_f16_shapes;   // the same for the NV extension
+    // NV cooperative matrix 2 with workgroup-scope matrices and decode-function (block) loads,
+    // which the GEMM tiles over native weight blocks use; they also need buffer device addresses
+    // (the decode functions take a reference to the block).
+    bool nv_coopmat2_blocks = false;
+    bool buffer_device_address = false;
+    uint32_t cm2_max_workgroup = 0;  // the largest workgroup of workgroup-scope matrices
+    // The granularity of flexible workgroup-scope F16×F16→F32 shapes at 256 invocations (0: none).
+    uint32_t cm2_granularity_m = 0, cm2_granularity_n = 0, cm2_granularity_k = 0;
 
     std::vector<MemoryHeap> heaps;
     uint64_t device_local_bytes = 0;  // the largest device-local heap

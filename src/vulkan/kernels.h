@@ -89,6 +89,8 @@ class Kernels {
     // shape and a fixed subgroup size). The scalar tiles are the fallback for any variant.
     static std::optional<Decline> gemm_supported(const Features& f, QType t);
     static bool gemm_uses_coopmat(const Features& f, Variant v);
+    // Whether variant v runs the NV cooperative matrix 2 tiles (block-decoding tensor loads).
+    static bool gemm_uses_cm2(const Features& f, Variant v);
     // Y[m][n] (=|+=) Σ_k W[n][k] · X[m][k] for m < n_rows: X rows at x_off (stride cols), Y rows
     // at y_off (stride rows); W is rows × cols of type t in its native blocks. The
     // cooperative-matrix tiles read X from its F16 copy x16 (f16_copy() of the same rows, starting
@@ -102,6 +104,13 @@ class Kernels {
     // For the GEMM speed report only: 1 leaves out the weight dequantization of the
     // cooperative-matrix tiles, 2 their products (the results are then wrong). 0 otherwise.
     uint32_t gemm_ablate = 0;
+    // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step. gemm()
+    // picks one from the shape (gemm_cm2_tile); a nonzero gemm_tile forces one (speed report).
+    struct GemmTile {
+        uint32_t bm = 0, bn = 0, bk = 0;
+    };
+    GemmTile gemm_tile;
+    GemmTile gemm_cm2_tile(uint32_t rows, uint32_t n_rows) const;
     // Attention for n rows at positions tok[0] .. tok[0]+n-1: prep (norms, rope, KV store of
     // every row) then causal attention of every row over the cache with the gated epilogue.
     // Row strides: q_row for the q projection (gate included), kv_row for k and v, o_row for

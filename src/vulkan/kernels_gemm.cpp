@@ -39,11 +39,28 @@ bool gemm_type(QType t) {
     }
 }
 
-std::string gemm_module(QType t, bool coopmat) {
+std::string gemm_module(QType t, Variant v) {
     std::string name(qtype_name(t));
     for (char& c : name) c = (char)std::tolower((unsigned char)c);
-    return fmt::format("gemm_{}@{}", name, coopmat ? "khr_coopmat" : "scalar");
+    return fmt::format("gemm_{}@{}", name, variant_name(v));
 }
+
+// The NV cooperative matrix 2 tiles: 256 invocations, workgroup-scope matrices, decode loads.
+constexpr uint32_t kCm2Invocations = 256;
+bool cm2_usable(const Features& f, Variant v) {
+    return v == Variant::nv_coopmat2 && variant_built(v) && f.nv_coopmat2_blocks &&
+           f.cm2_max_workgroup >= kCm2Invocations && f.cm2_granularity_m > 0 &&
+           16 % f.cm2_granularity_m == 0 && 16 % f.cm2_granularity_n == 0 &&
+           16 % f.cm2_granularity_k == 0;
+}
+// The KHR tiles split over exactly 8 subgroups, so their size must be fixed and known.
+bool khr_usable(const Features& f, Variant v) {
+    return v != Variant::scalar && f.supports(Variant::khr_coopmat) &&
+           f.min_subgroup_size == f.max_subgroup_size && f.subgroup_size >= 16 &&
+           8 * f.subgroup_size <= f.max_workgroup_invocations &&
+           f.max_shared_memory >= kGemmSharedCoopmat;
+}
+
 }  // namespace
 
 std::optional<Decline> Kernels::gemm_supported(const Features& f, QType t) {
@@ -58,11 +75,11 @@ std::optional<Decline> Kernels::gemm_supported(const Features& f, QType t) {
 }
 
 bool Kernels::gemm_uses_coopmat(const Features& f, Variant v) {
-    // The tile is split over exactly 8 subgroups, so their size must be fixed and known.
-    return v != Variant::scalar && f.supports(Variant::khr_coopmat) &&
-           f.min_subgroup_size == f.max_subgroup_size && f.subgroup_size >= 16 &&
-           8 * f.subgroup_size <= f.max_workgroup_invocations &&
-           f.max_shared_memory >= kGemmSharedCoopmat;
+    return cm2_usable(f, v) || khr_usable(f, v);
+}
+
+bool Kernels::gemm_uses_cm2(const Features& f, Variant v) {
+    return cm2_usable(f, v);
 }
 
 bool Kernels::gemm_reads_f16(Variant v, uint32_t cols) const {
@@ -77,19 +94,42 @@ void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t
     cl.dispatch(k, {x, h}, p, gx, gy);
 }
 
+Kernels::GemmTile Kernels::gemm_cm2_tile(uint32_t rows, uint32_t n_rows) const {
+    if (gemm_tile.bm) return gemm_tile;
+    GemmTile t{128, 128, 32};
+    if (n_rows <= 32)
+        t.bn = 32;
+    else if (n_rows <= 64)
+        t.bn = 64;
+    // Small grids leave most of a large GPU idle: halve the weight rows of a tile when fewer
+    // than ~2 waves of tiles would run.
+    if ((uint64_t)((rows + t.bm - 1) / t.bm) * ((n_rows + t.bn - 1) / t.bn) < 256) t.bm = 64;
+    return t;
+}
+
 void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,
                    View x, uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows,
                    bool accumulate) {
     const Features& f = dev_.features();
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
-    const bool cm = gemm_reads_f16(v, cols);
-    if (cm && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
-    std::vector<uint32_t> spec;
-    if (cm) spec = {8 * f.subgroup_size, gemm_ablate};
-    const Kernel& k = pipes_.get(gemm_module(t, cm), 3, sizeof(GemmPush), spec);
+    const bool f16 = gemm_reads_f16(v, cols);
+    if (f16 && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
-    const uint32_t cols_a_tile = cm ? kGemmColsCoopmat : kGemmCols;
-    cl.dispatch(k, {w, cm ? x16 : x, y}, p, (rows + cols_a_tile - 1) / cols_a_tile,
+    // The tensor stores of the NV tiles need Y's base 16-byte aligned; the KHR tiles take any.
+    if (f16 && cm2_usable(f, v) && y_off % 4 == 0) {
+        const GemmTile g = gemm_cm2_tile(rows, n_rows);
+        const Kernel& k = pipes_.get(gemm_module(t, Variant::nv_coopmat2), 3, sizeof(GemmPush),
+                                     {kCm2Invocations, g.bm, g.bn, g.bk});
+        cl.dispatch(k, {w, x16, y}, p, (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn);
+        return;
+    }
+    const bool khr = f16 && khr_usable(f, v);
+    std::vector<uint32_t> spec;
+    if (khr) spec = {8 * f.subgroup_size, gemm_ablate};
+    const Kernel& k = pipes_.get(gemm_module(t, khr ? Variant::khr_coopmat : Variant::scalar), 3,
+                                 sizeof(GemmPush), spec);
+    const uint32_t cols_a_tile = khr ? kGemmColsCoopmat : kGemmCols;
+    cl.dispatch(k, {w, khr ? x16 : x, y}, p, (rows + cols_a_tile - 1) / cols_a_tile,
                 (n_rows + kGemmRows - 1) / kGemmRows);
 }
 }  // namespace dl::vk

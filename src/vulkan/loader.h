@@ -30,13 +30,20 @@ namespace dl::vk {
     X(vkCreateDebugUtilsMessengerEXT)                   \
     X(vkDestroyDebugUtilsMessengerEXT)                  \
     X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) \
-    DL_VK_KHR_COOPMAT_FUNCS(X)
+    DL_VK_KHR_COOPMAT_FUNCS(X)                          \
+    DL_VK_NV_COOPMAT2_FUNCS(X)
 
 // Older headers (Debian 12's) lack VK_KHR_cooperative_matrix; the feature then reads as absent.
 #ifdef VK_KHR_cooperative_matrix
 #define DL_VK_KHR_COOPMAT_FUNCS(X) X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
 #else
 #define DL_VK_KHR_COOPMAT_FUNCS(X)
+#endif
+#ifdef VK_NV_cooperative_matrix2
+#define DL_VK_NV_COOPMAT2_FUNCS(X) \
+    X(vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)
+#else
+#define DL_VK_NV_COOPMAT2_FUNCS(X)
 #endif
 
 #define DL_VK_DEVICE_FUNCS(X)        \

@@ -46,13 +46,27 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
     const double flop = 2.0 * c.m * c.rows * c.cols;
     const uint32_t runs = f.cpu ? 1 : 20;
 
-    std::vector<std::pair<Variant, uint32_t>> plans = {{Variant::scalar, 0}};
-    if (Kernels::gemm_uses_coopmat(f, dev.variant()))
-        for (uint32_t ablate : {0u, 1u, 2u}) plans.push_back({dev.variant(), ablate});
+    struct Run {
+        Variant v;
+        uint32_t ablate;
+        Kernels::GemmTile tile;
+    };
+    std::vector<Run> plans = {{Variant::scalar, 0, {}}};
+    if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
+        for (uint32_t ablate : {0u, 1u, 2u}) plans.push_back({Variant::khr_coopmat, ablate, {}});
+    // The NV cooperative matrix 2 tiles in the size gemm() picks, then in a spread of sizes.
+    if (Kernels::gemm_uses_cm2(f, dev.variant()))
+        for (Kernels::GemmTile g :
+             {Kernels::GemmTile{}, Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{128, 128, 64},
+              Kernels::GemmTile{256, 128, 32}, Kernels::GemmTile{128, 256, 32},
+              Kernels::GemmTile{256, 128, 64}, Kernels::GemmTile{64, 128, 64},
+              Kernels::GemmTile{128, 64, 64}})
+            plans.push_back({dev.variant(), 0, g});
     Buffer x16 = dev.create_buffer((uint64_t)c.m * c.cols * 2, MemoryKind::device);
     test::run(dev, [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), c.m * c.cols); });
-    for (auto [v, ablate] : plans) {
+    for (const auto& [v, ablate, tile] : plans) {
         K.gemm_ablate = ablate;
+        K.gemm_tile = tile;
         CommandList cl(dev);
         cl.enable_timestamps(1);
         cl.begin(true);
@@ -70,12 +84,16 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
             if (!ts.empty()) best = std::min(best, ts[0].second);
         }
         K.gemm_ablate = 0;
+        K.gemm_tile = {};
+        const Kernels::GemmTile g = tile.bm ? tile : K.gemm_cm2_tile(c.rows, c.m);
+        const std::string shape =
+            Kernels::gemm_uses_cm2(f, v) ? fmt::format(" {}x{}x{}", g.bm, g.bn, g.bk) : "";
         const char* part = ablate == 1   ? " without dequantization"
                            : ablate == 2 ? " without products"
                                          : "";
-        fmt::print("GEMM {} {}x{} weights, {} rows, {}{}: {:.3f} ms, {:.1f} TFLOP/s\n",
-                   qtype_name(c.type), c.rows, c.cols, c.m, variant_name(v), part, best / runs,
-                   flop / (best / runs * 1e-3) / 1e12);
+        fmt::print("GEMM {} {}x{} weights, {} rows, {}{}{}: {:.3f} ms, {:.1f} TFLOP/s\n",
+                   qtype_name(c.type), c.rows, c.cols, c.m, variant_name(v), shape, part,
+                   best / runs, flop / (best / runs * 1e-3) / 1e12);
         if (ablate != 0) continue;
         auto out = test::from_device<float>(dev, y, (size_t)c.m * c.rows);
         const double tol = v == Variant::scalar ? 1e-5 : 3e-3;
@@ -97,10 +115,13 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
 TEST(GemmSpeed, Report) {
     VK_SPEED_DEVICE();
     const bool cpu = dev.features().cpu;
-    // 9B FFN up and down in Q4_K, the same up in F16 (no dequantization cost to speak of).
-    for (const GemmSpeedCase& c : {GemmSpeedCase{QType::Q4_K, 12288, 4096, cpu ? 64u : 512u},
-                                   GemmSpeedCase{QType::Q4_K, 4096, 12288, cpu ? 64u : 512u},
-                                   GemmSpeedCase{QType::F16, 12288, 4096, cpu ? 64u : 512u}}) {
+    // 9B FFN up and down in Q4_K, Q6_K and Q8_0, the same up in F16 (no dequantization cost to
+    // speak of), and a 0.8B-sized FFN up (a small grid).
+    const uint32_t m = cpu ? 64u : 512u;
+    for (const GemmSpeedCase& c :
+         {GemmSpeedCase{QType::Q4_K, 12288, 4096, m}, GemmSpeedCase{QType::Q4_K, 4096, 12288, m},
+          GemmSpeedCase{QType::Q6_K, 4096, 12288, m}, GemmSpeedCase{QType::Q8_0, 12288, 4096, m},
+          GemmSpeedCase{QType::F16, 12288, 4096, m}, GemmSpeedCase{QType::Q4_K, 3584, 1024, m}}) {
         if (cpu && c.rows > 4096) continue;
         report(dev, K, c);
         if (HasFatalFailure()) return;

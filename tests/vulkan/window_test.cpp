@@ -44,11 +44,24 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
     wq.resize((wq.size() + 3) / 4 * 4 + 4, 0);  // the spare word the plan keeps after a matrix
     Buffer w = test::to_device(dev, wq);
 
-    std::vector<Variant> variants = {Variant::scalar};
-    if (Kernels::gemm_uses_coopmat(dev.features(), dev.variant()))
-        variants.push_back(dev.variant());
+    // Each tile family the device runs: the F32 tiles, the KHR tiles (any y_off), and the NV
+    // cooperative matrix 2 tiles (y_off a multiple of 4), in the size gemm() picks and in forced
+    // sizes with a tile larger than the matrix and a step past K.
+    struct Run {
+        Variant v;
+        uint32_t y_off;
+        Kernels::GemmTile tile;
+    };
+    std::vector<Run> runs = {{Variant::scalar, 5, {}}};
+    const Features& f = dev.features();
+    if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
+        runs.push_back({Variant::khr_coopmat, 5, {}});
+    if (Kernels::gemm_uses_cm2(f, dev.variant()))
+        for (Kernels::GemmTile g :
+             {Kernels::GemmTile{}, Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{64, 32, 64}})
+            runs.push_back({dev.variant(), 8, g});
     for (uint32_t m : {1u, 7u, 64u, 65u, 130u}) {
-        const uint32_t x_off = 3, y_off = 5;
+        const uint32_t x_off = 3;
         std::vector<float> x = randn((size_t)m * cols + x_off, 5 + m);
         Buffer xb = test::to_device(dev, x);
         std::vector<double> ref((size_t)m * rows), mag((size_t)m * rows);
@@ -59,7 +72,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     ref[(size_t)i * rows + r] += p;
                     mag[(size_t)i * rows + r] += std::fabs(p);
                 }
-        for (Variant v : variants) {
+        for (const auto& [v, y_off, tile] : runs) {
+            K.gemm_tile = tile;
             // F16 tiles round x and w to 11 bits; the F32 tiles only reorder the sum.
             const double tol = v == Variant::scalar ? 1e-5 : 2e-3;
             for (bool acc : {false, true}) {
@@ -91,10 +105,12 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     ASSERT_TRUE(std::isfinite(out[y_off + i]))
                         << qtype_name(t) << " m " << m << " element " << i;
                     ASSERT_NEAR(out[y_off + i], ref[i] + init[i], tol * mag[i] + 1e-5)
-                        << qtype_name(t) << " " << variant_name(v) << " m " << m << " row "
-                        << i / rows << " col " << i % rows << " acc " << acc;
+                        << qtype_name(t) << " " << variant_name(v) << " tile " << tile.bm << "x"
+                        << tile.bn << "x" << tile.bk << " m " << m << " row " << i / rows << " col "
+                        << i % rows << " acc " << acc;
                 }
             }
+            K.gemm_tile = {};
         }
     }
 }

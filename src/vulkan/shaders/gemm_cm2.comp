@@ -1,0 +1,150 @@
+// Y = X·Wᵀ for a window of rows (prefill) on NV cooperative matrix 2: workgroup-scope matrices
+// whose tensor loads read W straight from its GGUF blocks through a decode function per format
+// (WTYPE_* define), so the implementation stages and converts the tiles itself (it picks the
+// shared-memory layout and the load pipeline; the decode runs once per element it stages).
+// X is [M][K] F16 (the window's F16 copy made by f16_copy), W is [N][K] in its native blocks,
+// Y is [M][N] F32 at y_off (row stride N), written or added to (mode 1: the residual stream).
+// A workgroup computes a BM × BN tile of Yᵀ (BM weight rows × BN window rows) in steps of BK
+// columns; the sizes are specialization constants so the launcher can fit them to the shape.
+// Edges need no special code: the tensor layouts clamp loads past M, N or K to zero and drop
+// stores outside Y. The host keeps y_off a multiple of 4 (tensor bases are 16-byte aligned).
+#version 450
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_buffer_reference : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;
+layout(constant_id = 1) const uint BM = 128;  // weight rows a tile
+layout(constant_id = 2) const uint BN = 128;  // window rows a tile
+layout(constant_id = 3) const uint BK = 32;   // columns a step
+
+#if defined(WTYPE_F16)
+layout(std430, binding = 0) readonly buffer Weights { float16_t wq[]; };
+#else
+layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
+#endif
+layout(std430, binding = 1) readonly buffer XH { float16_t xh[]; };
+layout(std430, binding = 2) buffer Y { float y[]; };
+
+layout(push_constant) uniform Push {
+    uint M, N, K;    // rows of X, weight rows, columns
+    uint row_bytes;  // bytes per weight row (implied by the layout's block stride)
+    uint x_off;      // unused (the F16 copy starts its view)
+    uint y_off;      // floats, a multiple of 4
+    uint mode;       // 0: Y = X·Wᵀ, 1: Y += X·Wᵀ
+} p;
+
+// The decode functions: a reference to one block, the element's block coordinates and its
+// coordinates inside the block (row 0, column e). Values are formed in F32 and rounded once.
+#if defined(WTYPE_F32)
+const uint QK = 1;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Block { float v; };
+float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) { return float16_t(b.v); }
+#elif defined(WTYPE_Q4_0)
+// 18 bytes: f16 d, 16 bytes; element e < 16 is the low nibble of byte e, e >= 16 the high
+// nibble of byte e - 16, minus 8.
+const uint QK = 32;
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer Block { uint16_t h[9]; };
+float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
+    uint e = ib[1], j = 2u + (e & 15u);
+    uint q = (uint(b.h[j >> 1]) >> ((j & 1u) * 8u + (e >> 4) * 4u)) & 15u;
+    return float16_t((float(q) - 8.0) * unpackHalf2x16(uint(b.h[0])).x);
+}
+#elif defined(WTYPE_Q8_0)
+// 34 bytes: f16 d, 32 signed bytes.
+const uint QK = 32;
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer Block { uint16_t h[17]; };
+float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
+    uint j = 2u + ib[1];
+    int q = int(uint(b.h[j >> 1]) << (24u - (j & 1u) * 8u)) >> 24;
+    return float16_t(float(q) * unpackHalf2x16(uint(b.h[0])).x);
+}
+#elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
+// Q4_K, 144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles.
+// Q5_K, 176 bytes: the same head, 32 bytes of fifth bits (bit sb of byte l belongs to element
+// 32·sb + l), then the nibbles. Sub-block sb = e / 32 takes the low (sb even) or high (sb odd)
+// nibbles of the 32 bytes at 32·(sb/2); value = d·scale·q − dmin·min.
+const uint QK = 256;
+#if defined(WTYPE_Q4_K)
+const uint NIBBLES = 16;
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Block { uint w[36]; };
+#else
+const uint NIBBLES = 48;
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Block { uint w[44]; };
+#endif
+uint byte_at(const in Block b, uint j) { return (b.w[j >> 2] >> ((j & 3u) * 8u)) & 0xffu; }
+float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
+    uint e = ib[1], sb = e >> 5, l = e & 31u;
+    vec2 dm = unpackHalf2x16(b.w[0]);
+    uint sc, mn;
+    if (sb < 4u) {
+        sc = byte_at(b, 4u + sb) & 63u;
+        mn = byte_at(b, 8u + sb) & 63u;
+    } else {
+        uint a = byte_at(b, 8u + sb);
+        sc = (a & 15u) | ((byte_at(b, sb) >> 6) << 4);
+        mn = (a >> 4) | ((byte_at(b, 4u + sb) >> 6) << 4);
+    }
+    uint q = (byte_at(b, NIBBLES + 32u * (sb >> 1) + l) >> ((sb & 1u) * 4u)) & 15u;
+#if defined(WTYPE_Q5_K)
+    q |= ((byte_at(b, 16u + l) >> sb) & 1u) << 4;
+#endif
+    return float16_t(dm.x * float(sc) * float(q) - dm.y * float(mn));
+}
+#elif defined(WTYPE_Q6_K)
+// 210 bytes: 128 bytes of low nibbles ql, 64 bytes of 2-bit highs qh, 16 signed scales, f16 d.
+// Element 128h + 32k + l is the low (k even) or high (k odd) nibble of ql[64h + 32(k&1) + l]
+// with bits 2k..2k+1 of qh[32h + l] on top, minus 32, times d · scale[8h + 2k + l/16].
+const uint QK = 256;
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer Block { uint16_t h[105]; };
+uint byte_at(const in Block b, uint j) { return (uint(b.h[j >> 1]) >> ((j & 1u) * 8u)) & 0xffu; }
+float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
+    uint e = ib[1], hh = e >> 7, k = (e >> 5) & 3u, l = e & 31u;
+    uint lo = (byte_at(b, 64u * hh + 32u * (k & 1u) + l) >> ((k >> 1) * 4u)) & 15u;
+    uint hi = (byte_at(b, 128u + 32u * hh + l) >> (2u * k)) & 3u;
+    int sc = int(byte_at(b, 192u + 8u * hh + 2u * k + (l >> 4)) << 24) >> 24;
+    float d = unpackHalf2x16(uint(b.h[104])).x;
+    return float16_t(float(int(lo | (hi << 4)) - 32) * d * float(sc));
+}
+#endif
+
+void main() {
+    const uint n0 = gl_WorkGroupID.x * BM, m0 = gl_WorkGroupID.y * BN;
+
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lw =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+#if !defined(WTYPE_F16)
+    lw = setTensorLayoutBlockSizeNV(lw, 1, QK);
+#endif
+    lw = setTensorLayoutDimensionNV(lw, p.N, p.K);
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lx =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    lx = setTensorLayoutDimensionNV(lx, p.M, p.K);
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> ly =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    ly = setTensorLayoutDimensionNV(ly, p.M, p.N);
+    // X and Y are row-major by window row; the tile is by weight row: read and write transposed.
+    tensorViewNV<2, false, 1, 0> tr = createTensorViewNV(2, false, 1, 0);
+
+    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+    if (p.mode == 1u) coopMatLoadTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
+
+    for (uint k = 0; k < p.K; k += BK) {
+        coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
+        coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
+#if defined(WTYPE_F16)
+        coopMatLoadTensorNV(a, wq, 0, sliceTensorLayoutNV(lw, n0, BM, k, BK));
+#else
+        coopMatLoadTensorNV(a, wq, 0, sliceTensorLayoutNV(lw, n0, BM, k, BK), decode);
+#endif
+        coopMatLoadTensorNV(b, xh, 0, sliceTensorLayoutNV(lx, m0, BN, k, BK), tr);
+        acc = coopMatMulAdd(a, b, acc);
+    }
+    coopMatStoreTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
+}
