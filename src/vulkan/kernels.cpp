@@ -214,10 +214,14 @@ void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t col
     // Four rows share each x slice and put four independent weight loads in flight per thread;
     // the workgroup is as wide as the row has slices (one pass over short rows), at most 128
     // threads so long rows still spread over enough workgroups to fill the device.
-    constexpr uint32_t kRows = 4;
+    uint32_t kRows = 4;
     uint32_t slices = gemv_slices(t, cols), want = 32;
     while (want < slices && want < 128) want *= 2;
     uint32_t wg = wg_size(want);
+    if (gemv_shape.threads) {
+        wg = wg_size(gemv_shape.threads);
+        kRows = gemv_shape.rows;
+    }
     // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide.
     uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
     uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 ? 1 : 0;
@@ -271,6 +275,9 @@ bool Kernels::matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uin
     if (v != Variant::scalar) {
         // One subgroup per workgroup; the tile kernels need whole 16-element tiles except coopmat2.
         if (v != Variant::nv_coopmat2 && (m % 16 || n % 16 || k % 16)) return false;
+        // Tensor loads clamp at any edge, but rows that start off a 16-byte boundary (k not a
+        // multiple of 8 halves) read as zeros on an H200's driver: refused.
+        if (v == Variant::nv_coopmat2 && k % 8) return false;
         spec.push_back(f.subgroup_size);
     }
     const Kernel& kk = pipes_.get(mod, 3, sizeof(MatmulPush), spec);

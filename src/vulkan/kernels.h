@@ -20,6 +20,11 @@ class Kernels {
     // y[y_off + r] (=|+=) sum_c W[r, c] · x[x_off + c] for r < rows; W is rows × cols of type t.
     void gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
               uint32_t x_off, View y, uint32_t y_off, bool accumulate);
+    // For the GEMV speed report only: a nonzero shape forces threads and rows a workgroup.
+    struct GemvShape {
+        uint32_t threads = 0, rows = 0;
+    };
+    GemvShape gemv_shape;
     // out[out_off + r * cols ..] = row ids[id_off + r] of the table (rows × cols of type t), r < n.
     void get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint32_t cols, View ids,
                   uint32_t id_off, View out, uint32_t out_off, uint32_t n);

@@ -45,13 +45,15 @@ std::string gemm_module(QType t, Variant v) {
     return fmt::format("gemm_{}@{}", name, variant_name(v));
 }
 
-// The NV cooperative matrix 2 tiles: 256 invocations, workgroup-scope matrices, decode loads.
+// The NV cooperative matrix 2 tiles: 256 invocations, workgroup-scope matrices, decode loads;
+// every tile size is a multiple of 32, so the device's flexible-shape granularity must divide 32
+// (an H200 reports 32x32x16).
 constexpr uint32_t kCm2Invocations = 256;
 bool cm2_usable(const Features& f, Variant v) {
     return v == Variant::nv_coopmat2 && variant_built(v) && f.nv_coopmat2_blocks &&
            f.cm2_max_workgroup >= kCm2Invocations && f.cm2_granularity_m > 0 &&
-           16 % f.cm2_granularity_m == 0 && 16 % f.cm2_granularity_n == 0 &&
-           16 % f.cm2_granularity_k == 0;
+           32 % f.cm2_granularity_m == 0 && 32 % f.cm2_granularity_n == 0 &&
+           32 % f.cm2_granularity_k == 0;
 }
 // The KHR tiles split over exactly 8 subgroups, so their size must be fixed and known.
 bool khr_usable(const Features& f, Variant v) {

@@ -71,34 +71,49 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
     Buffer xb = test::to_device(dev, x);
     Buffer y = test::poisoned(dev, c.rows);
 
-    // Each run follows a barrier, as every GEMV of the token command does.
-    CommandList cl(dev);
-    cl.enable_timestamps(1);
-    cl.begin(true);
-    for (uint32_t i = 0; i < runs; ++i) {
-        K.gemv(cl, c.type, view(w[i % copies]), c.rows, c.cols, view(xb), 0, view(y), 0, false);
-        cl.barrier();
+    // Each run follows a barrier, as every GEMV of the token command does. The launcher's shape
+    // first, then a spread of workgroup shapes (threads x rows) on a GPU.
+    std::vector<Kernels::GemvShape> shapes = {{}};
+    if (!f.cpu)
+        for (Kernels::GemvShape s :
+             {Kernels::GemvShape{32, 4}, Kernels::GemvShape{32, 8}, Kernels::GemvShape{64, 4},
+              Kernels::GemvShape{64, 8}, Kernels::GemvShape{128, 8}, Kernels::GemvShape{256, 4},
+              Kernels::GemvShape{256, 8}})
+            shapes.push_back(s);
+    for (Kernels::GemvShape shape : shapes) {
+        K.gemv_shape = shape;
+        dev.fill(y, 0, (uint64_t)c.rows * 4, test::kPoison);
+        CommandList cl(dev);
+        cl.enable_timestamps(1);
+        cl.begin(true);
+        for (uint32_t i = 0; i < runs; ++i) {
+            K.gemv(cl, c.type, view(w[i % copies]), c.rows, c.cols, view(xb), 0, view(y), 0, false);
+            cl.barrier();
+        }
+        cl.mark("gemv");
+        cl.end();
+        K.gemv_shape = {};
+        double best_ms = 1e30;
+        for (int rep = 0; rep < 3; ++rep) {
+            auto t0 = std::chrono::steady_clock::now();
+            cl.submit_and_wait();
+            double wall =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count();
+            auto ts = cl.times();
+            best_ms = std::min(best_ms, ts.empty() ? wall : ts[0].second);
+        }
+        double us = best_ms * 1e3 / runs;
+        const std::string how =
+            shape.threads ? fmt::format(", {} threads x {} rows", shape.threads, shape.rows) : "";
+        fmt::print("GEMV {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s ({} copies, {} runs{}{})\n", what,
+                   bytes / 1e6, us, bytes / (us * 1e3), copies, runs, f.cpu ? ", CPU device" : "",
+                   how);
+        auto out = test::from_device<float>(dev, y, c.rows);
+        for (uint32_t r = 0; r < c.rows; ++r)
+            ASSERT_NEAR(out[r], ref[r % kDistinct], 1e-5 * mag[r % kDistinct] + 1e-5)
+                << what << " row " << r << how;
     }
-    cl.mark("gemv");
-    cl.end();
-    double best_ms = 1e30;
-    for (int rep = 0; rep < 3; ++rep) {
-        auto t0 = std::chrono::steady_clock::now();
-        cl.submit_and_wait();
-        double wall =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
-        auto ts = cl.times();
-        best_ms = std::min(best_ms, ts.empty() ? wall : ts[0].second);
-    }
-    double us = best_ms * 1e3 / runs;
-    fmt::print("GEMV {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s ({} copies, {} runs{})\n", what,
-               bytes / 1e6, us, bytes / (us * 1e3), copies, runs, f.cpu ? ", CPU device" : "");
-
-    auto out = test::from_device<float>(dev, y, c.rows);
-    for (uint32_t r = 0; r < c.rows; ++r)
-        ASSERT_NEAR(out[r], ref[r % kDistinct], 1e-5 * mag[r % kDistinct] + 1e-5)
-            << what << " row " << r;
 }
 
 TEST(GemvSpeed, Report) {

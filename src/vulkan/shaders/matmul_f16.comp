@@ -5,7 +5,8 @@
 //   nv_coopmat   GL_NV_cooperative_matrix, one subgroup per workgroup;
 //   khr_coopmat  GL_KHR_cooperative_matrix, one subgroup per workgroup;
 //   nv_coopmat2  GL_NV_cooperative_matrix2 tensor loads, which clamp at the matrix edges.
-// The coopmat variants need M, N, K multiples of 16 except nv_coopmat2; the host declines others.
+// The coopmat variants need M, N, K multiples of 16 except nv_coopmat2, which needs K a multiple
+// of 8 (rows starting on 16-byte boundaries); the host declines others.
 #version 450
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
