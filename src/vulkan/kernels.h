@@ -128,14 +128,18 @@ class Kernels {
                         View k_cache, View v_cache, View tok, uint32_t n);
     // A Gated DeltaNet layer over n rows at positions tok[0] ..: conv (carried in the ring)
     // from the input rows at qkv_off into its own n rows of conv_dim at conv_out (the two must
-    // not overlap), q/k L2 norms and gates, the delta rule with the state in registers, the
+    // not overlap), q/k L2 norms and gates, the delta rule with the state on chip, the
     // gated RMSNorm. Other offsets as in DeltaNetStep, each now the start of n rows of its
     // quantity. `scan` picks the scan module (tests use it to reach every one; `best` takes the
-    // fastest the device has: clustered adds, else xor shuffles, else one thread per column
+    // chunked (WY) form where the device's shared memory holds its chunks, else the fastest
+    // token scan the device has: xor shuffles, else clustered adds, else one thread per column
     // without subgroup operations); a forced module the device lacks is an error.
-    enum class DeltaNetScan { best, clustered, shuffle, plain };
+    enum class DeltaNetScan { best, clustered, shuffle, plain, chunked };
     static std::optional<Decline> deltanet_rows_supported(const Features& f, uint32_t d_k,
                                                           uint32_t d_v, uint32_t conv_kernel);
+    // Rows a chunk of the chunked scan takes on this device for these head sizes (64, 32 or
+    // 16), or 0 where its chunks do not fit the device's shared memory.
+    static uint32_t deltanet_chunk_rows(const Features& f, uint32_t d_k, uint32_t d_v);
     void deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t conv_out, View act,
                        View params, View ring, View state, View tok, uint32_t n,
                        DeltaNetScan scan = DeltaNetScan::best);

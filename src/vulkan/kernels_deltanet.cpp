@@ -1,7 +1,7 @@
 // Launchers of the Gated DeltaNet window kernels (see kernels.h, deltanet_rows): the conv into
-// its own rows and the conv ring update, L2 norms and gates, the scan over the rows, the gated
-// RMSNorm. Push-constant layouts mirror the shaders; the shaders' headers say why each is shaped
-// as it is.
+// its own rows and the conv ring update, L2 norms and gates, the scan over the rows (chunked WY
+// form or token by token), the gated RMSNorm. Push-constant layouts mirror the shaders; the
+// shaders' headers say why each is shaped as it is.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -40,7 +40,32 @@ uint32_t pow2_at_most(const Features& f, uint32_t want) {
     return s;
 }
 
-// Module and shape of the scan (see deltanet_scan.comp).
+// Shape of the chunked scan (see deltanet_chunk.comp): rows a chunk (0: it does not fit) and
+// value columns a workgroup.
+struct ChunkShape {
+    uint32_t rows, cols;
+};
+constexpr uint32_t kChunkThreads = 128;
+
+// Shared memory of deltanet_chunk.comp, in bytes; mirrors its declarations.
+uint64_t chunk_shared_bytes(uint32_t d_k, uint32_t c, uint32_t cols) {
+    return 4ull * ((uint64_t)d_k * cols + 2ull * c * (d_k + 1) + (uint64_t)c * (c + 1) +
+                   (uint64_t)c * cols + 4ull * c);
+}
+
+// Sixteen value columns a workgroup where they fit (half the slices, so half the repeated
+// A and W of a head, against eight), then the longest chunk that fits.
+ChunkShape chunk_shape(const Features& f, uint32_t d_k, uint32_t d_v) {
+    if (f.max_workgroup_invocations < kChunkThreads) return {0, 0};
+    for (uint32_t cols : {16u, 8u}) {
+        const uint32_t cw = std::min(cols, d_v);
+        for (uint32_t c : {64u, 32u, 16u})
+            if (chunk_shared_bytes(d_k, c, cw) <= f.max_shared_memory) return {c, cw};
+    }
+    return {0, 0};
+}
+
+// Module and shape of the token scan (see deltanet_scan.comp).
 struct ScanShape {
     const char* module;
     uint32_t split, cols, chunk;
@@ -81,6 +106,10 @@ ScanShape scan_shape(const Features& f, uint32_t d_k, uint32_t d_v, Kernels::Del
 
 }  // namespace
 
+uint32_t Kernels::deltanet_chunk_rows(const Features& f, uint32_t d_k, uint32_t d_v) {
+    return chunk_shape(f, d_k, d_v).rows;
+}
+
 std::optional<Decline> Kernels::deltanet_rows_supported(const Features& f, uint32_t d_k,
                                                         uint32_t d_v, uint32_t conv_kernel) {
     if (auto d = deltanet_step_supported(f, d_k, d_v, conv_kernel)) return d;
@@ -105,7 +134,15 @@ void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t con
         fail("a DeltaNet window of {} rows is over the device's dispatch limit", n);
 
     // Chosen first: a forced scan module the device lacks fails before anything is recorded.
-    const ScanShape sh = scan_shape(f, a.d_k, a.d_v, scan_path);
+    using S = DeltaNetScan;
+    const ChunkShape ch = chunk_shape(f, a.d_k, a.d_v);
+    if (scan_path == S::chunked && ch.rows == 0)
+        fail(
+            "the chunked DeltaNet scan does not fit the device's {} bytes of shared memory (d_k "
+            "{})",
+            f.max_shared_memory, a.d_k);
+    const bool chunked = scan_path == S::chunked || (scan_path == S::best && ch.rows > 0);
+    const ScanShape sh = scan_shape(f, a.d_k, a.d_v, chunked ? S::plain : scan_path);
 
     const uint32_t cgroups = (conv_dim + 63) / 64;
     const Kernel& conv =
@@ -126,12 +163,18 @@ void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t con
     cl.barrier();
     cl.mark("dn gates");
 
-    std::vector<uint32_t> spec = {sh.cols * sh.split, a.d_k, sh.chunk};
-    if (sh.split > 1) spec.push_back(sh.split);
-    const Kernel& scan = pipes_.get(sh.module, 2, sizeof(ScanPush), spec);
     ScanPush sp{a.n_k_heads, a.n_v_heads, a.d_v,       n,       conv_out, conv_dim,
                 a.b_off,     a.a_off,     a.n_v_heads, a.y_off, d_inner};
-    cl.dispatch(scan, {act, state}, sp, a.n_v_heads, a.d_v / sh.cols);
+    if (chunked) {
+        const Kernel& scan = pipes_.get("deltanet_chunk", 2, sizeof(ScanPush),
+                                        {kChunkThreads, a.d_k, ch.rows, ch.cols});
+        cl.dispatch(scan, {act, state}, sp, a.n_v_heads, (a.d_v + ch.cols - 1) / ch.cols);
+    } else {
+        std::vector<uint32_t> spec = {sh.cols * sh.split, a.d_k, sh.chunk};
+        if (sh.split > 1) spec.push_back(sh.split);
+        const Kernel& scan = pipes_.get(sh.module, 2, sizeof(ScanPush), spec);
+        cl.dispatch(scan, {act, state}, sp, a.n_v_heads, a.d_v / sh.cols);
+    }
     cl.barrier();
     cl.mark("dn scan");
 

@@ -2,7 +2,9 @@
 // gates, scan, gated norm) against a plain double-precision CPU loop, over consecutive windows of
 // boundary lengths (one row, fewer rows than the conv taps, multiples of the taps, windows that
 // cross the scan's staging chunks), with H_v != H_k, d_k != d_v and d_k that leaves an odd number
-// of state rows per thread; every scan module the device has (the plain one always). Outputs are
+// of state rows per thread; every scan module the device has (the plain one always). The chunked
+// (WY) module also gets windows measured in its own chunk length on this device: one row past a
+// chunk, several chunks, exact multiples, a chunk less one row, an odd key head. Outputs are
 // poisoned before each window, the input rows must come back untouched, and two decode steps
 // after the windows check that the ring and the state are left in the decode kernel's format.
 #include <gtest/gtest.h>
@@ -101,6 +103,8 @@ void run_case(const Case& cs, Scan scan) {
     if (scan == Scan::clustered && !f.subgroup_clustered)
         GTEST_SKIP() << "no clustered subgroup operations";
     if (scan == Scan::shuffle && !f.subgroup_shuffle) GTEST_SKIP() << "no subgroup shuffles";
+    if (scan == Scan::chunked && Kernels::deltanet_chunk_rows(f, cs.dk, cs.dv) == 0)
+        GTEST_SKIP() << "the chunked scan does not fit the device's shared memory";
     if (auto d = Kernels::deltanet_rows_supported(f, cs.dk, cs.dv, cs.K)) GTEST_SKIP() << d->reason;
     const uint32_t hk = cs.hk, hv = cs.hv, dk = cs.dk, dv = cs.dv, KC = cs.K;
     const uint32_t conv_dim = 2 * hk * dk + hv * dv, inner = hv * dv;
@@ -234,15 +238,67 @@ TEST_P(DeltaNetWindow, MatchesPlainLoop) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<std::tuple<int, Scan>>& p) {
-    static const char* const scans[] = {"Best", "Clustered", "Shuffle", "Plain"};
+    static const char* const scans[] = {"Best", "Clustered", "Shuffle", "Plain", "Chunked"};
     return std::string(kCases[std::get<0>(p.param)].name) + "_" + scans[(int)std::get<1>(p.param)];
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, DeltaNetWindow,
                          ::testing::Combine(::testing::Range(0, (int)std::size(kCases)),
                                             ::testing::Values(Scan::best, Scan::clustered,
-                                                              Scan::shuffle, Scan::plain)),
+                                                              Scan::shuffle, Scan::plain,
+                                                              Scan::chunked)),
                          case_name);
+
+// Windows of the chunked module in units of its chunk length C on this device: each window is
+// chunks × C + extra rows.
+struct ChunkCase {
+    const char* name;
+    uint32_t hk, hv, dk, dv, K;
+    std::vector<std::pair<uint32_t, int>> windows;
+};
+
+const ChunkCase kChunkCases[] = {
+    {"OneRowPastAChunk", 2, 4, 32, 16, 4, {{1, 1}}},
+    {"SeveralChunksThenMore", 1, 2, 64, 32, 4, {{3, 5}, {1, 0}, {0, 3}}},
+    {"ExactChunksThenOneRowThenChunkLessOne", 3, 3, 24, 8, 3, {{2, 0}, {0, 1}, {1, -1}}},
+    {"ValueWiderThanKey", 2, 2, 16, 64, 2, {{1, 1}, {2, -3}}},
+    {"OddKeyHeadNarrowValue", 2, 2, 20, 4, 4, {{1, 2}, {0, 2}}},
+    {"FullHeadSizeTwoValueHeadsAKey", 2, 4, 128, 128, 4, {{2, 1}, {1, 7}}},
+};
+
+class DeltaNetChunk : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeltaNetChunk, MatchesPlainLoopAcrossChunks) {
+    VK_TEST_DEVICE();
+    const ChunkCase& cc = kChunkCases[GetParam()];
+    const uint32_t c = Kernels::deltanet_chunk_rows(dev.features(), cc.dk, cc.dv);
+    if (c == 0) GTEST_SKIP() << "the chunked scan does not fit the device's shared memory";
+    Case cs{cc.hk, cc.hv, cc.dk, cc.dv, cc.K, {}};
+    for (auto [chunks, extra] : cc.windows)
+        cs.windows.push_back((uint32_t)((int)(chunks * c) + extra));
+    run_case(cs, Scan::chunked);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, DeltaNetChunk, ::testing::Range(0, (int)std::size(kChunkCases)),
+                         [](const ::testing::TestParamInfo<int>& p) {
+                             return std::string(kChunkCases[p.param].name);
+                         });
+
+TEST(DeltaNetWindowDecline, ForcedChunkedThatDoesNotFitIsAnError) {
+    VK_TEST_DEVICE();
+    const uint32_t hk = 1, hv = 1, dk = 256, dv = 16, conv_dim = 2 * hk * dk + hv * dv;
+    if (Kernels::deltanet_chunk_rows(dev.features(), dk, dv) != 0)
+        GTEST_SKIP() << "the chunked scan fits d_k " << dk << " on this device";
+    Buffer act = dev.create_buffer(8192 * 4, MemoryKind::device);
+    Buffer b = dev.create_buffer(8192 * 4, MemoryKind::device);
+    Kernels::DeltaNetStep args{hk, hv, dk, dv, 4, 0, conv_dim, 0, 0, 0, 0, 0, 0, 0, 1e-6f};
+    CommandList cl(dev);
+    cl.begin();
+    EXPECT_THROW(K.deltanet_rows(cl, args, 4096, view(act), view(b), view(b), view(b), view(b), 1,
+                                 Scan::chunked),
+                 Error);
+    cl.end();
+}
 
 TEST(DeltaNetWindowDecline, ForcedModuleTheDeviceLacksIsAnError) {
     VK_TEST_DEVICE();
@@ -309,9 +365,10 @@ TEST(DeltaNetWindowSpeed, Report) {
                      &in[b_off + (size_t)r * hv], &in[a_off + (size_t)r * hv], xc, want[r]);
         }
 
-        for (Scan scan : {Scan::clustered, Scan::shuffle, Scan::plain}) {
+        for (Scan scan : {Scan::chunked, Scan::clustered, Scan::shuffle, Scan::plain}) {
             if (scan == Scan::clustered && !f.subgroup_clustered) continue;
             if (scan == Scan::shuffle && !f.subgroup_shuffle) continue;
+            if (scan == Scan::chunked && Kernels::deltanet_chunk_rows(f, dk, dv) == 0) continue;
             // Wake the clocks up (the reference above left the GPU idle): 400 windows in a row.
             test::run(dev, [&](CommandList& cl) {
                 for (int it = 0; it < 400; ++it) {
@@ -338,7 +395,7 @@ TEST(DeltaNetWindowSpeed, Report) {
                 for (size_t i = 0; it > 1 && i < t.size(); ++i)
                     best[i].second = std::min(best[i].second, t[i].second);
             }
-            static const char* const names[] = {"best", "clustered", "shuffle", "plain"};
+            static const char* const names[] = {"best", "clustered", "shuffle", "plain", "chunked"};
             std::string line = fmt::format("DeltaNet window {} rows, {} shape, {} scan:", n,
                                            shp.name, names[(int)scan]);
             double total = 0;
