@@ -2,7 +2,8 @@
 // rows [s*WG, (s+1)*WG) ∩ [0, pos] of key/value head h / (n_head / n_kv) and writes its partial
 // result (running max m, sum of weights l, unnormalised output o) for attn_combine. The number
 // of splits is fixed when the command is recorded (it covers the whole context); splits past
-// the current position write an empty partial, so nothing is re-recorded as the context grows.
+// the current position return at once and attn_combine reads only the live ones, so nothing is
+// re-recorded as the context grows and a long context costs nothing before it is used.
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -30,6 +31,7 @@ void main() {
     uint kvh = h / (p.n_head / p.n_kv);
     uint n_rows = tok[0] + 1u;
     uint r0 = s * WG;
+    if (r0 >= n_rows) return;  // uniform per workgroup
     uint hd2 = p.head_dim / 2u;
     for (uint i = t; i < p.head_dim; i += WG) qs[i] = act[p.q_off + h * p.head_dim + i];
     barrier();
@@ -66,7 +68,7 @@ void main() {
     float l = red[0];
 
     uint ob = (h * p.n_split + s) * (p.head_dim + 2u);
-    uint n_live = r0 < n_rows ? min(WG, n_rows - r0) : 0u;
+    uint n_live = min(WG, n_rows - r0);
     for (uint d = t; d < p.head_dim; d += WG) {
         float o = 0.0;
         for (uint j = 0; j < n_live; ++j) {
@@ -77,7 +79,7 @@ void main() {
         part[ob + 2u + d] = o;
     }
     if (t == 0u) {
-        part[ob] = n_live > 0u ? m : -1.0 / 0.0;
+        part[ob] = m;
         part[ob + 1u] = l;
     }
 }
