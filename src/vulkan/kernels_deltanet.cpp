@@ -49,15 +49,16 @@ constexpr uint32_t kChunkThreads = 128;
 
 // Shared memory of deltanet_chunk.comp, in bytes; mirrors its declarations.
 uint64_t chunk_shared_bytes(uint32_t d_k, uint32_t c, uint32_t cols) {
-    return 4ull * ((uint64_t)d_k * cols + 2ull * c * (d_k + 1) + (uint64_t)c * (c + 1) +
+    return 4ull * ((uint64_t)d_k * cols + 2ull * c * (d_k + 4) + (uint64_t)c * (c + 1) +
                    (uint64_t)c * cols + 4ull * c);
 }
 
-// Sixteen value columns a workgroup where they fit (half the slices, so half the repeated
-// A and W of a head, against eight), then the longest chunk that fits.
+// The widest value slice that fits (every slice redoes a chunk's A and W, so fewer slices do
+// less of that), then the longest chunk. d_v is a power of two (deltanet_step_supported), so a
+// slice never straddles the head's end; q/k rows go in quads.
 ChunkShape chunk_shape(const Features& f, uint32_t d_k, uint32_t d_v) {
-    if (f.max_workgroup_invocations < kChunkThreads) return {0, 0};
-    for (uint32_t cols : {16u, 8u}) {
+    if (f.max_workgroup_invocations < kChunkThreads || d_k % 4) return {0, 0};
+    for (uint32_t cols : {32u, 16u, 8u}) {
         const uint32_t cw = std::min(cols, d_v);
         for (uint32_t c : {64u, 32u, 16u})
             if (chunk_shared_bytes(d_k, c, cw) <= f.max_shared_memory) return {c, cw};
