@@ -73,6 +73,56 @@ shared float gc[C];         // Γ_t: decay from the chunk's start through row t
 shared float gl[C];         // Γ[last][t]: decay from row t to the chunk's last row
 shared float bt[C];         // beta
 
+// A chunk in flight: each thread's share of the q, k, v, beta and decay of C rows, loaded into
+// registers by fetch() while the previous chunk computes and stored to shared memory by put(),
+// so that a chunk waits for one round trip to device memory at most, and usually none.
+const uint PQ = (C * DV4 + WG - 1u) / WG;
+const uint PV = (C * COLS + WG - 1u) / WG;
+const uint PB = (C + WG - 1u) / WG;
+vec4 pq[PQ], pk[PQ];
+float pv[PV], pa[PB], pb[PB];
+
+void fetch(uint tid, uint h, uint qb, uint kb, uint vb, uint ncols, uint r0, uint m) {
+    [[unroll]] for (uint u = 0u; u < PQ; ++u) {
+        uint e = tid + u * WG, t = e / DV4, v = e - t * DV4, at = (r0 + t) * p.qkv_row + 4u * v;
+        bool ok = t < m;
+        pq[u] = ok ? vec4(act[qb + at], act[qb + at + 1u], act[qb + at + 2u], act[qb + at + 3u])
+                   : vec4(0.0);
+        pk[u] = ok ? vec4(act[kb + at], act[kb + at + 1u], act[kb + at + 2u], act[kb + at + 3u])
+                   : vec4(0.0);
+    }
+    [[unroll]] for (uint u = 0u; u < PV; ++u) {
+        uint e = tid + u * WG, t = e / COLS, c = e - t * COLS;
+        pv[u] = t < m && c < ncols ? act[vb + (r0 + t) * p.qkv_row + c] : 0.0;
+    }
+    [[unroll]] for (uint u = 0u; u < PB; ++u) {
+        uint t = tid + u * WG;
+        pa[u] = t < m ? act[p.a_off + (r0 + t) * p.ba_row + h] : 1.0;
+        pb[u] = t < m ? act[p.b_off + (r0 + t) * p.ba_row + h] : 0.0;
+    }
+}
+
+void put(uint tid) {
+    [[unroll]] for (uint u = 0u; u < PQ; ++u) {
+        uint e = tid + u * WG, t = e / DV4, v = e - t * DV4;
+        if (t < C) {
+            qw[t * DKV + v] = pq[u];
+            ks[t * DKV + v] = pk[u];
+        }
+    }
+    [[unroll]] for (uint u = 0u; u < PV; ++u) {
+        uint e = tid + u * WG;
+        if (e < C * COLS) ud[e] = pv[u];
+    }
+    [[unroll]] for (uint u = 0u; u < PB; ++u) {
+        uint t = tid + u * WG;
+        if (t < C) {
+            ga[t] = pa[u];
+            bt[t] = pb[u];
+        }
+    }
+}
+
 void main() {
     const uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
     const uint c0 = gl_WorkGroupID.y * COLS, ncols = min(COLS, p.d_v - c0);
@@ -89,30 +139,15 @@ void main() {
     const uint vb = p.qkv_off + 2u * p.n_k_heads * DK + h * p.d_v + c0;
     float y[NO];  // the inter-chunk part Γ_t q_t S0 of this thread's outputs
 
+    fetch(tid, h, qb, kb, vb, ncols, 0u, min(C, p.n));
     for (uint r0 = 0u; r0 < p.n; r0 += C) {
         const uint m = min(C, p.n - r0);
         barrier();  // the previous chunk is done with every shared array
-        for (uint e = tid; e < C * DV4; e += WG) {
-            uint t = e / DV4, v = e - t * DV4, at = (r0 + t) * p.qkv_row + 4u * v;
-            bool ok = t < m;
-            qw[t * DKV + v] = ok ? vec4(act[qb + at], act[qb + at + 1u], act[qb + at + 2u],
-                                        act[qb + at + 3u])
-                                 : vec4(0.0);
-            ks[t * DKV + v] = ok ? vec4(act[kb + at], act[kb + at + 1u], act[kb + at + 2u],
-                                        act[kb + at + 3u])
-                                 : vec4(0.0);
-        }
-        for (uint t = tid; t < C; t += WG) {
-            bool ok = t < m;
-            ga[t] = ok ? act[p.a_off + (r0 + t) * p.ba_row + h] : 1.0;
-            bt[t] = ok ? act[p.b_off + (r0 + t) * p.ba_row + h] : 0.0;
-        }
+        put(tid);
         barrier();
-        for (uint e = tid; e < C * COLS; e += WG) {
-            uint t = e / COLS, c = e - t * COLS;
-            bool ok = t < m && c < ncols;
-            ud[e] = ok ? bt[t] * act[vb + (r0 + t) * p.qkv_row + c] : 0.0;
-        }
+        // The next chunk's loads fly while this one computes.
+        if (r0 + C < p.n) fetch(tid, h, qb, kb, vb, ncols, r0 + C, min(C, p.n - r0 - C));
+        for (uint e = tid; e < C * COLS; e += WG) ud[e] *= bt[e / COLS];
         for (uint t = tid; t < C; t += WG) {
             float a = 1.0, b = 1.0;
             for (uint u = 0u; u <= t; ++u) a *= ga[u];
