@@ -126,6 +126,15 @@ class Kernels {
     };
     void attention_rows(CommandList& cl, const AttentionRows& a, View act, View params,
                         View k_cache, View v_cache, View tok, uint32_t n);
+    // The tile shape attention_rows() uses on this device (shaders/attn_window.comp): a
+    // workgroup of `threads` takes `rows` query rows × `heads` query heads of one key/value
+    // head (query_vectors = rows · heads) and stages the cache `keys` rows a tile, in
+    // shared_bytes of shared memory; each cache byte it reads serves query_vectors queries.
+    struct AttentionTiles {
+        uint32_t threads, query_vectors, keys, keys_per_thread, heads, rows, shared_bytes;
+    };
+    static AttentionTiles attention_tiles(const Features& f, uint32_t head_dim, uint32_t n_head,
+                                          uint32_t n_kv);
     // A Gated DeltaNet layer over n rows at positions tok[0] ..: conv (carried in the ring)
     // from the input rows at qkv_off into its own n rows of conv_dim at conv_out (the two must
     // not overlap), q/k L2 norms and gates, the delta rule with the state on chip, the

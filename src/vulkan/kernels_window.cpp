@@ -21,7 +21,7 @@ struct AttnPrepRowsPush {
     uint32_t interleaved;
 };
 struct AttnWindowPush {
-    uint32_t n_head, n_kv, head_dim, q_off, o_off, o_row, gate_off, gate_stride, gate_row;
+    uint32_t n_head, n_kv, n_rows, group, q_off, o_off, o_row, gate_off, gate_stride, gate_row;
     float scale;
 };
 
@@ -40,11 +40,65 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv, n);
     cl.barrier();
     cl.mark("attn prep");
-    const Kernel& att = pipes_.get("attn_window", 4, sizeof(AttnWindowPush), {64});
-    AttnWindowPush wp{
-        a.n_head, a.n_kv,     a.head_dim,    a.qo_off,   a.o_off,
-        r.o_row,  a.gate_off, a.gate_stride, r.gate_row, 1.0f / std::sqrt((float)a.head_dim)};
-    cl.dispatch(att, {act, k_cache, v_cache, tok}, wp, a.n_head, n);
+    const AttentionTiles at = attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv);
+    const Kernel& att =
+        pipes_.get("attn_window", 4, sizeof(AttnWindowPush),
+                   {at.threads, a.head_dim, at.query_vectors, at.keys, at.keys_per_thread});
+    AttnWindowPush wp{a.n_head,
+                      a.n_kv,
+                      n,
+                      at.heads,
+                      a.qo_off,
+                      a.o_off,
+                      r.o_row,
+                      a.gate_off,
+                      a.gate_stride,
+                      r.gate_row,
+                      1.0f / std::sqrt((float)a.head_dim)};
+    cl.dispatch(att, {act, k_cache, v_cache, tok}, wp, a.n_head / at.heads,
+                (n + at.rows - 1) / at.rows);
+}
+
+Kernels::AttentionTiles Kernels::attention_tiles(const Features& f, uint32_t head_dim,
+                                                 uint32_t n_head, uint32_t n_kv) {
+    if (auto d = attention_supported(f, head_dim, n_head, n_kv)) fail("{}", d->reason);
+    // The output phase gives every dim pair of a head a thread, for qg groups of query vectors:
+    // about 128 threads, within what the device allows.
+    const uint32_t w = head_dim / 2;
+    uint32_t qg = std::clamp(128u / w, 1u, 64u);
+    while (qg > 1 && w * qg > f.max_workgroup_invocations) --qg;
+    const uint32_t threads = w * qg;
+    if (threads > f.max_workgroup_invocations)
+        fail("the device allows {} threads a workgroup, window attention of head size {} needs {}",
+             f.max_workgroup_invocations, head_dim, threads);
+    const uint32_t group = n_head / n_kv;
+    // Cache bytes read per query fall as 1 / query_vectors, so the most query vectors a thread
+    // can accumulate (16, 32 accumulators) come first; then the longest key tile that fits.
+    for (uint32_t qpt = std::max(1u, std::min(16u, 64u / qg)); qpt >= 1; qpt /= 2) {
+        const uint32_t qv = qpt * qg;
+        for (uint32_t keys : {32u, 16u, 8u}) {
+            // Enough scores per thread to keep every thread busy in the score phase.
+            const uint32_t want = std::max(1u, qv * keys / threads);
+            uint32_t sk = 1;
+            while (sk * 2 <= want && keys % (sk * 2) == 0) sk *= 2;
+            const uint32_t nkg = keys / sk;
+            // Queries, the F32 tile (rows padded by a pair), weights, per key group max and
+            // sum, running max (two halves) and rescale: as declared in the shader.
+            const uint32_t bytes =
+                8 * w * qv + 8 * keys * (w + 1) + 4 * keys * qv + 8 * nkg * qv + 12 * qv;
+            if (bytes > f.max_shared_memory) continue;
+            uint32_t heads = 1;
+            for (uint32_t d = std::min(group, qv); d > 1; --d)
+                if (group % d == 0 && qv % d == 0) {
+                    heads = d;
+                    break;
+                }
+            return {threads, qv, keys, sk, heads, qv / heads, bytes};
+        }
+        if (qpt == 1) break;
+    }
+    fail("the device's {} bytes of shared memory hold no window attention tile for head size {}",
+         f.max_shared_memory, head_dim);
 }
 
 }  // namespace dl::vk

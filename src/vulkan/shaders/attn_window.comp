@@ -1,13 +1,31 @@
-// Causal attention for a window of query rows (prefill) over the F16 KV cache, with an online
-// softmax over blocks of WG keys so no score matrix is stored: workgroup (query head h, row r)
-// attends to cache rows [0, tok[0] + r] of key/value head h / (n_head / n_kv) (GQA), then
-// divides by the softmax sum and, when gate_off is given, multiplies by sigmoid(gate) (the gated
-// attention of qwen35). One thread scores one key of a block; the output dims are spread over
-// the threads (head_dim <= 256, so at most 4 per thread at WG = 64).
+// Causal attention for a window of query rows (prefill) over the F16 KV cache, as a tiled flash
+// attention: a workgroup takes QV query vectors (a block of rows x a set of query heads that
+// share one key/value head under GQA), walks the causal key range in tiles of BK keys staged in
+// shared memory once for all QV of them, and keeps an online softmax (running max and sum per
+// query vector), so neither the score matrix nor a second pass over the cache is needed. Row r
+// (position tok[0] + r) attends to cache rows [0, tok[0] + r]. The epilogue divides by the
+// softmax sum and, when gate_off is given, multiplies by sigmoid(gate) (the gated attention of
+// qwen35).
+//
+// The tile shape comes from the launcher (specialization constants chosen from the device's
+// shared memory): output phase, thread t owns dim pair t % W of QPT consecutive query vectors;
+// score phase, a thread scores SK keys of one query vector at a time. Query vector q of the
+// workgroup is row r0 + q / group, head h0 + q % group.
 #version 450
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 0) const uint WG = 128;  // threads: W * (query groups of the output phase)
+layout(constant_id = 1) const uint HD = 256;  // head_dim (even)
+layout(constant_id = 2) const uint QV = 16;   // query vectors a workgroup
+layout(constant_id = 3) const uint BK = 16;   // keys a tile
+layout(constant_id = 4) const uint SK = 2;    // keys a thread scores against one query vector
+
+const uint W = HD / 2u;     // dim pairs of a head
+const uint QPT = QV / (WG / W);
+const uint KST = W + 1u;    // tile row stride in pairs: the pad keeps rows on distinct banks
+const uint NKG = BK / SK;   // key groups of the score phase
+const uint NSB = QV * NKG;  // score blocks (query vector, key group)
+const float NEG_INF = -1.0 / 0.0;
 
 layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
@@ -15,84 +33,137 @@ layout(std430, binding = 2) readonly buffer VCache { uint vc[]; };
 layout(std430, binding = 3) readonly buffer Tok { uint tok[]; };
 
 layout(push_constant) uniform Push {
-    uint n_head, n_kv, head_dim;
+    uint n_head, n_kv, n_rows;
+    uint group;                           // query heads a workgroup (divides QV and n_head / n_kv)
     uint q_off;                           // act: prepared queries [n][n_head][head_dim]
     uint o_off, o_row;                    // act: output head h of row r at o_off + r * o_row + h * head_dim
     uint gate_off, gate_stride, gate_row; // act: gate of head h of row r, or gate_off = ~0u
     float scale;                          // 1/sqrt(head_dim)
 } p;
 
-shared float qs[256];
-shared float w[WG];
-shared float red[WG];
+shared vec2 qs[W * QV];      // queries, [pair][query vector]
+shared vec2 tile[BK * KST];  // keys, then values, of one tile as F32: [key][pair]
+shared float pr[BK * QV];    // scores, then softmax weights: [key][query vector]
+shared float pmax[NKG * QV]; // per key group maxima of the scores
+shared float psum[NKG * QV]; // per key group sums of the weights
+shared float mrow[2 * QV];   // running max before / after this tile (alternating halves)
+shared float corr[QV];       // rescale of the accumulators for this tile, then the final sums
 
-const uint DPT = 256 / 64;  // output dims per thread at most (head_dim <= 256, WG >= 64)
+// Cache rows kb .. kb + BK of key/value head kvh into the tile; rows past n_keys read as zero so
+// that unwritten (possibly NaN) cache rows never reach a product.
+void load_tile(bool values, uint kb, uint n_keys, uint kvh) {
+    for (uint e = gl_LocalInvocationID.x; e < BK * W; e += WG) {
+        uint k = e / W, w = e % W;
+        vec2 x = vec2(0.0);
+        if (kb + k < n_keys) {
+            uint word = ((kb + k) * p.n_kv + kvh) * W + w;
+            x = unpackHalf2x16(values ? vc[word] : kc[word]);
+        }
+        tile[k * KST + w] = x;
+    }
+}
 
 void main() {
-    uint h = gl_WorkGroupID.x, r = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
-    uint kvh = h / (p.n_head / p.n_kv);
-    uint n_keys = tok[0] + r + 1u;
-    uint hd2 = p.head_dim / 2u;
-    uint qb = p.q_off + (r * p.n_head + h) * p.head_dim;
-    for (uint i = t; i < p.head_dim; i += WG) qs[i] = act[qb + i];
-    barrier();
+    uint t = gl_LocalInvocationID.x;
+    uint g = p.group, br = QV / p.group;
+    uint h0 = gl_WorkGroupID.x * g, r0 = gl_WorkGroupID.y * br;
+    uint kvh = h0 / (p.n_head / p.n_kv);
+    uint pos0 = tok[0];
+    uint n_keys = pos0 + min(r0 + br, p.n_rows);  // keys the last live row of the block sees
 
-    float m = -1.0 / 0.0, l = 0.0;
-    float o[DPT];
-    for (uint i = 0; i < DPT; ++i) o[i] = 0.0;
-    for (uint kb = 0; kb < n_keys; kb += WG) {
-        uint key = kb + t;
-        bool live = key < n_keys;
-        float s = -1.0 / 0.0;
-        if (live) {
-            uint base = (key * p.n_kv + kvh) * hd2;
-            float acc = 0.0;
-            for (uint i = 0; i < hd2; ++i) {
-                vec2 k = unpackHalf2x16(kc[base + i]);
-                acc += k.x * qs[2u * i] + k.y * qs[2u * i + 1u];
-            }
-            s = acc * p.scale;
+    // Rows past the window get zero queries: their lanes stay finite and are never written.
+    for (uint e = t; e < QV * W; e += WG) {
+        uint q = e / W, w = e % W;
+        uint r = r0 + q / g;
+        vec2 x = vec2(0.0);
+        if (r < p.n_rows) {
+            uint b = p.q_off + (r * p.n_head + h0 + q % g) * HD + 2u * w;
+            x = vec2(act[b], act[b + 1u]);
         }
-        red[t] = s;
-        barrier();
-        for (uint st = WG / 2u; st > 0u; st >>= 1) {
-            if (t < st) red[t] = max(red[t], red[t + st]);
-            barrier();
-        }
-        float m_new = max(m, red[0]);  // finite: key kb is always live
-        barrier();
-        float e = live ? exp(s - m_new) : 0.0;
-        w[t] = e;
-        red[t] = e;
-        barrier();
-        for (uint st = WG / 2u; st > 0u; st >>= 1) {
-            if (t < st) red[t] += red[t + st];
-            barrier();
-        }
-        float corr = exp(m - m_new);  // 0 on the first block (m = -inf)
-        l = l * corr + red[0];
-        m = m_new;
-        uint n_live = min(WG, n_keys - kb);
-        for (uint i = 0; i < DPT; ++i) {
-            uint d = t + i * WG;
-            if (d >= p.head_dim) break;
-            float acc = 0.0;
-            for (uint j = 0; j < n_live; ++j) {
-                vec2 v = unpackHalf2x16(vc[((kb + j) * p.n_kv + kvh) * hd2 + d / 2u]);
-                acc += w[j] * ((d & 1u) == 0u ? v.x : v.y);
-            }
-            o[i] = o[i] * corr + acc;
-        }
-        barrier();  // w and red are rewritten by the next block
+        qs[w * QV + q] = x;
     }
-    for (uint i = 0; i < DPT; ++i) {
-        uint d = t + i * WG;
-        if (d >= p.head_dim) break;
-        float v = o[i] / l;
-        if (p.gate_off != 0xffffffffu) {
-            float g = act[p.gate_off + r * p.gate_row + h * p.gate_stride + d];
-            v *= 1.0 / (1.0 + exp(-g));
+    if (t < QV) mrow[t] = NEG_INF;
+    float l = 0.0;  // softmax sum of query vector t (threads t < QV)
+    uint ow = t % W, oq = (t / W) * QPT;
+    vec2 o[QPT];
+    for (uint i = 0u; i < QPT; ++i) o[i] = vec2(0.0);
+
+    uint cur = 0u;
+    for (uint kb = 0u; kb < n_keys; kb += BK) {
+        load_tile(false, kb, n_keys, kvh);
+        barrier();
+
+        for (uint sb = t; sb < NSB; sb += WG) {
+            uint q = sb % QV, kg = sb / QV;
+            float s[SK];
+            for (uint j = 0u; j < SK; ++j) s[j] = 0.0;
+            for (uint w = 0u; w < W; ++w) {
+                vec2 x = qs[w * QV + q];
+                for (uint j = 0u; j < SK; ++j) s[j] += dot(x, tile[(kg * SK + j) * KST + w]);
+            }
+            uint last = pos0 + r0 + q / g;  // the causal mask: keys 0 .. last
+            float mx = NEG_INF;
+            for (uint j = 0u; j < SK; ++j) {
+                uint k = kg * SK + j;
+                float v = kb + k <= last ? s[j] * p.scale : NEG_INF;
+                pr[k * QV + q] = v;
+                mx = max(mx, v);
+            }
+            pmax[kg * QV + q] = mx;
         }
-        act[p.o_off + r * p.o_row + h * p.head_dim + d] = v;
+        barrier();
+
+        // Key 0 lies in the first tile and every row sees it, so each running max is finite
+        // from the first tile on and a fully masked later tile only adds exp(-inf) = 0.
+        for (uint sb = t; sb < NSB; sb += WG) {
+            uint q = sb % QV, kg = sb / QV;
+            float m = mrow[cur * QV + q];
+            for (uint i = 0u; i < NKG; ++i) m = max(m, pmax[i * QV + q]);
+            float sum = 0.0;
+            for (uint j = 0u; j < SK; ++j) {
+                uint k = (kg * SK + j) * QV + q;
+                float e = exp(pr[k] - m);
+                pr[k] = e;
+                sum += e;
+            }
+            psum[kg * QV + q] = sum;
+        }
+        if (t < QV) {
+            float m_old = mrow[cur * QV + t], m = m_old;
+            for (uint i = 0u; i < NKG; ++i) m = max(m, pmax[i * QV + t]);
+            mrow[(cur ^ 1u) * QV + t] = m;
+            corr[t] = exp(m_old - m);  // 0 on the first tile (m_old = -inf)
+        }
+        load_tile(true, kb, n_keys, kvh);  // the keys were last read before the barrier above
+        barrier();
+
+        for (uint i = 0u; i < QPT; ++i) o[i] *= corr[oq + i];
+        for (uint k = 0u; k < BK; ++k) {
+            vec2 v = tile[k * KST + ow];
+            for (uint i = 0u; i < QPT; ++i) o[i] += pr[k * QV + oq + i] * v;
+        }
+        if (t < QV) {
+            float sum = 0.0;
+            for (uint i = 0u; i < NKG; ++i) sum += psum[i * QV + t];
+            l = l * corr[t] + sum;
+        }
+        cur ^= 1u;
+        barrier();  // the next tile rewrites tile, pr, psum and corr
+    }
+
+    if (t < QV) corr[t] = l;
+    barrier();
+    for (uint i = 0u; i < QPT; ++i) {
+        uint q = oq + i, r = r0 + q / g, h = h0 + q % g;
+        if (r >= p.n_rows) continue;
+        vec2 v = o[i] / corr[q];
+        uint d = 2u * ow;
+        if (p.gate_off != 0xffffffffu) {
+            uint gb = p.gate_off + r * p.gate_row + h * p.gate_stride + d;
+            v *= 1.0 / (1.0 + exp(-vec2(act[gb], act[gb + 1u])));
+        }
+        uint ob = p.o_off + r * p.o_row + h * HD + d;
+        act[ob] = v.x;
+        act[ob + 1u] = v.y;
     }
 }
