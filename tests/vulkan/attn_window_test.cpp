@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -22,113 +23,137 @@ struct WindowCase {
     bool gate;
 };
 
+// One window's buffers: act holds the q projection (with the gate after each head's q when
+// gated), k, v, then room for the prepared queries and the output, whose rows are spaced by a gap
+// that must stay untouched; the KV cache holds `start` rows of earlier windows and poison (NaN)
+// after them. Kh/Vh are the host F16 cache as the window leaves it.
+struct Window {
+    WindowCase c;
+    uint32_t n, n_ctx, hd, q_stride, q_row, kv_row, o_row, q_off, k_off, v_off, qo_off, o_off,
+        n_act;
+    size_t row_halves;
+    std::vector<float> in;
+    std::vector<uint16_t> Kh, Vh;
+    Buffer act, kc, vc, params, tok;
+    Kernels::AttentionRows args{};
+
+    Window(Device& dev, const WindowCase& wc, uint32_t rows) : c(wc), n(rows) {
+        hd = c.head_dim;
+        n_ctx = c.start + n + 5;  // rows past the window stay poisoned
+        q_stride = c.gate ? 2 * hd : hd;
+        q_row = c.n_head * q_stride;
+        kv_row = c.n_kv * hd;
+        o_row = c.n_head * hd + 6;
+        q_off = 0;
+        k_off = q_off + n * q_row;
+        v_off = k_off + n * kv_row;
+        qo_off = v_off + n * kv_row;
+        o_off = qo_off + n * c.n_head * hd;
+        n_act = o_off + n * o_row;
+        std::mt19937 rng(hd * 131 + c.n_head * 17 + c.n_kv * 7 + c.start + n);
+        // Queries three times larger than the keys make the softmax peaked, so a wrong running
+        // max or a missed key shows.
+        in = test::randn(n_act, rng, 3.f);
+        for (uint32_t i = qo_off; i < n_act; ++i) std::memcpy(&in[i], &test::kPoison, 4);
+        act = test::to_device(dev, in);
+
+        row_halves = (size_t)c.n_kv * hd;
+        const size_t cache_words = n_ctx * row_halves / 2;
+        Kh.resize(n_ctx * row_halves);
+        Vh.resize(Kh.size());
+        std::normal_distribution<float> nd(0.f, 1.f);
+        for (size_t i = 0; i < c.start * row_halves; ++i) {
+            Kh[i] = f32_to_f16(nd(rng));
+            Vh[i] = f32_to_f16(nd(rng));
+        }
+        std::vector<uint32_t> kw(cache_words, test::kPoison), vw(cache_words, test::kPoison);
+        std::memcpy(kw.data(), Kh.data(), c.start * row_halves * 2);
+        std::memcpy(vw.data(), Vh.data(), c.start * row_halves * 2);
+        kc = test::to_device(dev, kw);
+        vc = test::to_device(dev, vw);
+        // The window's rows as the prep stores them (no norms, no rope: q passes through).
+        for (uint32_t r = 0; r < n; ++r)
+            for (uint32_t i = 0; i < kv_row; ++i) {
+                Kh[(c.start + r) * row_halves + i] = f32_to_f16(in[k_off + r * kv_row + i]);
+                Vh[(c.start + r) * row_halves + i] = f32_to_f16(in[v_off + r * kv_row + i]);
+            }
+
+        params = dev.create_buffer(16, MemoryKind::device);
+        tok = dev.create_buffer(16, MemoryKind::host);
+        static_cast<uint32_t*>(tok.mapped())[0] = c.start;
+        args.a = Kernels::Attention{c.n_head, c.n_kv,         hd,
+                                    0,        n_ctx,          q_off,
+                                    q_stride, k_off,          v_off,
+                                    qo_off,   o_off,          c.gate ? q_off + hd : Kernels::kNone,
+                                    q_stride, Kernels::kNone, Kernels::kNone,
+                                    0,        1e-6f};
+        args.q_row = q_row;
+        args.kv_row = kv_row;
+        args.o_row = o_row;
+        args.gate_row = q_row;
+    }
+
+    void record(Kernels& K, CommandList& cl) {
+        K.attention_rows(cl, args, view(act), view(params), view(kc), view(vc), view(tok), n);
+    }
+
+    // Row r, head h in double precision: softmax(q · K / sqrt(head_dim)) · V over cache rows
+    // 0 .. start + r, times sigmoid(gate) when gated.
+    std::vector<double> reference(uint32_t r, uint32_t h) const {
+        const uint32_t pos = c.start + r;
+        const float* q = &in[q_off + r * q_row + h * q_stride];
+        const size_t kv = (size_t)(h / (c.n_head / c.n_kv)) * hd;
+        const double scale = 1.0 / std::sqrt((double)hd);
+        std::vector<double> s(pos + 1), o(hd, 0.0);
+        double mx = -INFINITY;
+        for (uint32_t j = 0; j <= pos; ++j) {
+            double dot = 0;
+            for (uint32_t d = 0; d < hd; ++d)
+                dot += (double)q[d] * f16_to_f32(Kh[j * row_halves + kv + d]);
+            s[j] = dot * scale;
+            mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (uint32_t j = 0; j <= pos; ++j)
+            for (uint32_t d = 0; d < hd; ++d)
+                o[d] += s[j] / sum * f16_to_f32(Vh[j * row_halves + kv + d]);
+        if (c.gate)
+            for (uint32_t d = 0; d < hd; ++d) o[d] /= 1.0 + std::exp(-(double)q[hd + d]);
+        return o;
+    }
+
+    // Row r, head h of the device's output against reference(): every element finite and close.
+    void check(const std::vector<float>& out, uint32_t r, uint32_t h) const {
+        const std::vector<double> want = reference(r, h);
+        for (uint32_t d = 0; d < hd; ++d) {
+            const float got = out[o_off + r * o_row + h * hd + d];
+            ASSERT_TRUE(std::isfinite(got)) << "row " << r << " head " << h << " dim " << d;
+            ASSERT_NEAR(got, want[d], 1e-4 * (1 + std::fabs(want[d])))
+                << "row " << r << " head " << h << " dim " << d;
+        }
+    }
+};
+
 class WindowAttention : public ::testing::TestWithParam<WindowCase> {};
 
 TEST_P(WindowAttention, MatchesDoubleReference) {
     VK_TEST_DEVICE();
     const WindowCase c = GetParam();
-    const uint32_t hd = c.head_dim, nh = c.n_head, nkv = c.n_kv, grp = nh / nkv;
-    const Kernels::AttentionTiles tiles = Kernels::attention_tiles(dev.features(), hd, nh, nkv);
+    const Kernels::AttentionTiles tiles =
+        Kernels::attention_tiles(dev.features(), c.head_dim, c.n_head, c.n_kv);
     const uint32_t n = c.row_tiles * tiles.rows + c.extra_rows;
     ASSERT_GE(n, 1u);
-    const uint32_t n_ctx = c.start + n + 5;  // rows past the window stay poisoned (NaN)
-
-    // act: q projection (with the gate after each head's q) | k | v | prepared q | output, the
-    // output rows spaced by a gap that must stay untouched.
-    const uint32_t q_stride = c.gate ? 2 * hd : hd, q_row = nh * q_stride, kv_row = nkv * hd,
-                   o_row = nh * hd + 6;
-    const uint32_t q_off = 0, k_off = q_off + n * q_row, v_off = k_off + n * kv_row,
-                   qo_off = v_off + n * kv_row, o_off = qo_off + n * nh * hd,
-                   n_act = o_off + n * o_row;
-    std::mt19937 rng(hd * 131 + nh * 17 + nkv * 7 + c.start + n);
-    // Queries three times larger than the keys make the softmax peaked, so a wrong running max
-    // or a missed key shows.
-    std::vector<float> in = test::randn(n_act, rng, 3.f);
-    for (uint32_t i = qo_off; i < n_act; ++i) std::memcpy(&in[i], &test::kPoison, 4);
-    Buffer act = test::to_device(dev, in);
-
-    // Earlier windows' cache rows, then the poison the window's own rows overwrite.
-    const size_t row_halves = (size_t)nkv * hd, cache_words = n_ctx * row_halves / 2;
-    std::vector<uint16_t> Kh(n_ctx * row_halves), Vh(Kh.size());
-    std::normal_distribution<float> nd(0.f, 1.f);
-    for (size_t i = 0; i < c.start * row_halves; ++i) {
-        Kh[i] = f32_to_f16(nd(rng));
-        Vh[i] = f32_to_f16(nd(rng));
-    }
-    std::vector<uint32_t> kw(cache_words, test::kPoison), vw(cache_words, test::kPoison);
-    std::memcpy(kw.data(), Kh.data(), c.start * row_halves * 2);
-    std::memcpy(vw.data(), Vh.data(), c.start * row_halves * 2);
-    Buffer kc = test::to_device(dev, kw), vc = test::to_device(dev, vw);
-    // The window's rows as the prep stores them (no norms, no rope: q passes through).
-    for (uint32_t r = 0; r < n; ++r)
-        for (uint32_t i = 0; i < kv_row; ++i) {
-            Kh[(c.start + r) * row_halves + i] = f32_to_f16(in[k_off + r * kv_row + i]);
-            Vh[(c.start + r) * row_halves + i] = f32_to_f16(in[v_off + r * kv_row + i]);
-        }
-
-    Buffer params = dev.create_buffer(16, MemoryKind::device);
-    Buffer tok = dev.create_buffer(16, MemoryKind::host);
-    static_cast<uint32_t*>(tok.mapped())[0] = c.start;
-    Kernels::AttentionRows a{};
-    a.a = Kernels::Attention{nh,
-                             nkv,
-                             hd,
-                             0,
-                             n_ctx,
-                             q_off,
-                             q_stride,
-                             k_off,
-                             v_off,
-                             qo_off,
-                             o_off,
-                             c.gate ? q_off + hd : Kernels::kNone,
-                             q_stride,
-                             Kernels::kNone,
-                             Kernels::kNone,
-                             0,
-                             1e-6f};
-    a.q_row = q_row;
-    a.kv_row = kv_row;
-    a.o_row = o_row;
-    a.gate_row = q_row;
-    test::run(dev, [&](CommandList& cl) {
-        K.attention_rows(cl, a, view(act), view(params), view(kc), view(vc), view(tok), n);
-    });
-    auto out = test::from_device<float>(dev, act, n_act);
-
-    const double scale = 1.0 / std::sqrt((double)hd);
-    std::vector<double> s, o(hd);
+    Window w(dev, c, n);
+    test::run(dev, [&](CommandList& cl) { w.record(K, cl); });
+    auto out = test::from_device<float>(dev, w.act, w.n_act);
     for (uint32_t r = 0; r < n; ++r) {
-        const uint32_t pos = c.start + r;
-        for (uint32_t h = 0; h < nh; ++h) {
-            const float* q = &in[q_off + r * q_row + h * q_stride];
-            const size_t kv = (size_t)(h / grp) * hd;
-            s.assign(pos + 1, 0.0);
-            double mx = -INFINITY;
-            for (uint32_t j = 0; j <= pos; ++j) {
-                double dot = 0;
-                for (uint32_t d = 0; d < hd; ++d)
-                    dot += (double)q[d] * f16_to_f32(Kh[j * row_halves + kv + d]);
-                s[j] = dot * scale;
-                mx = std::max(mx, s[j]);
-            }
-            double sum = 0;
-            for (double& x : s) sum += (x = std::exp(x - mx));
-            std::fill(o.begin(), o.end(), 0.0);
-            for (uint32_t j = 0; j <= pos; ++j)
-                for (uint32_t d = 0; d < hd; ++d)
-                    o[d] += s[j] / sum * f16_to_f32(Vh[j * row_halves + kv + d]);
-            for (uint32_t d = 0; d < hd; ++d) {
-                double want = o[d];
-                if (c.gate) want /= 1.0 + std::exp(-(double)q[hd + d]);
-                const float got = out[o_off + r * o_row + h * hd + d];
-                ASSERT_TRUE(std::isfinite(got)) << "row " << r << " head " << h << " dim " << d;
-                ASSERT_NEAR(got, want, 1e-4 * (1 + std::fabs(want)))
-                    << "row " << r << " head " << h << " dim " << d;
-            }
+        for (uint32_t h = 0; h < c.n_head; ++h) {
+            w.check(out, r, h);
+            if (HasFatalFailure()) return;
         }
-        for (uint32_t i = nh * hd; i < o_row; ++i)
-            ASSERT_EQ(test::bits(out[o_off + r * o_row + i]), test::kPoison)
+        for (uint32_t i = c.n_head * c.head_dim; i < w.o_row; ++i)
+            ASSERT_EQ(test::bits(out[w.o_off + r * w.o_row + i]), test::kPoison)
                 << "gap after row " << r << " written";
     }
 }
@@ -168,6 +193,56 @@ TEST(WindowAttentionTiles, FitTheDevice) {
     Features tiny = f;
     tiny.max_shared_memory = 1024;
     EXPECT_THROW(Kernels::attention_tiles(tiny, 256, 16, 4), Error);
+}
+
+// Speed report (DELTALLM_VK_SPEED=1; meant for a real GPU): the attention of Qwen3.5-9B (16 query
+// heads over 4 key/value heads of 256, gated) for a window of 512 rows at the start of a prompt
+// and as the last window of 4096- and 8192-token prompts, with the cache bytes this kernel reads
+// against reading the whole history once per query row and head. A few rows are still checked.
+TEST(WindowAttentionSpeed, Report) {
+    VK_SPEED_DEVICE();
+    const bool cpu = dev.features().cpu;
+    const uint32_t n = cpu ? 32 : 512, n_head = 16, n_kv = 4, hd = 256;
+    const auto t = Kernels::attention_tiles(dev.features(), hd, n_head, n_kv);
+    fmt::print("window attention tiles: {} rows x {} heads, {} keys a tile, {} threads, {} bytes\n",
+               t.rows, t.heads, t.keys, t.threads, t.shared_bytes);
+    for (uint32_t start :
+         cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {
+        Window w(dev, WindowCase{hd, n_head, n_kv, start, 0, 0, true}, n);
+        CommandList cl(dev);
+        cl.enable_timestamps(2);
+        cl.begin(true);
+        w.record(K, cl);
+        cl.mark("attention");
+        cl.end();
+        double best = 1e30;
+        for (int rep = 0; rep < 5; ++rep) {
+            cl.submit_and_wait();
+            for (const auto& [label, ms] : cl.times())
+                if (label == "attention") best = std::min(best, ms);
+        }
+        // Keys seen by all rows; each costs 2·hd flops for the score and 2·hd for the value.
+        const double keys = (double)n * start + (double)n * (n + 1) / 2;
+        const double flop = 4.0 * hd * n_head * keys;
+        // A K and a V row of one key/value head are 4·hd bytes (F16). Reading the history per
+        // row and head costs that for every key of every query head; a workgroup reads it once
+        // for the keys of its last row.
+        const double per_row_head = keys * 4.0 * hd * n_head;
+        double tiled = 0;
+        for (uint32_t r0 = 0; r0 < n; r0 += t.rows)
+            tiled += (double)(n_head / t.heads) * (start + std::min(r0 + t.rows, n)) * 4.0 * hd;
+        fmt::print(
+            "window attention 9B, {} rows at {}: {:.3f} ms, {:.2f} TFLOP/s; cache reads {:.1f} "
+            "MiB ({:.1f} KiB a row), per row and head {:.1f} MiB ({:.1f} KiB a row)\n",
+            n, start, best, flop / (best * 1e-3) / 1e12, tiled / 1048576, tiled / n / 1024,
+            per_row_head / 1048576, per_row_head / n / 1024);
+        auto out = test::from_device<float>(dev, w.act, w.n_act);
+        for (uint32_t r : {0u, n / 2, n - 1})
+            for (uint32_t h : {0u, 5u, n_head - 1}) {
+                w.check(out, r, h);
+                if (HasFatalFailure()) return;
+            }
+    }
 }
 
 }  // namespace
