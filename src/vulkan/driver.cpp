@@ -36,7 +36,7 @@ struct ResidentDriver::Weights {
     // Prefill window scratch, shared by the sessions (prefill runs one window at a time):
     // activations of plan.window rows, their token ids, every row's logits when asked, and the
     // F16 copy of a GEMM input for the cooperative-matrix tiles.
-    Buffer win_act, win_ids, win_logits, win_x16;
+    Buffer win_act, win_ids, win_logits, win_x16, win_w16;
 
     View matrix(const Plan& p, const Tensor* t) const {
         const Placement* pl = p.find(t);
@@ -119,6 +119,8 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     }
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
+        if (P.window_w16_bytes > 0)
+            w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
 }
@@ -358,9 +360,10 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     CommandList& cl = *cmd;
     const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
     const View x16 = W.win_x16 ? view(W.win_x16) : View{};
+    const View w16 = W.win_w16 ? view(W.win_w16) : View{};
     auto gemm = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
         K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-               x_off, x16, y, y_off, m, acc);
+               x_off, x16, y, y_off, m, acc, w16);
     };
     // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input).
     auto to_f16 = [&](uint32_t x_off, int64_t cols) {

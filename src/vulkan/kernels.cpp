@@ -284,9 +284,6 @@ bool Kernels::matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uin
     if (v != Variant::scalar) {
         // One subgroup per workgroup; the tile kernels need whole 16-element tiles except coopmat2.
         if (v != Variant::nv_coopmat2 && (m % 16 || n % 16 || k % 16)) return false;
-        // Tensor loads clamp at any edge, but rows that start off a 16-byte boundary (k not a
-        // multiple of 8 halves) read as zeros on an H200's driver: refused.
-        if (v == Variant::nv_coopmat2 && k % 8) return false;
         spec.push_back(f.subgroup_size);
     }
     const Kernel& kk = pipes_.get(mod, 3, sizeof(MatmulPush), spec);

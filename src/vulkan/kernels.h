@@ -100,8 +100,17 @@ class Kernels {
     // at y_off (stride rows); W is rows × cols of type t in its native blocks. The
     // cooperative-matrix tiles read X from its F16 copy x16 (f16_copy() of the same rows, starting
     // the view); gemm_reads_f16() says whether this call needs it.
+    // On the NV cooperative matrix 2 tiles, a window of at least kGemmExpandRows rows expands W
+    // to F16 in the scratch w16 first (dequant_f16(), rows × cols × 2 bytes; barriers before and
+    // after it are recorded here) and runs the F16 tiles over it; without w16 the tensor loads
+    // decode the blocks themselves.
     void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
-              uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate);
+              uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
+              View w16 = {});
+    static constexpr uint32_t kGemmExpandRows = 64;
+    bool gemm_expands(QType t, uint32_t rows, uint32_t cols, uint32_t n_rows, View w16) const;
+    // h = W (rows × cols of type t, cols a multiple of 8) as F16, row-major.
+    void dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View h);
     bool gemm_reads_f16(Variant v, uint32_t cols) const;
     // h[0 .. n) = F16 of x[x_off .. x_off + n), n a multiple of 8 (packed 8 halves a 16-byte
     // chunk).
@@ -115,7 +124,10 @@ class Kernels {
         uint32_t bm = 0, bn = 0, bk = 0;
     };
     GemmTile gemm_tile;
-    GemmTile gemm_cm2_tile(uint32_t rows, uint32_t n_rows) const;
+    GemmTile gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows) const;
+    // Tests and the speed report: 0 never expands W to F16, 1 always does when given a scratch,
+    // -1 (every real use) decides by the window's rows.
+    int gemm_expand = -1;
     // Attention for n rows at positions tok[0] .. tok[0]+n-1: prep (norms, rope, KV store of
     // every row) then causal attention of every row over the cache with the gated epilogue.
     // Row strides: q_row for the q projection (gate included), kv_row for k and v, o_row for

@@ -19,6 +19,9 @@ struct GemmPush {
 struct F16CopyPush {
     uint32_t n, x_off;
 };
+struct DequantPush {
+    uint32_t rows, cols, row_bytes;
+};
 // Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in.
 constexpr uint32_t kGemmRows = 64;
 constexpr uint32_t kGemmCols = 64, kGemmColsCoopmat = 128;
@@ -39,10 +42,14 @@ bool gemm_type(QType t) {
     }
 }
 
-std::string gemm_module(QType t, Variant v) {
+std::string type_name(QType t) {
     std::string name(qtype_name(t));
     for (char& c : name) c = (char)std::tolower((unsigned char)c);
-    return fmt::format("gemm_{}@{}", name, variant_name(v));
+    return name;
+}
+
+std::string gemm_module(QType t, Variant v) {
+    return fmt::format("gemm_{}@{}", type_name(t), variant_name(v));
 }
 
 // The NV cooperative matrix 2 tiles: 256 invocations, workgroup-scope matrices, decode loads;
@@ -96,22 +103,32 @@ void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t
     cl.dispatch(k, {x, h}, p, gx, gy);
 }
 
-Kernels::GemmTile Kernels::gemm_cm2_tile(uint32_t rows, uint32_t n_rows) const {
+Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows) const {
     if (gemm_tile.bm) return gemm_tile;
-    GemmTile t{128, 128, 32};
+    // Measured on an H200 (GemmSpeed.Report, 512 rows): F16 weights run best in 128x128x64
+    // tiles (128 TFLOP/s); weights decoded inside the tensor loads in 64x128x32 (54 TFLOP/s),
+    // where larger tiles spend more registers on the decode and run slower.
+    GemmTile g = t == QType::F16 ? GemmTile{128, 128, 64} : GemmTile{64, 128, 32};
     if (n_rows <= 32)
-        t.bn = 32;
+        g.bn = 32;
     else if (n_rows <= 64)
-        t.bn = 64;
-    // Small grids leave most of a large GPU idle: halve the weight rows of a tile when fewer
-    // than ~2 waves of tiles would run.
-    if ((uint64_t)((rows + t.bm - 1) / t.bm) * ((n_rows + t.bn - 1) / t.bn) < 256) t.bm = 64;
-    return t;
+        g.bn = 64;
+    (void)rows;
+    return g;
+}
+
+bool Kernels::gemm_expands(QType t, uint32_t rows, uint32_t cols, uint32_t n_rows, View w16) const {
+    if (t == QType::F16 || w16.buffer == VK_NULL_HANDLE || w16.range < (uint64_t)rows * cols * 2)
+        return false;
+    if (gemm_expand >= 0) return gemm_expand == 1;
+    // Expanding costs one pass over the matrix whatever the rows; the F16 tiles save about a
+    // microsecond a row on a 12288x4096 matrix: worth it from a few dozen rows.
+    return n_rows >= kGemmExpandRows;
 }
 
 void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,
                    View x, uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows,
-                   bool accumulate) {
+                   bool accumulate, View w16) {
     const Features& f = dev_.features();
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
     const bool f16 = gemm_reads_f16(v, cols);
@@ -119,10 +136,21 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
     // The tensor stores of the NV tiles need Y's base 16-byte aligned; the KHR tiles take any.
     if (f16 && cm2_usable(f, v) && y_off % 4 == 0) {
-        const GemmTile g = gemm_cm2_tile(rows, n_rows);
-        const Kernel& k = pipes_.get(gemm_module(t, Variant::nv_coopmat2), 3, sizeof(GemmPush),
+        QType mt = t;
+        View mw = w;
+        if (gemm_expands(t, rows, cols, n_rows, w16)) {
+            // The scratch may still be read by the previous GEMM of this stage.
+            cl.barrier();
+            dequant_f16(cl, t, w, rows, cols, w16);
+            cl.barrier();
+            mt = QType::F16;
+            mw = w16;
+            p.row_bytes = cols * 2;
+        }
+        const GemmTile g = gemm_cm2_tile(mt, rows, n_rows);
+        const Kernel& k = pipes_.get(gemm_module(mt, Variant::nv_coopmat2), 3, sizeof(GemmPush),
                                      {kCm2Invocations, g.bm, g.bn, g.bk});
-        cl.dispatch(k, {w, x16, y}, p, (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn);
+        cl.dispatch(k, {mw, x16, y}, p, (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn);
         return;
     }
     const bool khr = f16 && khr_usable(f, v);
@@ -133,5 +161,13 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
     const uint32_t cols_a_tile = khr ? kGemmColsCoopmat : kGemmCols;
     cl.dispatch(k, {w, khr ? x16 : x, y}, p, (rows + cols_a_tile - 1) / cols_a_tile,
                 (n_rows + kGemmRows - 1) / kGemmRows);
+}
+
+void Kernels::dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View h) {
+    if (!gemm_type(t) || cols % 8) fail("no F16 expansion of {} rows of {}", qtype_name(t), cols);
+    const Kernel& dq = pipes_.get("dequant_f16_" + type_name(t), 2, sizeof(DequantPush));
+    DequantPush dp{rows, cols, (uint32_t)row_size(t, cols)};
+    auto [gx, gy] = grid(dev_.features(), ((uint64_t)rows * cols / 8 + 63) / 64);
+    cl.dispatch(dq, {w, h}, dp, gx, gy);
 }
 }  // namespace dl::vk

@@ -202,6 +202,14 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
             p.window_x16_bytes = align_up((uint64_t)p.window * widest_in * 2, kAlign);
             scratch += p.window_x16_bytes;
         }
+        if (Kernels::gemm_uses_cm2(f, variant) && p.window >= Kernels::kGemmExpandRows) {
+            uint64_t largest = 0;
+            for (const auto& [what, t] : mats)
+                if (t != model.output && t != model.tok_embd && t->type != QType::F16)
+                    largest = std::max<uint64_t>(largest, (uint64_t)t->rows() * t->cols() * 2);
+            p.window_w16_bytes = largest ? align_up(largest, kAlign) : 0;
+            scratch += p.window_w16_bytes;
+        }
     }
 
     const uint64_t budget =

@@ -53,6 +53,9 @@ struct Plan {
     int64_t window = 0;
     std::string window_decline;
     uint64_t window_x16_bytes = 0;    // F16 copy of the widest GEMM input of a window (0: none)
+    // F16 expansion of the largest quantized layer matrix, for the NV cooperative matrix 2 tiles
+    // of a window (Kernels::gemm; 0: none). The resident weights stay in their blocks.
+    uint64_t window_w16_bytes = 0;
     std::vector<uint64_t> slabs;      // sizes of the weight slabs
     std::vector<Placement> matrices;  // every matrix the trunk and the head read
     uint64_t weight_bytes = 0;        // sum of the slabs

@@ -50,29 +50,38 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
         Variant v;
         uint32_t ablate;
         Kernels::GemmTile tile;
+        int expand;  // Kernels::gemm_expand
     };
-    std::vector<Run> plans = {{Variant::scalar, 0, {}}};
+    std::vector<Run> plans = {{Variant::scalar, 0, {}, 0}};
     if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
-        for (uint32_t ablate : {0u, 1u, 2u}) plans.push_back({Variant::khr_coopmat, ablate, {}});
-    // The NV cooperative matrix 2 tiles in the size gemm() picks, then in a spread of sizes.
-    if (Kernels::gemm_uses_cm2(f, dev.variant()))
+        for (uint32_t ablate : {0u, 1u, 2u}) plans.push_back({Variant::khr_coopmat, ablate, {}, 0});
+    // The NV cooperative matrix 2 tiles as gemm() runs them (expanding W to F16 first), then
+    // decoding inside the loads in a spread of sizes, then expanded in other sizes.
+    if (Kernels::gemm_uses_cm2(f, dev.variant())) {
+        plans.push_back({dev.variant(), 0, {}, -1});
         for (Kernels::GemmTile g :
-             {Kernels::GemmTile{}, Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{128, 128, 64},
-              Kernels::GemmTile{256, 128, 32}, Kernels::GemmTile{128, 256, 32},
-              Kernels::GemmTile{256, 128, 64}, Kernels::GemmTile{64, 128, 64},
-              Kernels::GemmTile{128, 64, 64}})
-            plans.push_back({dev.variant(), 0, g});
+             {Kernels::GemmTile{}, Kernels::GemmTile{64, 128, 32}, Kernels::GemmTile{64, 256, 32},
+              Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{128, 256, 32},
+              Kernels::GemmTile{64, 64, 32}, Kernels::GemmTile{32, 128, 32}})
+            plans.push_back({dev.variant(), 0, g, 0});
+        for (Kernels::GemmTile g :
+             {Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{256, 128, 64},
+              Kernels::GemmTile{128, 256, 64}, Kernels::GemmTile{64, 128, 64}})
+            plans.push_back({dev.variant(), 0, g, 1});
+    }
+    Buffer w16 = dev.create_buffer((uint64_t)c.rows * c.cols * 2, MemoryKind::device);
     Buffer x16 = dev.create_buffer((uint64_t)c.m * c.cols * 2, MemoryKind::device);
     test::run(dev, [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), c.m * c.cols); });
-    for (const auto& [v, ablate, tile] : plans) {
+    for (const auto& [v, ablate, tile, expand] : plans) {
         K.gemm_ablate = ablate;
         K.gemm_tile = tile;
+        K.gemm_expand = expand;
         CommandList cl(dev);
         cl.enable_timestamps(1);
         cl.begin(true);
         for (uint32_t i = 0; i < runs; ++i) {
             K.gemm(cl, v, c.type, view(w), c.rows, c.cols, view(xb), 0, view(x16), view(y), 0, c.m,
-                   false);
+                   false, view(w16));
             cl.barrier();
         }
         cl.mark("gemm");
@@ -84,10 +93,15 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
             if (!ts.empty()) best = std::min(best, ts[0].second);
         }
         K.gemm_ablate = 0;
+        const bool expanded =
+            Kernels::gemm_uses_cm2(f, v) && K.gemm_expands(c.type, c.rows, c.cols, c.m, view(w16));
+        const Kernels::GemmTile g = K.gemm_cm2_tile(expanded ? QType::F16 : c.type, c.rows, c.m);
         K.gemm_tile = {};
-        const Kernels::GemmTile g = tile.bm ? tile : K.gemm_cm2_tile(c.rows, c.m);
+        K.gemm_expand = -1;
         const std::string shape =
-            Kernels::gemm_uses_cm2(f, v) ? fmt::format(" {}x{}x{}", g.bm, g.bn, g.bk) : "";
+            Kernels::gemm_uses_cm2(f, v)
+                ? fmt::format(" {}x{}x{}{}", g.bm, g.bn, g.bk, expanded ? " expanded to F16" : "")
+                : "";
         const char* part = ablate == 1   ? " without dequantization"
                            : ablate == 2 ? " without products"
                                          : "";

@@ -46,20 +46,25 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
 
     // Each tile family the device runs: the F32 tiles, the KHR tiles (any y_off), and the NV
     // cooperative matrix 2 tiles (y_off a multiple of 4), in the size gemm() picks and in forced
-    // sizes with a tile larger than the matrix and a step past K.
+    // sizes with a tile larger than the matrix and a step past K; the NV tiles both decoding the
+    // blocks inside the tensor loads and over the matrix expanded to F16 in a scratch (poisoned
+    // past the matrix).
     struct Run {
         Variant v;
         uint32_t y_off;
         Kernels::GemmTile tile;
+        int expand;
     };
-    std::vector<Run> runs = {{Variant::scalar, 5, {}}};
+    std::vector<Run> runs = {{Variant::scalar, 5, {}, 0}};
     const Features& f = dev.features();
     if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
-        runs.push_back({Variant::khr_coopmat, 5, {}});
+        runs.push_back({Variant::khr_coopmat, 5, {}, 0});
     if (Kernels::gemm_uses_cm2(f, dev.variant()))
-        for (Kernels::GemmTile g :
-             {Kernels::GemmTile{}, Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{64, 32, 64}})
-            runs.push_back({dev.variant(), 8, g});
+        for (int expand : {0, 1})
+            for (Kernels::GemmTile g : {Kernels::GemmTile{}, Kernels::GemmTile{128, 128, 32},
+                                        Kernels::GemmTile{64, 32, 64}})
+                runs.push_back({dev.variant(), 8, g, expand});
+    Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
     for (uint32_t m : {1u, 7u, 64u, 65u, 130u}) {
         const uint32_t x_off = 3;
         std::vector<float> x = randn((size_t)m * cols + x_off, 5 + m);
@@ -72,8 +77,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     ref[(size_t)i * rows + r] += p;
                     mag[(size_t)i * rows + r] += std::fabs(p);
                 }
-        for (const auto& [v, y_off, tile] : runs) {
+        for (const auto& [v, y_off, tile, expand] : runs) {
             K.gemm_tile = tile;
+            K.gemm_expand = expand;
             // F16 tiles round x and w to 11 bits; the F32 tiles only reorder the sum.
             const double tol = v == Variant::scalar ? 1e-5 : 2e-3;
             for (bool acc : {false, true}) {
@@ -94,7 +100,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         cl.barrier();
                     }
                     K.gemm(cl, v, t, view(w), rows, cols, view(xb), x_off, view(x16), view(y),
-                           y_off, m, acc);
+                           y_off, m, acc, view(w16));
                 });
                 auto out = test::from_device<float>(dev, y, n_out + y_off + 4);
                 for (uint32_t i = 0; i < y_off; ++i)
@@ -106,11 +112,12 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << qtype_name(t) << " m " << m << " element " << i;
                     ASSERT_NEAR(out[y_off + i], ref[i] + init[i], tol * mag[i] + 1e-5)
                         << qtype_name(t) << " " << variant_name(v) << " tile " << tile.bm << "x"
-                        << tile.bn << "x" << tile.bk << " m " << m << " row " << i / rows << " col "
-                        << i % rows << " acc " << acc;
+                        << tile.bn << "x" << tile.bk << " expand " << expand << " m " << m
+                        << " row " << i / rows << " col " << i % rows << " acc " << acc;
                 }
             }
             K.gemm_tile = {};
+            K.gemm_expand = -1;
         }
     }
 }
@@ -141,6 +148,38 @@ TEST(F16Copy, MatchesHostRounding) {
             << "value " << i << " = " << x[x_off + i];
     for (uint32_t i = n; i < n + 8; ++i) ASSERT_EQ(out[i], 0x7fc0 * (i % 2)) << "wrote past n";
     EXPECT_THROW(K.f16_copy(*std::make_unique<CommandList>(dev), view(xb), 0, view(h), 12), Error);
+}
+
+// The F16 expansion of weight rows the NV tiles multiply: every value within one F16 rounding
+// step of the dequantized reference, nothing written past the matrix.
+TEST(DequantF16, MatchesDequantizedRows) {
+    VK_TEST_DEVICE();
+    for (auto [t, rows, cols] :
+         {std::tuple{QType::F32, 3u, 40u}, std::tuple{QType::F16, 5u, 24u},
+          std::tuple{QType::Q4_0, 7u, 96u}, std::tuple{QType::Q8_0, 3u, 64u},
+          std::tuple{QType::Q4_K, 5u, 512u}, std::tuple{QType::Q5_K, 3u, 256u},
+          std::tuple{QType::Q6_K, 6u, 256u}}) {
+        std::vector<float> wf = randn((size_t)rows * cols, rows + cols);
+        const size_t rb = row_size(t, cols);
+        std::vector<uint8_t> wq(rb * rows);
+        std::vector<float> deq((size_t)rows * cols);
+        for (uint32_t r = 0; r < rows; ++r) {
+            quant::quantize(t, wf.data() + (size_t)r * cols, wq.data() + r * rb, cols);
+            quant::dequantize(t, wq.data() + r * rb, deq.data() + (size_t)r * cols, cols);
+        }
+        wq.resize((wq.size() + 3) / 4 * 4 + 4, 0);
+        Buffer w = test::to_device(dev, wq);
+        const size_t n = (size_t)rows * cols;
+        Buffer h = test::poisoned(dev, n / 2 + 4);
+        test::run(dev,
+                  [&](CommandList& cl) { K.dequant_f16(cl, t, view(w), rows, cols, view(h)); });
+        auto out = test::from_device<uint16_t>(dev, h, n + 8);
+        for (size_t i = 0; i < n; ++i)
+            ASSERT_LE(std::abs((int)out[i] - (int)f32_to_f16(deq[i])), 1)
+                << qtype_name(t) << " element " << i << " = " << deq[i];
+        for (size_t i = n; i < n + 8; ++i)
+            ASSERT_EQ(out[i], 0x7fc0 * (i % 2)) << qtype_name(t) << " wrote past the matrix";
+    }
 }
 
 using dl::test::TinySpec;

@@ -5,8 +5,8 @@
 //   nv_coopmat   GL_NV_cooperative_matrix, one subgroup per workgroup;
 //   khr_coopmat  GL_KHR_cooperative_matrix, one subgroup per workgroup;
 //   nv_coopmat2  GL_NV_cooperative_matrix2 tensor loads, which clamp at the matrix edges.
-// The coopmat variants need M, N, K multiples of 16 except nv_coopmat2, which needs K a multiple
-// of 8 (rows starting on 16-byte boundaries); the host declines others.
+// The coopmat variants need M, N, K multiples of 16 except nv_coopmat2 (its loads and stores
+// clamp at the edges: stores past the matrix are dropped); the host declines others.
 #version 450
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -66,7 +66,7 @@ void main() {
 #elif defined(VARIANT_NV_COOPMAT2)
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> la = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lw = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-    tensorLayoutNV<2> lc = createTensorLayoutNV(2);
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lc = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     la = setTensorLayoutDimensionNV(la, p.M, p.K);
     lw = setTensorLayoutDimensionNV(lw, p.N, p.K);
     lc = setTensorLayoutDimensionNV(lc, p.M, p.N);
