@@ -116,11 +116,11 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
         w->win_ids = D.create_buffer((uint64_t)P.window * 4, MemoryKind::host_fast);
         if (P.window_x16_bytes > 0)
             w->win_x16 = D.create_buffer(P.window_x16_bytes, MemoryKind::device);
+        if (P.window_w16_bytes > 0)
+            w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
     }
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
-        if (P.window_w16_bytes > 0)
-            w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
 }
