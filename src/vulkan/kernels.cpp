@@ -117,7 +117,7 @@ std::optional<Decline> Kernels::deltanet_step_supported(const Features& f, uint3
         return Decline{
             fmt::format("DeltaNet value head size {} exceeds the device's {} threads per workgroup",
                         d_v, f.max_workgroup_invocations)};
-    if ((uint64_t)(3 * d_v + 2 * d_k) * 4 > f.max_shared_memory)
+    if ((uint64_t)(d_v + 2 * d_k) * 4 > f.max_shared_memory)
         return Decline{
             fmt::format("DeltaNet head sizes {}/{} exceed the device's shared memory", d_k, d_v)};
     if (conv_kernel < 1 || conv_kernel > 16)
@@ -129,17 +129,8 @@ void Kernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, Vi
                             View ring, View state, View tok) {
     if (auto d = deltanet_step_supported(dev_.features(), a.d_k, a.d_v, a.conv_kernel))
         fail("{}", d->reason);
-    // Threads a value column: as many as the workgroup and shared-memory limits allow, up to 4
-    // (d_k split into that many runs of state rows).
-    const Features& f = dev_.features();
-    uint32_t split = 4;
-    while (split > 1 &&
-           (a.d_v * split > std::min<uint32_t>(f.max_workgroup_invocations, 512) ||
-            a.d_k % split != 0 ||
-            (uint64_t)(2 * a.d_v * split + 2 * a.d_k + a.d_v) * 4 > f.max_shared_memory))
-        split /= 2;
-    const Kernel& k = pipes_.get("deltanet_step", 5, sizeof(DeltaNetPush),
-                                 {a.d_v * split, a.d_k, a.conv_kernel, a.d_v});
+    const Kernel& k =
+        pipes_.get("deltanet_step", 5, sizeof(DeltaNetPush), {a.d_v, a.d_k, a.conv_kernel});
     DeltaNetPush p{a.n_k_heads, a.n_v_heads, a.qkv_off, a.z_off,     a.b_off,    a.a_off,
                    a.y_off,     a.conv_off,  a.dt_off,  a.ssm_a_off, a.norm_off, a.eps};
     cl.dispatch(k, {act, params, ring, state, tok}, p, a.n_v_heads);
