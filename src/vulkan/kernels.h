@@ -142,11 +142,17 @@ class Kernels {
     // workgroup of `threads` takes `rows` query rows × `heads` query heads of one key/value
     // head (query_vectors = rows · heads) and stages the cache `keys` rows a tile, in
     // shared_bytes of shared memory; each cache byte it reads serves query_vectors queries.
+    // shuffle_lanes > 0: the score phase sums partial dot products over that many subgroup
+    // lanes (needs subgroup shuffles; `shuffles` false never picks it).
     struct AttentionTiles {
         uint32_t threads, query_vectors, keys, keys_per_thread, heads, rows, shared_bytes;
+        uint32_t shuffle_lanes;
     };
     static AttentionTiles attention_tiles(const Features& f, uint32_t head_dim, uint32_t n_head,
-                                          uint32_t n_kv);
+                                          uint32_t n_kv, bool shuffles = true);
+    // False: attention_rows() scores without subgroup shuffles even where the device has them
+    // (tests reach both modules with it).
+    bool attention_shuffles = true;
     // A Gated DeltaNet layer over n rows at positions tok[0] ..: conv (carried in the ring)
     // from the input rows at qkv_off into its own n rows of conv_dim at conv_out (the two must
     // not overlap), q/k L2 norms and gates, the delta rule with the state on chip, the

@@ -40,10 +40,12 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv, n);
     cl.barrier();
     cl.mark("attn prep");
-    const AttentionTiles at = attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv);
+    const AttentionTiles at =
+        attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv, attention_shuffles);
     const Kernel& att =
-        pipes_.get("attn_window", 4, sizeof(AttnWindowPush),
-                   {at.threads, a.head_dim, at.query_vectors, at.keys, at.keys_per_thread});
+        pipes_.get(at.shuffle_lanes ? "attn_window_sh" : "attn_window", 4, sizeof(AttnWindowPush),
+                   {at.threads, a.head_dim, at.query_vectors, at.keys, at.keys_per_thread,
+                    std::max(at.shuffle_lanes, 1u)});
     AttnWindowPush wp{a.n_head,
                       a.n_kv,
                       n,
@@ -60,7 +62,7 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
 }
 
 Kernels::AttentionTiles Kernels::attention_tiles(const Features& f, uint32_t head_dim,
-                                                 uint32_t n_head, uint32_t n_kv) {
+                                                 uint32_t n_head, uint32_t n_kv, bool shuffles) {
     if (auto d = attention_supported(f, head_dim, n_head, n_kv)) fail("{}", d->reason);
     // The output phase gives every dim pair of a head a thread, for qg groups of query vectors:
     // about 128 threads, within what the device allows.
@@ -72,20 +74,34 @@ Kernels::AttentionTiles Kernels::attention_tiles(const Features& f, uint32_t hea
         fail("the device allows {} threads a workgroup, window attention of head size {} needs {}",
              f.max_workgroup_invocations, head_dim, threads);
     const uint32_t group = n_head / n_kv;
+    const uint32_t min_sg = std::max<uint32_t>(f.min_subgroup_size, 1);
     // Cache bytes read per query fall as 1 / query_vectors, so the most query vectors a thread
     // can accumulate (16, 32 accumulators) come first; then the longest key tile that fits.
     for (uint32_t qpt = std::max(1u, std::min(16u, 64u / qg)); qpt >= 1; qpt /= 2) {
         const uint32_t qv = qpt * qg;
-        for (uint32_t keys : {32u, 16u, 8u}) {
-            // Enough scores per thread to keep every thread busy in the score phase.
-            const uint32_t want = std::max(1u, qv * keys / threads);
-            uint32_t sk = 1;
-            while (sk * 2 <= want && keys % (sk * 2) == 0) sk *= 2;
-            const uint32_t nkg = keys / sk;
-            // Queries, the F32 tile (rows padded by a pair), weights, per key group max and
-            // sum, running max (two halves) and rescale: as declared in the shader.
+        // Shuffle scores: the threads split evenly into lanes a query vector, a power of two
+        // within one subgroup (so the xor partners are lanes of one subgroup).
+        const uint32_t lanes = threads % qv == 0 ? threads / qv : 0;
+        const bool sh = shuffles && f.subgroup_shuffle && lanes >= 2 && lanes <= min_sg &&
+                        (lanes & (lanes - 1)) == 0 && w % lanes == 0;
+        for (uint32_t keys : {64u, 32u, 16u, 8u}) {
+            uint32_t sk = 1, nkg = keys;
+            if (sh) {
+                if (keys % lanes) continue;
+                sk = keys / lanes;
+                nkg = lanes;
+            } else {
+                if (keys > 32) continue;
+                // Enough scores per thread to keep every thread busy in the score phase.
+                const uint32_t want = std::max(1u, qv * keys / threads);
+                while (sk * 2 <= want && keys % (sk * 2) == 0) sk *= 2;
+                nkg = keys / sk;
+            }
+            // Queries (plain module only), the F32 tile (rows padded by a pair), weights, per
+            // key group max and sum, running max (two halves) and rescale: as declared in the
+            // shader.
             const uint32_t bytes =
-                8 * w * qv + 8 * keys * (w + 1) + 4 * keys * qv + 8 * nkg * qv + 12 * qv;
+                (sh ? 0 : 8 * w * qv) + 8 * keys * (w + 1) + 4 * keys * qv + 8 * nkg * qv + 12 * qv;
             if (bytes > f.max_shared_memory) continue;
             uint32_t heads = 1;
             for (uint32_t d = std::min(group, qv); d > 1; --d)
@@ -93,7 +109,7 @@ Kernels::AttentionTiles Kernels::attention_tiles(const Features& f, uint32_t hea
                     heads = d;
                     break;
                 }
-            return {threads, qv, keys, sk, heads, qv / heads, bytes};
+            return {threads, qv, keys, sk, heads, qv / heads, bytes, sh ? lanes : 0};
         }
         if (qpt == 1) break;
     }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "core/half.h"
 #include "vk_test.h"
@@ -135,13 +136,19 @@ struct Window {
     }
 };
 
-class WindowAttention : public ::testing::TestWithParam<WindowCase> {};
+// Scores summed over subgroup lanes (where the device can) or from queries in shared memory.
+class WindowAttention : public ::testing::TestWithParam<std::tuple<WindowCase, bool>> {};
 
 TEST_P(WindowAttention, MatchesDoubleReference) {
     VK_TEST_DEVICE();
-    const WindowCase c = GetParam();
+    const auto [c, shuffles] = GetParam();
+    struct Restore {
+        Kernels& k;
+        ~Restore() { k.attention_shuffles = true; }
+    } restore{K};
+    K.attention_shuffles = shuffles;
     const Kernels::AttentionTiles tiles =
-        Kernels::attention_tiles(dev.features(), c.head_dim, c.n_head, c.n_kv);
+        Kernels::attention_tiles(dev.features(), c.head_dim, c.n_head, c.n_kv, shuffles);
     const uint32_t n = c.row_tiles * tiles.rows + c.extra_rows;
     ASSERT_GE(n, 1u);
     Window w(dev, c, n);
@@ -160,36 +167,52 @@ TEST_P(WindowAttention, MatchesDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, WindowAttention,
-    ::testing::Values(WindowCase{64, 4, 4, 0, 0, 1, false},      // one row, no history
-                      WindowCase{64, 8, 1, 37, 1, 1, true},      // one past a query tile
-                      WindowCase{64, 6, 3, 5, 3, 2, false},      // several query tiles
-                      WindowCase{128, 4, 2, 0, 1, 1, true},      //
-                      WindowCase{128, 8, 2, 53, 4, 3, false},    // GQA 4 after earlier windows
-                      WindowCase{128, 8, 1, 19, 0, 1, true},     // GQA 8, one row
-                      WindowCase{256, 16, 4, 45, 2, 3, true},    // qwen35 9B heads
-                      WindowCase{256, 8, 1, 100, 1, 1, true},    // GQA 8
-                      WindowCase{256, 2, 2, 19, 5, 2, false},    //
-                      WindowCase{96, 6, 2, 7, 2, 1, true},       // an odd multiple of 32
-                      WindowCase{256, 4, 1, 300, 0, 1, false}),  // one row, many key tiles
+    ::testing::Combine(
+        ::testing::Values(WindowCase{64, 4, 4, 0, 0, 1, false},      // one row, no history
+                          WindowCase{64, 8, 1, 37, 1, 1, true},      // one past a query tile
+                          WindowCase{64, 6, 3, 5, 3, 2, false},      // several query tiles
+                          WindowCase{128, 4, 2, 0, 1, 1, true},      //
+                          WindowCase{128, 8, 2, 53, 4, 3, false},    // GQA 4 after earlier windows
+                          WindowCase{128, 8, 1, 19, 0, 1, true},     // GQA 8, one row
+                          WindowCase{256, 16, 4, 45, 2, 3, true},    // qwen35 9B heads
+                          WindowCase{256, 8, 1, 100, 1, 1, true},    // GQA 8
+                          WindowCase{256, 2, 2, 19, 5, 2, false},    //
+                          WindowCase{96, 6, 2, 7, 2, 1, true},       // an odd multiple of 32
+                          WindowCase{256, 4, 1, 300, 0, 1, false}),  // one row, many key tiles
+        ::testing::Bool()),
     [](const auto& info) {
-        const WindowCase& c = info.param;
-        return fmt::format("d{}h{}kv{}at{}_{}tiles_plus{}{}", c.head_dim, c.n_head, c.n_kv, c.start,
-                           c.row_tiles, c.extra_rows, c.gate ? "_gated" : "");
+        const WindowCase& c = std::get<0>(info.param);
+        return fmt::format("d{}h{}kv{}at{}_{}tiles_plus{}{}{}", c.head_dim, c.n_head, c.n_kv,
+                           c.start, c.row_tiles, c.extra_rows, c.gate ? "_gated" : "",
+                           std::get<1>(info.param) ? "_shuffle" : "_plain");
     });
 
 // Every tile shape chosen fits the device and covers whole groups of query heads.
 TEST(WindowAttentionTiles, FitTheDevice) {
     VK_TEST_DEVICE();
     const Features& f = dev.features();
-    for (uint32_t hd : {2u, 32u, 64u, 80u, 96u, 128u, 200u, 256u})
-        for (uint32_t grp : {1u, 2u, 3u, 4u, 8u}) {
-            auto t = Kernels::attention_tiles(f, hd, 2 * grp, 2);
-            EXPECT_LE(t.shared_bytes, f.max_shared_memory) << hd;
-            EXPECT_LE(t.threads, f.max_workgroup_invocations) << hd;
-            EXPECT_EQ(grp % t.heads, 0u) << hd << " " << grp;
-            EXPECT_EQ(t.rows * t.heads, t.query_vectors);
-            EXPECT_EQ(t.keys % t.keys_per_thread, 0u);
-        }
+    for (bool shuffles : {false, true})
+        for (uint32_t hd : {2u, 32u, 64u, 80u, 96u, 128u, 200u, 256u})
+            for (uint32_t grp : {1u, 2u, 3u, 4u, 8u}) {
+                auto t = Kernels::attention_tiles(f, hd, 2 * grp, 2, shuffles);
+                EXPECT_LE(t.shared_bytes, f.max_shared_memory) << hd;
+                EXPECT_LE(t.threads, f.max_workgroup_invocations) << hd;
+                EXPECT_EQ(grp % t.heads, 0u) << hd << " " << grp;
+                EXPECT_EQ(t.rows * t.heads, t.query_vectors);
+                EXPECT_EQ(t.keys % t.keys_per_thread, 0u);
+                if (!shuffles || !f.subgroup_shuffle) {
+                    EXPECT_EQ(t.shuffle_lanes, 0u);
+                }
+                if (t.shuffle_lanes) {
+                    EXPECT_LE(t.shuffle_lanes, std::max(f.min_subgroup_size, 1u)) << hd;
+                    EXPECT_EQ(t.shuffle_lanes * t.query_vectors, t.threads) << hd;
+                    EXPECT_EQ(t.keys_per_thread * t.shuffle_lanes, t.keys) << hd;
+                }
+            }
+    // The 9B head size takes the shuffle module wherever subgroups of 8 shuffle.
+    if (f.subgroup_shuffle && f.min_subgroup_size >= 8) {
+        EXPECT_EQ(Kernels::attention_tiles(f, 256, 16, 4).shuffle_lanes, 8u);
+    }
     Features tiny = f;
     tiny.max_shared_memory = 1024;
     EXPECT_THROW(Kernels::attention_tiles(tiny, 256, 16, 4), Error);
@@ -203,46 +226,57 @@ TEST(WindowAttentionSpeed, Report) {
     VK_SPEED_DEVICE();
     const bool cpu = dev.features().cpu;
     const uint32_t n = cpu ? 32 : 512, n_head = 16, n_kv = 4, hd = 256;
-    const auto t = Kernels::attention_tiles(dev.features(), hd, n_head, n_kv);
-    fmt::print("window attention tiles: {} rows x {} heads, {} keys a tile, {} threads, {} bytes\n",
-               t.rows, t.heads, t.keys, t.threads, t.shared_bytes);
-    for (uint32_t start :
-         cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {
-        Window w(dev, WindowCase{hd, n_head, n_kv, start, 0, 0, true}, n);
-        CommandList cl(dev);
-        cl.enable_timestamps(2);
-        cl.begin(true);
-        w.record(K, cl);
-        cl.mark("attention");
-        cl.end();
-        double best = 1e30;
-        for (int rep = 0; rep < 5; ++rep) {
-            cl.submit_and_wait();
-            for (const auto& [label, ms] : cl.times())
-                if (label == "attention") best = std::min(best, ms);
-        }
-        // Keys seen by all rows; each costs 2·hd flops for the score and 2·hd for the value.
-        const double keys = (double)n * start + (double)n * (n + 1) / 2;
-        const double flop = 4.0 * hd * n_head * keys;
-        // A K and a V row of one key/value head are 4·hd bytes (F16). Reading the history per
-        // row and head costs that for every key of every query head; a workgroup reads it once
-        // for the keys of its last row.
-        const double per_row_head = keys * 4.0 * hd * n_head;
-        double tiled = 0;
-        for (uint32_t r0 = 0; r0 < n; r0 += t.rows)
-            tiled += (double)(n_head / t.heads) * (start + std::min(r0 + t.rows, n)) * 4.0 * hd;
+    // Both score modules where the device has the shuffle one, so they can be compared.
+    for (bool shuffles : {true, false}) {
+        const auto t = Kernels::attention_tiles(dev.features(), hd, n_head, n_kv, shuffles);
+        if (shuffles && !t.shuffle_lanes) continue;
+        K.attention_shuffles = shuffles;
         fmt::print(
-            "window attention 9B, {} rows at {}: {:.3f} ms, {:.2f} TFLOP/s; cache reads {:.1f} "
-            "MiB ({:.1f} KiB a row), per row and head {:.1f} MiB ({:.1f} KiB a row)\n",
-            n, start, best, flop / (best * 1e-3) / 1e12, tiled / 1048576, tiled / n / 1024,
-            per_row_head / 1048576, per_row_head / n / 1024);
-        auto out = test::from_device<float>(dev, w.act, w.n_act);
-        for (uint32_t r : {0u, n / 2, n - 1})
-            for (uint32_t h : {0u, 5u, n_head - 1}) {
-                w.check(out, r, h);
-                if (HasFatalFailure()) return;
+            "window attention tiles: {} rows x {} heads, {} keys a tile, {} threads, {} bytes, "
+            "{}\n",
+            t.rows, t.heads, t.keys, t.threads, t.shared_bytes,
+            t.shuffle_lanes ? fmt::format("scores over {} lanes", t.shuffle_lanes)
+                            : std::string("plain scores"));
+        for (uint32_t start :
+             cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {
+            Window w(dev, WindowCase{hd, n_head, n_kv, start, 0, 0, true}, n);
+            CommandList cl(dev);
+            cl.enable_timestamps(2);
+            cl.begin(true);
+            w.record(K, cl);
+            cl.mark("attention");
+            cl.end();
+            double best = 1e30;
+            for (int rep = 0; rep < 5; ++rep) {
+                cl.submit_and_wait();
+                for (const auto& [label, ms] : cl.times())
+                    if (label == "attention") best = std::min(best, ms);
             }
+            // Keys seen by all rows; each costs 2·hd flops for the score and 2·hd for the value.
+            const double keys = (double)n * start + (double)n * (n + 1) / 2;
+            const double flop = 4.0 * hd * n_head * keys;
+            // A K and a V row of one key/value head are 4·hd bytes (F16). Reading the history
+            // per row and head costs that for every key of every query head; a workgroup reads
+            // it once for the keys of its last row.
+            const double per_row_head = keys * 4.0 * hd * n_head;
+            double tiled = 0;
+            for (uint32_t r0 = 0; r0 < n; r0 += t.rows)
+                tiled += (double)(n_head / t.heads) * (start + std::min(r0 + t.rows, n)) * 4.0 * hd;
+            fmt::print(
+                "window attention 9B, {} rows at {}: {:.3f} ms, {:.2f} TFLOP/s; cache reads {:.1f} "
+                "MiB ({:.1f} KiB a row), per row and head {:.1f} MiB ({:.1f} KiB a row)\n",
+                n, start, best, flop / (best * 1e-3) / 1e12, tiled / 1048576, tiled / n / 1024,
+                per_row_head / 1048576, per_row_head / n / 1024);
+            auto out = test::from_device<float>(dev, w.act, w.n_act);
+            for (uint32_t r : {0u, n / 2, n - 1})
+                for (uint32_t h : {0u, 5u, n_head - 1}) {
+                    w.check(out, r, h);
+                    if (HasFatalFailure()) break;
+                }
+            if (HasFatalFailure()) break;
+        }
     }
+    K.attention_shuffles = true;
 }
 
 }  // namespace

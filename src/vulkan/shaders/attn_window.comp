@@ -9,9 +9,23 @@
 //
 // The tile shape comes from the launcher (specialization constants chosen from the device's
 // shared memory): output phase, thread t owns dim pair t % W of QPT consecutive query vectors;
-// score phase, a thread scores SK keys of one query vector at a time. Query vector q of the
-// workgroup is row r0 + q / group, head h0 + q % group.
+// score phase, a thread scores SK keys (kg, kg + NKG, ...) of one query vector. Query vector q of
+// the workgroup is row r0 + q / group, head h0 + q % group.
+//
+// Score phase, two modules. Plain: the queries sit in shared memory and a thread forms whole dot
+// products, so every multiply-add pair needs a shared load of its query and of its key
+// (SK keys share one query load). SCORE_SHUFFLE: NSL neighbouring subgroup lanes share a query
+// vector, each holding every NSL-th dim pair of it in registers for the whole key range; per
+// key they sum their partial dots with xor shuffles, so only the key is loaded from shared memory
+// (a third of the loads at SK = 2) and the 8·head_dim·QV bytes of staged queries are freed for
+// longer key tiles. The launcher keeps NSL a power of two within the smallest subgroup size the
+// device reports and derives the lane roles from the subgroup lane, so no subgroup size is
+// assumed.
 #version 450
+#if defined(SCORE_SHUFFLE)
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;  // threads: W * (query groups of the output phase)
@@ -19,6 +33,7 @@ layout(constant_id = 1) const uint HD = 256;  // head_dim (even)
 layout(constant_id = 2) const uint QV = 16;   // query vectors a workgroup
 layout(constant_id = 3) const uint BK = 16;   // keys a tile
 layout(constant_id = 4) const uint SK = 2;    // keys a thread scores against one query vector
+layout(constant_id = 5) const uint NSL = 1;   // SCORE_SHUFFLE: lanes sharing a query vector (WG / QV)
 
 const uint W = HD / 2u;     // dim pairs of a head
 const uint QPT = QV / (WG / W);
@@ -41,7 +56,9 @@ layout(push_constant) uniform Push {
     float scale;                          // 1/sqrt(head_dim)
 } p;
 
+#if !defined(SCORE_SHUFFLE)
 shared vec2 qs[W * QV];      // queries, [pair][query vector]
+#endif
 shared vec2 tile[BK * KST];  // keys, then values, of one tile as F32: [key][pair]
 shared float pr[BK * QV];    // scores, then softmax weights: [key][query vector]
 shared float pmax[NKG * QV]; // per key group maxima of the scores
@@ -63,6 +80,27 @@ void load_tile(bool values, uint kb, uint n_keys, uint kvh) {
     }
 }
 
+// Score block sb: its query vector q and key group kg (keys kg, kg + NKG, ...). With shuffles the
+// block is the thread's own (see score_id), NSL lanes a query vector.
+void score_block(uint sb, out uint q, out uint kg) {
+#if defined(SCORE_SHUFFLE)
+    q = sb / NSL;
+    kg = sb % NSL;
+#else
+    q = sb % QV;
+    kg = sb / QV;
+#endif
+}
+
+// The first score block of this thread.
+uint score_id() {
+#if defined(SCORE_SHUFFLE)
+    return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
+    return gl_LocalInvocationID.x;
+#endif
+}
+
 void main() {
     uint t = gl_LocalInvocationID.x;
     uint g = p.group, br = QV / p.group;
@@ -72,6 +110,18 @@ void main() {
     uint n_keys = pos0 + min(r0 + br, p.n_rows);  // keys the last live row of the block sees
 
     // Rows past the window get zero queries: their lanes stay finite and are never written.
+#if defined(SCORE_SHUFFLE)
+    vec2 qr[W / NSL];  // dim pairs sl, sl + NSL, ... of query vector qq
+    uint qq, sl;
+    score_block(score_id(), qq, sl);
+    {
+        uint r = r0 + qq / g, b = p.q_off + (r * p.n_head + h0 + qq % g) * HD;
+        for (uint i = 0u; i < W / NSL; ++i) {
+            uint w = sl + NSL * i;
+            qr[i] = r < p.n_rows ? vec2(act[b + 2u * w], act[b + 2u * w + 1u]) : vec2(0.0);
+        }
+    }
+#else
     for (uint e = t; e < QV * W; e += WG) {
         uint q = e / W, w = e % W;
         uint r = r0 + q / g;
@@ -82,6 +132,7 @@ void main() {
         }
         qs[w * QV + q] = x;
     }
+#endif
     if (t < QV) mrow[t] = NEG_INF;
     float l = 0.0;  // softmax sum of query vector t (threads t < QV)
     uint ow = t % W, oq = (t / W) * QPT;
@@ -93,35 +144,55 @@ void main() {
         load_tile(false, kb, n_keys, kvh);
         barrier();
 
+#if defined(SCORE_SHUFFLE)
+        {
+            uint last = pos0 + r0 + qq / g;  // the causal mask: keys 0 .. last
+            float mx = NEG_INF;
+            for (uint k = 0u; k < BK; ++k) {
+                float s = 0.0;
+                for (uint i = 0u; i < W / NSL; ++i) s += dot(qr[i], tile[k * KST + sl + NSL * i]);
+                for (uint m = 1u; m < NSL; m <<= 1) s += subgroupShuffleXor(s, m);
+                if (k % NSL == sl) {
+                    float v = kb + k <= last ? s * p.scale : NEG_INF;
+                    pr[k * QV + qq] = v;
+                    mx = max(mx, v);
+                }
+            }
+            pmax[sl * QV + qq] = mx;
+        }
+#else
         for (uint sb = t; sb < NSB; sb += WG) {
-            uint q = sb % QV, kg = sb / QV;
+            uint q, kg;
+            score_block(sb, q, kg);
             float s[SK];
             for (uint j = 0u; j < SK; ++j) s[j] = 0.0;
             for (uint w = 0u; w < W; ++w) {
                 vec2 x = qs[w * QV + q];
-                for (uint j = 0u; j < SK; ++j) s[j] += dot(x, tile[(kg * SK + j) * KST + w]);
+                for (uint j = 0u; j < SK; ++j) s[j] += dot(x, tile[(kg + NKG * j) * KST + w]);
             }
             uint last = pos0 + r0 + q / g;  // the causal mask: keys 0 .. last
             float mx = NEG_INF;
             for (uint j = 0u; j < SK; ++j) {
-                uint k = kg * SK + j;
+                uint k = kg + NKG * j;
                 float v = kb + k <= last ? s[j] * p.scale : NEG_INF;
                 pr[k * QV + q] = v;
                 mx = max(mx, v);
             }
             pmax[kg * QV + q] = mx;
         }
+#endif
         barrier();
 
         // Key 0 lies in the first tile and every row sees it, so each running max is finite
         // from the first tile on and a fully masked later tile only adds exp(-inf) = 0.
-        for (uint sb = t; sb < NSB; sb += WG) {
-            uint q = sb % QV, kg = sb / QV;
+        for (uint sb = score_id(); sb < NSB; sb += WG) {
+            uint q, kg;
+            score_block(sb, q, kg);
             float m = mrow[cur * QV + q];
             for (uint i = 0u; i < NKG; ++i) m = max(m, pmax[i * QV + q]);
             float sum = 0.0;
             for (uint j = 0u; j < SK; ++j) {
-                uint k = (kg * SK + j) * QV + q;
+                uint k = (kg + NKG * j) * QV + q;
                 float e = exp(pr[k] - m);
                 pr[k] = e;
                 sum += e;
