@@ -15,6 +15,10 @@ namespace {
 struct GemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
 };
+struct GemvFusedPush {
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, up_off, xn_off, counter_idx;
+    float eps;
+};
 struct NormPush {
     uint32_t n, nrows, x_off, x_stride, y_off, y_stride;
     float eps;
@@ -208,6 +212,18 @@ static uint32_t gemv_slices(QType t, uint32_t cols) {
 
 void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                    uint32_t x_off, View y, uint32_t y_off, bool accumulate) {
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr);
+}
+
+void Kernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                         uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                         const GemvFusion& fuse) {
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse);
+}
+
+void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                          const GemvFusion* fuse) {
     const char* mod = gemv_module(t);
     if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
     const Features& f = dev_.features();
@@ -224,13 +240,32 @@ void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t col
     }
     // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide.
     uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
-    uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 ? 1 : 0;
+    const bool swiglu = fuse && fuse->up_off != kNone;
+    const bool norm = fuse && fuse->norm_w.buffer != VK_NULL_HANDLE;
+    uint32_t x16 =
+        x.offset % 16 == 0 && x_off % 4 == 0 && (!swiglu || fuse->up_off % 4 == 0) ? 1 : 0;
     std::string name = mod;
+    if (swiglu) name += "_swiglu";
+    if (norm) name += "_norm";
     if (f.subgroup_arithmetic) name += "_sg";
-    const Kernel& k = pipes_.get(name, 3, sizeof(GemvPush), {wg, kRows, w16, x16});
-    GemvPush p{cols, rows, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
+    const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
     auto [gx, gy] = grid(f, (rows + kRows - 1) / kRows);
-    cl.dispatch(k, {w, x, y}, p, gx, gy);
+    if (!swiglu && !norm) {
+        const Kernel& k = pipes_.get(name, 3, sizeof(GemvPush), {wg, kRows, w16, x16});
+        GemvPush p{cols, rows, row_bytes, x_off, y_off, mode};
+        cl.dispatch(k, {w, x, y}, p, gx, gy);
+        return;
+    }
+    const Kernel& k = pipes_.get(name, norm ? 5 : 3, sizeof(GemvFusedPush), {wg, kRows, w16, x16});
+    GemvFusedPush p{cols,         rows,         row_bytes,         x_off,    y_off, mode,
+                    fuse->up_off, fuse->xn_off, fuse->counter_idx, fuse->eps};
+    if (norm) {
+        DL_ASSERT(fuse->counter.buffer != VK_NULL_HANDLE);
+        DL_ASSERT(fuse->norm_w.range >= (uint64_t)rows * 4);
+        cl.dispatch(k, {w, x, y, fuse->norm_w, fuse->counter}, p, gx, gy);
+    } else {
+        cl.dispatch(k, {w, x, y}, p, gx, gy);
+    }
 }
 
 void Kernels::rms_norm(CommandList& cl, View w, View x, uint32_t x_off, uint32_t x_stride, View y,

@@ -25,6 +25,25 @@ class Kernels {
         uint32_t threads = 0, rows = 0;
     };
     GemvShape gemv_shape;
+    // gemv() with the fusions of the decode token command (shaders/gemv.comp), each saving a
+    // dependent stage:
+    //  - up_off != kNone: x[c] is silu(x[x_off + c]) · x[up_off + c] (the FFN's gate and up
+    //    projections, both in the x view), read as x is loaded: no swiglu stage before the down
+    //    projection.
+    //  - norm_w given: after y is written, the workgroup that finishes last writes the RMSNorm of
+    //    the whole new y into the y view, y[xn_off + i] = y[y_off + i] / sqrt(mean(y²) + eps) ·
+    //    norm_w[i] for i < rows: no norm stage after the GEMV. Workgroups count themselves on
+    //    the 32-bit word counter[counter_idx], which must be 0 before the dispatch and is 0 again
+    //    after it; dispatches that may overlap (no barrier between them) need distinct words.
+    struct GemvFusion {
+        uint32_t up_off = kNone;
+        View norm_w, counter;
+        uint32_t counter_idx = 0, xn_off = 0;
+        float eps = 0;
+    };
+    void gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                    uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                    const GemvFusion& fuse);
     // out[out_off + r * cols ..] = row ids[id_off + r] of the table (rows × cols of type t), r < n.
     void get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint32_t cols, View ids,
                   uint32_t id_off, View out, uint32_t out_off, uint32_t n);
@@ -173,6 +192,9 @@ class Kernels {
 
   private:
     uint32_t wg_size(uint32_t want) const;
+    void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                     uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                     const GemvFusion* fuse);
     Device& dev_;
     Pipelines& pipes_;
 };

@@ -24,6 +24,17 @@
 //    gl_SubgroupID), else by a shared-memory tree.
 //  - F32 / F16 rows are cut into 32-element units, read as uvec4s when the rows start aligned;
 //    a short last unit and rows of odd byte length go through unit_values(), tail guarded.
+//
+// Fused variants for the decode token command, where a tiny dependent dispatch costs a barrier's
+// latency (~10 us on an H200) whatever its work:
+//  - SWIGLU_X: x is silu(gate) · up, computed as x is loaded (gate at x_off, up at up_off, both
+//    in the x binding), so the FFN needs no swiglu stage before its down projection.
+//  - NORM_EPILOGUE: the RMSNorm of the new y (the residual stream after mode 1) into
+//    y[xn_off ..] with the weights of binding 3, so the next norm needs no stage of its own.
+//    Each workgroup, once its rows are stored and made available device-wide, counts itself on
+//    counter[counter_idx] (binding 4); the last one to arrive sees every row, normalizes them
+//    all, and sets the counter back to 0 for the next dispatch. y is `coherent` in this variant
+//    so the last workgroup reads the other workgroups' rows, not a stale cache line.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -43,15 +54,27 @@ layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
+#if defined(NORM_EPILOGUE)
+layout(std430, binding = 2) coherent buffer Y { float y[]; };
+layout(std430, binding = 3) readonly buffer NormW { float norm_w[]; };
+layout(std430, binding = 4) buffer Counter { uint counter[]; };
+#else
 layout(std430, binding = 2) buffer Y { float y[]; };
+#endif
 
 layout(push_constant) uniform Push {
     uint ncols;      // elements per row
     uint nrows;
     uint row_bytes;  // bytes per weight row
-    uint x_off;      // in floats
+    uint x_off;      // in floats (SWIGLU_X: the gate)
     uint y_off;      // in floats
     uint mode;       // 0: y = W·x, 1: y += W·x
+#if defined(SWIGLU_X) || defined(NORM_EPILOGUE)
+    uint up_off;       // SWIGLU_X: the up projection, in floats
+    uint xn_off;       // NORM_EPILOGUE: where the normalized y goes, in floats
+    uint counter_idx;  // NORM_EPILOGUE: the word of binding 4 that counts finished workgroups
+    float eps;         // NORM_EPILOGUE
+#endif
 } p;
 
 #include "blocks.glsl"
@@ -70,12 +93,28 @@ uvec4 load16(uint o) {
     return uvec4(wq[i], wq[i + 1u], wq[i + 2u], wq[i + 3u]);
 }
 
-// Four floats of x starting at element e (relative to x_off; a multiple of 4).
+// Four floats of x starting at element e (relative to x_off; a multiple of 4), and one float.
+#if defined(SWIGLU_X)
+// The same expression as swiglu.comp, so the fused product rounds as the separate stage did.
+vec4 swiglu4(vec4 g, vec4 u) { return g / (1.0 + exp(-g)) * u; }
+vec4 xload4(uint e) {
+    if (X16 != 0u) return swiglu4(x4[(p.x_off + e) >> 2], x4[(p.up_off + e) >> 2]);
+    uint i = p.x_off + e, j = p.up_off + e;
+    return swiglu4(vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]),
+                   vec4(x[j], x[j + 1u], x[j + 2u], x[j + 3u]));
+}
+float xload1(uint e) {
+    float g = x[p.x_off + e];
+    return g / (1.0 + exp(-g)) * x[p.up_off + e];
+}
+#else
 vec4 xload4(uint e) {
     if (X16 != 0u) return x4[(p.x_off + e) >> 2];
     uint i = p.x_off + e;
     return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
+float xload1(uint e) { return x[p.x_off + e]; }
+#endif
 
 // Bytes of a word as exact floats minus `bias`, through the exponent trick (see the top).
 const float MAGIC = 8388608.0;
@@ -222,6 +261,59 @@ float unit_dot(uint rb, uint u, vec4 xv[8]) {
 // Per-thread (shared tree) or per-subgroup (SUBGROUP; at most WG subgroups) partial sums.
 shared float partial[ROWS][WG];
 
+#if defined(NORM_EPILOGUE)
+shared uint last_group;  // 1 in the workgroup that finished last
+
+// The sum of v over the workgroup, through the same partials as the row sums.
+float group_sum(float v) {
+    uint tid = gl_LocalInvocationID.x;
+#if defined(SUBGROUP)
+    v = subgroupAdd(v);
+    if (subgroupElect()) partial[0][gl_SubgroupID] = v;
+    barrier();
+    float s = 0.0;
+    for (uint i = 0; i < gl_NumSubgroups; ++i) s += partial[0][i];
+    return s;
+#else
+    partial[0][tid] = v;
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (tid < s) partial[0][tid] += partial[0][tid + s];
+        barrier();
+    }
+    return partial[0][0];
+#endif
+}
+
+// Called by every thread of a workgroup that stored its rows (see the top).
+void norm_epilogue() {
+    uint tid = gl_LocalInvocationID.x;
+    // Release: the rows this group's threads stored reach device scope before it counts itself.
+    memoryBarrierBuffer();
+    barrier();
+    if (tid == 0u) {
+        // Groups of the grid's overshoot left at the top without counting.
+        uint groups = (p.nrows + ROWS - 1u) / ROWS;
+        last_group = atomicAdd(counter[p.counter_idx], 1u) == groups - 1u ? 1u : 0u;
+    }
+    barrier();
+    if (last_group == 0u) return;
+    // Acquire: every other group's rows were released before its increment, which came before
+    // ours; reads of the coherent y after this fence see them.
+    memoryBarrierBuffer();
+    float ss = 0.0;
+    for (uint i = tid; i < p.nrows; i += WG) {
+        float v = y[p.y_off + i];
+        ss += v * v;
+    }
+    // rms_norm.comp's formula: y / sqrt(mean(y²) + eps) · w.
+    float scale = inversesqrt(group_sum(ss) / float(p.nrows) + p.eps);
+    for (uint i = tid; i < p.nrows; i += WG) y[p.xn_off + i] = y[p.y_off + i] * scale * norm_w[i];
+    // The next dispatch that counts on this word comes after a pipeline barrier.
+    if (tid == 0u) atomicExchange(counter[p.counter_idx], 0u);
+}
+#endif
+
 void main() {
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
@@ -252,7 +344,7 @@ void main() {
         float xv[32];
         [[unroll]] for (uint e = 0; e < 32u; ++e) {
             uint c = u * 32u + e;
-            xv[e] = c < p.ncols ? x[p.x_off + c] : 0.0;
+            xv[e] = c < p.ncols ? xload1(c) : 0.0;
         }
         [[unroll]] for (uint r = 0; r < ROWS; ++r) {
             vec4 v[8];
@@ -310,5 +402,8 @@ void main() {
             y[p.y_off + row] = v;
         }
     }
+#endif
+#if defined(NORM_EPILOGUE)
+    norm_epilogue();
 #endif
 }
