@@ -52,6 +52,9 @@ struct ResidentDriver::Weights {
 
 struct ResidentDriver::Session : SessionState {
     Buffer act, logits, logits_dev, tok, partials;
+    // The word the norm epilogues of the token command count their workgroups on (0 between
+    // dispatches; see Kernels::gemv_fused).
+    Buffer gemv_counter;
     std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
     std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
     std::unique_ptr<CommandList> token_cmd, token_logits_cmd;
@@ -121,12 +124,17 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     }
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
+    d->fused_decode_ = opts.fused_decode;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
 }
 
 bool DriverOptions::profile_from_env() {
     return env::get_bool("DELTALLM_VK_PROFILE");
+}
+
+bool DriverOptions::fused_decode_from_env() {
+    return env::get_bool("DELTALLM_VK_DECODE_FUSION");
 }
 
 ResidentDriver::~ResidentDriver() {
@@ -231,6 +239,8 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     const Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
     s->partials = D.create_buffer(std::max<uint64_t>(Kernels::attention_partials(at) * 4, 16),
                                   MemoryKind::device);
+    s->gemv_counter = D.create_buffer(16, MemoryKind::device);
+    D.fill(s->gemv_counter, 0, 16, 0);
 
     const uint32_t d_v = hp.ssm_n_v_heads ? (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads) : 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -277,13 +287,41 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         K.gemv(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
                x_off, y, y_off, acc);
     };
+    auto norm_weights = [&](const Tensor* w) {
+        return view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4);
+    };
     auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off) {
-        K.rms_norm(cl, view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4), act,
-                   x_off, E, act, y_off, E, E, 1, hp.rms_eps);
+        K.rms_norm(cl, norm_weights(w), act, x_off, E, act, y_off, E, E, 1, hp.rms_eps);
     };
     auto stage = [&](const char* role) {
         cl.barrier();
         cl.mark(role);
+    };
+    // A GEMV adding into h (x at x_off, or silu(gate) · up when the FFN's), then the RMSNorm of
+    // h with norm_w into xn. Fused (Kernels::gemv_fused), the norm is the GEMV's epilogue and
+    // the swiglu its x loads, so neither waits a stage of its own; the norm's time then counts
+    // as "gemv". One counter word serves every epilogue: they are stages apart.
+    auto gemv_add_norm = [&](const Tensor* t, uint32_t x_off, bool swiglu, const Tensor* norm_w) {
+        if (!fused_decode_) {
+            if (swiglu) {
+                K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
+                stage("swiglu");
+            }
+            gemv(t, swiglu ? A.ffn : x_off, act, A.h, true);
+            stage("gemv");
+            norm(norm_w, A.h, A.xn);
+            stage("norm");
+            return;
+        }
+        Kernels::GemvFusion fu;
+        fu.up_off = swiglu ? A.up : Kernels::kNone;
+        fu.norm_w = norm_weights(norm_w);
+        fu.counter = view(s->gemv_counter);
+        fu.xn_off = A.xn;
+        fu.eps = hp.rms_eps;
+        K.gemv_fused(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
+                     swiglu ? A.gate : x_off, act, A.h, true, fu);
+        stage("gemv");
     };
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
@@ -291,10 +329,13 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, tok, 1, act, A.h, 1);
     stage("embed");
+    // The first attn_norm; every later norm ends the GEMV before it.
+    norm(model_->layers[0].attn_norm, A.h, A.xn);
+    stage("norm");
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const Layer& L = model_->layers[il];
-        norm(L.attn_norm, A.h, A.xn);
-        stage("norm");
+        const Tensor* next_norm =
+            il + 1 < hp.n_layer ? model_->layers[il + 1].attn_norm : model_->output_norm;
         if (hp.is_recurrent(il)) {
             gemv(L.ssm_qkv, A.xn, act, A.qkv, false);
             gemv(L.ssm_z, A.xn, act, A.z, false);
@@ -304,7 +345,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             K.deltanet_step(cl, deltanet_args(A, L), act, prm, view(s->ring[il]),
                             view(s->state[il]), tok);
             stage("deltanet");
-            gemv(L.ssm_out, A.y, act, A.h, true);
+            gemv_add_norm(L.ssm_out, A.y, false, L.ffn_norm);
         } else {
             gemv(L.wq, A.xn, act, A.q, false);
             gemv(L.wk, A.xn, act, A.k, false);
@@ -316,21 +357,13 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]),
                         view(s->partials), tok);
             stage("attention");
-            gemv(L.wo, A.o, act, A.h, true);
+            gemv_add_norm(L.wo, A.o, false, L.ffn_norm);
         }
-        stage("gemv");
-        norm(L.ffn_norm, A.h, A.xn);
-        stage("norm");
         gemv(L.ffn_gate, A.xn, act, A.gate, false);
         gemv(L.ffn_up, A.xn, act, A.up, false);
         stage("gemv");
-        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
-        stage("swiglu");
-        gemv(L.ffn_down, A.ffn, act, A.h, true);
-        stage("gemv");
+        gemv_add_norm(L.ffn_down, A.ffn, true, next_norm);
     }
-    norm(model_->output_norm, A.h, A.xn);
-    stage("norm");
     gemv(model_->output, A.xn, view(s->logits_dev), 0, false);
     stage("head");
     K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams);
@@ -551,6 +584,11 @@ int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
     Session& s = static_cast<Session&>(st);
     run_token(s, token, false, SampleArgs{});
     return (int32_t) static_cast<uint32_t*>(s.tok.mapped())[2];
+}
+
+ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const SessionState& st) const {
+    const Session& s = static_cast<const Session&>(st);
+    return {s.token_cmd->n_dispatches(), s.token_cmd->n_barriers()};
 }
 
 bool ResidentDriver::samples_on_device(const SamplerParams& p) const {

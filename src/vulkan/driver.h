@@ -26,6 +26,11 @@ struct DriverOptions {
     // stderr when the driver closes (--profile, DELTALLM_VK_PROFILE=1).
     bool profile = profile_from_env();
     static bool profile_from_env();
+    // The decode token command runs each RMSNorm as the epilogue of the GEMV before it and the
+    // SwiGLU inside the down projection's x loads (DELTALLM_VK_DECODE_FUSION; off: separate
+    // stages, for comparison).
+    bool fused_decode = fused_decode_from_env();
+    static bool fused_decode_from_env();
 };
 
 // Device milliseconds by kernel role, summed over submits, per phase (decode, prefill).
@@ -69,6 +74,12 @@ class ResidentDriver final : public Executor {
     bool samples_on_device(const SamplerParams& p) const override;
     int32_t decode_sample(SessionState& s, int32_t token, const SamplerParams& p,
                           double u) override;
+    // The dispatches and pipeline barriers (dependent stages) of a session's decode token
+    // command, the one without the logits copy.
+    struct CommandCounts {
+        uint32_t dispatches = 0, barriers = 0;
+    };
+    CommandCounts token_command_counts(const SessionState& s) const;
 
     struct Weights;
     struct Session;
@@ -94,6 +105,7 @@ class ResidentDriver final : public Executor {
     Plan plan_;
     std::unique_ptr<Weights> w_;
     std::unique_ptr<Profile> profile_;
+    bool fused_decode_ = true;
 };
 
 // Registers "vulkan" with the engine (engine/engine.h register_device); called once at start-up.

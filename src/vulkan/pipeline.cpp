@@ -122,6 +122,7 @@ void CommandList::begin(bool reusable) {
     vkResetCommandBuffer(cb_, 0);
     release();
     n_dispatches_ = 0;
+    n_barriers_ = 0;
     labels_.clear();
     auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
     bi.flags = reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -201,6 +202,7 @@ void CommandList::barrier() {
     const VkPipelineStageFlags stages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     vkCmdPipelineBarrier(cb_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    ++n_barriers_;
 }
 
 void CommandList::copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off,

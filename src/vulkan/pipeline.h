@@ -89,6 +89,7 @@ class CommandList {
     void submit_and_wait() { dev_.submit_and_wait(cb_); }
     VkCommandBuffer handle() const { return cb_; }
     uint32_t n_dispatches() const { return n_dispatches_; }
+    uint32_t n_barriers() const { return n_barriers_; }  // recorded since begin()
 
   private:
     VkDescriptorSet allocate_set(const Kernel& k);
@@ -100,6 +101,7 @@ class CommandList {
     uint32_t sets_left_ = 0;
     uint32_t descriptors_left_ = 0;
     uint32_t n_dispatches_ = 0;
+    uint32_t n_barriers_ = 0;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     uint32_t max_marks_ = 0;
     std::vector<std::string> labels_;

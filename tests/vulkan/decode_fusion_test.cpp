@@ -1,0 +1,104 @@
+// The decode token command with its fusions (the RMSNorms as GEMV epilogues, the SwiGLU inside
+// the down projection) against the same command with separate stages: the same logits up to F32
+// rounding, token after token, and three stages fewer per layer in the 9B's layer pattern.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "model/tiny_model.h"
+#include "vk_test.h"
+#include "vulkan/driver.h"
+
+namespace dl::vk {
+namespace {
+
+using dl::test::TinySpec;
+
+DriverOptions options(bool fused) {
+    DriverOptions o;
+    o.device.robust = true;
+    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
+    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.plan.n_ctx = 64;
+    o.plan.window = 0;  // every token goes through the token command
+    o.fused_decode = fused;
+    return o;
+}
+
+void check_fused_equals_unfused(const TinySpec& spec, double tol) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(spec);
+    auto fused = ResidentDriver::create(model, options(true));
+    auto split = ResidentDriver::create(model, options(false));
+    ASSERT_TRUE(fused.ok()) << fused.reason();
+    ASSERT_TRUE(split.ok()) << split.reason();
+    auto sf = (*fused)->new_session(32), ss = (*split)->new_session(32);
+    const std::vector<int32_t> toks = {1, 7, 42, 3, 3, 79, 0, 15, 8, 64, 22, 5};
+    std::vector<float> lf, ls;
+    for (size_t i = 0; i < toks.size(); ++i) {
+        (*fused)->decode(*sf, toks[i], lf);
+        (*split)->decode(*ss, toks[i], ls);
+        ASSERT_EQ(lf.size(), ls.size());
+        double worst = 0, scale = 0;
+        for (size_t j = 0; j < lf.size(); ++j) {
+            ASSERT_TRUE(std::isfinite(lf[j])) << "token " << i << " logit " << j;
+            worst = std::max(worst, std::fabs((double)lf[j] - ls[j]));
+            scale = std::max(scale, std::fabs((double)ls[j]));
+        }
+        EXPECT_LE(worst, tol * (1 + scale)) << spec.arch << " token " << i;
+        EXPECT_EQ(std::max_element(lf.begin(), lf.end()) - lf.begin(),
+                  std::max_element(ls.begin(), ls.end()) - ls.begin())
+            << spec.arch << " token " << i;
+    }
+}
+
+TinySpec spec_for(const std::string& arch, QType type) {
+    TinySpec s;
+    s.arch = arch;
+    if (arch != "qwen35") {
+        s.n_layer = 2;
+        s.rope_dims = s.head_dim;
+    }
+    s.residual_gain = 0.5;
+    s.matrix_type = type;
+    return s;
+}
+
+// The same sums in another order (the norm's sum of squares over one workgroup instead of
+// rms_norm's): only rounding apart, far below the CPU parity tolerance of 2e-3.
+TEST(VulkanDecodeFusion, FusedLogitsEqualSeparateStages) {
+    check_fused_equals_unfused(spec_for("qwen35", QType::F32), 2e-5);
+    check_fused_equals_unfused(spec_for("llama", QType::F32), 2e-5);
+    check_fused_equals_unfused(spec_for("qwen35", QType::Q8_0), 2e-5);
+}
+
+// The 9B's layer pattern (32 layers, every fourth attention: 24 DeltaNet + 8 attention): the
+// fusions take out the ffn_norm and the swiglu stage of every layer and every attn_norm but the
+// first, with the output norm: 3 stages and 3 dispatches per layer.
+TEST(VulkanDecodeFusion, ThreeStagesFewerPerLayer) {
+    VK_TEST_DEVICE();
+    TinySpec s = spec_for("qwen35", QType::F32);
+    s.n_layer = 32;
+    s.interval = 4;
+    auto model = dl::test::tiny_model(s);
+    auto fused = ResidentDriver::create(model, options(true));
+    auto split = ResidentDriver::create(model, options(false));
+    ASSERT_TRUE(fused.ok()) << fused.reason();
+    ASSERT_TRUE(split.ok()) << split.reason();
+    auto sf = (*fused)->new_session(16), ss = (*split)->new_session(16);
+    const auto f = (*fused)->token_command_counts(*sf), u = (*split)->token_command_counts(*ss);
+    std::printf(
+        "[ stages   ] 32 layers (24 DeltaNet + 8 attention): %u barriers, %u dispatches "
+        "a token; separate norms and swiglu: %u barriers, %u dispatches\n",
+        f.barriers, f.dispatches, u.barriers, u.dispatches);
+    EXPECT_EQ(u.barriers - f.barriers, 3u * 32u);
+    EXPECT_EQ(u.dispatches - f.dispatches, 3u * 32u);
+    // Per layer the fused command keeps: gemv | deltanet or attention | gemv+norm | gate/up gemv
+    // | down gemv+norm; plus embed, the first norm and the head.
+    EXPECT_LE(f.barriers, 32u * 5u + 3u + 8u * 2u);  // attention's own two inner barriers
+}
+
+}  // namespace
+}  // namespace dl::vk
