@@ -164,30 +164,32 @@ void main() {
             if (t * (t + 1u) / 2u > e) --t;  // the rounding of sqrt, either way
             if ((t + 1u) * (t + 2u) / 2u <= e) ++t;
             uint s = e - t * (t + 1u) / 2u;
-            float qk = 0.0, kk = 0.0;
+            vec4 qk = vec4(0.0), kk = vec4(0.0);
             for (uint v = 0u; v < DV4; ++v) {
                 vec4 kv = ks[s * DKV + v];
-                qk += dot(qw[t * DKV + v], kv);
-                kk += dot(ks[t * DKV + v], kv);
+                qk = fma(qw[t * DKV + v], kv, qk);
+                kk = fma(ks[t * DKV + v], kv, kk);
             }
             float g = 1.0;
             for (uint u = s + 1u; u <= t; ++u) g *= ga[u];
-            tri[t * CP + s] = g * qk;
-            if (s < t) tri[s * CP + t] = bt[t] * g * kk;
+            tri[t * CP + s] = g * dot(qk, vec4(1.0));
+            if (s < t) tri[s * CP + t] = bt[t] * g * dot(kk, vec4(1.0));
         }
         // Γ_t q_t S0 for this thread's outputs: a quad of state rows read once serves NO rows.
-        [[unroll]] for (uint u = 0u; u < NO; ++u) y[u] = 0.0;
+        // Sums kept per quad lane (four independent chains), added up at the end.
+        vec4 acc[NO];
+        [[unroll]] for (uint u = 0u; u < NO; ++u) acc[u] = vec4(0.0);
         for (uint v = 0u; v < DV4; ++v) {
             vec4 sv = vec4(ss[(4u * v) * COLS + jl], ss[(4u * v + 1u) * COLS + jl],
                            ss[(4u * v + 2u) * COLS + jl], ss[(4u * v + 3u) * COLS + jl]);
             [[unroll]] for (uint u = 0u; u < NO; ++u) {
                 uint t = tr + u * RG;
-                if (t < m) y[u] += dot(qw[t * DKV + v], sv);
+                if (t < m) acc[u] = fma(qw[t * DKV + v], sv, acc[u]);
             }
         }
         [[unroll]] for (uint u = 0u; u < NO; ++u) {
             uint t = tr + u * RG;
-            if (t < m) y[u] *= gc[t];
+            y[u] = t < m ? gc[t] * dot(acc[u], vec4(1.0)) : 0.0;
         }
         barrier();  // q is read: its rows become the right-hand side of W
         // From here on k is only needed in the state update: scale its rows by Γ[last][t] now.
@@ -219,19 +221,18 @@ void main() {
         }
 
         // D = U - W S0 (a thread reads and writes only its own entries of ud).
-        float d[NO];
-        [[unroll]] for (uint u = 0u; u < NO; ++u) d[u] = 0.0;
+        [[unroll]] for (uint u = 0u; u < NO; ++u) acc[u] = vec4(0.0);
         for (uint v = 0u; v < DV4; ++v) {
             vec4 sv = vec4(ss[(4u * v) * COLS + jl], ss[(4u * v + 1u) * COLS + jl],
                            ss[(4u * v + 2u) * COLS + jl], ss[(4u * v + 3u) * COLS + jl]);
             [[unroll]] for (uint u = 0u; u < NO; ++u) {
                 uint t = tr + u * RG;
-                if (t < m) d[u] += dot(qw[t * DKV + v], sv);
+                if (t < m) acc[u] = fma(qw[t * DKV + v], sv, acc[u]);
             }
         }
         [[unroll]] for (uint u = 0u; u < NO; ++u) {
             uint t = tr + u * RG;
-            if (t < m) ud[t * COLS + jl] -= d[u];
+            if (t < m) ud[t * COLS + jl] -= dot(acc[u], vec4(1.0));
         }
         barrier();
 
