@@ -26,8 +26,8 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_PROFILE", "bool", "0",
          "time each kernel role on the device and print the table when the model closes"},
         {"DELTALLM_VK_DECODE_FUSION", "bool", "1",
-         "Vulkan decode: run each RMSNorm as the epilogue of the GEMV before it and the SwiGLU "
-         "in the down projection (0: separate stages)"},
+         "Vulkan decode: run each RMSNorm as the epilogue of the GEMV before it (0: separate "
+         "stages)"},
         {"DELTALLM_VK_SPEED", "bool", "0",
          "run the Vulkan GEMV bandwidth report (test GemvSpeed.Report) instead of skipping it"},
         {"DELTALLM_PIPELINE_CACHE", "string", "~/.cache/deltallm",

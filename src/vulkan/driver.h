@@ -26,9 +26,8 @@ struct DriverOptions {
     // stderr when the driver closes (--profile, DELTALLM_VK_PROFILE=1).
     bool profile = profile_from_env();
     static bool profile_from_env();
-    // The decode token command runs each RMSNorm as the epilogue of the GEMV before it and the
-    // SwiGLU inside the down projection's x loads (DELTALLM_VK_DECODE_FUSION; off: separate
-    // stages, for comparison).
+    // The decode token command runs each RMSNorm as the epilogue of the GEMV before it
+    // (DELTALLM_VK_DECODE_FUSION; off: separate stages, for comparison).
     bool fused_decode = fused_decode_from_env();
     static bool fused_decode_from_env();
 };

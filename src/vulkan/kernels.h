@@ -177,9 +177,9 @@ class Kernels {
     // not overlap), q/k L2 norms and gates, the delta rule with the state on chip, the
     // gated RMSNorm. Other offsets as in DeltaNetStep, each now the start of n rows of its
     // quantity. `scan` picks the scan module (tests use it to reach every one; `best` takes the
-    // chunked (WY) form where the device's shared memory holds its chunks, else the fastest
-    // token scan the device has: xor shuffles, else clustered adds, else one thread per column
-    // without subgroup operations); a forced module the device lacks is an error.
+    // fastest measured on an H200: the token scan with xor shuffles, else with clustered adds,
+    // else the chunked (WY) form where the device's shared memory holds its chunks, else the
+    // token scan with one thread per column); a forced module the device lacks is an error.
     enum class DeltaNetScan { best, clustered, shuffle, plain, chunked };
     static std::optional<Decline> deltanet_rows_supported(const Features& f, uint32_t d_k,
                                                           uint32_t d_v, uint32_t conv_kernel);
