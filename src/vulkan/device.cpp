@@ -209,6 +209,8 @@ Query query(VkPhysicalDevice pd) {
     f.robust_buffer_access = feats.features.robustBufferAccess;
     f.int64 = feats.features.shaderInt64;
     f.int16 = feats.features.shaderInt16;
+    f.memory_model = f12.vulkanMemoryModel;
+    f.memory_model_device_scope = f12.vulkanMemoryModelDeviceScope;
     f.storage_16bit = f11.storageBuffer16BitAccess;
     f.storage_8bit = f12.storageBuffer8BitAccess;
     f.float16 = f12.shaderFloat16;
@@ -362,12 +364,14 @@ bool Features::supports(Variant v) const {
     switch (v) {
         case Variant::scalar:
             return true;
+        // The cooperative-matrix modules declare the Vulkan memory model.
         case Variant::nv_coopmat:
-            return f16 && nv_coopmat && has_shape(nv_f16_shapes, 16, 16, 16);
+            return f16 && memory_model && nv_coopmat && has_shape(nv_f16_shapes, 16, 16, 16);
         case Variant::khr_coopmat:
-            return f16 && khr_coopmat && has_shape(khr_f16_shapes, 16, 16, 16);
+            return f16 && memory_model && khr_coopmat && has_shape(khr_f16_shapes, 16, 16, 16);
         case Variant::nv_coopmat2:
-            return f16 && nv_coopmat2 && khr_coopmat && has_shape(khr_f16_shapes, 16, 16, 16);
+            return f16 && memory_model && nv_coopmat2 && khr_coopmat &&
+                   has_shape(khr_f16_shapes, 16, 16, 16);
     }
     return false;
 }
@@ -578,6 +582,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
     f12.shaderInt8 = f.int8;
     // Only the block-decoding GEMM tiles take buffer addresses (inside the decode functions).
     f12.bufferDeviceAddress = f.nv_coopmat2_blocks;
+    f12.vulkanMemoryModel = f.memory_model;
+    f12.vulkanMemoryModelDeviceScope = f.memory_model_device_scope;
     bool v13 = f.api_version >= VK_API_VERSION_1_3;
     if (v13) {
         f13.subgroupSizeControl = f.subgroup_size_control;

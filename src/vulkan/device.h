@@ -48,7 +48,9 @@ struct Features {
     bool float16 = false;        // shaderFloat16
     bool int8 = false;           // shaderInt8
     bool int64 = false;
-    bool int16 = false;        // shaderInt16
+    bool int16 = false;  // shaderInt16
+    // The Vulkan memory model (the cooperative-matrix modules declare it).
+    bool memory_model = false, memory_model_device_scope = false;
     bool integer_dot = false;  // VK_KHR_shader_integer_dot_product
     bool robust_buffer_access = false;
 
