@@ -243,13 +243,14 @@ TEST_P(GemvFused, SwigluAndNormTogether) {
     check_fused(dev, rec, m, x_offset(c), true, true, true);
 }
 
-// Rows not a multiple of the 4 rows a workgroup (2 rows: one workgroup, which is also the last);
-// rows of several blocks; long rows that take several passes of the workgroup. Few cases a
-// format: each is a pipeline per variant, compiled at the suite's first run (seconds on
-// lavapipe); GemvFusedModule adds other shapes of Q4_0, Q8_0, Q5_K and Q6_K.
+// Rows not a multiple of the 4 rows a workgroup (2 rows: one workgroup, which is also the last;
+// 603 rows: more than one batch of the norm's loads); rows of several blocks; long rows that take
+// several passes of the workgroup. Few cases a format: each is a pipeline per variant, compiled at
+// the suite's first run (seconds on lavapipe); GemvFusedModule adds other shapes of Q4_0, Q8_0,
+// Q5_K and Q6_K.
 INSTANTIATE_TEST_SUITE_P(
     Formats, GemvFused,
-    ::testing::Values(FusedCase{QType::F32, 7, 45}, FusedCase{QType::F32, 66, 300},
+    ::testing::Values(FusedCase{QType::F32, 603, 45}, FusedCase{QType::F32, 66, 300},
                       FusedCase{QType::F16, 5, 77}, FusedCase{QType::F16, 34, 200},
                       FusedCase{QType::Q4_0, 2, 32}, FusedCase{QType::Q8_0, 130, 1024},
                       FusedCase{QType::Q4_K, 67, 768}, FusedCase{QType::Q4_K, 258, 4096},
@@ -304,7 +305,9 @@ INSTANTIATE_TEST_SUITE_P(
                       FusedModuleCase{QType::Q8_0, 11, 96, 16, 5, 1, true, false},
                       FusedModuleCase{QType::Q4_0, 9, 160, 128, 2, 4, false, true},
                       FusedModuleCase{QType::F16, 5, 77, 32, 3, 2, false, true},
-                      FusedModuleCase{QType::F32, 7, 45, 64, 1, 3, true, false}),
+                      FusedModuleCase{QType::F32, 7, 45, 64, 1, 3, true, false},
+                      // More rows than the norm's batches of 16 a thread cover at once.
+                      FusedModuleCase{QType::Q4_0, 301, 64, 16, 4, 2, false, true}),
     [](const auto& info) {
         const FusedModuleCase& s = info.param;
         return std::string(qtype_name(s.type)) + "_" + std::to_string(s.rows) + "x" +

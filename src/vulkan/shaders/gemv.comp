@@ -263,6 +263,7 @@ shared float partial[ROWS][WG];
 
 #if defined(NORM_EPILOGUE)
 shared uint last_group;  // 1 in the workgroup that finished last
+const uint NORM_BATCH = 16u;
 
 // The sum of v over the workgroup, through the same partials as the row sums.
 float group_sum(float v) {
@@ -301,14 +302,31 @@ void norm_epilogue() {
     // Acquire: every other group's rows were released before its increment, which came before
     // ours; reads of the coherent y after this fence see them.
     memoryBarrierBuffer();
+    // One workgroup reads all of y (4096 floats for a 9B: 32 a thread), so the loads go out in
+    // batches of NORM_BATCH independent ones, a memory latency a batch instead of one a value.
     float ss = 0.0;
-    for (uint i = tid; i < p.nrows; i += WG) {
-        float v = y[p.y_off + i];
-        ss += v * v;
+    for (uint base = tid; base < p.nrows; base += NORM_BATCH * WG) {
+        float v[NORM_BATCH];
+        [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) {
+            uint i = base + k * WG;
+            v[k] = i < p.nrows ? y[p.y_off + i] : 0.0;
+        }
+        [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) ss += v[k] * v[k];
     }
     // rms_norm.comp's formula: y / sqrt(mean(y²) + eps) · w.
     float scale = inversesqrt(group_sum(ss) / float(p.nrows) + p.eps);
-    for (uint i = tid; i < p.nrows; i += WG) y[p.xn_off + i] = y[p.y_off + i] * scale * norm_w[i];
+    for (uint base = tid; base < p.nrows; base += NORM_BATCH * WG) {
+        float v[NORM_BATCH], w[NORM_BATCH];
+        [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) {
+            uint i = base + k * WG;
+            v[k] = i < p.nrows ? y[p.y_off + i] : 0.0;
+            w[k] = i < p.nrows ? norm_w[i] : 0.0;
+        }
+        [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) {
+            uint i = base + k * WG;
+            if (i < p.nrows) y[p.xn_off + i] = v[k] * scale * w[k];
+        }
+    }
     // The next dispatch that counts on this word comes after a pipeline barrier.
     if (tid == 0u) atomicExchange(counter[p.counter_idx], 0u);
 }
