@@ -67,6 +67,11 @@ class ValidationCheck : public ::testing::Environment {
         // Devices the drivers under test opened themselves (their messages are in the log).
         else if (Device::validation_errors_all() > 0)
             ADD_FAILURE() << Device::validation_errors_all() << " Vulkan validation errors";
+        // Closed here, not at static destruction: by then a layer may already be unloaded (the
+        // validation layer crashed there on an H200 when closing the shared device).
+        e.kernels.reset();
+        e.pipes.reset();
+        e.dev.reset();
     }
 };
 inline ::testing::Environment* const validation_check =
