@@ -25,7 +25,7 @@ const std::vector<Var>& all() {
          "enable the Khronos validation layer and fail on its messages"},
         {"DELTALLM_VK_PROFILE", "bool", "0",
          "time each kernel role on the device and print the table when the model closes"},
-        {"DELTALLM_VK_DECODE_FUSION", "bool", "0",
+        {"DELTALLM_VK_DECODE_FUSION", "bool", "1",
          "Vulkan decode: run each RMSNorm as the epilogue of the GEMV before it (0: separate "
          "stages)"},
         {"DELTALLM_VK_SPEED", "bool", "0",
