@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The kernel speed reports and per-role profiles behind docs/PERF.md, in one call on the GPU
+# machine. Here (prepare): packs a build's deltallm and test_vulkan (stripped, with the libfmt
+# they link) xz-compressed into .devrun/reports.tar.xz:
+#   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
+# There (run), carrying ".gl" and ".devrun":
+#   [PARTS="gemm gemv window profile fusion"] scripts/vk/device_reports.sh run
+# gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
+# gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
+# window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
+# profile: deltallm bench --profile on synthetic Qwen3.5-9B and 0.8B Q4_K_M (pp512, pp2048, tg64)
+# fusion:  decode tg128 with DELTALLM_VK_DECODE_FUSION=0 and 1, two alternating rounds
+# Output goes to stdout and $OUT/reports.txt.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+pack=$repo/.tools/device-reports
+if [ "${1:-run}" = prepare ]; then
+    set -e
+    build=${BUILD_DIR:-$repo/build-vk}
+    rm -rf "$pack" && mkdir -p "$pack/lib"
+    cp "$build/deltallm" "$build/tests/test_vulkan" "$pack/"
+    cp -L /lib/x86_64-linux-gnu/libfmt.so.9 "$pack/lib/"
+    strip --strip-unneeded "$pack/deltallm" "$pack/test_vulkan"
+    mkdir -p "$repo/.devrun"
+    tar -C "$repo/.tools" -cf - device-reports | xz -6 -T2 >"$repo/.devrun/reports.tar.xz"
+    du -sh "$repo/.devrun/reports.tar.xz"
+    exit 0
+fi
+out=${OUT:-/tmp/device_reports_out}
+mkdir -p "$out"
+cd "$repo"
+exec > >(tee "$out/reports.txt") 2>&1
+python3 -c "import tarfile; tarfile.open('.devrun/reports.tar.xz').extractall('.tools')"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+export LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export DELTALLM_TEST_TMP=$(mktemp -d)
+tv=$pack/test_vulkan
+ours=$pack/deltallm
+"$ours" info --devices 2>&1 | tail -4
+report() { DELTALLM_VK_SPEED=1 timeout 180 "$tv" --gtest_filter="$1" 2>&1 | grep -v '^\[\|^Running\|^Note\|^$'; }
+for part in ${PARTS:-gemm gemv window profile fusion}; do
+    echo "== $part"
+    case $part in
+        gemm) report 'GemmSpeed*' ;;
+        gemv) report 'GemvSpeed*' ;;
+        window) report 'WindowAttentionSpeed*:DeltaNetWindowSpeed*' ;;
+        profile | fusion)
+            for s in 9b 0.8b; do
+                m=/tmp/qwen35-$s-q4_k_m.gguf
+                [ -f "$m" ] || "$ours" synth --arch qwen35 --shape "$s" -t q4_k_m -o "$m" >/dev/null
+                if [ "$part" = profile ]; then
+                    timeout 150 "$ours" bench -m "$m" --device vulkan -p 512,2048 -n 64 -r 2 --profile 2>&1
+                else
+                    for round in 1 2; do
+                        for fu in 0 1; do
+                            echo "$s fusion $fu: $(DELTALLM_VK_DECODE_FUSION=$fu timeout 60 "$ours" bench -m "$m" \
+                                --device vulkan -p 0 -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+                        done
+                    done
+                fi
+            done
+            ;;
+    esac
+done
