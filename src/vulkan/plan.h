@@ -52,7 +52,7 @@ struct Plan {
     // Prefill window rows; 0 when prefill must replay the token command (window_decline says why).
     int64_t window = 0;
     std::string window_decline;
-    uint64_t window_x16_bytes = 0;    // F16 copy of the widest GEMM input of a window (0: none)
+    uint64_t window_x16_bytes = 0;  // F16 copy of the widest GEMM input of a window (0: none)
     // F16 expansion of the largest quantized layer matrix, for the NV cooperative matrix 2 tiles
     // of a window (Kernels::gemm; 0: none). The resident weights stay in their blocks.
     uint64_t window_w16_bytes = 0;

@@ -250,9 +250,8 @@ TEST(VulkanKernels, MatmulF16AllSupportedVariants) {
     for (Variant v :
          {Variant::scalar, Variant::nv_coopmat, Variant::khr_coopmat, Variant::nv_coopmat2}) {
         if (!f.supports(v)) continue;
-        for (auto [m, n, k] :
-             {std::tuple{32u, 48u, 64u}, std::tuple{16u, 16u, 16u}, std::tuple{7u, 19u, 33u},
-              std::tuple{7u, 19u, 40u}}) {
+        for (auto [m, n, k] : {std::tuple{32u, 48u, 64u}, std::tuple{16u, 16u, 16u},
+                               std::tuple{7u, 19u, 33u}, std::tuple{7u, 19u, 40u}}) {
             std::vector<float> af = randn((size_t)m * k, m + n), wf = randn((size_t)n * k, k);
             std::vector<uint16_t> ah(af.size()), wh(wf.size());
             for (size_t i = 0; i < af.size(); ++i) ah[i] = f32_to_f16(af[i]);
