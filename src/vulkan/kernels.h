@@ -138,12 +138,13 @@ class Kernels {
     // cooperative-matrix tiles, 2 their products (the results are then wrong). 0 otherwise.
     uint32_t gemm_ablate = 0;
     // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step. gemm()
-    // picks one from the shape (gemm_cm2_tile); a nonzero gemm_tile forces one (speed report).
+    // picks one from the weight type and the rows (gemm_cm2_tile); a nonzero gemm_tile forces one
+    // (speed report).
     struct GemmTile {
         uint32_t bm = 0, bn = 0, bk = 0;
     };
     GemmTile gemm_tile;
-    GemmTile gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows) const;
+    GemmTile gemm_cm2_tile(QType t, uint32_t n_rows) const;
     // Tests and the speed report: 0 never expands W to F16, 1 always does when given a scratch,
     // -1 (every real use) decides by the window's rows.
     int gemm_expand = -1;

@@ -103,7 +103,7 @@ void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t
     cl.dispatch(k, {x, h}, p, gx, gy);
 }
 
-Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows) const {
+Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t n_rows) const {
     if (gemm_tile.bm) return gemm_tile;
     // Measured on an H200 (GemmSpeed.Report, 512 rows): F16 weights run best in 128x128x64
     // tiles (128 TFLOP/s); weights decoded inside the tensor loads in 64x128x32 (54 TFLOP/s),
@@ -113,7 +113,6 @@ Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows
         g.bn = 32;
     else if (n_rows <= 64)
         g.bn = 64;
-    (void)rows;
     return g;
 }
 
@@ -147,7 +146,7 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
             mw = w16;
             p.row_bytes = cols * 2;
         }
-        const GemmTile g = gemm_cm2_tile(mt, rows, n_rows);
+        const GemmTile g = gemm_cm2_tile(mt, n_rows);
         const Kernel& k = pipes_.get(gemm_module(mt, Variant::nv_coopmat2), 3, sizeof(GemmPush),
                                      {kCm2Invocations, g.bm, g.bn, g.bk});
         cl.dispatch(k, {mw, x16, y}, p, (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn);

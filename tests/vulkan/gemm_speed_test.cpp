@@ -31,12 +31,7 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
     std::vector<float> wf((size_t)kDistinct * c.cols), x((size_t)c.m * c.cols);
     for (float& v : wf) v = nd(rng);
     for (float& v : x) v = nd(rng);
-    std::vector<uint8_t> wq(rb * kDistinct);
-    std::vector<float> deq(wf.size());
-    for (uint32_t r = 0; r < kDistinct; ++r) {
-        quant::quantize(c.type, wf.data() + (size_t)r * c.cols, wq.data() + r * rb, c.cols);
-        quant::dequantize(c.type, wq.data() + r * rb, deq.data() + (size_t)r * c.cols, c.cols);
-    }
+    const auto [wq, deq] = test::quantize_rows(c.type, wf, kDistinct, c.cols);
     std::vector<uint8_t> tiled((rb * c.rows + 3) / 4 * 4 + 4, 0);
     for (uint32_t r = 0; r < c.rows; ++r)
         std::copy_n(wq.data() + (r % kDistinct) * rb, rb, tiled.data() + r * rb);
@@ -95,7 +90,7 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
         K.gemm_ablate = 0;
         const bool expanded =
             Kernels::gemm_uses_cm2(f, v) && K.gemm_expands(c.type, c.rows, c.cols, c.m, view(w16));
-        const Kernels::GemmTile g = K.gemm_cm2_tile(expanded ? QType::F16 : c.type, c.rows, c.m);
+        const Kernels::GemmTile g = K.gemm_cm2_tile(expanded ? QType::F16 : c.type, c.m);
         K.gemm_tile = {};
         K.gemm_expand = -1;
         const std::string shape =

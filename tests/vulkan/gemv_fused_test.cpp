@@ -29,16 +29,8 @@ struct Matrix {
 };
 
 Matrix make_matrix(QType t, uint32_t rows, uint32_t cols, uint32_t seed, float scale = 1.f) {
-    Matrix m{t, rows, cols, {}, {}};
-    std::vector<float> wf = randn((size_t)rows * cols, seed, scale);
-    size_t rb = row_size(t, cols);
-    m.blocks.resize((rb * rows + 3) / 4 * 4 + 4, 0);
-    m.deq.resize((size_t)rows * cols);
-    for (uint32_t r = 0; r < rows; ++r) {
-        quant::quantize(t, wf.data() + (size_t)r * cols, m.blocks.data() + r * rb, cols);
-        quant::dequantize(t, m.blocks.data() + r * rb, m.deq.data() + (size_t)r * cols, cols);
-    }
-    return m;
+    auto q = test::quantize_rows(t, randn((size_t)rows * cols, seed, scale), rows, cols);
+    return Matrix{t, rows, cols, std::move(q.blocks), std::move(q.values)};
 }
 
 double silu_mul(double g, double u) {

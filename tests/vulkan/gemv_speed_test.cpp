@@ -43,12 +43,7 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
     std::vector<float> wf((size_t)kDistinct * c.cols), x(c.cols);
     for (float& v : wf) v = nd(rng);
     for (float& v : x) v = nd(rng);
-    std::vector<uint8_t> wq(rb * kDistinct);
-    std::vector<float> deq(wf.size());
-    for (uint32_t r = 0; r < kDistinct; ++r) {
-        quant::quantize(c.type, wf.data() + (size_t)r * c.cols, wq.data() + r * rb, c.cols);
-        quant::dequantize(c.type, wq.data() + r * rb, deq.data() + (size_t)r * c.cols, c.cols);
-    }
+    const auto [wq, deq] = test::quantize_rows(c.type, wf, kDistinct, c.cols);
     std::vector<double> ref(kDistinct), mag(kDistinct);
     for (uint32_t r = 0; r < kDistinct; ++r)
         for (uint32_t i = 0; i < c.cols; ++i) {

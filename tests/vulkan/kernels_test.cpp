@@ -33,13 +33,7 @@ void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, u
                 uint32_t x_off) {
     ASSERT_TRUE(quant::can_quantize(t));
     std::vector<float> wf = randn((size_t)rows * cols, 7 + rows * 31 + cols);
-    size_t rb = row_size(t, cols);
-    std::vector<uint8_t> wq(rb * rows);
-    for (uint32_t r = 0; r < rows; ++r)
-        quant::quantize(t, wf.data() + (size_t)r * cols, wq.data() + r * rb, cols);
-    std::vector<float> deq((size_t)rows * cols);
-    for (uint32_t r = 0; r < rows; ++r)
-        quant::dequantize(t, wq.data() + r * rb, deq.data() + (size_t)r * cols, cols);
+    auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
     std::vector<float> x = randn(cols + x_off, 99);
     const uint32_t y_off = 3;
 
@@ -51,10 +45,8 @@ void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, u
             mag[r] += std::fabs((double)deq[(size_t)r * cols + c] * x[x_off + c]);
         }
 
-    // Pad the weight buffer by a word so the byte reads of the last (unaligned) block stay inside.
-    std::vector<uint8_t> wpad = wq;
-    wpad.resize((wq.size() + 3) / 4 * 4 + 4, 0);
-    Buffer w = test::to_device(dev, wpad);
+    // quantize_rows pads the blocks by a word: the last (unaligned) block's reads stay inside.
+    Buffer w = test::to_device(dev, wq);
     Buffer xb = test::to_device(dev, x);
     for (bool acc : {false, true}) {
         Buffer y = test::poisoned(dev, rows + y_off + 4);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/env.h"
+#include "quant/quant.h"
 #include "vulkan/device.h"
 #include "vulkan/kernels.h"
 #include "vulkan/pipeline.h"
@@ -147,6 +148,25 @@ Buffer to_device(Device& dev, const std::vector<T>& v, size_t pad_bytes = 0) {
     Buffer b = dev.create_buffer(v.size() * sizeof(T) + pad_bytes, MemoryKind::device);
     if (!v.empty()) dev.upload(b, 0, v.data(), v.size() * sizeof(T));
     return b;
+}
+
+// Rows of weights w (rows × cols) in type t's GGUF blocks, with a spare word past the last
+// block as the plan keeps after a matrix, and the blocks dequantized again on the CPU: the exact
+// values a kernel multiplies.
+struct QuantizedRows {
+    std::vector<uint8_t> blocks;
+    std::vector<float> values;
+};
+inline QuantizedRows quantize_rows(QType t, const std::vector<float>& w, uint32_t rows,
+                                   uint32_t cols) {
+    const size_t rb = row_size(t, cols);
+    QuantizedRows q{std::vector<uint8_t>((rb * rows + 3) / 4 * 4 + 4, 0),
+                    std::vector<float>((size_t)rows * cols)};
+    for (uint32_t r = 0; r < rows; ++r) {
+        quant::quantize(t, w.data() + (size_t)r * cols, q.blocks.data() + r * rb, cols);
+        quant::dequantize(t, q.blocks.data() + r * rb, q.values.data() + (size_t)r * cols, cols);
+    }
+    return q;
 }
 
 inline Buffer poisoned(Device& dev, size_t n_floats) {

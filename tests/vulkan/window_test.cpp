@@ -34,14 +34,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
     const auto [t, rows, cols] = GetParam();
     if (auto d = Kernels::gemm_supported(dev.features(), t)) GTEST_SKIP() << d->reason;
     std::vector<float> wf = randn((size_t)rows * cols, 11 + rows + cols);
-    const size_t rb = row_size(t, cols);
-    std::vector<uint8_t> wq(rb * rows);
-    for (uint32_t r = 0; r < rows; ++r)
-        quant::quantize(t, wf.data() + (size_t)r * cols, wq.data() + r * rb, cols);
-    std::vector<float> deq((size_t)rows * cols);
-    for (uint32_t r = 0; r < rows; ++r)
-        quant::dequantize(t, wq.data() + r * rb, deq.data() + (size_t)r * cols, cols);
-    wq.resize((wq.size() + 3) / 4 * 4 + 4, 0);  // the spare word the plan keeps after a matrix
+    const auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
     Buffer w = test::to_device(dev, wq);
 
     // Each tile family the device runs: the F32 tiles, the KHR tiles (any y_off), and the NV
@@ -160,14 +153,7 @@ TEST(DequantF16, MatchesDequantizedRows) {
           std::tuple{QType::Q4_K, 5u, 512u}, std::tuple{QType::Q5_K, 3u, 256u},
           std::tuple{QType::Q6_K, 6u, 256u}}) {
         std::vector<float> wf = randn((size_t)rows * cols, rows + cols);
-        const size_t rb = row_size(t, cols);
-        std::vector<uint8_t> wq(rb * rows);
-        std::vector<float> deq((size_t)rows * cols);
-        for (uint32_t r = 0; r < rows; ++r) {
-            quant::quantize(t, wf.data() + (size_t)r * cols, wq.data() + r * rb, cols);
-            quant::dequantize(t, wq.data() + r * rb, deq.data() + (size_t)r * cols, cols);
-        }
-        wq.resize((wq.size() + 3) / 4 * 4 + 4, 0);
+        const auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
         Buffer w = test::to_device(dev, wq);
         const size_t n = (size_t)rows * cols;
         Buffer h = test::poisoned(dev, n / 2 + 4);
