@@ -186,6 +186,13 @@ void record_launcher(Kernels& K, CommandList& cl, const Matrix& m, View w, View 
     K.gemv_fused(cl, m.type, w, m.rows, m.cols, act, a.x_off, act, a.h_off, acc, fu);
 }
 
+// The launcher as check_fused() records it.
+auto launcher(Kernels& K) {
+    return
+        [&K](CommandList& cl, const Matrix& m, View w, View act, const Act& a, bool acc, View nw,
+             View cnt, uint32_t idx) { record_launcher(K, cl, m, w, act, a, acc, nw, cnt, idx); };
+}
+
 struct FusedCase {
     QType type;
     uint32_t rows, cols;
@@ -208,9 +215,7 @@ TEST_P(GemvFused, NormEpilogueMatchesReference) {
     VK_TEST_DEVICE();
     const FusedCase c = GetParam();
     const Matrix m = make_matrix(c.type, c.rows, c.cols, 11 + c.rows + c.cols);
-    auto rec = [&](CommandList& cl, const Matrix& mm, View w, View act, const Act& a, bool acc,
-                   View nw, View cnt,
-                   uint32_t idx) { record_launcher(K, cl, mm, w, act, a, acc, nw, cnt, idx); };
+    auto rec = launcher(K);
     // Accumulating, as the token command does, and writing (h poisoned before).
     for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), false, true, acc);
 }
@@ -219,9 +224,7 @@ TEST_P(GemvFused, SwigluInputMatchesReference) {
     VK_TEST_DEVICE();
     const FusedCase c = GetParam();
     const Matrix m = make_matrix(c.type, c.rows, c.cols, 13 + c.rows + c.cols);
-    auto rec = [&](CommandList& cl, const Matrix& mm, View w, View act, const Act& a, bool acc,
-                   View nw, View cnt,
-                   uint32_t idx) { record_launcher(K, cl, mm, w, act, a, acc, nw, cnt, idx); };
+    auto rec = launcher(K);
     for (bool acc : {false, true}) check_fused(dev, rec, m, x_offset(c), true, false, acc);
 }
 
@@ -229,9 +232,7 @@ TEST_P(GemvFused, SwigluAndNormTogether) {
     VK_TEST_DEVICE();
     const FusedCase c = GetParam();
     const Matrix m = make_matrix(c.type, c.rows, c.cols, 17 + c.rows + c.cols);
-    auto rec = [&](CommandList& cl, const Matrix& mm, View w, View act, const Act& a, bool acc,
-                   View nw, View cnt,
-                   uint32_t idx) { record_launcher(K, cl, mm, w, act, a, acc, nw, cnt, idx); };
+    auto rec = launcher(K);
     check_fused(dev, rec, m, x_offset(c), true, true, true);
 }
 
