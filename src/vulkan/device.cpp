@@ -124,12 +124,15 @@ Query query(VkPhysicalDevice pd) {
         make<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
     auto m4 = make<VkPhysicalDeviceMaintenance4Properties>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES);
+    auto idp = make<VkPhysicalDeviceShaderIntegerDotProductProperties>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES);
     auto props = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     props.pNext = &sg;
     sg.pNext = &drv;
     if (v13) {
         drv.pNext = &sgc;
         sgc.pNext = &m4;
+        m4.pNext = &idp;
     }
 #ifdef VK_NV_cooperative_matrix2
     auto cm2p = make<VkPhysicalDeviceCooperativeMatrix2PropertiesNV>(
@@ -216,7 +219,9 @@ Query query(VkPhysicalDevice pd) {
     f.float16 = f12.shaderFloat16;
     f.int8 = f12.shaderInt8;
     f.subgroup_size_control = v13 && f13.subgroupSizeControl && f13.computeFullSubgroups;
-    f.integer_dot = v13 || has_extension(q.exts, "VK_KHR_shader_integer_dot_product");
+    // Integer dot products are core in Vulkan 1.3 (the feature must be enabled to be used).
+    f.integer_dot = v13 && f13.shaderIntegerDotProduct;
+    f.integer_dot_fast = f.integer_dot && idp.integerDotProduct4x8BitPackedSignedAccelerated;
     f.timestamps = lim.timestampComputeAndGraphics;
 
     if (has_nv && cm_nv.cooperativeMatrix && vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
@@ -427,7 +432,8 @@ std::string describe_devices() {
         out += fmt::format(
             "  16-bit storage {}, float16 {}, int8 {}, integer dot {}, timestamps {}\n",
             f.storage_16bit ? "yes" : "no", f.float16 ? "yes" : "no", f.int8 ? "yes" : "no",
-            f.integer_dot ? "yes" : "no", f.timestamps ? "yes" : "no");
+            f.integer_dot ? (f.integer_dot_fast ? "yes (accelerated)" : "yes") : "no",
+            f.timestamps ? "yes" : "no");
         out += fmt::format(
             "  cooperative matrix: NV {}, KHR {}, NV2 {}{}\n", f.nv_coopmat ? "yes" : "no",
             f.khr_coopmat ? "yes" : "no", f.nv_coopmat2 ? "yes" : "no",
@@ -589,6 +595,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         f13.subgroupSizeControl = f.subgroup_size_control;
         f13.computeFullSubgroups = f.subgroup_size_control;
         f13.maintenance4 = VK_TRUE;
+        f13.shaderIntegerDotProduct = f.integer_dot;
         *tail = &f13;
         tail = &f13.pNext;
     }

@@ -51,7 +51,8 @@ struct Features {
     bool int16 = false;  // shaderInt16
     // The Vulkan memory model (the cooperative-matrix modules declare it).
     bool memory_model = false, memory_model_device_scope = false;
-    bool integer_dot = false;  // VK_KHR_shader_integer_dot_product
+    bool integer_dot = false;       // shaderIntegerDotProduct (Vulkan 1.3)
+    bool integer_dot_fast = false;  // 4x8-bit packed signed dot products run in hardware
     bool robust_buffer_access = false;
 
     // Subgroups.

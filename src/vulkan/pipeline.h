@@ -77,7 +77,12 @@ class CommandList {
         dispatch(k, bindings, static_cast<const void*>(&push), gx, gy, gz);
     }
     // Makes every earlier shader write visible to every later shader read (and transfers).
+    // Everything recorded before completes (and its shader writes are visible) before the
+    // dispatches recorded after start. Compute on both sides: a stage of the token command
+    // waits for nothing more than the dispatches before it.
     void barrier();
+    // The same with transfers (copy()) on either side.
+    void transfer_barrier();
     void copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t n);
     // Timestamps for --profile: mark(label) after a stretch of work (a no-op unless enabled);
     // times() after a submit gives the milliseconds of each stretch since the previous mark (or
