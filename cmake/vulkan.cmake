@@ -79,6 +79,21 @@ foreach(v nv_coopmat khr_coopmat nv_coopmat2)
   endif()
 endforeach()
 message(STATUS "Vulkan: shader variants built: ${DELTALLM_VK_VARIANTS}")
+# The GEMVs over x rounded to bytes use GL_EXT_integer_dot_product, which older glslc lack.
+file(WRITE ${_vk_probe_dir}/integer_dot.comp [=[
+#version 450
+#extension GL_EXT_integer_dot_product : require
+layout(local_size_x = 32) in;
+layout(binding = 0) buffer B { int d[]; };
+void main() { d[0] = dotPacked4x8EXT(d[1], d[2]); }
+]=])
+execute_process(COMMAND ${_vk_glslc} --target-env=vulkan1.2 -o ${_vk_probe_dir}/integer_dot.spv ${_vk_probe_dir}/integer_dot.comp
+                RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+set(DELTALLM_VK_INTEGER_DOT OFF)
+if(_rc EQUAL 0)
+  set(DELTALLM_VK_INTEGER_DOT ON)
+endif()
+message(STATUS "Vulkan: integer dot product GEMVs built: ${DELTALLM_VK_INTEGER_DOT}")
 
 # The shader table: NAME SOURCE [DEFINES d1 d2 ...] [VARIANTS v1 v2 ...]. A shader with VARIANTS
 # is built once per listed variant that the compiler supports (named NAME@variant, compiled with
@@ -153,6 +168,21 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
     dl_vk_shader(gemv_${t}_${fuse}_sg gemv.comp DEFINES ${_defs} SUBGROUP=1)
   endforeach()
 endforeach()
+# The block formats again over x rounded to bytes (_i8, integer dot products; see gemv.comp),
+# plain and with the RMSNorm epilogue.
+if(DELTALLM_VK_INTEGER_DOT)
+  foreach(t q4_0 q8_0 q4_k q5_k q6_k)
+    string(TOUPPER ${t} T)
+    foreach(fuse "" _norm)
+      set(_defs WTYPE_${T}=1 X_INT8=1)
+      if(fuse)
+        list(APPEND _defs NORM_EPILOGUE=1)
+      endif()
+      dl_vk_shader(gemv_${t}${fuse}_i8 gemv.comp DEFINES ${_defs})
+      dl_vk_shader(gemv_${t}${fuse}_i8_sg gemv.comp DEFINES ${_defs} SUBGROUP=1)
+    endforeach()
+  endforeach()
+endif()
 # Prefill GEMM tiles over the same formats: scalar, on KHR cooperative matrices, and on NV
 # cooperative matrix 2 block loads.
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)

@@ -4,12 +4,16 @@
 # they link) xz-compressed into .devrun/reports.tar.xz:
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
-#   [PARTS="gemm gemv window profile fusion"] scripts/vk/device_reports.sh run
+#   [PARTS="gemm gemv window profile fusion gemvx suite"] scripts/vk/device_reports.sh run
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
 # profile: deltallm bench --profile on synthetic Qwen3.5-9B and 0.8B Q4_K_M (pp512, pp2048, tg64)
 # fusion:  decode tg128 with DELTALLM_VK_DECODE_FUSION=0 and 1, two alternating rounds
+# gemvx:   decode tg128 with DELTALLM_VK_GEMV_X=global and auto, the same
+#          way, on Qwen3.5-9B, 0.8B and Qwen3-8B Q4_K_M, then the 9B's decode profile with each
+# suite:   the whole Vulkan test suite under the Khronos validation layer (needs the layer's deb
+#          in .gl): the counts and the number of validation messages; the log in $OUT
 # Output goes to stdout and $OUT/reports.txt.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,7 +44,20 @@ tv=$pack/test_vulkan
 ours=$pack/deltallm
 "$ours" info --devices 2>&1 | tail -4
 report() { DELTALLM_VK_SPEED=1 timeout 180 "$tv" --gtest_filter="$1" 2>&1 | grep -v '^\[\|^Running\|^Note\|^$'; }
-for part in ${PARTS:-gemm gemv window profile fusion}; do
+model() {  # synthesizes ARCH SHAPE once, prints its path
+    local m=/tmp/$1-$2-q4_k_m.gguf
+    [ -f "$m" ] || "$ours" synth --arch "$1" --shape "$2" -t q4_k_m -o "$m" >/dev/null
+    echo "$m"
+}
+ab() {  # VAR "VALUES" MODEL LABEL: tg128 for each value of VAR, two alternating rounds
+    for round in 1 2; do
+        for v in $2; do
+            echo "$4 $1=$v: $(env "$1=$v" timeout 60 "$ours" bench -m "$3" --device vulkan -p 0 \
+                -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+        done
+    done
+}
+for part in ${PARTS:-gemm gemv window profile fusion gemvx suite}; do
     echo "== $part"
     case $part in
         gemm) report 'GemmSpeed*' ;;
@@ -48,19 +65,30 @@ for part in ${PARTS:-gemm gemv window profile fusion}; do
         window) report 'WindowAttentionSpeed*:DeltaNetWindowSpeed*' ;;
         profile | fusion)
             for s in 9b 0.8b; do
-                m=/tmp/qwen35-$s-q4_k_m.gguf
-                [ -f "$m" ] || "$ours" synth --arch qwen35 --shape "$s" -t q4_k_m -o "$m" >/dev/null
+                m=$(model qwen35 $s)
                 if [ "$part" = profile ]; then
                     timeout 150 "$ours" bench -m "$m" --device vulkan -p 512,2048 -n 64 -r 2 --profile 2>&1
                 else
-                    for round in 1 2; do
-                        for fu in 0 1; do
-                            echo "$s fusion $fu: $(DELTALLM_VK_DECODE_FUSION=$fu timeout 60 "$ours" bench -m "$m" \
-                                --device vulkan -p 0 -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
-                        done
-                    done
+                    ab DELTALLM_VK_DECODE_FUSION "0 1" "$m" "qwen35 $s"
                 fi
             done
+            ;;
+        gemvx)
+            for am in "qwen35 9b" "qwen35 0.8b" "qwen3 8b"; do
+                ab DELTALLM_VK_GEMV_X "global auto" "$(model $am)" "$am"
+            done
+            for v in global auto; do
+                echo "qwen35 9b DELTALLM_VK_GEMV_X=$v profile:"
+                DELTALLM_VK_GEMV_X=$v timeout 60 "$ours" bench -m "$(model qwen35 9b)" --device vulkan \
+                    -p 0 -n 64 -r 2 --profile 2>&1 | grep -v "^|\|^$\|floors"
+            done
+            ;;
+        suite)
+            VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation DELTALLM_VK_VALIDATION=1 timeout 420 \
+                "$tv" --gtest_brief=1 >"$out/validation.log" 2>&1
+            echo "suite rc=$?"
+            grep -E "tests ran|PASSED|FAILED|SKIPPED \]" "$out/validation.log" | head -20
+            echo "validation messages: $(grep -c -i 'Validation Error\|VUID' "$out/validation.log")"
             ;;
     esac
 done

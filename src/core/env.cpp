@@ -28,6 +28,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_DECODE_FUSION", "bool", "1",
          "Vulkan decode: run each RMSNorm as the epilogue of the GEMV before it (0: separate "
          "stages)"},
+        {"DELTALLM_VK_GEMV_X", "string", "auto",
+         "how the Vulkan decode GEMVs over block formats read x: auto (per format, what measured "
+         "fastest), global (F32) or bytes (rounded to bytes, integer dot products)"},
         {"DELTALLM_VK_SPEED", "bool", "0",
          "run the Vulkan GEMV bandwidth report (test GemvSpeed.Report) instead of skipping it"},
         {"DELTALLM_PIPELINE_CACHE", "string", "~/.cache/deltallm",

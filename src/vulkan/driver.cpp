@@ -113,6 +113,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     D.upload(w->params, 0, params.data(), params.size() * 4);
     w->pipes = std::make_unique<Pipelines>(D);
     w->kernels = std::make_unique<Kernels>(D, *w->pipes);
+    w->kernels->gemv_x = opts.gemv_x;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
                                      MemoryKind::device);
@@ -135,6 +136,14 @@ bool DriverOptions::profile_from_env() {
 
 bool DriverOptions::fused_decode_from_env() {
     return env::get_bool("DELTALLM_VK_DECODE_FUSION");
+}
+
+Kernels::GemvX DriverOptions::gemv_x_from_env() {
+    const std::string s = env::get_string("DELTALLM_VK_GEMV_X");
+    if (s == "auto") return Kernels::GemvX::automatic;
+    if (s == "global") return Kernels::GemvX::global;
+    if (s == "bytes") return Kernels::GemvX::bytes;
+    fail("DELTALLM_VK_GEMV_X='{}': use auto, global or bytes", s);
 }
 
 ResidentDriver::~ResidentDriver() {
@@ -371,7 +380,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     stage("head");
     K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams);
     if (copy_logits) {
-        cl.barrier();
+        cl.transfer_barrier();
         cl.copy(s->logits_dev, 0, s->logits, 0, (uint64_t)hp.n_vocab * 4);
     }
     cl.mark("head");

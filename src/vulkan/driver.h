@@ -31,6 +31,9 @@ struct DriverOptions {
     // with separate stages (two rounds each); 0.8B: equal within the spread.
     bool fused_decode = fused_decode_from_env();
     static bool fused_decode_from_env();
+    // Kernels::gemv_x (DELTALLM_VK_GEMV_X: auto, global or bytes).
+    Kernels::GemvX gemv_x = gemv_x_from_env();
+    static Kernels::GemvX gemv_x_from_env();
 };
 
 // Device milliseconds by kernel role, summed over submits, per phase (decode, prefill).

@@ -210,6 +210,55 @@ static uint32_t gemv_slices(QType t, uint32_t cols) {
     }
 }
 
+// Shared memory of the GEMV for rows of `cols` read through path x: the row partials and, for
+// bytes, 48 bytes a block of 32 values of x (the values, the block's scale and sums).
+static uint32_t gemv_shared_bytes(Kernels::GemvX x, uint32_t cols, uint32_t wg, uint32_t rows) {
+    return (x == Kernels::GemvX::bytes ? cols / 32 * 48 : 0) + wg * rows * 4;
+}
+
+static bool gemv_block_type(QType t) {
+    switch (t) {
+        case QType::Q4_0:
+        case QType::Q8_0:
+        case QType::Q4_K:
+        case QType::Q5_K:
+        case QType::Q6_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+static const char* gemv_x_suffix(Kernels::GemvX x) {
+    return x == Kernels::GemvX::bytes ? "_i8" : "";
+}
+
+// The launcher's workgroup: as wide as the row has slices, up to 128 threads, and rows a
+// workgroup (see gemv_record).
+static uint32_t gemv_rows(Kernels::GemvX x) {
+    return x == Kernels::GemvX::bytes ? 8 : 4;
+}
+
+Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
+    const Features& f = dev_.features();
+    if (!gemv_block_type(t)) return GemvX::global;
+    GemvX x = gemv_x;
+    if (x == GemvX::automatic) {
+        // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): bytes for the nibble
+        // formats over rows of 4096+ (Qwen3-8B +5 %, Qwen3.5-9B within 1 %); F32 x for the rest
+        // (bytes: Q6_K up to 1.6x slower, Q8_0 equal, the 0.8B's 1024-wide rows 5 % slower).
+        x = GemvX::global;
+        if (f.integer_dot_fast && cols >= 4096 &&
+            (t == QType::Q4_K || t == QType::Q5_K || t == QType::Q4_0))
+            x = GemvX::bytes;
+    }
+    if (x == GemvX::bytes && !f.integer_dot) return GemvX::global;
+    if (gemv_shared_bytes(x, cols, 128, gemv_rows(x)) > f.max_shared_memory) return GemvX::global;
+    if (x != GemvX::global && find_module(std::string(gemv_module(t)) + gemv_x_suffix(x)).empty())
+        return GemvX::global;
+    return x;
+}
+
 void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                    uint32_t x_off, View y, uint32_t y_off, bool accumulate) {
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr);
@@ -229,8 +278,11 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     const Features& f = dev_.features();
     // Four rows share each x slice and put four independent weight loads in flight per thread;
     // the workgroup is as wide as the row has slices (one pass over short rows), at most 128
-    // threads so long rows still spread over enough workgroups to fill the device.
-    uint32_t kRows = 4;
+    // threads so long rows still spread over enough workgroups to fill the device. The byte
+    // path rounds x once per workgroup, so its workgroups take more rows.
+    const bool swiglu = fuse && fuse->up_off != kNone;
+    GemvX xp = swiglu ? GemvX::global : gemv_x_for(t, cols);
+    uint32_t kRows = gemv_rows(xp);
     uint32_t slices = gemv_slices(t, cols), want = 32;
     while (want < slices && want < 128) want *= 2;
     uint32_t wg = wg_size(want);
@@ -238,25 +290,30 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
         wg = wg_size(gemv_shape.threads);
         kRows = gemv_shape.rows;
     }
+    if (gemv_shared_bytes(xp, cols, wg, kRows) > f.max_shared_memory) xp = GemvX::global;
     // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide.
     uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
-    const bool swiglu = fuse && fuse->up_off != kNone;
     const bool norm = fuse && fuse->norm_w.buffer != VK_NULL_HANDLE;
     uint32_t x16 =
         x.offset % 16 == 0 && x_off % 4 == 0 && (!swiglu || fuse->up_off % 4 == 0) ? 1 : 0;
     std::string name = mod;
     if (swiglu) name += "_swiglu";
     if (norm) name += "_norm";
+    name += gemv_x_suffix(xp);
     if (f.subgroup_arithmetic) name += "_sg";
     const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
     auto [gx, gy] = grid(f, (rows + kRows - 1) / kRows);
+    // The shared copy of x is sized by the row (a pipeline per row length).
+    const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
     if (!swiglu && !norm) {
-        const Kernel& k = pipes_.get(name, 3, sizeof(GemvPush), {wg, kRows, w16, x16});
+        const Kernel& k =
+            pipes_.get(name, 3, sizeof(GemvPush), {wg, kRows, w16, x16, xblocks, gemv_ablate});
         GemvPush p{cols, rows, row_bytes, x_off, y_off, mode};
         cl.dispatch(k, {w, x, y}, p, gx, gy);
         return;
     }
-    const Kernel& k = pipes_.get(name, norm ? 5 : 3, sizeof(GemvFusedPush), {wg, kRows, w16, x16});
+    const Kernel& k = pipes_.get(name, norm ? 5 : 3, sizeof(GemvFusedPush),
+                                 {wg, kRows, w16, x16, xblocks, gemv_ablate});
     GemvFusedPush p{cols,         rows,         row_bytes,         x_off,    y_off, mode,
                     fuse->up_off, fuse->xn_off, fuse->counter_idx, fuse->eps};
     if (norm) {

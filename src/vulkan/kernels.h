@@ -25,6 +25,18 @@ class Kernels {
         uint32_t threads = 0, rows = 0;
     };
     GemvShape gemv_shape;
+    // For the GEMV speed report only: gemv.comp's ABLATE bits (0 otherwise; results then wrong).
+    uint32_t gemv_ablate = 0;
+    // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
+    // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
+    // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks
+    // per format and row length what measured fastest (gemv_x_for). Where the device or build
+    // lacks bytes, or x's bytes do not fit the shared memory, it falls back to `global`; F32 / F16
+    // weights always read x globally.
+    enum class GemvX { automatic, global, bytes };
+    GemvX gemv_x = GemvX::automatic;
+    // The path gemv() takes for these weights with the launcher's own workgroup shape.
+    GemvX gemv_x_for(QType t, uint32_t cols) const;
     // gemv() with the fusions of the decode token command (shaders/gemv.comp), each saving a
     // dependent stage:
     //  - up_off != kNone: x[c] is silu(x[x_off + c]) · x[up_off + c] (the FFN's gate and up

@@ -54,24 +54,12 @@ void check_fused_equals_unfused(const TinySpec& spec, double tol) {
     }
 }
 
-TinySpec spec_for(const std::string& arch, QType type) {
-    TinySpec s;
-    s.arch = arch;
-    if (arch != "qwen35") {
-        s.n_layer = 2;
-        s.rope_dims = s.head_dim;
-    }
-    s.residual_gain = 0.5;
-    s.matrix_type = type;
-    return s;
-}
-
 // The same sums in another order (the norm's sum of squares over one workgroup instead of
 // rms_norm's): only rounding apart, far below the CPU parity tolerance of 2e-3.
 TEST(VulkanDecodeFusion, FusedLogitsEqualSeparateStages) {
-    check_fused_equals_unfused(spec_for("qwen35", QType::F32), 2e-5);
-    check_fused_equals_unfused(spec_for("llama", QType::F32), 2e-5);
-    check_fused_equals_unfused(spec_for("qwen35", QType::Q8_0), 2e-5);
+    check_fused_equals_unfused(test::parity_spec("qwen35", QType::F32), 2e-5);
+    check_fused_equals_unfused(test::parity_spec("llama", QType::F32), 2e-5);
+    check_fused_equals_unfused(test::parity_spec("qwen35", QType::Q8_0), 2e-5);
 }
 
 // The 9B's layer pattern (32 layers, every fourth attention: 24 DeltaNet + 8 attention): the
@@ -79,7 +67,7 @@ TEST(VulkanDecodeFusion, FusedLogitsEqualSeparateStages) {
 // output norm: 2 stages and 2 dispatches per layer.
 TEST(VulkanDecodeFusion, TwoStagesFewerPerLayer) {
     VK_TEST_DEVICE();
-    TinySpec s = spec_for("qwen35", QType::F32);
+    TinySpec s = test::parity_spec("qwen35", QType::F32);
     s.n_layer = 32;
     s.interval = 4;
     auto model = dl::test::tiny_model(s);

@@ -73,24 +73,38 @@ using FusedRecord = std::function<void(CommandList&, const Matrix&, View w, View
                                        bool acc, View norm_w, View counter, uint32_t counter_idx)>;
 
 struct Expect {
-    std::vector<double> y, mag, xn;
+    std::vector<double> y, tol, xn;  // tol: of each y row
 };
 
 // The double references of y = h0 + W · x (x = silu(gate) · up under swiglu) and of its norm.
+// x_bytes: the kernel rounds x to bytes (X_INT8), the reference too (see test::round_x_bytes).
 Expect reference(const Matrix& m, const std::vector<float>& act, const Act& a, bool acc,
-                 const std::vector<float>& norm_w) {
+                 const std::vector<float>& norm_w, bool x_bytes = false) {
+    std::vector<float> x(m.cols), dx(m.cols, 0.f);
+    for (uint32_t c = 0; c < m.cols; ++c)
+        x[c] = a.up_off == Kernels::kNone ? act[a.x_off + c]
+                                          : (float)silu_mul(act[a.x_off + c], act[a.up_off + c]);
+    if (x_bytes) {
+        test::BytesX b = test::round_x_bytes(x.data(), m.cols);
+        x = b.values;
+        dx = b.scale;
+    }
     Expect e;
     e.y.assign(m.rows, 0);
-    e.mag.assign(m.rows, 0);
+    e.tol.assign(m.rows, 0);
     for (uint32_t r = 0; r < m.rows; ++r) {
+        double mag = 0, flip = 0;
         for (uint32_t c = 0; c < m.cols; ++c) {
-            double x = a.up_off == Kernels::kNone ? act[a.x_off + c]
-                                                  : silu_mul(act[a.x_off + c], act[a.up_off + c]);
-            double p = (double)m.deq[(size_t)r * m.cols + c] * x;
+            const double w = m.deq[(size_t)r * m.cols + c];
+            const double p = a.up_off == Kernels::kNone || x_bytes
+                                 ? w * x[c]
+                                 : w * silu_mul(act[a.x_off + c], act[a.up_off + c]);
             e.y[r] += p;
-            e.mag[r] += std::fabs(p);
+            mag += std::fabs(p);
+            flip = std::max(flip, std::fabs(w) * dx[c]);
         }
         if (acc) e.y[r] += act[a.h_off + r];
+        e.tol[r] = 1e-5 * mag + 1e-5 + 4 * flip;
     }
     if (!norm_w.empty()) e.xn = rms_norm_ref(e.y, norm_w, kEps);
     return e;
@@ -117,7 +131,7 @@ void check_outputs(const Expect& e, const std::vector<float>& out, const Act& a,
     for (uint32_t r = 0; r < rows; ++r) {
         float got = out[a.h_off + r];
         ASSERT_TRUE(std::isfinite(got)) << what << " y row " << r;
-        ASSERT_NEAR(got, e.y[r], 1e-5 * e.mag[r] + 1e-5) << what << " y row " << r;
+        ASSERT_NEAR(got, e.y[r], e.tol[r]) << what << " y row " << r;
         y_dev[r] = got;
     }
     if (norm_w.empty()) return;
@@ -125,7 +139,7 @@ void check_outputs(const Expect& e, const std::vector<float>& out, const Act& a,
     double ss = 0, err = 0;
     for (uint32_t r = 0; r < rows; ++r) {
         ss += e.y[r] * e.y[r];
-        err += 1e-5 * e.mag[r] + 1e-5;
+        err += e.tol[r];
     }
     const double rms = std::sqrt(ss / rows + kEps);
     for (uint32_t r = 0; r < rows; ++r) {
@@ -134,14 +148,14 @@ void check_outputs(const Expect& e, const std::vector<float>& out, const Act& a,
         ASSERT_NEAR(got, xn_dev[r], 2e-5 * std::max(1.0, std::fabs(xn_dev[r])))
             << what << " xn row " << r << " against the norm of the device's y";
         // y's errors move xn by about their size over the rms, and the rms by their mean.
-        double tol = (1e-5 * e.mag[r] + 1e-5 + err / rows) / rms * std::fabs(norm_w[r]) + 2e-5;
+        double tol = (e.tol[r] + err / rows) / rms * std::fabs(norm_w[r]) + 2e-5;
         ASSERT_NEAR(got, e.xn[r], tol) << what << " xn row " << r << " against the reference";
     }
 }
 
 // Runs one fused GEMV over random data in the token command's layout and checks it all.
 void check_fused(Device& dev, const FusedRecord& record, const Matrix& m, uint32_t x_off,
-                 bool swiglu, bool norm, bool acc) {
+                 bool swiglu, bool norm, bool acc, bool x_bytes = false) {
     const std::string what =
         fmt::format("{} {}x{} x_off {} swiglu {} norm {} acc {}", qtype_name(m.type), m.rows,
                     m.cols, x_off, swiglu, norm, acc);
@@ -158,7 +172,7 @@ void check_fused(Device& dev, const FusedRecord& record, const Matrix& m, uint32
     if (acc) fill(a.h_off, m.rows, 2.f);  // otherwise h stays poisoned: every row must be written
     std::vector<float> norm_w;
     if (norm) norm_w = randn(m.rows, rng, 0.5f);
-    const Expect e = reference(m, act, a, acc, norm_w);
+    const Expect e = reference(m, act, a, acc, norm_w, x_bytes);
 
     Buffer wb = test::to_device(dev, m.blocks);
     Buffer ab = test::to_device(dev, act);
@@ -216,8 +230,29 @@ TEST_P(GemvFused, NormEpilogueMatchesReference) {
     const FusedCase c = GetParam();
     const Matrix m = make_matrix(c.type, c.rows, c.cols, 11 + c.rows + c.cols);
     auto rec = launcher(K);
-    // Accumulating, as the token command does, and writing (h poisoned before).
-    for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), false, true, acc);
+    // Accumulating, as the token command does, and writing (h poisoned before); over x rounded
+    // to bytes where the launcher picks that on this device.
+    const bool bytes = K.gemv_x_for(c.type, c.cols) == Kernels::GemvX::bytes;
+    for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), false, true, acc, bytes);
+}
+
+// The same over x rounded to bytes (Kernels::gemv_x), where the device and the build have it.
+void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX path) {
+    K.gemv_x = path;
+    struct Restore {
+        Kernels& k;
+        ~Restore() { k.gemv_x = Kernels::GemvX::automatic; }
+    } restore{K};
+    if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
+    const Matrix m = make_matrix(c.type, c.rows, c.cols, 19 + c.rows + c.cols);
+    auto rec = launcher(K);
+    for (bool acc : {true, false})
+        check_fused(dev, rec, m, x_offset(c), false, true, acc, path == Kernels::GemvX::bytes);
+}
+
+TEST_P(GemvFused, NormEpilogueOverBytes) {
+    VK_TEST_DEVICE();
+    check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
 TEST_P(GemvFused, SwigluInputMatchesReference) {
@@ -327,12 +362,12 @@ TEST(GemvFusedReplay, CounterResetsBetweenDispatchesAndSubmits) {
         std::copy(u.begin(), u.end(), act.begin() + a.up_off);
         std::copy(h0.begin(), h0.end(), act.begin() + a.h_off);
         Expect one = reference(m, act, a, false, {});
-        std::vector<double> y(m.rows), mag(m.rows);
+        std::vector<double> y(m.rows), tol(m.rows);
         for (uint32_t r = 0; r < m.rows; ++r) {
             y[r] = h0[r] + 6 * one.y[r];
-            mag[r] = 6 * one.mag[r] + std::fabs(h0[r]);
+            tol[r] = 6 * one.tol[r] + 1e-5 * std::fabs(h0[r]);
         }
-        Expect e{y, mag, rms_norm_ref(y, nw, kEps)};
+        Expect e{y, tol, rms_norm_ref(y, nw, kEps)};
 
         Buffer wb = test::to_device(dev, m.blocks);
         Buffer ab = test::to_device(dev, act);
@@ -358,6 +393,12 @@ TEST(GemvFusedReplay, CounterResetsBetweenDispatchesAndSubmits) {
 // x (as the gate/up GEMVs read ssm_out's); then two in the same stage on distinct words.
 TEST(GemvFusedChain, TwoInARowAndTwoAtOnce) {
     VK_TEST_DEVICE();
+    // The tolerance below is for F32 x; the other paths share the epilogue.
+    K.gemv_x = Kernels::GemvX::global;
+    struct Restore {
+        Kernels& k;
+        ~Restore() { k.gemv_x = Kernels::GemvX::automatic; }
+    } restore{K};
     const uint32_t n = 256;  // h and xn width: both matrices are n × n
     const Matrix m1 = make_matrix(QType::Q4_K, n, n, 29, 0.1f);
     const Matrix m2 = make_matrix(QType::Q6_K, n, n, 31, 0.1f);

@@ -44,12 +44,21 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
     for (float& v : wf) v = nd(rng);
     for (float& v : x) v = nd(rng);
     const auto [wq, deq] = test::quantize_rows(c.type, wf, kDistinct, c.cols);
-    std::vector<double> ref(kDistinct), mag(kDistinct);
-    for (uint32_t r = 0; r < kDistinct; ++r)
+    // References over x and over x rounded to bytes (the byte path, Kernels::GemvX), with the
+    // allowance for a few values rounded the other way (test::round_x_bytes).
+    const test::BytesX xb8 = test::round_x_bytes(x.data(), c.cols);
+    std::vector<double> ref(kDistinct), mag(kDistinct), ref8(kDistinct), tol8(kDistinct);
+    for (uint32_t r = 0; r < kDistinct; ++r) {
+        double flip = 0;
         for (uint32_t i = 0; i < c.cols; ++i) {
-            ref[r] += (double)deq[(size_t)r * c.cols + i] * x[i];
-            mag[r] += std::fabs((double)deq[(size_t)r * c.cols + i] * x[i]);
+            const double w = deq[(size_t)r * c.cols + i];
+            ref[r] += w * x[i];
+            mag[r] += std::fabs(w * x[i]);
+            ref8[r] += w * xb8.values[i];
+            flip = std::max(flip, std::fabs(w) * xb8.scale[i]);
         }
+        tol8[r] = 1e-5 * mag[r] + 1e-5 + 4 * flip;
+    }
 
     // A CPU device gets one copy and a few runs: the point there is only that the code runs.
     const uint64_t kPastCache = 512ull << 20;
@@ -67,27 +76,61 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
     Buffer y = test::poisoned(dev, c.rows);
 
     // Each run follows a barrier, as every GEMV of the token command does. The launcher's shape
-    // first, then a spread of workgroup shapes (threads x rows) on a GPU.
+    // first, then a spread of workgroup shapes (threads x rows) on a GPU; each reading x from
+    // the x buffer and rounded to bytes (integer dot products).
     std::vector<Kernels::GemvShape> shapes = {{}};
     if (!f.cpu)
         for (Kernels::GemvShape s :
              {Kernels::GemvShape{32, 4}, Kernels::GemvShape{32, 8}, Kernels::GemvShape{64, 4},
-              Kernels::GemvShape{64, 8}, Kernels::GemvShape{128, 8}, Kernels::GemvShape{256, 4},
-              Kernels::GemvShape{256, 8}})
+              Kernels::GemvShape{64, 8}, Kernels::GemvShape{128, 4}, Kernels::GemvShape{128, 8},
+              Kernels::GemvShape{128, 16}, Kernels::GemvShape{256, 4}, Kernels::GemvShape{256, 8}})
             shapes.push_back(s);
-    for (Kernels::GemvShape shape : shapes) {
-        K.gemv_shape = shape;
+    // Then, at the launcher's shape, what the time is made of: the same runs with the reads of
+    // x left out, with the Q4_K decode left out, both; with barriers that also name transfers
+    // (`full`), and with no barriers at all (the runs then overlap). The others take the
+    // token command's barriers (compute to compute).
+    using X = Kernels::GemvX;
+    enum class Barrier { full, compute, none };
+    struct Config {
+        Kernels::GemvShape shape;
+        X x;
+        uint32_t ablate = 0;
+        Barrier barrier = Barrier::compute;
+    };
+    std::vector<Config> configs;
+    for (X x : {X::global, X::bytes})
+        for (Kernels::GemvShape shape : shapes) configs.push_back({shape, x});
+    if (!f.cpu)
+        for (X x : {X::global, X::bytes}) {
+            for (uint32_t ab : {1u, 2u, 3u})
+                if (ab == 1 || c.type == QType::Q4_K) configs.push_back({{}, x, ab});
+            configs.push_back({{}, x, 0, Barrier::full});
+            configs.push_back({{}, x, 0, Barrier::none});
+        }
+    for (const Config& cf : configs) {
+        const X x = cf.x;
+        K.gemv_x = x;
+        if (K.gemv_x_for(c.type, c.cols) != x) continue;
+        const bool i8 = x == X::bytes;
+        K.gemv_shape = cf.shape;
+        K.gemv_ablate = cf.ablate;
         dev.fill(y, 0, (uint64_t)c.rows * 4, test::kPoison);
         CommandList cl(dev);
         cl.enable_timestamps(1);
         cl.begin(true);
         for (uint32_t i = 0; i < runs; ++i) {
             K.gemv(cl, c.type, view(w[i % copies]), c.rows, c.cols, view(xb), 0, view(y), 0, false);
-            cl.barrier();
+            if (cf.barrier == Barrier::full)
+                cl.transfer_barrier();
+            else if (cf.barrier == Barrier::compute)
+                cl.barrier();
         }
         cl.mark("gemv");
         cl.end();
         K.gemv_shape = {};
+        K.gemv_x = X::automatic;
+        K.gemv_ablate = 0;
+        const Kernels::GemvShape shape = cf.shape;
         double best_ms = 1e30;
         for (int rep = 0; rep < 3; ++rep) {
             auto t0 = std::chrono::steady_clock::now();
@@ -100,25 +143,38 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
         }
         double us = best_ms * 1e3 / runs;
         const std::string how =
-            shape.threads ? fmt::format(", {} threads x {} rows", shape.threads, shape.rows) : "";
+            (i8 ? std::string(", x in bytes") : std::string()) +
+            (shape.threads ? fmt::format(", {} threads x {} rows", shape.threads, shape.rows)
+                           : "") +
+            (cf.ablate & 1 ? ", no x reads" : "") + (cf.ablate & 2 ? ", no decode" : "") +
+            (cf.barrier == Barrier::full   ? ", barriers naming transfers"
+             : cf.barrier == Barrier::none ? ", no barriers"
+                                           : "");
         fmt::print("GEMV {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s ({} copies, {} runs{}{})\n", what,
                    bytes / 1e6, us, bytes / (us * 1e3), copies, runs, f.cpu ? ", CPU device" : "",
                    how);
+        if (cf.ablate) continue;  // the results are wrong by design
         auto out = test::from_device<float>(dev, y, c.rows);
-        for (uint32_t r = 0; r < c.rows; ++r)
-            ASSERT_NEAR(out[r], ref[r % kDistinct], 1e-5 * mag[r % kDistinct] + 1e-5)
+        for (uint32_t r = 0; r < c.rows; ++r) {
+            const uint32_t d = r % kDistinct;
+            ASSERT_NEAR(out[r], i8 ? ref8[d] : ref[d], i8 ? tol8[d] : 1e-5 * mag[d] + 1e-5)
                 << what << " row " << r << how;
+        }
     }
 }
 
 TEST(GemvSpeed, Report) {
     VK_SPEED_DEVICE();
     const Features& f = dev.features();
-    fmt::print("device {}: subgroup {} (arithmetic {}), timestamps {}\n", f.name, f.subgroup_size,
-               f.subgroup_arithmetic ? "yes" : "no", f.timestamps ? "yes" : "no");
-    // Qwen3.5-9B FFN gate/up and down, a 248k-vocabulary output head, a 0.8B-sized FFN in Q8_0.
+    fmt::print("device {}: subgroup {} (arithmetic {}), integer dot {}, timestamps {}\n", f.name,
+               f.subgroup_size, f.subgroup_arithmetic ? "yes" : "no",
+               f.integer_dot ? (f.integer_dot_fast ? "accelerated" : "yes") : "no",
+               f.timestamps ? "yes" : "no");
+    // Qwen3.5-9B FFN gate/up and down (Q4_K_M has both Q4_K and Q6_K downs), a square 4096
+    // projection, a 248k-vocabulary output head, a 0.8B-sized FFN in Q8_0.
     for (const SpeedCase& c :
          {SpeedCase{QType::Q4_K, 12288, 4096}, SpeedCase{QType::Q4_K, 4096, 12288},
+          SpeedCase{QType::Q6_K, 4096, 12288}, SpeedCase{QType::Q4_K, 4096, 4096},
           SpeedCase{QType::Q6_K, 248320, 4096}, SpeedCase{QType::Q8_0, 3584, 1024}}) {
         report(dev, K, c);
         if (HasFatalFailure()) return;

@@ -28,21 +28,31 @@ using GemvRecord = std::function<void(CommandList&, QType, View w, uint32_t rows
 
 // Runs the GEMV on random weights quantized by the CPU code (so the blocks are the real format)
 // in write and accumulate mode, and checks every row against a double-precision dot product of
-// the CPU-dequantized weights, and that nothing around the written rows is touched.
+// the CPU-dequantized weights, and that nothing around the written rows is touched. x_bytes:
+// the kernel rounds x to bytes (gemv.comp's X_INT8), so the reference takes x rounded the same
+// way, and allows a few values rounded the other way (see test::round_x_bytes).
 void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, uint32_t cols,
-                uint32_t x_off) {
+                uint32_t x_off, bool x_bytes = false) {
     ASSERT_TRUE(quant::can_quantize(t));
     std::vector<float> wf = randn((size_t)rows * cols, 7 + rows * 31 + cols);
     auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
     std::vector<float> x = randn(cols + x_off, 99);
     const uint32_t y_off = 3;
+    std::vector<float> xr(x.begin() + x_off, x.end()), dx(cols, 0.f);
+    if (x_bytes)
+        std::tie(xr, dx) = [&] {
+            auto b = test::round_x_bytes(x.data() + x_off, cols);
+            return std::make_pair(b.values, b.scale);
+        }();
 
     // Reference in double, and the scale of each sum for the tolerance.
-    std::vector<double> ref(rows), mag(rows);
+    std::vector<double> ref(rows), mag(rows), flip(rows);
     for (uint32_t r = 0; r < rows; ++r)
         for (uint32_t c = 0; c < cols; ++c) {
-            ref[r] += (double)deq[(size_t)r * cols + c] * x[x_off + c];
-            mag[r] += std::fabs((double)deq[(size_t)r * cols + c] * x[x_off + c]);
+            const double w = deq[(size_t)r * cols + c];
+            ref[r] += w * xr[c];
+            mag[r] += std::fabs(w * xr[c]);
+            flip[r] = std::max(flip[r], std::fabs(w) * dx[c]);
         }
 
     // quantize_rows pads the blocks by a word: the last (unaligned) block's reads stay inside.
@@ -67,7 +77,7 @@ void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, u
             float got = out[y_off + r];
             ASSERT_TRUE(std::isfinite(got)) << qtype_name(t) << " row " << r;
             double want = ref[r] + init[r];
-            ASSERT_NEAR(got, want, 1e-5 * mag[r] + 1e-5)
+            ASSERT_NEAR(got, want, 1e-5 * mag[r] + 1e-5 + 4 * flip[r])
                 << qtype_name(t) << " row " << r << " acc " << acc << " x_off " << x_off;
         }
     }
@@ -81,8 +91,10 @@ TEST_P(Gemv, MatchesDequantizedReference) {
     auto rec = [&](CommandList& cl, QType tt, View w, uint32_t r, uint32_t c, View x,
                    uint32_t x_off, View y, uint32_t y_off,
                    bool acc) { K.gemv(cl, tt, w, r, c, x, x_off, y, y_off, acc); };
-    // x_off 5 reads x float by float, 8 as aligned vec4s.
-    for (uint32_t x_off : {5u, 8u}) check_gemv(dev, rec, t, rows, cols, x_off);
+    // x_off 5 reads x float by float, 8 as aligned vec4s. The launcher's own path for this
+    // device: over x rounded to bytes where it picks that.
+    const bool bytes = K.gemv_x_for(t, cols) == Kernels::GemvX::bytes;
+    for (uint32_t x_off : {5u, 8u}) check_gemv(dev, rec, t, rows, cols, x_off, bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -107,6 +119,52 @@ INSTANTIATE_TEST_SUITE_P(
                "x" + std::to_string(info.param.cols);
     });
 
+// The block formats through each way of reading x the launcher has (Kernels::gemv_x): the
+// global F32 reads, x rounded to bytes (integer dot products, where the device and the build
+// have them).
+void check_gemv_path(Kernels& K, Device& dev, const GemvCase& c, Kernels::GemvX path) {
+    K.gemv_x = path;
+    struct Restore {
+        Kernels& k;
+        ~Restore() { k.gemv_x = Kernels::GemvX::automatic; }
+    } restore{K};
+    if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
+    auto rec = [&](CommandList& cl, QType tt, View w, uint32_t r, uint32_t cc, View x,
+                   uint32_t x_off, View y, uint32_t y_off,
+                   bool acc) { K.gemv(cl, tt, w, r, cc, x, x_off, y, y_off, acc); };
+    for (uint32_t x_off : {5u, 8u})
+        check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, path == Kernels::GemvX::bytes);
+}
+
+class GemvXPaths : public ::testing::TestWithParam<GemvCase> {};
+
+TEST_P(GemvXPaths, GlobalMatchesReference) {
+    VK_TEST_DEVICE();
+    check_gemv_path(K, dev, GetParam(), Kernels::GemvX::global);
+}
+TEST_P(GemvXPaths, BytesMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, GemvXPaths,
+    ::testing::Values(GemvCase{QType::Q4_0, 9, 160}, GemvCase{QType::Q8_0, 11, 96},
+                      GemvCase{QType::Q8_0, 130, 1024}, GemvCase{QType::Q4_K, 3, 256},
+                      GemvCase{QType::Q4_K, 67, 768}, GemvCase{QType::Q5_K, 13, 512},
+                      GemvCase{QType::Q6_K, 1, 256}, GemvCase{QType::Q6_K, 37, 768},
+                      // One block a row; 8 rows a workgroup, so short last groups.
+                      GemvCase{QType::Q4_0, 6, 32}, GemvCase{QType::Q8_0, 3, 32},
+                      GemvCase{QType::Q5_K, 7, 256},
+                      // Many workgroups; rows that take several passes of the workgroup.
+                      GemvCase{QType::Q4_K, 4096, 1024}, GemvCase{QType::Q4_K, 21, 12288},
+                      GemvCase{QType::Q6_K, 9, 12288}, GemvCase{QType::Q8_0, 5, 12288},
+                      GemvCase{QType::Q5_K, 6, 12288}),
+    [](const auto& info) {
+        return std::string(qtype_name(info.param.type)) + "_" + std::to_string(info.param.rows) +
+               "x" + std::to_string(info.param.cols);
+    });
+
 // gemv.comp's other shapes, dispatched directly: the shared-memory reduction (the module without
 // subgroup arithmetic), word loads instead of 16-byte ones (W16 = 0, what a weight view at an
 // offset of 4 mod 16 gets), and other workgroup sizes and rows per workgroup.
@@ -114,50 +172,65 @@ struct GemvShape {
     QType type;
     uint32_t rows, cols, wg, rows_per_group, w16;
     bool subgroup;
+    Kernels::GemvX x = Kernels::GemvX::global;  // bytes: the X_INT8 module
 };
 
 class GemvModule : public ::testing::TestWithParam<GemvShape> {};
+constexpr Kernels::GemvX kBytes = Kernels::GemvX::bytes;
 
 TEST_P(GemvModule, MatchesDequantizedReference) {
     VK_TEST_DEVICE();
     const GemvShape s = GetParam();
     if (s.subgroup && !dev.features().subgroup_arithmetic) GTEST_SKIP() << "no subgroup arithmetic";
     if (s.wg > dev.features().max_workgroup_invocations) GTEST_SKIP() << "workgroup too large";
+    std::string name = "gemv_" + std::string(qtype_name(s.type));
+    for (char& c : name) c = (char)std::tolower((unsigned char)c);
+    const bool bytes = s.x == Kernels::GemvX::bytes;
+    if (bytes) name += "_i8";
+    if (s.subgroup) name += "_sg";
+    if (bytes && (!dev.features().integer_dot || find_module(name).empty()))
+        GTEST_SKIP() << "no integer dot products here";
     Pipelines& pipes = *test::env().pipes;
     auto rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                    uint32_t x_off, View y, uint32_t y_off, bool acc) {
         struct Push {  // gemv.comp's push constants
             uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
         } p{cols, rows, (uint32_t)row_size(t, cols), x_off, y_off, acc ? 1u : 0u};
-        std::string name = "gemv_" + std::string(qtype_name(t));
-        for (char& c : name) c = (char)std::tolower((unsigned char)c);
-        if (s.subgroup) name += "_sg";
         uint32_t x16 = x_off % 4 == 0 ? 1 : 0;
-        const Kernel& k = pipes.get(name, 3, sizeof(Push), {s.wg, s.rows_per_group, s.w16, x16});
+        const Kernel& k =
+            pipes.get(name, 3, sizeof(Push), {s.wg, s.rows_per_group, s.w16, x16, cols / 32});
         cl.dispatch(k, {w, x, y}, p, (rows + s.rows_per_group - 1) / s.rows_per_group);
     };
-    for (uint32_t x_off : {5u, 8u}) check_gemv(dev, rec, s.type, s.rows, s.cols, x_off);
+    for (uint32_t x_off : {5u, 8u}) check_gemv(dev, rec, s.type, s.rows, s.cols, x_off, bytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, GemvModule,
-                         ::testing::Values(GemvShape{QType::Q4_K, 67, 2048, 32, 4, 0, false},
-                                           GemvShape{QType::Q4_K, 67, 2048, 64, 3, 1, false},
-                                           GemvShape{QType::Q4_K, 5, 768, 16, 1, 0, true},
-                                           GemvShape{QType::Q5_K, 13, 1024, 32, 2, 0, false},
-                                           GemvShape{QType::Q6_K, 37, 768, 64, 4, 0, false},
-                                           GemvShape{QType::Q6_K, 11, 2048, 32, 5, 1, true},
-                                           GemvShape{QType::Q8_0, 11, 96, 32, 4, 0, false},
-                                           GemvShape{QType::Q4_0, 9, 160, 128, 2, 0, false},
-                                           GemvShape{QType::F16, 5, 77, 32, 3, 0, false},
-                                           GemvShape{QType::F16, 6, 136, 32, 4, 0, false},
-                                           GemvShape{QType::F32, 7, 45, 64, 4, 0, true}),
-                         [](const auto& info) {
-                             const GemvShape& s = info.param;
-                             return std::string(qtype_name(s.type)) + "_" + std::to_string(s.rows) +
-                                    "x" + std::to_string(s.cols) + "_wg" + std::to_string(s.wg) +
-                                    "_r" + std::to_string(s.rows_per_group) + "_w16_" +
-                                    std::to_string(s.w16) + (s.subgroup ? "_sg" : "_tree");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, GemvModule,
+    ::testing::Values(GemvShape{QType::Q4_K, 67, 2048, 32, 4, 0, false},
+                      GemvShape{QType::Q4_K, 67, 2048, 64, 3, 1, false},
+                      GemvShape{QType::Q4_K, 5, 768, 16, 1, 0, true},
+                      GemvShape{QType::Q5_K, 13, 1024, 32, 2, 0, false},
+                      GemvShape{QType::Q6_K, 37, 768, 64, 4, 0, false},
+                      GemvShape{QType::Q6_K, 11, 2048, 32, 5, 1, true},
+                      GemvShape{QType::Q8_0, 11, 96, 32, 4, 0, false},
+                      GemvShape{QType::Q4_0, 9, 160, 128, 2, 0, false},
+                      GemvShape{QType::F16, 5, 77, 32, 3, 0, false},
+                      GemvShape{QType::F16, 6, 136, 32, 4, 0, false},
+                      GemvShape{QType::F32, 7, 45, 64, 4, 0, true},
+                      // x in bytes: word loads, the shared-memory reduction, x rounded over
+                      // several passes of the workgroup.
+                      GemvShape{QType::Q4_K, 67, 2048, 32, 4, 0, false, kBytes},
+                      GemvShape{QType::Q5_K, 13, 1024, 64, 3, 1, true, kBytes},
+                      GemvShape{QType::Q6_K, 11, 2048, 32, 5, 0, false, kBytes},
+                      GemvShape{QType::Q8_0, 11, 96, 16, 16, 0, true, kBytes},
+                      GemvShape{QType::Q4_0, 9, 160, 128, 2, 0, false, kBytes}),
+    [](const auto& info) {
+        const GemvShape& s = info.param;
+        return std::string(qtype_name(s.type)) + "_" + std::to_string(s.rows) + "x" +
+               std::to_string(s.cols) + "_wg" + std::to_string(s.wg) + "_r" +
+               std::to_string(s.rows_per_group) + "_w16_" + std::to_string(s.w16) +
+               (s.subgroup ? "_sg" : "_tree") + (s.x == kBytes ? "_i8" : "");
+    });
 
 TEST(VulkanKernels, RmsNormStridedRows) {
     VK_TEST_DEVICE();

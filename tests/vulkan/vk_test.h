@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/env.h"
+#include "model/tiny_model.h"
 #include "quant/quant.h"
 #include "vulkan/device.h"
 #include "vulkan/kernels.h"
@@ -167,6 +169,56 @@ inline QuantizedRows quantize_rows(QType t, const std::vector<float>& w, uint32_
         quant::dequantize(t, q.blocks.data() + r * rb, q.values.data() + (size_t)r * cols, cols);
     }
     return q;
+}
+
+// x as the byte GEMVs see it (shaders/gemv.comp, X_INT8): each block of 32 values scaled so its
+// largest magnitude is 127 and rounded half to even. `values` are the rounded values times the
+// block's scale; `scale[i]` is that scale for value i. The device's 127 / amax may differ from
+// this one in the last bit, so a value that lands on a half may round the other way: tests
+// allow for a few such values.
+struct BytesX {
+    std::vector<float> values, scale;
+};
+inline BytesX round_x_bytes(const float* x, size_t n) {
+    BytesX b{std::vector<float>(n), std::vector<float>(n)};
+    for (size_t b0 = 0; b0 < n; b0 += 32) {
+        const size_t e = std::min(n, b0 + 32);
+        float amax = 0.f;
+        for (size_t i = b0; i < e; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const float id = amax > 0.f ? 127.f / amax : 0.f, d = amax / 127.f;
+        for (size_t i = b0; i < e; ++i) {
+            b.values[i] = d * std::nearbyint(x[i] * id);
+            b.scale[i] = d;
+        }
+    }
+    return b;
+}
+
+// The tiny model the driver parity tests run (tests/model/tiny_model.h): the attention-only
+// architectures with 2 layers and full rotary, qwen3 with a tied output head, residual updates
+// scaled down so errors grow less from layer to layer. Q4_K needs every matrix input a whole
+// number of its 256-element blocks, so its models are wider.
+inline dl::test::TinySpec parity_spec(const std::string& arch, QType type = QType::F32) {
+    dl::test::TinySpec s;
+    s.arch = arch;
+    if (arch != "qwen35") {
+        s.n_layer = 2;
+        s.rope_dims = s.head_dim;
+    }
+    if (arch == "qwen3") s.tied = true;
+    s.residual_gain = 0.5;
+    s.matrix_type = type;
+    if (type == QType::Q4_K) {
+        s.n_embd = 256;
+        s.n_ff = 512;
+        s.n_head = 4;
+        s.head_dim = 64;
+        s.rope_dims = arch == "qwen35" ? 16 : 64;
+        s.d_state = 64;
+        s.n_vocab = 300;
+        s.residual_gain = 0.3;
+    }
+    return s;
 }
 
 inline Buffer poisoned(Device& dev, size_t n_floats) {

@@ -170,29 +170,6 @@ TEST(DequantF16, MatchesDequantizedRows) {
 
 using dl::test::TinySpec;
 
-TinySpec spec_for(const std::string& arch, QType type) {
-    TinySpec s;
-    s.arch = arch;
-    if (arch != "qwen35") {
-        s.n_layer = 2;
-        s.rope_dims = s.head_dim;
-    }
-    if (arch == "qwen3") s.tied = true;
-    s.residual_gain = 0.5;
-    s.matrix_type = type;
-    if (type == QType::Q4_K) {  // every matrix input a whole number of 256-element blocks
-        s.n_embd = 256;
-        s.n_ff = 512;
-        s.n_head = 4;
-        s.head_dim = 64;
-        s.rope_dims = arch == "qwen35" ? 16 : 64;
-        s.d_state = 64;
-        s.n_vocab = 300;
-        s.residual_gain = 0.3;
-    }
-    return s;
-}
-
 double rel_err(const float* a, const std::vector<double>& b) {
     double num = 0, den = 0;
     for (size_t i = 0; i < b.size(); ++i) {
@@ -208,7 +185,7 @@ constexpr int64_t kWindow = 8;
 // Prefill of n tokens then `decoded` single tokens, every row's logits against the reference.
 void check_window_prefill(const std::string& arch, QType type) {
     VK_TEST_DEVICE();
-    auto model = dl::test::tiny_model(spec_for(arch, type));
+    auto model = dl::test::tiny_model(test::parity_spec(arch, type));
     DriverOptions o;
     o.device.robust = true;
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");

@@ -22,6 +22,15 @@
 //  - The per-row sums are combined with subgroupAdd when the SUBGROUP variant is built and the
 //    device has subgroup arithmetic (no subgroup size is assumed: partials are indexed by
 //    gl_SubgroupID), else by a shared-memory tree.
+//  - X_INT8 (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K on devices with integer dot products): each workgroup
+//    first rounds x to signed bytes with one scale per 32 values (largest magnitude -> 127) in
+//    shared memory, and the weight bytes meet x in 4-way packed integer dot products: one
+//    instruction where the float path spends about a dozen (unpack, convert, four FMAs) on four
+//    weights, which is what bounds the float path on a fast GPU. A 32-value slice is then two
+//    or three loads, the nibble masks, eight dot products and a few float scalings per row.
+//    The per-block sums of the rounded x stand in for sums of x (Q4_K / Q5_K mins, the Q4_0 and
+//    Q6_K offsets). The rounding is the activation quantization the CPU chain's dot products
+//    use; the error it adds is a fraction of a percent of |x| per value.
 //  - F32 / F16 rows are cut into 32-element units, read as uvec4s when the rows start aligned;
 //    a short last unit and rows of odd byte length go through unit_values(), tail guarded.
 //
@@ -38,6 +47,9 @@
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
+#if defined(X_INT8)
+#extension GL_EXT_integer_dot_product : require
+#endif
 #if defined(SUBGROUP)
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -48,6 +60,10 @@ layout(constant_id = 0) const uint WG = 128;   // threads, a power of two
 layout(constant_id = 1) const uint ROWS = 4;   // rows per workgroup
 layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte aligned
 layout(constant_id = 3) const uint X16 = 1;    // 1: x + x_off is 16-byte aligned
+layout(constant_id = 4) const uint XBLOCKS = 1;  // X_INT8: 32-value blocks of x (ncols / 32)
+// The GEMV speed report's ablations (results then wrong): bit 0 leaves out the reads of x (every
+// value 1), bit 1 the Q4_K decode and products (the loaded words are only folded together).
+layout(constant_id = 5) const uint ABLATE = 0;
 
 // The weights and x are each bound twice: as words / floats and as 16-byte vectors.
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -238,6 +254,176 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
 }
 #endif
 
+#if defined(X_INT8)
+// x rounded to signed bytes (see the top): block b (values 32b .. 32b+31) is xq[2b], xq[2b+1],
+// four values a word; xd[b] = (scale, scale · sum of the rounded values 0-15, the same for
+// 16-31, unused).
+shared uvec4 xq[2u * XBLOCKS];
+shared vec4 xd[XBLOCKS];
+
+void quantize_x() {
+    if ((ABLATE & 1u) != 0u) {
+        for (uint b = gl_LocalInvocationID.x; b < XBLOCKS; b += WG) {
+            xq[2u * b] = xq[2u * b + 1u] = uvec4(0x01010101u);
+            xd[b] = vec4(1.0, 16.0, 16.0, 0.0);
+        }
+        barrier();
+        return;
+    }
+    for (uint b = gl_LocalInvocationID.x; b < XBLOCKS; b += WG) {
+        vec4 v[8];
+        float amax = 0.0;
+        [[unroll]] for (uint i = 0; i < 8u; ++i) {
+            v[i] = xload4(32u * b + 4u * i);
+            vec4 a = abs(v[i]);
+            amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+        }
+        // A non-finite value makes the scale non-finite, so the rows it meets are not finite
+        // either, as with the float path.
+        float id = amax > 0.0 ? 127.0 / amax : 0.0;
+        uint w[8];
+        int s0 = 0, s1 = 0;
+        [[unroll]] for (uint i = 0; i < 8u; ++i) {
+            ivec4 q = ivec4(roundEven(v[i] * id));
+            w[i] = (uint(q.x) & 0xffu) | ((uint(q.y) & 0xffu) << 8) | ((uint(q.z) & 0xffu) << 16) |
+                   (uint(q.w) << 24);
+            if (i < 4u)
+                s0 += q.x + q.y + q.z + q.w;
+            else
+                s1 += q.x + q.y + q.z + q.w;
+        }
+        float d = amax / 127.0;
+        xq[2u * b] = uvec4(w[0], w[1], w[2], w[3]);
+        xq[2u * b + 1u] = uvec4(w[4], w[5], w[6], w[7]);
+        xd[b] = vec4(d, d * float(s0), d * float(s1), 0.0);
+    }
+    barrier();
+}
+
+int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
+
+// The 32 rounded x values a slice meets (a: the first 16, b: the other 16, in the order the
+// slice's weight words meet them), with the float terms of its format in f and, for Q6_K, the
+// sums of each quarter's 8 rounded values in n.
+struct XSlice {
+    uvec4 a, b;
+    vec4 f;
+    ivec4 n;
+};
+
+XSlice x_slice(uint blk, uint part) {
+    XSlice x;
+    x.n = ivec4(0);
+#if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
+    // Sub-blocks 2j and 2j+1, values 16·(part&1) .. +15 of each: f = (scale 2j, scale 2j+1,
+    // sums of those halves).
+    uint j = part >> 1, h = part & 1u, bi = blk * 8u + 2u * j;
+    x.a = xq[2u * bi + h];
+    x.b = xq[2u * bi + 2u + h];
+    vec4 d0 = xd[bi], d1 = xd[bi + 1u];
+    x.f = vec4(d0.x, d1.x, h == 0u ? d0.y : d0.z, h == 0u ? d1.y : d1.z);
+#elif defined(WTYPE_Q6_K)
+    // Quarter k of half h: values 128h + 32k + l0 .. +7 (x block 8·blk + 4h + k, words
+    // l0/4 and l0/4 + 1); f = the four quarters' scales.
+    uint h = part >> 2, q = part & 3u;
+    uvec2 w[4];
+    [[unroll]] for (uint k = 0; k < 4u; ++k) {
+        uint bi = blk * 8u + 4u * h + k;
+        uvec4 v = xq[2u * bi + (q >> 1)];
+        w[k] = (q & 1u) == 0u ? v.xy : v.zw;
+        x.f[k] = xd[bi].x;
+        x.n[k] = dot4(0x01010101u, w[k].x) + dot4(0x01010101u, w[k].y);
+    }
+    x.a = uvec4(w[0], w[1]);
+    x.b = uvec4(w[2], w[3]);
+#else  // Q4_0, Q8_0: the block's 32 values; f = (scale, sum of all 32)
+    x.a = xq[2u * blk];
+    x.b = xq[2u * blk + 1u];
+    vec4 d = xd[blk];
+    x.f = vec4(d.x, d.y + d.z, 0.0, 0.0);
+#endif
+    return x;
+}
+
+#if defined(WTYPE_Q4_K)
+float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
+    uint b = rb + blk * 144u;
+    uvec4 hd = load16(b);
+    uvec4 q = load16(b + 16u + 16u * part);
+    vec2 sc, mn;
+    k4_pair(hd, part >> 1, sc, mn);
+    int lo = 0, hi = 0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        lo += dot4(q[i] & 0x0f0f0f0fu, x.a[i]);
+        hi += dot4((q[i] >> 4) & 0x0f0f0f0fu, x.b[i]);
+    }
+    vec2 dm = unpackHalf2x16(hd.x);
+    return dm.x * (sc.x * x.f.x * float(lo) + sc.y * x.f.y * float(hi)) - dm.y * dot(mn, x.f.zw);
+}
+#elif defined(WTYPE_Q5_K)
+float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
+    uint b = rb + blk * 176u;
+    uvec4 hd = load16(b);
+    uvec4 qh = load16(b + 16u + 16u * (part & 1u));
+    uvec4 q = load16(b + 48u + 16u * part);
+    uint j = part >> 1;
+    vec2 sc, mn;
+    k4_pair(hd, j, sc, mn);
+    int lo = 0, hi = 0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        uint h0 = ((qh[i] >> (2u * j)) & 0x01010101u) << 4;
+        uint h1 = ((qh[i] >> (2u * j + 1u)) & 0x01010101u) << 4;
+        lo += dot4((q[i] & 0x0f0f0f0fu) | h0, x.a[i]);
+        hi += dot4(((q[i] >> 4) & 0x0f0f0f0fu) | h1, x.b[i]);
+    }
+    vec2 dm = unpackHalf2x16(hd.x);
+    return dm.x * (sc.x * x.f.x * float(lo) + sc.y * x.f.y * float(hi)) - dm.y * dot(mn, x.f.zw);
+}
+#elif defined(WTYPE_Q6_K)
+float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
+    uint b = rb + blk * 210u;
+    uint h = part >> 2, l0 = 8u * (part & 3u);
+    uvec2 ql0 = load8_a2(b + 64u * h + l0);
+    uvec2 ql1 = load8_a2(b + 64u * h + 32u + l0);
+    uvec2 qh = load8_a2(b + 128u + 32u * h + l0);
+    uvec2 sw = load8_a2(b + 192u + 8u * h);
+    float d = w_f16(b + 208u);
+    uint ss = 8u * (l0 >> 4);
+    float acc = 0.0;
+    [[unroll]] for (uint k = 0; k < 4u; ++k) {
+        uvec2 lq = (k & 1u) == 0u ? ql0 : ql1;
+        uint shl = (k >> 1) * 4u;
+        uvec2 xw = k == 0u ? x.a.xy : k == 1u ? x.a.zw : k == 2u ? x.b.xy : x.b.zw;
+        int s = 0;
+        [[unroll]] for (uint t = 0; t < 2u; ++t) {
+            uint v = ((lq[t] >> shl) & 0x0f0f0f0fu) | (((qh[t] >> (2u * k)) & 0x03030303u) << 4);
+            s += dot4(v, xw[t]);
+        }
+        uint sbyte = ((k < 2u ? sw.x : sw.y) >> (16u * (k & 1u) + ss)) & 0xffu;
+        acc += float(int(sbyte << 24) >> 24) * x.f[k] * float(s - 32 * x.n[k]);
+    }
+    return d * acc;
+}
+#elif defined(WTYPE_Q8_0)
+float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
+    uint b = rb + blk * 34u;
+    uvec4 q0 = load16_a2(b + 2u), q1 = load16_a2(b + 18u);
+    int s = 0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) s += dot4(q0[i], x.a[i]) + dot4(q1[i], x.b[i]);
+    return w_f16(b) * x.f.x * float(s);
+}
+#elif defined(WTYPE_Q4_0)
+float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
+    uint b = rb + blk * 18u;
+    uvec4 q = load16_a2(b + 2u);
+    int s = 0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i)
+        s += dot4(q[i] & 0x0f0f0f0fu, x.a[i]) + dot4((q[i] >> 4) & 0x0f0f0f0fu, x.b[i]);
+    return w_f16(b) * (x.f.x * float(s) - 8.0 * x.f.y);
+}
+#endif
+#endif  // X_INT8
+
 #if defined(WTYPE_F32)
 // Unit u (32 floats) of a row whose start is aligned for load16.
 float unit_dot(uint rb, uint u, vec4 xv[8]) {
@@ -375,15 +561,45 @@ void main() {
             acc[r] += s;
         }
     }
+#elif defined(X_INT8)
+    quantize_x();
+    uint slices = (p.ncols / BLOCK) * TPB;
+    for (uint s = tid; s < slices; s += WG) {
+        uint blk = s / TPB, part = s % TPB;
+        XSlice xs = x_slice(blk, part);
+#if defined(WTYPE_Q4_K)
+        if ((ABLATE & 2u) != 0u) {
+            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+                uint b = rb[r] + blk * 144u;
+                uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
+                acc[r] += float(dot4(hd.x ^ q.x ^ q.y ^ q.z ^ q.w, xs.a.x));
+            }
+            continue;
+        }
+#endif
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r] += slice_dot_i8(rb[r], blk, part, xs);
+    }
 #else
     uint slices = (p.ncols / BLOCK) * TPB;
     for (uint s = tid; s < slices; s += WG) {
         uint blk = s / TPB, part = s % TPB;
         vec4 xv[8];
-        [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(slice_x(blk, part, i));
+        [[unroll]] for (uint i = 0; i < 8u; ++i)
+            xv[i] = (ABLATE & 1u) != 0u ? vec4(1.0) : xload4(slice_x(blk, part, i));
         // Sums of x over the two 16-element runs (the Q4_K / Q5_K mins).
         vec2 xs = vec2(dot(xv[0] + xv[1] + xv[2] + xv[3], vec4(1.0)),
                        dot(xv[4] + xv[5] + xv[6] + xv[7], vec4(1.0)));
+#if defined(WTYPE_Q4_K)
+        if ((ABLATE & 2u) != 0u) {
+            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+                uint b = rb[r] + blk * 144u;
+                uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
+                acc[r] += uintBitsToFloat(((hd.x ^ q.x ^ q.y ^ q.z ^ q.w) & 0x3fffffffu) | 0x3f000000u) *
+                          xv[0].x;
+            }
+            continue;
+        }
+#endif
         [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r] += slice_dot(rb[r], blk, part, xv, xs);
     }
 #endif
