@@ -4,7 +4,7 @@
 # they link) xz-compressed into .devrun/reports.tar.xz:
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
-#   [PARTS="gemm gemv window profile fusion gemvx suite"] scripts/vk/device_reports.sh run
+#   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
@@ -14,6 +14,8 @@
 #          way, on Qwen3.5-9B, 0.8B and Qwen3-8B Q4_K_M, then the 9B's decode profile with each
 # suite:   the whole Vulkan test suite under the Khronos validation layer (needs the layer's deb
 #          in .gl): the counts and the number of validation messages; the log in $OUT
+# windows: prefill with DELTALLM_VK_WINDOW=512, 1024 and 2048 on Qwen3.5-9B (pp512, pp2048) and
+#          Qwen3-8B, 0.8B (pp2048)
 # Output goes to stdout and $OUT/reports.txt.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -57,7 +59,7 @@ ab() {  # VAR "VALUES" MODEL LABEL: tg128 for each value of VAR, two alternating
         done
     done
 }
-for part in ${PARTS:-gemm gemv window profile fusion gemvx suite}; do
+for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
     echo "== $part"
     case $part in
         gemm) report 'GemmSpeed*' ;;
@@ -81,6 +83,14 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx suite}; do
                 echo "qwen35 9b DELTALLM_VK_GEMV_X=$v profile:"
                 DELTALLM_VK_GEMV_X=$v timeout 60 "$ours" bench -m "$(model qwen35 9b)" --device vulkan \
                     -p 0 -n 64 -r 2 --profile 2>&1 | grep -v "^|\|^$\|floors"
+            done
+            ;;
+        windows)
+            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
+                for w in 512 1024 2048; do
+                    echo "$am window $w: $(DELTALLM_VK_WINDOW=$w timeout 90 "$ours" bench -m "$(model $am)" \
+                        --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+                done
             done
             ;;
         suite)

@@ -6,10 +6,17 @@
 
 #include <algorithm>
 
+#include "core/env.h"
 #include "quant/quant.h"
 #include "vulkan/kernels.h"
 
 namespace dl::vk {
+
+int64_t PlanOptions::window_from_env() {
+    const int64_t w = env::get_int("DELTALLM_VK_WINDOW");
+    if (w < 0 || w > 65536) fail("DELTALLM_VK_WINDOW={}: use 0 (no windows) to 65536 rows", w);
+    return w;
+}
 
 namespace {
 
@@ -194,15 +201,24 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
                                                       (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads),
                                                       (uint32_t)hp.ssm_conv_kernel))
             no_window(d->reason);
-    if (p.window > 0) {
-        scratch += (uint64_t)act_layout(hp, (uint32_t)p.window).total * 4;
+    // A window longer than the context would only hold unused rows.
+    p.window = std::min<int64_t>(p.window, std::max<int64_t>(opts.n_ctx, 1));
+    // The window's scratch: its activation rows, their F16 copy for the cooperative-matrix
+    // tiles, and the F16 expansion of the largest matrix for the NV tiles.
+    const uint64_t token_scratch = scratch;
+    auto plan_window = [&](int64_t w) {
+        p.window = w;
+        p.window_x16_bytes = p.window_w16_bytes = 0;
+        scratch = token_scratch;
+        if (w == 0) return;
+        scratch += (uint64_t)act_layout(hp, (uint32_t)w).total * 4;
         if (Kernels::gemm_uses_coopmat(f, variant)) {
             int64_t widest_in = 0;
             for (const auto& [what, t] : mats) widest_in = std::max(widest_in, t->cols());
-            p.window_x16_bytes = align_up((uint64_t)p.window * widest_in * 2, kAlign);
+            p.window_x16_bytes = align_up((uint64_t)w * widest_in * 2, kAlign);
             scratch += p.window_x16_bytes;
         }
-        if (Kernels::gemm_uses_cm2(f, variant) && p.window >= Kernels::kGemmExpandRows) {
+        if (Kernels::gemm_uses_cm2(f, variant) && w >= Kernels::kGemmExpandRows) {
             uint64_t largest = 0;
             for (const auto& [what, t] : mats)
                 if (t != model.output && t != model.tok_embd && t->type != QType::F16)
@@ -210,7 +226,8 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
             p.window_w16_bytes = largest ? align_up(largest, kAlign) : 0;
             scratch += p.window_w16_bytes;
         }
-    }
+    };
+    plan_window(p.window);
 
     const uint64_t budget =
         opts.budget_bytes ? opts.budget_bytes : (uint64_t)(f.device_local_bytes * 0.9);
@@ -223,8 +240,14 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         uint64_t splits = (n_ctx + Kernels::kAttnSplit - 1) / Kernels::kAttnSplit;
         return n_attn ? (uint64_t)hp.n_head * splits * (hp.head_dim + 2) * 4 : 0;
     };
-    const uint64_t fixed = p.weight_bytes + p.param_bytes + p.recurrent_bytes + scratch;
     int64_t n_ctx = std::max<int64_t>(opts.n_ctx, 1);
+    // Where the whole context does not fit, the window halves first (down to kMinWindow rows: a
+    // longer window only makes long prompts faster), then the context shrinks.
+    auto fixed_bytes = [&] { return p.weight_bytes + p.param_bytes + p.recurrent_bytes + scratch; };
+    while (p.window > PlanOptions::kMinWindow &&
+           fixed_bytes() + kv_for(n_ctx) + partials_for(n_ctx) > budget)
+        plan_window(std::max<int64_t>(p.window / 2, PlanOptions::kMinWindow));
+    const uint64_t fixed = fixed_bytes();
     if (fixed + kv_for(n_ctx) + partials_for(n_ctx) > budget) {
         if (!opts.shrink_context || n_attn == 0 || fixed + kv_for(256) + partials_for(256) > budget)
             return Decline{fmt::format(

@@ -80,6 +80,47 @@ TEST(VulkanPlan, ShrinksTheContextToTheBudgetOrDeclines) {
     EXPECT_FALSE(plan(*model, f, Variant::scalar, o).ok());
 }
 
+// The window gives way before the context: halved while the whole context does not fit, not
+// below PlanOptions::kMinWindow, and never longer than the context.
+TEST(VulkanPlan, HalvesTheWindowBeforeTheContext) {
+    dl::test::TinySpec s;
+    auto model = dl::test::tiny_model(s);
+    const Features f = big_device();
+    PlanOptions o;
+    o.window = 2048;
+    auto full = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(full.ok()) << full.reason();
+    EXPECT_EQ(full->window, 2048);
+    o.window = 1024;
+    auto half = plan(*model, f, Variant::scalar, o);
+    o.window = 512;
+    auto least = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(half.ok() && least.ok());
+    ASSERT_LT(half->total(), full->total());
+
+    o.window = 2048;
+    o.budget_bytes = (full->total() + half->total()) / 2;
+    auto r = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_EQ(r->window, 1024);
+    EXPECT_EQ(r->n_ctx, 4096);
+    EXPECT_LE(r->total(), o.budget_bytes);
+
+    // Short of even the shortest window's room: 512 rows, and a shorter context.
+    o.budget_bytes = least->total() - 1;
+    r = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_EQ(r->window, PlanOptions::kMinWindow);
+    EXPECT_LT(r->n_ctx, 4096);
+
+    // A context shorter than the window.
+    o.budget_bytes = 0;
+    o.n_ctx = 300;
+    r = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_EQ(r->window, 300);
+}
+
 TEST(VulkanPlan, DeclinesTypesWithoutKernels) {
     dl::test::TinySpec s;
     s.matrix_type = QType::Q3_K;
