@@ -156,6 +156,8 @@ class Kernels {
         uint32_t bm = 0, bn = 0, bk = 0;
     };
     GemmTile gemm_tile;
+    // For the GEMM speed report only: the NV tiles over F16 weights accumulate in F16.
+    bool gemm_acc16 = false;
     GemmTile gemm_cm2_tile(QType t, uint32_t n_rows) const;
     // Tests and the speed report: 0 never expands W to F16, 1 always does when given a scratch,
     // -1 (every real use) decides by the window's rows.

@@ -105,10 +105,13 @@ void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t
 
 Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t n_rows) const {
     if (gemm_tile.bm) return gemm_tile;
-    // Measured on an H200 (GemmSpeed.Report, 512 rows): F16 weights run best in 128x128x64
-    // tiles (128 TFLOP/s); weights decoded inside the tensor loads in 64x128x32 (54 TFLOP/s),
-    // where larger tiles spend more registers on the decode and run slower.
-    GemmTile g = t == QType::F16 ? GemmTile{128, 128, 64} : GemmTile{64, 128, 32};
+    // Measured on an H200 (GemmSpeed.Report): F16 weights (or weights expanded to F16) run best
+    // in 128x128x64 tiles over 512 rows (128 TFLOP/s) and in 64x128x64 over 2048 (130 against
+    // 124, the expansion included); weights decoded inside the tensor loads in 64x128x32 (54
+    // TFLOP/s), where larger tiles spend more registers on the decode and run slower.
+    GemmTile g = t != QType::F16  ? GemmTile{64, 128, 32}
+                 : n_rows >= 1024 ? GemmTile{64, 128, 64}
+                                  : GemmTile{128, 128, 64};
     if (n_rows <= 32)
         g.bn = 32;
     else if (n_rows <= 64)
@@ -147,8 +150,11 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
             p.row_bytes = cols * 2;
         }
         const GemmTile g = gemm_cm2_tile(mt, n_rows);
-        const Kernel& k = pipes_.get(gemm_module(mt, Variant::nv_coopmat2), 3, sizeof(GemmPush),
-                                     {kCm2Invocations, g.bm, g.bn, g.bk});
+        const std::string module = gemm_acc16 && mt == QType::F16
+                                       ? "gemm_f16_acc16@nv_coopmat2"
+                                       : gemm_module(mt, Variant::nv_coopmat2);
+        const Kernel& k =
+            pipes_.get(module, 3, sizeof(GemmPush), {kCm2Invocations, g.bm, g.bn, g.bk});
         cl.dispatch(k, {mw, x16, y}, p, (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn);
         return;
     }

@@ -8,6 +8,8 @@
 // columns; the sizes are specialization constants so the launcher can fit them to the shape.
 // Edges need no special code: the tensor layouts clamp loads past M, N or K to zero and drop
 // stores outside Y. The host keeps y_off a multiple of 4 (tensor bases are 16-byte aligned).
+// ACC_F16 (the GEMM speed report's experiment only): the products are accumulated in F16 and
+// converted to F32 at the end, half the accumulator registers.
 #version 450
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
@@ -131,9 +133,14 @@ void main() {
     // X and Y are row-major by window row; the tile is by weight row: read and write transposed.
     tensorViewNV<2, false, 1, 0> tr = createTensorViewNV(2, false, 1, 0);
 
+#if defined(ACC_F16)
+    coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
+        coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+#else
     coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
         coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
     if (p.mode == 1u) coopMatLoadTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
+#endif
 
     for (uint k = 0; k < p.K; k += BK) {
         coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
@@ -146,5 +153,16 @@ void main() {
         coopMatLoadTensorNV(b, xh, 0, sliceTensorLayoutNV(lx, m0, BN, k, BK), tr);
         acc = coopMatMulAdd(a, b, acc);
     }
+#if defined(ACC_F16)
+    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> res =
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
+    if (p.mode == 1u) {
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> y0;
+        coopMatLoadTensorNV(y0, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
+        res = res + y0;
+    }
+    coopMatStoreTensorNV(res, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
+#else
     coopMatStoreTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
+#endif
 }
