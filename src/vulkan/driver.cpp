@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "core/env.h"
@@ -209,6 +210,60 @@ Kernels::Attention attention_args(const Hparams& hp, const ActLayout& A, uint32_
     return at;
 }
 
+// What the token command and a window command record differently for the same layer chain
+// (record_layers): how the projections run (GEMVs, GEMM tiles), how their inputs are prepared
+// (nothing, an F16 copy), the mixers (one token, rows), and how a residual update and the
+// RMSNorm after it are recorded (the norm fused into the GEMV, or stages of their own).
+struct LayerChain {
+    std::function<void(const char* role)> stage;
+    const char* project_role;
+    // act[y_off ..] = W · act[x_off ..] for the command's rows; no barrier.
+    std::function<void(const Tensor* w, uint32_t x_off, uint32_t y_off)> project;
+    // The projections recorded next read act[x_off ..], cols wide.
+    std::function<void(uint32_t x_off, int64_t cols)> inputs;
+    std::function<void(int64_t il, const Layer&L)> deltanet, attention;
+    std::function<void()> swiglu;
+    // h += W · act[x_off ..] (cols wide), then xn = RMSNorm(h) · norm_w, with the stages between.
+    std::function<void(const Tensor* w, uint32_t x_off, int64_t cols, const Tensor* norm_w)>
+        add_norm;
+};
+
+// Every layer, from xn (the first attn_norm already applied) to the output norm of h in xn.
+void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) {
+    const Hparams& hp = model.hp;
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        const Layer& L = model.layers[il];
+        const Tensor* next_norm =
+            il + 1 < hp.n_layer ? model.layers[il + 1].attn_norm : model.output_norm;
+        c.inputs(A.xn, hp.n_embd);
+        if (hp.is_recurrent(il)) {
+            c.project(L.ssm_qkv, A.xn, A.qkv);
+            c.project(L.ssm_z, A.xn, A.z);
+            c.project(L.ssm_beta, A.xn, A.beta);
+            c.project(L.ssm_alpha, A.xn, A.alpha);
+            c.stage(c.project_role);
+            c.deltanet(il, L);
+            c.stage("deltanet");
+            c.add_norm(L.ssm_out, A.y, hp.ssm_d_inner, L.ffn_norm);
+        } else {
+            c.project(L.wq, A.xn, A.q);
+            c.project(L.wk, A.xn, A.k);
+            c.project(L.wv, A.xn, A.v);
+            c.stage(c.project_role);
+            c.attention(il, L);
+            c.stage("attention");
+            c.add_norm(L.wo, A.o, hp.n_head * hp.head_dim, L.ffn_norm);
+        }
+        c.inputs(A.xn, hp.n_embd);
+        c.project(L.ffn_gate, A.xn, A.gate);
+        c.project(L.ffn_up, A.xn, A.up);
+        c.stage(c.project_role);
+        c.swiglu();
+        c.stage("swiglu");
+        c.add_norm(L.ffn_down, A.ffn, hp.n_ff, next_norm);
+    }
+}
+
 }  // namespace
 
 Kernels::DeltaNetStep ResidentDriver::deltanet_args(const ActLayout& A, const Layer& L) const {
@@ -306,18 +361,13 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         cl.barrier();
         cl.mark(role);
     };
-    // A GEMV adding into h (x at x_off, or silu(gate) · up when the FFN's), then the RMSNorm of
-    // h with norm_w into xn. Fused (Kernels::gemv_fused), the norm is the GEMV's epilogue, so it
-    // waits no stage of its own; its time then counts as "gemv". One counter word serves every
-    // epilogue: they are stages apart. The swiglu stays a stage: computed inside the down
-    // projection's x loads, every workgroup recomputes silu over all n_ff values, which cost the
-    // 9B (n_ff 12288) more on an H200 than the stage it saves (6.39 against 6.05 ms a token).
-    auto gemv_add_norm = [&](const Tensor* t, uint32_t x_off, bool swiglu, const Tensor* norm_w) {
-        if (swiglu) {
-            K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
-            stage("swiglu");
-            x_off = A.ffn;
-        }
+    // A GEMV adding into h, then the RMSNorm of h with norm_w into xn. Fused
+    // (Kernels::gemv_fused), the norm is the GEMV's epilogue, so it waits no stage of its own;
+    // its time then counts as "gemv". One counter word serves every epilogue: they are stages
+    // apart. The swiglu stays a stage: computed inside the down projection's x loads, every
+    // workgroup recomputes silu over all n_ff values, which cost the 9B (n_ff 12288) more on an
+    // H200 than the stage it saves (6.39 against 6.05 ms a token).
+    auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
         if (!fused_decode_) {
             gemv(t, x_off, act, A.h, true);
             stage("gemv");
@@ -335,6 +385,27 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
                      x_off, act, A.h, true, fu);
         stage("gemv");
     };
+    LayerChain chain;
+    chain.stage = stage;
+    chain.project_role = "gemv";
+    chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
+        gemv(t, x_off, act, y_off, false);
+    };
+    chain.inputs = [](uint32_t, int64_t) {};
+    chain.deltanet = [&](int64_t il, const Layer& L) {
+        K.deltanet_step(cl, deltanet_args(A, L), act, prm, view(s->ring[il]), view(s->state[il]),
+                        tok);
+    };
+    chain.attention = [&](int64_t il, const Layer& L) {
+        Kernels::Attention a = at;
+        a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
+        a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+        K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
+                    tok);
+    };
+    chain.swiglu = [&] { K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff); };
+    chain.add_norm = add_norm;
+
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
     // tok[0] = position, tok[1] = token id, tok[2] = the argmax.
@@ -344,38 +415,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // The first attn_norm; every later norm ends the GEMV before it.
     norm(model_->layers[0].attn_norm, A.h, A.xn);
     stage("norm");
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        const Layer& L = model_->layers[il];
-        const Tensor* next_norm =
-            il + 1 < hp.n_layer ? model_->layers[il + 1].attn_norm : model_->output_norm;
-        if (hp.is_recurrent(il)) {
-            gemv(L.ssm_qkv, A.xn, act, A.qkv, false);
-            gemv(L.ssm_z, A.xn, act, A.z, false);
-            gemv(L.ssm_beta, A.xn, act, A.beta, false);
-            gemv(L.ssm_alpha, A.xn, act, A.alpha, false);
-            stage("gemv");
-            K.deltanet_step(cl, deltanet_args(A, L), act, prm, view(s->ring[il]),
-                            view(s->state[il]), tok);
-            stage("deltanet");
-            gemv_add_norm(L.ssm_out, A.y, false, L.ffn_norm);
-        } else {
-            gemv(L.wq, A.xn, act, A.q, false);
-            gemv(L.wk, A.xn, act, A.k, false);
-            gemv(L.wv, A.xn, act, A.v, false);
-            stage("gemv");
-            Kernels::Attention a = at;
-            a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
-            a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
-            K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]),
-                        view(s->partials), tok);
-            stage("attention");
-            gemv_add_norm(L.wo, A.o, false, L.ffn_norm);
-        }
-        gemv(L.ffn_gate, A.xn, act, A.gate, false);
-        gemv(L.ffn_up, A.xn, act, A.up, false);
-        stage("gemv");
-        gemv_add_norm(L.ffn_down, A.ffn, true, next_norm);
-    }
+    record_layers(*model_, A, chain);
     gemv(model_->output, A.xn, view(s->logits_dev), 0, false);
     stage("head");
     K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams);
@@ -431,64 +471,48 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
         cl.barrier();
         cl.mark(role);
     };
+    LayerChain chain;
+    chain.stage = stage;
+    chain.project_role = "gemm";
+    chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
+        gemm(t, x_off, act, y_off, false);
+    };
+    chain.inputs = to_f16;
+    chain.deltanet = [&](int64_t il, const Layer& L) {
+        K.deltanet_rows(cl, deltanet_args(A, L), A.conv, act, prm, view(s.ring[il]),
+                        view(s.state[il]), tok, m);
+    };
+    chain.attention = [&](int64_t il, const Layer& L) {
+        Kernels::AttentionRows a = ar;
+        a.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
+        a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+        K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m);
+    };
+    chain.swiglu = [&] { K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m); };
+    chain.add_norm = [&](const Tensor* t, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
+        to_f16(x_off, cols);
+        gemm(t, x_off, act, A.h, true);
+        stage("gemm");
+        norm(norm_w, A.h, A.xn, m);
+        stage("norm");
+    };
+
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, view(W.win_ids), 0, act, A.h, m);
     stage("embed");
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        const Layer& L = model_->layers[il];
-        norm(L.attn_norm, A.h, A.xn, m);
-        stage("norm");
-        to_f16(A.xn, hp.n_embd);
-        if (hp.is_recurrent(il)) {
-            gemm(L.ssm_qkv, A.xn, act, A.qkv, false);
-            gemm(L.ssm_z, A.xn, act, A.z, false);
-            gemm(L.ssm_beta, A.xn, act, A.beta, false);
-            gemm(L.ssm_alpha, A.xn, act, A.alpha, false);
-            stage("gemm");
-            K.deltanet_rows(cl, deltanet_args(A, L), A.conv, act, prm, view(s.ring[il]),
-                            view(s.state[il]), tok, m);
-            stage("deltanet");
-            to_f16(A.y, hp.ssm_d_inner);
-            gemm(L.ssm_out, A.y, act, A.h, true);
-        } else {
-            gemm(L.wq, A.xn, act, A.q, false);
-            gemm(L.wk, A.xn, act, A.k, false);
-            gemm(L.wv, A.xn, act, A.v, false);
-            stage("gemm");
-            Kernels::AttentionRows a = ar;
-            a.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
-            a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
-            K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m);
-            stage("attention");
-            to_f16(A.o, hp.n_head * hp.head_dim);
-            gemm(L.wo, A.o, act, A.h, true);
-        }
-        stage("gemm");
-        norm(L.ffn_norm, A.h, A.xn, m);
-        stage("norm");
-        to_f16(A.xn, hp.n_embd);
-        gemm(L.ffn_gate, A.xn, act, A.gate, false);
-        gemm(L.ffn_up, A.xn, act, A.up, false);
-        stage("gemm");
-        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
-        stage("swiglu");
-        to_f16(A.ffn, hp.n_ff);
-        gemm(L.ffn_down, A.ffn, act, A.h, true);
-        stage("gemm");
-    }
+    norm(model_->layers[0].attn_norm, A.h, A.xn, m);
+    stage("norm");
+    record_layers(*model_, A, chain);
+    // xn holds the output norm of every row.
     const Tensor* head = model_->output;
     if (all) {
-        norm(model_->output_norm, A.h, A.xn, m);
-        stage("norm");
         to_f16(A.xn, hp.n_embd);
         gemm(head, A.xn, view(W.win_logits), 0, false);
     } else {  // only the last row: one GEMV
-        norm(model_->output_norm, A.h + (m - 1) * E, A.xn, 1);
-        stage("norm");
         K.gemv(cl, head->type, W.matrix(plan_, head), (uint32_t)head->rows(),
-               (uint32_t)head->cols(), act, A.xn, view(s.logits), 0, false);
+               (uint32_t)head->cols(), act, A.xn + (m - 1) * E, view(s.logits), 0, false);
     }
     cl.mark("head");
     cl.end();
