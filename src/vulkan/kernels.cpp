@@ -216,7 +216,7 @@ static uint32_t gemv_shared_bytes(Kernels::GemvX x, uint32_t cols, uint32_t wg, 
     return (x == Kernels::GemvX::bytes ? cols / 32 * 48 : 0) + wg * rows * 4;
 }
 
-static bool gemv_block_type(QType t) {
+bool Kernels::block_format(QType t) {
     switch (t) {
         case QType::Q4_0:
         case QType::Q8_0:
@@ -241,7 +241,7 @@ static uint32_t gemv_rows(Kernels::GemvX x) {
 
 Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
     const Features& f = dev_.features();
-    if (!gemv_block_type(t)) return GemvX::global;
+    if (!block_format(t)) return GemvX::global;
     GemvX x = gemv_x;
     if (x == GemvX::automatic) {
         // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): bytes for the nibble

@@ -17,6 +17,8 @@ class Kernels {
 
     // True when gemv() reads weights of type t natively.
     static bool gemv_supports(QType t);
+    // The GGUF block formats the matrix kernels decode in place: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K.
+    static bool block_format(QType t);
     // y[y_off + r] (=|+=) sum_c W[r, c] · x[x_off + c] for r < rows; W is rows × cols of type t.
     void gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
               uint32_t x_off, View y, uint32_t y_off, bool accumulate);

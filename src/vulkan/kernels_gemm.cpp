@@ -28,18 +28,7 @@ constexpr uint32_t kGemmCols = 64, kGemmColsCoopmat = 128;
 constexpr uint32_t kGemmShared = 32 * 1024, kGemmSharedCoopmat = 38 * 1024;
 
 bool gemm_type(QType t) {
-    switch (t) {
-        case QType::F32:
-        case QType::F16:
-        case QType::Q4_0:
-        case QType::Q8_0:
-        case QType::Q4_K:
-        case QType::Q5_K:
-        case QType::Q6_K:
-            return true;
-        default:
-            return false;
-    }
+    return t == QType::F32 || t == QType::F16 || Kernels::block_format(t);
 }
 
 std::string type_name(QType t) {

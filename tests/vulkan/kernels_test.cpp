@@ -83,14 +83,19 @@ void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, u
     }
 }
 
+// Kernels::gemv as check_gemv records it.
+GemvRecord launcher(Kernels& K) {
+    return [&K](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                uint32_t x_off, View y, uint32_t y_off,
+                bool acc) { K.gemv(cl, t, w, rows, cols, x, x_off, y, y_off, acc); };
+}
+
 class Gemv : public ::testing::TestWithParam<GemvCase> {};
 
 TEST_P(Gemv, MatchesDequantizedReference) {
     VK_TEST_DEVICE();
     const auto [t, rows, cols] = GetParam();
-    auto rec = [&](CommandList& cl, QType tt, View w, uint32_t r, uint32_t c, View x,
-                   uint32_t x_off, View y, uint32_t y_off,
-                   bool acc) { K.gemv(cl, tt, w, r, c, x, x_off, y, y_off, acc); };
+    const GemvRecord rec = launcher(K);
     // x_off 5 reads x float by float, 8 as aligned vec4s. The launcher's own path for this
     // device: over x rounded to bytes where it picks that.
     const bool bytes = K.gemv_x_for(t, cols) == Kernels::GemvX::bytes;
@@ -123,15 +128,9 @@ INSTANTIATE_TEST_SUITE_P(
 // global F32 reads, x rounded to bytes (integer dot products, where the device and the build
 // have them).
 void check_gemv_path(Kernels& K, Device& dev, const GemvCase& c, Kernels::GemvX path) {
-    K.gemv_x = path;
-    struct Restore {
-        Kernels& k;
-        ~Restore() { k.gemv_x = Kernels::GemvX::automatic; }
-    } restore{K};
+    test::GemvXScope scope(K, path);
     if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
-    auto rec = [&](CommandList& cl, QType tt, View w, uint32_t r, uint32_t cc, View x,
-                   uint32_t x_off, View y, uint32_t y_off,
-                   bool acc) { K.gemv(cl, tt, w, r, cc, x, x_off, y, y_off, acc); };
+    const GemvRecord rec = launcher(K);
     for (uint32_t x_off : {5u, 8u})
         check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, path == Kernels::GemvX::bytes);
 }

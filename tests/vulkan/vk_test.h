@@ -194,6 +194,16 @@ inline BytesX round_x_bytes(const float* x, size_t n) {
     return b;
 }
 
+// Kernels::gemv_x set to one path for a scope, then back to automatic (the shared Kernels of the
+// test environment serve every test).
+struct GemvXScope {
+    Kernels& k;
+    GemvXScope(Kernels& kernels, Kernels::GemvX x) : k(kernels) { k.gemv_x = x; }
+    ~GemvXScope() { k.gemv_x = Kernels::GemvX::automatic; }
+    GemvXScope(const GemvXScope&) = delete;
+    GemvXScope& operator=(const GemvXScope&) = delete;
+};
+
 // The tiny model the driver parity tests run (tests/model/tiny_model.h): the attention-only
 // architectures with 2 layers and full rotary, qwen3 with a tied output head, residual updates
 // scaled down so errors grow less from layer to layer. Q4_K needs every matrix input a whole
