@@ -152,21 +152,12 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(gemv_${t}_sg gemv.comp DEFINES WTYPE_${T}=1 SUBGROUP=1)
   dl_vk_shader(get_rows_${t} get_rows.comp DEFINES WTYPE_${T}=1)
 endforeach()
-# The decode fusions of the same GEMV (see gemv.comp): an RMSNorm epilogue of the accumulated
-# residual stream (_norm), x as silu(gate) · up (_swiglu), and both (the FFN's down projection).
+# The decode fusion of the same GEMV (see gemv.comp): an RMSNorm epilogue of the accumulated
+# residual stream (_norm).
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   string(TOUPPER ${t} T)
-  foreach(fuse norm swiglu swiglu_norm)
-    set(_defs WTYPE_${T}=1)
-    if(fuse MATCHES "norm")
-      list(APPEND _defs NORM_EPILOGUE=1)
-    endif()
-    if(fuse MATCHES "swiglu")
-      list(APPEND _defs SWIGLU_X=1)
-    endif()
-    dl_vk_shader(gemv_${t}_${fuse} gemv.comp DEFINES ${_defs})
-    dl_vk_shader(gemv_${t}_${fuse}_sg gemv.comp DEFINES ${_defs} SUBGROUP=1)
-  endforeach()
+  dl_vk_shader(gemv_${t}_norm gemv.comp DEFINES WTYPE_${T}=1 NORM_EPILOGUE=1)
+  dl_vk_shader(gemv_${t}_norm_sg gemv.comp DEFINES WTYPE_${T}=1 NORM_EPILOGUE=1 SUBGROUP=1)
 endforeach()
 # The block formats again over x rounded to bytes (_i8, integer dot products; see gemv.comp),
 # plain and with the RMSNorm epilogue.

@@ -376,7 +376,6 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             return;
         }
         Kernels::GemvFusion fu;
-        fu.up_off = Kernels::kNone;
         fu.norm_w = norm_weights(norm_w);
         fu.counter = view(s->gemv_counter);
         fu.xn_off = A.xn;

@@ -16,7 +16,7 @@ struct GemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
 };
 struct GemvFusedPush {
-    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, up_off, xn_off, counter_idx;
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xn_off, counter_idx;
     float eps;
 };
 struct NormPush {
@@ -280,8 +280,7 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // the workgroup is as wide as the row has slices (one pass over short rows), at most 128
     // threads so long rows still spread over enough workgroups to fill the device. The byte
     // path rounds x once per workgroup, so its workgroups take more rows.
-    const bool swiglu = fuse && fuse->up_off != kNone;
-    GemvX xp = swiglu ? GemvX::global : gemv_x_for(t, cols);
+    GemvX xp = gemv_x_for(t, cols);
     uint32_t kRows = gemv_rows(xp);
     uint32_t slices = gemv_slices(t, cols), want = 32;
     while (want < slices && want < 128) want *= 2;
@@ -293,36 +292,29 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     if (gemv_shared_bytes(xp, cols, wg, kRows) > f.max_shared_memory) xp = GemvX::global;
     // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide.
     uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
-    const bool norm = fuse && fuse->norm_w.buffer != VK_NULL_HANDLE;
-    uint32_t x16 =
-        x.offset % 16 == 0 && x_off % 4 == 0 && (!swiglu || fuse->up_off % 4 == 0) ? 1 : 0;
+    uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 ? 1 : 0;
     std::string name = mod;
-    if (swiglu) name += "_swiglu";
-    if (norm) name += "_norm";
+    if (fuse) name += "_norm";
     name += gemv_x_suffix(xp);
     if (f.subgroup_arithmetic) name += "_sg";
     const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
     auto [gx, gy] = grid(f, (rows + kRows - 1) / kRows);
     // The shared copy of x is sized by the row (a pipeline per row length).
     const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
-    if (!swiglu && !norm) {
+    if (!fuse) {
         const Kernel& k =
             pipes_.get(name, 3, sizeof(GemvPush), {wg, kRows, w16, x16, xblocks, gemv_ablate});
         GemvPush p{cols, rows, row_bytes, x_off, y_off, mode};
         cl.dispatch(k, {w, x, y}, p, gx, gy);
         return;
     }
-    const Kernel& k = pipes_.get(name, norm ? 5 : 3, sizeof(GemvFusedPush),
-                                 {wg, kRows, w16, x16, xblocks, gemv_ablate});
-    GemvFusedPush p{cols,         rows,         row_bytes,         x_off,    y_off, mode,
-                    fuse->up_off, fuse->xn_off, fuse->counter_idx, fuse->eps};
-    if (norm) {
-        DL_ASSERT(fuse->counter.buffer != VK_NULL_HANDLE);
-        DL_ASSERT(fuse->norm_w.range >= (uint64_t)rows * 4);
-        cl.dispatch(k, {w, x, y, fuse->norm_w, fuse->counter}, p, gx, gy);
-    } else {
-        cl.dispatch(k, {w, x, y}, p, gx, gy);
-    }
+    const Kernel& k =
+        pipes_.get(name, 5, sizeof(GemvFusedPush), {wg, kRows, w16, x16, xblocks, gemv_ablate});
+    GemvFusedPush p{cols, rows,         row_bytes,         x_off,    y_off,
+                    mode, fuse->xn_off, fuse->counter_idx, fuse->eps};
+    DL_ASSERT(fuse->norm_w.buffer != VK_NULL_HANDLE && fuse->counter.buffer != VK_NULL_HANDLE);
+    DL_ASSERT(fuse->norm_w.range >= (uint64_t)rows * 4);
+    cl.dispatch(k, {w, x, y, fuse->norm_w, fuse->counter}, p, gx, gy);
 }
 
 void Kernels::rms_norm(CommandList& cl, View w, View x, uint32_t x_off, uint32_t x_stride, View y,

@@ -39,18 +39,13 @@ class Kernels {
     GemvX gemv_x = GemvX::automatic;
     // The path gemv() takes for these weights with the launcher's own workgroup shape.
     GemvX gemv_x_for(QType t, uint32_t cols) const;
-    // gemv() with the fusions of the decode token command (shaders/gemv.comp), each saving a
-    // dependent stage:
-    //  - up_off != kNone: x[c] is silu(x[x_off + c]) · x[up_off + c] (the FFN's gate and up
-    //    projections, both in the x view), read as x is loaded: no swiglu stage before the down
-    //    projection.
-    //  - norm_w given: after y is written, the workgroup that finishes last writes the RMSNorm of
-    //    the whole new y into the y view, y[xn_off + i] = y[y_off + i] / sqrt(mean(y²) + eps) ·
-    //    norm_w[i] for i < rows: no norm stage after the GEMV. Workgroups count themselves on
-    //    the 32-bit word counter[counter_idx], which must be 0 before the dispatch and is 0 again
-    //    after it; dispatches that may overlap (no barrier between them) need distinct words.
+    // gemv() with the fusion of the decode token command (shaders/gemv.comp, NORM_EPILOGUE),
+    // which saves the dependent norm stage after it: once y is written, the workgroup that
+    // finishes last writes the RMSNorm of the whole new y into the y view, y[xn_off + i] =
+    // y[y_off + i] / sqrt(mean(y²) + eps) · norm_w[i] for i < rows. Workgroups count themselves
+    // on the 32-bit word counter[counter_idx], which must be 0 before the dispatch and is 0
+    // again after it; dispatches that may overlap (no barrier between them) need distinct words.
     struct GemvFusion {
-        uint32_t up_off = kNone;
         View norm_w, counter;
         uint32_t counter_idx = 0, xn_off = 0;
         float eps = 0;

@@ -1,5 +1,5 @@
-// The fused decode GEMVs (Kernels::gemv_fused: shaders/gemv.comp built with NORM_EPILOGUE and
-// SWIGLU_X) against double-precision references over the CPU-dequantized weights: every weight
+// The fused decode GEMVs (Kernels::gemv_fused: shaders/gemv.comp built with NORM_EPILOGUE)
+// against double-precision references over the CPU-dequantized weights: every weight
 // format at odd shapes, x, h and xn in one activation buffer as the token command lays them out,
 // poisoned around and in the outputs, the counter word checked back at 0; the same GEMV replayed
 // in one command and across submits, GEMVs chained through their norms, and two at once.
@@ -33,10 +33,6 @@ Matrix make_matrix(QType t, uint32_t rows, uint32_t cols, uint32_t seed, float s
     return Matrix{t, rows, cols, std::move(q.blocks), std::move(q.values)};
 }
 
-double silu_mul(double g, double u) {
-    return g / (1.0 + std::exp(-g)) * u;
-}
-
 // y / sqrt(mean(y²) + eps) · w, in double.
 std::vector<double> rms_norm_ref(const std::vector<double>& y, const std::vector<float>& w,
                                  double eps) {
@@ -50,19 +46,16 @@ std::vector<double> rms_norm_ref(const std::vector<double>& y, const std::vector
 
 constexpr float kEps = 1e-6f;
 
-// One activation buffer as the token command uses it: x (or the gate and up projections), the
-// residual stream h and the norm output xn, with poisoned words between and around them.
+// One activation buffer as the token command uses it: x, the residual stream h and the norm
+// output xn, with poisoned words between and around them.
 struct Act {
-    uint32_t x_off, up_off, h_off, xn_off, total;
+    uint32_t x_off, h_off, xn_off, total;
 };
 
-Act act_layout(uint32_t rows, uint32_t cols, uint32_t x_off, bool swiglu) {
+Act act_layout(uint32_t rows, uint32_t cols, uint32_t x_off) {
     Act a{};
     a.x_off = x_off;
-    // up keeps x_off's alignment mod 4, so the vector path is taken for both or neither.
-    a.up_off = swiglu ? (x_off + cols + 4 + 3) / 4 * 4 + x_off % 4 : Kernels::kNone;
-    uint32_t end = swiglu ? a.up_off + cols : x_off + cols;
-    a.h_off = end + 7;
+    a.h_off = x_off + cols + 7;
     a.xn_off = a.h_off + rows + 5;
     a.total = a.xn_off + rows + 4;
     return a;
@@ -76,14 +69,11 @@ struct Expect {
     std::vector<double> y, tol, xn;  // tol: of each y row
 };
 
-// The double references of y = h0 + W · x (x = silu(gate) · up under swiglu) and of its norm.
+// The double references of y = h0 + W · x and of its norm.
 // x_bytes: the kernel rounds x to bytes (X_INT8), the reference too (see test::round_x_bytes).
 Expect reference(const Matrix& m, const std::vector<float>& act, const Act& a, bool acc,
                  const std::vector<float>& norm_w, bool x_bytes = false) {
-    std::vector<float> x(m.cols), dx(m.cols, 0.f);
-    for (uint32_t c = 0; c < m.cols; ++c)
-        x[c] = a.up_off == Kernels::kNone ? act[a.x_off + c]
-                                          : (float)silu_mul(act[a.x_off + c], act[a.up_off + c]);
+    std::vector<float> x(act.begin() + a.x_off, act.begin() + a.x_off + m.cols), dx(m.cols, 0.f);
     if (x_bytes) {
         test::BytesX b = test::round_x_bytes(x.data(), m.cols);
         x = b.values;
@@ -96,9 +86,7 @@ Expect reference(const Matrix& m, const std::vector<float>& act, const Act& a, b
         double mag = 0, flip = 0;
         for (uint32_t c = 0; c < m.cols; ++c) {
             const double w = m.deq[(size_t)r * m.cols + c];
-            const double p = a.up_off == Kernels::kNone || x_bytes
-                                 ? w * x[c]
-                                 : w * silu_mul(act[a.x_off + c], act[a.up_off + c]);
+            const double p = w * x[c];
             e.y[r] += p;
             mag += std::fabs(p);
             flip = std::max(flip, std::fabs(w) * dx[c]);
@@ -154,12 +142,11 @@ void check_outputs(const Expect& e, const std::vector<float>& out, const Act& a,
 }
 
 // Runs one fused GEMV over random data in the token command's layout and checks it all.
-void check_fused(Device& dev, const FusedRecord& record, const Matrix& m, uint32_t x_off,
-                 bool swiglu, bool norm, bool acc, bool x_bytes = false) {
-    const std::string what =
-        fmt::format("{} {}x{} x_off {} swiglu {} norm {} acc {}", qtype_name(m.type), m.rows,
-                    m.cols, x_off, swiglu, norm, acc);
-    const Act a = act_layout(m.rows, m.cols, x_off, swiglu);
+void check_fused(Device& dev, const FusedRecord& record, const Matrix& m, uint32_t x_off, bool acc,
+                 bool x_bytes = false) {
+    const std::string what = fmt::format("{} {}x{} x_off {} acc {} x in bytes {}",
+                                         qtype_name(m.type), m.rows, m.cols, x_off, acc, x_bytes);
+    const Act a = act_layout(m.rows, m.cols, x_off);
     std::vector<float> act(a.total);
     for (float& v : act) std::memcpy(&v, &test::kPoison, 4);
     std::mt19937 rng(m.rows * 7 + m.cols + x_off);
@@ -168,21 +155,19 @@ void check_fused(Device& dev, const FusedRecord& record, const Matrix& m, uint32
         std::copy(v.begin(), v.end(), act.begin() + off);
     };
     fill(a.x_off, m.cols, 1.f);
-    if (swiglu) fill(a.up_off, m.cols, 1.f);
     if (acc) fill(a.h_off, m.rows, 2.f);  // otherwise h stays poisoned: every row must be written
-    std::vector<float> norm_w;
-    if (norm) norm_w = randn(m.rows, rng, 0.5f);
+    const std::vector<float> norm_w = randn(m.rows, rng, 0.5f);
     const Expect e = reference(m, act, a, acc, norm_w, x_bytes);
 
     Buffer wb = test::to_device(dev, m.blocks);
     Buffer ab = test::to_device(dev, act);
-    Buffer nb = test::to_device(dev, norm ? norm_w : std::vector<float>{0.f});
+    Buffer nb = test::to_device(dev, norm_w);
     Buffer cb = test::to_device(dev, std::vector<uint32_t>{0, 0, 0, 0});
     test::run(dev, [&](CommandList& cl) {
-        record(cl, m, view(wb), view(ab), a, acc, norm ? view(nb) : View{}, view(cb), 2);
+        record(cl, m, view(wb), view(ab), a, acc, view(nb), view(cb), 2);
     });
     auto out = test::from_device<float>(dev, ab, a.total);
-    check_untouched(act, out, a, m.rows, norm);
+    check_untouched(act, out, a, m.rows, true);
     check_outputs(e, out, a, norm_w, what);
     auto counter = test::from_device<uint32_t>(dev, cb, 4);
     for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(counter[i], 0u) << what << " counter word " << i;
@@ -191,7 +176,6 @@ void check_fused(Device& dev, const FusedRecord& record, const Matrix& m, uint32
 void record_launcher(Kernels& K, CommandList& cl, const Matrix& m, View w, View act, const Act& a,
                      bool acc, View norm_w, View counter, uint32_t counter_idx) {
     Kernels::GemvFusion fu;
-    fu.up_off = a.up_off;
     fu.norm_w = norm_w;
     fu.counter = counter;
     fu.counter_idx = counter_idx;
@@ -233,7 +217,7 @@ TEST_P(GemvFused, NormEpilogueMatchesReference) {
     // Accumulating, as the token command does, and writing (h poisoned before); over x rounded
     // to bytes where the launcher picks that on this device.
     const bool bytes = K.gemv_x_for(c.type, c.cols) == Kernels::GemvX::bytes;
-    for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), false, true, acc, bytes);
+    for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), acc, bytes);
 }
 
 // The same over x rounded to bytes (Kernels::gemv_x), where the device and the build have it.
@@ -243,28 +227,12 @@ void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX
     const Matrix m = make_matrix(c.type, c.rows, c.cols, 19 + c.rows + c.cols);
     auto rec = launcher(K);
     for (bool acc : {true, false})
-        check_fused(dev, rec, m, x_offset(c), false, true, acc, path == Kernels::GemvX::bytes);
+        check_fused(dev, rec, m, x_offset(c), acc, path == Kernels::GemvX::bytes);
 }
 
 TEST_P(GemvFused, NormEpilogueOverBytes) {
     VK_TEST_DEVICE();
     check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);
-}
-
-TEST_P(GemvFused, SwigluInputMatchesReference) {
-    VK_TEST_DEVICE();
-    const FusedCase c = GetParam();
-    const Matrix m = make_matrix(c.type, c.rows, c.cols, 13 + c.rows + c.cols);
-    auto rec = launcher(K);
-    for (bool acc : {false, true}) check_fused(dev, rec, m, x_offset(c), true, false, acc);
-}
-
-TEST_P(GemvFused, SwigluAndNormTogether) {
-    VK_TEST_DEVICE();
-    const FusedCase c = GetParam();
-    const Matrix m = make_matrix(c.type, c.rows, c.cols, 17 + c.rows + c.cols);
-    auto rec = launcher(K);
-    check_fused(dev, rec, m, x_offset(c), true, true, true);
 }
 
 // Rows not a multiple of the 4 rows a workgroup (2 rows: one workgroup, which is also the last;
@@ -287,7 +255,7 @@ INSTANTIATE_TEST_SUITE_P(
 struct FusedModuleCase {
     QType type;
     uint32_t rows, cols, wg, rows_per_group, extra_groups;
-    bool subgroup, swiglu;
+    bool subgroup;
 };
 
 class GemvFusedModule : public ::testing::TestWithParam<FusedModuleCase> {};
@@ -302,42 +270,41 @@ TEST_P(GemvFusedModule, MatchesReference) {
     auto rec = [&](CommandList& cl, const Matrix& mm, View w, View act, const Act& a, bool acc,
                    View nw, View cnt, uint32_t idx) {
         struct Push {  // gemv.comp's push constants of the fused variants
-            uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, up_off, xn_off, counter_idx;
+            uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xn_off, counter_idx;
             float eps;
-        } p{mm.cols,  mm.rows,  (uint32_t)row_size(mm.type, mm.cols),
-            a.x_off,  a.h_off,  acc ? 1u : 0u,
-            a.up_off, a.xn_off, idx,
-            kEps};
+        } p{mm.cols,  mm.rows, (uint32_t)row_size(mm.type, mm.cols),
+            a.x_off,  a.h_off, acc ? 1u : 0u,
+            a.xn_off, idx,     kEps};
         std::string name = "gemv_" + std::string(qtype_name(mm.type));
         for (char& ch : name) ch = (char)std::tolower((unsigned char)ch);
-        name += s.swiglu ? "_swiglu_norm" : "_norm";
+        name += "_norm";
         if (s.subgroup) name += "_sg";
         uint32_t x16 = a.x_off % 4 == 0 ? 1 : 0;
         const Kernel& k = pipes.get(name, 5, sizeof(Push), {s.wg, s.rows_per_group, 0, x16});
         uint32_t groups = (mm.rows + s.rows_per_group - 1) / s.rows_per_group + s.extra_groups;
         cl.dispatch(k, {w, act, act, nw, cnt}, p, groups);
     };
-    for (uint32_t x_off : {5u, 8u}) check_fused(dev, rec, m, x_off, s.swiglu, true, true);
+    for (uint32_t x_off : {5u, 8u}) check_fused(dev, rec, m, x_off, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, GemvFusedModule,
-    ::testing::Values(FusedModuleCase{QType::Q4_K, 67, 2048, 32, 4, 3, false, false},
-                      FusedModuleCase{QType::Q4_K, 67, 2048, 64, 3, 1, true, true},
-                      FusedModuleCase{QType::Q5_K, 13, 1024, 32, 2, 5, false, true},
-                      FusedModuleCase{QType::Q6_K, 37, 768, 64, 4, 2, false, false},
-                      FusedModuleCase{QType::Q8_0, 11, 96, 16, 5, 1, true, false},
-                      FusedModuleCase{QType::Q4_0, 9, 160, 128, 2, 4, false, true},
-                      FusedModuleCase{QType::F16, 5, 77, 32, 3, 2, false, true},
-                      FusedModuleCase{QType::F32, 7, 45, 64, 1, 3, true, false},
+    ::testing::Values(FusedModuleCase{QType::Q4_K, 67, 2048, 32, 4, 3, false},
+                      FusedModuleCase{QType::Q4_K, 67, 2048, 64, 3, 1, true},
+                      FusedModuleCase{QType::Q5_K, 13, 1024, 32, 2, 5, false},
+                      FusedModuleCase{QType::Q6_K, 37, 768, 64, 4, 2, false},
+                      FusedModuleCase{QType::Q8_0, 11, 96, 16, 5, 1, true},
+                      FusedModuleCase{QType::Q4_0, 9, 160, 128, 2, 4, false},
+                      FusedModuleCase{QType::F16, 5, 77, 32, 3, 2, false},
+                      FusedModuleCase{QType::F32, 7, 45, 64, 1, 3, true},
                       // More rows than the norm's batches of 16 a thread cover at once.
-                      FusedModuleCase{QType::Q4_0, 301, 64, 16, 4, 2, false, true}),
+                      FusedModuleCase{QType::Q4_0, 301, 64, 16, 4, 2, false}),
     [](const auto& info) {
         const FusedModuleCase& s = info.param;
         return std::string(qtype_name(s.type)) + "_" + std::to_string(s.rows) + "x" +
                std::to_string(s.cols) + "_wg" + std::to_string(s.wg) + "_r" +
                std::to_string(s.rows_per_group) + "_over" + std::to_string(s.extra_groups) +
-               (s.subgroup ? "_sg" : "_tree") + (s.swiglu ? "_swiglu" : "");
+               (s.subgroup ? "_sg" : "_tree");
     });
 
 // The same GEMV three times in one command (a barrier between, one counter word), the command
@@ -348,14 +315,13 @@ TEST(GemvFusedReplay, CounterResetsBetweenDispatchesAndSubmits) {
     VK_TEST_DEVICE();
     for (QType t : {QType::Q4_K, QType::Q8_0}) {
         const Matrix m = make_matrix(t, 67, 512, 23, 0.2f);
-        const Act a = act_layout(m.rows, m.cols, 8, true);
+        const Act a = act_layout(m.rows, m.cols, 8);
         std::vector<float> act(a.total);
         for (float& v : act) std::memcpy(&v, &test::kPoison, 4);
         std::mt19937 rng(5);
-        std::vector<float> g = randn(m.cols, rng), u = randn(m.cols, rng),
-                           h0 = randn(m.rows, rng, 2.f), nw = randn(m.rows, rng, 0.5f);
-        std::copy(g.begin(), g.end(), act.begin() + a.x_off);
-        std::copy(u.begin(), u.end(), act.begin() + a.up_off);
+        std::vector<float> x = randn(m.cols, rng), h0 = randn(m.rows, rng, 2.f),
+                           nw = randn(m.rows, rng, 0.5f);
+        std::copy(x.begin(), x.end(), act.begin() + a.x_off);
         std::copy(h0.begin(), h0.end(), act.begin() + a.h_off);
         Expect one = reference(m, act, a, false, {});
         std::vector<double> y(m.rows), tol(m.rows);

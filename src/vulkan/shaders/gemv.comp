@@ -34,10 +34,8 @@
 //  - F32 / F16 rows are cut into 32-element units, read as uvec4s when the rows start aligned;
 //    a short last unit and rows of odd byte length go through unit_values(), tail guarded.
 //
-// Fused variants for the decode token command, where a tiny dependent dispatch costs a barrier's
-// latency (~10 us on an H200) whatever its work:
-//  - SWIGLU_X: x is silu(gate) · up, computed as x is loaded (gate at x_off, up at up_off, both
-//    in the x binding), so the FFN needs no swiglu stage before its down projection.
+// The fused variant for the decode token command, where a tiny dependent dispatch costs a
+// barrier's latency (~10 us on an H200) whatever its work:
 //  - NORM_EPILOGUE: the RMSNorm of the new y (the residual stream after mode 1) into
 //    y[xn_off ..] with the weights of binding 3, so the next norm needs no stage of its own.
 //    Each workgroup, once its rows are stored and made available device-wide, counts itself on
@@ -82,11 +80,10 @@ layout(push_constant) uniform Push {
     uint ncols;      // elements per row
     uint nrows;
     uint row_bytes;  // bytes per weight row
-    uint x_off;      // in floats (SWIGLU_X: the gate)
+    uint x_off;      // in floats
     uint y_off;      // in floats
     uint mode;       // 0: y = W·x, 1: y += W·x
-#if defined(SWIGLU_X) || defined(NORM_EPILOGUE)
-    uint up_off;       // SWIGLU_X: the up projection, in floats
+#if defined(NORM_EPILOGUE)
     uint xn_off;       // NORM_EPILOGUE: where the normalized y goes, in floats
     uint counter_idx;  // NORM_EPILOGUE: the word of binding 4 that counts finished workgroups
     float eps;         // NORM_EPILOGUE
@@ -110,27 +107,12 @@ uvec4 load16(uint o) {
 }
 
 // Four floats of x starting at element e (relative to x_off; a multiple of 4), and one float.
-#if defined(SWIGLU_X)
-// The same expression as swiglu.comp, so the fused product rounds as the separate stage did.
-vec4 swiglu4(vec4 g, vec4 u) { return g / (1.0 + exp(-g)) * u; }
-vec4 xload4(uint e) {
-    if (X16 != 0u) return swiglu4(x4[(p.x_off + e) >> 2], x4[(p.up_off + e) >> 2]);
-    uint i = p.x_off + e, j = p.up_off + e;
-    return swiglu4(vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]),
-                   vec4(x[j], x[j + 1u], x[j + 2u], x[j + 3u]));
-}
-float xload1(uint e) {
-    float g = x[p.x_off + e];
-    return g / (1.0 + exp(-g)) * x[p.up_off + e];
-}
-#else
 vec4 xload4(uint e) {
     if (X16 != 0u) return x4[(p.x_off + e) >> 2];
     uint i = p.x_off + e;
     return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
 float xload1(uint e) { return x[p.x_off + e]; }
-#endif
 
 // Bytes of a word as exact floats minus `bias`, through the exponent trick (see the top).
 const float MAGIC = 8388608.0;
