@@ -146,6 +146,33 @@ TEST_P(GemvXPaths, BytesMatchRoundedReference) {
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
+// A NaN or an infinity in x makes every row NaN or infinite on either path (the byte path
+// cannot round them, so it must not hide them behind a finite scale).
+TEST(GemvXPaths, NonFiniteXReachesEveryRow) {
+    VK_TEST_DEVICE();
+    const uint32_t rows = 9, cols = 4096;
+    auto [wq, deq] = test::quantize_rows(QType::Q4_K, randn((size_t)rows * cols, 3), rows, cols);
+    Buffer w = test::to_device(dev, wq);
+    for (Kernels::GemvX path : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
+        test::GemvXScope scope(K, path);
+        if (K.gemv_x_for(QType::Q4_K, cols) != path) continue;
+        for (float bad : {std::nanf(""), INFINITY}) {
+            std::vector<float> x = randn(cols, 4);
+            x[1000] = bad;
+            Buffer xb = test::to_device(dev, x);
+            // Finite before the run (the usual poison is a NaN), so an unwritten row fails.
+            Buffer y = test::to_device(dev, std::vector<float>(rows, 1.f));
+            test::run(dev, [&](CommandList& cl) {
+                K.gemv(cl, QType::Q4_K, view(w), rows, cols, view(xb), 0, view(y), 0, false);
+            });
+            auto out = test::from_device<float>(dev, y, rows);
+            for (uint32_t r = 0; r < rows; ++r)
+                EXPECT_FALSE(std::isfinite(out[r]))
+                    << "row " << r << " x[1000] = " << bad << " path " << (int)path;
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Formats, GemvXPaths,
     ::testing::Values(GemvCase{QType::Q4_0, 9, 160}, GemvCase{QType::Q8_0, 11, 96},

@@ -255,14 +255,17 @@ void quantize_x() {
     for (uint b = gl_LocalInvocationID.x; b < XBLOCKS; b += WG) {
         vec4 v[8];
         float amax = 0.0;
+        bool finite = true;
         [[unroll]] for (uint i = 0; i < 8u; ++i) {
             v[i] = xload4(32u * b + 4u * i);
             vec4 a = abs(v[i]);
             amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+            finite = finite && !any(isnan(v[i])) && !any(isinf(v[i]));
         }
-        // A non-finite value makes the scale non-finite, so the rows it meets are not finite
-        // either, as with the float path.
-        float id = amax > 0.0 ? 127.0 / amax : 0.0;
+        // A non-finite value makes the block's scale NaN, so every row it meets is NaN, as
+        // with the float path (the rounded bytes themselves are then meaningless).
+        if (!finite) amax = uintBitsToFloat(0x7fc00000u);
+        float id = finite && amax > 0.0 ? 127.0 / amax : 0.0;
         uint w[8];
         int s0 = 0, s1 = 0;
         [[unroll]] for (uint i = 0; i < 8u; ++i) {
