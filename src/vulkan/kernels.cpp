@@ -233,8 +233,8 @@ static const char* gemv_x_suffix(Kernels::GemvX x) {
     return x == Kernels::GemvX::bytes ? "_i8" : "";
 }
 
-// The launcher's workgroup: as wide as the row has slices, up to 128 threads, and rows a
-// workgroup (see gemv_record).
+// Rows a workgroup of the launcher's shape (see gemv_record): the byte path rounds x once a
+// workgroup, so its workgroups take more rows.
 static uint32_t gemv_rows(Kernels::GemvX x) {
     return x == Kernels::GemvX::bytes ? 8 : 4;
 }
@@ -278,8 +278,7 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     const Features& f = dev_.features();
     // Four rows share each x slice and put four independent weight loads in flight per thread;
     // the workgroup is as wide as the row has slices (one pass over short rows), at most 128
-    // threads so long rows still spread over enough workgroups to fill the device. The byte
-    // path rounds x once per workgroup, so its workgroups take more rows.
+    // threads so long rows still spread over enough workgroups to fill the device (gemv_rows).
     GemvX xp = gemv_x_for(t, cols);
     uint32_t kRows = gemv_rows(xp);
     uint32_t slices = gemv_slices(t, cols), want = 32;
