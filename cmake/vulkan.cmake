@@ -202,6 +202,8 @@ dl_vk_shader(attn_prep_rows attn_prep_rows.comp)
 # Window attention: scores from queries in shared memory, or summed over subgroup lanes (_sh).
 dl_vk_shader(attn_window attn_window.comp)
 dl_vk_shader(attn_window_sh attn_window.comp DEFINES SCORE_SHUFFLE=1)
+# The same on NV cooperative matrix 2 (both products on tensor cores, the softmax on matrices).
+dl_vk_shader(attn_window_cm2 attn_window_cm2.comp VARIANTS nv_coopmat2)
 dl_vk_shader(attn_prep attn_prep.comp)
 dl_vk_shader(attn_decode attn_decode.comp)
 dl_vk_shader(attn_combine attn_combine.comp)

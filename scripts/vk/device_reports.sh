@@ -5,6 +5,7 @@
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
+# (other parts, not in the default list: attn, prefill)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
@@ -14,6 +15,9 @@
 #          way, on Qwen3.5-9B, 0.8B and Qwen3-8B Q4_K_M, then the 9B's decode profile with each
 # suite:   the whole Vulkan test suite under the Khronos validation layer (needs the layer's deb
 #          in .gl): the counts and the number of validation messages; the log in $OUT
+# attn:    the window attention and window prefill tests on this device (every path it has),
+#          then WindowAttentionSpeed.Report
+# prefill: pp512 and pp2048 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
 # windows: prefill with DELTALLM_VK_WINDOW=512, 1024 and 2048 on Qwen3.5-9B (pp512, pp2048) and
 #          Qwen3-8B, 0.8B (pp2048)
 # Output goes to stdout and $OUT/reports.txt.
@@ -65,6 +69,17 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
         gemm) report 'GemmSpeed*' ;;
         gemv) report 'GemvSpeed*' ;;
         window) report 'WindowAttentionSpeed*:DeltaNetWindowSpeed*' ;;
+        attn)
+            timeout 300 "$tv" --gtest_brief=1 --gtest_filter='*WindowAttention*:WindowPrefill*' 2>&1 |
+                grep -v '^Note\|^$' | tail -25
+            report 'WindowAttentionSpeed*'
+            ;;
+        prefill)
+            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
+                echo "$am: $(timeout 120 "$ours" bench -m "$(model $am)" --device vulkan -p 512,2048 -n 0 \
+                    -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+            done
+            ;;
         profile | fusion)
             for s in 9b 0.8b; do
                 m=$(model qwen35 $s)

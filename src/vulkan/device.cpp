@@ -262,6 +262,8 @@ Query query(VkPhysicalDevice pd) {
     f.buffer_device_address = f12.bufferDeviceAddress;
     f.nv_coopmat2_blocks = f.nv_coopmat2 && f.int16 && cm2.cooperativeMatrixWorkgroupScope &&
                            cm2.cooperativeMatrixBlockLoads && f.buffer_device_address;
+    f.nv_coopmat2_softmax = f.nv_coopmat2_blocks && cm2.cooperativeMatrixReductions &&
+                            cm2.cooperativeMatrixPerElementOperations;
     if (f.nv_coopmat2) f.cm2_max_workgroup = cm2p.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
     if (f.nv_coopmat2_blocks &&
         vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV) {
@@ -437,11 +439,12 @@ std::string describe_devices() {
         out += fmt::format(
             "  cooperative matrix: NV {}, KHR {}, NV2 {}{}\n", f.nv_coopmat ? "yes" : "no",
             f.khr_coopmat ? "yes" : "no", f.nv_coopmat2 ? "yes" : "no",
-            f.nv_coopmat2_blocks ? fmt::format(" (workgroup block loads, up to {} invocations, "
-                                               "granularity {}x{}x{})",
-                                               f.cm2_max_workgroup, f.cm2_granularity_m,
-                                               f.cm2_granularity_n, f.cm2_granularity_k)
-                                 : "");
+            f.nv_coopmat2_blocks
+                ? fmt::format(" (workgroup block loads{}, up to {} invocations, "
+                              "granularity {}x{}x{})",
+                              f.nv_coopmat2_softmax ? ", reductions" : "", f.cm2_max_workgroup,
+                              f.cm2_granularity_m, f.cm2_granularity_n, f.cm2_granularity_k)
+                : "");
         std::string vs;
         for (Variant v :
              {Variant::scalar, Variant::nv_coopmat, Variant::khr_coopmat, Variant::nv_coopmat2})
@@ -627,6 +630,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         cm2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
         cm2.cooperativeMatrixWorkgroupScope = f.nv_coopmat2_blocks;
         cm2.cooperativeMatrixBlockLoads = f.nv_coopmat2_blocks;
+        cm2.cooperativeMatrixReductions = f.nv_coopmat2_softmax;
+        cm2.cooperativeMatrixPerElementOperations = f.nv_coopmat2_softmax;
         *tail = &cm2;
         tail = &cm2.pNext;
     }

@@ -485,7 +485,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
         Kernels::AttentionRows a = ar;
         a.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
         a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
-        K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m);
+        K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m, var);
     };
     chain.swiglu = [&] { K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m); };
     chain.add_norm = [&](const Tensor* t, uint32_t x_off, int64_t cols, const Tensor* norm_w) {

@@ -167,8 +167,22 @@ class Kernels {
         Attention a;
         uint32_t q_row, kv_row, o_row, gate_row;
     };
+    // With variant nv_coopmat2 the attention runs on tensor cores where attention_cm2() allows
+    // (shaders/attn_window_cm2.comp), else on the tiles below.
     void attention_rows(CommandList& cl, const AttentionRows& a, View act, View params,
-                        View k_cache, View v_cache, View tok, uint32_t n);
+                        View k_cache, View v_cache, View tok, uint32_t n,
+                        Variant v = Variant::scalar);
+    // The NV cooperative matrix 2 attention tile: query_vectors = rows · heads (query heads of
+    // one key/value head) a workgroup of 256, keys a tile; nullopt where the device, the variant
+    // or the head size rule it out.
+    struct AttentionCm2 {
+        uint32_t query_vectors = 0, keys = 0, heads = 0, rows = 0;
+    };
+    static std::optional<AttentionCm2> attention_cm2(const Features& f, Variant v,
+                                                     uint32_t head_dim, uint32_t n_head,
+                                                     uint32_t n_kv);
+    // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
+    AttentionCm2 attention_cm2_tile;
     // The tile shape attention_rows() uses on this device (shaders/attn_window.comp): a
     // workgroup of `threads` takes `rows` query rows × `heads` query heads of one key/value
     // head (query_vectors = rows · heads) and stages the cache `keys` rows a tile, in

@@ -27,8 +27,31 @@ struct AttnWindowPush {
 
 }  // namespace
 
+std::optional<Kernels::AttentionCm2> Kernels::attention_cm2(const Features& f, Variant v,
+                                                            uint32_t head_dim, uint32_t n_head,
+                                                            uint32_t n_kv) {
+    // The tensor-core tiles need every matrix side a multiple of the device's granularity (at
+    // most 32 here, as for the GEMM tiles) and the module built for this variant.
+    if (!gemm_uses_cm2(f, v) || !f.nv_coopmat2_softmax || head_dim % 32 != 0 || head_dim > 256 ||
+        n_kv == 0 || n_head % n_kv != 0)
+        return std::nullopt;
+    AttentionCm2 t;
+    t.query_vectors = 64;
+    // Measured on an H200 (WindowAttentionSpeed): see docs/PERF.md.
+    t.keys = head_dim > 128 ? 32 : 64;
+    const uint32_t group = n_head / n_kv;
+    t.heads = 1;
+    for (uint32_t d = std::min(group, t.query_vectors); d > 1; --d)
+        if (group % d == 0 && t.query_vectors % d == 0) {
+            t.heads = d;
+            break;
+        }
+    t.rows = t.query_vectors / t.heads;
+    return t;
+}
+
 void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, View params,
-                             View k_cache, View v_cache, View tok, uint32_t n) {
+                             View k_cache, View v_cache, View tok, uint32_t n, Variant v) {
     const Attention& a = r.a;
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
@@ -40,6 +63,35 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv, n);
     cl.barrier();
     cl.mark("attn prep");
+    auto cm2 = attention_cm2(dev_.features(), v, a.head_dim, a.n_head, a.n_kv);
+    // Tensor loads and stores need 16-byte aligned bases.
+    auto aligned = [](View b, uint32_t off) { return b.offset % 16 == 0 && off % 4 == 0; };
+    if (cm2 && aligned(act, a.qo_off) && aligned(act, a.o_off) &&
+        (a.gate_off == kNone || aligned(act, a.gate_off)) && k_cache.offset % 16 == 0 &&
+        v_cache.offset % 16 == 0) {
+        AttentionCm2 t = *cm2;
+        if (attention_cm2_tile.query_vectors) {
+            t.keys = attention_cm2_tile.keys;
+            t.query_vectors = attention_cm2_tile.query_vectors;
+            t.rows = t.query_vectors / t.heads;
+        }
+        const Kernel& att = pipes_.get("attn_window_cm2@nv_coopmat2", 4, sizeof(AttnWindowPush),
+                                       {256, a.head_dim, t.query_vectors, t.keys});
+        AttnWindowPush wp{a.n_head,
+                          a.n_kv,
+                          n,
+                          t.heads,
+                          a.qo_off,
+                          a.o_off,
+                          r.o_row,
+                          a.gate_off,
+                          a.gate_stride,
+                          r.gate_row,
+                          1.0f / std::sqrt((float)a.head_dim)};
+        cl.dispatch(att, {act, k_cache, v_cache, tok}, wp, a.n_head / t.heads,
+                    (n + t.rows - 1) / t.rows);
+        return;
+    }
     const AttentionTiles at =
         attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv, attention_shuffles);
     const Kernel& att =

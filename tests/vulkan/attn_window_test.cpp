@@ -94,24 +94,27 @@ struct Window {
         args.gate_row = q_row;
     }
 
-    void record(Kernels& K, CommandList& cl) {
-        K.attention_rows(cl, args, view(act), view(params), view(kc), view(vc), view(tok), n);
+    void record(Kernels& K, CommandList& cl, Variant v = Variant::scalar) {
+        K.attention_rows(cl, args, view(act), view(params), view(kc), view(vc), view(tok), n, v);
     }
 
     // Row r, head h in double precision: softmax(q · K / sqrt(head_dim)) · V over cache rows
-    // 0 .. start + r, times sigmoid(gate) when gated.
-    std::vector<double> reference(uint32_t r, uint32_t h) const {
+    // 0 .. start + r, times sigmoid(gate) when gated. half_q: q / sqrt(head_dim) rounded to F16
+    // first, as the tensor-core kernel feeds it to its products.
+    std::vector<double> reference(uint32_t r, uint32_t h, bool half_q = false) const {
         const uint32_t pos = c.start + r;
         const float* q = &in[q_off + r * q_row + h * q_stride];
         const size_t kv = (size_t)(h / (c.n_head / c.n_kv)) * hd;
         const double scale = 1.0 / std::sqrt((double)hd);
-        std::vector<double> s(pos + 1), o(hd, 0.0);
+        std::vector<double> qs(hd), s(pos + 1), o(hd, 0.0);
+        for (uint32_t d = 0; d < hd; ++d)
+            qs[d] = half_q ? f16_to_f32(f32_to_f16(q[d] * (float)scale)) : q[d] * scale;
         double mx = -INFINITY;
         for (uint32_t j = 0; j <= pos; ++j) {
             double dot = 0;
             for (uint32_t d = 0; d < hd; ++d)
-                dot += (double)q[d] * f16_to_f32(Kh[j * row_halves + kv + d]);
-            s[j] = dot * scale;
+                dot += qs[d] * f16_to_f32(Kh[j * row_halves + kv + d]);
+            s[j] = dot;
             mx = std::max(mx, s[j]);
         }
         double sum = 0;
@@ -125,38 +128,56 @@ struct Window {
     }
 
     // Row r, head h of the device's output against reference(): every element finite and close.
-    void check(const std::vector<float>& out, uint32_t r, uint32_t h) const {
-        const std::vector<double> want = reference(r, h);
+    // The tensor-core kernel (tensor_cores) multiplies F16 queries and F16 softmax weights: its
+    // reference rounds the queries the same way, and the weights' rounding (2^-11 relative)
+    // stays within 1e-3 of the output's scale.
+    void check(const std::vector<float>& out, uint32_t r, uint32_t h,
+               bool tensor_cores = false) const {
+        const std::vector<double> want = reference(r, h, tensor_cores);
+        const double tol = tensor_cores ? 1e-3 : 1e-4;
         for (uint32_t d = 0; d < hd; ++d) {
             const float got = out[o_off + r * o_row + h * hd + d];
             ASSERT_TRUE(std::isfinite(got)) << "row " << r << " head " << h << " dim " << d;
-            ASSERT_NEAR(got, want[d], 1e-4 * (1 + std::fabs(want[d])))
+            ASSERT_NEAR(got, want[d], tol * (1 + std::fabs(want[d])))
                 << "row " << r << " head " << h << " dim " << d;
         }
     }
 };
 
-// Scores summed over subgroup lanes (where the device can) or from queries in shared memory.
-class WindowAttention : public ::testing::TestWithParam<std::tuple<WindowCase, bool>> {};
+// Scores from queries in shared memory, summed over subgroup lanes (where the device can), or
+// both products on NV cooperative matrix 2 (where the device has it).
+enum class Path { plain, shuffle, cm2 };
+
+class WindowAttention : public ::testing::TestWithParam<std::tuple<WindowCase, Path>> {};
 
 TEST_P(WindowAttention, MatchesDoubleReference) {
     VK_TEST_DEVICE();
-    const auto [c, shuffles] = GetParam();
+    const auto [c, path] = GetParam();
     struct Restore {
         Kernels& k;
         ~Restore() { k.attention_shuffles = true; }
     } restore{K};
+    const bool shuffles = path == Path::shuffle;
     K.attention_shuffles = shuffles;
-    const Kernels::AttentionTiles tiles =
-        Kernels::attention_tiles(dev.features(), c.head_dim, c.n_head, c.n_kv, shuffles);
-    const uint32_t n = c.row_tiles * tiles.rows + c.extra_rows;
+    uint32_t rows_a_group = 0;
+    Variant v = Variant::scalar;
+    if (path == Path::cm2) {
+        v = Variant::nv_coopmat2;
+        auto t = Kernels::attention_cm2(dev.features(), v, c.head_dim, c.n_head, c.n_kv);
+        if (!t) GTEST_SKIP() << "no NV cooperative matrix 2 attention for this head size here";
+        rows_a_group = t->rows;
+    } else {
+        rows_a_group =
+            Kernels::attention_tiles(dev.features(), c.head_dim, c.n_head, c.n_kv, shuffles).rows;
+    }
+    const uint32_t n = c.row_tiles * rows_a_group + c.extra_rows;
     ASSERT_GE(n, 1u);
     Window w(dev, c, n);
-    test::run(dev, [&](CommandList& cl) { w.record(K, cl); });
+    test::run(dev, [&](CommandList& cl) { w.record(K, cl, v); });
     auto out = test::from_device<float>(dev, w.act, w.n_act);
     for (uint32_t r = 0; r < n; ++r) {
         for (uint32_t h = 0; h < c.n_head; ++h) {
-            w.check(out, r, h);
+            w.check(out, r, h, path == Path::cm2);
             if (HasFatalFailure()) return;
         }
         for (uint32_t i = c.n_head * c.head_dim; i < w.o_row; ++i)
@@ -179,12 +200,15 @@ INSTANTIATE_TEST_SUITE_P(
                           WindowCase{256, 2, 2, 19, 5, 2, false},    //
                           WindowCase{96, 6, 2, 7, 2, 1, true},       // an odd multiple of 32
                           WindowCase{256, 4, 1, 300, 0, 1, false}),  // one row, many key tiles
-        ::testing::Bool()),
+        ::testing::Values(Path::plain, Path::shuffle, Path::cm2)),
     [](const auto& info) {
         const WindowCase& c = std::get<0>(info.param);
+        const Path path = std::get<1>(info.param);
         return fmt::format("d{}h{}kv{}at{}_{}tiles_plus{}{}{}", c.head_dim, c.n_head, c.n_kv,
                            c.start, c.row_tiles, c.extra_rows, c.gate ? "_gated" : "",
-                           std::get<1>(info.param) ? "_shuffle" : "_plain");
+                           path == Path::plain     ? "_plain"
+                           : path == Path::shuffle ? "_shuffle"
+                                                   : "_cm2");
     });
 
 // Every tile shape chosen fits the device and covers whole groups of query heads.
@@ -219,63 +243,105 @@ TEST(WindowAttentionTiles, FitTheDevice) {
 }
 
 // Speed report (DELTALLM_VK_SPEED=1; meant for a real GPU): the attention of Qwen3.5-9B (16 query
-// heads over 4 key/value heads of 256, gated) for a window of 512 rows at the start of a prompt
-// and as the last window of 4096- and 8192-token prompts, with the cache bytes this kernel reads
-// against reading the whole history once per query row and head. A few rows are still checked.
+// heads over 4 key/value heads of 256, gated) and of Qwen3-8B (32 over 8 of 128) for a window of
+// 512 rows at the start of a prompt and as the last window of 4096- and 8192-token prompts, on
+// every path the device has (tiles with and without shuffled scores, the tensor-core kernel at a
+// few tile sizes), with the cache bytes the tiles read against reading the whole history once
+// per query row and head. A few rows are still checked.
 TEST(WindowAttentionSpeed, Report) {
     VK_SPEED_DEVICE();
-    const bool cpu = dev.features().cpu;
-    const uint32_t n = cpu ? 32 : 512, n_head = 16, n_kv = 4, hd = 256;
-    // Both score modules where the device has the shuffle one, so they can be compared.
-    for (bool shuffles : {true, false}) {
-        const auto t = Kernels::attention_tiles(dev.features(), hd, n_head, n_kv, shuffles);
-        if (shuffles && !t.shuffle_lanes) continue;
-        K.attention_shuffles = shuffles;
-        fmt::print(
-            "window attention tiles: {} rows x {} heads, {} keys a tile, {} threads, {} bytes, "
-            "{}\n",
-            t.rows, t.heads, t.keys, t.threads, t.shared_bytes,
-            t.shuffle_lanes ? fmt::format("scores over {} lanes", t.shuffle_lanes)
-                            : std::string("plain scores"));
-        for (uint32_t start :
-             cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {
-            Window w(dev, WindowCase{hd, n_head, n_kv, start, 0, 0, true}, n);
-            CommandList cl(dev);
-            cl.enable_timestamps(2);
-            cl.begin(true);
-            w.record(K, cl);
-            cl.mark("attention");
-            cl.end();
-            double best = 1e30;
-            for (int rep = 0; rep < 5; ++rep) {
-                cl.submit_and_wait();
-                for (const auto& [label, ms] : cl.times())
-                    if (label == "attention") best = std::min(best, ms);
-            }
-            // Keys seen by all rows; each costs 2·hd flops for the score and 2·hd for the value.
-            const double keys = (double)n * start + (double)n * (n + 1) / 2;
-            const double flop = 4.0 * hd * n_head * keys;
-            // A K and a V row of one key/value head are 4·hd bytes (F16). Reading the history
-            // per row and head costs that for every key of every query head; a workgroup reads
-            // it once for the keys of its last row.
-            const double per_row_head = keys * 4.0 * hd * n_head;
-            double tiled = 0;
-            for (uint32_t r0 = 0; r0 < n; r0 += t.rows)
-                tiled += (double)(n_head / t.heads) * (start + std::min(r0 + t.rows, n)) * 4.0 * hd;
-            fmt::print(
-                "window attention 9B, {} rows at {}: {:.3f} ms, {:.2f} TFLOP/s; cache reads {:.1f} "
-                "MiB ({:.1f} KiB a row), per row and head {:.1f} MiB ({:.1f} KiB a row)\n",
-                n, start, best, flop / (best * 1e-3) / 1e12, tiled / 1048576, tiled / n / 1024,
-                per_row_head / 1048576, per_row_head / n / 1024);
-            auto out = test::from_device<float>(dev, w.act, w.n_act);
-            for (uint32_t r : {0u, n / 2, n - 1})
-                for (uint32_t h : {0u, 5u, n_head - 1}) {
-                    w.check(out, r, h);
-                    if (HasFatalFailure()) break;
+    const Features& f = dev.features();
+    const bool cpu = f.cpu;
+    const uint32_t n = cpu ? 32 : 512;
+    struct Model {
+        const char* name;
+        uint32_t n_head, n_kv, hd;
+        bool gate;
+    };
+    struct Config {
+        Path path;
+        Kernels::AttentionCm2 tile;  // cm2 only; zero: the launcher's choice
+    };
+    std::vector<Config> configs = {{Path::shuffle, {}}, {Path::plain, {}}, {Path::cm2, {}}};
+    if (!cpu)
+        for (uint32_t qv : {64u, 128u})
+            for (uint32_t keys : {32u, 64u}) configs.push_back({Path::cm2, {qv, keys, 0, 0}});
+    for (const Model& m :
+         {Model{"qwen35 9B", 16, 4, 256, true}, Model{"qwen3 8B", 32, 8, 128, false}})
+        for (const Config& cf : configs) {
+            const bool shuffles = cf.path == Path::shuffle;
+            const Variant v = cf.path == Path::cm2 ? Variant::nv_coopmat2 : Variant::scalar;
+            uint32_t rows = 0, heads = 0;
+            std::string what;
+            if (cf.path == Path::cm2) {
+                auto t = Kernels::attention_cm2(f, v, m.hd, m.n_head, m.n_kv);
+                if (!t) continue;
+                if (cf.tile.query_vectors) {
+                    t->query_vectors = cf.tile.query_vectors;
+                    t->keys = cf.tile.keys;
+                    t->rows = t->query_vectors / t->heads;
                 }
+                rows = t->rows;
+                heads = t->heads;
+                what = fmt::format("tensor cores, {} rows x {} heads, {} keys a tile{}", t->rows,
+                                   t->heads, t->keys, cf.tile.query_vectors ? "" : " (launcher)");
+            } else {
+                const auto t = Kernels::attention_tiles(f, m.hd, m.n_head, m.n_kv, shuffles);
+                if (shuffles && !t.shuffle_lanes) continue;
+                rows = t.rows;
+                heads = t.heads;
+                what = fmt::format(
+                    "tiles {} rows x {} heads, {} keys a tile, {} threads, {} bytes, {}", t.rows,
+                    t.heads, t.keys, t.threads, t.shared_bytes,
+                    t.shuffle_lanes ? fmt::format("scores over {} lanes", t.shuffle_lanes)
+                                    : std::string("plain scores"));
+            }
+            K.attention_shuffles = shuffles;
+            K.attention_cm2_tile = cf.tile;
+            fmt::print("window attention {}: {}\n", m.name, what);
+            for (uint32_t start :
+                 cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {
+                Window w(dev, WindowCase{m.hd, m.n_head, m.n_kv, start, 0, 0, m.gate}, n);
+                CommandList cl(dev);
+                cl.enable_timestamps(2);
+                cl.begin(true);
+                w.record(K, cl, v);
+                cl.mark("attention");
+                cl.end();
+                double best = 1e30;
+                for (int rep = 0; rep < 5; ++rep) {
+                    cl.submit_and_wait();
+                    for (const auto& [label, ms] : cl.times())
+                        if (label == "attention") best = std::min(best, ms);
+                }
+                // Keys seen by all rows; each costs 2·hd flops for the score and 2·hd for the
+                // value.
+                const double keys = (double)n * start + (double)n * (n + 1) / 2;
+                const double flop = 4.0 * m.hd * m.n_head * keys;
+                // A K and a V row of one key/value head are 4·hd bytes (F16). Reading the
+                // history per row and head costs that for every key of every query head; a
+                // workgroup reads it once for the keys of its last row.
+                const double per_row_head = keys * 4.0 * m.hd * m.n_head;
+                double tiled = 0;
+                for (uint32_t r0 = 0; r0 < n; r0 += rows)
+                    tiled +=
+                        (double)(m.n_head / heads) * (start + std::min(r0 + rows, n)) * 4.0 * m.hd;
+                fmt::print(
+                    "window attention {}, {} rows at {}: {:.3f} ms, {:.2f} TFLOP/s; cache reads "
+                    "{:.1f} MiB ({:.1f} KiB a row), per row and head {:.1f} MiB\n",
+                    m.name, n, start, best, flop / (best * 1e-3) / 1e12, tiled / 1048576,
+                    tiled / n / 1024, per_row_head / 1048576);
+                auto out = test::from_device<float>(dev, w.act, w.n_act);
+                for (uint32_t r : {0u, n / 2, n - 1})
+                    for (uint32_t h : {0u, 5u, m.n_head - 1}) {
+                        w.check(out, r, h, cf.path == Path::cm2);
+                        if (HasFatalFailure()) break;
+                    }
+                if (HasFatalFailure()) break;
+            }
+            K.attention_cm2_tile = {};
             if (HasFatalFailure()) break;
         }
-    }
     K.attention_shuffles = true;
 }
 
