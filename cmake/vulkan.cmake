@@ -152,22 +152,26 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(gemv_${t}_sg gemv.comp DEFINES WTYPE_${T}=1 SUBGROUP=1)
   dl_vk_shader(get_rows_${t} get_rows.comp DEFINES WTYPE_${T}=1)
 endforeach()
-# The decode fusion of the same GEMV (see gemv.comp): an RMSNorm epilogue of the accumulated
-# residual stream (_norm).
+# The decode fusions of the same GEMV (see gemv.comp): an RMSNorm epilogue of the accumulated
+# residual stream (_norm), the FFN gate and up pair with the SwiGLU (_swiglu).
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   string(TOUPPER ${t} T)
   dl_vk_shader(gemv_${t}_norm gemv.comp DEFINES WTYPE_${T}=1 NORM_EPILOGUE=1)
   dl_vk_shader(gemv_${t}_norm_sg gemv.comp DEFINES WTYPE_${T}=1 NORM_EPILOGUE=1 SUBGROUP=1)
+  dl_vk_shader(gemv_${t}_swiglu gemv.comp DEFINES WTYPE_${T}=1 SWIGLU_PAIR=1)
+  dl_vk_shader(gemv_${t}_swiglu_sg gemv.comp DEFINES WTYPE_${T}=1 SWIGLU_PAIR=1 SUBGROUP=1)
 endforeach()
 # The block formats again over x rounded to bytes (_i8, integer dot products; see gemv.comp),
-# plain and with the RMSNorm epilogue.
+# plain, with the RMSNorm epilogue and as the SwiGLU pair.
 if(DELTALLM_VK_INTEGER_DOT)
   foreach(t q4_0 q8_0 q4_k q5_k q6_k)
     string(TOUPPER ${t} T)
-    foreach(fuse "" _norm)
+    foreach(fuse "" _norm _swiglu)
       set(_defs WTYPE_${T}=1 X_INT8=1)
-      if(fuse)
+      if(fuse STREQUAL "_norm")
         list(APPEND _defs NORM_EPILOGUE=1)
+      elseif(fuse STREQUAL "_swiglu")
+        list(APPEND _defs SWIGLU_PAIR=1)
       endif()
       dl_vk_shader(gemv_${t}${fuse}_i8 gemv.comp DEFINES ${_defs})
       dl_vk_shader(gemv_${t}${fuse}_i8_sg gemv.comp DEFINES ${_defs} SUBGROUP=1)

@@ -5,7 +5,7 @@
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
-# (other parts, not in the default list: attn, prefill)
+# (other parts, not in the default list: attn, prefill, dn, tg, tests)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
@@ -17,6 +17,11 @@
 #          in .gl): the counts and the number of validation messages; the log in $OUT
 # attn:    the window attention and window prefill tests on this device (every path it has),
 #          then WindowAttentionSpeed.Report
+# dn:      decode tg128 with DELTALLM_VK_DN_COLUMNS=0 (a workgroup a head) and 32, two
+#          alternating rounds, on Qwen3.5-9B and 0.8B Q4_K_M
+# tests:   the Vulkan tests matching $FILTER (default all) on this device, without the layer
+# tg:      decode tg128 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M, then Qwen3-8B's decode
+#          profile
 # prefill: pp512 and pp2048 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
 # windows: prefill with DELTALLM_VK_WINDOW=512, 1024 and 2048 on Qwen3.5-9B (pp512, pp2048) and
 #          Qwen3-8B, 0.8B (pp2048)
@@ -89,6 +94,20 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                     ab DELTALLM_VK_DECODE_FUSION "0 1" "$m" "qwen35 $s"
                 fi
             done
+            ;;
+        tests)
+            timeout 400 "$tv" --gtest_brief=1 --gtest_filter="${FILTER:-*}" 2>&1 | grep -v '^Note\|^$' | tail -25
+            ;;
+        tg)
+            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
+                echo "$am: $(timeout 60 "$ours" bench -m "$(model $am)" --device vulkan -p 0 -n 128 -r 3 \
+                    2>&1 | grep tg128 | cut -d'|' -f7,8)"
+            done
+            timeout 60 "$ours" bench -m "$(model qwen3 8b)" --device vulkan -p 0 -n 64 -r 2 --profile 2>&1 |
+                grep -v "^|\|^$\|floors"
+            ;;
+        dn)
+            for s in 9b 0.8b; do ab DELTALLM_VK_DN_COLUMNS "0 32" "$(model qwen35 $s)" "qwen35 $s"; done
             ;;
         gemvx)
             for am in "qwen35 9b" "qwen35 0.8b" "qwen3 8b"; do

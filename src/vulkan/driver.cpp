@@ -56,6 +56,8 @@ struct ResidentDriver::Session : SessionState {
     // The word the norm epilogues of the token command count their workgroups on (0 between
     // dispatches; see Kernels::gemv_fused).
     Buffer gemv_counter;
+    // One word a value head that the DeltaNet decode step's column groups count on.
+    Buffer dn_counter;
     std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
     std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
     std::unique_ptr<CommandList> token_cmd, token_logits_cmd;
@@ -115,6 +117,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->pipes = std::make_unique<Pipelines>(D);
     w->kernels = std::make_unique<Kernels>(D, *w->pipes);
     w->kernels->gemv_x = opts.gemv_x;
+    w->kernels->deltanet_columns = opts.deltanet_columns;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
                                      MemoryKind::device);
@@ -137,6 +140,12 @@ bool DriverOptions::profile_from_env() {
 
 bool DriverOptions::fused_decode_from_env() {
     return env::get_bool("DELTALLM_VK_DECODE_FUSION");
+}
+
+uint32_t DriverOptions::deltanet_columns_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_DN_COLUMNS");
+    if (v < 0 || v > 4096) fail("DELTALLM_VK_DN_COLUMNS={}: use 0 to 4096", v);
+    return (uint32_t)v;
 }
 
 Kernels::GemvX DriverOptions::gemv_x_from_env() {
@@ -222,7 +231,8 @@ struct LayerChain {
     // The projections recorded next read act[x_off ..], cols wide.
     std::function<void(uint32_t x_off, int64_t cols)> inputs;
     std::function<void(int64_t il, const Layer&L)> deltanet, attention;
-    std::function<void()> swiglu;
+    // act[ffn] = SwiGLU(gate · act[xn], up · act[xn]), with the stages between and after.
+    std::function<void(const Layer& L)> ffn_in;
     // h += W · act[x_off ..] (cols wide), then xn = RMSNorm(h) · norm_w, with the stages between.
     std::function<void(const Tensor* w, uint32_t x_off, int64_t cols, const Tensor* norm_w)>
         add_norm;
@@ -255,11 +265,7 @@ void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) 
             c.add_norm(L.wo, A.o, hp.n_head * hp.head_dim, L.ffn_norm);
         }
         c.inputs(A.xn, hp.n_embd);
-        c.project(L.ffn_gate, A.xn, A.gate);
-        c.project(L.ffn_up, A.xn, A.up);
-        c.stage(c.project_role);
-        c.swiglu();
-        c.stage("swiglu");
+        c.ffn_in(L);
         c.add_norm(L.ffn_down, A.ffn, hp.n_ff, next_norm);
     }
 }
@@ -305,6 +311,9 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
                                   MemoryKind::device);
     s->gemv_counter = D.create_buffer(16, MemoryKind::device);
     D.fill(s->gemv_counter, 0, 16, 0);
+    const uint64_t dn_words = std::max<uint64_t>((uint64_t)hp.ssm_n_v_heads, 4);
+    s->dn_counter = D.create_buffer(dn_words * 4, MemoryKind::device);
+    D.fill(s->dn_counter, 0, dn_words * 4, 0);
 
     const uint32_t d_v = hp.ssm_n_v_heads ? (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads) : 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -393,7 +402,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     chain.inputs = [](uint32_t, int64_t) {};
     chain.deltanet = [&](int64_t il, const Layer& L) {
         K.deltanet_step(cl, deltanet_args(A, L), act, prm, view(s->ring[il]), view(s->state[il]),
-                        tok);
+                        tok, view(s->dn_counter));
     };
     chain.attention = [&](int64_t il, const Layer& L) {
         Kernels::Attention a = at;
@@ -402,7 +411,26 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
                     tok);
     };
-    chain.swiglu = [&] { K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff); };
+    chain.ffn_in = [&](const Layer& L) {
+        // Fused: one GEMV dispatch for both matrices with the SwiGLU as its epilogue, where the
+        // plan keeps them in one slab with the same type.
+        const Placement *g = plan_.find(L.ffn_gate), *u = plan_.find(L.ffn_up);
+        if (fused_decode_ && L.ffn_gate->type == L.ffn_up->type && g->slab == u->slab &&
+            L.ffn_gate->ne == L.ffn_up->ne) {
+            const uint64_t lo = std::min(g->offset, u->offset);
+            const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
+            K.gemv_swiglu(cl, L.ffn_gate->type, view(W.slabs[g->slab], lo, (hi - lo + 7) / 4 * 4),
+                          g->offset - lo, u->offset - lo, (uint32_t)L.ffn_gate->rows(),
+                          (uint32_t)L.ffn_gate->cols(), act, A.xn, act, A.ffn);
+            stage("gemv");
+            return;
+        }
+        gemv(L.ffn_gate, A.xn, act, A.gate, false);
+        gemv(L.ffn_up, A.xn, act, A.up, false);
+        stage("gemv");
+        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
+        stage("swiglu");
+    };
     chain.add_norm = add_norm;
 
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
@@ -487,7 +515,13 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
         a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
         K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m, var);
     };
-    chain.swiglu = [&] { K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m); };
+    chain.ffn_in = [&](const Layer& L) {
+        gemm(L.ffn_gate, A.xn, act, A.gate, false);
+        gemm(L.ffn_up, A.xn, act, A.up, false);
+        stage("gemm");
+        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
+        stage("swiglu");
+    };
     chain.add_norm = [&](const Tensor* t, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
         to_f16(x_off, cols);
         gemm(t, x_off, act, A.h, true);

@@ -15,6 +15,9 @@ namespace {
 struct GemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
 };
+struct GemvPairPush {
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, g_off, u_off;
+};
 struct GemvFusedPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xn_off, counter_idx;
     float eps;
@@ -130,14 +133,24 @@ std::optional<Decline> Kernels::deltanet_step_supported(const Features& f, uint3
 }
 
 void Kernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params,
-                            View ring, View state, View tok) {
-    if (auto d = deltanet_step_supported(dev_.features(), a.d_k, a.d_v, a.conv_kernel))
-        fail("{}", d->reason);
-    const Kernel& k =
-        pipes_.get("deltanet_step", 5, sizeof(DeltaNetPush), {a.d_v, a.d_k, a.conv_kernel});
+                            View ring, View state, View tok, View counter) {
+    const Features& f = dev_.features();
+    if (auto d = deltanet_step_supported(f, a.d_k, a.d_v, a.conv_kernel)) fail("{}", d->reason);
+    // Column groups of cw (see deltanet_step.comp), each column's d_k rows in ks parts so a
+    // thread holds at most 32 state values in registers.
+    uint32_t cw = a.d_v;
+    if (counter.buffer != VK_NULL_HANDLE && deltanet_columns > 0 && deltanet_columns < a.d_v &&
+        (deltanet_columns & (deltanet_columns - 1)) == 0)
+        cw = deltanet_columns;
+    uint32_t ks = 1;
+    while (a.d_k / ks > 32 && a.d_k % (ks * 2) == 0 && cw * ks * 2 <= f.max_workgroup_invocations)
+        ks *= 2;
+    if (cw == a.d_v) counter = tok;  // bound, never read
+    const Kernel& k = pipes_.get("deltanet_step", 6, sizeof(DeltaNetPush),
+                                 {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks});
     DeltaNetPush p{a.n_k_heads, a.n_v_heads, a.qkv_off, a.z_off,     a.b_off,    a.a_off,
                    a.y_off,     a.conv_off,  a.dt_off,  a.ssm_a_off, a.norm_off, a.eps};
-    cl.dispatch(k, {act, params, ring, state, tok}, p, a.n_v_heads);
+    cl.dispatch(k, {act, params, ring, state, tok, counter}, p, a.n_v_heads, a.d_v / cw);
 }
 
 std::optional<Decline> Kernels::attention_supported(const Features& f, uint32_t head_dim,
@@ -173,7 +186,8 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
                     a.eps,        a.interleaved ? 1u : 0u};
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv);
     cl.barrier();
-    const Kernel& dec = pipes_.get("attn_decode", 5, sizeof(AttnDecodePush), {kAttnSplit});
+    const Kernel& dec =
+        pipes_.get("attn_decode", 5, sizeof(AttnDecodePush), {kAttnSplit, a.head_dim});
     AttnDecodePush dp{a.n_head, a.n_kv,  a.head_dim,
                       a.qo_off, n_split, 1.0f / std::sqrt((float)a.head_dim)};
     cl.dispatch(dec, {act, k_cache, v_cache, partials, tok}, dp, a.n_head, n_split);
@@ -270,9 +284,21 @@ void Kernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse);
 }
 
+void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
+                          uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y,
+                          uint32_t y_off) {
+    const uint64_t bytes = row_size(t, cols) * rows;
+    if (g_off % 4 || u_off % 4 || std::max(g_off, u_off) + bytes > w.range ||
+        std::max(g_off, u_off) > UINT32_MAX)
+        fail("the SwiGLU GEMV pair at bytes {} and {} does not lie in its weight view", g_off,
+             u_off);
+    const uint32_t pair[2] = {(uint32_t)g_off, (uint32_t)u_off};
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair);
+}
+
 void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                           uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                          const GemvFusion* fuse) {
+                          const GemvFusion* fuse, const uint32_t* pair) {
     const char* mod = gemv_module(t);
     if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
     const Features& f = dev_.features();
@@ -280,7 +306,9 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // the workgroup is as wide as the row has slices (one pass over short rows), at most 128
     // threads so long rows still spread over enough workgroups to fill the device (gemv_rows).
     GemvX xp = gemv_x_for(t, cols);
-    uint32_t kRows = gemv_rows(xp);
+    // A pair takes half the rows of each matrix, so a workgroup accumulates as many rows as an
+    // unpaired one and the pair's grid has as many workgroups as the two GEMVs together.
+    uint32_t kRows = pair ? gemv_rows(xp) / 2 : gemv_rows(xp);
     uint32_t slices = gemv_slices(t, cols), want = 32;
     while (want < slices && want < 128) want *= 2;
     uint32_t wg = wg_size(want);
@@ -288,18 +316,27 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
         wg = wg_size(gemv_shape.threads);
         kRows = gemv_shape.rows;
     }
-    if (gemv_shared_bytes(xp, cols, wg, kRows) > f.max_shared_memory) xp = GemvX::global;
+    if (gemv_shared_bytes(xp, cols, wg, pair ? 2 * kRows : kRows) > f.max_shared_memory)
+        xp = GemvX::global;
     // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide.
-    uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
+    uint32_t w16 = w.offset % 16 == 0 && (!pair || (pair[0] % 16 == 0 && pair[1] % 16 == 0));
     uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 ? 1 : 0;
     std::string name = mod;
     if (fuse) name += "_norm";
+    if (pair) name += "_swiglu";
     name += gemv_x_suffix(xp);
     if (f.subgroup_arithmetic) name += "_sg";
     const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
     auto [gx, gy] = grid(f, (rows + kRows - 1) / kRows);
     // The shared copy of x is sized by the row (a pipeline per row length).
     const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
+    if (pair) {
+        const Kernel& k =
+            pipes_.get(name, 3, sizeof(GemvPairPush), {wg, kRows, w16, x16, xblocks, gemv_ablate});
+        GemvPairPush p{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1]};
+        cl.dispatch(k, {w, x, y}, p, gx, gy);
+        return;
+    }
     if (!fuse) {
         const Kernel& k =
             pipes_.get(name, 3, sizeof(GemvPush), {wg, kRows, w16, x16, xblocks, gemv_ablate});

@@ -53,6 +53,11 @@ class Kernels {
     void gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                     uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                     const GemvFusion& fuse);
+    // y[y_off + r] = silu(G[r]·x) · (U[r]·x) for r < rows: the FFN gate and up projections and
+    // the SwiGLU in one dispatch (gemv.comp SWIGLU_PAIR). G and U (rows × cols of type t each)
+    // lie at byte offsets g_off and u_off (multiples of 4) of the weight view w.
+    void gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
+                     uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y, uint32_t y_off);
     // out[out_off + r * cols ..] = row ids[id_off + r] of the table (rows × cols of type t), r < n.
     void get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint32_t cols, View ids,
                   uint32_t id_off, View out, uint32_t out_off, uint32_t n);
@@ -82,8 +87,13 @@ class Kernels {
     // Returns a Decline when the shape has no kernel (d_v over the workgroup limit ...).
     static std::optional<Decline> deltanet_step_supported(const Features& f, uint32_t d_k,
                                                           uint32_t d_v, uint32_t conv_kernel);
+    // counter: n_v_heads words, 0 between dispatches. With it, each head's value columns are
+    // split over workgroups of deltanet_columns (a power of two below d_v; 0: a workgroup a
+    // head), which count on it to find the one that applies the gated norm; without it, a
+    // workgroup takes a whole head.
     void deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params, View ring,
-                       View state, View tok);
+                       View state, View tok, View counter = {});
+    uint32_t deltanet_columns = 32;
     // Decode attention of one token over an F16 KV cache ([n_ctx][n_kv][head_dim], pairs packed
     // in 32-bit words), in three dispatches recorded once for a context of n_ctx rows:
     //   prep: per-head RMSNorm of q and k (when q_norm/k_norm offsets are given), NeoX rope of the
@@ -220,7 +230,7 @@ class Kernels {
     uint32_t wg_size(uint32_t want) const;
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                     const GemvFusion* fuse);
+                     const GemvFusion* fuse, const uint32_t* pair = nullptr);
     Device& dev_;
     Pipelines& pipes_;
 };

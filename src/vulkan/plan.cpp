@@ -131,9 +131,17 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     if (model.tok_embd != model.output) mats.push_back({"token_embd", model.tok_embd});
 
     // Pack the matrices into slabs, in order (first fit into the current slab, else a new one).
-    for (const auto& [what, t] : mats) {
+    // A layer's FFN gate goes where its up matrix fits after it, so the decode GEMV that reads
+    // both (Kernels::gemv_swiglu) finds them in one binding.
+    for (size_t i = 0; i < mats.size(); ++i) {
+        const Tensor* t = mats[i].second;
         if (p.find(t)) continue;
-        if (p.slabs.empty() || align_up(p.slabs.back(), kAlign) + t->nbytes > slab_limit)
+        uint64_t need = t->nbytes;
+        if (mats[i].first.ends_with("ffn_gate") && i + 1 < mats.size() &&
+            mats[i + 1].first.ends_with("ffn_up"))
+            need = align_up(t->nbytes + 4, kAlign) + mats[i + 1].second->nbytes;
+        if (need > slab_limit) need = t->nbytes;
+        if (p.slabs.empty() || align_up(p.slabs.back(), kAlign) + need > slab_limit)
             p.slabs.push_back(0);
         uint64_t off = align_up(p.slabs.back(), kAlign);
         p.matrices.push_back({t, (uint32_t)(p.slabs.size() - 1), off, t->nbytes});

@@ -15,8 +15,19 @@ namespace dn = cpu::deltanet;
 
 using test::randn;
 
-void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens) {
+// columns: value columns a workgroup (Kernels::deltanet_columns, 0: a whole head); when it
+// splits the heads, the counter words must be back at 0 after every token.
+void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens,
+              uint32_t columns = 0) {
     VK_TEST_DEVICE();
+    struct Restore {
+        Kernels& k;
+        uint32_t was;
+        ~Restore() { k.deltanet_columns = was; }
+    } restore{K, K.deltanet_columns};
+    K.deltanet_columns = columns;
+    Buffer counter = dev.create_buffer(hv * 4, MemoryKind::device);
+    dev.fill(counter, 0, hv * 4, 0);
     const uint32_t KC = 4;
     const float eps = 1e-6f;
     dn::Shape shape{hk, hv, dk, dv};
@@ -63,8 +74,11 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens) {
         dev.upload(act, 0, in.data(), n_act * 4);
         static_cast<uint32_t*>(tok.mapped())[0] = (uint32_t)t;
         test::run(dev, [&](CommandList& cl) {
-            K.deltanet_step(cl, args, view(act), view(pb), view(ring), view(state), view(tok));
+            K.deltanet_step(cl, args, view(act), view(pb), view(ring), view(state), view(tok),
+                            view(counter));
         });
+        for (uint32_t c : test::from_device<uint32_t>(dev, counter, hv))
+            ASSERT_EQ(c, 0u) << "token " << t << ": a head's counter was not reset";
         auto out = test::from_device<float>(dev, act, n_act);
 
         // CPU reference.
@@ -92,6 +106,13 @@ TEST(VulkanDeltaNet, StepMatchesCpuWithMoreValueHeads) {
 }
 TEST(VulkanDeltaNet, StepMatchesCpuEqualHeadsSmallKey) {
     run_case(3, 3, 16, 64, 5);
+}
+// Value columns split over workgroups (the last of a head applies the gated norm), with d_k
+// split over several threads a column; 9B-sized heads with H_v = 2 H_k.
+TEST(VulkanDeltaNet, StepMatchesCpuWithColumnGroups) {
+    run_case(2, 4, 64, 32, 6, 8);
+    run_case(2, 4, 128, 128, 4, 32);
+    run_case(3, 3, 16, 64, 5, 16);
 }
 
 TEST(VulkanDeltaNet, DeclinesValueHeadThatIsNotAPowerOfTwo) {

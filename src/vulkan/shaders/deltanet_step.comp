@@ -1,23 +1,45 @@
-// One decode token of a Gated DeltaNet layer, all value heads in one dispatch (workgroup h = value
-// head h, thread j = value column j): causal conv over a ring of the last K inputs + SiLU, l2 norm
-// of q and k (q scaled by 1/sqrt(d_k)), the beta and decay gates, the delta rule on the F32 state,
-// and the gated RMSNorm of the output. Value head h reads q/k head h mod H_k (GGUF order).
+// One decode token of a Gated DeltaNet layer, all value heads in one dispatch: causal conv over a
+// ring of the last K inputs + SiLU, l2 norm of q and k (q scaled by 1/sqrt(d_k)), the beta and
+// decay gates, the delta rule on the F32 state, and the gated RMSNorm of the output. Value head h
+// reads q/k head h mod H_k (GGUF order).
+//
+// Why it is split this way: the state of one head is d_k x d_v floats (64 KiB at 128 x 128), read
+// and written once a token. A workgroup per head (H_v of them, 32 on a 9B) leaves most of a large
+// GPU idle and each thread with d_k dependent steps, so the head's value columns are cut into
+// groups of CW (workgroup y of the grid) and each column's d_k rows into KS parts: thread t takes
+// column t % CW of its group (adjacent threads read adjacent state words) and rows
+// part · d_k/KS .. of it, holds those state values in registers between the read and the write,
+// and the parts' partial sums meet in shared memory. Every workgroup of a head redoes the head's
+// q/k conv (2·d_k channels, cheap).
+//
+// The gated RMSNorm needs the whole head's output. With one column group the workgroup applies
+// it itself. With several, each stores its raw columns to y, makes them available device-wide
+// and counts itself on counter[h]; the last to arrive sees every column, normalizes the head in
+// place and sets the counter back to 0 for the next dispatch (as gemv.comp's norm epilogue).
 //
 // The conv ring holds K rows of conv_dim inputs; input t lives in row t mod K, so this token
 // writes row pos mod K while every other workgroup reads only the other rows: no race between
 // workgroups sharing a q/k head. A fresh session's ring is zero, which is the causal padding.
 #version 450
 
+#extension GL_EXT_control_flow_attributes : enable
+
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 128;   // == d_v
+layout(constant_id = 0) const uint WG = 128;   // == CW * KS
 layout(constant_id = 1) const uint DK = 128;
 layout(constant_id = 2) const uint KCONV = 4;
+layout(constant_id = 3) const uint DV = 128;   // value head size
+layout(constant_id = 4) const uint CW = 128;   // value columns a workgroup (divides DV)
+layout(constant_id = 5) const uint KS = 1;     // parts of a column's d_k rows (divides DK)
 
-layout(std430, binding = 0) buffer Act { float act[]; };             // qkv, z, beta/alpha in; y out
+const uint KR = DK / KS;  // state rows a thread holds
+
+layout(std430, binding = 0) coherent buffer Act { float act[]; };    // qkv, z, beta/alpha in; y out
 layout(std430, binding = 1) readonly buffer Params { float prm[]; };  // conv taps, dt_bias, ssm_a, norm
 layout(std430, binding = 2) buffer Ring { float ring[]; };           // [K][conv_dim]
 layout(std430, binding = 3) buffer State { float S[]; };             // [H_v][d_k][d_v]
 layout(std430, binding = 4) readonly buffer Tok { uint tok[]; };     // tok[0] = position
+layout(std430, binding = 5) buffer Counter { uint counter[]; };      // [H_v], 0 between dispatches
 
 layout(push_constant) uniform Push {
     uint n_k_heads;
@@ -37,6 +59,8 @@ layout(push_constant) uniform Push {
 shared float red[WG];
 shared float qs[DK];
 shared float ks[DK];
+shared float part_sum[KS][CW];
+shared uint last_group;
 #include "reduce.glsl"
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
@@ -44,7 +68,7 @@ float silu(float x) { return x / (1.0 + exp(-x)); }
 // Conv output of channel c at this position; the raw input x goes to ring row pos mod K when
 // this workgroup owns the channel.
 float conv(uint c, uint pos, bool owner) {
-    uint conv_dim = 2u * p.n_k_heads * DK + p.n_v_heads * WG;
+    uint conv_dim = 2u * p.n_k_heads * DK + p.n_v_heads * DV;
     float x = act[p.qkv_off + c];
     float s = prm[p.conv_off + c * KCONV + KCONV - 1u] * x;
     for (uint t = 0; t + 1u < KCONV; ++t) {
@@ -55,15 +79,29 @@ float conv(uint c, uint pos, bool owner) {
     return silu(s);
 }
 
+// The sum over the KS parts of each column (every thread gets its column's total).
+float column_sum(float v, uint col, uint part) {
+    if (KS == 1u) return v;
+    part_sum[part][col] = v;
+    barrier();
+    float s = 0.0;
+    for (uint i = 0; i < KS; ++i) s += part_sum[i][col];
+    barrier();  // part_sum is reused right after
+    return s;
+}
+
 void main() {
-    uint h = gl_WorkGroupID.x;
-    uint j = gl_LocalInvocationID.x;
+    uint h = gl_WorkGroupID.x, cg = gl_WorkGroupID.y;
+    uint t = gl_LocalInvocationID.x;
+    uint col = t % CW, part = t / CW;
+    uint j = cg * CW + col;  // value column within the head
     uint hk = h % p.n_k_heads;
     uint pos = tok[0];
-    bool qk_owner = h < p.n_k_heads;  // one workgroup per q/k head stores its raw inputs
+    // One workgroup per q/k head stores its raw inputs.
+    bool qk_owner = h < p.n_k_heads && cg == 0u;
 
     float qq = 0.0, kk = 0.0;
-    for (uint i = j; i < DK; i += WG) {
+    for (uint i = t; i < DK; i += WG) {
         float q = conv(hk * DK + i, pos, qk_owner);
         float k = conv(p.n_k_heads * DK + hk * DK + i, pos, qk_owner);
         qs[i] = q;
@@ -71,7 +109,7 @@ void main() {
         qq += q * q;
         kk += k * k;
     }
-    float v = conv(2u * p.n_k_heads * DK + h * WG + j, pos, true);
+    float v = conv(2u * p.n_k_heads * DK + h * DV + j, pos, part == 0u);
     // l2norm as the reference: x * rsqrt(sum(x²) + 1e-6)
     float qn = inversesqrt(wg_sum(qq) + 1e-6) * inversesqrt(float(DK));
     float kn = inversesqrt(wg_sum(kk) + 1e-6);
@@ -81,19 +119,48 @@ void main() {
     float sp = a > 20.0 ? a : log(1.0 + exp(a));  // softplus, PyTorch's threshold
     float decay = exp(sp * prm[p.ssma_off + h]);
 
-    uint sb = h * DK * WG + j;  // S[h][i][j] at sb + i * WG
+    uint i0 = part * KR;
+    uint sb = h * DK * DV + i0 * DV + j;  // S[h][i0 + r][j] at sb + r * DV
+    float sv[KR];
     float sk = 0.0;
-    for (uint i = 0; i < DK; ++i) sk += S[sb + i * WG] * ks[i];
+    [[unroll]] for (uint r = 0; r < KR; ++r) sv[r] = S[sb + r * DV];
+    [[unroll]] for (uint r = 0; r < KR; ++r) sk += sv[r] * ks[i0 + r];
+    sk = column_sum(sk, col, part);
     float d = beta * (v - decay * sk * kn);
     float o = 0.0;
-    for (uint i = 0; i < DK; ++i) {
-        float s = decay * S[sb + i * WG] + ks[i] * kn * d;
-        S[sb + i * WG] = s;
-        o += s * qs[i];
+    [[unroll]] for (uint r = 0; r < KR; ++r) {
+        float s = decay * sv[r] + ks[i0 + r] * kn * d;
+        S[sb + r * DV] = s;
+        o += s * qs[i0 + r];
     }
-    o *= qn;
+    o = column_sum(o, col, part) * qn;
 
-    float ss = wg_sum(o * o);
-    float z = act[p.z_off + h * WG + j];
-    act[p.y_off + h * WG + j] = o * inversesqrt(ss / float(WG) + p.eps) * prm[p.norm_off + j] * silu(z);
+    if (CW == DV) {  // the whole head is here
+        float ss = wg_sum(part == 0u ? o * o : 0.0);
+        if (part == 0u) {
+            float z = act[p.z_off + h * DV + j];
+            act[p.y_off + h * DV + j] =
+                o * inversesqrt(ss / float(DV) + p.eps) * prm[p.norm_off + j] * silu(z);
+        }
+        return;
+    }
+    // Release this group's raw columns, count it; the head's last group normalizes (see the top).
+    if (part == 0u) act[p.y_off + h * DV + j] = o;
+    memoryBarrierBuffer();
+    barrier();
+    if (t == 0u) last_group = atomicAdd(counter[h], 1u) == DV / CW - 1u ? 1u : 0u;
+    barrier();
+    if (last_group == 0u) return;
+    memoryBarrierBuffer();  // acquire: the other groups' columns
+    float ss = 0.0;
+    for (uint c = t; c < DV; c += WG) {
+        float x = act[p.y_off + h * DV + c];
+        ss += x * x;
+    }
+    float scale = inversesqrt(wg_sum(ss) / float(DV) + p.eps);
+    for (uint c = t; c < DV; c += WG) {
+        uint y = p.y_off + h * DV + c;
+        act[y] = act[y] * scale * prm[p.norm_off + c] * silu(act[p.z_off + h * DV + c]);
+    }
+    if (t == 0u) atomicExchange(counter[h], 0u);
 }

@@ -34,8 +34,12 @@
 //  - F32 / F16 rows are cut into 32-element units, read as uvec4s when the rows start aligned;
 //    a short last unit and rows of odd byte length go through unit_values(), tail guarded.
 //
-// The fused variant for the decode token command, where a tiny dependent dispatch costs a
-// barrier's latency (~10 us on an H200) whatever its work:
+// The fused variants for the decode token command, where a tiny dependent dispatch costs a
+// barrier's latency (~4 us on an H200) whatever its work:
+//  - SWIGLU_PAIR: the FFN gate and up projections in one dispatch, y = silu(gate·x) · (up·x).
+//    Both matrices lie in the bound weight view (at byte offsets g_off and u_off); a workgroup
+//    takes ROWS rows of each, so every x slice it reads serves 2·ROWS rows, and the SwiGLU
+//    needs no stage of its own.
 //  - NORM_EPILOGUE: the RMSNorm of the new y (the residual stream after mode 1) into
 //    y[xn_off ..] with the weights of binding 3, so the next norm needs no stage of its own.
 //    Each workgroup, once its rows are stored and made available device-wide, counts itself on
@@ -55,7 +59,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;   // threads, a power of two
-layout(constant_id = 1) const uint ROWS = 4;   // rows per workgroup
+layout(constant_id = 1) const uint ROWS = 4;   // rows per workgroup (of each matrix)
 layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte aligned
 layout(constant_id = 3) const uint X16 = 1;    // 1: x + x_off is 16-byte aligned
 layout(constant_id = 4) const uint XBLOCKS = 1;  // X_INT8: 32-value blocks of x (ncols / 32)
@@ -83,6 +87,9 @@ layout(push_constant) uniform Push {
     uint x_off;      // in floats
     uint y_off;      // in floats
     uint mode;       // 0: y = W·x, 1: y += W·x
+#if defined(SWIGLU_PAIR)
+    uint g_off, u_off;  // SWIGLU_PAIR: byte offsets of the gate and up matrices in the view
+#endif
 #if defined(NORM_EPILOGUE)
     uint xn_off;       // NORM_EPILOGUE: where the normalized y goes, in floats
     uint counter_idx;  // NORM_EPILOGUE: the word of binding 4 that counts finished workgroups
@@ -91,6 +98,13 @@ layout(push_constant) uniform Push {
 } p;
 
 #include "blocks.glsl"
+
+// Rows a workgroup accumulates: ROWS, or ROWS of each matrix of a pair (gate rows first).
+#if defined(SWIGLU_PAIR)
+const uint NR = 2u * ROWS;
+#else
+const uint NR = ROWS;
+#endif
 
 // Slices of 32 weights per block (TPB) and block geometry.
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K)
@@ -430,7 +444,7 @@ float unit_dot(uint rb, uint u, vec4 xv[8]) {
 #endif
 
 // Per-thread (shared tree) or per-subgroup (SUBGROUP; at most WG subgroups) partial sums.
-shared float partial[ROWS][WG];
+shared float partial[NR][WG];
 
 #if defined(NORM_EPILOGUE)
 shared uint last_group;  // 1 in the workgroup that finished last
@@ -510,10 +524,13 @@ void main() {
     if (row0 >= p.nrows) return;  // a group of the grid's overshoot: the whole workgroup leaves
 
     // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
-    uint rb[ROWS];
-    float acc[ROWS];
-    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-        rb[r] = min(row0 + r, p.nrows - 1u) * p.row_bytes;
+    uint rb[NR];
+    float acc[NR];
+    [[unroll]] for (uint r = 0; r < NR; ++r) {
+        rb[r] = min(row0 + r % ROWS, p.nrows - 1u) * p.row_bytes;
+#if defined(SWIGLU_PAIR)
+        rb[r] += r < ROWS ? p.g_off : p.u_off;
+#endif
         acc[r] = 0.0;
     }
 
@@ -527,7 +544,7 @@ void main() {
         if (u < whole) {
             vec4 xv[8];
             [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(u * 32u + 4u * i);
-            [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r] += unit_dot(rb[r], u, xv);
+            [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += unit_dot(rb[r], u, xv);
             continue;
         }
         float xv[32];
@@ -535,7 +552,7 @@ void main() {
             uint c = u * 32u + e;
             xv[e] = c < p.ncols ? xload1(c) : 0.0;
         }
-        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        [[unroll]] for (uint r = 0; r < NR; ++r) {
             vec4 v[8];
             unit_values(rb[r], u, p.ncols, v);
             float s = 0.0;
@@ -554,7 +571,7 @@ void main() {
         XSlice xs = x_slice(blk, part);
 #if defined(WTYPE_Q4_K)
         if ((ABLATE & 2u) != 0u) {
-            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            [[unroll]] for (uint r = 0; r < NR; ++r) {
                 uint b = rb[r] + blk * 144u;
                 uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
                 acc[r] += float(dot4(hd.x ^ q.x ^ q.y ^ q.z ^ q.w, xs.a.x));
@@ -562,7 +579,7 @@ void main() {
             continue;
         }
 #endif
-        [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r] += slice_dot_i8(rb[r], blk, part, xs);
+        [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += slice_dot_i8(rb[r], blk, part, xs);
     }
 #else
     uint slices = (p.ncols / BLOCK) * TPB;
@@ -576,7 +593,7 @@ void main() {
                        dot(xv[4] + xv[5] + xv[6] + xv[7], vec4(1.0)));
 #if defined(WTYPE_Q4_K)
         if ((ABLATE & 2u) != 0u) {
-            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            [[unroll]] for (uint r = 0; r < NR; ++r) {
                 uint b = rb[r] + blk * 144u;
                 uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
                 acc[r] += uintBitsToFloat(((hd.x ^ q.x ^ q.y ^ q.z ^ q.w) & 0x3fffffffu) | 0x3f000000u) *
@@ -585,12 +602,12 @@ void main() {
             continue;
         }
 #endif
-        [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r] += slice_dot(rb[r], blk, part, xv, xs);
+        [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += slice_dot(rb[r], blk, part, xv, xs);
     }
 #endif
 
 #if defined(SUBGROUP)
-    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+    [[unroll]] for (uint r = 0; r < NR; ++r) {
         float v = subgroupAdd(acc[r]);
         if (subgroupElect()) partial[r][gl_SubgroupID] = v;
     }
@@ -598,6 +615,11 @@ void main() {
     if (tid < ROWS) {
         float v = 0.0;
         for (uint i = 0; i < gl_NumSubgroups; ++i) v += partial[tid][i];
+#if defined(SWIGLU_PAIR)
+        float u = 0.0;
+        for (uint i = 0; i < gl_NumSubgroups; ++i) u += partial[ROWS + tid][i];
+        v = v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
+#endif
         uint row = row0 + tid;
         if (row < p.nrows) {
             if (p.mode == 1u) v += y[p.y_off + row];
@@ -605,11 +627,11 @@ void main() {
         }
     }
 #else
-    [[unroll]] for (uint r = 0; r < ROWS; ++r) partial[r][tid] = acc[r];
+    [[unroll]] for (uint r = 0; r < NR; ++r) partial[r][tid] = acc[r];
     barrier();
     for (uint s = WG / 2u; s > 0u; s >>= 1) {
         if (tid < s) {
-            for (uint r = 0; r < ROWS; ++r) partial[r][tid] += partial[r][tid + s];
+            for (uint r = 0; r < NR; ++r) partial[r][tid] += partial[r][tid + s];
         }
         barrier();
     }
@@ -617,6 +639,9 @@ void main() {
         uint row = row0 + tid;
         if (row < p.nrows) {
             float v = partial[tid][0];
+#if defined(SWIGLU_PAIR)
+            v = v / (1.0 + exp(-v)) * partial[ROWS + tid][0];  // swiglu.comp's formula
+#endif
             if (p.mode == 1u) v += y[p.y_off + row];
             y[p.y_off + row] = v;
         }
