@@ -5,7 +5,7 @@
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
-# (other parts, not in the default list: attn, prefill, dn, tg, tests)
+# (other parts, not in the default list: attn, prefill, dn, tg, tests, groups)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
@@ -19,6 +19,8 @@
 #          then WindowAttentionSpeed.Report
 # dn:      decode tg128 with DELTALLM_VK_DN_COLUMNS=0 (a workgroup a head) and 32, two
 #          alternating rounds, on Qwen3.5-9B and 0.8B Q4_K_M
+# groups:  decode tg128 for DELTALLM_VK_GEMV_X / DELTALLM_VK_GEMV_GROUPS pairs, two alternating
+#          rounds, on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
 # tests:   the Vulkan tests matching $FILTER (default all) on this device, without the layer
 # tg:      decode tg128 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M, then Qwen3-8B's decode
 #          profile
@@ -93,6 +95,18 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                 else
                     ab DELTALLM_VK_DECODE_FUSION "0 1" "$m" "qwen35 $s"
                 fi
+            done
+            ;;
+        groups)
+            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
+                m=$(model $am)
+                for round in 1 2; do
+                    for cf in auto:1 auto:2 auto:4 auto:8 bytes:4; do
+                        echo "$am x=${cf%:*} groups=${cf#*:}: $(DELTALLM_VK_GEMV_X=${cf%:*} \
+                            DELTALLM_VK_GEMV_GROUPS=${cf#*:} timeout 60 "$ours" bench -m "$m" \
+                            --device vulkan -p 0 -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+                    done
+                done
             done
             ;;
         tests)

@@ -31,6 +31,8 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMV_X", "string", "auto",
          "how the Vulkan decode GEMVs over block formats read x: auto (per format, what measured "
          "fastest), global (F32) or bytes (rounded to bytes, integer dot products)"},
+        {"DELTALLM_VK_GEMV_GROUPS", "int", "4",
+         "row groups a workgroup of the Vulkan decode GEMVs over x in bytes takes (1, 2, 4, 8)"},
         {"DELTALLM_VK_DN_COLUMNS", "int", "32",
          "value columns a workgroup of the Vulkan DeltaNet decode step takes (0: a whole head)"},
         {"DELTALLM_VK_WINDOW", "int", "2048",

@@ -118,6 +118,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels = std::make_unique<Kernels>(D, *w->pipes);
     w->kernels->gemv_x = opts.gemv_x;
     w->kernels->deltanet_columns = opts.deltanet_columns;
+    w->kernels->gemv_groups = opts.gemv_groups;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
                                      MemoryKind::device);
@@ -140,6 +141,13 @@ bool DriverOptions::profile_from_env() {
 
 bool DriverOptions::fused_decode_from_env() {
     return env::get_bool("DELTALLM_VK_DECODE_FUSION");
+}
+
+uint32_t DriverOptions::gemv_groups_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMV_GROUPS");
+    if (v != 1 && v != 2 && v != 4 && v != 8)
+        fail("DELTALLM_VK_GEMV_GROUPS={}: use 1, 2, 4 or 8", v);
+    return (uint32_t)v;
 }
 
 uint32_t DriverOptions::deltanet_columns_from_env() {

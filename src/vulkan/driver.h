@@ -34,6 +34,9 @@ struct DriverOptions {
     // Kernels::gemv_x (DELTALLM_VK_GEMV_X: auto, global or bytes).
     Kernels::GemvX gemv_x = gemv_x_from_env();
     static Kernels::GemvX gemv_x_from_env();
+    // Kernels::gemv_groups (DELTALLM_VK_GEMV_GROUPS).
+    uint32_t gemv_groups = gemv_groups_from_env();
+    static uint32_t gemv_groups_from_env();
     // Kernels::deltanet_columns (DELTALLM_VK_DN_COLUMNS).
     uint32_t deltanet_columns = deltanet_columns_from_env();
     static uint32_t deltanet_columns_from_env();

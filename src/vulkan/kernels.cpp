@@ -258,13 +258,12 @@ Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
     if (!block_format(t)) return GemvX::global;
     GemvX x = gemv_x;
     if (x == GemvX::automatic) {
-        // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): bytes for the nibble
-        // formats over rows of 4096+ (Qwen3-8B +5 %, Qwen3.5-9B within 1 %); F32 x for the rest
-        // (bytes: Q6_K up to 1.6x slower, Q8_0 equal, the 0.8B's 1024-wide rows 5 % slower).
+        // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): with row groups of 4
+        // (gemv_groups), bytes for every block format over rows of 4096+ (9B 216.5 -> 224.2
+        // t/s against bytes for the nibble formats only, Qwen3-8B 212.3 -> 214.6); F32 x for
+        // shorter rows (the 0.8B's 1024-wide rows: 556 against 514 in bytes).
         x = GemvX::global;
-        if (f.integer_dot_fast && cols >= 4096 &&
-            (t == QType::Q4_K || t == QType::Q5_K || t == QType::Q4_0))
-            x = GemvX::bytes;
+        if (f.integer_dot_fast && cols >= 4096) x = GemvX::bytes;
     }
     if (x == GemvX::bytes && !f.integer_dot) return GemvX::global;
     if (gemv_shared_bytes(x, cols, 128, gemv_rows(x)) > f.max_shared_memory) return GemvX::global;
@@ -316,8 +315,16 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
         wg = wg_size(gemv_shape.threads);
         kRows = gemv_shape.rows;
     }
-    if (gemv_shared_bytes(xp, cols, wg, pair ? 2 * kRows : kRows) > f.max_shared_memory)
-        xp = GemvX::global;
+    // Row groups (gemv.comp GROUPS) for the byte path: the rounded x then serves more rows.
+    uint32_t groups = 1;
+    if (xp == GemvX::bytes)
+        while (groups < gemv_groups && wg * groups * 2 <= f.max_workgroup_invocations &&
+               wg % std::max<uint32_t>(f.max_subgroup_size, 1) == 0)
+            groups *= 2;
+    const uint32_t nr = pair ? 2 * kRows : kRows;
+    while (groups > 1 && gemv_shared_bytes(xp, cols, wg * groups, nr) > f.max_shared_memory)
+        groups /= 2;
+    if (gemv_shared_bytes(xp, cols, wg, nr) > f.max_shared_memory) xp = GemvX::global;
     // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide.
     uint32_t w16 = w.offset % 16 == 0 && (!pair || (pair[0] % 16 == 0 && pair[1] % 16 == 0));
     uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 ? 1 : 0;
@@ -327,25 +334,23 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     name += gemv_x_suffix(xp);
     if (f.subgroup_arithmetic) name += "_sg";
     const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
-    auto [gx, gy] = grid(f, (rows + kRows - 1) / kRows);
+    auto [gx, gy] = grid(f, (rows + kRows * groups - 1) / (kRows * groups));
     // The shared copy of x is sized by the row (a pipeline per row length).
     const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
+    const std::vector<uint32_t> spec = {wg * groups, kRows, w16, x16, xblocks, gemv_ablate, groups};
     if (pair) {
-        const Kernel& k =
-            pipes_.get(name, 3, sizeof(GemvPairPush), {wg, kRows, w16, x16, xblocks, gemv_ablate});
+        const Kernel& k = pipes_.get(name, 3, sizeof(GemvPairPush), spec);
         GemvPairPush p{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1]};
         cl.dispatch(k, {w, x, y}, p, gx, gy);
         return;
     }
     if (!fuse) {
-        const Kernel& k =
-            pipes_.get(name, 3, sizeof(GemvPush), {wg, kRows, w16, x16, xblocks, gemv_ablate});
+        const Kernel& k = pipes_.get(name, 3, sizeof(GemvPush), spec);
         GemvPush p{cols, rows, row_bytes, x_off, y_off, mode};
         cl.dispatch(k, {w, x, y}, p, gx, gy);
         return;
     }
-    const Kernel& k =
-        pipes_.get(name, 5, sizeof(GemvFusedPush), {wg, kRows, w16, x16, xblocks, gemv_ablate});
+    const Kernel& k = pipes_.get(name, 5, sizeof(GemvFusedPush), spec);
     GemvFusedPush p{cols, rows,         row_bytes,         x_off,    y_off,
                     mode, fuse->xn_off, fuse->counter_idx, fuse->eps};
     DL_ASSERT(fuse->norm_w.buffer != VK_NULL_HANDLE && fuse->counter.buffer != VK_NULL_HANDLE);

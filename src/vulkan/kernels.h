@@ -29,10 +29,14 @@ class Kernels {
     GemvShape gemv_shape;
     // For the GEMV speed report only: gemv.comp's ABLATE bits (0 otherwise; results then wrong).
     uint32_t gemv_ablate = 0;
+    // Row groups of the byte-path GEMVs (gemv.comp GROUPS; a power of two, 1: none): a workgroup
+    // of gemv_groups times the threads takes as many times the rows and rounds x once for them.
+    uint32_t gemv_groups = 4;
     // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
     // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
     // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks
-    // per format and row length what measured fastest (gemv_x_for). Where the device or build
+    // by row length what measured fastest (gemv_x_for: bytes for rows of 4096+ where integer dot
+    // products are accelerated). Where the device or build
     // lacks bytes, or x's bytes do not fit the shared memory, it falls back to `global`; F32 / F16
     // weights always read x globally.
     enum class GemvX { automatic, global, bytes };

@@ -125,10 +125,10 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, Attention,
-    ::testing::Values(AttnCase{4, 2, 64, 32, 150, 70, true, false},          // qwen3-like
-                      AttnCase{4, 1, 256, 64, 80, 66, true, true},           // qwen35 gated
-                      AttnCase{2, 2, 128, 128, 64, 9, false, false, true},   // llama
-                      AttnCase{3, 1, 20, 20, 80, 67, false, true}),          // rows not 16-byte
+    ::testing::Values(AttnCase{4, 2, 64, 32, 150, 70, true, false},         // qwen3-like
+                      AttnCase{4, 1, 256, 64, 80, 66, true, true},          // qwen35 gated
+                      AttnCase{2, 2, 128, 128, 64, 9, false, false, true},  // llama
+                      AttnCase{3, 1, 20, 20, 80, 67, false, true}),  // rows not 16-byte aligned
     [](const auto& info) {
         const AttnCase& c = info.param;
         // fmt, not string +: GCC 12 warns (-Wrestrict) on that chain of temporaries.

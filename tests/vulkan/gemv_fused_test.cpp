@@ -230,6 +230,12 @@ void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX
         check_fused(dev, rec, m, x_offset(c), acc, path == Kernels::GemvX::bytes);
 }
 
+TEST_P(GemvFused, NormEpilogueOverBytesInRowGroups) {
+    VK_TEST_DEVICE();
+    test::GemvGroupsScope groups(K, 4);
+    check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+}
+
 TEST_P(GemvFused, NormEpilogueOverBytes) {
     VK_TEST_DEVICE();
     check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);

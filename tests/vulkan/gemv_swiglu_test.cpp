@@ -104,6 +104,9 @@ TEST(GemvSwiglu, MatchesReferenceEveryFormat) {
                 run_pair(dev, K, c, xp);
                 if (HasFatalFailure()) return;
             }
+            test::GemvGroupsScope groups(K, 2);  // the byte path in row groups
+            run_pair(dev, K, c, Kernels::GemvX::bytes);
+            if (HasFatalFailure()) return;
         }
     }
 }

@@ -145,6 +145,13 @@ TEST_P(GemvXPaths, BytesMatchRoundedReference) {
     VK_TEST_DEVICE();
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
+// Workgroups of several row groups over one rounded x (Kernels::gemv_groups): rows of the last
+// workgroup's later groups past the end, groups reduced apart.
+TEST_P(GemvXPaths, BytesInRowGroupsMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    test::GemvGroupsScope groups(K, 4);
+    check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+}
 
 // A NaN or an infinity in x makes every row NaN or infinite on either path (the byte path
 // cannot round them, so it must not hide them behind a finite scale).

@@ -204,6 +204,18 @@ struct GemvXScope {
     GemvXScope& operator=(const GemvXScope&) = delete;
 };
 
+// Kernels::gemv_groups for one scope.
+struct GemvGroupsScope {
+    Kernels& k;
+    uint32_t was;
+    GemvGroupsScope(Kernels& kernels, uint32_t groups) : k(kernels), was(kernels.gemv_groups) {
+        k.gemv_groups = groups;
+    }
+    ~GemvGroupsScope() { k.gemv_groups = was; }
+    GemvGroupsScope(const GemvGroupsScope&) = delete;
+    GemvGroupsScope& operator=(const GemvGroupsScope&) = delete;
+};
+
 // The tiny model the driver parity tests run (tests/model/tiny_model.h): the attention-only
 // architectures with 2 layers and full rotary, qwen3 with a tied output head, residual updates
 // scaled down so errors grow less from layer to layer. Q4_K needs every matrix input a whole

@@ -31,6 +31,10 @@
 //    The per-block sums of the rounded x stand in for sums of x (Q4_K / Q5_K mins, the Q4_0 and
 //    Q6_K offsets). The rounding is the activation quantization the CPU chain's dot products
 //    use; the error it adds is a fraction of a percent of |x| per value.
+//  - Row groups (GROUPS, X_INT8): every workgroup reads all of x, and right after a barrier
+//    those reads go to the few L2 lines that hold x, from every workgroup at once; on an H200
+//    that traffic, not the weights, bounded the decode GEMVs. A workgroup of GROUPS row groups
+//    rounds x once for GROUPS · ROWS rows, cutting it by GROUPS (9B decode 183 -> 217 t/s at 4).
 //  - F32 / F16 rows are cut into 32-element units, read as uvec4s when the rows start aligned;
 //    a short last unit and rows of odd byte length go through unit_values(), tail guarded.
 //
@@ -66,6 +70,13 @@ layout(constant_id = 4) const uint XBLOCKS = 1;  // X_INT8: 32-value blocks of x
 // The GEMV speed report's ablations (results then wrong): bit 0 leaves out the reads of x (every
 // value 1), bit 1 the Q4_K decode and products (the loaded words are only folded together).
 layout(constant_id = 5) const uint ABLATE = 0;
+// Row groups: the workgroup's threads split into GROUPS groups of GW = WG / GROUPS, each taking
+// ROWS rows of its own over the same x (so the x rounded to bytes in shared memory is read from
+// memory and rounded once for GROUPS · ROWS rows). The launcher keeps GW a multiple of the
+// largest subgroup size, so with subgroups numbered in invocation order (as every known
+// implementation does for a one-dimensional workgroup) each lies in one group.
+layout(constant_id = 6) const uint GROUPS = 1;
+const uint GW = WG / GROUPS;
 
 // The weights and x are each bound twice: as words / floats and as 16-byte vectors.
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -478,8 +489,8 @@ void norm_epilogue() {
     memoryBarrierBuffer();
     barrier();
     if (tid == 0u) {
-        // Groups of the grid's overshoot left at the top without counting.
-        uint groups = (p.nrows + ROWS - 1u) / ROWS;
+        // Workgroups of the grid's overshoot left at the top without counting.
+        uint groups = (p.nrows + ROWS * GROUPS - 1u) / (ROWS * GROUPS);
         last_group = atomicAdd(counter[p.counter_idx], 1u) == groups - 1u ? 1u : 0u;
     }
     barrier();
@@ -520,8 +531,11 @@ void norm_epilogue() {
 void main() {
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
-    uint row0 = wg * ROWS;
-    if (row0 >= p.nrows) return;  // a group of the grid's overshoot: the whole workgroup leaves
+    if (wg * GROUPS * ROWS >= p.nrows) return;  // the grid's overshoot: the whole workgroup leaves
+    // This thread's row group and its place in it; a group past the last row computes clamped
+    // rows and stores nothing (its threads still meet the workgroup's barriers).
+    uint grp = tid / GW, lt = tid % GW;
+    uint row0 = (wg * GROUPS + grp) * ROWS;
 
     // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
     uint rb[NR];
@@ -540,7 +554,7 @@ void main() {
     // rows of odd byte lengths go through unit_values().
     bool vec_rows = (p.row_bytes & (W16 != 0u ? 15u : 3u)) == 0u;
     uint whole = vec_rows ? p.ncols / 32u : 0u;
-    for (uint u = tid; u < units; u += WG) {
+    for (uint u = lt; u < units; u += GW) {
         if (u < whole) {
             vec4 xv[8];
             [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(u * 32u + 4u * i);
@@ -566,7 +580,7 @@ void main() {
 #elif defined(X_INT8)
     quantize_x();
     uint slices = (p.ncols / BLOCK) * TPB;
-    for (uint s = tid; s < slices; s += WG) {
+    for (uint s = lt; s < slices; s += GW) {
         uint blk = s / TPB, part = s % TPB;
         XSlice xs = x_slice(blk, part);
 #if defined(WTYPE_Q4_K)
@@ -583,7 +597,7 @@ void main() {
     }
 #else
     uint slices = (p.ncols / BLOCK) * TPB;
-    for (uint s = tid; s < slices; s += WG) {
+    for (uint s = lt; s < slices; s += GW) {
         uint blk = s / TPB, part = s % TPB;
         vec4 xv[8];
         [[unroll]] for (uint i = 0; i < 8u; ++i)
@@ -606,21 +620,23 @@ void main() {
     }
 #endif
 
+    // Thread r < ROWS of each group writes the group's row r.
 #if defined(SUBGROUP)
     [[unroll]] for (uint r = 0; r < NR; ++r) {
         float v = subgroupAdd(acc[r]);
         if (subgroupElect()) partial[r][gl_SubgroupID] = v;
     }
     barrier();
-    if (tid < ROWS) {
+    if (lt < ROWS) {
+        uint spg = gl_NumSubgroups / GROUPS, sg0 = grp * spg;  // the group's subgroups
         float v = 0.0;
-        for (uint i = 0; i < gl_NumSubgroups; ++i) v += partial[tid][i];
+        for (uint i = 0; i < spg; ++i) v += partial[lt][sg0 + i];
 #if defined(SWIGLU_PAIR)
         float u = 0.0;
-        for (uint i = 0; i < gl_NumSubgroups; ++i) u += partial[ROWS + tid][i];
+        for (uint i = 0; i < spg; ++i) u += partial[ROWS + lt][sg0 + i];
         v = v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
 #endif
-        uint row = row0 + tid;
+        uint row = row0 + lt;
         if (row < p.nrows) {
             if (p.mode == 1u) v += y[p.y_off + row];
             y[p.y_off + row] = v;
@@ -629,18 +645,18 @@ void main() {
 #else
     [[unroll]] for (uint r = 0; r < NR; ++r) partial[r][tid] = acc[r];
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1) {
-        if (tid < s) {
+    for (uint s = GW / 2u; s > 0u; s >>= 1) {
+        if (lt < s) {
             for (uint r = 0; r < NR; ++r) partial[r][tid] += partial[r][tid + s];
         }
         barrier();
     }
-    if (tid < ROWS) {
-        uint row = row0 + tid;
+    if (lt < ROWS) {
+        uint row = row0 + lt, g0 = grp * GW;
         if (row < p.nrows) {
-            float v = partial[tid][0];
+            float v = partial[lt][g0];
 #if defined(SWIGLU_PAIR)
-            v = v / (1.0 + exp(-v)) * partial[ROWS + tid][0];  // swiglu.comp's formula
+            v = v / (1.0 + exp(-v)) * partial[ROWS + lt][g0];  // swiglu.comp's formula
 #endif
             if (p.mode == 1u) v += y[p.y_off + row];
             y[p.y_off + row] = v;
