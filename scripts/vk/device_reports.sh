@@ -13,8 +13,9 @@
 # fusion:  decode tg128 with DELTALLM_VK_DECODE_FUSION=0 and 1, two alternating rounds
 # gemvx:   decode tg128 with DELTALLM_VK_GEMV_X=global and auto, the same
 #          way, on Qwen3.5-9B, 0.8B and Qwen3-8B Q4_K_M, then the 9B's decode profile with each
-# suite:   the whole Vulkan test suite under the Khronos validation layer (needs the layer's deb
-#          in .gl): the counts and the number of validation messages; the log in $OUT
+# suite:   the Vulkan test suite (the tests matching $FILTER, default all) under the Khronos
+#          validation layer (needs the layer's deb in .gl): the counts and the number of
+#          validation messages; the log in $OUT
 # attn:    the window attention and window prefill tests on this device (every path it has),
 #          then WindowAttentionSpeed.Report
 # dn:      decode tg128 with DELTALLM_VK_DN_COLUMNS=0 (a workgroup a head) and 32, two
@@ -143,7 +144,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
             ;;
         suite)
             VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation DELTALLM_VK_VALIDATION=1 timeout 420 \
-                "$tv" --gtest_brief=1 >"$out/validation.log" 2>&1
+                "$tv" --gtest_brief=1 --gtest_filter="${FILTER:-*}" >"$out/validation.log" 2>&1
             echo "suite rc=$?"
             grep -E "tests ran|PASSED|FAILED|SKIPPED \]" "$out/validation.log" | head -20
             echo "validation messages: $(grep -c -i 'Validation Error\|VUID' "$out/validation.log")"

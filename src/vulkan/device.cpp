@@ -263,7 +263,8 @@ Query query(VkPhysicalDevice pd) {
     f.nv_coopmat2_blocks = f.nv_coopmat2 && f.int16 && cm2.cooperativeMatrixWorkgroupScope &&
                            cm2.cooperativeMatrixBlockLoads && f.buffer_device_address;
     f.nv_coopmat2_softmax = f.nv_coopmat2_blocks && cm2.cooperativeMatrixReductions &&
-                            cm2.cooperativeMatrixPerElementOperations;
+                            cm2.cooperativeMatrixPerElementOperations &&
+                            cm2.cooperativeMatrixConversions;
     if (f.nv_coopmat2) f.cm2_max_workgroup = cm2p.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
     if (f.nv_coopmat2_blocks &&
         vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV) {
@@ -632,6 +633,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         cm2.cooperativeMatrixBlockLoads = f.nv_coopmat2_blocks;
         cm2.cooperativeMatrixReductions = f.nv_coopmat2_softmax;
         cm2.cooperativeMatrixPerElementOperations = f.nv_coopmat2_softmax;
+        cm2.cooperativeMatrixConversions = f.nv_coopmat2_softmax;
         *tail = &cm2;
         tail = &cm2.pNext;
     }

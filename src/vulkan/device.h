@@ -85,8 +85,8 @@ struct Features {
     // (the decode functions take a reference to the block).
     bool nv_coopmat2_blocks = false;
     bool buffer_device_address = false;
-    // Row reductions and per-element operations on those matrices as well (the window attention
-    // keeps its online softmax on them).
+    // Row reductions, per-element operations and accumulator-to-operand conversions on those
+    // matrices as well (the window attention keeps its online softmax on them).
     bool nv_coopmat2_softmax = false;
     uint32_t cm2_max_workgroup = 0;  // the largest workgroup of workgroup-scope matrices
     // The granularity of flexible workgroup-scope F16×F16→F32 shapes at 256 invocations (0: none).
