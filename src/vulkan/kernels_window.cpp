@@ -63,9 +63,13 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv, n);
     cl.barrier();
     cl.mark("attn prep");
+    // The tensor-core kernel where attention_cm2() allows it and the tensor loads and stores
+    // find 16-byte aligned bases; the tiles otherwise. Both take the same push constants and a
+    // grid of (head groups, row blocks).
     auto cm2 = attention_cm2(dev_.features(), v, a.head_dim, a.n_head, a.n_kv);
-    // Tensor loads and stores need 16-byte aligned bases.
     auto aligned = [](View b, uint32_t off) { return b.offset % 16 == 0 && off % 4 == 0; };
+    const Kernel* att = nullptr;
+    uint32_t heads = 0, rows = 0;
     if (cm2 && aligned(act, a.qo_off) && aligned(act, a.o_off) &&
         (a.gate_off == kNone || aligned(act, a.gate_off)) && k_cache.offset % 16 == 0 &&
         v_cache.offset % 16 == 0) {
@@ -75,33 +79,24 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
             t.query_vectors = attention_cm2_tile.query_vectors;
             t.rows = t.query_vectors / t.heads;
         }
-        const Kernel& att = pipes_.get("attn_window_cm2@nv_coopmat2", 4, sizeof(AttnWindowPush),
-                                       {256, a.head_dim, t.query_vectors, t.keys});
-        AttnWindowPush wp{a.n_head,
-                          a.n_kv,
-                          n,
-                          t.heads,
-                          a.qo_off,
-                          a.o_off,
-                          r.o_row,
-                          a.gate_off,
-                          a.gate_stride,
-                          r.gate_row,
-                          1.0f / std::sqrt((float)a.head_dim)};
-        cl.dispatch(att, {act, k_cache, v_cache, tok}, wp, a.n_head / t.heads,
-                    (n + t.rows - 1) / t.rows);
-        return;
+        att = &pipes_.get("attn_window_cm2@nv_coopmat2", 4, sizeof(AttnWindowPush),
+                          {256, a.head_dim, t.query_vectors, t.keys});
+        heads = t.heads;
+        rows = t.rows;
+    } else {
+        const AttentionTiles t =
+            attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv, attention_shuffles);
+        att = &pipes_.get(t.shuffle_lanes ? "attn_window_sh" : "attn_window", 4,
+                          sizeof(AttnWindowPush),
+                          {t.threads, a.head_dim, t.query_vectors, t.keys, t.keys_per_thread,
+                           std::max(t.shuffle_lanes, 1u)});
+        heads = t.heads;
+        rows = t.rows;
     }
-    const AttentionTiles at =
-        attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv, attention_shuffles);
-    const Kernel& att =
-        pipes_.get(at.shuffle_lanes ? "attn_window_sh" : "attn_window", 4, sizeof(AttnWindowPush),
-                   {at.threads, a.head_dim, at.query_vectors, at.keys, at.keys_per_thread,
-                    std::max(at.shuffle_lanes, 1u)});
     AttnWindowPush wp{a.n_head,
                       a.n_kv,
                       n,
-                      at.heads,
+                      heads,
                       a.qo_off,
                       a.o_off,
                       r.o_row,
@@ -109,8 +104,7 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
                       a.gate_stride,
                       r.gate_row,
                       1.0f / std::sqrt((float)a.head_dim)};
-    cl.dispatch(att, {act, k_cache, v_cache, tok}, wp, a.n_head / at.heads,
-                (n + at.rows - 1) / at.rows);
+    cl.dispatch(*att, {act, k_cache, v_cache, tok}, wp, a.n_head / heads, (n + rows - 1) / rows);
 }
 
 Kernels::AttentionTiles Kernels::attention_tiles(const Features& f, uint32_t head_dim,
