@@ -33,6 +33,71 @@ struct Instance {
     bool validation = false;
 };
 
+// Vulkan's two-call enumeration: the count, then that many structures of type T (sType set).
+template <typename T, typename Query>
+std::vector<T> enumerate(VkStructureType type, Query query) {
+    uint32_t n = 0;
+    query(&n, static_cast<T*>(nullptr));
+    std::vector<T> v(n, make<T>(type));
+    query(&n, v.data());
+    v.resize(n);
+    return v;
+}
+
+// Whether a cooperative-matrix shape multiplies F16 by F16 into F32 (the NV and KHR component
+// type enums share their values).
+bool f16_into_f32(int a, int b, int c, int result) {
+    return a == VK_COMPONENT_TYPE_FLOAT16_NV && b == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           c == VK_COMPONENT_TYPE_FLOAT32_NV && result == VK_COMPONENT_TYPE_FLOAT32_NV;
+}
+
+// The feature structures a device is queried and created with, chained behind `features` as far
+// as the device has them (all members zero until filled).
+struct FeatureChain {
+    VkPhysicalDeviceFeatures2 features =
+        make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    VkPhysicalDeviceVulkan11Features f11 = make<VkPhysicalDeviceVulkan11Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+    VkPhysicalDeviceVulkan12Features f12 = make<VkPhysicalDeviceVulkan12Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    VkPhysicalDeviceVulkan13Features f13 = make<VkPhysicalDeviceVulkan13Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm_nv =
+        make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+#ifdef VK_KHR_cooperative_matrix
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm_khr =
+        make<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
+#endif
+#ifdef VK_NV_cooperative_matrix2
+    VkPhysicalDeviceCooperativeMatrix2FeaturesNV cm2 =
+        make<VkPhysicalDeviceCooperativeMatrix2FeaturesNV>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV);
+#endif
+
+    // khr and nv2 are ignored where the headers lack those extensions.
+    FeatureChain(bool v13, bool nv, [[maybe_unused]] bool khr, [[maybe_unused]] bool nv2) {
+        features.pNext = &f11;
+        f11.pNext = &f12;
+        void** tail = &f12.pNext;
+        auto link = [&](auto& s) {
+            *tail = &s;
+            tail = &s.pNext;
+        };
+        if (v13) link(f13);
+        if (nv) link(cm_nv);
+#ifdef VK_KHR_cooperative_matrix
+        if (khr) link(cm_khr);
+#endif
+#ifdef VK_NV_cooperative_matrix2
+        if (nv2) link(cm2);
+#endif
+    }
+    FeatureChain(const FeatureChain&) = delete;
+    FeatureChain& operator=(const FeatureChain&) = delete;
+};
+
 bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
     for (const auto& e : exts)
         if (std::strcmp(e.extensionName, name) == 0) return true;
@@ -169,46 +234,30 @@ Query query(VkPhysicalDevice pd) {
     f.max_push_constants = lim.maxPushConstantsSize;
     f.timestamp_period_ns = lim.timestampPeriod;
 
-    auto f11 = make<VkPhysicalDeviceVulkan11Features>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
-    auto f12 = make<VkPhysicalDeviceVulkan12Features>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
-    auto f13 = make<VkPhysicalDeviceVulkan13Features>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
-    auto cm_nv = make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-    auto feats = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-    feats.pNext = &f11;
-    f11.pNext = &f12;
-    void** tail = &f12.pNext;
-    if (v13) {
-        *tail = &f13;
-        tail = &f13.pNext;
-    }
-    bool has_nv = has_extension(q.exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    if (has_nv) {
-        *tail = &cm_nv;
-        tail = &cm_nv.pNext;
-    }
+    const bool has_nv = has_extension(q.exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 #ifdef VK_KHR_cooperative_matrix
-    auto cm_khr = make<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
-    bool has_khr = has_extension(q.exts, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    if (has_khr) {
-        *tail = &cm_khr;
-        tail = &cm_khr.pNext;
-    }
+    const bool has_khr = has_extension(q.exts, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+#else
+    const bool has_khr = false;
 #endif
 #ifdef VK_NV_cooperative_matrix2
-    auto cm2 = make<VkPhysicalDeviceCooperativeMatrix2FeaturesNV>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV);
-    bool has_nv2 = has_extension(q.exts, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
-    if (has_nv2) {
-        *tail = &cm2;
-        tail = &cm2.pNext;
-    }
+    const bool has_nv2 = has_extension(q.exts, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+#else
+    const bool has_nv2 = false;
 #endif
-    vkGetPhysicalDeviceFeatures2(pd, &feats);
+    FeatureChain chain(v13, has_nv, has_khr, has_nv2);
+    const VkPhysicalDeviceFeatures2& feats = chain.features;
+    const VkPhysicalDeviceVulkan11Features& f11 = chain.f11;
+    const VkPhysicalDeviceVulkan12Features& f12 = chain.f12;
+    const VkPhysicalDeviceVulkan13Features& f13 = chain.f13;
+    const auto& cm_nv = chain.cm_nv;
+#ifdef VK_KHR_cooperative_matrix
+    const auto& cm_khr = chain.cm_khr;
+#endif
+#ifdef VK_NV_cooperative_matrix2
+    const auto& cm2 = chain.cm2;
+#endif
+    vkGetPhysicalDeviceFeatures2(pd, &chain.features);
     f.robust_buffer_access = feats.features.robustBufferAccess;
     f.int64 = feats.features.shaderInt64;
     f.int16 = feats.features.shaderInt16;
@@ -225,33 +274,22 @@ Query query(VkPhysicalDevice pd) {
     f.timestamps = lim.timestampComputeAndGraphics;
 
     if (has_nv && cm_nv.cooperativeMatrix && vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
-        uint32_t np = 0;
-        vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &np, nullptr);
-        std::vector<VkCooperativeMatrixPropertiesNV> ps(
-            np, make<VkCooperativeMatrixPropertiesNV>(
-                    VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
-        vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &np, ps.data());
-        for (const auto& p : ps)
-            if (p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                p.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV)
+        for (const auto& p : enumerate<VkCooperativeMatrixPropertiesNV>(
+                 VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV, [&](uint32_t*n, auto*out) {
+                     vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, n, out);
+                 }))
+            if (f16_into_f32(p.AType, p.BType, p.CType, p.DType) && p.scope == VK_SCOPE_SUBGROUP_NV)
                 f.nv_f16_shapes.push_back({p.MSize, p.NSize, p.KSize});
         f.nv_coopmat = true;
     }
 #ifdef VK_KHR_cooperative_matrix
     if (has_khr && cm_khr.cooperativeMatrix && vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) {
-        uint32_t np = 0;
-        vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &np, nullptr);
-        std::vector<VkCooperativeMatrixPropertiesKHR> ps(
-            np, make<VkCooperativeMatrixPropertiesKHR>(
-                    VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR));
-        vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &np, ps.data());
-        for (const auto& p : ps)
-            if (p.AType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
-                p.BType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
-                p.CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
-                p.ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR && p.scope == VK_SCOPE_SUBGROUP_KHR)
+        for (const auto& p : enumerate<VkCooperativeMatrixPropertiesKHR>(
+                 VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR, [&](uint32_t*n, auto*out) {
+                     vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, n, out);
+                 }))
+            if (f16_into_f32(p.AType, p.BType, p.CType, p.ResultType) &&
+                p.scope == VK_SCOPE_SUBGROUP_KHR)
                 f.khr_f16_shapes.push_back({p.MSize, p.NSize, p.KSize});
         f.khr_coopmat = true;
     }
@@ -268,17 +306,12 @@ Query query(VkPhysicalDevice pd) {
     if (f.nv_coopmat2) f.cm2_max_workgroup = cm2p.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
     if (f.nv_coopmat2_blocks &&
         vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV) {
-        uint32_t np = 0;
-        vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(pd, &np, nullptr);
-        std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> ps(
-            np, make<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>(
-                    VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV));
-        vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(pd, &np, ps.data());
-        for (const auto& p : ps)
-            if (p.AType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
-                p.BType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
-                p.CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
-                p.ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+        for (const auto& p : enumerate<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+                 VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV,
+                 [&](uint32_t*n, auto*out) {
+                     vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(pd, n, out);
+                 }))
+            if (f16_into_f32(p.AType, p.BType, p.CType, p.ResultType) &&
                 p.scope == VK_SCOPE_WORKGROUP_KHR && p.workgroupInvocations == 256) {
                 f.cm2_granularity_m = p.MGranularity;
                 f.cm2_granularity_n = p.NGranularity;
@@ -573,16 +606,12 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
     }
 
     // Enable exactly what exists and is used.
-    auto f11 = make<VkPhysicalDeviceVulkan11Features>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
-    auto f12 = make<VkPhysicalDeviceVulkan12Features>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
-    auto f13 = make<VkPhysicalDeviceVulkan13Features>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
-    auto feats = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-    feats.pNext = &f11;
-    f11.pNext = &f12;
-    void** tail = &f12.pNext;
+    bool v13 = f.api_version >= VK_API_VERSION_1_3;
+    FeatureChain chain(v13, f.nv_coopmat, f.khr_coopmat, f.nv_coopmat2);
+    VkPhysicalDeviceFeatures2& feats = chain.features;
+    VkPhysicalDeviceVulkan11Features& f11 = chain.f11;
+    VkPhysicalDeviceVulkan12Features& f12 = chain.f12;
+    VkPhysicalDeviceVulkan13Features& f13 = chain.f13;
     feats.features.robustBufferAccess = opts.robust && f.robust_buffer_access;
     feats.features.shaderInt64 = f.int64;
     feats.features.shaderInt16 = f.int16;
@@ -594,38 +623,26 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
     f12.bufferDeviceAddress = f.nv_coopmat2_blocks;
     f12.vulkanMemoryModel = f.memory_model;
     f12.vulkanMemoryModelDeviceScope = f.memory_model_device_scope;
-    bool v13 = f.api_version >= VK_API_VERSION_1_3;
     if (v13) {
         f13.subgroupSizeControl = f.subgroup_size_control;
         f13.computeFullSubgroups = f.subgroup_size_control;
         f13.maintenance4 = VK_TRUE;
         f13.shaderIntegerDotProduct = f.integer_dot;
-        *tail = &f13;
-        tail = &f13.pNext;
     }
     std::vector<const char*> exts;
-    auto cm_nv = make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
     if (f.nv_coopmat) {
         exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-        cm_nv.cooperativeMatrix = VK_TRUE;
-        *tail = &cm_nv;
-        tail = &cm_nv.pNext;
+        chain.cm_nv.cooperativeMatrix = VK_TRUE;
     }
 #ifdef VK_KHR_cooperative_matrix
-    auto cm_khr = make<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
     if (f.khr_coopmat) {
         exts.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-        cm_khr.cooperativeMatrix = VK_TRUE;
-        *tail = &cm_khr;
-        tail = &cm_khr.pNext;
+        chain.cm_khr.cooperativeMatrix = VK_TRUE;
     }
 #endif
 #ifdef VK_NV_cooperative_matrix2
-    auto cm2 = make<VkPhysicalDeviceCooperativeMatrix2FeaturesNV>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV);
     if (f.nv_coopmat2) {
+        auto& cm2 = chain.cm2;
         exts.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
         cm2.cooperativeMatrixTensorAddressing = VK_TRUE;
         cm2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
@@ -634,11 +651,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         cm2.cooperativeMatrixReductions = f.nv_coopmat2_softmax;
         cm2.cooperativeMatrixPerElementOperations = f.nv_coopmat2_softmax;
         cm2.cooperativeMatrixConversions = f.nv_coopmat2_softmax;
-        *tail = &cm2;
-        tail = &cm2.pNext;
     }
 #endif
-    (void)tail;
     float prio = 1.0f;
     auto qi = make<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
     qi.queueFamilyIndex = d->queue_family_;
