@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -119,6 +120,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels->gemv_x = opts.gemv_x;
     w->kernels->deltanet_columns = opts.deltanet_columns;
     w->kernels->gemv_groups = opts.gemv_groups;
+    w->kernels->gemm_tile = opts.gemm_tile;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
                                      MemoryKind::device);
@@ -141,6 +143,18 @@ bool DriverOptions::profile_from_env() {
 
 bool DriverOptions::fused_decode_from_env() {
     return env::get_bool("DELTALLM_VK_DECODE_FUSION");
+}
+
+Kernels::GemmTile DriverOptions::gemm_tile_from_env() {
+    const std::string s = env::get_string("DELTALLM_VK_GEMM_TILE");
+    if (s.empty()) return {};
+    Kernels::GemmTile t;
+    char x1 = 0, x2 = 0, rest = 0;
+    const int got = std::sscanf(s.c_str(), "%u%c%u%c%u%c", &t.bm, &x1, &t.bn, &x2, &t.bk, &rest);
+    const auto ok = [](uint32_t v) { return v >= 32 && v <= 256 && v % 32 == 0; };
+    if (got != 5 || x1 != 'x' || x2 != 'x' || !ok(t.bm) || !ok(t.bn) || !ok(t.bk))
+        fail("DELTALLM_VK_GEMM_TILE='{}': use BMxBNxBK, each a multiple of 32 up to 256", s);
+    return t;
 }
 
 uint32_t DriverOptions::gemv_groups_from_env() {

@@ -37,6 +37,9 @@ struct DriverOptions {
     // Kernels::gemv_groups (DELTALLM_VK_GEMV_GROUPS).
     uint32_t gemv_groups = gemv_groups_from_env();
     static uint32_t gemv_groups_from_env();
+    // Kernels::gemm_tile (DELTALLM_VK_GEMM_TILE, "BMxBNxBK"; empty: chosen by the rows).
+    Kernels::GemmTile gemm_tile = gemm_tile_from_env();
+    static Kernels::GemmTile gemm_tile_from_env();
     // Kernels::deltanet_columns (DELTALLM_VK_DN_COLUMNS).
     uint32_t deltanet_columns = deltanet_columns_from_env();
     static uint32_t deltanet_columns_from_env();

@@ -94,13 +94,13 @@ void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t
 
 Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t n_rows) const {
     if (gemm_tile.bm) return gemm_tile;
-    // Measured on an H200 (GemmSpeed.Report): F16 weights (or weights expanded to F16) run best
-    // in 128x128x64 tiles over 512 rows (128 TFLOP/s) and in 64x128x64 over 2048 (130 against
-    // 124, the expansion included); weights decoded inside the tensor loads in 64x128x32 (54
+    // Measured on an H200: F16 weights (or weights expanded to F16) run best in 64x128x64 tiles
+    // (GemmSpeed.Report over 2048 rows: 130 TFLOP/s against 124 in 128x128x64, the expansion
+    // included; end to end over 512-row windows, DELTALLM_VK_GEMM_TILE: 9B pp512 6032 / 6051
+    // -> 6332 / 6283 t/s, Qwen3-8B 6342 / 6266 -> 6623 / 6607, twice the workgroups of
+    // 128x128 for the 132 SMs); weights decoded inside the tensor loads in 64x128x32 (54
     // TFLOP/s), where larger tiles spend more registers on the decode and run slower.
-    GemmTile g = t != QType::F16  ? GemmTile{64, 128, 32}
-                 : n_rows >= 1024 ? GemmTile{64, 128, 64}
-                                  : GemmTile{128, 128, 64};
+    GemmTile g = t != QType::F16 ? GemmTile{64, 128, 32} : GemmTile{64, 128, 64};
     if (n_rows <= 32)
         g.bn = 32;
     else if (n_rows <= 64)
