@@ -57,8 +57,9 @@ struct ResidentDriver::Session : SessionState {
     // The word the norm epilogues of the token command count their workgroups on (0 between
     // dispatches; see Kernels::gemv_fused).
     Buffer gemv_counter;
-    // One word a value head that the DeltaNet decode step's column groups count on.
-    Buffer dn_counter;
+    // One word a head that the DeltaNet decode step's column groups and the decode attention's
+    // splits count on (0 between dispatches; they are stages apart).
+    Buffer head_counter;
     std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
     std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
     std::unique_ptr<CommandList> token_cmd, token_logits_cmd;
@@ -333,9 +334,10 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
                                   MemoryKind::device);
     s->gemv_counter = D.create_buffer(16, MemoryKind::device);
     D.fill(s->gemv_counter, 0, 16, 0);
-    const uint64_t dn_words = std::max<uint64_t>((uint64_t)hp.ssm_n_v_heads, 4);
-    s->dn_counter = D.create_buffer(dn_words * 4, MemoryKind::device);
-    D.fill(s->dn_counter, 0, dn_words * 4, 0);
+    const uint64_t head_words =
+        std::max<uint64_t>({(uint64_t)hp.ssm_n_v_heads, (uint64_t)hp.n_head, 4});
+    s->head_counter = D.create_buffer(head_words * 4, MemoryKind::device);
+    D.fill(s->head_counter, 0, head_words * 4, 0);
 
     const uint32_t d_v = hp.ssm_n_v_heads ? (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads) : 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -424,14 +426,14 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     chain.inputs = [](uint32_t, int64_t) {};
     chain.deltanet = [&](int64_t il, const Layer& L) {
         K.deltanet_step(cl, deltanet_args(A, L), act, prm, view(s->ring[il]), view(s->state[il]),
-                        tok, view(s->dn_counter));
+                        tok, view(s->head_counter));
     };
     chain.attention = [&](int64_t il, const Layer& L) {
         Kernels::Attention a = at;
         a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
         a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
-                    tok);
+                    tok, view(s->head_counter));
     };
     chain.ffn_in = [&](const Layer& L) {
         // Fused: one GEMV dispatch for both matrices with the SwiGLU as its epilogue, where the

@@ -57,9 +57,7 @@ struct AttnPrepPush {
 struct AttnDecodePush {
     uint32_t n_head, n_kv, head_dim, q_off, n_split;
     float scale;
-};
-struct AttnCombinePush {
-    uint32_t head_dim, n_split, split_rows, gate_off, gate_stride, o_off;
+    uint32_t gate_off, gate_stride, o_off;
 };
 
 const char* type_suffix(QType t) {
@@ -172,7 +170,7 @@ uint64_t Kernels::attention_partials(const Attention& a) {
 }
 
 void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
-                        View v_cache, View partials, View tok) {
+                        View v_cache, View partials, View tok, View counter) {
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
     uint32_t n_split = (a.n_ctx + kAttnSplit - 1) / kAttnSplit;
@@ -186,15 +184,13 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
                     a.eps,        a.interleaved ? 1u : 0u};
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv);
     cl.barrier();
+    DL_ASSERT(counter.buffer != VK_NULL_HANDLE && counter.range >= (uint64_t)a.n_head * 4);
     const Kernel& dec =
-        pipes_.get("attn_decode", 5, sizeof(AttnDecodePush), {kAttnSplit, a.head_dim});
-    AttnDecodePush dp{a.n_head, a.n_kv,  a.head_dim,
-                      a.qo_off, n_split, 1.0f / std::sqrt((float)a.head_dim)};
-    cl.dispatch(dec, {act, k_cache, v_cache, partials, tok}, dp, a.n_head, n_split);
-    cl.barrier();
-    const Kernel& comb = pipes_.get("attn_combine", 3, sizeof(AttnCombinePush), {64});
-    AttnCombinePush cp{a.head_dim, n_split, kAttnSplit, a.gate_off, a.gate_stride, a.o_off};
-    cl.dispatch(comb, {partials, act, tok}, cp, a.n_head);
+        pipes_.get("attn_decode", 6, sizeof(AttnDecodePush), {kAttnSplit, a.head_dim});
+    AttnDecodePush dp{a.n_head,   a.n_kv,        a.head_dim,
+                      a.qo_off,   n_split,       1.0f / std::sqrt((float)a.head_dim),
+                      a.gate_off, a.gate_stride, a.o_off};
+    cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter}, dp, a.n_head, n_split);
 }
 
 bool Kernels::gemv_supports(QType t) {

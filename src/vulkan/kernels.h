@@ -99,11 +99,12 @@ class Kernels {
                        View state, View tok, View counter = {});
     uint32_t deltanet_columns = 32;
     // Decode attention of one token over an F16 KV cache ([n_ctx][n_kv][head_dim], pairs packed
-    // in 32-bit words), in three dispatches recorded once for a context of n_ctx rows:
+    // in 32-bit words), in two dispatches recorded once for a context of n_ctx rows:
     //   prep: per-head RMSNorm of q and k (when q_norm/k_norm offsets are given), NeoX rope of the
     //         first n_rot dims, q to act[qo_off..], k and v to cache row tok[0];
-    //   decode: split-K over the cache rows (kAttnSplit rows a split) into partials;
-    //   combine: merge the splits, times sigmoid(gate) when gate_off is given, to act[o_off..].
+    //   decode: split-K over the cache rows (kAttnSplit rows a split) into partials, the last
+    //         split of each head (counted on counter[h], n_head words, 0 between dispatches)
+    //         merging them, times sigmoid(gate) when gate_off is given, into act[o_off..].
     static constexpr uint32_t kNone = 0xffffffffu;
     static constexpr uint32_t kAttnSplit = 64;
     struct Attention {
@@ -122,7 +123,7 @@ class Kernels {
     // Floats of partials the decode dispatch needs (a scratch buffer of its own).
     static uint64_t attention_partials(const Attention& a);
     void attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
-                   View v_cache, View partials, View tok);
+                   View v_cache, View partials, View tok, View counter);
     // C[M, N] = A[M, K] · W[N, K]ᵀ (F16 inputs, F32 output) with the given variant's kernel.
     // Returns false (recording nothing) when the variant cannot run these sizes.
     bool matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m, uint32_t n,

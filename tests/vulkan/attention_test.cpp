@@ -68,13 +68,17 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
     Buffer kc = test::poisoned(dev, cache_words), vc = test::poisoned(dev, cache_words);
     Buffer part = dev.create_buffer(Kernels::attention_partials(a) * 4, MemoryKind::device);
     Buffer tok = dev.create_buffer(16, MemoryKind::host);
+    // The heads' split counters: back at 0 after every token.
+    Buffer counter = dev.create_buffer((size_t)c.n_head * 4, MemoryKind::device);
+    dev.fill(counter, 0, (size_t)c.n_head * 4, 0);
 
     std::vector<uint16_t> Kr((size_t)c.n_ctx * c.n_kv * hd), Vr(Kr.size());
     std::vector<float> scores(c.n_ctx), cosv(c.n_rot / 2), sinv(c.n_rot / 2);
     // Record once, replay per token: the position comes from the token buffer.
     CommandList cl(dev);
     cl.begin(true);
-    K.attention(cl, a, view(act), view(pb), view(kc), view(vc), view(part), view(tok));
+    K.attention(cl, a, view(act), view(pb), view(kc), view(vc), view(part), view(tok),
+                view(counter));
     cl.end();
     for (uint32_t t = 0; t < c.tokens; ++t) {
         std::vector<float> in = randn(n_act);
@@ -83,6 +87,8 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
         static_cast<uint32_t*>(tok.mapped())[0] = t;
         cl.submit_and_wait();
         auto out = test::from_device<float>(dev, act, n_act);
+        for (uint32_t v : test::from_device<uint32_t>(dev, counter, c.n_head))
+            ASSERT_EQ(v, 0u) << "token " << t << ": a head's split counter was not reset";
 
         cpu::rope_angles(t, inv.data(), c.n_rot, cosv.data(), sinv.data());
         for (uint32_t j = 0; j < c.n_kv; ++j) {
