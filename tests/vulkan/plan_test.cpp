@@ -57,6 +57,34 @@ TEST(VulkanPlan, PlacesEveryMatrixInsideASlab) {
     EXPECT_NE(p.describe().find("4096 tokens"), std::string::npos);
 }
 
+// The decode GEMV pair (Kernels::gemv_swiglu) binds a layer's FFN gate and up matrices as one
+// view: the plan keeps them in one slab, the up matrix after the gate, even where slabs split.
+TEST(VulkanPlan, KeepsEachLayersGateAndUpInOneSlab) {
+    dl::test::TinySpec s;
+    s.n_embd = 256;
+    s.n_ff = 768;
+    s.n_layer = 6;
+    s.n_vocab = 1000;
+    s.matrix_type = QType::Q4_K;
+    s.head_dim = 64;
+    s.d_state = 64;
+    auto model = dl::test::tiny_model(s);
+    // Slabs of a few matrices each, so that slab ends fall at many places in the layers.
+    for (uint32_t kib = 224; kib <= 480; kib += 32) {
+        Features f = big_device();
+        f.max_storage_buffer_range = kib << 10;
+        auto r = plan(*model, f, Variant::scalar, {});
+        ASSERT_TRUE(r.ok()) << r.reason();
+        EXPECT_GT(r->slabs.size(), 2u);
+        for (const Layer& L : model->layers) {
+            const Placement *g = r->find(L.ffn_gate), *u = r->find(L.ffn_up);
+            ASSERT_TRUE(g && u);
+            EXPECT_EQ(g->slab, u->slab) << L.ffn_gate->name << ", slabs of " << kib << " KiB";
+            EXPECT_GT(u->offset, g->offset) << L.ffn_gate->name;
+        }
+    }
+}
+
 TEST(VulkanPlan, ShrinksTheContextToTheBudgetOrDeclines) {
     dl::test::TinySpec s;
     auto model = dl::test::tiny_model(s);
