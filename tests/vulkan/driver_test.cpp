@@ -260,5 +260,37 @@ TEST(VulkanDriver, DeclinesWithASentence) {
     EXPECT_NE(r.reason().find("q4_1"), std::string::npos) << r.reason();
 }
 
+// The tuning variables of the driver: values it can use parse, anything else is one clear error.
+TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
+    struct Unset {
+        ~Unset() {
+            unsetenv("DELTALLM_VK_GEMM_TILE");
+            unsetenv("DELTALLM_VK_GEMV_GROUPS");
+            unsetenv("DELTALLM_VK_DN_COLUMNS");
+        }
+    } unset;
+    setenv("DELTALLM_VK_GEMM_TILE", "64x128x32", 1);
+    const Kernels::GemmTile t = DriverOptions::gemm_tile_from_env();
+    EXPECT_EQ(t.bm, 64u);
+    EXPECT_EQ(t.bn, 128u);
+    EXPECT_EQ(t.bk, 32u);
+    setenv("DELTALLM_VK_GEMM_TILE", "", 1);
+    EXPECT_EQ(DriverOptions::gemm_tile_from_env().bm, 0u);  // chosen by the rows
+    for (const char* bad : {"64x128", "64x128x48", "64x128x64x", "0x128x64", "512x128x64", "big"}) {
+        setenv("DELTALLM_VK_GEMM_TILE", bad, 1);
+        EXPECT_THROW(DriverOptions::gemm_tile_from_env(), Error) << bad;
+    }
+    setenv("DELTALLM_VK_GEMV_GROUPS", "8", 1);
+    EXPECT_EQ(DriverOptions::gemv_groups_from_env(), 8u);
+    for (const char* bad : {"0", "3", "16", "-1"}) {
+        setenv("DELTALLM_VK_GEMV_GROUPS", bad, 1);
+        EXPECT_THROW(DriverOptions::gemv_groups_from_env(), Error) << bad;
+    }
+    setenv("DELTALLM_VK_DN_COLUMNS", "0", 1);
+    EXPECT_EQ(DriverOptions::deltanet_columns_from_env(), 0u);
+    setenv("DELTALLM_VK_DN_COLUMNS", "-4", 1);
+    EXPECT_THROW(DriverOptions::deltanet_columns_from_env(), Error);
+}
+
 }  // namespace
 }  // namespace dl::vk
