@@ -297,9 +297,10 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     const char* mod = gemv_module(t);
     if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
     const Features& f = dev_.features();
-    // Four rows share each x slice and put four independent weight loads in flight per thread;
-    // the workgroup is as wide as the row has slices (one pass over short rows), at most 128
-    // threads so long rows still spread over enough workgroups to fill the device (gemv_rows).
+    // gemv_rows() rows share each x slice and put as many independent weight loads in flight per
+    // thread; a row group is as wide as the row has slices (one pass over short rows), at most
+    // 128 threads so long rows still spread over enough workgroups to fill the device. The byte
+    // path stacks gemv_groups row groups in a workgroup over its one rounded x.
     GemvX xp = gemv_x_for(t, cols);
     // A pair takes half the rows of each matrix, so a workgroup accumulates as many rows as an
     // unpaired one and the pair's grid has as many workgroups as the two GEMVs together.
