@@ -79,7 +79,8 @@ std::string Plan::describe() const {
         gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes),
         gib(kv_bytes), n_ctx, gib(recurrent_bytes), gib(scratch_bytes), gib(total()),
         gib(budget_bytes), variant_name(variant),
-        window > 0 ? fmt::format("prefill in windows of {} rows", window)
+        window > 0 ? fmt::format("prefill in windows of {} rows{}", window,
+                                 window_attention_tensor_cores ? ", attention on tensor cores" : "")
                    : "prefill token by token: " + window_decline);
 }
 
@@ -271,6 +272,17 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     p.n_ctx = n_ctx;
     p.kv_bytes = kv_for(n_ctx);
     p.scratch_bytes = scratch + partials_for(n_ctx);
+    // As Kernels::attention_rows decides it: the kernel for this device and head size, and the
+    // window's queries, gate and output at 16-byte aligned offsets.
+    if (p.window > 0 && n_attn > 0) {
+        const ActLayout a = act_layout(hp, (uint32_t)p.window);
+        const bool aligned =
+            a.qo % 4 == 0 && a.o % 4 == 0 && (a.q + (uint32_t)hp.head_dim) % 4 == 0;
+        p.window_attention_tensor_cores =
+            aligned && Kernels::attention_cm2(f, variant, (uint32_t)hp.head_dim,
+                                              (uint32_t)hp.n_head, (uint32_t)hp.n_head_kv)
+                           .has_value();
+    }
     return p;
 }
 

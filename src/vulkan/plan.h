@@ -58,6 +58,8 @@ struct Plan {
     // Prefill window rows; 0 when prefill must replay the token command (window_decline says why).
     int64_t window = 0;
     std::string window_decline;
+    // The window attention runs on tensor cores (Kernels::attention_cm2) rather than on tiles.
+    bool window_attention_tensor_cores = false;
     uint64_t window_x16_bytes = 0;  // F16 copy of the widest GEMM input of a window (0: none)
     // F16 expansion of the largest quantized layer matrix, for the NV cooperative matrix 2 tiles
     // of a window (Kernels::gemm; 0: none). The resident weights stay in their blocks.

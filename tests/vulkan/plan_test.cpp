@@ -85,6 +85,38 @@ TEST(VulkanPlan, KeepsEachLayersGateAndUpInOneSlab) {
     }
 }
 
+// The plan says where the window attention runs: on tensor cores only with the NV cooperative
+// matrix 2 variant, its reductions, and head sizes that are multiples of 32.
+TEST(VulkanPlan, SaysWhereTheWindowAttentionRuns) {
+    if (!variant_built(Variant::nv_coopmat2)) GTEST_SKIP() << "no NV cooperative matrix 2 build";
+    Features f = big_device();
+    f.nv_coopmat2 = f.nv_coopmat2_blocks = f.nv_coopmat2_softmax = true;
+    f.cm2_max_workgroup = 256;
+    f.cm2_granularity_m = f.cm2_granularity_n = 32;
+    f.cm2_granularity_k = 16;
+    const std::string tc = "attention on tensor cores";
+    dl::test::TinySpec s;
+    s.arch = "qwen3";
+    s.head_dim = 64;
+    auto model = dl::test::tiny_model(s);
+    auto r = plan(*model, f, Variant::nv_coopmat2, {});
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_TRUE(r->window_attention_tensor_cores);
+    EXPECT_NE(r->describe().find(tc), std::string::npos) << r->describe();
+    r = plan(*model, f, Variant::scalar, {});
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_EQ(r->describe().find(tc), std::string::npos) << r->describe();
+    s.head_dim = 48;  // no tensor-core tile for it
+    auto odd = dl::test::tiny_model(s);
+    r = plan(*odd, f, Variant::nv_coopmat2, {});
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_FALSE(r->window_attention_tensor_cores);
+    f.nv_coopmat2_softmax = false;  // no reductions: tiles
+    r = plan(*model, f, Variant::nv_coopmat2, {});
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_FALSE(r->window_attention_tensor_cores);
+}
+
 TEST(VulkanPlan, ShrinksTheContextToTheBudgetOrDeclines) {
     dl::test::TinySpec s;
     auto model = dl::test::tiny_model(s);
