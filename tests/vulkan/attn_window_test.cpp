@@ -153,12 +153,8 @@ class WindowAttention : public ::testing::TestWithParam<std::tuple<WindowCase, P
 TEST_P(WindowAttention, MatchesDoubleReference) {
     VK_TEST_DEVICE();
     const auto [c, path] = GetParam();
-    struct Restore {
-        Kernels& k;
-        ~Restore() { k.attention_shuffles = true; }
-    } restore{K};
     const bool shuffles = path == Path::shuffle;
-    K.attention_shuffles = shuffles;
+    test::Scoped shuffle_scope(K.attention_shuffles, shuffles);
     uint32_t rows_a_group = 0;
     Variant v = Variant::scalar;
     if (path == Path::cm2) {

@@ -20,12 +20,7 @@ using test::randn;
 void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens,
               uint32_t columns = 0) {
     VK_TEST_DEVICE();
-    struct Restore {
-        Kernels& k;
-        uint32_t was;
-        ~Restore() { k.deltanet_columns = was; }
-    } restore{K, K.deltanet_columns};
-    K.deltanet_columns = columns;
+    test::Scoped cols(K.deltanet_columns, columns);
     Buffer counter = dev.create_buffer(hv * 4, MemoryKind::device);
     dev.fill(counter, 0, hv * 4, 0);
     const uint32_t KC = 4;

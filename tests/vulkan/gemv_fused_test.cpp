@@ -222,7 +222,7 @@ TEST_P(GemvFused, NormEpilogueMatchesReference) {
 
 // The same over x rounded to bytes (Kernels::gemv_x), where the device and the build have it.
 void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX path) {
-    test::GemvXScope scope(K, path);
+    test::Scoped scope(K.gemv_x, path);
     if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
     const Matrix m = make_matrix(c.type, c.rows, c.cols, 19 + c.rows + c.cols);
     auto rec = launcher(K);
@@ -232,7 +232,7 @@ void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX
 
 TEST_P(GemvFused, NormEpilogueOverBytesInRowGroups) {
     VK_TEST_DEVICE();
-    test::GemvGroupsScope groups(K, 4);
+    test::Scoped groups(K.gemv_groups, 4);
     check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -362,7 +362,7 @@ TEST(GemvFusedReplay, CounterResetsBetweenDispatchesAndSubmits) {
 TEST(GemvFusedChain, TwoInARowAndTwoAtOnce) {
     VK_TEST_DEVICE();
     // The tolerance below is for F32 x; the other paths share the epilogue.
-    test::GemvXScope scope(K, Kernels::GemvX::global);
+    test::Scoped scope(K.gemv_x, Kernels::GemvX::global);
     const uint32_t n = 256;  // h and xn width: both matrices are n × n
     const Matrix m1 = make_matrix(QType::Q4_K, n, n, 29, 0.1f);
     const Matrix m2 = make_matrix(QType::Q6_K, n, n, 31, 0.1f);

@@ -49,7 +49,7 @@ void run_pair(Device& dev, Kernels& K, const PairCase& c, Kernels::GemvX xp) {
     std::copy(x.begin(), x.end(), act.begin() + x_off);
     Buffer ab = test::to_device(dev, act);
 
-    test::GemvXScope scope(K, xp);
+    test::Scoped scope(K.gemv_x, xp);
     if (K.gemv_x_for(c.type, c.cols) != xp) return;  // not this path here
     test::run(dev, [&](CommandList& cl) {
         K.gemv_swiglu(cl, c.type, view(w), c.g_off, c.u_off, c.rows, c.cols, view(ab), x_off,
@@ -104,7 +104,7 @@ TEST(GemvSwiglu, MatchesReferenceEveryFormat) {
                 run_pair(dev, K, c, xp);
                 if (HasFatalFailure()) return;
             }
-            test::GemvGroupsScope groups(K, 2);  // the byte path in row groups
+            test::Scoped groups(K.gemv_groups, 2);  // the byte path in row groups
             run_pair(dev, K, c, Kernels::GemvX::bytes);
             if (HasFatalFailure()) return;
         }

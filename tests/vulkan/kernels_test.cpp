@@ -128,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
 // global F32 reads, x rounded to bytes (integer dot products, where the device and the build
 // have them).
 void check_gemv_path(Kernels& K, Device& dev, const GemvCase& c, Kernels::GemvX path) {
-    test::GemvXScope scope(K, path);
+    test::Scoped scope(K.gemv_x, path);
     if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
     const GemvRecord rec = launcher(K);
     for (uint32_t x_off : {5u, 8u})
@@ -149,7 +149,7 @@ TEST_P(GemvXPaths, BytesMatchRoundedReference) {
 // workgroup's later groups past the end, groups reduced apart.
 TEST_P(GemvXPaths, BytesInRowGroupsMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::GemvGroupsScope groups(K, 4);
+    test::Scoped groups(K.gemv_groups, 4);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -161,7 +161,7 @@ TEST(GemvXPaths, NonFiniteXReachesEveryRow) {
     auto [wq, deq] = test::quantize_rows(QType::Q4_K, randn((size_t)rows * cols, 3), rows, cols);
     Buffer w = test::to_device(dev, wq);
     for (Kernels::GemvX path : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
-        test::GemvXScope scope(K, path);
+        test::Scoped scope(K.gemv_x, path);
         if (K.gemv_x_for(QType::Q4_K, cols) != path) continue;
         for (float bad : {std::nanf(""), INFINITY}) {
             std::vector<float> x = randn(cols, 4);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "core/env.h"
@@ -194,26 +195,19 @@ inline BytesX round_x_bytes(const float* x, size_t n) {
     return b;
 }
 
-// Kernels::gemv_x set to one path for a scope, then back to automatic (the shared Kernels of the
-// test environment serve every test).
-struct GemvXScope {
-    Kernels& k;
-    GemvXScope(Kernels& kernels, Kernels::GemvX x) : k(kernels) { k.gemv_x = x; }
-    ~GemvXScope() { k.gemv_x = Kernels::GemvX::automatic; }
-    GemvXScope(const GemvXScope&) = delete;
-    GemvXScope& operator=(const GemvXScope&) = delete;
-};
+// A setting (a Kernels member: the shared Kernels of the test environment serve every test) set
+// for one scope and given back its value after.
+template <typename T>
+class Scoped {
+  public:
+    Scoped(T& var, std::type_identity_t<T> value) : var_(var), was_(var) { var_ = value; }
+    ~Scoped() { var_ = was_; }
+    Scoped(const Scoped&) = delete;
+    Scoped& operator=(const Scoped&) = delete;
 
-// Kernels::gemv_groups for one scope.
-struct GemvGroupsScope {
-    Kernels& k;
-    uint32_t was;
-    GemvGroupsScope(Kernels& kernels, uint32_t groups) : k(kernels), was(kernels.gemv_groups) {
-        k.gemv_groups = groups;
-    }
-    ~GemvGroupsScope() { k.gemv_groups = was; }
-    GemvGroupsScope(const GemvGroupsScope&) = delete;
-    GemvGroupsScope& operator=(const GemvGroupsScope&) = delete;
+  private:
+    T& var_;
+    T was_;
 };
 
 // The tiny model the driver parity tests run (tests/model/tiny_model.h): the attention-only
