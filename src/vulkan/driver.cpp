@@ -397,9 +397,10 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // A GEMV adding into h, then the RMSNorm of h with norm_w into xn. Fused
     // (Kernels::gemv_fused), the norm is the GEMV's epilogue, so it waits no stage of its own;
     // its time then counts as "gemv". One counter word serves every epilogue: they are stages
-    // apart. The swiglu stays a stage: computed inside the down projection's x loads, every
-    // workgroup recomputes silu over all n_ff values, which cost the 9B (n_ff 12288) more on an
-    // H200 than the stage it saves (6.39 against 6.05 ms a token).
+    // apart. The SwiGLU is the epilogue of the gate/up GEMV pair (chain.ffn_in), not part of the
+    // down projection's x loads: there every workgroup recomputed silu over all n_ff values,
+    // which cost the 9B (n_ff 12288) more on an H200 than the stage it saved (6.39 against 6.05
+    // ms a token).
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
         if (!fused_decode_) {
             gemv(t, x_off, act, A.h, true);
