@@ -196,6 +196,9 @@ class Kernels {
     static std::optional<AttentionCm2> attention_cm2(const Features& f, Variant v,
                                                      uint32_t head_dim, uint32_t n_head,
                                                      uint32_t n_kv);
+    // Whether the tensor loads and stores of that kernel find the queries, the gate and the
+    // output of `a` at 16-byte aligned bases in act (act_offset bytes into its buffer).
+    static bool attention_cm2_aligned(const Attention& a, uint64_t act_offset);
     // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
     AttentionCm2 attention_cm2_tile;
     // The tile shape attention_rows() uses on this device (shaders/attn_window.comp): a

@@ -27,6 +27,11 @@ struct AttnWindowPush {
 
 }  // namespace
 
+bool Kernels::attention_cm2_aligned(const Attention& a, uint64_t act_offset) {
+    auto aligned = [&](uint32_t off) { return act_offset % 16 == 0 && off % 4 == 0; };
+    return aligned(a.qo_off) && aligned(a.o_off) && (a.gate_off == kNone || aligned(a.gate_off));
+}
+
 std::optional<Kernels::AttentionCm2> Kernels::attention_cm2(const Features& f, Variant v,
                                                             uint32_t head_dim, uint32_t n_head,
                                                             uint32_t n_kv) {
@@ -67,11 +72,9 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     // find 16-byte aligned bases; the tiles otherwise. Both take the same push constants and a
     // grid of (head groups, row blocks).
     auto cm2 = attention_cm2(dev_.features(), v, a.head_dim, a.n_head, a.n_kv);
-    auto aligned = [](View b, uint32_t off) { return b.offset % 16 == 0 && off % 4 == 0; };
     const Kernel* att = nullptr;
     uint32_t heads = 0, rows = 0;
-    if (cm2 && aligned(act, a.qo_off) && aligned(act, a.o_off) &&
-        (a.gate_off == kNone || aligned(act, a.gate_off)) && k_cache.offset % 16 == 0 &&
+    if (cm2 && attention_cm2_aligned(a, act.offset) && k_cache.offset % 16 == 0 &&
         v_cache.offset % 16 == 0) {
         AttentionCm2 t = *cm2;
         if (attention_cm2_tile.query_vectors) {

@@ -276,12 +276,15 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     // window's queries, gate and output at 16-byte aligned offsets.
     if (p.window > 0 && n_attn > 0) {
         const ActLayout a = act_layout(hp, (uint32_t)p.window);
-        const bool aligned =
-            a.qo % 4 == 0 && a.o % 4 == 0 && (a.q + (uint32_t)hp.head_dim) % 4 == 0;
+        Kernels::Attention at{};
+        at.qo_off = a.qo;
+        at.o_off = a.o;
+        at.gate_off = hp.arch == Arch::qwen35 ? a.q + (uint32_t)hp.head_dim : Kernels::kNone;
         p.window_attention_tensor_cores =
-            aligned && Kernels::attention_cm2(f, variant, (uint32_t)hp.head_dim,
-                                              (uint32_t)hp.n_head, (uint32_t)hp.n_head_kv)
-                           .has_value();
+            Kernels::attention_cm2_aligned(at, 0) &&
+            Kernels::attention_cm2(f, variant, (uint32_t)hp.head_dim, (uint32_t)hp.n_head,
+                                   (uint32_t)hp.n_head_kv)
+                .has_value();
     }
     return p;
 }
