@@ -5,7 +5,7 @@
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
-# (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles)
+# (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
@@ -22,8 +22,10 @@
 #          alternating rounds, on Qwen3.5-9B and 0.8B Q4_K_M
 # groups:  decode tg128 for DELTALLM_VK_GEMV_X / DELTALLM_VK_GEMV_GROUPS pairs, two alternating
 #          rounds, on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
-# tiles:   pp512 and pp2048 with DELTALLM_VK_GEMM_TILE unset, 64x128x64 and 128x64x64, two
-#          alternating rounds, on Qwen3.5-9B and Qwen3-8B Q4_K_M
+# tiles:   pp512 and pp2048 with DELTALLM_VK_GEMM_TILE unset, 64x128x64 and 128x64x64 (or the
+#          values in $TILES), two alternating rounds, on Qwen3.5-9B and Qwen3-8B Q4_K_M
+# ahead:   pp512 and pp2048 with DELTALLM_VK_EXPAND_AHEAD=0 and 1, two alternating rounds, on
+#          Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
 # tests:   the Vulkan tests matching $FILTER (default all) on this device, without the layer
 # tg:      decode tg128 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M, then Qwen3-8B's decode
 #          profile
@@ -116,10 +118,21 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
             for am in "qwen35 9b" "qwen3 8b"; do
                 m=$(model $am)
                 for round in 1 2; do
-                    for t in auto 64x128x64 128x64x64; do
+                    for t in ${TILES:-auto 64x128x64 128x64x64}; do
                         v=$t; [ "$t" = auto ] && v=
                         echo "$am tile $t: $(DELTALLM_VK_GEMM_TILE=$v timeout 90 "$ours" bench -m "$m" \
                             --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+                    done
+                done
+            done
+            ;;
+        ahead)
+            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
+                m=$(model $am)
+                for round in 1 2; do
+                    for v in 0 1; do
+                        echo "$am expand ahead $v: $(DELTALLM_VK_EXPAND_AHEAD=$v timeout 90 "$ours" bench \
+                            -m "$m" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
                     done
                 done
             done

@@ -28,6 +28,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_DECODE_FUSION", "bool", "1",
          "Vulkan decode: run each RMSNorm as the epilogue of the GEMV before it (0: separate "
          "stages)"},
+        {"DELTALLM_VK_EXPAND_AHEAD", "bool", "1",
+         "Vulkan prefill windows: expand the next GEMM's matrix to F16 beside the current GEMM "
+         "(0: each expansion between barriers of its own)"},
         {"DELTALLM_VK_GEMV_X", "string", "auto",
          "how the Vulkan decode GEMVs over block formats read x: auto (per format, what measured "
          "fastest), global (F32) or bytes (rounded to bytes, integer dot products)"},
@@ -35,7 +38,8 @@ const std::vector<Var>& all() {
          "row groups a workgroup of the Vulkan decode GEMVs over x in bytes takes (1, 2, 4, 8)"},
         {"DELTALLM_VK_GEMM_TILE", "string", "",
          "force the NV cooperative matrix 2 GEMM tile of Vulkan prefill windows, as weight rows x "
-         "window rows x columns (e.g. 64x128x64, multiples of 32; empty: chosen by the rows)"},
+         "window rows x columns (e.g. 64x128x64, multiples of 32; empty: chosen by the rows), "
+         "optionally x invocations a workgroup (128, 256 or 512; default 256)"},
         {"DELTALLM_VK_DN_COLUMNS", "int", "32",
          "value columns a workgroup of the Vulkan DeltaNet decode step takes (0: a whole head)"},
         {"DELTALLM_VK_WINDOW", "int", "2048",

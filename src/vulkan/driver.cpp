@@ -134,6 +134,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
     d->fused_decode_ = opts.fused_decode;
+    d->expand_ahead_ = opts.expand_ahead;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
 }
@@ -146,15 +147,26 @@ bool DriverOptions::fused_decode_from_env() {
     return env::get_bool("DELTALLM_VK_DECODE_FUSION");
 }
 
+bool DriverOptions::expand_ahead_from_env() {
+    return env::get_bool("DELTALLM_VK_EXPAND_AHEAD");
+}
+
 Kernels::GemmTile DriverOptions::gemm_tile_from_env() {
     const std::string s = env::get_string("DELTALLM_VK_GEMM_TILE");
     if (s.empty()) return {};
     Kernels::GemmTile t;
-    char x1 = 0, x2 = 0, rest = 0;
-    const int got = std::sscanf(s.c_str(), "%u%c%u%c%u%c", &t.bm, &x1, &t.bn, &x2, &t.bk, &rest);
+    char x1 = 0, x2 = 0, x3 = 0, rest = 0;
+    const int got = std::sscanf(s.c_str(), "%u%c%u%c%u%c%u%c", &t.bm, &x1, &t.bn, &x2, &t.bk, &x3,
+                                &t.wg, &rest);
     const auto ok = [](uint32_t v) { return v >= 32 && v <= 256 && v % 32 == 0; };
-    if (got != 5 || x1 != 'x' || x2 != 'x' || !ok(t.bm) || !ok(t.bn) || !ok(t.bk))
-        fail("DELTALLM_VK_GEMM_TILE='{}': use BMxBNxBK, each a multiple of 32 up to 256", s);
+    const bool wg_ok =
+        got == 5 || (got == 7 && x3 == 'x' && (t.wg == 128 || t.wg == 256 || t.wg == 512));
+    if ((got != 5 && got != 7) || x1 != 'x' || x2 != 'x' || !wg_ok || !ok(t.bm) || !ok(t.bn) ||
+        !ok(t.bk))
+        fail(
+            "DELTALLM_VK_GEMM_TILE='{}': use BMxBNxBK, each a multiple of 32 up to 256, "
+            "optionally xWG with WG invocations (128, 256 or 512)",
+            s);
     return t;
 }
 
@@ -479,6 +491,26 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     cl.end();
 }
 
+// The matrices of a window's GEMMs in the order window_command records them (the head last
+// when every row's logits are asked for).
+std::vector<const Tensor*> ResidentDriver::gemm_order(bool all) const {
+    std::vector<const Tensor*> order;
+    LayerChain c;
+    c.stage = [](const char*) {};
+    c.project_role = "";
+    c.project = [&](const Tensor* t, uint32_t, uint32_t) { order.push_back(t); };
+    c.inputs = [](uint32_t, int64_t) {};
+    c.deltanet = c.attention = [](int64_t, const Layer&) {};
+    c.ffn_in = [&](const Layer& L) {
+        order.push_back(L.ffn_gate);
+        order.push_back(L.ffn_up);
+    };
+    c.add_norm = [&](const Tensor* t, uint32_t, int64_t, const Tensor*) { order.push_back(t); };
+    record_layers(*model_, act_layout(model_->hp, 1), c);
+    if (all) order.push_back(model_->output);
+    return order;
+}
+
 // The command of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in
 // the window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs
 // and the row kernels of attention and DeltaNet. Logits of the last row go to the session's
@@ -497,10 +529,51 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     CommandList& cl = *cmd;
     const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
     const View x16 = W.win_x16 ? view(W.win_x16) : View{};
-    const View w16 = W.win_w16 ? view(W.win_w16) : View{};
+    // The F16 expansions of the NV tiles run one GEMM ahead: the matrix of GEMM i + 1 is
+    // expanded into one slot (a bandwidth-bound pass) beside GEMM i over the other (tensor-
+    // bound). The barrier that GEMM i + 1 needs after its expansion also orders GEMM i before
+    // the expansion of i + 2 into GEMM i's slot.
+    const std::vector<const Tensor*> order = gemm_order(all);
+    View slot[2];
+    if (W.win_w16) {
+        const uint64_t half = W.win_w16.size() / 2;
+        slot[0] = view(W.win_w16, 0, half);
+        slot[1] = view(W.win_w16, half, half);
+    }
+    auto expands = [&](size_t i) {
+        const Tensor* t = order[i];
+        return K.gemm_uses_cm2(dev_->features(), var) &&
+               K.gemm_reads_f16(var, (uint32_t)t->cols()) &&
+               K.gemm_expands(t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m, slot[i % 2]);
+    };
+    size_t next = 0;                     // index in order of the next GEMM recorded
+    size_t expanded = order.size();      // the GEMM whose matrix was expanded ahead, if any
+    uint32_t barriers_at_expansion = 0;  // barriers recorded before that expansion
+    auto expand = [&](size_t i) {
+        const Tensor* t = order[i];
+        K.dequant_f16(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
+                      slot[i % 2]);
+        expanded = i;
+        barriers_at_expansion = cl.n_barriers();
+    };
     auto gemm = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
-        K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-               x_off, x16, y, y_off, m, acc, w16);
+        const size_t i = next++;
+        if (i >= order.size() || order[i] != t)
+            fail("window GEMM {} ({}) out of the recorded order", i, t->name);
+        const uint32_t rows = (uint32_t)t->rows(), cols = (uint32_t)t->cols();
+        if (!expands(i)) {
+            K.gemm(cl, var, t->type, W.matrix(plan_, t), rows, cols, act, x_off, x16, y, y_off, m,
+                   acc);
+            return;
+        }
+        if (expanded != i) {  // not expanded ahead: the slot may still be read
+            cl.barrier();
+            expand(i);
+        }
+        if (cl.n_barriers() == barriers_at_expansion) cl.barrier();
+        K.gemm(cl, var, t->type, W.matrix(plan_, t), rows, cols, act, x_off, x16, y, y_off, m, acc,
+               slot[i % 2], true);
+        if (expand_ahead_ && i + 1 < order.size() && expands(i + 1)) expand(i + 1);
     };
     // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input).
     auto to_f16 = [&](uint32_t x_off, int64_t cols) {
@@ -557,6 +630,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
 
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
+    if (expand_ahead_ && !order.empty() && expands(0)) expand(0);  // beside the embedding
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, view(W.win_ids), 0, act, A.h, m);
     stage("embed");
@@ -574,6 +648,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     }
     cl.mark("head");
     cl.end();
+    if (next != order.size()) fail("the window recorded {} of its {} GEMMs", next, order.size());
     return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
 }
 

@@ -31,13 +31,18 @@ struct DriverOptions {
     // with separate stages (two rounds each); 0.8B: equal within the spread.
     bool fused_decode = fused_decode_from_env();
     static bool fused_decode_from_env();
+    // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
+    // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
+    // of its own, for measurements).
+    bool expand_ahead = expand_ahead_from_env();
+    static bool expand_ahead_from_env();
     // Kernels::gemv_x (DELTALLM_VK_GEMV_X: auto, global or bytes).
     Kernels::GemvX gemv_x = gemv_x_from_env();
     static Kernels::GemvX gemv_x_from_env();
     // Kernels::gemv_groups (DELTALLM_VK_GEMV_GROUPS).
     uint32_t gemv_groups = gemv_groups_from_env();
     static uint32_t gemv_groups_from_env();
-    // Kernels::gemm_tile (DELTALLM_VK_GEMM_TILE, "BMxBNxBK"; empty: chosen by the rows).
+    // Kernels::gemm_tile (DELTALLM_VK_GEMM_TILE, "BMxBNxBK[xWG]"; empty: chosen by the rows).
     Kernels::GemmTile gemm_tile = gemm_tile_from_env();
     static Kernels::GemmTile gemm_tile_from_env();
     // Kernels::deltanet_columns (DELTALLM_VK_DN_COLUMNS).
@@ -110,6 +115,7 @@ class ResidentDriver final : public Executor {
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
     void record_token(Session& s, CommandList& cl, bool copy_logits);
     CommandList& window_command(Session& s, uint32_t m, bool all);
+    std::vector<const Tensor*> gemm_order(bool all) const;
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
     std::shared_ptr<const Model> model_;
@@ -118,6 +124,7 @@ class ResidentDriver final : public Executor {
     std::unique_ptr<Weights> w_;
     std::unique_ptr<Profile> profile_;
     bool fused_decode_ = true;
+    bool expand_ahead_ = true;
 };
 
 // Registers "vulkan" with the engine (engine/engine.h register_device); called once at start-up.

@@ -146,10 +146,12 @@ class Kernels {
     // On the NV cooperative matrix 2 tiles, a window of at least kGemmExpandRows rows expands W
     // to F16 in the scratch w16 first (dequant_f16(), rows × cols × 2 bytes; barriers before and
     // after it are recorded here) and runs the F16 tiles over it; without w16 the tensor loads
-    // decode the blocks themselves.
+    // decode the blocks themselves. `expanded`: the caller has already recorded dequant_f16() of
+    // W into w16 and a barrier since (gemm_expands() must hold), so that the expansion can run
+    // beside an earlier GEMM; only the F16 tiles are recorded.
     void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
               uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
-              View w16 = {});
+              View w16 = {}, bool expanded = false);
     static constexpr uint32_t kGemmExpandRows = 64;
     bool gemm_expands(QType t, uint32_t rows, uint32_t cols, uint32_t n_rows, View w16) const;
     // h = W (rows × cols of type t, cols a multiple of 8) as F16, row-major.
@@ -161,11 +163,11 @@ class Kernels {
     // For the GEMM speed report only: 1 leaves out the weight dequantization of the
     // cooperative-matrix tiles, 2 their products (the results are then wrong). 0 otherwise.
     uint32_t gemm_ablate = 0;
-    // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step. gemm()
-    // picks one from the weight type and the rows (gemm_cm2_tile); a nonzero gemm_tile forces one
-    // (speed report).
+    // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step, and the
+    // workgroup's invocations. gemm() picks one from the weight type and the rows
+    // (gemm_cm2_tile); a nonzero gemm_tile forces one (speed report).
     struct GemmTile {
-        uint32_t bm = 0, bn = 0, bk = 0;
+        uint32_t bm = 0, bn = 0, bk = 0, wg = 256;
     };
     GemmTile gemm_tile;
     // For the GEMM speed report only: the NV tiles over F16 weights accumulate in F16.

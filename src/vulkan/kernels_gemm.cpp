@@ -119,7 +119,7 @@ bool Kernels::gemm_expands(QType t, uint32_t rows, uint32_t cols, uint32_t n_row
 
 void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,
                    View x, uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows,
-                   bool accumulate, View w16) {
+                   bool accumulate, View w16, bool expanded) {
     const Features& f = dev_.features();
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
     const bool f16 = gemm_reads_f16(v, cols);
@@ -129,11 +129,16 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
     if (f16 && cm2_usable(f, v) && y_off % 4 == 0) {
         QType mt = t;
         View mw = w;
+        if (expanded && !gemm_expands(t, rows, cols, n_rows, w16))
+            fail("a GEMM of {} rows over {} x {} {} given as expanded", n_rows, rows, cols,
+                 qtype_name(t));
         if (gemm_expands(t, rows, cols, n_rows, w16)) {
-            // The scratch may still be read by the previous GEMM of this stage.
-            cl.barrier();
-            dequant_f16(cl, t, w, rows, cols, w16);
-            cl.barrier();
+            if (!expanded) {
+                // The scratch may still be read by the previous GEMM of this stage.
+                cl.barrier();
+                dequant_f16(cl, t, w, rows, cols, w16);
+                cl.barrier();
+            }
             mt = QType::F16;
             mw = w16;
             p.row_bytes = cols * 2;
@@ -142,8 +147,10 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
         const std::string module = gemm_acc16 && mt == QType::F16
                                        ? "gemm_f16_acc16@nv_coopmat2"
                                        : gemm_module(mt, Variant::nv_coopmat2);
-        const Kernel& k =
-            pipes_.get(module, 3, sizeof(GemmPush), {kCm2Invocations, g.bm, g.bn, g.bk});
+        if (g.wg > f.cm2_max_workgroup || g.wg > f.max_workgroup_invocations)
+            fail("a GEMM tile of {} invocations: the device allows {}", g.wg,
+                 std::min(f.cm2_max_workgroup, f.max_workgroup_invocations));
+        const Kernel& k = pipes_.get(module, 3, sizeof(GemmPush), {g.wg, g.bm, g.bn, g.bk});
         cl.dispatch(k, {mw, x16, y}, p, (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn);
         return;
     }

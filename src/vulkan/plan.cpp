@@ -213,7 +213,8 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     // A window longer than the context would only hold unused rows.
     p.window = std::min<int64_t>(p.window, std::max<int64_t>(opts.n_ctx, 1));
     // The window's scratch: its activation rows, their F16 copy for the cooperative-matrix
-    // tiles, and the F16 expansion of the largest matrix for the NV tiles.
+    // tiles, and two slots of the F16 expansion of the largest matrix for the NV tiles (one
+    // matrix is expanded while the GEMM over the other runs).
     const uint64_t token_scratch = scratch;
     auto plan_window = [&](int64_t w) {
         p.window = w;
@@ -232,7 +233,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
             for (const auto& [what, t] : mats)
                 if (t != model.output && t != model.tok_embd && t->type != QType::F16)
                     largest = std::max<uint64_t>(largest, (uint64_t)t->rows() * t->cols() * 2);
-            p.window_w16_bytes = largest ? align_up(largest, kAlign) : 0;
+            p.window_w16_bytes = largest ? 2 * align_up(largest, kAlign) : 0;
             scratch += p.window_w16_bytes;
         }
     };
