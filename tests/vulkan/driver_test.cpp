@@ -274,9 +274,15 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
     EXPECT_EQ(t.bm, 64u);
     EXPECT_EQ(t.bn, 128u);
     EXPECT_EQ(t.bk, 32u);
+    EXPECT_EQ(t.wg, 256u);  // the default workgroup
+    setenv("DELTALLM_VK_GEMM_TILE", "128x256x32x512", 1);
+    const Kernels::GemmTile t2 = DriverOptions::gemm_tile_from_env();
+    EXPECT_EQ(t2.bn, 256u);
+    EXPECT_EQ(t2.wg, 512u);
     setenv("DELTALLM_VK_GEMM_TILE", "", 1);
     EXPECT_EQ(DriverOptions::gemm_tile_from_env().bm, 0u);  // chosen by the rows
-    for (const char* bad : {"64x128", "64x128x48", "64x128x64x", "0x128x64", "512x128x64", "big"}) {
+    for (const char* bad : {"64x128", "64x128x48", "64x128x64x", "0x128x64", "512x128x64", "big",
+                            "64x128x64x64", "64x128x64x384", "64x128x64x256x"}) {
         setenv("DELTALLM_VK_GEMM_TILE", bad, 1);
         EXPECT_THROW(DriverOptions::gemm_tile_from_env(), Error) << bad;
     }

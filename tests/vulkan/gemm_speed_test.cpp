@@ -60,10 +60,16 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
               Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{128, 256, 32},
               Kernels::GemmTile{64, 64, 32}, Kernels::GemmTile{32, 128, 32}})
             plans.push_back({dev.variant(), 0, g, 0});
+        // Expanded, F32 sums: sizes and workgroups (invocations past the device's workgroup-
+        // scope limit are left out).
         for (Kernels::GemmTile g :
              {Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{256, 128, 64},
-              Kernels::GemmTile{128, 256, 64}, Kernels::GemmTile{64, 128, 64}})
-            plans.push_back({dev.variant(), 0, g, 1});
+              Kernels::GemmTile{128, 256, 64}, Kernels::GemmTile{64, 128, 64},
+              Kernels::GemmTile{128, 128, 64, 128}, Kernels::GemmTile{128, 128, 32, 128},
+              Kernels::GemmTile{64, 128, 64, 128}, Kernels::GemmTile{128, 256, 32, 512},
+              Kernels::GemmTile{256, 128, 32, 512}, Kernels::GemmTile{256, 256, 32, 512},
+              Kernels::GemmTile{128, 128, 64, 512}})
+            if (g.wg <= f.cm2_max_workgroup) plans.push_back({dev.variant(), 0, g, 1});
         // F16 accumulators (half the registers): the F16 tiles in the larger sizes they allow.
         if (!find_module("gemm_f16_acc16@nv_coopmat2").empty())
             for (Kernels::GemmTile g :
@@ -103,10 +109,10 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
         K.gemm_tile = {};
         K.gemm_expand = -1;
         K.gemm_acc16 = false;
-        const std::string shape =
-            Kernels::gemm_uses_cm2(f, v)
-                ? fmt::format(" {}x{}x{}{}", g.bm, g.bn, g.bk, expanded ? " expanded to F16" : "")
-                : "";
+        const std::string shape = Kernels::gemm_uses_cm2(f, v)
+                                      ? fmt::format(" {}x{}x{}/{}{}", g.bm, g.bn, g.bk, g.wg,
+                                                    expanded ? " expanded to F16" : "")
+                                      : "";
         const char* part = ablate == 1   ? " without dequantization"
                            : ablate == 2 ? " without products"
                            : acc16       ? " F16 accumulators"
