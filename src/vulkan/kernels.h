@@ -164,15 +164,16 @@ class Kernels {
     // cooperative-matrix tiles, 2 their products (the results are then wrong). 0 otherwise.
     uint32_t gemm_ablate = 0;
     // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step, and the
-    // workgroup's invocations. gemm() picks one from the weight type and the rows
-    // (gemm_cm2_tile); a nonzero gemm_tile forces one (speed report).
+    // workgroup's invocations. gemm() picks one from the weight type and the grid of the
+    // matrix's rows by the window's (gemm_cm2_tile); a nonzero gemm_tile forces one (speed
+    // report, DELTALLM_VK_GEMM_TILE).
     struct GemmTile {
         uint32_t bm = 0, bn = 0, bk = 0, wg = 256;
     };
     GemmTile gemm_tile;
     // For the GEMM speed report only: the NV tiles over F16 weights accumulate in F16.
     bool gemm_acc16 = false;
-    GemmTile gemm_cm2_tile(QType t, uint32_t n_rows) const;
+    GemmTile gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows) const;
     // Tests and the speed report: 0 never expands W to F16, 1 always does when given a scratch,
     // -1 (every real use) decides by the window's rows.
     int gemm_expand = -1;

@@ -41,9 +41,9 @@ std::string gemm_module(QType t, Variant v) {
     return fmt::format("gemm_{}@{}", type_name(t), variant_name(v));
 }
 
-// The NV cooperative matrix 2 tiles: 256 invocations, workgroup-scope matrices, decode loads;
-// every tile size is a multiple of 32, so the device's flexible-shape granularity must divide 32
-// (an H200 reports 32x32x16).
+// The NV cooperative matrix 2 tiles: 256 invocations (128 in the large F16 tiles),
+// workgroup-scope matrices, decode loads; every tile size is a multiple of 32, so the device's
+// flexible-shape granularity must divide 32 (an H200 reports 32x32x16).
 constexpr uint32_t kCm2Invocations = 256;
 bool cm2_usable(const Features& f, Variant v) {
     return v == Variant::nv_coopmat2 && variant_built(v) && f.nv_coopmat2_blocks &&
@@ -92,14 +92,18 @@ void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t
     cl.dispatch(k, {x, h}, p, gx, gy);
 }
 
-Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t n_rows) const {
+Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows) const {
     if (gemm_tile.bm) return gemm_tile;
-    // Measured on an H200: F16 weights (or weights expanded to F16) run best in 64x128x64 tiles
-    // (GemmSpeed.Report over 2048 rows: 130 TFLOP/s against 124 in 128x128x64, the expansion
-    // included; end to end over 512-row windows, DELTALLM_VK_GEMM_TILE: 9B pp512 6032 / 6051
-    // -> 6332 / 6283 t/s, Qwen3-8B 6342 / 6266 -> 6623 / 6607, twice the workgroups of
-    // 128x128 for the 132 SMs); weights decoded inside the tensor loads in 64x128x32 (54
-    // TFLOP/s), where larger tiles spend more registers on the decode and run slower.
+    // Measured on an H200: F16 weights (or weights expanded to F16) run best in 128x128x32
+    // tiles over 128 invocations where the grid has 512+ of them (GemmSpeed.Report, Q4_K
+    // 12288x4096 over 2048 rows: 140 TFLOP/s against 131 in 64x128x64 over 256; end to end,
+    // DELTALLM_VK_GEMM_TILE: pp2048 9B 7972 -> 8140 t/s, Qwen3-8B 8183 -> 8390), else in
+    // 64x128x64 over 256 (the large tiles over a 512-row window leave SMs idle: pp512 9B 6676 ->
+    // 5215; 64x128 against 128x128 over 256, twice the workgroups for the 132 SMs: pp512 6032 ->
+    // 6332); weights decoded inside the tensor loads in 64x128x32 (54 TFLOP/s), where larger
+    // tiles spend more registers on the decode and run slower.
+    if (t == QType::F16 && (uint64_t)((rows + 127) / 128) * ((n_rows + 127) / 128) >= 512)
+        return GemmTile{128, 128, 32, 128};
     GemmTile g = t != QType::F16 ? GemmTile{64, 128, 32} : GemmTile{64, 128, 64};
     if (n_rows <= 32)
         g.bn = 32;
@@ -143,7 +147,7 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
             mw = w16;
             p.row_bytes = cols * 2;
         }
-        const GemmTile g = gemm_cm2_tile(mt, n_rows);
+        const GemmTile g = gemm_cm2_tile(mt, rows, n_rows);
         const std::string module = gemm_acc16 && mt == QType::F16
                                        ? "gemm_f16_acc16@nv_coopmat2"
                                        : gemm_module(mt, Variant::nv_coopmat2);

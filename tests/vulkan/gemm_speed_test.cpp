@@ -105,7 +105,7 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
         K.gemm_ablate = 0;
         const bool expanded =
             Kernels::gemm_uses_cm2(f, v) && K.gemm_expands(c.type, c.rows, c.cols, c.m, view(w16));
-        const Kernels::GemmTile g = K.gemm_cm2_tile(expanded ? QType::F16 : c.type, c.m);
+        const Kernels::GemmTile g = K.gemm_cm2_tile(expanded ? QType::F16 : c.type, c.rows, c.m);
         K.gemm_tile = {};
         K.gemm_expand = -1;
         K.gemm_acc16 = false;

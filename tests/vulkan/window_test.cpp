@@ -54,8 +54,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         runs.push_back({Variant::khr_coopmat, 5, {}, 0});
     if (Kernels::gemm_uses_cm2(f, dev.variant()))
         for (int expand : {0, 1})
-            for (Kernels::GemmTile g : {Kernels::GemmTile{}, Kernels::GemmTile{128, 128, 32},
-                                        Kernels::GemmTile{64, 32, 64}})
+            for (Kernels::GemmTile g :
+                 {Kernels::GemmTile{}, Kernels::GemmTile{128, 128, 32},
+                  Kernels::GemmTile{128, 128, 32, 128}, Kernels::GemmTile{64, 32, 64}})
                 runs.push_back({dev.variant(), 8, g, expand});
     Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
     for (uint32_t m : {1u, 7u, 64u, 65u, 130u}) {
