@@ -5,7 +5,7 @@
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
-# (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead)
+# (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
@@ -26,6 +26,8 @@
 #          values in $TILES), two alternating rounds, on Qwen3.5-9B and Qwen3-8B Q4_K_M
 # ahead:   pp512 and pp2048 with DELTALLM_VK_EXPAND_AHEAD=0 and 1, two alternating rounds, on
 #          Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
+# ppab:    the same for the variable $VAR over $VALUES (e.g. VAR=DELTALLM_VK_EXPAND_AHEAD
+#          VALUES="0 1")
 # tests:   the Vulkan tests matching $FILTER (default all) on this device, without the layer
 # tg:      decode tg128 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M, then Qwen3-8B's decode
 #          profile
@@ -122,6 +124,17 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                         v=$t; [ "$t" = auto ] && v=
                         echo "$am tile $t: $(DELTALLM_VK_GEMM_TILE=$v timeout 90 "$ours" bench -m "$m" \
                             --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+                    done
+                done
+            done
+            ;;
+        ppab)
+            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
+                m=$(model $am)
+                for round in 1 2; do
+                    for v in $VALUES; do
+                        echo "$am $VAR=$v: $(env "$VAR=$v" timeout 90 "$ours" bench \
+                            -m "$m" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
                     done
                 done
             done
