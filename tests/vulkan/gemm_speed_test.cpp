@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "core/env.h"
@@ -82,10 +83,10 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
     Buffer x16 = dev.create_buffer((uint64_t)c.m * c.cols * 2, MemoryKind::device);
     test::run(dev, [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), c.m * c.cols); });
     for (const auto& [v, ablate, tile, expand, acc16] : plans) {
-        K.gemm_ablate = ablate;
-        K.gemm_tile = tile;
-        K.gemm_expand = expand;
-        K.gemm_acc16 = acc16;
+        test::Scoped tile_scope(K.gemm_tile, tile);
+        test::Scoped expand_scope(K.gemm_expand, expand);
+        test::Scoped acc16_scope(K.gemm_acc16, acc16);
+        std::optional<test::Scoped<uint32_t>> ablate_scope(std::in_place, K.gemm_ablate, ablate);
         CommandList cl(dev);
         cl.enable_timestamps(1);
         cl.begin(true);
@@ -102,13 +103,10 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
             auto ts = cl.times();
             if (!ts.empty()) best = std::min(best, ts[0].second);
         }
-        K.gemm_ablate = 0;
+        ablate_scope.reset();
         const bool expanded =
             Kernels::gemm_uses_cm2(f, v) && K.gemm_expands(c.type, c.rows, c.cols, c.m, view(w16));
         const Kernels::GemmTile g = K.gemm_cm2_tile(expanded ? QType::F16 : c.type, c.rows, c.m);
-        K.gemm_tile = {};
-        K.gemm_expand = -1;
-        K.gemm_acc16 = false;
         const std::string shape = Kernels::gemm_uses_cm2(f, v)
                                       ? fmt::format(" {}x{}x{}/{}{}", g.bm, g.bn, g.bk, g.wg,
                                                     expanded ? " expanded to F16" : "")

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "core/env.h"
@@ -109,11 +110,12 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
         }
     for (const Config& cf : configs) {
         const X x = cf.x;
-        K.gemv_x = x;
+        std::optional<test::Scoped<X>> x_scope(std::in_place, K.gemv_x, x);
         if (K.gemv_x_for(c.type, c.cols) != x) continue;
         const bool i8 = x == X::bytes;
-        K.gemv_shape = cf.shape;
-        K.gemv_ablate = cf.ablate;
+        std::optional<test::Scoped<Kernels::GemvShape>> shape_scope(std::in_place, K.gemv_shape,
+                                                                    cf.shape);
+        std::optional<test::Scoped<uint32_t>> ablate_scope(std::in_place, K.gemv_ablate, cf.ablate);
         dev.fill(y, 0, (uint64_t)c.rows * 4, test::kPoison);
         CommandList cl(dev);
         cl.enable_timestamps(1);
@@ -127,9 +129,9 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
         }
         cl.mark("gemv");
         cl.end();
-        K.gemv_shape = {};
-        K.gemv_x = X::automatic;
-        K.gemv_ablate = 0;
+        shape_scope.reset();
+        x_scope.reset();
+        ablate_scope.reset();
         const Kernels::GemvShape shape = cf.shape;
         double best_ms = 1e30;
         for (int rep = 0; rep < 3; ++rep) {

@@ -72,8 +72,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     mag[(size_t)i * rows + r] += std::fabs(p);
                 }
         for (const auto& [v, y_off, tile, expand] : runs) {
-            K.gemm_tile = tile;
-            K.gemm_expand = expand;
+            test::Scoped tile_scope(K.gemm_tile, tile);
+            test::Scoped expand_scope(K.gemm_expand, expand);
             // F16 tiles round x and w to 11 bits; the F32 tiles only reorder the sum.
             const double tol = v == Variant::scalar ? 1e-5 : 2e-3;
             for (bool acc : {false, true}) {
@@ -110,8 +110,6 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << " row " << i / rows << " col " << i % rows << " acc " << acc;
                 }
             }
-            K.gemm_tile = {};
-            K.gemm_expand = -1;
         }
     }
 }
