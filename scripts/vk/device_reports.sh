@@ -77,6 +77,20 @@ ab() {  # VAR "VALUES" MODEL LABEL: tg128 for each value of VAR, two alternating
         done
     done
 }
+pp_ab() {  # VAR "VALUES" "ARCH:SHAPE ...": pp512 and pp2048 for each value of VAR (auto: empty),
+    # two alternating rounds
+    for am in $3; do
+        m=$(model "${am%:*}" "${am#*:}")
+        for round in 1 2; do
+            for v in $2; do
+                val=$v
+                [ "$v" = auto ] && val=
+                echo "$am $1=$v: $(env "$1=$val" timeout 90 "$ours" bench -m "$m" --device vulkan \
+                    -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+            done
+        done
+    done
+}
 for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
     echo "== $part"
     case $part in
@@ -116,40 +130,9 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                 done
             done
             ;;
-        tiles)
-            for am in "qwen35 9b" "qwen3 8b"; do
-                m=$(model $am)
-                for round in 1 2; do
-                    for t in ${TILES:-auto 64x128x64 128x64x64}; do
-                        v=$t; [ "$t" = auto ] && v=
-                        echo "$am tile $t: $(DELTALLM_VK_GEMM_TILE=$v timeout 90 "$ours" bench -m "$m" \
-                            --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
-                    done
-                done
-            done
-            ;;
-        ppab)
-            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
-                m=$(model $am)
-                for round in 1 2; do
-                    for v in $VALUES; do
-                        echo "$am $VAR=$v: $(env "$VAR=$v" timeout 90 "$ours" bench \
-                            -m "$m" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
-                    done
-                done
-            done
-            ;;
-        ahead)
-            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
-                m=$(model $am)
-                for round in 1 2; do
-                    for v in 0 1; do
-                        echo "$am expand ahead $v: $(DELTALLM_VK_EXPAND_AHEAD=$v timeout 90 "$ours" bench \
-                            -m "$m" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
-                    done
-                done
-            done
-            ;;
+        tiles) pp_ab DELTALLM_VK_GEMM_TILE "${TILES:-auto 64x128x64 128x64x64}" "qwen35:9b qwen3:8b" ;;
+        ppab) pp_ab "$VAR" "$VALUES" "qwen35:9b qwen3:8b qwen35:0.8b" ;;
+        ahead) pp_ab DELTALLM_VK_EXPAND_AHEAD "0 1" "qwen35:9b qwen3:8b qwen35:0.8b" ;;
         tests)
             timeout 400 "$tv" --gtest_brief=1 --gtest_filter="${FILTER:-*}" 2>&1 | grep -v '^Note\|^$' | tail -25
             ;;
