@@ -542,9 +542,8 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     }
     auto expands = [&](size_t i) {
         const Tensor* t = order[i];
-        return K.gemm_uses_cm2(dev_->features(), var) &&
-               K.gemm_reads_f16(var, (uint32_t)t->cols()) &&
-               K.gemm_expands(t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m, slot[i % 2]);
+        return K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m,
+                              slot[i % 2]);
     };
     size_t next = 0;                     // index in order of the next GEMM recorded
     size_t expanded = order.size();      // the GEMM whose matrix was expanded ahead, if any

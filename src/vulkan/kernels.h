@@ -153,7 +153,9 @@ class Kernels {
               uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
               View w16 = {}, bool expanded = false);
     static constexpr uint32_t kGemmExpandRows = 64;
-    bool gemm_expands(QType t, uint32_t rows, uint32_t cols, uint32_t n_rows, View w16) const;
+    // Whether gemm() over variant v runs the F16 tiles over W expanded into w16.
+    bool gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
+                      View w16) const;
     // h = W (rows × cols of type t, cols a multiple of 8) as F16, row-major.
     void dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View h);
     bool gemm_reads_f16(Variant v, uint32_t cols) const;

@@ -112,8 +112,10 @@ Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows
     return g;
 }
 
-bool Kernels::gemm_expands(QType t, uint32_t rows, uint32_t cols, uint32_t n_rows, View w16) const {
-    if (t == QType::F16 || w16.buffer == VK_NULL_HANDLE || w16.range < (uint64_t)rows * cols * 2)
+bool Kernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
+                           View w16) const {
+    if (!cm2_usable(dev_.features(), v) || !gemm_reads_f16(v, cols) || t == QType::F16 ||
+        w16.buffer == VK_NULL_HANDLE || w16.range < (uint64_t)rows * cols * 2)
         return false;
     if (gemm_expand >= 0) return gemm_expand == 1;
     // Expanding costs one pass over the matrix whatever the rows; the F16 tiles save about a
@@ -133,10 +135,11 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
     if (f16 && cm2_usable(f, v) && y_off % 4 == 0) {
         QType mt = t;
         View mw = w;
-        if (expanded && !gemm_expands(t, rows, cols, n_rows, w16))
+        const bool expands = gemm_expands(v, t, rows, cols, n_rows, w16);
+        if (expanded && !expands)
             fail("a GEMM of {} rows over {} x {} {} given as expanded", n_rows, rows, cols,
                  qtype_name(t));
-        if (gemm_expands(t, rows, cols, n_rows, w16)) {
+        if (expands) {
             if (!expanded) {
                 // The scratch may still be read by the previous GEMM of this stage.
                 cl.barrier();

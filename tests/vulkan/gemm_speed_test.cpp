@@ -104,8 +104,7 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
             if (!ts.empty()) best = std::min(best, ts[0].second);
         }
         ablate_scope.reset();
-        const bool expanded =
-            Kernels::gemm_uses_cm2(f, v) && K.gemm_expands(c.type, c.rows, c.cols, c.m, view(w16));
+        const bool expanded = K.gemm_expands(v, c.type, c.rows, c.cols, c.m, view(w16));
         const Kernels::GemmTile g = K.gemm_cm2_tile(expanded ? QType::F16 : c.type, c.rows, c.m);
         const std::string shape = Kernels::gemm_uses_cm2(f, v)
                                       ? fmt::format(" {}x{}x{}/{}{}", g.bm, g.bn, g.bk, g.wg,
