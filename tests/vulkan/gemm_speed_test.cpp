@@ -59,7 +59,9 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
         for (Kernels::GemmTile g :
              {Kernels::GemmTile{}, Kernels::GemmTile{64, 128, 32}, Kernels::GemmTile{64, 256, 32},
               Kernels::GemmTile{128, 128, 32}, Kernels::GemmTile{128, 256, 32},
-              Kernels::GemmTile{64, 64, 32}, Kernels::GemmTile{32, 128, 32}})
+              Kernels::GemmTile{64, 64, 32}, Kernels::GemmTile{32, 128, 32},
+              Kernels::GemmTile{64, 128, 64}, Kernels::GemmTile{128, 128, 32, 128},
+              Kernels::GemmTile{64, 128, 32, 128}, Kernels::GemmTile{128, 64, 32, 128}})
             plans.push_back({dev.variant(), 0, g, 0});
         // Expanded, F32 sums: sizes and workgroups (invocations past the device's workgroup-
         // scope limit are left out).

@@ -70,31 +70,30 @@ float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
 // Q4_K, 144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles.
 // Q5_K, 176 bytes: the same head, 32 bytes of fifth bits (bit sb of byte l belongs to element
 // 32·sb + l), then the nibbles. Sub-block sb = e / 32 takes the low (sb even) or high (sb odd)
-// nibbles of the 32 bytes at 32·(sb/2); value = d·scale·q − dmin·min.
+// nibbles of the 32 bytes at 32·(sb/2); value = d·scale·q − dmin·min. The decode runs once per
+// element, so it reads the 16-byte head in one vector load and the element's word of nibbles
+// (and of fifth bits) in one more: the load instructions, not the arithmetic, bound it.
 const uint QK = 256;
 #if defined(WTYPE_Q4_K)
-const uint NIBBLES = 16;
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer Block { uint w[36]; };
+const uint NIBBLES = 0;  // words after the head
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Block { uvec4 head; uint q[32]; };
 #else
-const uint NIBBLES = 48;
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer Block { uint w[44]; };
+const uint NIBBLES = 8;
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Block { uvec4 head; uint q[40]; };
 #endif
-uint byte_at(const in Block b, uint j) { return (b.w[j >> 2] >> ((j & 3u) * 8u)) & 0xffu; }
 float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
-    uint e = ib[1], sb = e >> 5, l = e & 31u;
-    vec2 dm = unpackHalf2x16(b.w[0]);
-    uint sc, mn;
-    if (sb < 4u) {
-        sc = byte_at(b, 4u + sb) & 63u;
-        mn = byte_at(b, 8u + sb) & 63u;
-    } else {
-        uint a = byte_at(b, 8u + sb);
-        sc = (a & 15u) | ((byte_at(b, sb) >> 6) << 4);
-        mn = (a >> 4) | ((byte_at(b, 4u + sb) >> 6) << 4);
-    }
-    uint q = (byte_at(b, NIBBLES + 32u * (sb >> 1) + l) >> ((sb & 1u) * 4u)) & 15u;
+    const uint e = ib[1], sb = e >> 5, l = e & 31u;
+    const uvec4 h = b.head;
+    const vec2 dm = unpackHalf2x16(h.x);
+    // Scale bytes 0-3 in h.y, 4-7 in h.z, 8-11 in h.w. Sub-blocks 0-3: the low 6 bits of bytes
+    // sb (scale) and 4 + sb (min); 4-7: the nibbles of byte 4 + sb with the top two bits of
+    // bytes sb - 4 and sb on top.
+    const uint s = (sb & 3u) * 8u, y = h.y >> s, z = h.z >> s, w = h.w >> s;
+    const uint sc = sb < 4u ? y & 63u : (w & 15u) | ((y >> 2) & 48u);
+    const uint mn = sb < 4u ? z & 63u : ((w >> 4) & 15u) | ((z >> 2) & 48u);
+    uint q = (b.q[NIBBLES + 8u * (sb >> 1) + (l >> 2)] >> ((l & 3u) * 8u + (sb & 1u) * 4u)) & 15u;
 #if defined(WTYPE_Q5_K)
-    q |= ((byte_at(b, 16u + l) >> sb) & 1u) << 4;
+    q |= ((b.q[l >> 2] >> ((l & 3u) * 8u + sb)) & 1u) << 4;
 #endif
     return float16_t(dm.x * float(sc) * float(q) - dm.y * float(mn));
 }
