@@ -31,6 +31,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_EXPAND_AHEAD", "bool", "1",
          "Vulkan prefill windows: expand the next GEMM's matrix to F16 beside the current GEMM "
          "(0: each expansion between barriers of its own)"},
+        {"DELTALLM_VK_GEMM_GROUPS", "bool", "1",
+         "Vulkan prefill windows: the GEMMs of one stage (a mixer's projections, the FFN's gate "
+         "and up) run together over matrices expanded together (0: a barrier between each)"},
         {"DELTALLM_VK_GEMV_X", "string", "auto",
          "how the Vulkan decode GEMVs over block formats read x: auto (per format, what measured "
          "fastest), global (F32) or bytes (rounded to bytes, integer dot products)"},

@@ -17,6 +17,7 @@
 #include "cpu/ops.h"
 #include "engine/engine.h"
 #include "quant/quant.h"
+#include "vulkan/chain.h"
 #include "vulkan/kernels.h"
 #include "vulkan/pipeline.h"
 
@@ -135,6 +136,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
     d->fused_decode_ = opts.fused_decode;
     d->expand_ahead_ = opts.expand_ahead;
+    d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
 }
@@ -149,6 +151,10 @@ bool DriverOptions::fused_decode_from_env() {
 
 bool DriverOptions::expand_ahead_from_env() {
     return env::get_bool("DELTALLM_VK_EXPAND_AHEAD");
+}
+
+bool DriverOptions::gemm_groups_from_env() {
+    return env::get_bool("DELTALLM_VK_GEMM_GROUPS");
 }
 
 Kernels::GemmTile DriverOptions::gemm_tile_from_env() {
@@ -252,57 +258,6 @@ Kernels::Attention attention_args(const Hparams& hp, const ActLayout& A, uint32_
     at.eps = hp.rms_eps;
     at.interleaved = hp.arch == Arch::llama;
     return at;
-}
-
-// What the token command and a window command record differently for the same layer chain
-// (record_layers): how the projections run (GEMVs, GEMM tiles), how their inputs are prepared
-// (nothing, an F16 copy), the mixers (one token, rows), and how a residual update and the
-// RMSNorm after it are recorded (the norm fused into the GEMV, or stages of their own).
-struct LayerChain {
-    std::function<void(const char* role)> stage;
-    const char* project_role;
-    // act[y_off ..] = W · act[x_off ..] for the command's rows; no barrier.
-    std::function<void(const Tensor* w, uint32_t x_off, uint32_t y_off)> project;
-    // The projections recorded next read act[x_off ..], cols wide.
-    std::function<void(uint32_t x_off, int64_t cols)> inputs;
-    std::function<void(int64_t il, const Layer&L)> deltanet, attention;
-    // act[ffn] = SwiGLU(gate · act[xn], up · act[xn]), with the stages between and after.
-    std::function<void(const Layer& L)> ffn_in;
-    // h += W · act[x_off ..] (cols wide), then xn = RMSNorm(h) · norm_w, with the stages between.
-    std::function<void(const Tensor* w, uint32_t x_off, int64_t cols, const Tensor* norm_w)>
-        add_norm;
-};
-
-// Every layer, from xn (the first attn_norm already applied) to the output norm of h in xn.
-void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) {
-    const Hparams& hp = model.hp;
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        const Layer& L = model.layers[il];
-        const Tensor* next_norm =
-            il + 1 < hp.n_layer ? model.layers[il + 1].attn_norm : model.output_norm;
-        c.inputs(A.xn, hp.n_embd);
-        if (hp.is_recurrent(il)) {
-            c.project(L.ssm_qkv, A.xn, A.qkv);
-            c.project(L.ssm_z, A.xn, A.z);
-            c.project(L.ssm_beta, A.xn, A.beta);
-            c.project(L.ssm_alpha, A.xn, A.alpha);
-            c.stage(c.project_role);
-            c.deltanet(il, L);
-            c.stage("deltanet");
-            c.add_norm(L.ssm_out, A.y, hp.ssm_d_inner, L.ffn_norm);
-        } else {
-            c.project(L.wq, A.xn, A.q);
-            c.project(L.wk, A.xn, A.k);
-            c.project(L.wv, A.xn, A.v);
-            c.stage(c.project_role);
-            c.attention(il, L);
-            c.stage("attention");
-            c.add_norm(L.wo, A.o, hp.n_head * hp.head_dim, L.ffn_norm);
-        }
-        c.inputs(A.xn, hp.n_embd);
-        c.ffn_in(L);
-        c.add_norm(L.ffn_down, A.ffn, hp.n_ff, next_norm);
-    }
 }
 
 }  // namespace
@@ -491,26 +446,6 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     cl.end();
 }
 
-// The matrices of a window's GEMMs in the order window_command records them (the head last
-// when every row's logits are asked for).
-std::vector<const Tensor*> ResidentDriver::gemm_order(bool all) const {
-    std::vector<const Tensor*> order;
-    LayerChain c;
-    c.stage = [](const char*) {};
-    c.project_role = "";
-    c.project = [&](const Tensor* t, uint32_t, uint32_t) { order.push_back(t); };
-    c.inputs = [](uint32_t, int64_t) {};
-    c.deltanet = c.attention = [](int64_t, const Layer&) {};
-    c.ffn_in = [&](const Layer& L) {
-        order.push_back(L.ffn_gate);
-        order.push_back(L.ffn_up);
-    };
-    c.add_norm = [&](const Tensor* t, uint32_t, int64_t, const Tensor*) { order.push_back(t); };
-    record_layers(*model_, act_layout(model_->hp, 1), c);
-    if (all) order.push_back(model_->output);
-    return order;
-}
-
 // The command of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in
 // the window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs
 // and the row kernels of attention and DeltaNet. Logits of the last row go to the session's
@@ -529,50 +464,82 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     CommandList& cl = *cmd;
     const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
     const View x16 = W.win_x16 ? view(W.win_x16) : View{};
-    // The F16 expansions of the NV tiles run one GEMM ahead: the matrix of GEMM i + 1 is
-    // expanded into one slot (a bandwidth-bound pass) beside GEMM i over the other (tensor-
-    // bound). The barrier that GEMM i + 1 needs after its expansion also orders GEMM i before
-    // the expansion of i + 2 into GEMM i's slot.
-    const std::vector<const Tensor*> order = gemm_order(all);
+    // The GEMMs of one stage (gemm_groups) run together, their matrices expanded to F16 for the
+    // NV tiles one after another in one slot. The expansions run one group ahead: group g + 1's
+    // matrices are expanded into one slot (bandwidth-bound passes) beside group g's GEMMs over
+    // the other (tensor-bound). The barrier that group g + 1 needs after its expansions also
+    // orders group g's GEMMs before group g + 2 is expanded into their slot. Without gemm_groups_
+    // each GEMM is a group of its own.
+    std::vector<std::vector<const Tensor*>> groups;
+    for (auto& g : gemm_groups(*model_, all)) {
+        if (gemm_groups_) {
+            groups.push_back(std::move(g));
+            continue;
+        }
+        for (const Tensor* t : g) groups.push_back({t});
+    }
     View slot[2];
     if (W.win_w16) {
-        const uint64_t half = W.win_w16.size() / 2;
+        const uint64_t half = W.win_w16.size() / 2 / kBindAlign * kBindAlign;
         slot[0] = view(W.win_w16, 0, half);
         slot[1] = view(W.win_w16, half, half);
     }
-    auto expands = [&](size_t i) {
-        const Tensor* t = order[i];
-        return K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m,
-                              slot[i % 2]);
+    // Where each GEMM's expansion goes: a part of its group's slot, or none (not expanded).
+    std::vector<std::vector<View>> w16(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+        uint64_t used = 0;
+        for (const Tensor* t : groups[g]) {
+            View part{};
+            if (slot[g % 2].range > used) {
+                part = slot[g % 2];
+                part.offset += used;
+                part.range -= used;
+            }
+            const uint64_t bytes = (uint64_t)t->rows() * t->cols() * 2;
+            if (K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m, part)) {
+                part.range = bytes;
+                used += (bytes + kBindAlign - 1) / kBindAlign * kBindAlign;
+            } else {
+                part = View{};
+            }
+            w16[g].push_back(part);
+        }
+    }
+    auto any_expands = [&](size_t g) {
+        return std::any_of(w16[g].begin(), w16[g].end(), [](const View& v) { return v.range > 0; });
     };
-    size_t next = 0;                     // index in order of the next GEMM recorded
-    size_t expanded = order.size();      // the GEMM whose matrix was expanded ahead, if any
+    size_t group = 0, member = 0;        // the next GEMM recorded: groups[group][member]
+    size_t expanded = groups.size();     // the group whose matrices were expanded ahead, if any
     uint32_t barriers_at_expansion = 0;  // barriers recorded before that expansion
-    auto expand = [&](size_t i) {
-        const Tensor* t = order[i];
-        K.dequant_f16(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
-                      slot[i % 2]);
-        expanded = i;
+    auto expand = [&](size_t g) {
+        for (size_t j = 0; j < groups[g].size(); ++j) {
+            const Tensor* t = groups[g][j];
+            if (w16[g][j].range > 0)
+                K.dequant_f16(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
+                              (uint32_t)t->cols(), w16[g][j]);
+        }
+        expanded = g;
         barriers_at_expansion = cl.n_barriers();
     };
     auto gemm = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
-        const size_t i = next++;
-        if (i >= order.size() || order[i] != t)
-            fail("window GEMM {} ({}) out of the recorded order", i, t->name);
+        if (group >= groups.size() || groups[group][member] != t)
+            fail("window GEMM {} ({}) out of the recorded order", group, t->name);
+        const size_t g = group, j = member;
+        if (j == 0 && any_expands(g)) {
+            if (expanded != g) {  // not expanded ahead: the slot may still be read
+                cl.barrier();
+                expand(g);
+            }
+            if (cl.n_barriers() == barriers_at_expansion) cl.barrier();
+        }
         const uint32_t rows = (uint32_t)t->rows(), cols = (uint32_t)t->cols();
-        if (!expands(i)) {
-            K.gemm(cl, var, t->type, W.matrix(plan_, t), rows, cols, act, x_off, x16, y, y_off, m,
-                   acc);
-            return;
-        }
-        if (expanded != i) {  // not expanded ahead: the slot may still be read
-            cl.barrier();
-            expand(i);
-        }
-        if (cl.n_barriers() == barriers_at_expansion) cl.barrier();
+        const bool expanded_here = w16[g][j].range > 0;
         K.gemm(cl, var, t->type, W.matrix(plan_, t), rows, cols, act, x_off, x16, y, y_off, m, acc,
-               slot[i % 2], true);
-        if (expand_ahead_ && i + 1 < order.size() && expands(i + 1)) expand(i + 1);
+               w16[g][j], expanded_here);
+        if (++member < groups[g].size()) return;
+        member = 0;
+        ++group;
+        if (expand_ahead_ && group < groups.size() && any_expands(group)) expand(group);
     };
     // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input).
     auto to_f16 = [&](uint32_t x_off, int64_t cols) {
@@ -629,7 +596,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
 
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
-    if (expand_ahead_ && !order.empty() && expands(0)) expand(0);  // beside the embedding
+    if (expand_ahead_ && !groups.empty() && any_expands(0)) expand(0);  // beside the embedding
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, view(W.win_ids), 0, act, A.h, m);
     stage("embed");
@@ -647,7 +614,8 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     }
     cl.mark("head");
     cl.end();
-    if (next != order.size()) fail("the window recorded {} of its {} GEMMs", next, order.size());
+    if (group != groups.size())
+        fail("the window recorded {} of its {} GEMM groups", group, groups.size());
     return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
 }
 

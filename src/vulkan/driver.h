@@ -36,6 +36,10 @@ struct DriverOptions {
     // of its own, for measurements).
     bool expand_ahead = expand_ahead_from_env();
     static bool expand_ahead_from_env();
+    // The GEMMs of a window that read the same rows (gemm_groups) run together, their matrices
+    // expanded together (DELTALLM_VK_GEMM_GROUPS; off: a barrier between each, for measurements).
+    bool gemm_groups = gemm_groups_from_env();
+    static bool gemm_groups_from_env();
     // Kernels::gemv_x (DELTALLM_VK_GEMV_X: auto, global or bytes).
     Kernels::GemvX gemv_x = gemv_x_from_env();
     static Kernels::GemvX gemv_x_from_env();
@@ -115,7 +119,6 @@ class ResidentDriver final : public Executor {
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
     void record_token(Session& s, CommandList& cl, bool copy_logits);
     CommandList& window_command(Session& s, uint32_t m, bool all);
-    std::vector<const Tensor*> gemm_order(bool all) const;
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
     std::shared_ptr<const Model> model_;
@@ -125,6 +128,7 @@ class ResidentDriver final : public Executor {
     std::unique_ptr<Profile> profile_;
     bool fused_decode_ = true;
     bool expand_ahead_ = true;
+    bool gemm_groups_ = true;
 };
 
 // Registers "vulkan" with the engine (engine/engine.h register_device); called once at start-up.

@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "quant/quant.h"
+#include "vulkan/chain.h"
 #include "vulkan/kernels.h"
 
 namespace dl::vk {
@@ -20,7 +21,7 @@ int64_t PlanOptions::window_from_env() {
 
 namespace {
 
-constexpr uint64_t kAlign = 256;  // >= every minStorageBufferOffsetAlignment seen
+constexpr uint64_t kAlign = kBindAlign;
 
 uint64_t align_up(uint64_t x, uint64_t a) {
     return (x + a - 1) / a * a;
@@ -230,10 +231,14 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         }
         if (Kernels::gemm_uses_cm2(f, variant) && w >= Kernels::kGemmExpandRows) {
             uint64_t largest = 0;
-            for (const auto& [what, t] : mats)
-                if (t != model.output && t != model.tok_embd && t->type != QType::F16)
-                    largest = std::max<uint64_t>(largest, (uint64_t)t->rows() * t->cols() * 2);
-            p.window_w16_bytes = largest ? 2 * align_up(largest, kAlign) : 0;
+            for (const auto& group : gemm_groups(model, false)) {
+                uint64_t bytes = 0;
+                for (const Tensor* t : group)
+                    if (t->type != QType::F16)
+                        bytes += align_up((uint64_t)t->rows() * t->cols() * 2, kAlign);
+                largest = std::max(largest, bytes);
+            }
+            p.window_w16_bytes = 2 * largest;
             scratch += p.window_w16_bytes;
         }
     };

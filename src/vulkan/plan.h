@@ -44,6 +44,10 @@ struct ActLayout {
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);
 
+// Alignment of every buffer part a kernel binds: at least every minStorageBufferOffsetAlignment
+// seen.
+constexpr uint64_t kBindAlign = 256;
+
 // Where one weight matrix lives: slab index and byte offset (aligned for a storage binding).
 struct Placement {
     const Tensor* tensor = nullptr;
@@ -61,10 +65,10 @@ struct Plan {
     // The window attention runs on tensor cores (Kernels::attention_cm2) rather than on tiles.
     bool window_attention_tensor_cores = false;
     uint64_t window_x16_bytes = 0;  // F16 copy of the widest GEMM input of a window (0: none)
-    // Two slots, each the F16 expansion of the largest quantized layer matrix, for the NV
-    // cooperative matrix 2 tiles of a window (Kernels::gemm; 0: none): the next GEMM's matrix
-    // is expanded into one while the GEMM over the other runs. The resident weights stay in
-    // their blocks.
+    // Two slots, each the F16 expansion of the largest group of quantized layer matrices that
+    // one stage multiplies by (gemm_groups), for the NV cooperative matrix 2 tiles of a window
+    // (Kernels::gemm; 0: none): the next group's matrices are expanded into one while the GEMMs
+    // over the other run. The resident weights stay in their blocks.
     uint64_t window_w16_bytes = 0;
     std::vector<uint64_t> slabs;      // sizes of the weight slabs
     std::vector<Placement> matrices;  // every matrix the trunk and the head read
