@@ -486,9 +486,11 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     }
     // Where each GEMM's expansion goes: a part of its group's slot, or none (not expanded).
     std::vector<std::vector<View>> w16(groups.size());
+    std::vector<uint32_t> stage_rows(groups.size());  // weight rows of each group's GEMMs
     for (size_t g = 0; g < groups.size(); ++g) {
         uint64_t used = 0;
         for (const Tensor* t : groups[g]) {
+            stage_rows[g] += (uint32_t)t->rows();
             View part{};
             if (slot[g % 2].range > used) {
                 part = slot[g % 2];
@@ -535,7 +537,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
         const uint32_t rows = (uint32_t)t->rows(), cols = (uint32_t)t->cols();
         const bool expanded_here = w16[g][j].range > 0;
         K.gemm(cl, var, t->type, W.matrix(plan_, t), rows, cols, act, x_off, x16, y, y_off, m, acc,
-               w16[g][j], expanded_here);
+               w16[g][j], expanded_here, stage_rows[g]);
         if (++member < groups[g].size()) return;
         member = 0;
         ++group;

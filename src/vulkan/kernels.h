@@ -148,10 +148,11 @@ class Kernels {
     // after it are recorded here) and runs the F16 tiles over it; without w16 the tensor loads
     // decode the blocks themselves. `expanded`: the caller has already recorded dequant_f16() of
     // W into w16 and a barrier since (gemm_expands() must hold), so that the expansion can run
-    // beside an earlier GEMM; only the F16 tiles are recorded.
+    // beside an earlier GEMM; only the F16 tiles are recorded. stage_rows: the weight rows of
+    // every GEMM the caller records in this stage (no barrier between them), for the tile.
     void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
               uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
-              View w16 = {}, bool expanded = false);
+              View w16 = {}, bool expanded = false, uint32_t stage_rows = 0);
     static constexpr uint32_t kGemmExpandRows = 64;
     // Whether gemm() over variant v runs the F16 tiles over W expanded into w16.
     bool gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
@@ -167,15 +168,16 @@ class Kernels {
     uint32_t gemm_ablate = 0;
     // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step, and the
     // workgroup's invocations. gemm() picks one from the weight type and the grid of the
-    // matrix's rows by the window's (gemm_cm2_tile); a nonzero gemm_tile forces one (speed
-    // report, DELTALLM_VK_GEMM_TILE).
+    // matrix's rows (or those of every GEMM recorded in the same stage, stage_rows, when more)
+    // by the window's (gemm_cm2_tile); a nonzero gemm_tile forces one (speed report,
+    // DELTALLM_VK_GEMM_TILE).
     struct GemmTile {
         uint32_t bm = 0, bn = 0, bk = 0, wg = 256;
     };
     GemmTile gemm_tile;
     // For the GEMM speed report only: the NV tiles over F16 weights accumulate in F16.
     bool gemm_acc16 = false;
-    GemmTile gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows) const;
+    GemmTile gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows, uint32_t stage_rows = 0) const;
     // Tests and the speed report: 0 never expands W to F16, 1 always does when given a scratch,
     // -1 (every real use) decides by the window's rows.
     int gemm_expand = -1;
