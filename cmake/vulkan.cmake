@@ -214,6 +214,9 @@ dl_vk_shader(rms_norm rms_norm.comp)
 dl_vk_shader(swiglu swiglu.comp)
 dl_vk_shader(argmax argmax.comp)
 dl_vk_shader(sample sample.comp)
+# Sampling over a large vocabulary: each chunk's candidates, then the choice among them.
+dl_vk_shader(sample_chunks sample_chunks.comp)
+dl_vk_shader(sample_cand sample.comp DEFINES CANDIDATES=1)
 dl_vk_shader(matmul_f16 matmul_f16.comp VARIANTS scalar nv_coopmat khr_coopmat nv_coopmat2)
 
 # Embed: one generated .cpp holding every module as a uint32_t array plus a name table.

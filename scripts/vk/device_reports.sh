@@ -5,7 +5,8 @@
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
-# (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab)
+# (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
+# tgab)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
@@ -28,6 +29,8 @@
 #          Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
 # ppab:    the same for the variable $VAR over $VALUES (e.g. VAR=DELTALLM_VK_EXPAND_AHEAD
 #          VALUES="0 1")
+# tgab:    decode tg128 for the variable $VAR over $VALUES, two alternating rounds, on
+#          Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
 # tests:   the Vulkan tests matching $FILTER (default all) on this device, without the layer
 # tg:      decode tg128 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M, then Qwen3-8B's decode
 #          profile
@@ -133,6 +136,9 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
         tiles) pp_ab DELTALLM_VK_GEMM_TILE "${TILES:-auto 64x128x64 128x64x64}" "qwen35:9b qwen3:8b" ;;
         ppab) pp_ab "$VAR" "$VALUES" "qwen35:9b qwen3:8b qwen35:0.8b" ;;
         ahead) pp_ab DELTALLM_VK_EXPAND_AHEAD "0 1" "qwen35:9b qwen3:8b qwen35:0.8b" ;;
+        tgab)
+            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do ab "$VAR" "$VALUES" "$(model $am)" "$am"; done
+            ;;
         tests)
             timeout 400 "$tv" --gtest_brief=1 --gtest_filter="${FILTER:-*}" 2>&1 | grep -v '^Note\|^$' | tail -25
             ;;

@@ -55,6 +55,7 @@ struct ResidentDriver::Weights {
 
 struct ResidentDriver::Session : SessionState {
     Buffer act, logits, logits_dev, tok, partials;
+    Buffer sample_scratch;  // each vocabulary chunk's candidates (Kernels::sample)
     // The word the norm epilogues of the token command count their workgroups on (0 between
     // dispatches; see Kernels::gemv_fused).
     Buffer gemv_counter;
@@ -292,6 +293,8 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);
     s->logits = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::host);
     s->logits_dev = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::device);
+    s->sample_scratch =
+        D.create_buffer(Kernels::sample_scratch_bytes((uint32_t)hp.n_vocab), MemoryKind::device);
     s->tok = D.create_buffer(256, MemoryKind::host_fast);
     std::memset(s->tok.mapped(), 0, 256);
 
@@ -437,7 +440,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     record_layers(*model_, A, chain);
     gemv(model_->output, A.xn, view(s->logits_dev), 0, false);
     stage("head");
-    K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams);
+    K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams,
+             view(s->sample_scratch));
     if (copy_logits) {
         cl.transfer_barrier();
         cl.copy(s->logits_dev, 0, s->logits, 0, (uint64_t)hp.n_vocab * 4);

@@ -76,9 +76,16 @@ class Kernels {
                 uint32_t out_off);
     // The next token from n logits (see shaders/sample.comp): parameters at tok[par ..]
     // (temperature, top_k, top_p, min_p, u), the id to tok[out_idx]. Temperature <= 0: argmax.
+    // With a scratch of sample_scratch_bytes(n) and n over one chunk (sample_chunk logits),
+    // a first pass keeps each chunk's candidates (shaders/sample_chunks.comp) and the choice
+    // runs over those; a barrier between the two passes is recorded here.
     static constexpr uint32_t kSampleTopK = 256;  // the largest top_k sampled on the device
     void sample(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View tok,
-                uint32_t out_idx, uint32_t par);
+                uint32_t out_idx, uint32_t par, View scratch = {});
+    static uint64_t sample_scratch_bytes(uint32_t n);
+    // Logits a workgroup of the first pass takes: a multiple of 256 (tests force small ones to
+    // cross chunk boundaries).
+    uint32_t sample_chunk = 4096;
     // One decode token of a Gated DeltaNet layer (see shaders/deltanet_step.comp). act holds the
     // projections (offsets in floats) and receives y; params the layer's F32 parameters; ring
     // the conv inputs [K][conv_dim]; state S [H_v][d_k][d_v]; tok[0] the position.

@@ -194,7 +194,8 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     uint64_t widest =
         std::max<uint64_t>({(uint64_t)hp.n_embd, (uint64_t)hp.n_ff,
                             (uint64_t)hp.n_head * hp.head_dim * 2, (uint64_t)hp.conv_dim()});
-    uint64_t scratch = 8 * widest * 4 + (uint64_t)hp.n_vocab * 4;
+    uint64_t scratch = 8 * widest * 4 + (uint64_t)hp.n_vocab * 4 +
+                       Kernels::sample_scratch_bytes((uint32_t)hp.n_vocab);
 
     // Prefill windows: every matrix needs a GEMM tile kernel, the DeltaNet layers the windowed
     // scan. Otherwise prefill replays the token command (slower, still right).

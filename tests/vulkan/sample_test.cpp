@@ -46,6 +46,12 @@ TEST(DeviceSampling, ChoosesAsTheHostSampler) {
             std::vector<float> logits(n);
             for (float& x : logits) x = nd(rng);
             logits[rng() % n] = logits[rng() % n];
+            // Every third row: the best logit repeated far apart (other chunks of the first
+            // pass), so the order among equals decides.
+            if (trial % 3 == 0) {
+                const float best = *std::max_element(logits.begin(), logits.end());
+                for (int j = 0; j < 6; ++j) logits[rng() % n] = best;
+            }
             SamplerParams sp;
             sp.temperature = c.temperature;
             sp.top_k = c.top_k;
@@ -65,29 +71,38 @@ TEST(DeviceSampling, ChoosesAsTheHostSampler) {
             tokv[5] = bits(c.top_p);
             tokv[6] = bits(c.min_p);
             tokv[7] = bits((float)u);
-            Buffer tb = test::to_device(dev, tokv);
-            test::run(dev, [&](CommandList& cl) { K.sample(cl, view(lb), 0, n, view(tb), 2, 3); });
-            const int32_t got = (int32_t)test::from_device<uint32_t>(dev, tb, 16)[2];
-            ++trials;
-            if (got == want) continue;
-            ++mismatches;
-            ASSERT_GT(c.temperature, 0.f) << "greedy must match exactly";
-            // The device's token must be a host candidate adjacent to the host's pick, with u
-            // within rounding of the cumulative boundary between them.
-            auto cand = host.last_candidates();
-            auto probs = host.last_probabilities();
-            double cum = 0;
-            size_t wi = cand.size(), gi = cand.size();
-            double boundary = -1;
-            for (size_t i = 0; i < cand.size(); ++i) {
-                if (cand[i].id == want) wi = i;
-                if (cand[i].id == got) gi = i;
-                cum += probs[i];
-                if (i + 1 == std::min(wi, gi) + 1 && wi != gi) boundary = cum;
+            // One workgroup over every logit (no scratch), then the two passes over chunks of
+            // 256 (20 chunks, fewer logits than top_k), 1024 and 4096 (the last one short).
+            for (uint32_t chunk : {0u, 256u, 1024u, 4096u}) {
+                Buffer tb = test::to_device(dev, tokv);
+                Buffer scratch = test::poisoned(dev, Kernels::sample_scratch_bytes(n) / 4);
+                test::Scoped chunk_scope(K.sample_chunk, chunk ? chunk : 4096u);
+                test::run(dev, [&](CommandList& cl) {
+                    K.sample(cl, view(lb), 0, n, view(tb), 2, 3, chunk ? view(scratch) : View{});
+                });
+                const int32_t got = (int32_t)test::from_device<uint32_t>(dev, tb, 16)[2];
+                ++trials;
+                if (got == want) continue;
+                ++mismatches;
+                ASSERT_GT(c.temperature, 0.f)
+                    << "greedy must match exactly (chunk " << chunk << ")";
+                // The device's token must be a host candidate adjacent to the host's pick, with u
+                // within rounding of the cumulative boundary between them.
+                auto cand = host.last_candidates();
+                auto probs = host.last_probabilities();
+                double cum = 0;
+                size_t wi = cand.size(), gi = cand.size();
+                double boundary = -1;
+                for (size_t i = 0; i < cand.size(); ++i) {
+                    if (cand[i].id == want) wi = i;
+                    if (cand[i].id == got) gi = i;
+                    cum += probs[i];
+                    if (i + 1 == std::min(wi, gi) + 1 && wi != gi) boundary = cum;
+                }
+                ASSERT_LT(gi, cand.size()) << "device chose " << got << ", not a host candidate";
+                ASSERT_EQ(std::max(wi, gi) - std::min(wi, gi), 1u) << "not neighbours";
+                EXPECT_NEAR(u, boundary, 1e-4) << "u is not at the boundary";
             }
-            ASSERT_LT(gi, cand.size()) << "device chose " << got << ", not a host candidate";
-            ASSERT_EQ(std::max(wi, gi) - std::min(wi, gi), 1u) << "not neighbours";
-            EXPECT_NEAR(u, boundary, 1e-4) << "u is not at the boundary";
         }
     }
     std::printf("[ sampling ] %d of %d draws differ from the host (boundary rounding)\n",
@@ -139,6 +154,53 @@ TEST(DeviceSampling, DriverDecodeSampleMatchesHostSampling) {
     d.decode(*c, 3, lg);
     const int32_t host_best = (int32_t)(std::max_element(lg.begin(), lg.end()) - lg.begin());
     EXPECT_EQ(d.decode_sample(*e, 3, greedy, 0.0), host_best);
+}
+
+// Time of the choice over a 248k vocabulary (Qwen3.5's), greedy and top-k, in one workgroup
+// and in two passes over chunks: skipped unless DELTALLM_VK_SPEED=1. The choices must agree.
+TEST(SampleSpeed, Report) {
+    VK_SPEED_DEVICE();
+    const uint32_t n = 248320, runs = dev.features().cpu ? 2 : 50;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.f, 3.f);
+    std::vector<float> logits(n);
+    for (float& x : logits) x = nd(rng);
+    Buffer lb = test::to_device(dev, logits);
+    Buffer scratch = dev.create_buffer(Kernels::sample_scratch_bytes(n), MemoryKind::device);
+    for (const Params& c :
+         {Params{0.f, 1, 1.f, 0.f}, Params{0.8f, 40, 0.95f, 0.05f}, Params{1.0f, 256, 1.f, 0.f}}) {
+        std::vector<uint32_t> tokv(16, 0);
+        tokv[3] = bits(c.temperature);
+        tokv[4] = (uint32_t)c.top_k;
+        tokv[5] = bits(c.top_p);
+        tokv[6] = bits(c.min_p);
+        tokv[7] = bits(0.37f);
+        int32_t chosen[2] = {-1, -1};
+        for (int chunked : {0, 1}) {
+            Buffer tb = test::to_device(dev, tokv);
+            CommandList cl(dev);
+            cl.enable_timestamps(1);
+            cl.begin(true);
+            for (uint32_t i = 0; i < runs; ++i) {
+                K.sample(cl, view(lb), 0, n, view(tb), 2, 3, chunked ? view(scratch) : View{});
+                cl.barrier();
+            }
+            cl.mark("sample");
+            cl.end();
+            double best = 1e30;
+            for (int rep = 0; rep < 3; ++rep) {
+                cl.submit_and_wait();
+                auto ts = cl.times();
+                if (!ts.empty()) best = std::min(best, ts[0].second);
+            }
+            chosen[chunked] = (int32_t)test::from_device<uint32_t>(dev, tb, 16)[2];
+            std::printf("SAMPLE %u logits, temperature %.1f top_k %d, %s: %.1f us\n", n,
+                        c.temperature, c.top_k,
+                        chunked ? "chunks of 4096 then candidates" : "one workgroup",
+                        best * 1e3 / runs);
+        }
+        EXPECT_EQ(chosen[0], chosen[1]);
+    }
 }
 
 }  // namespace

@@ -11,17 +11,23 @@
 //      depend on the order the threads found them in;
 //   3. one thread walks the sorted candidates: top-p, min-p, temperature, the draw.
 // 1 <= top_k <= KMAX is the host's to ensure (it samples itself otherwise).
+// CANDIDATES: the entries are not the logits but the (logit, index) pairs that sample_chunks.comp
+// kept of each chunk (index 0xffffffff: none); the order of the result is the same.
 #version 450
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 1024;
 
+#if defined(CANDIDATES)
+layout(std430, binding = 0) readonly buffer Cand { uvec2 cd[]; };
+#else
 layout(std430, binding = 0) readonly buffer Logits { float lg[]; };
+#endif
 layout(std430, binding = 1) buffer Tok { uint tok[]; };
 
 layout(push_constant) uniform Push {
-    uint n;        // vocabulary
-    uint l_off;    // first logit
+    uint n;        // vocabulary (CANDIDATES: chunks)
+    uint l_off;    // first logit (CANDIDATES: logits a chunk)
     uint out_idx;  // tok[out_idx] receives the token id
     uint par;      // tok[par ..]: temperature, top_k, top_p, min_p, u (floats as bits but top_k)
 } p;
@@ -38,6 +44,20 @@ uint key(float f) {
     return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
 }
 
+// Entry e: its logit and token id; false when it holds none.
+bool entry(uint e, out float v, out uint id) {
+#if defined(CANDIDATES)
+    uvec2 d = cd[e];
+    v = uintBitsToFloat(d.x);
+    id = d.y;
+    return id != 0xffffffffu;
+#else
+    v = lg[p.l_off + e];
+    id = e;
+    return true;
+#endif
+}
+
 // True when candidate a goes before candidate b.
 bool before(uint a, uint b) { return cl[a] > cl[b] || (cl[a] == cl[b] && ci[a] < ci[b]); }
 
@@ -48,15 +68,23 @@ void main() {
     float top_p = uintBitsToFloat(tok[p.par + 2u]);
     float min_p = uintBitsToFloat(tok[p.par + 3u]);
     float u = uintBitsToFloat(tok[p.par + 4u]);
+#if defined(CANDIDATES)
+    // Each chunk left min(top_k, its length) entries (1 for greedy), chunk after chunk.
+    const uint N = p.n * min(temp <= 0.0 ? 1u : k, p.l_off);
+#else
+    const uint N = p.n;
+#endif
 
     if (temp <= 0.0) {  // argmax, the first index among equals
         float best = -1.0 / 0.0;
         uint bi = 0xffffffffu;
-        for (uint i = t; i < p.n; i += WG) {
-            float v = lg[p.l_off + i];
-            if (v > best || bi == 0xffffffffu) {
+        for (uint i = t; i < N; i += WG) {
+            float v;
+            uint id;
+            if (!entry(i, v, id)) continue;
+            if (bi == 0xffffffffu || v > best || (v == best && id < bi)) {
                 best = v;
-                bi = i;
+                bi = id;
             }
         }
         red_f[t] = best;
@@ -82,7 +110,11 @@ void main() {
     for (int bit = 31; bit >= 0; --bit) {
         uint cand = prefix | (1u << uint(bit));
         uint c = 0u;
-        for (uint i = t; i < p.n; i += WG) c += key(lg[p.l_off + i]) >= cand ? 1u : 0u;
+        for (uint i = t; i < N; i += WG) {
+            float v;
+            uint id;
+            c += entry(i, v, id) && key(v) >= cand ? 1u : 0u;
+        }
         red_u[t] = c;
         barrier();
         for (uint s = WG / 2u; s > 0u; s >>= 1) {
@@ -96,13 +128,14 @@ void main() {
     // 2. Gather and sort.
     if (t == 0u) cnt = 0u;
     barrier();
-    for (uint i = t; i < p.n; i += WG) {
-        float v = lg[p.l_off + i];
-        if (key(v) >= prefix) {
+    for (uint i = t; i < N; i += WG) {
+        float v;
+        uint id;
+        if (entry(i, v, id) && key(v) >= prefix) {
             uint s = atomicAdd(cnt, 1u);
             if (s < CAP) {
                 cl[s] = v;
-                ci[s] = i;
+                ci[s] = id;
             }
         }
     }

@@ -1,0 +1,133 @@
+// The first pass of choosing the next token over a large vocabulary (see sample.comp): one
+// workgroup per chunk of CHUNK logits keeps the chunk's candidates, so the one workgroup of the
+// second pass reads a few thousand of them instead of every logit (a 248k vocabulary made one
+// workgroup stream a megabyte per pass, 33 passes for top-k).
+// Chunk c keeps its kc = min(top_k, CHUNK) best logits (1 for greedy) in the order the host
+// sampler ranks them (logit descending, index ascending among equals): every logit above the
+// kc-th largest and, of those equal to it, the lowest indices. The global top-k by that order is
+// then a subset of the union of the chunks' candidates. They go to cand[c·kc ..] as (logit,
+// index) pairs; slots past the chunk's last logit get the index 0xffffffff (none).
+#version 450
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;      // threads, a power of two
+layout(constant_id = 1) const uint CHUNK = 4096;  // logits a workgroup, a multiple of WG
+
+layout(std430, binding = 0) readonly buffer Logits { float lg[]; };
+layout(std430, binding = 1) readonly buffer Tok { uint tok[]; };
+layout(std430, binding = 2) writeonly buffer Cand { uvec2 cand[]; };
+
+layout(push_constant) uniform Push {
+    uint n;      // vocabulary
+    uint l_off;  // first logit
+    uint par;    // tok[par ..]: temperature, top_k (as in sample.comp)
+} p;
+
+const uint PER = CHUNK / WG;  // logits a thread, contiguous so that scans follow index order
+shared float sv[CHUNK];
+shared uint red_a[WG], red_b[WG];
+
+uint key(float f) {
+    uint b = floatBitsToUint(f);
+    return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+}
+
+void main() {
+    const uint t = gl_LocalInvocationID.x, c = gl_WorkGroupID.x, base = c * CHUNK;
+    const uint k = uintBitsToFloat(tok[p.par]) <= 0.0 ? 1u : tok[p.par + 1u];
+    const uint kc = min(k, CHUNK);
+    const uint valid = min(CHUNK, p.n - base);  // the grid has no chunk past n
+    const uint keff = min(kc, valid);
+    [[unroll]] for (uint j = 0; j < PER; ++j) {
+        uint i = t * PER + j;
+        sv[i] = i < valid ? lg[p.l_off + base + i] : 0.0;
+    }
+    barrier();
+
+    if (keff == 1u) {  // greedy or top_k 1: the chunk's largest logit, the first among equals
+        float best = sv[t * PER];
+        uint bi = t * PER;
+        [[unroll]] for (uint j = 1; j < PER; ++j) {
+            uint i = t * PER + j;
+            if (i < valid && sv[i] > best) {
+                best = sv[i];
+                bi = i;
+            }
+        }
+        red_a[t] = floatBitsToUint(best);
+        red_b[t] = t * PER < valid ? bi : 0xffffffffu;
+        barrier();
+        for (uint s = WG / 2u; s > 0u; s >>= 1) {
+            if (t < s) {
+                float o = uintBitsToFloat(red_a[t + s]), m = uintBitsToFloat(red_a[t]);
+                uint oi = red_b[t + s];
+                if (oi != 0xffffffffu && (red_b[t] == 0xffffffffu || o > m || (o == m && oi < red_b[t]))) {
+                    red_a[t] = red_a[t + s];
+                    red_b[t] = oi;
+                }
+            }
+            barrier();
+        }
+        if (t == 0u) cand[c * kc] = uvec2(red_a[0], base + red_b[0]);
+        for (uint s = 1u + t; s < kc; s += WG) cand[c * kc + s] = uvec2(0u, 0xffffffffu);
+        return;
+    }
+
+    // The key of the keff-th largest logit: the largest threshold with at least keff above it.
+    uint prefix = 0u;
+    for (int bit = 31; bit >= 0; --bit) {
+        uint want = prefix | (1u << uint(bit)), n_at = 0u;
+        [[unroll]] for (uint j = 0; j < PER; ++j) {
+            uint i = t * PER + j;
+            n_at += i < valid && key(sv[i]) >= want ? 1u : 0u;
+        }
+        red_a[t] = n_at;
+        barrier();
+        for (uint s = WG / 2u; s > 0u; s >>= 1) {
+            if (t < s) red_a[t] += red_a[t + s];
+            barrier();
+        }
+        if (red_a[0] >= keff) prefix = want;
+        barrier();
+    }
+
+    // This thread's logits above the threshold and equal to it, and inclusive scans of both
+    // over the threads (Hillis-Steele), which run in index order.
+    uint gt = 0u, eq = 0u;
+    [[unroll]] for (uint j = 0; j < PER; ++j) {
+        uint i = t * PER + j;
+        if (i < valid) {
+            uint kv = key(sv[i]);
+            gt += kv > prefix ? 1u : 0u;
+            eq += kv == prefix ? 1u : 0u;
+        }
+    }
+    red_a[t] = gt;
+    red_b[t] = eq;
+    barrier();
+    for (uint s = 1u; s < WG; s <<= 1) {
+        uint a = t >= s ? red_a[t - s] : 0u, b = t >= s ? red_b[t - s] : 0u;
+        barrier();
+        red_a[t] += a;
+        red_b[t] += b;
+        barrier();
+    }
+    const uint total_gt = red_a[WG - 1u];  // fewer than keff by the threshold's choice
+    uint at_gt = red_a[t] - gt, at_eq = red_b[t] - eq;
+    const uint first = c * kc;
+    [[unroll]] for (uint j = 0; j < PER; ++j) {
+        uint i = t * PER + j;
+        if (i >= valid) continue;
+        float v = sv[i];
+        uint kv = key(v);
+        if (kv > prefix) {
+            cand[first + at_gt] = uvec2(floatBitsToUint(v), base + i);
+            ++at_gt;
+        } else if (kv == prefix) {
+            if (total_gt + at_eq < keff) cand[first + total_gt + at_eq] = uvec2(floatBitsToUint(v), base + i);
+            ++at_eq;
+        }
+    }
+    for (uint s = keff + t; s < kc; s += WG) cand[first + s] = uvec2(0u, 0xffffffffu);
+}
