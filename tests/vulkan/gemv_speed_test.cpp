@@ -103,8 +103,9 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
         for (Kernels::GemvShape shape : shapes) configs.push_back({shape, x});
     if (!f.cpu)
         for (X x : {X::global, X::bytes}) {
-            for (uint32_t ab : {1u, 2u, 3u})
-                if (ab == 1 || c.type == QType::Q4_K) configs.push_back({{}, x, ab});
+            for (uint32_t ab : {1u, 2u, 3u, 4u, 6u})
+                if ((ab == 1 || c.type == QType::Q4_K) && (ab < 4 || x == X::bytes))
+                    configs.push_back({{}, x, ab});
             configs.push_back({{}, x, 0, Barrier::full});
             configs.push_back({{}, x, 0, Barrier::none});
         }
@@ -149,6 +150,7 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
             (shape.threads ? fmt::format(", {} threads x {} rows", shape.threads, shape.rows)
                            : "") +
             (cf.ablate & 1 ? ", no x reads" : "") + (cf.ablate & 2 ? ", no decode" : "") +
+            (cf.ablate & 4 ? ", no x rounding" : "") +
             (cf.barrier == Barrier::full   ? ", barriers naming transfers"
              : cf.barrier == Barrier::none ? ", no barriers"
                                            : "");

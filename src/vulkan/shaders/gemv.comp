@@ -68,7 +68,9 @@ layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte 
 layout(constant_id = 3) const uint X16 = 1;    // 1: x + x_off is 16-byte aligned
 layout(constant_id = 4) const uint XBLOCKS = 1;  // X_INT8: 32-value blocks of x (ncols / 32)
 // The GEMV speed report's ablations (results then wrong): bit 0 leaves out the reads of x (every
-// value 1), bit 1 the Q4_K decode and products (the loaded words are only folded together).
+// value 1), bit 1 the Q4_K decode and products (the loaded words are only folded together), bit 2
+// (X_INT8) the whole rounding of x into shared memory and its barrier (every byte 1, from
+// registers): what a GEMV over x rounded once beforehand could save at most.
 layout(constant_id = 5) const uint ABLATE = 0;
 // Row groups: the workgroup's threads split into GROUPS groups of GW = WG / GROUPS, each taking
 // ROWS rows of its own over the same x (so the x rounded to bytes in shared memory is read from
@@ -269,6 +271,7 @@ shared uvec4 xq[2u * XBLOCKS];
 shared vec4 xd[XBLOCKS];
 
 void quantize_x() {
+    if ((ABLATE & 4u) != 0u) return;
     if ((ABLATE & 1u) != 0u) {
         for (uint b = gl_LocalInvocationID.x; b < XBLOCKS; b += WG) {
             xq[2u * b] = xq[2u * b + 1u] = uvec4(0x01010101u);
@@ -324,6 +327,12 @@ struct XSlice {
 XSlice x_slice(uint blk, uint part) {
     XSlice x;
     x.n = ivec4(0);
+    if ((ABLATE & 4u) != 0u) {
+        x.a = x.b = uvec4(0x01010101u);
+        x.f = vec4(1.0, 1.0, 16.0, 16.0);
+        x.n = ivec4(8);
+        return x;
+    }
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
     // Sub-blocks 2j and 2j+1, values 16·(part&1) .. +15 of each: f = (scale 2j, scale 2j+1,
     // sums of those halves).
