@@ -89,22 +89,10 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
         test::Scoped expand_scope(K.gemm_expand, expand);
         test::Scoped acc16_scope(K.gemm_acc16, acc16);
         std::optional<test::Scoped<uint32_t>> ablate_scope(std::in_place, K.gemm_ablate, ablate);
-        CommandList cl(dev);
-        cl.enable_timestamps(1);
-        cl.begin(true);
-        for (uint32_t i = 0; i < runs; ++i) {
+        const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
             K.gemm(cl, v, c.type, view(w), c.rows, c.cols, view(xb), 0, view(x16), view(y), 0, c.m,
                    false, view(w16));
-            cl.barrier();
-        }
-        cl.mark("gemm");
-        cl.end();
-        double best = 1e30;
-        for (int rep = 0; rep < 3; ++rep) {
-            cl.submit_and_wait();
-            auto ts = cl.times();
-            if (!ts.empty()) best = std::min(best, ts[0].second);
-        }
+        });
         ablate_scope.reset();
         const bool expanded = K.gemm_expands(v, c.type, c.rows, c.cols, c.m, view(w16));
         const Kernels::GemmTile g = K.gemm_cm2_tile(expanded ? QType::F16 : c.type, c.rows, c.m);
@@ -117,8 +105,8 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
                            : acc16       ? " F16 accumulators"
                                          : "";
         fmt::print("GEMM {} {}x{} weights, {} rows, {}{}{}: {:.3f} ms, {:.1f} TFLOP/s\n",
-                   qtype_name(c.type), c.rows, c.cols, c.m, variant_name(v), shape, part,
-                   best / runs, flop / (best / runs * 1e-3) / 1e12);
+                   qtype_name(c.type), c.rows, c.cols, c.m, variant_name(v), shape, part, ms,
+                   flop / (ms * 1e-3) / 1e12);
         if (ablate != 0) continue;
         auto out = test::from_device<float>(dev, y, (size_t)c.m * c.rows);
         const double tol = v == Variant::scalar ? 1e-5 : 3e-3;

@@ -178,26 +178,13 @@ TEST(SampleSpeed, Report) {
         int32_t chosen[2] = {-1, -1};
         for (int chunked : {0, 1}) {
             Buffer tb = test::to_device(dev, tokv);
-            CommandList cl(dev);
-            cl.enable_timestamps(1);
-            cl.begin(true);
-            for (uint32_t i = 0; i < runs; ++i) {
+            const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
                 K.sample(cl, view(lb), 0, n, view(tb), 2, 3, chunked ? view(scratch) : View{});
-                cl.barrier();
-            }
-            cl.mark("sample");
-            cl.end();
-            double best = 1e30;
-            for (int rep = 0; rep < 3; ++rep) {
-                cl.submit_and_wait();
-                auto ts = cl.times();
-                if (!ts.empty()) best = std::min(best, ts[0].second);
-            }
+            });
             chosen[chunked] = (int32_t)test::from_device<uint32_t>(dev, tb, 16)[2];
             std::printf("SAMPLE %u logits, temperature %.1f top_k %d, %s: %.1f us\n", n,
                         c.temperature, c.top_k,
-                        chunked ? "chunks of 4096 then candidates" : "one workgroup",
-                        best * 1e3 / runs);
+                        chunked ? "chunks of 4096 then candidates" : "one workgroup", ms * 1e3);
         }
         EXPECT_EQ(chosen[0], chosen[1]);
     }
