@@ -4,8 +4,8 @@
 // (engine/sampler.h): top-k -> top-p -> min-p on the temperature-1 distribution, then the
 // temperature and a draw with the uniform number u the host sampler would have drawn, so both
 // pick the same token for the same seed. One workgroup:
-//   1. the k-th largest logit, by a binary search over the order-preserving integer keys of the
-//      floats (32 counting passes over the row, each a workgroup reduction);
+//   1. the k-th largest logit, by a radix selection over the order-preserving integer keys of
+//      the floats (kth_key.glsl: 4 counting passes over the row);
 //   2. the logits at or above it gathered into shared memory (at most CAP; ties past that are
 //      dropped) and bitonic-sorted by (logit descending, index ascending), so the result does not
 //      depend on the order the threads found them in;
@@ -58,6 +58,16 @@ bool entry(uint e, out float v, out uint id) {
 #endif
 }
 
+shared uint kth_hist[256], kth_tmp[256], kth_sel[2];
+bool kth_key_of(uint i, out uint kv) {
+    float v;
+    uint id;
+    bool has = entry(i, v, id);
+    kv = key(v);
+    return has;
+}
+#include "kth_key.glsl"
+
 // True when candidate a goes before candidate b.
 bool before(uint a, uint b) { return cl[a] > cl[b] || (cl[a] == cl[b] && ci[a] < ci[b]); }
 
@@ -105,25 +115,8 @@ void main() {
         return;
     }
 
-    // 1. The key of the k-th largest logit: the largest threshold with at least k keys above it.
-    uint prefix = 0u;
-    for (int bit = 31; bit >= 0; --bit) {
-        uint cand = prefix | (1u << uint(bit));
-        uint c = 0u;
-        for (uint i = t; i < N; i += WG) {
-            float v;
-            uint id;
-            c += entry(i, v, id) && key(v) >= cand ? 1u : 0u;
-        }
-        red_u[t] = c;
-        barrier();
-        for (uint s = WG / 2u; s > 0u; s >>= 1) {
-            if (t < s) red_u[t] += red_u[t + s];
-            barrier();
-        }
-        if (red_u[0] >= k) prefix = cand;
-        barrier();
-    }
+    // 1. The key of the k-th largest logit (0 where there are fewer than k).
+    const uint prefix = kth_largest_key(N, k);
 
     // 2. Gather and sort.
     if (t == 0u) cnt = 0u;

@@ -33,6 +33,13 @@ uint key(float f) {
     return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
 }
 
+shared uint kth_hist[256], kth_tmp[256], kth_sel[2];
+bool kth_key_of(uint i, out uint kv) {
+    kv = key(sv[i]);
+    return true;
+}
+#include "kth_key.glsl"
+
 void main() {
     const uint t = gl_LocalInvocationID.x, c = gl_WorkGroupID.x, base = c * CHUNK;
     const uint k = uintBitsToFloat(tok[p.par]) <= 0.0 ? 1u : tok[p.par + 1u];
@@ -74,23 +81,8 @@ void main() {
         return;
     }
 
-    // The key of the keff-th largest logit: the largest threshold with at least keff above it.
-    uint prefix = 0u;
-    for (int bit = 31; bit >= 0; --bit) {
-        uint want = prefix | (1u << uint(bit)), n_at = 0u;
-        [[unroll]] for (uint j = 0; j < PER; ++j) {
-            uint i = t * PER + j;
-            n_at += i < valid && key(sv[i]) >= want ? 1u : 0u;
-        }
-        red_a[t] = n_at;
-        barrier();
-        for (uint s = WG / 2u; s > 0u; s >>= 1) {
-            if (t < s) red_a[t] += red_a[t + s];
-            barrier();
-        }
-        if (red_a[0] >= keff) prefix = want;
-        barrier();
-    }
+    // The key of the keff-th largest logit.
+    const uint prefix = kth_largest_key(valid, keff);
 
     // This thread's logits above the threshold and equal to it, and inclusive scans of both
     // over the threads (Hillis-Steele), which run in index order.
