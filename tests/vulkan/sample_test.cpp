@@ -24,12 +24,6 @@ struct Params {
     float top_p, min_p;
 };
 
-uint32_t bits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-
 TEST(DeviceSampling, ChoosesAsTheHostSampler) {
     VK_TEST_DEVICE();
     const uint32_t n = 5003;  // odd, not a multiple of the workgroup
@@ -66,11 +60,11 @@ TEST(DeviceSampling, ChoosesAsTheHostSampler) {
             Buffer lb = test::to_device(dev, logits);
             std::vector<uint32_t> tokv(16, 0);
             tokv[2] = 0xdeadbeef;
-            tokv[3] = bits(c.temperature);
+            tokv[3] = test::bits(c.temperature);
             tokv[4] = (uint32_t)c.top_k;
-            tokv[5] = bits(c.top_p);
-            tokv[6] = bits(c.min_p);
-            tokv[7] = bits((float)u);
+            tokv[5] = test::bits(c.top_p);
+            tokv[6] = test::bits(c.min_p);
+            tokv[7] = test::bits((float)u);
             // One workgroup over every logit (no scratch), then the two passes over chunks of
             // 256 (20 chunks, fewer logits than top_k), 1024 and 4096 (the last one short).
             for (uint32_t chunk : {0u, 256u, 1024u, 4096u}) {
@@ -170,11 +164,11 @@ TEST(SampleSpeed, Report) {
     for (const Params& c :
          {Params{0.f, 1, 1.f, 0.f}, Params{0.8f, 40, 0.95f, 0.05f}, Params{1.0f, 256, 1.f, 0.f}}) {
         std::vector<uint32_t> tokv(16, 0);
-        tokv[3] = bits(c.temperature);
+        tokv[3] = test::bits(c.temperature);
         tokv[4] = (uint32_t)c.top_k;
-        tokv[5] = bits(c.top_p);
-        tokv[6] = bits(c.min_p);
-        tokv[7] = bits(0.37f);
+        tokv[5] = test::bits(c.top_p);
+        tokv[6] = test::bits(c.min_p);
+        tokv[7] = test::bits(0.37f);
         int32_t chosen[2] = {-1, -1};
         for (int chunked : {0, 1}) {
             Buffer tb = test::to_device(dev, tokv);

@@ -33,8 +33,9 @@ layout(push_constant) uniform Push {
 } p;
 
 const uint CAP = 512;
-shared float red_f[WG];
-shared uint red_u[WG];
+shared float best_v[WG];
+shared uint best_i[WG];
+#include "best_of.glsl"
 shared float cl[CAP];
 shared uint ci[CAP];
 shared uint cnt;
@@ -97,21 +98,8 @@ void main() {
                 bi = id;
             }
         }
-        red_f[t] = best;
-        red_u[t] = bi;
-        barrier();
-        for (uint s = WG / 2u; s > 0u; s >>= 1) {
-            if (t < s) {
-                float o = red_f[t + s];
-                uint oi = red_u[t + s];
-                if (oi != 0xffffffffu && (red_u[t] == 0xffffffffu || o > red_f[t] || (o == red_f[t] && oi < red_u[t]))) {
-                    red_f[t] = o;
-                    red_u[t] = oi;
-                }
-            }
-            barrier();
-        }
-        if (t == 0u) tok[p.out_idx] = red_u[0];
+        best_of(best, bi);
+        if (t == 0u) tok[p.out_idx] = best_i[0];
         return;
     }
 

@@ -27,6 +27,9 @@ layout(push_constant) uniform Push {
 const uint PER = CHUNK / WG;  // logits a thread, contiguous so that scans follow index order
 shared float sv[CHUNK];
 shared uint red_a[WG], red_b[WG];
+shared float best_v[WG];
+shared uint best_i[WG];
+#include "best_of.glsl"
 
 uint key(float f) {
     uint b = floatBitsToUint(f);
@@ -62,21 +65,8 @@ void main() {
                 bi = i;
             }
         }
-        red_a[t] = floatBitsToUint(best);
-        red_b[t] = t * PER < valid ? bi : 0xffffffffu;
-        barrier();
-        for (uint s = WG / 2u; s > 0u; s >>= 1) {
-            if (t < s) {
-                float o = uintBitsToFloat(red_a[t + s]), m = uintBitsToFloat(red_a[t]);
-                uint oi = red_b[t + s];
-                if (oi != 0xffffffffu && (red_b[t] == 0xffffffffu || o > m || (o == m && oi < red_b[t]))) {
-                    red_a[t] = red_a[t + s];
-                    red_b[t] = oi;
-                }
-            }
-            barrier();
-        }
-        if (t == 0u) cand[c * kc] = uvec2(red_a[0], base + red_b[0]);
+        best_of(best, t * PER < valid ? bi : 0xffffffffu);
+        if (t == 0u) cand[c * kc] = uvec2(floatBitsToUint(best_v[0]), base + best_i[0]);
         for (uint s = 1u + t; s < kc; s += WG) cand[c * kc + s] = uvec2(0u, 0xffffffffu);
         return;
     }
