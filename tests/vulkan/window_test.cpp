@@ -39,7 +39,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
 
     // Each tile family the device runs: the F32 tiles, the KHR tiles (any y_off), and the NV
     // cooperative matrix 2 tiles (y_off a multiple of 4), in the size gemm() picks and in forced
-    // sizes with a tile larger than the matrix and a step past K; the NV tiles both decoding the
+    // sizes with a tile larger than the matrix and a step past K (the tiles inside the matrices
+    // of whole unrolled steps run an unclamped loop); the NV tiles both decoding the
     // blocks inside the tensor loads and over the matrix expanded to F16 in a scratch (poisoned
     // past the matrix).
     struct Run {
@@ -119,7 +120,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GemmCase{QType::F32, 70, 72}, GemmCase{QType::F32, 33, 37},
                       GemmCase{QType::F16, 65, 40}, GemmCase{QType::Q4_0, 70, 96},
                       GemmCase{QType::Q8_0, 33, 96}, GemmCase{QType::Q4_K, 70, 256},
-                      GemmCase{QType::Q5_K, 33, 512}, GemmCase{QType::Q6_K, 64, 256}),
+                      GemmCase{QType::Q5_K, 33, 512}, GemmCase{QType::Q6_K, 64, 256},
+                      // Rows of whole unrolled steps (K of 512), so the NV tiles that lie
+                      // inside the matrices take their unclamped loop beside clamped edge tiles.
+                      GemmCase{QType::F16, 130, 512}, GemmCase{QType::Q8_0, 70, 512}),
     [](const auto& info) {
         return fmt::format("{}_{}x{}", qtype_name(info.param.type), info.param.rows,
                            info.param.cols);
