@@ -97,18 +97,18 @@ Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows
     if (gemm_tile.bm) return gemm_tile;
     // GEMMs recorded in one stage run together: their grids fill the device together.
     rows = std::max(rows, stage_rows);
-    // Measured on an H200: F16 weights (or weights expanded to F16) run best in 128x128x32
-    // tiles over 128 invocations where the grid has 512+ of them (GemmSpeed.Report, Q4_K
-    // 12288x4096 over 2048 rows: 140 TFLOP/s against 131 in 64x128x64 over 256; end to end,
-    // DELTALLM_VK_GEMM_TILE: pp2048 9B 7972 -> 8140 t/s, Qwen3-8B 8183 -> 8390), else in
-    // 64x128x64 over 256 (the large tiles over a 512-row window leave SMs idle: pp512 9B 6676 ->
-    // 5215; 64x128 against 128x128 over 256, twice the workgroups for the 132 SMs: pp512 6032 ->
-    // 6332); weights decoded inside the tensor loads in 64x128x32 (54 TFLOP/s), where larger
-    // tiles spend more registers on the decode and run slower. The grid counted is that of every
-    // GEMM of the stage (stage_rows: their weight rows together; pp512 9B 7166 -> 7272, Qwen3-8B
-    // 7333 -> 7499, 0.8B pp2048 56940 -> 56316).
-    if (t == QType::F16 && (uint64_t)((rows + 127) / 128) * ((n_rows + 127) / 128) >= 512)
-        return GemmTile{128, 128, 32, 128};
+    // Measured on an H200 (GemmSpeed.Report, pp A/B with DELTALLM_VK_GEMM_TILE): F16 weights (or
+    // weights expanded to F16) run best in 128x128x64 tiles over 128 invocations (Q4_K 12288x4096
+    // expanded, over 2048 rows: 296 TFLOP/s against 230 in 128x128x32; pp512 / pp2048 9B 8500 /
+    // 12630 -> 10030 / 14790 t/s, Qwen3-8B 9400 / 13100 -> 12100 / 15870), except where their
+    // grid is small (0.8B's 1024-row GEMMs over 512 rows, 32 tiles: 64x128x64 over 256, pp512
+    // 37000 -> 41000-44000; the 9B's 4096-row GEMMs, 128 tiles, keep the large ones: 9000 ->
+    // 10000). Weights decoded inside the tensor loads (windows under kGemmExpandRows) run in
+    // 64x128x32. The grid counted is that of every GEMM of the stage (stage_rows: their weight
+    // rows together).
+    if (t == QType::F16 && n_rows >= 128 &&
+        (uint64_t)((rows + 127) / 128) * ((n_rows + 127) / 128) >= 64)
+        return GemmTile{128, 128, 64, 128};
     GemmTile g = t != QType::F16 ? GemmTile{64, 128, 32} : GemmTile{64, 128, 64};
     if (n_rows <= 32)
         g.bn = 32;
