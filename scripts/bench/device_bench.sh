@@ -56,6 +56,28 @@ models=${MODELS_DIR:-/tmp/models}
 mkdir -p "$models"
 echo "== machine"; nproc; nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv 2>&1 | head -3
 "$ours" --version
+# PEER_PROFILE="arch:shape:type ...": instead of the tables, each file's pp$PROFILE_PROMPT (default
+# 512) once with llama.cpp's per-operation GPU timings (GGML_VK_PERF_LOGGER) and once with
+# `deltallm bench --profile`, both logs in $OUT.
+if [ -n "${PEER_PROFILE:-}" ]; then
+    n=${PROFILE_PROMPT:-512}
+    for spec in $PEER_PROFILE; do
+        IFS=: read -r arch shape type <<<"$spec"
+        name=$arch-$shape-$type
+        f=$models/$name.gguf
+        [ -f "$f" ] || "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1
+        echo "== $name pp$n: llama.cpp per operation"
+        GGML_VK_PERF_LOGGER=1 timeout 120 "$peer" -m "$f" --device vulkan -p "$n" -n 0 -r 1 \
+            >"$out/peer-profile-$name-pp$n.txt" 2>&1
+        echo "rc=$?"
+        echo "== $name pp$n: deltallm --profile"
+        timeout 120 "$ours" bench -m "$f" --device vulkan -p "$n" -n 0 -r 1 --profile \
+            >"$out/ours-profile-$name-pp$n.txt" 2>&1
+        echo "rc=$?"
+    done
+    ls -la "$out"
+    exit 0
+fi
 # arch:shape:type of each file; the first two get more repetitions (they carry the PERF.md rows).
 models_list=${MODELS:-"qwen35:0.8b:q4_k_m qwen35:9b:q4_k_m qwen35:0.8b:q8_0 qwen35:9b:q8_0 qwen3:8b:q4_k_m"}
 floors=(--bw-gbps 4800 --peak-gflops 989000)
