@@ -75,8 +75,9 @@ layout(constant_id = 5) const uint ABLATE = 0;
 // Row groups: the workgroup's threads split into GROUPS groups of GW = WG / GROUPS, each taking
 // ROWS rows of its own over the same x (so the x rounded to bytes in shared memory is read from
 // memory and rounded once for GROUPS · ROWS rows). The launcher keeps GW a multiple of the
-// largest subgroup size, so with subgroups numbered in invocation order (as every known
-// implementation does for a one-dimensional workgroup) each lies in one group.
+// largest subgroup size. With subgroup arithmetic a thread's place is counted by its subgroup
+// (subgroup id · subgroup size + its index in it), not by its invocation index, so each subgroup
+// lies in one group whatever order the implementation forms subgroups in.
 layout(constant_id = 6) const uint GROUPS = 1;
 const uint GW = WG / GROUPS;
 
@@ -543,7 +544,12 @@ void main() {
     if (wg * GROUPS * ROWS >= p.nrows) return;  // the grid's overshoot: the whole workgroup leaves
     // This thread's row group and its place in it; a group past the last row computes clamped
     // rows and stores nothing (its threads still meet the workgroup's barriers).
-    uint grp = tid / GW, lt = tid % GW;
+#if defined(SUBGROUP)
+    uint lane = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
+    uint lane = tid;
+#endif
+    uint grp = lane / GW, lt = lane % GW;
     uint row0 = (wg * GROUPS + grp) * ROWS;
 
     // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
