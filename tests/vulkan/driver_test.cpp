@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cpu/chain.h"
 #include "model/tiny_model.h"
@@ -261,6 +265,28 @@ TEST(VulkanDriver, DeclinesWithASentence) {
 }
 
 // The tuning variables of the driver: values it can use parse, anything else is one clear error.
+// The tuning variables' defaults (the environment table) are the kernels' own defaults, which
+// the tests and the speed reports run with.
+TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
+    VK_TEST_DEVICE();
+    const char* vars[] = {"DELTALLM_VK_GEMV_X", "DELTALLM_VK_GEMV_GROUPS", "DELTALLM_VK_DN_COLUMNS",
+                          "DELTALLM_VK_GEMM_TILE"};
+    std::vector<std::pair<std::string, std::string>> saved;
+    for (const char* v : vars)
+        if (const char* was = std::getenv(v)) saved.emplace_back(v, was);
+    for (const char* v : vars) unsetenv(v);
+    DriverOptions o;
+    for (const auto& [v, was] : saved) setenv(v.c_str(), was.c_str(), 1);
+    const Kernels fresh(dev, *test::env().pipes);
+    EXPECT_EQ(o.gemv_x, fresh.gemv_x);
+    EXPECT_EQ(o.gemv_groups, fresh.gemv_groups);
+    EXPECT_EQ(o.deltanet_columns, fresh.deltanet_columns);
+    EXPECT_EQ(o.gemm_tile.bm, fresh.gemm_tile.bm);
+    EXPECT_EQ(o.gemm_tile.bn, fresh.gemm_tile.bn);
+    EXPECT_EQ(o.gemm_tile.bk, fresh.gemm_tile.bk);
+    EXPECT_EQ(o.gemm_tile.wg, fresh.gemm_tile.wg);
+}
+
 TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
     struct Unset {
         ~Unset() {
