@@ -264,7 +264,6 @@ TEST(VulkanDriver, DeclinesWithASentence) {
     EXPECT_NE(r.reason().find("q4_1"), std::string::npos) << r.reason();
 }
 
-// The tuning variables of the driver: values it can use parse, anything else is one clear error.
 // The tuning variables' defaults (the environment table) are the kernels' own defaults, which
 // the tests and the speed reports run with.
 TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
@@ -287,6 +286,7 @@ TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     EXPECT_EQ(o.gemm_tile.wg, fresh.gemm_tile.wg);
 }
 
+// The tuning variables of the driver: values it can use parse, anything else is one clear error.
 TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
     struct Unset {
         ~Unset() {
