@@ -130,6 +130,23 @@ const uint QK = 1;
 // else 8, so the implementation can overlap one step's loads with the previous step's products.
 const uint UNROLL = QK == 256u ? 256u / BK : 8u;
 
+// One step: the BK columns from k of W and X through the layouts lw and lx (clamped or not, two
+// different types, hence a macro) multiplied into acc.
+#if defined(WTYPE_F16)
+#define LOAD_W(a, lw, k) coopMatLoadTensorNV(a, wq, 0, sliceTensorLayoutNV(lw, n0, BM, k, BK))
+#else
+#define LOAD_W(a, lw, k) \
+    coopMatLoadTensorNV(a, wq, 0, sliceTensorLayoutNV(lw, n0, BM, k, BK), decode)
+#endif
+#define STEP(lw, lx, k)                                                          \
+    {                                                                            \
+        coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;          \
+        coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;          \
+        LOAD_W(a, lw, k);                                                        \
+        coopMatLoadTensorNV(b, xh, 0, sliceTensorLayoutNV(lx, m0, BN, k, BK), tr); \
+        acc = coopMatMulAdd(a, b, acc);                                          \
+    }
+
 void main() {
     const uint n0 = gl_WorkGroupID.x * BM, m0 = gl_WorkGroupID.y * BN;
 
@@ -161,15 +178,7 @@ void main() {
         for (uint k0 = 0; k0 < p.K; k0 += UNROLL * BK) {
             [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
                 const uint k = k0 + j * BK;
-                coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
-                coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
-#if defined(WTYPE_F16)
-                coopMatLoadTensorNV(a, wq, 0, sliceTensorLayoutNV(lw, n0, BM, k, BK));
-#else
-                coopMatLoadTensorNV(a, wq, 0, sliceTensorLayoutNV(lw, n0, BM, k, BK), decode);
-#endif
-                coopMatLoadTensorNV(b, xh, 0, sliceTensorLayoutNV(lx, m0, BN, k, BK), tr);
-                acc = coopMatMulAdd(a, b, acc);
+                STEP(lw, lx, k)
             }
         }
     } else {
@@ -183,17 +192,7 @@ void main() {
         tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lx =
             createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
         lx = setTensorLayoutDimensionNV(lx, p.M, p.K);
-        for (uint k = 0; k < p.K; k += BK) {
-            coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
-            coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
-#if defined(WTYPE_F16)
-            coopMatLoadTensorNV(a, wq, 0, sliceTensorLayoutNV(lw, n0, BM, k, BK));
-#else
-            coopMatLoadTensorNV(a, wq, 0, sliceTensorLayoutNV(lw, n0, BM, k, BK), decode);
-#endif
-            coopMatLoadTensorNV(b, xh, 0, sliceTensorLayoutNV(lx, m0, BN, k, BK), tr);
-            acc = coopMatMulAdd(a, b, acc);
-        }
+        for (uint k = 0; k < p.K; k += BK) STEP(lw, lx, k)
     }
 #if defined(ACC_F16)
     coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> res =
