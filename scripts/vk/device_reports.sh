@@ -6,9 +6,10 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab)
+# tgab, stages)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
+# stages:  StageSpeed.Report (what a stage of the token command costs whatever its work)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
 # profile: deltallm bench --profile on synthetic Qwen3.5-9B and 0.8B Q4_K_M (pp512, pp2048, tg64)
 # fusion:  decode tg128 with DELTALLM_VK_DECODE_FUSION=0 and 1, two alternating rounds
@@ -99,6 +100,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
     case $part in
         gemm) report 'GemmSpeed*' ;;
         gemv) report 'GemvSpeed*' ;;
+        stages) report 'StageSpeed*' ;;
         window) report 'WindowAttentionSpeed*:DeltaNetWindowSpeed*' ;;
         attn)
             timeout 300 "$tv" --gtest_brief=1 --gtest_filter='*WindowAttention*:WindowPrefill*' 2>&1 |
