@@ -504,7 +504,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
             const uint64_t bytes = (uint64_t)t->rows() * t->cols() * 2;
             if (K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m, part)) {
                 part.range = bytes;
-                used += (bytes + kBindAlign - 1) / kBindAlign * kBindAlign;
+                used += align_up(bytes, kBindAlign);
             } else {
                 part = View{};
             }

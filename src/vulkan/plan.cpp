@@ -23,10 +23,6 @@ namespace {
 
 constexpr uint64_t kAlign = kBindAlign;
 
-uint64_t align_up(uint64_t x, uint64_t a) {
-    return (x + a - 1) / a * a;
-}
-
 std::string gib(uint64_t b) {
     return fmt::format("{:.2f} GiB", b / double(1ull << 30));
 }
