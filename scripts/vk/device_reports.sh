@@ -6,10 +6,12 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab, stages)
+# tgab, stages, decode)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work)
+# decode:  the decode profile (each kind of GEMV stage apart) of Qwen3.5-9B and Qwen3-8B Q4_K_M,
+#          and what the driver's compiler reports of every kernel the 9B runs (registers ...)
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
 # profile: deltallm bench --profile on synthetic Qwen3.5-9B and 0.8B Q4_K_M (pp512, pp2048, tg64)
 # fusion:  decode tg128 with DELTALLM_VK_DECODE_FUSION=0 and 1, two alternating rounds
@@ -101,6 +103,16 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
         gemm) report 'GemmSpeed*' ;;
         gemv) report 'GemvSpeed*' ;;
         stages) report 'StageSpeed*' ;;
+        decode)
+            for am in "qwen35 9b" "qwen3 8b"; do
+                echo "$am decode profile:"
+                timeout 60 "$ours" bench -m "$(model $am)" --device vulkan -p 0 -n 64 -r 2 --profile \
+                    2>&1 | grep -v "^|\|^$\|floors"
+            done
+            echo "qwen35 9b kernels:"
+            DELTALLM_LOG=info DELTALLM_VK_KERNEL_STATS=1 DELTALLM_PIPELINE_CACHE= timeout 90 "$ours" \
+                bench -m "$(model qwen35 9b)" --device vulkan -p 512 -n 4 -r 1 2>&1 | grep 'kernel ' | sort -u
+            ;;
         window) report 'WindowAttentionSpeed*:DeltaNetWindowSpeed*' ;;
         attn)
             timeout 300 "$tv" --gtest_brief=1 --gtest_filter='*WindowAttention*:WindowPrefill*' 2>&1 |

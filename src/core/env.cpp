@@ -23,6 +23,9 @@ const std::vector<Var>& all() {
          "Vulkan kernel variant: auto, scalar, nv_coopmat, khr_coopmat or nv_coopmat2"},
         {"DELTALLM_VK_VALIDATION", "bool", "0",
          "enable the Khronos validation layer and fail on its messages"},
+        {"DELTALLM_VK_KERNEL_STATS", "bool", "0",
+         "log what the driver's compiler reports of each Vulkan kernel (registers ...) as it is "
+         "created (info level), where the device offers VK_KHR_pipeline_executable_properties"},
         {"DELTALLM_VK_PROFILE", "bool", "0",
          "time each kernel role on the device and print the table when the model closes"},
         {"DELTALLM_VK_DECODE_FUSION", "bool", "1",

@@ -272,6 +272,14 @@ Query query(VkPhysicalDevice pd) {
     f.integer_dot = v13 && f13.shaderIntegerDotProduct;
     f.integer_dot_fast = f.integer_dot && idp.integerDotProduct4x8BitPackedSignedAccelerated;
     f.timestamps = lim.timestampComputeAndGraphics;
+    if (has_extension(q.exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+        auto pe = make<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
+        auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+        f2.pNext = &pe;
+        vkGetPhysicalDeviceFeatures2(pd, &f2);
+        f.pipeline_statistics = pe.pipelineExecutableInfo;
+    }
 
     if (has_nv && cm_nv.cooperativeMatrix && vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
         for (const auto& p : enumerate<VkCooperativeMatrixPropertiesNV>(
@@ -428,6 +436,7 @@ DeviceOptions DeviceOptions::from_env() {
     o.index = (int)env::get_int("DELTALLM_VK_DEVICE");
     o.variant = env::get_string("DELTALLM_VK_VARIANT");
     o.validation = env::get_bool("DELTALLM_VK_VALIDATION");
+    o.kernel_stats = env::get_bool("DELTALLM_VK_KERNEL_STATS");
     o.pipeline_cache_dir = env::get_string("DELTALLM_PIPELINE_CACHE");
     return o;
 }
@@ -653,6 +662,15 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         cm2.cooperativeMatrixConversions = f.nv_coopmat2_softmax;
     }
 #endif
+    auto pe = make<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
+    if (opts.kernel_stats && f.pipeline_statistics) {
+        exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+        pe.pipelineExecutableInfo = VK_TRUE;
+        pe.pNext = feats.pNext;
+        feats.pNext = &pe;
+        d->kernel_stats_ = true;
+    }
     float prio = 1.0f;
     auto qi = make<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
     qi.queueFamilyIndex = d->queue_family_;

@@ -72,6 +72,7 @@ struct Features {
     uint32_t max_workgroup_count[3] = {0, 0, 0};
     uint32_t max_push_constants = 0;
     bool timestamps = false;
+    bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties
     float timestamp_period_ns = 0;
 
     // Cooperative matrices.
@@ -116,7 +117,11 @@ struct DeviceOptions {
     bool validation = false;         // Khronos validation layer; messages are counted
     bool robust = false;             // robustBufferAccess (tests)
     std::string pipeline_cache_dir;  // "" disables the on-disk cache
-    // Options from the environment (DELTALLM_VK_DEVICE, _VARIANT, _VALIDATION, PIPELINE_CACHE).
+    // Log what the driver's compiler reports of each pipeline (registers ...), where the device
+    // has VK_KHR_pipeline_executable_properties (DELTALLM_VK_KERNEL_STATS).
+    bool kernel_stats = false;
+    // Options from the environment (DELTALLM_VK_DEVICE, _VARIANT, _VALIDATION, _KERNEL_STATS,
+    // PIPELINE_CACHE).
     static DeviceOptions from_env();
 };
 
@@ -194,6 +199,9 @@ class Device {
 
     VkDevice handle() const { return device_; }
     VkPipelineCache pipeline_cache() const { return cache_; }
+    // Pipelines are created with their statistics captured (options.kernel_stats, where the
+    // device can).
+    bool kernel_stats() const { return kernel_stats_; }
     // Validation-layer errors seen so far (only counted when options.validation is on).
     int validation_errors() const { return validation_errors_; }
     // Validation errors of every device this process opened (tests check it once at the end).
@@ -213,6 +221,7 @@ class Device {
     Variant variant_ = Variant::scalar;
     int index_ = 0;
     DeviceOptions opts_;
+    bool kernel_stats_ = false;
     VkInstance instance_ = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;

@@ -2,10 +2,12 @@
 #include "vulkan/pipeline.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace dl::vk {
 
@@ -27,6 +29,47 @@ std::span<const uint32_t> find_module(const std::string& name) {
 
 const char* shader_compiler() {
     return spirv::kCompiler;
+}
+
+// What the driver's compiler reports of a pipeline created with its statistics captured, as
+// "name value, ..." (registers, shared memory, ... as the driver names them).
+std::string Pipelines::statistics(VkPipeline pipeline) const {
+    auto pi = make<VkPipelineInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR);
+    pi.pipeline = pipeline;
+    uint32_t n = 0;
+    if (vkGetPipelineExecutablePropertiesKHR(dev_.handle(), &pi, &n, nullptr) != VK_SUCCESS ||
+        n == 0)
+        return "no statistics";
+    auto ei = make<VkPipelineExecutableInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR);
+    ei.pipeline = pipeline;
+    ei.executableIndex = 0;
+    uint32_t m = 0;
+    vkGetPipelineExecutableStatisticsKHR(dev_.handle(), &ei, &m, nullptr);
+    std::vector<VkPipelineExecutableStatisticKHR> st(
+        m, make<VkPipelineExecutableStatisticKHR>(
+               VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR));
+    if (vkGetPipelineExecutableStatisticsKHR(dev_.handle(), &ei, &m, st.data()) != VK_SUCCESS)
+        return "no statistics";
+    std::string out;
+    for (const auto& s : st) {
+        if (!out.empty()) out += ", ";
+        out += s.name;
+        out += ' ';
+        switch (s.format) {
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+                out += s.value.b32 ? "yes" : "no";
+                break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+                out += std::to_string(s.value.i64);
+                break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+                out += std::to_string(s.value.u64);
+                break;
+            default:
+                out += fmt::format("{}", s.value.f64);
+        }
+    }
+    return out;
 }
 
 Pipelines::~Pipelines() {
@@ -85,9 +128,14 @@ const Kernel& Pipelines::get(const std::string& name, uint32_t n_bindings, uint3
     ci.stage.pName = "main";
     ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
     ci.layout = k->layout;
+    if (dev_.kernel_stats()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkResult r = vkCreateComputePipelines(d, dev_.pipeline_cache(), 1, &ci, nullptr, &k->pipeline);
     vkDestroyShaderModule(d, mod, nullptr);
     if (r != VK_SUCCESS) fail("cannot create the pipeline of kernel {} ({})", name, result_name(r));
+    if (dev_.kernel_stats()) {
+        k->statistics = statistics(k->pipeline);
+        log::info("kernel {} {}: {}", name, spec, k->statistics);
+    }
     const Kernel& out = *k;
     cache_.emplace(std::move(key), std::move(k));
     return out;

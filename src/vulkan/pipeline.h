@@ -30,6 +30,9 @@ struct Kernel {
     uint32_t n_bindings = 0;
     uint32_t push_bytes = 0;
     std::string name;
+    // What the driver's compiler reports of the pipeline ("Register Count 64, ..."), when the
+    // device captures statistics (Device::kernel_stats); empty otherwise.
+    std::string statistics;
 };
 
 // Creates and owns the pipelines of one device.
@@ -48,6 +51,8 @@ class Pipelines {
     Device& device() { return dev_; }
 
   private:
+    std::string statistics(VkPipeline pipeline) const;
+
     Device& dev_;
     std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Kernel>> cache_;
 };

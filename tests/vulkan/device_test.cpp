@@ -76,5 +76,21 @@ TEST(VulkanDevice, EveryBuiltModuleCreatesAPipeline) {
     EXPECT_THROW(pipes.get("no_such_kernel", 1, 0), Error);
 }
 
+// DELTALLM_VK_KERNEL_STATS: on a device that can report them, every pipeline carries what the
+// driver's compiler says of it; elsewhere the option changes nothing.
+TEST(VulkanDevice, KernelStatisticsWhereTheDeviceReportsThem) {
+    VK_TEST_DEVICE();
+    Pipelines pipes(dev);
+    const Kernel& k = pipes.get("rms_norm", 3, 28, {64});
+    EXPECT_EQ(dev.kernel_stats(),
+              DeviceOptions::from_env().kernel_stats && dev.features().pipeline_statistics);
+    if (!dev.kernel_stats()) {
+        EXPECT_TRUE(k.statistics.empty()) << k.statistics;
+        return;
+    }
+    EXPECT_FALSE(k.statistics.empty());
+    EXPECT_EQ(k.statistics.find("no statistics"), std::string::npos) << k.statistics;
+}
+
 }  // namespace
 }  // namespace dl::vk
