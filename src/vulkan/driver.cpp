@@ -221,7 +221,7 @@ std::string Profile::report() const {
         for (const auto& [role, ms] : p.ms) rows.push_back({ms, role});
         std::sort(rows.rbegin(), rows.rend());
         for (const auto& [ms, role] : rows)
-            out += fmt::format("  {:<10} {:10.3f} ms {:5.1f}% {:9.2f} us/token\n", role, ms,
+            out += fmt::format("  {:<12} {:10.3f} ms {:5.1f}% {:9.2f} us/token\n", role, ms,
                                total > 0 ? 100 * ms / total : 0.0,
                                p.tokens ? 1e3 * ms / p.tokens : 0.0);
     }
@@ -366,15 +366,17 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     };
     // A GEMV adding into h, then the RMSNorm of h with norm_w into xn. Fused
     // (Kernels::gemv_fused), the norm is the GEMV's epilogue, so it waits no stage of its own;
-    // its time then counts as "gemv". One counter word serves every epilogue: they are stages
-    // apart. The SwiGLU is the epilogue of the gate/up GEMV pair (chain.ffn_in), not part of the
-    // down projection's x loads: there every workgroup recomputed silu over all n_ff values,
-    // which cost the 9B (n_ff 12288) more on an H200 than the stage it saved (6.39 against 6.05
-    // ms a token).
+    // its time then counts as the GEMV's ("gemv out" after a mixer, "gemv down" after the FFN;
+    // the profile times each kind of GEMV stage apart). One counter word serves every epilogue:
+    // they are stages apart. The SwiGLU is the epilogue of the gate/up GEMV pair (chain.ffn_in),
+    // not part of the down projection's x loads: there every workgroup recomputed silu over all
+    // n_ff values, which cost the 9B (n_ff 12288) more on an H200 than the stage it saved (6.39
+    // against 6.05 ms a token).
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
+        const char* role = t->name.find("ffn_down") != std::string::npos ? "gemv down" : "gemv out";
         if (!fused_decode_) {
             gemv(t, x_off, act, A.h, true);
-            stage("gemv");
+            stage(role);
             norm(norm_w, A.h, A.xn);
             stage("norm");
             return;
@@ -386,11 +388,11 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         fu.eps = hp.rms_eps;
         K.gemv_fused(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
                      x_off, act, A.h, true, fu);
-        stage("gemv");
+        stage(role);
     };
     LayerChain chain;
     chain.stage = stage;
-    chain.project_role = "gemv";
+    chain.project_role = "gemv in";
     chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
         gemv(t, x_off, act, y_off, false);
     };
@@ -417,12 +419,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             K.gemv_swiglu(cl, L.ffn_gate->type, view(W.slabs[g->slab], lo, (hi - lo + 7) / 4 * 4),
                           g->offset - lo, u->offset - lo, (uint32_t)L.ffn_gate->rows(),
                           (uint32_t)L.ffn_gate->cols(), act, A.xn, act, A.ffn);
-            stage("gemv");
+            stage("gemv ffn");
             return;
         }
         gemv(L.ffn_gate, A.xn, act, A.gate, false);
         gemv(L.ffn_up, A.xn, act, A.up, false);
-        stage("gemv");
+        stage("gemv ffn");
         K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
         stage("swiglu");
     };
