@@ -42,6 +42,10 @@ const std::vector<Var>& all() {
          "fastest), global (F32) or bytes (rounded to bytes, integer dot products)"},
         {"DELTALLM_VK_GEMV_GROUPS", "int", "4",
          "row groups a workgroup of the Vulkan decode GEMVs over x in bytes takes (1, 2, 4, 8)"},
+        {"DELTALLM_VK_GEMV_WAVES", "int", "2",
+         "workgroups a multiprocessor for the Vulkan decode GEMVs over x in bytes, each taking "
+         "several row blocks, where the device reports its multiprocessors (0: a workgroup a "
+         "row block)"},
         {"DELTALLM_VK_GEMM_TILE", "string", "",
          "force the NV cooperative matrix 2 GEMM tile of Vulkan prefill windows, as weight rows x "
          "window rows x columns (e.g. 64x128x64, multiples of 32; empty: chosen by the rows), "

@@ -207,7 +207,14 @@ Query query(VkPhysicalDevice pd) {
         props.pNext = &cm2p;
     }
 #endif
+    auto smb = make<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
+    if (has_extension(q.exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+        smb.pNext = props.pNext;
+        props.pNext = &smb;
+    }
     vkGetPhysicalDeviceProperties2(pd, &props);
+    f.sm_count = smb.shaderSMCount;
     const VkPhysicalDeviceLimits& lim = base.limits;
     f.name = base.deviceName;
     f.driver = fmt::format("{} {}", drv.driverName, drv.driverInfo);

@@ -73,6 +73,7 @@ struct Features {
     uint32_t max_push_constants = 0;
     bool timestamps = false;
     bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties
+    uint32_t sm_count = 0;  // streaming multiprocessors (VK_NV_shader_sm_builtins; 0: unknown)
     float timestamp_period_ns = 0;
 
     // Cooperative matrices.

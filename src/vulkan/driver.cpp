@@ -123,6 +123,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels->gemv_x = opts.gemv_x;
     w->kernels->deltanet_columns = opts.deltanet_columns;
     w->kernels->gemv_groups = opts.gemv_groups;
+    w->kernels->gemv_waves = opts.gemv_waves;
     w->kernels->gemm_tile = opts.gemm_tile;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
@@ -181,6 +182,12 @@ uint32_t DriverOptions::gemv_groups_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_GROUPS");
     if (v != 1 && v != 2 && v != 4 && v != 8)
         fail("DELTALLM_VK_GEMV_GROUPS={}: use 1, 2, 4 or 8", v);
+    return (uint32_t)v;
+}
+
+uint32_t DriverOptions::gemv_waves_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMV_WAVES");
+    if (v < 0 || v > 64) fail("DELTALLM_VK_GEMV_WAVES={}: use 0 to 64", v);
     return (uint32_t)v;
 }
 

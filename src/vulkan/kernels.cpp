@@ -331,7 +331,14 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     name += gemv_x_suffix(xp);
     if (f.subgroup_arithmetic) name += "_sg";
     const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
-    auto [gx, gy] = grid(f, (rows + kRows * groups - 1) / (kRows * groups));
+    // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): 2 workgroups of 512 a
+    // multiprocessor, 9B 222.6 -> 228.4 t/s, Qwen3-8B 215.7 -> 221.2 (1: 203, 4: 226.5); the
+    // F32 path's small workgroups need the whole grid (0.8B: 557 -> 289 at 2).
+    uint32_t blocks = (rows + kRows * groups - 1) / (kRows * groups);
+    if (xp == GemvX::bytes && gemv_waves && f.sm_count)
+        blocks = std::min(blocks, gemv_waves * f.sm_count);
+    if (gemv_grid) blocks = std::min(blocks, gemv_grid);
+    auto [gx, gy] = grid(f, blocks);
     // The shared copy of x is sized by the row (a pipeline per row length).
     const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
     const std::vector<uint32_t> spec = {wg * groups, kRows, w16, x16, xblocks, gemv_ablate, groups};

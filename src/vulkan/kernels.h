@@ -32,6 +32,12 @@ class Kernels {
     // Row groups of the byte-path GEMVs (gemv.comp GROUPS; a power of two, 1: none): a workgroup
     // of gemv_groups times the threads takes as many times the rows and rounds x once for them.
     uint32_t gemv_groups = 4;
+    // The byte-path GEMVs run on at most gemv_waves workgroups a multiprocessor, where the
+    // device says how many it has (Features::sm_count; 0: a workgroup a row block); each
+    // workgroup then takes every grid-th row block over the x it rounded once (gemv.comp).
+    uint32_t gemv_waves = 2;
+    // For tests: at most this many workgroups for every GEMV (0: no such limit).
+    uint32_t gemv_grid = 0;
     // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
     // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
     // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks

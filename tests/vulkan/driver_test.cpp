@@ -268,8 +268,8 @@ TEST(VulkanDriver, DeclinesWithASentence) {
 // the tests and the speed reports run with.
 TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     VK_TEST_DEVICE();
-    const char* vars[] = {"DELTALLM_VK_GEMV_X", "DELTALLM_VK_GEMV_GROUPS", "DELTALLM_VK_DN_COLUMNS",
-                          "DELTALLM_VK_GEMM_TILE"};
+    const char* vars[] = {"DELTALLM_VK_GEMV_X", "DELTALLM_VK_GEMV_GROUPS", "DELTALLM_VK_GEMV_WAVES",
+                          "DELTALLM_VK_DN_COLUMNS", "DELTALLM_VK_GEMM_TILE"};
     std::vector<std::pair<std::string, std::string>> saved;
     for (const char* v : vars)
         if (const char* was = std::getenv(v)) saved.emplace_back(v, was);
@@ -279,6 +279,7 @@ TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     const Kernels fresh(dev, *test::env().pipes);
     EXPECT_EQ(o.gemv_x, fresh.gemv_x);
     EXPECT_EQ(o.gemv_groups, fresh.gemv_groups);
+    EXPECT_EQ(o.gemv_waves, fresh.gemv_waves);
     EXPECT_EQ(o.deltanet_columns, fresh.deltanet_columns);
     EXPECT_EQ(o.gemm_tile.bm, fresh.gemm_tile.bm);
     EXPECT_EQ(o.gemm_tile.bn, fresh.gemm_tile.bn);
@@ -292,6 +293,7 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
         ~Unset() {
             unsetenv("DELTALLM_VK_GEMM_TILE");
             unsetenv("DELTALLM_VK_GEMV_GROUPS");
+            unsetenv("DELTALLM_VK_GEMV_WAVES");
             unsetenv("DELTALLM_VK_DN_COLUMNS");
         }
     } unset;
@@ -317,6 +319,12 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
     for (const char* bad : {"0", "3", "16", "-1"}) {
         setenv("DELTALLM_VK_GEMV_GROUPS", bad, 1);
         EXPECT_THROW(DriverOptions::gemv_groups_from_env(), Error) << bad;
+    }
+    setenv("DELTALLM_VK_GEMV_WAVES", "0", 1);
+    EXPECT_EQ(DriverOptions::gemv_waves_from_env(), 0u);
+    for (const char* bad : {"-1", "65", "two"}) {
+        setenv("DELTALLM_VK_GEMV_WAVES", bad, 1);
+        EXPECT_THROW(DriverOptions::gemv_waves_from_env(), Error) << bad;
     }
     setenv("DELTALLM_VK_DN_COLUMNS", "0", 1);
     EXPECT_EQ(DriverOptions::deltanet_columns_from_env(), 0u);

@@ -236,6 +236,19 @@ TEST_P(GemvFused, NormEpilogueOverBytesInRowGroups) {
     check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
+// Workgroups that each take several row blocks (Kernels::gemv_grid) count themselves once: the
+// last of them normalizes every row.
+TEST_P(GemvFused, NormEpilogueOverASmallGrid) {
+    VK_TEST_DEVICE();
+    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped grid(K.gemv_grid, 3);
+    const FusedCase c = GetParam();
+    const Matrix m = make_matrix(c.type, c.rows, c.cols, 23 + c.rows + c.cols);
+    auto rec = launcher(K);
+    const bool bytes = K.gemv_x_for(c.type, c.cols) == Kernels::GemvX::bytes;
+    for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), acc, bytes);
+}
+
 TEST_P(GemvFused, NormEpilogueOverBytes) {
     VK_TEST_DEVICE();
     check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);

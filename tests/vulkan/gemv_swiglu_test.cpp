@@ -107,6 +107,11 @@ TEST(GemvSwiglu, MatchesReferenceEveryFormat) {
             test::Scoped groups(K.gemv_groups, 2);  // the byte path in row groups
             run_pair(dev, K, c, Kernels::GemvX::bytes);
             if (HasFatalFailure()) return;
+            test::Scoped grid(K.gemv_grid, 2);  // workgroups taking several row blocks
+            for (Kernels::GemvX xp : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
+                run_pair(dev, K, c, xp);
+                if (HasFatalFailure()) return;
+            }
         }
     }
 }

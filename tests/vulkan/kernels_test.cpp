@@ -153,6 +153,20 @@ TEST_P(GemvXPaths, BytesInRowGroupsMatchRoundedReference) {
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
+// A grid of fewer workgroups than row blocks (Kernels::gemv_grid): each workgroup takes every
+// grid-th block over the x it read once, ending with a short block where the rows run out.
+TEST_P(GemvXPaths, GlobalOverASmallGridMatchesReference) {
+    VK_TEST_DEVICE();
+    test::Scoped grid(K.gemv_grid, 2);
+    check_gemv_path(K, dev, GetParam(), Kernels::GemvX::global);
+}
+TEST_P(GemvXPaths, BytesInRowGroupsOverASmallGridMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped grid(K.gemv_grid, 3);
+    check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+}
+
 // A NaN or an infinity in x makes every row NaN or infinite on either path (the byte path
 // cannot round them, so it must not hide them behind a finite scale).
 TEST(GemvXPaths, NonFiniteXReachesEveryRow) {

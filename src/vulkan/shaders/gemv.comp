@@ -35,6 +35,10 @@
 //    those reads go to the few L2 lines that hold x, from every workgroup at once; on an H200
 //    that traffic, not the weights, bounded the decode GEMVs. A workgroup of GROUPS row groups
 //    rounds x once for GROUPS · ROWS rows, cutting it by GROUPS (9B decode 183 -> 217 t/s at 4).
+//  - Row blocks (GROUPS · ROWS rows each) may outnumber the workgroups of the grid: each
+//    workgroup then takes blocks wg, wg + grid, ... over the x it rounded once, so on a grid of
+//    a few workgroups a multiprocessor (the launcher's choice) the rounding of x and the
+//    workgroup's launch are paid once per workgroup rather than once per block.
 //  - F32 / F16 rows are cut into 32-element units, read as uvec4s when the rows start aligned;
 //    a short last unit and rows of odd byte length go through unit_values(), tail guarded.
 //
@@ -500,7 +504,8 @@ void norm_epilogue() {
     barrier();
     if (tid == 0u) {
         // Workgroups of the grid's overshoot left at the top without counting.
-        uint groups = (p.nrows + ROWS * GROUPS - 1u) / (ROWS * GROUPS);
+        uint groups = min((p.nrows + ROWS * GROUPS - 1u) / (ROWS * GROUPS),
+                          gl_NumWorkGroups.x * gl_NumWorkGroups.y);
         last_group = atomicAdd(counter[p.counter_idx], 1u) == groups - 1u ? 1u : 0u;
     }
     barrier();
@@ -541,7 +546,11 @@ void norm_epilogue() {
 void main() {
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
-    if (wg * GROUPS * ROWS >= p.nrows) return;  // the grid's overshoot: the whole workgroup leaves
+    // Row blocks of GROUPS · ROWS rows. A grid with fewer workgroups than blocks has each
+    // workgroup take blocks wg, wg + grid, ... over the x it read once (see the top).
+    uint blocks = (p.nrows + GROUPS * ROWS - 1u) / (GROUPS * ROWS);
+    uint grid = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    if (wg >= blocks) return;  // the grid's overshoot: the whole workgroup leaves
     // This thread's row group and its place in it; a group past the last row computes clamped
     // rows and stores nothing (its threads still meet the workgroup's barriers).
 #if defined(SUBGROUP)
@@ -550,134 +559,140 @@ void main() {
     uint lane = tid;
 #endif
     uint grp = lane / GW, lt = lane % GW;
-    uint row0 = (wg * GROUPS + grp) * ROWS;
-
-    // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
-    uint rb[NR];
-    float acc[NR];
-    [[unroll]] for (uint r = 0; r < NR; ++r) {
-        rb[r] = min(row0 + r % ROWS, p.nrows - 1u) * p.row_bytes;
-#if defined(SWIGLU_PAIR)
-        rb[r] += r < ROWS ? p.g_off : p.u_off;
+#if defined(X_INT8)
+    quantize_x();
 #endif
-        acc[r] = 0.0;
-    }
+    for (uint blk = wg; blk < blocks; blk += grid) {
+        // The previous block's row sums are read out of the partials before they are rewritten.
+        if (blk != wg) barrier();
+        uint row0 = (blk * GROUPS + grp) * ROWS;
+
+        // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
+        uint rb[NR];
+        float acc[NR];
+        [[unroll]] for (uint r = 0; r < NR; ++r) {
+            rb[r] = min(row0 + r % ROWS, p.nrows - 1u) * p.row_bytes;
+#if defined(SWIGLU_PAIR)
+            rb[r] += r < ROWS ? p.g_off : p.u_off;
+#endif
+            acc[r] = 0.0;
+        }
 
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
-    uint units = (p.ncols + 31u) / 32u;
-    // Whole units of rows that start aligned are read as 16-byte vectors; a short last unit and
-    // rows of odd byte lengths go through unit_values().
-    bool vec_rows = (p.row_bytes & (W16 != 0u ? 15u : 3u)) == 0u;
-    uint whole = vec_rows ? p.ncols / 32u : 0u;
-    for (uint u = lt; u < units; u += GW) {
-        if (u < whole) {
-            vec4 xv[8];
-            [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(u * 32u + 4u * i);
-            [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += unit_dot(rb[r], u, xv);
-            continue;
+        uint units = (p.ncols + 31u) / 32u;
+        // Whole units of rows that start aligned are read as 16-byte vectors; a short last unit and
+        // rows of odd byte lengths go through unit_values().
+        bool vec_rows = (p.row_bytes & (W16 != 0u ? 15u : 3u)) == 0u;
+        uint whole = vec_rows ? p.ncols / 32u : 0u;
+        for (uint u = lt; u < units; u += GW) {
+            if (u < whole) {
+                vec4 xv[8];
+                [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(u * 32u + 4u * i);
+                [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += unit_dot(rb[r], u, xv);
+                continue;
+            }
+            float xv[32];
+            [[unroll]] for (uint e = 0; e < 32u; ++e) {
+                uint c = u * 32u + e;
+                xv[e] = c < p.ncols ? xload1(c) : 0.0;
+            }
+            [[unroll]] for (uint r = 0; r < NR; ++r) {
+                vec4 v[8];
+                unit_values(rb[r], u, p.ncols, v);
+                float s = 0.0;
+                // Values past ncols are clamped reads of the row; x is 0 there, but a non-finite
+                // weight times 0 would still poison the sum, so they are skipped.
+                [[unroll]] for (uint e = 0; e < 32u; ++e)
+                    s += u * 32u + e < p.ncols ? v[e >> 2][e & 3u] * xv[e] : 0.0;
+                acc[r] += s;
+            }
         }
-        float xv[32];
-        [[unroll]] for (uint e = 0; e < 32u; ++e) {
-            uint c = u * 32u + e;
-            xv[e] = c < p.ncols ? xload1(c) : 0.0;
-        }
-        [[unroll]] for (uint r = 0; r < NR; ++r) {
-            vec4 v[8];
-            unit_values(rb[r], u, p.ncols, v);
-            float s = 0.0;
-            // Values past ncols are clamped reads of the row; x is 0 there, but a non-finite
-            // weight times 0 would still poison the sum, so they are skipped.
-            [[unroll]] for (uint e = 0; e < 32u; ++e)
-                s += u * 32u + e < p.ncols ? v[e >> 2][e & 3u] * xv[e] : 0.0;
-            acc[r] += s;
-        }
-    }
 #elif defined(X_INT8)
-    quantize_x();
-    uint slices = (p.ncols / BLOCK) * TPB;
-    for (uint s = lt; s < slices; s += GW) {
-        uint blk = s / TPB, part = s % TPB;
-        XSlice xs = x_slice(blk, part);
+        uint slices = (p.ncols / BLOCK) * TPB;
+        for (uint s = lt; s < slices; s += GW) {
+            uint blk = s / TPB, part = s % TPB;
+            XSlice xs = x_slice(blk, part);
 #if defined(WTYPE_Q4_K)
-        if ((ABLATE & 2u) != 0u) {
-            [[unroll]] for (uint r = 0; r < NR; ++r) {
-                uint b = rb[r] + blk * 144u;
-                uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
-                acc[r] += float(dot4(hd.x ^ q.x ^ q.y ^ q.z ^ q.w, xs.a.x));
+            if ((ABLATE & 2u) != 0u) {
+                [[unroll]] for (uint r = 0; r < NR; ++r) {
+                    uint b = rb[r] + blk * 144u;
+                    uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
+                    acc[r] += float(dot4(hd.x ^ q.x ^ q.y ^ q.z ^ q.w, xs.a.x));
+                }
+                continue;
             }
-            continue;
-        }
 #endif
-        [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += slice_dot_i8(rb[r], blk, part, xs);
-    }
+            [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += slice_dot_i8(rb[r], blk, part, xs);
+        }
 #else
-    uint slices = (p.ncols / BLOCK) * TPB;
-    for (uint s = lt; s < slices; s += GW) {
-        uint blk = s / TPB, part = s % TPB;
-        vec4 xv[8];
-        [[unroll]] for (uint i = 0; i < 8u; ++i)
-            xv[i] = (ABLATE & 1u) != 0u ? vec4(1.0) : xload4(slice_x(blk, part, i));
-        // Sums of x over the two 16-element runs (the Q4_K / Q5_K mins).
-        vec2 xs = vec2(dot(xv[0] + xv[1] + xv[2] + xv[3], vec4(1.0)),
-                       dot(xv[4] + xv[5] + xv[6] + xv[7], vec4(1.0)));
+        uint slices = (p.ncols / BLOCK) * TPB;
+        for (uint s = lt; s < slices; s += GW) {
+            uint blk = s / TPB, part = s % TPB;
+            vec4 xv[8];
+            [[unroll]] for (uint i = 0; i < 8u; ++i)
+                xv[i] = (ABLATE & 1u) != 0u ? vec4(1.0) : xload4(slice_x(blk, part, i));
+            // Sums of x over the two 16-element runs (the Q4_K / Q5_K mins).
+            vec2 xs = vec2(dot(xv[0] + xv[1] + xv[2] + xv[3], vec4(1.0)),
+                           dot(xv[4] + xv[5] + xv[6] + xv[7], vec4(1.0)));
 #if defined(WTYPE_Q4_K)
-        if ((ABLATE & 2u) != 0u) {
-            [[unroll]] for (uint r = 0; r < NR; ++r) {
-                uint b = rb[r] + blk * 144u;
-                uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
-                acc[r] += uintBitsToFloat(((hd.x ^ q.x ^ q.y ^ q.z ^ q.w) & 0x3fffffffu) | 0x3f000000u) *
-                          xv[0].x;
+            if ((ABLATE & 2u) != 0u) {
+                [[unroll]] for (uint r = 0; r < NR; ++r) {
+                    uint b = rb[r] + blk * 144u;
+                    uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
+                    uint folded = (hd.x ^ q.x ^ q.y ^ q.z ^ q.w) & 0x3fffffffu;
+                    acc[r] += uintBitsToFloat(folded | 0x3f000000u) * xv[0].x;
+                }
+                continue;
             }
-            continue;
-        }
 #endif
-        [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += slice_dot(rb[r], blk, part, xv, xs);
-    }
+            [[unroll]] for (uint r = 0; r < NR; ++r) acc[r] += slice_dot(rb[r], blk, part, xv, xs);
+        }
 #endif
 
-    // Thread r < ROWS of each group writes the group's row r.
+        // Thread r < ROWS of each group writes the group's row r.
 #if defined(SUBGROUP)
-    [[unroll]] for (uint r = 0; r < NR; ++r) {
-        float v = subgroupAdd(acc[r]);
-        if (subgroupElect()) partial[r][gl_SubgroupID] = v;
-    }
-    barrier();
-    if (lt < ROWS) {
-        uint spg = gl_NumSubgroups / GROUPS, sg0 = grp * spg;  // the group's subgroups
-        float v = 0.0;
-        for (uint i = 0; i < spg; ++i) v += partial[lt][sg0 + i];
-#if defined(SWIGLU_PAIR)
-        float u = 0.0;
-        for (uint i = 0; i < spg; ++i) u += partial[ROWS + lt][sg0 + i];
-        v = v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
-#endif
-        uint row = row0 + lt;
-        if (row < p.nrows) {
-            if (p.mode == 1u) v += y[p.y_off + row];
-            y[p.y_off + row] = v;
-        }
-    }
-#else
-    [[unroll]] for (uint r = 0; r < NR; ++r) partial[r][tid] = acc[r];
-    barrier();
-    for (uint s = GW / 2u; s > 0u; s >>= 1) {
-        if (lt < s) {
-            for (uint r = 0; r < NR; ++r) partial[r][tid] += partial[r][tid + s];
+        [[unroll]] for (uint r = 0; r < NR; ++r) {
+            float v = subgroupAdd(acc[r]);
+            if (subgroupElect()) partial[r][gl_SubgroupID] = v;
         }
         barrier();
-    }
-    if (lt < ROWS) {
-        uint row = row0 + lt, g0 = grp * GW;
-        if (row < p.nrows) {
-            float v = partial[lt][g0];
+        if (lt < ROWS) {
+            uint spg = gl_NumSubgroups / GROUPS, sg0 = grp * spg;  // the group's subgroups
+            float v = 0.0;
+            for (uint i = 0; i < spg; ++i) v += partial[lt][sg0 + i];
 #if defined(SWIGLU_PAIR)
-            v = v / (1.0 + exp(-v)) * partial[ROWS + lt][g0];  // swiglu.comp's formula
+            float u = 0.0;
+            for (uint i = 0; i < spg; ++i) u += partial[ROWS + lt][sg0 + i];
+            v = v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
 #endif
-            if (p.mode == 1u) v += y[p.y_off + row];
-            y[p.y_off + row] = v;
+            uint row = row0 + lt;
+            if (row < p.nrows) {
+                if (p.mode == 1u) v += y[p.y_off + row];
+                y[p.y_off + row] = v;
+            }
         }
-    }
+#else
+        [[unroll]] for (uint r = 0; r < NR; ++r) partial[r][tid] = acc[r];
+        barrier();
+        for (uint s = GW / 2u; s > 0u; s >>= 1) {
+            if (lt < s) {
+                for (uint r = 0; r < NR; ++r) partial[r][tid] += partial[r][tid + s];
+            }
+            barrier();
+        }
+        if (lt < ROWS) {
+            uint row = row0 + lt, g0 = grp * GW;
+            if (row < p.nrows) {
+                float v = partial[lt][g0];
+#if defined(SWIGLU_PAIR)
+                v = v / (1.0 + exp(-v)) * partial[ROWS + lt][g0];  // swiglu.comp's formula
 #endif
+                if (p.mode == 1u) v += y[p.y_off + row];
+                y[p.y_off + row] = v;
+            }
+        }
+#endif
+    }  // row blocks
 #if defined(NORM_EPILOGUE)
     norm_epilogue();
 #endif
