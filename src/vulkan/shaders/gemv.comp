@@ -496,6 +496,22 @@ float group_sum(float v) {
 #endif
 }
 
+// Values base, base + WG, ... (NORM_BATCH of them) of y and of the norm weights; 0 past the rows.
+void load_norm_batch(uint base, out float v[NORM_BATCH], out float w[NORM_BATCH]) {
+    [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) {
+        uint i = base + k * WG;
+        v[k] = i < p.nrows ? y[p.y_off + i] : 0.0;
+        w[k] = i < p.nrows ? norm_w[i] : 0.0;
+    }
+}
+
+void store_norm_batch(uint base, float v[NORM_BATCH], float w[NORM_BATCH], float scale) {
+    [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) {
+        uint i = base + k * WG;
+        if (i < p.nrows) y[p.xn_off + i] = v[k] * scale * w[k];
+    }
+}
+
 // Called by every thread of a workgroup that stored its rows (see the top).
 void norm_epilogue() {
     uint tid = gl_LocalInvocationID.x;
@@ -513,29 +529,24 @@ void norm_epilogue() {
     // Acquire: every other group's rows were released before its increment, which came before
     // ours; reads of the coherent y after this fence see them.
     memoryBarrierBuffer();
-    // One workgroup reads all of y (4096 floats for a 9B: 32 a thread), so the loads go out in
-    // batches of NORM_BATCH independent ones, a memory latency a batch instead of one a value.
+    // One workgroup reads all of y, so the loads go out in batches of NORM_BATCH independent
+    // ones, a memory latency a batch instead of one a value. Where y fits one batch a thread
+    // (4096 values over 512 threads for a 9B), the batch loaded for the sum of squares, weights
+    // included, is the one scaled and stored: one memory latency in all.
+    float v[NORM_BATCH], w[NORM_BATCH];
     float ss = 0.0;
     for (uint base = tid; base < p.nrows; base += NORM_BATCH * WG) {
-        float v[NORM_BATCH];
-        [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) {
-            uint i = base + k * WG;
-            v[k] = i < p.nrows ? y[p.y_off + i] : 0.0;
-        }
+        load_norm_batch(base, v, w);
         [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) ss += v[k] * v[k];
     }
     // rms_norm.comp's formula: y / sqrt(mean(y²) + eps) · w.
     float scale = inversesqrt(group_sum(ss) / float(p.nrows) + p.eps);
-    for (uint base = tid; base < p.nrows; base += NORM_BATCH * WG) {
-        float v[NORM_BATCH], w[NORM_BATCH];
-        [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) {
-            uint i = base + k * WG;
-            v[k] = i < p.nrows ? y[p.y_off + i] : 0.0;
-            w[k] = i < p.nrows ? norm_w[i] : 0.0;
-        }
-        [[unroll]] for (uint k = 0; k < NORM_BATCH; ++k) {
-            uint i = base + k * WG;
-            if (i < p.nrows) y[p.xn_off + i] = v[k] * scale * w[k];
+    if (p.nrows <= NORM_BATCH * WG) {
+        store_norm_batch(tid, v, w, scale);
+    } else {
+        for (uint base = tid; base < p.nrows; base += NORM_BATCH * WG) {
+            load_norm_batch(base, v, w);
+            store_norm_batch(base, v, w, scale);
         }
     }
     // The next dispatch that counts on this word comes after a pipeline barrier.
