@@ -244,12 +244,14 @@ static const char* gemv_x_suffix(Kernels::GemvX x) {
 }
 
 // Rows a row group of the launcher's shape (see gemv_record): the byte path rounds x once a
-// workgroup, so its workgroups take more rows; over rows of 8192+ values (the FFN down
-// projections) half as many, which doubles their workgroups (H200 tg128, 9B 233.3 -> 237.7 t/s,
-// Qwen3-8B 227.9 -> 230.9).
-static uint32_t gemv_rows(Kernels::GemvX x, uint32_t cols) {
+// workgroup, so its workgroups take 8 rows a group over matrices of many rows (the FFN pair, the
+// head); over 4096 rows or fewer, or rows of 8192+ values (out and down projections: 128
+// workgroups of 8 rows a group for 132 multiprocessors), 4, which doubles their workgroups.
+// H200 tg128, two rounds: rows of 8192+, 9B 233.3 -> 237.7 t/s, Qwen3-8B 227.9 -> 230.9; then
+// 4096 rows or fewer, 9B 231.1 -> 242.9, Qwen3-8B 221.2 -> 230.9.
+static uint32_t gemv_rows(Kernels::GemvX x, uint32_t rows, uint32_t cols) {
     if (x != Kernels::GemvX::bytes) return 4;
-    return cols >= 8192 ? 4 : 8;
+    return rows <= 4096 || cols >= 8192 ? 4 : 8;
 }
 
 Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
@@ -265,7 +267,7 @@ Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
         if (f.integer_dot_fast && cols >= 4096) x = GemvX::bytes;
     }
     if (x == GemvX::bytes && !f.integer_dot) return GemvX::global;
-    if (gemv_shared_bytes(x, cols, 128, gemv_rows(x, cols)) > f.max_shared_memory)
+    if (gemv_shared_bytes(x, cols, 128, gemv_rows(x, UINT32_MAX, cols)) > f.max_shared_memory)
         return GemvX::global;
     if (x != GemvX::global && find_module(std::string(gemv_module(t)) + gemv_x_suffix(x)).empty())
         return GemvX::global;
@@ -308,7 +310,7 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     GemvX xp = gemv_x_for(t, cols);
     // A pair takes half the rows of each matrix, so a workgroup accumulates as many rows as an
     // unpaired one and the pair's grid has as many workgroups as the two GEMVs together.
-    uint32_t kRows = pair ? gemv_rows(xp, cols) / 2 : gemv_rows(xp, cols);
+    uint32_t kRows = pair ? gemv_rows(xp, rows, cols) / 2 : gemv_rows(xp, rows, cols);
     uint32_t slices = gemv_slices(t, cols), want = 32;
     while (want < slices && want < 128) want *= 2;
     uint32_t wg = wg_size(want);
