@@ -512,18 +512,14 @@ void store_norm_batch(uint base, float v[NORM_BATCH], float w[NORM_BATCH], float
     }
 }
 
-// Called by every thread of a workgroup that stored its rows (see the top).
-void norm_epilogue() {
+// Called by every thread of a workgroup that stored its rows (see the top); `groups` workgroups
+// count themselves (those of the grid's overshoot left at the top without counting).
+void norm_epilogue(uint groups) {
     uint tid = gl_LocalInvocationID.x;
     // Release: the rows this group's threads stored reach device scope before it counts itself.
     memoryBarrierBuffer();
     barrier();
-    if (tid == 0u) {
-        // Workgroups of the grid's overshoot left at the top without counting.
-        uint groups = min((p.nrows + ROWS * GROUPS - 1u) / (ROWS * GROUPS),
-                          gl_NumWorkGroups.x * gl_NumWorkGroups.y);
-        last_group = atomicAdd(counter[p.counter_idx], 1u) == groups - 1u ? 1u : 0u;
-    }
+    if (tid == 0u) last_group = atomicAdd(counter[p.counter_idx], 1u) == groups - 1u ? 1u : 0u;
     barrier();
     if (last_group == 0u) return;
     // Acquire: every other group's rows were released before its increment, which came before
@@ -705,6 +701,6 @@ void main() {
 #endif
     }  // row blocks
 #if defined(NORM_EPILOGUE)
-    norm_epilogue();
+    norm_epilogue(min(blocks, grid));
 #endif
 }
