@@ -207,17 +207,20 @@ uint32_t x_offset(const FusedCase& c) {
     return c.rows % 2 ? 5u : 8u;
 }
 
+// Accumulating, as the token command does, and writing (h poisoned before); over x rounded to
+// bytes where the launcher picks that on this device.
+void check_launcher_path(Kernels& K, Device& dev, const FusedCase& c, uint32_t seed) {
+    const Matrix m = make_matrix(c.type, c.rows, c.cols, seed + c.rows + c.cols);
+    auto rec = launcher(K);
+    const bool bytes = K.gemv_x_for(c.type, c.cols) == Kernels::GemvX::bytes;
+    for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), acc, bytes);
+}
+
 class GemvFused : public ::testing::TestWithParam<FusedCase> {};
 
 TEST_P(GemvFused, NormEpilogueMatchesReference) {
     VK_TEST_DEVICE();
-    const FusedCase c = GetParam();
-    const Matrix m = make_matrix(c.type, c.rows, c.cols, 11 + c.rows + c.cols);
-    auto rec = launcher(K);
-    // Accumulating, as the token command does, and writing (h poisoned before); over x rounded
-    // to bytes where the launcher picks that on this device.
-    const bool bytes = K.gemv_x_for(c.type, c.cols) == Kernels::GemvX::bytes;
-    for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), acc, bytes);
+    check_launcher_path(K, dev, GetParam(), 11);
 }
 
 // The same over x rounded to bytes (Kernels::gemv_x), where the device and the build have it.
@@ -242,11 +245,7 @@ TEST_P(GemvFused, NormEpilogueOverASmallGrid) {
     VK_TEST_DEVICE();
     test::Scoped groups(K.gemv_groups, 4);
     test::Scoped grid(K.gemv_grid, 3);
-    const FusedCase c = GetParam();
-    const Matrix m = make_matrix(c.type, c.rows, c.cols, 23 + c.rows + c.cols);
-    auto rec = launcher(K);
-    const bool bytes = K.gemv_x_for(c.type, c.cols) == Kernels::GemvX::bytes;
-    for (bool acc : {true, false}) check_fused(dev, rec, m, x_offset(c), acc, bytes);
+    check_launcher_path(K, dev, GetParam(), 23);
 }
 
 TEST_P(GemvFused, NormEpilogueOverBytes) {
