@@ -12,6 +12,7 @@
 
 #include <fmt/ranges.h>
 
+#include "core/align.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
 
@@ -151,10 +152,6 @@ class Encoder {
              value_type_name(v.type));
     }
 };
-
-uint64_t align_up(uint64_t x, uint64_t a) {
-    return (x + a - 1) / a * a;
-}
 
 }  // namespace
 

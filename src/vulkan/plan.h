@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/align.h"
 #include "model/model.h"
 #include "vulkan/decline.h"
 #include "vulkan/device.h"
@@ -47,10 +48,6 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows);
 // Alignment of every buffer part a kernel binds: at least every minStorageBufferOffsetAlignment
 // seen.
 constexpr uint64_t kBindAlign = 256;
-// x rounded up to a multiple of a.
-constexpr uint64_t align_up(uint64_t x, uint64_t a) {
-    return (x + a - 1) / a * a;
-}
 
 // Where one weight matrix lives: slab index and byte offset (aligned for a storage binding).
 struct Placement {
