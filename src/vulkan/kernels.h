@@ -203,7 +203,8 @@ class Kernels {
         uint32_t q_row, kv_row, o_row, gate_row;
     };
     // With variant nv_coopmat2 the attention runs on tensor cores where attention_cm2() allows
-    // (shaders/attn_window_cm2.comp), else on the tiles below.
+    // (shaders/attn_window_cm2.comp), with khr_coopmat on the matrix units where attention_khr()
+    // allows (shaders/attn_window_cm.comp), else on the tiles below.
     void attention_rows(CommandList& cl, const AttentionRows& a, View act, View params,
                         View k_cache, View v_cache, View tok, uint32_t n,
                         Variant v = Variant::scalar);
@@ -221,6 +222,20 @@ class Kernels {
     static bool attention_cm2_aligned(const Attention& a, uint64_t act_offset);
     // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
     AttentionCm2 attention_cm2_tile;
+    // The KHR cooperative-matrix attention tile: a workgroup of `threads` takes query_vectors =
+    // rows · heads (query heads of one key/value head) and stages the cache `keys` rows a tile;
+    // its products run in subgroup-scope `shape` matrices (one the device lists for F16 × F16 ->
+    // F32), each subgroup keeping at most `blocks` accumulators of the output; the epilogue
+    // stages out_cols columns of the output a pass; shared_bytes as declared in the shader.
+    // nullopt where the variant, the device, the head size or its shared memory rule it out.
+    struct AttentionKhr {
+        CoopmatShape shape;
+        uint32_t threads = 0, query_vectors = 0, keys = 0, heads = 0, rows = 0, blocks = 0,
+                 out_cols = 0, shared_bytes = 0;
+    };
+    static std::optional<AttentionKhr> attention_khr(const Features& f, Variant v,
+                                                     uint32_t head_dim, uint32_t n_head,
+                                                     uint32_t n_kv);
     // The tile shape attention_rows() uses on this device (shaders/attn_window.comp): a
     // workgroup of `threads` takes `rows` query rows × `heads` query heads of one key/value
     // head (query_vectors = rows · heads) and stages the cache `keys` rows a tile, in

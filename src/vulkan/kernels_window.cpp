@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "vulkan/kernels.h"
@@ -24,6 +26,19 @@ struct AttnWindowPush {
     uint32_t n_head, n_kv, n_rows, group, q_off, o_off, o_row, gate_off, gate_stride, gate_row;
     float scale;
 };
+
+// Shared memory of the KHR cooperative-matrix attention tile, as attn_window_cm.comp declares
+// it: rows of 16-byte units, each padded by one, of the queries and the key/value tile (F16),
+// the scores (F32) and weights (F16), the α block (F32, n columns), or the output staging of
+// out_cols columns (F32) where that is larger; then the softmax's partial maxima and sums.
+uint32_t khr_shared_bytes(uint32_t threads, uint32_t head_dim, uint32_t query_vectors,
+                          uint32_t keys, uint32_t n, uint32_t out_cols) {
+    const uint32_t row = head_dim / 8 + 1;
+    const uint32_t tiles = query_vectors * row + keys * row + query_vectors * (keys / 4 + 1) +
+                           query_vectors * (keys / 8 + 1) + query_vectors * (n / 4);
+    const uint32_t stage = query_vectors * (out_cols / 4 + 1);
+    return 16 * std::max(tiles, stage) + 8 * threads;
+}
 
 }  // namespace
 
@@ -55,6 +70,73 @@ std::optional<Kernels::AttentionCm2> Kernels::attention_cm2(const Features& f, V
     return t;
 }
 
+std::optional<Kernels::AttentionKhr> Kernels::attention_khr(const Features& f, Variant v,
+                                                            uint32_t head_dim, uint32_t n_head,
+                                                            uint32_t n_kv) {
+    // Staged rows are whole 16-byte units of halves; past 256 the output blocks outgrow the
+    // registers (see the limit below).
+    if (v != Variant::khr_coopmat || !f.supports(v) || n_kv == 0 || n_head % n_kv != 0 ||
+        head_dim % 8 != 0 || head_dim > 256)
+        return std::nullopt;
+    // Up to 256 threads in whole subgroups of the largest size the device may run, so that the
+    // fewest subgroups the workgroup can have is known (the shader deals out its blocks by the
+    // subgroups it finds).
+    const uint32_t max_sg = std::max(f.max_subgroup_size, 1u);
+    const uint32_t min_sg = std::max(f.min_subgroup_size, 1u);
+    const uint32_t threads = std::min(256u, f.max_workgroup_invocations) / max_sg * max_sg;
+    if (threads == 0) return std::nullopt;
+    const uint32_t fewest = threads / max_sg;
+    // The shape the GEMM tiles use first, then the others in the device's order.
+    std::vector<CoopmatShape> shapes;
+    for (const CoopmatShape& s : f.khr_f16_shapes)
+        if (s.m == 16 && s.n == 16 && s.k == 16) shapes.push_back(s);
+    for (const CoopmatShape& s : f.khr_f16_shapes)
+        if (!(s.m == 16 && s.n == 16 && s.k == 16)) shapes.push_back(s);
+    const uint32_t group = n_head / n_kv;
+    for (const CoopmatShape& s : shapes) {
+        // Blocks start at whole 16-byte units of the staged rows.
+        if (s.m == 0 || s.n % 8 != 0 || s.k % 8 != 0 || head_dim % s.n != 0 || head_dim % s.k != 0)
+            continue;
+        // More query vectors first (each cache byte read serves them all), then longer key
+        // tiles (fewer barriers a key); not measured on a KHR device yet.
+        static constexpr std::pair<uint32_t, uint32_t> kTiles[] = {{64, 64}, {64, 32}, {32, 64},
+                                                                   {32, 32}, {64, 16}, {32, 16},
+                                                                   {16, 64}, {16, 32}, {16, 16}};
+        for (auto [qv, keys] : kTiles) {
+            if (qv % s.m != 0 || threads % qv != 0 || keys % s.n != 0 || keys % s.k != 0) continue;
+            const uint32_t blocks = ((qv / s.m) * (head_dim / s.n) + fewest - 1) / fewest;
+            // The output's accumulators a lane, where subgroups are smallest: at most 128
+            // floats, so that they stay in registers.
+            if ((uint64_t)blocks * s.m * s.n > 128ull * min_sg) continue;
+            // The widest output pass whose staging fits in the space of the tiles.
+            const uint32_t least = khr_shared_bytes(threads, head_dim, qv, keys, s.n, s.n);
+            uint32_t out_cols = head_dim;
+            while (out_cols % 2 == 0 && (out_cols / 2) % s.n == 0 &&
+                   khr_shared_bytes(threads, head_dim, qv, keys, s.n, out_cols) > least)
+                out_cols /= 2;
+            const uint32_t bytes = khr_shared_bytes(threads, head_dim, qv, keys, s.n, out_cols);
+            if (bytes > f.max_shared_memory) continue;
+            AttentionKhr t;
+            t.shape = s;
+            t.threads = threads;
+            t.query_vectors = qv;
+            t.keys = keys;
+            t.blocks = blocks;
+            t.out_cols = out_cols;
+            t.shared_bytes = bytes;
+            t.heads = 1;
+            for (uint32_t d = std::min(group, qv); d > 1; --d)
+                if (group % d == 0 && qv % d == 0) {
+                    t.heads = d;
+                    break;
+                }
+            t.rows = qv / t.heads;
+            return t;
+        }
+    }
+    return std::nullopt;
+}
+
 void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, View params,
                              View k_cache, View v_cache, View tok, uint32_t n, Variant v) {
     const Attention& a = r.a;
@@ -69,13 +151,15 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     cl.barrier();
     cl.mark("attn prep");
     // The tensor-core kernel where attention_cm2() allows it and the tensor loads and stores
-    // find 16-byte aligned bases; the tiles otherwise. Both take the same push constants and a
-    // grid of (head groups, row blocks).
+    // find 16-byte aligned bases; the KHR cooperative-matrix kernel where attention_khr() allows
+    // it and the caches start at 16-byte units (it reads them so); the tiles otherwise. All take
+    // the same push constants and a grid of (head groups, row blocks).
     auto cm2 = attention_cm2(dev_.features(), v, a.head_dim, a.n_head, a.n_kv);
+    auto khr = attention_khr(dev_.features(), v, a.head_dim, a.n_head, a.n_kv);
+    const bool caches_aligned = k_cache.offset % 16 == 0 && v_cache.offset % 16 == 0;
     const Kernel* att = nullptr;
     uint32_t heads = 0, rows = 0;
-    if (cm2 && attention_cm2_aligned(a, act.offset) && k_cache.offset % 16 == 0 &&
-        v_cache.offset % 16 == 0) {
+    if (cm2 && attention_cm2_aligned(a, act.offset) && caches_aligned) {
         AttentionCm2 t = *cm2;
         if (attention_cm2_tile.query_vectors) {
             t.keys = attention_cm2_tile.keys;
@@ -84,6 +168,13 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
         }
         att = &pipes_.get("attn_window_cm2@nv_coopmat2", 4, sizeof(AttnWindowPush),
                           {256, a.head_dim, t.query_vectors, t.keys});
+        heads = t.heads;
+        rows = t.rows;
+    } else if (khr && caches_aligned) {
+        const AttentionKhr& t = *khr;
+        att = &pipes_.get("attn_window_cm@khr_coopmat", 4, sizeof(AttnWindowPush),
+                          {t.threads, a.head_dim, t.query_vectors, t.keys, t.shape.m, t.shape.n,
+                           t.shape.k, t.blocks, t.out_cols});
         heads = t.heads;
         rows = t.rows;
     } else {
