@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/half.h"
 #include "vk_test.h"
@@ -145,8 +147,16 @@ struct Window {
 };
 
 // Scores from queries in shared memory, summed over subgroup lanes (where the device can), or
-// both products on NV cooperative matrix 2 (where the device has it).
-enum class Path { plain, shuffle, cm2 };
+// both products on NV cooperative matrix 2 or on KHR cooperative matrices (where the device has
+// them).
+enum class Path { plain, shuffle, cm2, khr };
+
+// The variant attention_rows() is called with on each path.
+Variant path_variant(Path path) {
+    return path == Path::cm2   ? Variant::nv_coopmat2
+           : path == Path::khr ? Variant::khr_coopmat
+                               : Variant::scalar;
+}
 
 class WindowAttention : public ::testing::TestWithParam<std::tuple<WindowCase, Path>> {};
 
@@ -156,11 +166,17 @@ TEST_P(WindowAttention, MatchesDoubleReference) {
     const bool shuffles = path == Path::shuffle;
     test::Scoped shuffle_scope(K.attention_shuffles, shuffles);
     uint32_t rows_a_group = 0;
-    Variant v = Variant::scalar;
+    const Variant v = path_variant(path);
     if (path == Path::cm2) {
-        v = Variant::nv_coopmat2;
         auto t = Kernels::attention_cm2(dev.features(), v, c.head_dim, c.n_head, c.n_kv);
         if (!t) GTEST_SKIP() << "no NV cooperative matrix 2 attention for this head size here";
+        rows_a_group = t->rows;
+    } else if (path == Path::khr) {
+        auto t = Kernels::attention_khr(dev.features(), v, c.head_dim, c.n_head, c.n_kv);
+        if (!t)
+            GTEST_SKIP() << "no KHR cooperative-matrix attention for this head size here (the "
+                            "device lacks KHR cooperative matrices, an F16 shape dividing it or "
+                            "the shared memory)";
         rows_a_group = t->rows;
     } else {
         rows_a_group =
@@ -173,7 +189,7 @@ TEST_P(WindowAttention, MatchesDoubleReference) {
     auto out = test::from_device<float>(dev, w.act, w.n_act);
     for (uint32_t r = 0; r < n; ++r) {
         for (uint32_t h = 0; h < c.n_head; ++h) {
-            w.check(out, r, h, path == Path::cm2);
+            w.check(out, r, h, path == Path::cm2 || path == Path::khr);
             if (HasFatalFailure()) return;
         }
         for (uint32_t i = c.n_head * c.head_dim; i < w.o_row; ++i)
@@ -196,7 +212,7 @@ INSTANTIATE_TEST_SUITE_P(
                           WindowCase{256, 2, 2, 19, 5, 2, false},    //
                           WindowCase{96, 6, 2, 7, 2, 1, true},       // an odd multiple of 32
                           WindowCase{256, 4, 1, 300, 0, 1, false}),  // one row, many key tiles
-        ::testing::Values(Path::plain, Path::shuffle, Path::cm2)),
+        ::testing::Values(Path::plain, Path::shuffle, Path::cm2, Path::khr)),
     [](const auto& info) {
         const WindowCase& c = std::get<0>(info.param);
         const Path path = std::get<1>(info.param);
@@ -204,7 +220,8 @@ INSTANTIATE_TEST_SUITE_P(
                            c.start, c.row_tiles, c.extra_rows, c.gate ? "_gated" : "",
                            path == Path::plain     ? "_plain"
                            : path == Path::shuffle ? "_shuffle"
-                                                   : "_cm2");
+                           : path == Path::cm2     ? "_cm2"
+                                                   : "_khr");
     });
 
 // Every tile shape chosen fits the device and covers whole groups of query heads.
@@ -238,12 +255,85 @@ TEST(WindowAttentionTiles, FitTheDevice) {
     EXPECT_THROW(Kernels::attention_tiles(tiny, 256, 16, 4), Error);
 }
 
+// The KHR cooperative-matrix tile on devices described by their features (no such device is
+// needed): every tile chosen fits the shared memory, takes whole matrix blocks and whole groups
+// of query heads, and holds every output block for the fewest subgroups the workgroup can have;
+// the head sizes of the models get one on devices of 48 and 64 KiB, and what cannot run is
+// declined.
+TEST(WindowAttentionTiles, KhrFitsTheDevice) {
+    if (!variant_built(Variant::khr_coopmat))
+        GTEST_SKIP() << "this build has no KHR cooperative-matrix modules";
+    Features base;
+    base.storage_16bit = base.float16 = base.memory_model = base.khr_coopmat = true;
+    base.max_workgroup_invocations = 1024;
+    base.khr_f16_shapes = {{16, 16, 16}};
+    const Variant v = Variant::khr_coopmat;
+    struct Subgroups {
+        uint32_t min, max;
+    };
+    for (const std::vector<CoopmatShape>& shapes :
+         {std::vector<CoopmatShape>{{16, 16, 16}},
+          std::vector<CoopmatShape>{{16, 8, 16}, {16, 16, 16}},
+          std::vector<CoopmatShape>{{16, 16, 16}, {8, 16, 16}}})
+        for (uint32_t shared : {32u * 1024, 48u * 1024, 64u * 1024})
+            for (Subgroups sg : {Subgroups{32, 32}, Subgroups{32, 64}, Subgroups{8, 32},
+                                 Subgroups{16, 16}, Subgroups{64, 64}})
+                for (uint32_t hd : {64u, 96u, 128u, 256u})
+                    for (uint32_t grp : {1u, 2u, 3u, 4u, 8u}) {
+                        Features f = base;
+                        f.khr_f16_shapes = shapes;
+                        f.max_shared_memory = shared;
+                        f.min_subgroup_size = sg.min;
+                        f.max_subgroup_size = f.subgroup_size = sg.max;
+                        const auto t = Kernels::attention_khr(f, v, hd, 2 * grp, 2);
+                        const std::string what =
+                            fmt::format("head {} group {} shared {} subgroups {}..{}", hd, grp,
+                                        shared, sg.min, sg.max);
+                        if (shared >= 48 * 1024 && hd % 64 == 0) {
+                            ASSERT_TRUE(t.has_value()) << what;
+                        }
+                        if (!t) continue;
+                        EXPECT_LE(t->shared_bytes, f.max_shared_memory) << what;
+                        EXPECT_LE(t->threads, f.max_workgroup_invocations) << what;
+                        EXPECT_EQ(t->threads % sg.max, 0u) << what;
+                        EXPECT_EQ(t->threads % t->query_vectors, 0u) << what;
+                        EXPECT_EQ(t->query_vectors % t->shape.m, 0u) << what;
+                        EXPECT_EQ(t->keys % t->shape.n, 0u) << what;
+                        EXPECT_EQ(t->keys % t->shape.k, 0u) << what;
+                        EXPECT_EQ(hd % t->shape.n, 0u) << what;
+                        EXPECT_EQ(hd % t->shape.k, 0u) << what;
+                        EXPECT_EQ(t->shape.n % 8, 0u) << what;
+                        EXPECT_EQ(t->shape.k % 8, 0u) << what;
+                        EXPECT_EQ(hd % t->out_cols, 0u) << what;
+                        EXPECT_EQ(t->out_cols % t->shape.n, 0u) << what;
+                        const uint32_t blocks = t->query_vectors / t->shape.m * (hd / t->shape.n);
+                        EXPECT_GE(t->blocks * (t->threads / sg.max), blocks) << what;
+                        EXPECT_EQ(grp % t->heads, 0u) << what;
+                        EXPECT_EQ(t->rows * t->heads, t->query_vectors) << what;
+                    }
+    // Declines: another variant, no KHR cooperative matrices, a head size no shape divides, no
+    // room for the smallest tile.
+    Features f = base;
+    f.max_shared_memory = 48 * 1024;
+    f.min_subgroup_size = f.max_subgroup_size = f.subgroup_size = 32;
+    EXPECT_TRUE(Kernels::attention_khr(f, v, 128, 8, 2).has_value());
+    EXPECT_FALSE(Kernels::attention_khr(f, Variant::scalar, 128, 8, 2).has_value());
+    EXPECT_FALSE(Kernels::attention_khr(f, Variant::nv_coopmat2, 128, 8, 2).has_value());
+    EXPECT_FALSE(Kernels::attention_khr(f, v, 72, 8, 2).has_value());
+    Features none = f;
+    none.khr_coopmat = false;
+    EXPECT_FALSE(Kernels::attention_khr(none, v, 128, 8, 2).has_value());
+    Features tiny = f;
+    tiny.max_shared_memory = 4 * 1024;
+    EXPECT_FALSE(Kernels::attention_khr(tiny, v, 128, 8, 2).has_value());
+}
+
 // Speed report (DELTALLM_VK_SPEED=1; meant for a real GPU): the attention of Qwen3.5-9B (16 query
 // heads over 4 key/value heads of 256, gated) and of Qwen3-8B (32 over 8 of 128) for a window of
 // 512 rows at the start of a prompt and as the last window of 4096- and 8192-token prompts, on
-// every path the device has (tiles with and without shuffled scores, the tensor-core kernel at a
-// few tile sizes), with the cache bytes the tiles read against reading the whole history once
-// per query row and head. A few rows are still checked.
+// every path the device has (tiles with and without shuffled scores, the NV tensor-core kernel at
+// a few tile sizes, the KHR cooperative-matrix kernel), with the cache bytes the tiles read against
+// reading the whole history once per query row and head. A few rows are still checked.
 TEST(WindowAttentionSpeed, Report) {
     VK_SPEED_DEVICE();
     const Features& f = dev.features();
@@ -258,7 +348,8 @@ TEST(WindowAttentionSpeed, Report) {
         Path path;
         Kernels::AttentionCm2 tile;  // cm2 only; zero: the launcher's choice
     };
-    std::vector<Config> configs = {{Path::shuffle, {}}, {Path::plain, {}}, {Path::cm2, {}}};
+    std::vector<Config> configs = {
+        {Path::shuffle, {}}, {Path::plain, {}}, {Path::cm2, {}}, {Path::khr, {}}};
     if (!cpu)
         for (uint32_t qv : {64u, 128u})
             for (uint32_t keys : {32u, 64u}) configs.push_back({Path::cm2, {qv, keys, 0, 0}});
@@ -266,7 +357,7 @@ TEST(WindowAttentionSpeed, Report) {
          {Model{"qwen35 9B", 16, 4, 256, true}, Model{"qwen3 8B", 32, 8, 128, false}})
         for (const Config& cf : configs) {
             const bool shuffles = cf.path == Path::shuffle;
-            const Variant v = cf.path == Path::cm2 ? Variant::nv_coopmat2 : Variant::scalar;
+            const Variant v = path_variant(cf.path);
             uint32_t rows = 0, heads = 0;
             std::string what;
             if (cf.path == Path::cm2) {
@@ -281,6 +372,16 @@ TEST(WindowAttentionSpeed, Report) {
                 heads = t->heads;
                 what = fmt::format("tensor cores, {} rows x {} heads, {} keys a tile{}", t->rows,
                                    t->heads, t->keys, cf.tile.query_vectors ? "" : " (launcher)");
+            } else if (cf.path == Path::khr) {
+                const auto t = Kernels::attention_khr(f, v, m.hd, m.n_head, m.n_kv);
+                if (!t) continue;
+                rows = t->rows;
+                heads = t->heads;
+                what = fmt::format(
+                    "KHR cooperative matrices {}x{}x{}, {} rows x {} heads, {} keys a tile, {} "
+                    "threads, {} bytes, {} output blocks a subgroup at most",
+                    t->shape.m, t->shape.n, t->shape.k, t->rows, t->heads, t->keys, t->threads,
+                    t->shared_bytes, t->blocks);
             } else {
                 const auto t = Kernels::attention_tiles(f, m.hd, m.n_head, m.n_kv, shuffles);
                 if (shuffles && !t.shuffle_lanes) continue;
@@ -330,7 +431,7 @@ TEST(WindowAttentionSpeed, Report) {
                 auto out = test::from_device<float>(dev, w.act, w.n_act);
                 for (uint32_t r : {0u, n / 2, n - 1})
                     for (uint32_t h : {0u, 5u, m.n_head - 1}) {
-                        w.check(out, r, h, cf.path == Path::cm2);
+                        w.check(out, r, h, cf.path == Path::cm2 || cf.path == Path::khr);
                         if (HasFatalFailure()) break;
                     }
                 if (HasFatalFailure()) break;
