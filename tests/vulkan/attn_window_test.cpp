@@ -102,7 +102,7 @@ struct Window {
 
     // Row r, head h in double precision: softmax(q · K / sqrt(head_dim)) · V over cache rows
     // 0 .. start + r, times sigmoid(gate) when gated. half_q: q / sqrt(head_dim) rounded to F16
-    // first, as the tensor-core kernel feeds it to its products.
+    // first, as the cooperative-matrix kernels feed it to their products.
     std::vector<double> reference(uint32_t r, uint32_t h, bool half_q = false) const {
         const uint32_t pos = c.start + r;
         const float* q = &in[q_off + r * q_row + h * q_stride];
@@ -130,9 +130,9 @@ struct Window {
     }
 
     // Row r, head h of the device's output against reference(): every element finite and close.
-    // The tensor-core kernel (tensor_cores) multiplies F16 queries and F16 softmax weights: its
-    // reference rounds the queries the same way, and the weights' rounding (2^-11 relative)
-    // stays within 1e-3 of the output's scale.
+    // The cooperative-matrix kernels (tensor_cores: NV cooperative matrix 2 or KHR) multiply F16
+    // queries and F16 softmax weights: their reference rounds the queries the same way, and the
+    // weights' rounding (2^-11 relative) stays within 1e-3 of the output's scale.
     void check(const std::vector<float>& out, uint32_t r, uint32_t h,
                bool tensor_cores = false) const {
         const std::vector<double> want = reference(r, h, tensor_cores);
