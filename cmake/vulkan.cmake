@@ -199,7 +199,9 @@ dl_vk_shader(deltanet_ring deltanet_ring.comp)
 dl_vk_shader(deltanet_scan deltanet_scan.comp)
 dl_vk_shader(deltanet_scan_cl deltanet_scan.comp DEFINES SCAN_CLUSTERED=1)
 dl_vk_shader(deltanet_scan_sh deltanet_scan.comp DEFINES SCAN_SHUFFLE=1)
-# The chunked (WY) form of the same scan, for windows the device's shared memory can hold.
+# The chunked (WY) form of the same scan: every chunk's WY factors at once, then the walk over
+# the chunks with the state on chip.
+dl_vk_shader(deltanet_wy deltanet_wy.comp)
 dl_vk_shader(deltanet_chunk deltanet_chunk.comp)
 dl_vk_shader(gated_norm gated_norm.comp)
 dl_vk_shader(attn_prep_rows attn_prep_rows.comp)

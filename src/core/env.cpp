@@ -52,6 +52,8 @@ const std::vector<Var>& all() {
          "optionally x invocations a workgroup (128, 256 or 512; default 256)"},
         {"DELTALLM_VK_DN_COLUMNS", "int", "32",
          "value columns a workgroup of the Vulkan DeltaNet decode step takes (0: a whole head)"},
+        {"DELTALLM_VK_DN_SCAN", "string", "best",
+         "scan of the Vulkan prefill DeltaNet layers: best, chunked, shuffle, clustered or plain"},
         {"DELTALLM_VK_WINDOW", "int", "2048",
          "rows of a Vulkan prefill window (one command buffer each; 0: prefill token by token)"},
         {"DELTALLM_VK_SPEED", "bool", "0",

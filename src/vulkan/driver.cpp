@@ -122,6 +122,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels = std::make_unique<Kernels>(D, *w->pipes);
     w->kernels->gemv_x = opts.gemv_x;
     w->kernels->deltanet_columns = opts.deltanet_columns;
+    w->kernels->deltanet_scan = opts.deltanet_scan;
     w->kernels->gemv_groups = opts.gemv_groups;
     w->kernels->gemv_waves = opts.gemv_waves;
     w->kernels->gemm_tile = opts.gemm_tile;
@@ -195,6 +196,17 @@ uint32_t DriverOptions::deltanet_columns_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_DN_COLUMNS");
     if (v < 0 || v > 4096) fail("DELTALLM_VK_DN_COLUMNS={}: use 0 to 4096", v);
     return (uint32_t)v;
+}
+
+Kernels::DeltaNetScan DriverOptions::deltanet_scan_from_env() {
+    using S = Kernels::DeltaNetScan;
+    const std::string s = env::get_string("DELTALLM_VK_DN_SCAN");
+    if (s == "best") return S::best;
+    if (s == "chunked") return S::chunked;
+    if (s == "shuffle") return S::shuffle;
+    if (s == "clustered") return S::clustered;
+    if (s == "plain") return S::plain;
+    fail("DELTALLM_VK_DN_SCAN='{}': use best, chunked, shuffle, clustered or plain", s);
 }
 
 Kernels::GemvX DriverOptions::gemv_x_from_env() {
@@ -287,7 +299,8 @@ Kernels::DeltaNetStep ResidentDriver::deltanet_args(const ActLayout& A, const La
                                  W.param(L.ssm_dt_bias),
                                  W.param(L.ssm_a),
                                  W.param(L.ssm_norm),
-                                 hp.rms_eps};
+                                 hp.rms_eps,
+                                 A.dn_wy};
 }
 
 std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
@@ -586,7 +599,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     chain.inputs = to_f16;
     chain.deltanet = [&](int64_t il, const Layer& L) {
         K.deltanet_rows(cl, deltanet_args(A, L), A.conv, act, prm, view(s.ring[il]),
-                        view(s.state[il]), tok, m);
+                        view(s.state[il]), tok, m, K.deltanet_scan);
     };
     chain.attention = [&](int64_t il, const Layer& L) {
         Kernels::AttentionRows a = ar;

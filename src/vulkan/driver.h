@@ -55,6 +55,10 @@ struct DriverOptions {
     // Kernels::deltanet_columns (DELTALLM_VK_DN_COLUMNS).
     uint32_t deltanet_columns = deltanet_columns_from_env();
     static uint32_t deltanet_columns_from_env();
+    // The scan of a prefill window's DeltaNet layers (DELTALLM_VK_DN_SCAN: best, chunked,
+    // shuffle, clustered or plain; see Kernels::DeltaNetScan).
+    Kernels::DeltaNetScan deltanet_scan = deltanet_scan_from_env();
+    static Kernels::DeltaNetScan deltanet_scan_from_env();
 };
 
 // Device milliseconds by kernel role, summed over submits, per phase (decode, prefill).

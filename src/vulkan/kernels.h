@@ -92,6 +92,7 @@ class Kernels {
     // Logits a workgroup of the first pass takes: a multiple of 256 (tests force small ones to
     // cross chunk boundaries).
     uint32_t sample_chunk = 4096;
+    static constexpr uint32_t kNone = 0xffffffffu;  // an offset that is not given
     // One decode token of a Gated DeltaNet layer (see shaders/deltanet_step.comp). act holds the
     // projections (offsets in floats) and receives y; params the layer's F32 parameters; ring
     // the conv inputs [K][conv_dim]; state S [H_v][d_k][d_v]; tok[0] the position.
@@ -100,6 +101,9 @@ class Kernels {
         uint32_t qkv_off, z_off, b_off, a_off, y_off;    // in act
         uint32_t conv_off, dt_off, ssm_a_off, norm_off;  // in params
         float eps;
+        // Windows (deltanet_rows) only: where the chunked scan's scratch rows start in act,
+        // n × deltanet_wy_floats() floats.
+        uint32_t wy_off = kNone;
     };
     // Returns a Decline when the shape has no kernel (d_v over the workgroup limit ...).
     static std::optional<Decline> deltanet_step_supported(const Features& f, uint32_t d_k,
@@ -118,7 +122,6 @@ class Kernels {
     //   decode: split-K over the cache rows (kAttnSplit rows a split) into partials, the last
     //         split of each head (counted on counter[h], n_head words, 0 between dispatches)
     //         merging them, times sigmoid(gate) when gate_off is given, into act[o_off..].
-    static constexpr uint32_t kNone = 0xffffffffu;
     static constexpr uint32_t kAttnSplit = 64;
     struct Attention {
         uint32_t n_head, n_kv, head_dim, n_rot, n_ctx;
@@ -256,15 +259,29 @@ class Kernels {
     // not overlap), q/k L2 norms and gates, the delta rule with the state on chip, the
     // gated RMSNorm. Other offsets as in DeltaNetStep, each now the start of n rows of its
     // quantity. `scan` picks the scan module (tests use it to reach every one; `best` takes the
-    // fastest measured on an H200: the token scan with xor shuffles, else with clustered adds,
-    // else the chunked (WY) form where the device's shared memory holds its chunks, else the
-    // token scan with one thread per column); a forced module the device lacks is an error.
+    // fastest measured on an H200: the chunked (WY) form where the device's shared memory holds
+    // its chunks, else the token scan with xor shuffles, else with clustered adds, else with
+    // one thread per column); a forced module the device lacks is an error.
     enum class DeltaNetScan { best, clustered, shuffle, plain, chunked };
+    DeltaNetScan deltanet_scan = DeltaNetScan::best;  // what the driver's windows ask for
     static std::optional<Decline> deltanet_rows_supported(const Features& f, uint32_t d_k,
                                                           uint32_t d_v, uint32_t conv_kernel);
-    // Rows a chunk of the chunked scan takes on this device for these head sizes (64, 32 or
-    // 16), or 0 where its chunks do not fit the device's shared memory.
+    // Rows a chunk of the chunked scan takes on this device for these head sizes (32 or 16),
+    // or 0 where its chunks do not fit the device's shared memory.
     static uint32_t deltanet_chunk_rows(const Features& f, uint32_t d_k, uint32_t d_v);
+    // Floats a window row of the chunked scan's scratch takes (its WY factors W and U, the
+    // decayed q·k of a chunk and two decays, per value head), for chunks of up to
+    // kDeltaNetChunkMax rows.
+    static constexpr uint32_t kDeltaNetChunkMax = 32;
+    // The walk over the chunks (deltanet_chunk.comp): threads a value column and value columns
+    // a workgroup; zero: the launcher's choice (the speed report tries others).
+    struct DeltaNetChunkTile {
+        uint32_t groups = 0, cols = 0;
+    };
+    DeltaNetChunkTile deltanet_chunk_tile;
+    static uint32_t deltanet_wy_floats(uint32_t n_v_heads, uint32_t d_k, uint32_t d_v) {
+        return n_v_heads * (d_k + d_v + kDeltaNetChunkMax + 2);
+    }
     void deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t conv_out, View act,
                        View params, View ring, View state, View tok, uint32_t n,
                        DeltaNetScan scan = DeltaNetScan::best);

@@ -25,6 +25,13 @@ struct GatesPush {
 struct ScanPush {
     uint32_t n_k_heads, n_v_heads, d_v, n, qkv_off, qkv_row, b_off, a_off, ba_row, y_off, y_row;
 };
+struct WyPush {
+    uint32_t n_k_heads, n_v_heads, d_v, n, qkv_off, qkv_row, b_off, a_off, ba_row, wy_off;
+};
+struct ChunkPush {
+    ScanPush scan;
+    uint32_t wy_off;
+};
 struct GatedNormPush {
     uint32_t n, nrows, x_off, z_off, norm_off;
     float eps;
@@ -40,28 +47,38 @@ uint32_t pow2_at_most(const Features& f, uint32_t want) {
     return s;
 }
 
-// Shape of the chunked scan (see deltanet_chunk.comp): rows a chunk (0: it does not fit) and
-// value columns a workgroup.
+// Shape of the chunked scan (deltanet_wy.comp, then deltanet_chunk.comp): rows a chunk (0: it
+// does not fit), value columns a workgroup of the walk over the chunks.
 struct ChunkShape {
     uint32_t rows, cols;
 };
-constexpr uint32_t kChunkThreads = 128;
-
-// Shared memory of deltanet_chunk.comp, in bytes; mirrors its declarations.
-uint64_t chunk_shared_bytes(uint32_t d_k, uint32_t c, uint32_t cols) {
-    return 4ull * ((uint64_t)d_k * cols + 2ull * c * (d_k + 4) + (uint64_t)c * (c + 1) +
-                   (uint64_t)c * cols + 4ull * c);
+constexpr uint32_t kWyThreads = 256;  // deltanet_wy.comp: a column of [W | U] a thread
+// deltanet_chunk.comp: row groups (threads a column), more where there are few workgroups
+// (H200, 512 rows, staged walk: 16 value heads in 128 workgroups 84 us with 16 groups, 117 with
+// 8; 32 heads in 256 workgroups 160 us with 16, 142 with 8).
+uint32_t chunk_groups(uint32_t workgroups) {
+    return workgroups >= 256 ? 8 : 16;
 }
 
-// The widest value slice that fits (every slice redoes a chunk's A and W, so fewer slices do
-// less of that), then the longest chunk. d_v is a power of two (deltanet_step_supported), so a
-// slice never straddles the head's end; q/k rows go in quads.
+// Shared memory of the two kernels, in bytes; mirrors their declarations.
+uint64_t wy_shared_bytes(uint32_t d_k, uint32_t c) {
+    return 4ull * (2ull * c * (d_k + 4) + (uint64_t)c * (c + 1) + 3ull * c);
+}
+uint64_t chunk_shared_bytes(uint32_t d_k, uint32_t c, uint32_t cols) {
+    return 4ull * ((uint64_t)d_k * cols + (uint64_t)c * cols + 2ull * c + (uint64_t)c * (c + 1)) +
+           2ull * 16 * c * (d_k / 4 + 1);
+}
+
+// Chunks of 32 rows where they fit, else 16 (the solve keeps a chunk's column in registers and
+// the walk makes n / C sequential steps); the widest value slice that fits beside them.
 ChunkShape chunk_shape(const Features& f, uint32_t d_k, uint32_t d_v) {
-    if (f.max_workgroup_invocations < kChunkThreads || d_k % 4) return {0, 0};
-    for (uint32_t cols : {32u, 16u, 8u}) {
-        const uint32_t cw = std::min(cols, d_v);
-        for (uint32_t c : {64u, 32u, 16u})
+    if (f.max_workgroup_invocations < kWyThreads || d_k % 4) return {0, 0};
+    for (uint32_t c : {Kernels::kDeltaNetChunkMax, 16u}) {
+        if (wy_shared_bytes(d_k, c) > f.max_shared_memory) continue;
+        for (uint32_t cols : {32u, 16u, 8u}) {
+            const uint32_t cw = std::min(cols, d_v);
             if (chunk_shared_bytes(d_k, c, cw) <= f.max_shared_memory) return {c, cw};
+        }
     }
     return {0, 0};
 }
@@ -142,14 +159,14 @@ void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t con
             "the chunked DeltaNet scan does not fit the device's {} bytes of shared memory (d_k "
             "{})",
             f.max_shared_memory, a.d_k);
-    // `best` by measurement (H200, 512-row windows, d_k = d_v = 128, DeltaNetWindowSpeed):
-    // the token scan with xor shuffles 0.41 us a row and layer, with clustered adds 0.63, the
-    // chunked form 1.22, the token scan without subgroup operations 1.83. So the chunked form
-    // is taken where the token scan would have no subgroup operations.
+    // `best` by measurement (H200, 512-row windows, d_k = d_v = 128, DeltaNetWindowSpeed, the
+    // scan dispatches only): the chunked form, WY factors and walk, 110 us at the 0.8B's 16
+    // value heads and 210 at the 9B's 32; the token scan with xor shuffles 157 / 208, with
+    // clustered adds 277 / 320, without subgroup operations 935. So the chunked form wherever
+    // its chunks fit the device's shared memory.
     const ScanShape token =
         scan_shape(f, a.d_k, a.d_v, scan_path == S::chunked ? S::plain : scan_path);
-    const bool chunked = scan_path == S::chunked || (scan_path == S::best && ch.rows > 0 &&
-                                                     std::string(token.module) == "deltanet_scan");
+    const bool chunked = scan_path == S::chunked || (scan_path == S::best && ch.rows > 0);
     const ScanShape sh = chunked ? scan_shape(f, a.d_k, a.d_v, S::plain) : token;
 
     const uint32_t cgroups = (conv_dim + 63) / 64;
@@ -174,9 +191,31 @@ void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t con
     ScanPush sp{a.n_k_heads, a.n_v_heads, a.d_v,       n,       conv_out, conv_dim,
                 a.b_off,     a.a_off,     a.n_v_heads, a.y_off, d_inner};
     if (chunked) {
-        const Kernel& scan = pipes_.get("deltanet_chunk", 2, sizeof(ScanPush),
-                                        {kChunkThreads, a.d_k, ch.rows, ch.cols});
-        cl.dispatch(scan, {act, state}, sp, a.n_v_heads, (a.d_v + ch.cols - 1) / ch.cols);
+        if (a.wy_off == kNone) fail("the chunked DeltaNet scan needs its scratch rows (wy_off)");
+        if ((n + ch.rows - 1) / ch.rows > f.max_workgroup_count[1])
+            fail("a DeltaNet window of {} rows is over the device's dispatch limit", n);
+        WyPush wp{a.n_k_heads, a.n_v_heads, a.d_v,   n,           conv_out,
+                  conv_dim,    a.b_off,     a.a_off, a.n_v_heads, a.wy_off};
+        const Kernel& wy =
+            pipes_.get("deltanet_wy", 2, sizeof(WyPush), {kWyThreads, a.d_k, ch.rows});
+        cl.dispatch(wy, {act, act}, wp, a.n_v_heads, (n + ch.rows - 1) / ch.rows);
+        cl.barrier();
+        cl.mark("dn wy");
+        ChunkPush cp2{sp, a.wy_off};
+        const uint32_t cols = deltanet_chunk_tile.cols ? deltanet_chunk_tile.cols : ch.cols;
+        const uint32_t groups = deltanet_chunk_tile.groups
+                                    ? deltanet_chunk_tile.groups
+                                    : chunk_groups(a.n_v_heads * ((a.d_v + cols - 1) / cols));
+        if (groups * cols > f.max_workgroup_invocations ||
+            chunk_shared_bytes(a.d_k, ch.rows, cols) > f.max_shared_memory)
+            fail("the DeltaNet chunk walk of {} x {} threads does not fit the device", groups,
+                 cols);
+        // Quads of q, k and W read as vectors where all of them start 16-byte aligned.
+        const bool vec =
+            act.offset % 16 == 0 && conv_out % 4 == 0 && conv_dim % 4 == 0 && a.wy_off % 4 == 0;
+        const Kernel& scan = pipes_.get("deltanet_chunk", 3, sizeof(ChunkPush),
+                                        {groups * cols, a.d_k, ch.rows, cols, vec ? 1u : 0u});
+        cl.dispatch(scan, {act, state, act}, cp2, a.n_v_heads, (a.d_v + cols - 1) / cols);
     } else {
         std::vector<uint32_t> spec = {sh.cols * sh.split, a.d_k, sh.chunk};
         if (sh.split > 1) spec.push_back(sh.split);

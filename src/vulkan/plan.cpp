@@ -43,7 +43,11 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         a.alpha = a.beta + (uint32_t)hp.ssm_n_v_heads * rows;
         a.y = a.alpha + (uint32_t)hp.ssm_n_v_heads * rows;
         a.conv = a.y + (uint32_t)hp.ssm_d_inner * rows;
-        end = std::max(end, a.conv + (uint32_t)hp.conv_dim() * rows);
+        a.dn_wy = a.conv + (uint32_t)hp.conv_dim() * rows;
+        const uint32_t hv = (uint32_t)hp.ssm_n_v_heads;
+        end = std::max(end, a.dn_wy + Kernels::deltanet_wy_floats(hv, (uint32_t)hp.ssm_d_state,
+                                                                  (uint32_t)hp.ssm_d_inner / hv) *
+                                          rows);
     }
     const uint32_t hd = (uint32_t)hp.head_dim;
     const uint32_t qw = (uint32_t)hp.n_head * hd * (hp.arch == Arch::qwen35 ? 2 : 1);

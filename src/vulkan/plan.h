@@ -38,9 +38,9 @@ struct PlanOptions {
 struct ActLayout {
     uint32_t h = 0, xn = 0;                               // residual stream, normed input
     uint32_t qkv = 0, z = 0, beta = 0, alpha = 0, y = 0;  // DeltaNet
-    uint32_t conv = 0;                                    // DeltaNet conv output (windows)
-    uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;          // attention
-    uint32_t gate = 0, up = 0, ffn = 0;                   // FFN
+    uint32_t conv = 0, dn_wy = 0;  // DeltaNet conv output, chunked scan scratch (windows)
+    uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;  // attention
+    uint32_t gate = 0, up = 0, ffn = 0;           // FFN
     uint32_t total = 0;
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);

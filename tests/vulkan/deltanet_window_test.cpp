@@ -26,6 +26,9 @@ using Scan = Kernels::DeltaNetScan;
 struct Case {
     uint32_t hk, hv, dk, dv, K;
     std::vector<uint32_t> windows;
+    // Every part of act starts at a multiple of 4 floats (the kernels' vector loads), rather
+    // than at odd offsets.
+    bool aligned = false;
 };
 
 // The layer in double precision, one position at a time.
@@ -138,10 +141,16 @@ void run_case(const Case& cs, Scan scan) {
     uint32_t pos = 0;
     for (size_t wi = 0; wi < cs.windows.size(); ++wi) {
         const uint32_t n = cs.windows[wi];
-        // act: qkv | z | beta | alpha | y | conv out, each n rows; a few poisoned floats between.
-        const uint32_t qkv_off = 3, z_off = qkv_off + n * conv_dim, b_off = z_off + n * inner,
-                       a_off = b_off + n * hv, y_off = a_off + n * hv + 5,
-                       xc_off = y_off + n * inner + 7, n_act = xc_off + n * conv_dim + 9;
+        // act: qkv | z | beta | alpha | y | conv out | the chunked scan's scratch, each n rows;
+        // a few poisoned floats between.
+        auto gap = [&](uint32_t end, uint32_t floats) {
+            return cs.aligned ? (end + floats + 3) / 4 * 4 : end + floats;
+        };
+        const uint32_t qkv_off = gap(0, 3), z_off = qkv_off + n * conv_dim,
+                       b_off = z_off + n * inner, a_off = b_off + n * hv,
+                       y_off = gap(a_off + n * hv, 5), xc_off = gap(y_off + n * inner, 7),
+                       wy_off = gap(xc_off + n * conv_dim, 9),
+                       n_act = wy_off + n * Kernels::deltanet_wy_floats(hv, dk, dv) + 11;
         std::vector<float> qkv = randn((size_t)n * conv_dim, rng),
                            z = randn((size_t)n * inner, rng), b = randn((size_t)n * hv, rng),
                            a = randn((size_t)n * hv, rng, 2.f);
@@ -153,8 +162,9 @@ void run_case(const Case& cs, Scan scan) {
         std::copy(a.begin(), a.end(), in.begin() + a_off);
         Buffer act = test::to_device(dev, in);
         static_cast<uint32_t*>(tok.mapped())[0] = pos;
-        Kernels::DeltaNetStep args{hk,    hv,    dk,       dv,     KC,      qkv_off,  z_off, b_off,
-                                   a_off, y_off, conv_off, dt_off, a_off_p, norm_off, eps};
+        Kernels::DeltaNetStep args{hk,      hv,       dk,    dv,    KC,       qkv_off,
+                                   z_off,   b_off,    a_off, y_off, conv_off, dt_off,
+                                   a_off_p, norm_off, eps,   wy_off};
         test::run(dev, [&](CommandList& cl) {
             K.deltanet_rows(cl, args, xc_off, view(act), view(pb), view(ring), view(state),
                             view(tok), n, scan);
@@ -176,7 +186,7 @@ void run_case(const Case& cs, Scan scan) {
                     near(out[y_off + r * inner + i], y[i], 3e-4, at + " y " + std::to_string(i)));
         }
         // Nothing written outside the outputs (the padding stays poisoned).
-        for (uint32_t i : {y_off - 1, xc_off - 1, n_act - 1})
+        for (uint32_t i : {y_off - 1, xc_off - 1, wy_off - 1, n_act - 1})
             ASSERT_EQ(test::bits(out[i]), test::kPoison) << "wrote padding at " << i;
         pos += n;
         auto Sd = test::from_device<float>(dev, state, ref.S.size());
@@ -255,6 +265,7 @@ struct ChunkCase {
     const char* name;
     uint32_t hk, hv, dk, dv, K;
     std::vector<std::pair<uint32_t, int>> windows;
+    bool aligned = false;
 };
 
 const ChunkCase kChunkCases[] = {
@@ -264,6 +275,7 @@ const ChunkCase kChunkCases[] = {
     {"ValueWiderThanKey", 2, 2, 16, 64, 2, {{1, 1}, {2, -3}}},
     {"OddKeyHeadNarrowValue", 2, 2, 20, 4, 4, {{1, 2}, {0, 2}}},
     {"FullHeadSizeTwoValueHeadsAKey", 2, 4, 128, 128, 4, {{2, 1}, {1, 7}}},
+    {"AlignedQuadsTwoValueHeadsAKey", 1, 2, 64, 32, 4, {{2, 3}, {1, 0}}, true},
 };
 
 class DeltaNetChunk : public ::testing::TestWithParam<int> {};
@@ -273,10 +285,16 @@ TEST_P(DeltaNetChunk, MatchesPlainLoopAcrossChunks) {
     const ChunkCase& cc = kChunkCases[GetParam()];
     const uint32_t c = Kernels::deltanet_chunk_rows(dev.features(), cc.dk, cc.dv);
     if (c == 0) GTEST_SKIP() << "the chunked scan does not fit the device's shared memory";
-    Case cs{cc.hk, cc.hv, cc.dk, cc.dv, cc.K, {}};
+    Case cs{cc.hk, cc.hv, cc.dk, cc.dv, cc.K, {}, cc.aligned};
     for (auto [chunks, extra] : cc.windows)
         cs.windows.push_back((uint32_t)((int)(chunks * c) + extra));
-    run_case(cs, Scan::chunked);
+    // The walk with the launcher's threads a column (16 at these head counts), then with 8
+    // (what it takes for many workgroups).
+    for (uint32_t groups : {0u, 8u}) {
+        SCOPED_TRACE(fmt::format("{} threads a column", groups));
+        test::Scoped tile(K.deltanet_chunk_tile, Kernels::DeltaNetChunkTile{groups, 0});
+        ASSERT_NO_FATAL_FAILURE(run_case(cs, Scan::chunked));
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, DeltaNetChunk, ::testing::Range(0, (int)std::size(kChunkCases)),
@@ -342,7 +360,8 @@ TEST(DeltaNetWindowSpeed, Report) {
         Buffer pb = test::to_device(dev, params);
         const uint32_t z_off = n * conv_dim, b_off = z_off + n * inner, a_off = b_off + n * hv,
                        y_off = a_off + n * hv, xc_off = y_off + n * inner,
-                       n_act = xc_off + n * conv_dim;
+                       wy_off = xc_off + n * conv_dim,
+                       n_act = wy_off + n * Kernels::deltanet_wy_floats(hv, dk, dv);
         std::vector<float> in = randn(n_act, rng);
         Buffer act = test::to_device(dev, in);
         Buffer ring = dev.create_buffer((size_t)KC * conv_dim * 4, MemoryKind::device);
@@ -350,7 +369,7 @@ TEST(DeltaNetWindowSpeed, Report) {
         Buffer tok = dev.create_buffer(16, MemoryKind::host);
         static_cast<uint32_t*>(tok.mapped())[0] = 0;
         Kernels::DeltaNetStep args{hk,    hv,    dk, dv,     KC,      0,        z_off, b_off,
-                                   a_off, y_off, 0,  dt_off, a_off_p, norm_off, 1e-6f};
+                                   a_off, y_off, 0,  dt_off, a_off_p, norm_off, 1e-6f, wy_off};
 
         Reference ref{hk, hv, dk, dv, KC, conv_dim, {}, {}, {}, {}, {}, {}, 1e-6};
         ref.w.assign(conv_w.begin(), conv_w.end());
@@ -365,10 +384,18 @@ TEST(DeltaNetWindowSpeed, Report) {
                      &in[b_off + (size_t)r * hv], &in[a_off + (size_t)r * hv], xc, want[r]);
         }
 
-        for (Scan scan : {Scan::chunked, Scan::clustered, Scan::shuffle, Scan::plain}) {
+        // The chunked scan also with other walk shapes (threads a column x columns).
+        std::vector<std::pair<Scan, Kernels::DeltaNetChunkTile>> configs;
+        for (Scan scan : {Scan::chunked, Scan::clustered, Scan::shuffle, Scan::plain})
+            configs.push_back({scan, {}});
+        for (auto [g, c] : {std::pair{8u, 16u}, {16u, 16u}, {32u, 16u}})
+            configs.push_back({Scan::chunked, {g, c}});
+        for (auto [scan, tile] : configs) {
             if (scan == Scan::clustered && !f.subgroup_clustered) continue;
             if (scan == Scan::shuffle && !f.subgroup_shuffle) continue;
             if (scan == Scan::chunked && Kernels::deltanet_chunk_rows(f, dk, dv) == 0) continue;
+            if (tile.groups * tile.cols > f.max_workgroup_invocations) continue;
+            test::Scoped tile_scope(K.deltanet_chunk_tile, tile);
             // Wake the clocks up (the reference above left the GPU idle): 400 windows in a row.
             test::run(dev, [&](CommandList& cl) {
                 for (int it = 0; it < 400; ++it) {
@@ -396,8 +423,9 @@ TEST(DeltaNetWindowSpeed, Report) {
                     best[i].second = std::min(best[i].second, t[i].second);
             }
             static const char* const names[] = {"best", "clustered", "shuffle", "plain", "chunked"};
-            std::string line = fmt::format("DeltaNet window {} rows, {} shape, {} scan:", n,
-                                           shp.name, names[(int)scan]);
+            std::string line = fmt::format(
+                "DeltaNet window {} rows, {} shape, {} scan{}:", n, shp.name, names[(int)scan],
+                tile.groups ? fmt::format(" {}x{}", tile.groups, tile.cols) : "");
             double total = 0;
             for (auto& [label, ms] : best) {
                 line += fmt::format(" {} {:.1f} us", label, ms * 1e3);
