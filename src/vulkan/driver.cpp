@@ -484,6 +484,8 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
     Kernels& K = *w_->kernels;
     Weights& W = *w_;
     const Variant var = plan_.variant;
+    const Variant attn_var =
+        Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
     const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
     const uint32_t E = (uint32_t)hp.n_embd;
     auto cmd = std::make_unique<CommandList>(*dev_);
@@ -605,7 +607,8 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
         Kernels::AttentionRows a = ar;
         a.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
         a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
-        K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m, var);
+        K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m,
+                         attn_var);
     };
     chain.ffn_in = [&](const Layer& L) {
         gemm(L.ffn_gate, A.xn, act, A.gate, false);

@@ -223,6 +223,9 @@ class Kernels {
     // Whether the tensor loads and stores of that kernel find the queries, the gate and the
     // output of `a` at 16-byte aligned bases in act (act_offset bytes into its buffer).
     static bool attention_cm2_aligned(const Attention& a, uint64_t act_offset);
+    // The variant a window's attention_rows() should be given on a device planned for v: the
+    // KHR kernel for heads over 128 where the device also has it, else v.
+    static Variant attention_variant(const Features& f, Variant v, uint32_t head_dim);
     // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
     AttentionCm2 attention_cm2_tile;
     // The KHR cooperative-matrix attention tile: a workgroup of `threads` takes query_vectors =

@@ -56,8 +56,10 @@ std::optional<Kernels::AttentionCm2> Kernels::attention_cm2(const Features& f, V
         n_kv == 0 || n_head % n_kv != 0)
         return std::nullopt;
     AttentionCm2 t;
-    t.query_vectors = 64;
-    // Measured on an H200 (WindowAttentionSpeed): see docs/PERF.md.
+    // Measured on an H200 (WindowAttentionSpeed; docs/PERF.md): Qwen3-8B's heads of 128 over
+    // 512 rows at 0 / 3584 / 7680, 64 keys a tile: 0.37 / 1.57 / 2.94 ms with 128 query vectors,
+    // 0.36 / 2.65 / 5.48 with 64; heads of 256 are faster with 64 query vectors and 32 keys.
+    t.query_vectors = head_dim > 128 ? 64 : 128;
     t.keys = head_dim > 128 ? 32 : 64;
     const uint32_t group = n_head / n_kv;
     t.heads = 1;
@@ -68,6 +70,16 @@ std::optional<Kernels::AttentionCm2> Kernels::attention_cm2(const Features& f, V
         }
     t.rows = t.query_vectors / t.heads;
     return t;
+}
+
+Variant Kernels::attention_variant(const Features& f, Variant v, uint32_t head_dim) {
+    // H200, WindowAttentionSpeed, the 9B's heads of 256 over 512 rows at 0 / 3584 / 7680:
+    // 0.33 / 2.21 / 4.35 ms on the KHR kernel against 0.54 / 2.85 / 5.42 on NV cooperative
+    // matrix 2; at 128 the NV2 tile with 128 query vectors is ahead (0.37 / 1.57 / 2.94 against
+    // 0.31 / 2.39 / 4.77).
+    if (v == Variant::nv_coopmat2 && head_dim > 128 && f.supports(Variant::khr_coopmat))
+        return Variant::khr_coopmat;
+    return v;
 }
 
 std::optional<Kernels::AttentionKhr> Kernels::attention_khr(const Features& f, Variant v,

@@ -328,6 +328,25 @@ TEST(WindowAttentionTiles, KhrFitsTheDevice) {
     EXPECT_FALSE(Kernels::attention_khr(tiny, v, 128, 8, 2).has_value());
 }
 
+// Which kernel a window's attention gets on a device with both NV cooperative matrix 2 and KHR
+// cooperative matrices: the KHR one for heads over 128, NV2 otherwise; a device without KHR
+// matrices, or planned for another variant, keeps its variant.
+TEST(WindowAttentionTiles, VariantByHeadSize) {
+    if (!variant_built(Variant::khr_coopmat) || !variant_built(Variant::nv_coopmat2))
+        GTEST_SKIP() << "this build lacks the cooperative-matrix modules";
+    Features f;
+    f.storage_16bit = f.float16 = f.memory_model = f.khr_coopmat = f.nv_coopmat2 = true;
+    f.khr_f16_shapes = {{16, 16, 16}};
+    ASSERT_TRUE(f.supports(Variant::nv_coopmat2));
+    EXPECT_EQ(Kernels::attention_variant(f, Variant::nv_coopmat2, 256), Variant::khr_coopmat);
+    EXPECT_EQ(Kernels::attention_variant(f, Variant::nv_coopmat2, 128), Variant::nv_coopmat2);
+    EXPECT_EQ(Kernels::attention_variant(f, Variant::nv_coopmat2, 64), Variant::nv_coopmat2);
+    EXPECT_EQ(Kernels::attention_variant(f, Variant::scalar, 256), Variant::scalar);
+    EXPECT_EQ(Kernels::attention_variant(f, Variant::khr_coopmat, 256), Variant::khr_coopmat);
+    f.khr_f16_shapes.clear();  // no usable KHR shape: the NV2 kernel stays
+    EXPECT_EQ(Kernels::attention_variant(f, Variant::nv_coopmat2, 256), Variant::nv_coopmat2);
+}
+
 // Speed report (DELTALLM_VK_SPEED=1; meant for a real GPU): the attention of Qwen3.5-9B (16 query
 // heads over 4 key/value heads of 256, gated) and of Qwen3-8B (32 over 8 of 128) for a window of
 // 512 rows at the start of a prompt and as the last window of 4096- and 8192-token prompts, on
