@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,12 @@ uint32_t khr_shared_bytes(uint32_t threads, uint32_t head_dim, uint32_t query_ve
     return 16 * std::max(tiles, stage) + 8 * threads;
 }
 
+// Query heads of one key/value head a tile of query_vectors takes: the most that divide both
+// the group and the tile, so that the tile's rows are whole rows of the window.
+uint32_t tile_heads(uint32_t group, uint32_t query_vectors) {
+    return std::gcd(group, query_vectors);
+}
+
 }  // namespace
 
 bool Kernels::attention_cm2_aligned(const Attention& a, uint64_t act_offset) {
@@ -62,12 +69,7 @@ std::optional<Kernels::AttentionCm2> Kernels::attention_cm2(const Features& f, V
     t.query_vectors = head_dim > 128 ? 64 : 128;
     t.keys = head_dim > 128 ? 32 : 64;
     const uint32_t group = n_head / n_kv;
-    t.heads = 1;
-    for (uint32_t d = std::min(group, t.query_vectors); d > 1; --d)
-        if (group % d == 0 && t.query_vectors % d == 0) {
-            t.heads = d;
-            break;
-        }
+    t.heads = tile_heads(group, t.query_vectors);
     t.rows = t.query_vectors / t.heads;
     return t;
 }
@@ -136,12 +138,7 @@ std::optional<Kernels::AttentionKhr> Kernels::attention_khr(const Features& f, V
             t.blocks = blocks;
             t.out_cols = out_cols;
             t.shared_bytes = bytes;
-            t.heads = 1;
-            for (uint32_t d = std::min(group, qv); d > 1; --d)
-                if (group % d == 0 && qv % d == 0) {
-                    t.heads = d;
-                    break;
-                }
+            t.heads = tile_heads(group, qv);
             t.rows = qv / t.heads;
             return t;
         }
@@ -255,12 +252,7 @@ Kernels::AttentionTiles Kernels::attention_tiles(const Features& f, uint32_t hea
             const uint32_t bytes =
                 (sh ? 0 : 8 * w * qv) + 8 * keys * (w + 1) + 4 * keys * qv + 8 * nkg * qv + 12 * qv;
             if (bytes > f.max_shared_memory) continue;
-            uint32_t heads = 1;
-            for (uint32_t d = std::min(group, qv); d > 1; --d)
-                if (group % d == 0 && qv % d == 0) {
-                    heads = d;
-                    break;
-                }
+            const uint32_t heads = tile_heads(group, qv);
             return {threads, qv, keys, sk, heads, qv / heads, bytes, sh ? lanes : 0};
         }
         if (qpt == 1) break;
