@@ -25,9 +25,7 @@ struct GatesPush {
 struct ScanPush {
     uint32_t n_k_heads, n_v_heads, d_v, n, qkv_off, qkv_row, b_off, a_off, ba_row, y_off, y_row;
 };
-struct WyPush {
-    uint32_t n_k_heads, n_v_heads, d_v, n, qkv_off, qkv_row, b_off, a_off, ba_row, wy_off;
-};
+// deltanet_wy.comp and deltanet_chunk.comp (the first leaves y_off and y_row unread).
 struct ChunkPush {
     ScanPush scan;
     uint32_t wy_off;
@@ -160,14 +158,12 @@ void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t con
             "{})",
             f.max_shared_memory, a.d_k);
     // `best` by measurement (H200, 512-row windows, d_k = d_v = 128, DeltaNetWindowSpeed, the
-    // scan dispatches only): the chunked form, WY factors and walk, 110 us at the 0.8B's 16
-    // value heads and 210 at the 9B's 32; the token scan with xor shuffles 157 / 208, with
+    // scan dispatches only): the chunked form, WY factors and walk, 107 us at the 0.8B's 16
+    // value heads and 183 at the 9B's 32; the token scan with xor shuffles 157 / 208, with
     // clustered adds 277 / 320, without subgroup operations 935. So the chunked form wherever
     // its chunks fit the device's shared memory.
-    const ScanShape token =
-        scan_shape(f, a.d_k, a.d_v, scan_path == S::chunked ? S::plain : scan_path);
     const bool chunked = scan_path == S::chunked || (scan_path == S::best && ch.rows > 0);
-    const ScanShape sh = chunked ? scan_shape(f, a.d_k, a.d_v, S::plain) : token;
+    const ScanShape sh = scan_shape(f, a.d_k, a.d_v, chunked ? S::plain : scan_path);
 
     const uint32_t cgroups = (conv_dim + 63) / 64;
     const Kernel& conv =
@@ -194,14 +190,12 @@ void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t con
         if (a.wy_off == kNone) fail("the chunked DeltaNet scan needs its scratch rows (wy_off)");
         if ((n + ch.rows - 1) / ch.rows > f.max_workgroup_count[1])
             fail("a DeltaNet window of {} rows is over the device's dispatch limit", n);
-        WyPush wp{a.n_k_heads, a.n_v_heads, a.d_v,   n,           conv_out,
-                  conv_dim,    a.b_off,     a.a_off, a.n_v_heads, a.wy_off};
+        const ChunkPush cp2{sp, a.wy_off};
         const Kernel& wy =
-            pipes_.get("deltanet_wy", 2, sizeof(WyPush), {kWyThreads, a.d_k, ch.rows});
-        cl.dispatch(wy, {act, act}, wp, a.n_v_heads, (n + ch.rows - 1) / ch.rows);
+            pipes_.get("deltanet_wy", 2, sizeof(ChunkPush), {kWyThreads, a.d_k, ch.rows});
+        cl.dispatch(wy, {act, act}, cp2, a.n_v_heads, (n + ch.rows - 1) / ch.rows);
         cl.barrier();
         cl.mark("dn wy");
-        ChunkPush cp2{sp, a.wy_off};
         const uint32_t cols = deltanet_chunk_tile.cols ? deltanet_chunk_tile.cols : ch.cols;
         const uint32_t groups = deltanet_chunk_tile.groups
                                     ? deltanet_chunk_tile.groups

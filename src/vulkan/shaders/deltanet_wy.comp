@@ -42,6 +42,7 @@ layout(push_constant) uniform Push {
     uint n_k_heads, n_v_heads, d_v, n;
     uint qkv_off, qkv_row;      // act: normed conv output rows (q heads, k heads, v heads)
     uint b_off, a_off, ba_row;  // act: beta and decay rows
+    uint y_off, y_row;          // unread: deltanet_chunk.comp's output rows (shared push)
     uint wy_off;                // act: the scratch rows (see the top)
 } p;
 
