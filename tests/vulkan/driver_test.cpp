@@ -268,8 +268,9 @@ TEST(VulkanDriver, DeclinesWithASentence) {
 // the tests and the speed reports run with.
 TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     VK_TEST_DEVICE();
-    const char* vars[] = {"DELTALLM_VK_GEMV_X", "DELTALLM_VK_GEMV_GROUPS", "DELTALLM_VK_GEMV_WAVES",
-                          "DELTALLM_VK_DN_COLUMNS", "DELTALLM_VK_GEMM_TILE"};
+    const char* vars[] = {"DELTALLM_VK_GEMV_X",     "DELTALLM_VK_GEMV_GROUPS",
+                          "DELTALLM_VK_GEMV_WAVES", "DELTALLM_VK_DN_COLUMNS",
+                          "DELTALLM_VK_DN_SCAN",    "DELTALLM_VK_GEMM_TILE"};
     std::vector<std::pair<std::string, std::string>> saved;
     for (const char* v : vars)
         if (const char* was = std::getenv(v)) saved.emplace_back(v, was);
@@ -281,6 +282,7 @@ TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     EXPECT_EQ(o.gemv_groups, fresh.gemv_groups);
     EXPECT_EQ(o.gemv_waves, fresh.gemv_waves);
     EXPECT_EQ(o.deltanet_columns, fresh.deltanet_columns);
+    EXPECT_EQ(o.deltanet_scan, fresh.deltanet_scan);
     EXPECT_EQ(o.gemm_tile.bm, fresh.gemm_tile.bm);
     EXPECT_EQ(o.gemm_tile.bn, fresh.gemm_tile.bn);
     EXPECT_EQ(o.gemm_tile.bk, fresh.gemm_tile.bk);
@@ -295,6 +297,7 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
             unsetenv("DELTALLM_VK_GEMV_GROUPS");
             unsetenv("DELTALLM_VK_GEMV_WAVES");
             unsetenv("DELTALLM_VK_DN_COLUMNS");
+            unsetenv("DELTALLM_VK_DN_SCAN");
         }
     } unset;
     setenv("DELTALLM_VK_GEMM_TILE", "64x128x32", 1);
@@ -330,6 +333,19 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
     EXPECT_EQ(DriverOptions::deltanet_columns_from_env(), 0u);
     setenv("DELTALLM_VK_DN_COLUMNS", "-4", 1);
     EXPECT_THROW(DriverOptions::deltanet_columns_from_env(), Error);
+    using S = Kernels::DeltaNetScan;
+    for (auto [name, want] : {std::pair{"best", S::best},
+                              {"chunked", S::chunked},
+                              {"shuffle", S::shuffle},
+                              {"clustered", S::clustered},
+                              {"plain", S::plain}}) {
+        setenv("DELTALLM_VK_DN_SCAN", name, 1);
+        EXPECT_EQ(DriverOptions::deltanet_scan_from_env(), want) << name;
+    }
+    for (const char* bad : {"", "token", "Chunked", "wy"}) {
+        setenv("DELTALLM_VK_DN_SCAN", bad, 1);
+        EXPECT_THROW(DriverOptions::deltanet_scan_from_env(), Error) << bad;
+    }
 }
 
 }  // namespace
