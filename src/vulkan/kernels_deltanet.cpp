@@ -154,9 +154,10 @@ void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t con
     const ChunkShape ch = chunk_shape(f, a.d_k, a.d_v);
     if (scan_path == S::chunked && ch.rows == 0)
         fail(
-            "the chunked DeltaNet scan does not fit the device's {} bytes of shared memory (d_k "
-            "{})",
-            f.max_shared_memory, a.d_k);
+            "the chunked DeltaNet scan has no shape for key heads of {} on this device (it needs "
+            "a multiple of 4, {} threads a workgroup and its chunks in the device's {} bytes of "
+            "shared memory)",
+            a.d_k, kWyThreads, f.max_shared_memory);
     // `best` by measurement (H200, 512-row windows, d_k = d_v = 128, DeltaNetWindowSpeed, the
     // scan dispatches only): the chunked form, WY factors and walk, 107 us at the 0.8B's 16
     // value heads and 183 at the 9B's 32; the token scan with xor shuffles 157 / 208, with

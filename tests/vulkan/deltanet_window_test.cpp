@@ -238,6 +238,8 @@ const Named kCases[] = {
     {"KeyWiderThanValueOverChunks", {1, 2, 64, 32, 4, {37, 40}}},
     {"ValueWiderThanKeyTwoTaps", {2, 2, 16, 64, 2, {3, 2}}},
     {"FullHeadSize", {1, 2, 128, 128, 4, {70}}},
+    // Not whole quads: no chunked shape, so `best` falls back to a token scan.
+    {"KeyHeadNotWholeQuads", {1, 2, 18, 16, 4, {5, 3}}},
 };
 
 class DeltaNetWindow : public ::testing::TestWithParam<std::tuple<int, Scan>> {};
@@ -302,19 +304,26 @@ INSTANTIATE_TEST_SUITE_P(Kernels, DeltaNetChunk, ::testing::Range(0, (int)std::s
                              return std::string(kChunkCases[p.param].name);
                          });
 
+// Key heads of 18 (the token scans take them) are not whole quads, so the chunked scan has no
+// shape for them on any device: forcing it is an error that says so, recorded nothing.
 TEST(DeltaNetWindowDecline, ForcedChunkedThatDoesNotFitIsAnError) {
     VK_TEST_DEVICE();
-    const uint32_t hk = 1, hv = 1, dk = 256, dv = 16, conv_dim = 2 * hk * dk + hv * dv;
-    if (Kernels::deltanet_chunk_rows(dev.features(), dk, dv) != 0)
-        GTEST_SKIP() << "the chunked scan fits d_k " << dk << " on this device";
+    const uint32_t hk = 1, hv = 1, dk = 18, dv = 16, conv_dim = 2 * hk * dk + hv * dv;
+    ASSERT_EQ(Kernels::deltanet_chunk_rows(dev.features(), dk, dv), 0u);
+    ASSERT_FALSE(Kernels::deltanet_rows_supported(dev.features(), dk, dv, 4).has_value());
     Buffer act = dev.create_buffer(8192 * 4, MemoryKind::device);
     Buffer b = dev.create_buffer(8192 * 4, MemoryKind::device);
-    Kernels::DeltaNetStep args{hk, hv, dk, dv, 4, 0, conv_dim, 0, 0, 0, 0, 0, 0, 0, 1e-6f};
+    Kernels::DeltaNetStep args{hk, hv, dk, dv, 4, 0, conv_dim, 0, 0, 0, 0, 0, 0, 0, 1e-6f, 8192};
     CommandList cl(dev);
     cl.begin();
-    EXPECT_THROW(K.deltanet_rows(cl, args, 4096, view(act), view(b), view(b), view(b), view(b), 1,
-                                 Scan::chunked),
-                 Error);
+    try {
+        K.deltanet_rows(cl, args, 4096, view(act), view(b), view(b), view(b), view(b), 1,
+                        Scan::chunked);
+        ADD_FAILURE() << "forcing the chunked scan on key heads of 18 did not fail";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("key heads of 18"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(cl.n_dispatches(), 0u);
     cl.end();
 }
 
