@@ -226,6 +226,11 @@ class Kernels {
     // The variant a window's attention_rows() should be given on a device planned for v: the
     // KHR kernel for heads over 128 where the device also has it, else v.
     static Variant attention_variant(const Features& f, Variant v, uint32_t head_dim);
+    // The kernel attention_rows() runs for `a` with variant v, act at act_offset bytes into its
+    // buffer and the caches at 16-byte aligned offsets or not.
+    enum class WindowAttentionKernel { tiles, cm2, khr };
+    static WindowAttentionKernel attention_kernel(const Features& f, Variant v, const Attention& a,
+                                                  uint64_t act_offset, bool caches_aligned);
     // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
     AttentionCm2 attention_cm2_tile;
     // The KHR cooperative-matrix attention tile: a workgroup of `threads` takes query_vectors =

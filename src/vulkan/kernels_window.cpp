@@ -84,6 +84,21 @@ Variant Kernels::attention_variant(const Features& f, Variant v, uint32_t head_d
     return v;
 }
 
+Kernels::WindowAttentionKernel Kernels::attention_kernel(const Features& f, Variant v,
+                                                         const Attention& a, uint64_t act_offset,
+                                                         bool caches_aligned) {
+    // The tensor-core kernel where attention_cm2() allows it and its tensor loads and stores
+    // find 16-byte aligned bases; the KHR cooperative-matrix kernel where attention_khr() allows
+    // it and the caches start at 16-byte units (it reads them so); the tiles otherwise.
+    if (!caches_aligned) return WindowAttentionKernel::tiles;
+    if (attention_cm2_aligned(a, act_offset) &&
+        attention_cm2(f, v, a.head_dim, a.n_head, a.n_kv).has_value())
+        return WindowAttentionKernel::cm2;
+    if (attention_khr(f, v, a.head_dim, a.n_head, a.n_kv).has_value())
+        return WindowAttentionKernel::khr;
+    return WindowAttentionKernel::tiles;
+}
+
 std::optional<Kernels::AttentionKhr> Kernels::attention_khr(const Features& f, Variant v,
                                                             uint32_t head_dim, uint32_t n_head,
                                                             uint32_t n_kv) {
@@ -159,17 +174,15 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv, n);
     cl.barrier();
     cl.mark("attn prep");
-    // The tensor-core kernel where attention_cm2() allows it and the tensor loads and stores
-    // find 16-byte aligned bases; the KHR cooperative-matrix kernel where attention_khr() allows
-    // it and the caches start at 16-byte units (it reads them so); the tiles otherwise. All take
-    // the same push constants and a grid of (head groups, row blocks).
-    auto cm2 = attention_cm2(dev_.features(), v, a.head_dim, a.n_head, a.n_kv);
-    auto khr = attention_khr(dev_.features(), v, a.head_dim, a.n_head, a.n_kv);
-    const bool caches_aligned = k_cache.offset % 16 == 0 && v_cache.offset % 16 == 0;
+    // The kernel attention_kernel() picks; all take the same push constants and a grid of
+    // (head groups, row blocks).
+    const Features& f = dev_.features();
+    const WindowAttentionKernel kernel =
+        attention_kernel(f, v, a, act.offset, k_cache.offset % 16 == 0 && v_cache.offset % 16 == 0);
     const Kernel* att = nullptr;
     uint32_t heads = 0, rows = 0;
-    if (cm2 && attention_cm2_aligned(a, act.offset) && caches_aligned) {
-        AttentionCm2 t = *cm2;
+    if (kernel == WindowAttentionKernel::cm2) {
+        AttentionCm2 t = *attention_cm2(f, v, a.head_dim, a.n_head, a.n_kv);
         if (attention_cm2_tile.query_vectors) {
             t.keys = attention_cm2_tile.keys;
             t.query_vectors = attention_cm2_tile.query_vectors;
@@ -179,8 +192,8 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
                           {256, a.head_dim, t.query_vectors, t.keys});
         heads = t.heads;
         rows = t.rows;
-    } else if (khr && caches_aligned) {
-        const AttentionKhr& t = *khr;
+    } else if (kernel == WindowAttentionKernel::khr) {
+        const AttentionKhr t = *attention_khr(f, v, a.head_dim, a.n_head, a.n_kv);
         att = &pipes_.get("attn_window_cm@khr_coopmat", 4, sizeof(AttnWindowPush),
                           {t.threads, a.head_dim, t.query_vectors, t.keys, t.shape.m, t.shape.n,
                            t.shape.k, t.blocks, t.out_cols});

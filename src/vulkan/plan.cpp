@@ -287,13 +287,13 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         at.qo_off = a.qo;
         at.o_off = a.o;
         at.gate_off = hp.arch == Arch::qwen35 ? a.q + (uint32_t)hp.head_dim : Kernels::kNone;
-        const uint32_t hd = (uint32_t)hp.head_dim, nh = (uint32_t)hp.n_head,
-                       nkv = (uint32_t)hp.n_head_kv;
-        const Variant av = Kernels::attention_variant(f, variant, hd);
+        at.head_dim = (uint32_t)hp.head_dim;
+        at.n_head = (uint32_t)hp.n_head;
+        at.n_kv = (uint32_t)hp.n_head_kv;
+        // The caches are buffers of their own, so they start aligned.
         p.window_attention_tensor_cores =
-            (Kernels::attention_cm2_aligned(at, 0) &&
-             Kernels::attention_cm2(f, av, hd, nh, nkv).has_value()) ||
-            Kernels::attention_khr(f, av, hd, nh, nkv).has_value();
+            Kernels::attention_kernel(f, Kernels::attention_variant(f, variant, at.head_dim), at, 0,
+                                      true) != Kernels::WindowAttentionKernel::tiles;
     }
     return p;
 }
