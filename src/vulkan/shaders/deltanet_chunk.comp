@@ -72,6 +72,14 @@ vec4 quad(uint at) {
     return vec4(ain[at], ain[at + 1u], ain[at + 2u], ain[at + 3u]);
 }
 
+// State rows i .. i+3 of column jl into the shared slice.
+void put_state(uint i, uint jl, vec4 v) {
+    ss[i * COLS + jl] = v.x;
+    ss[(i + 1u) * COLS + jl] = v.y;
+    ss[(i + 2u) * COLS + jl] = v.z;
+    ss[(i + 3u) * COLS + jl] = v.w;
+}
+
 // Rows past the window are loaded from its last row (never out of range) and never used.
 void fetch_wqp(uint h, uint qb, uint w_base, uint p_base, uint g_base, uint r0, uint m) {
     const uint tid = gl_LocalInvocationID.x;
@@ -150,12 +158,7 @@ void main() {
         if (i < DK && jl < ncols)
             sv[w] = vec4(S[sb + i * p.d_v + jl], S[sb + (i + 1u) * p.d_v + jl],
                          S[sb + (i + 2u) * p.d_v + jl], S[sb + (i + 3u) * p.d_v + jl]);
-        if (i < DK) {
-            ss[i * COLS + jl] = sv[w].x;
-            ss[(i + 1u) * COLS + jl] = sv[w].y;
-            ss[(i + 2u) * COLS + jl] = sv[w].z;
-            ss[(i + 3u) * COLS + jl] = sv[w].w;
-        }
+        if (i < DK) put_state(i, jl, sv[w]);
     }
     fetch_wqp(h, qb, w_base, p_base, g_base, 0u, min(C, p.n));
     fetch_k(kb, 0u, min(C, p.n));
@@ -215,12 +218,7 @@ void main() {
         }
         [[unroll]] for (uint w = 0u; w < NW; ++w) {
             uint i = 4u * (tr + w * RG);
-            if (i < DK) {
-                ss[i * COLS + jl] = sv[w].x;
-                ss[(i + 1u) * COLS + jl] = sv[w].y;
-                ss[(i + 2u) * COLS + jl] = sv[w].z;
-                ss[(i + 3u) * COLS + jl] = sv[w].w;
-            }
+            if (i < DK) put_state(i, jl, sv[w]);
         }
         barrier();
     }
