@@ -16,13 +16,15 @@ uint w_u32(uint off) {
     return lo | (hi << 16);
 }
 // 8 / 16 bytes at an even offset as little-endian words: aligned word loads joined by funnel
-// shifts. The word past the run is read only when the offset is 2 mod 4 (it then holds the run's
-// last bytes), so no byte beyond the run's last word is touched.
+// shifts. load16_a2 reads the word past the run only when the offset is 2 mod 4 (it then holds
+// the run's last bytes), so no byte beyond the run's last word is touched. load8_a2 reads the
+// three words either way, so all of them are requested before the threads of a subgroup, whose
+// blocks alternate between the two alignments, part ways; it serves only the Q6_K runs, whose
+// third word always lies inside the block or is the word of its closing f16 d.
 uvec2 load8_a2(uint off) {
     uint i = off >> 2;
-    uint w0 = wq[i], w1 = wq[i + 1u];
+    uint w0 = wq[i], w1 = wq[i + 1u], w2 = wq[i + 2u];
     if ((off & 2u) == 0u) return uvec2(w0, w1);
-    uint w2 = wq[i + 2u];
     return uvec2((w0 >> 16) | (w1 << 16), (w1 >> 16) | (w2 << 16));
 }
 uvec4 load16_a2(uint off) {
