@@ -319,9 +319,14 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
         kRows = gemv_shape.rows;
     }
     // Row groups (gemv.comp GROUPS) for the byte path: the rounded x then serves more rows.
+    // The Q6_K GEMV with the norm epilogue takes twice as many: an H200's compiler gave it 91
+    // registers at 512 invocations (one workgroup a multiprocessor, against two for every other
+    // byte GEMV at 58-64); at 1024 it must fit in 64. tg128, two rounds: 9B 255.6 -> 261.5 t/s,
+    // Qwen3-8B 243.1 -> 250.3 (docs/PERF.md 2026-11-30, night).
+    const uint32_t group_cap = gemv_groups * (t == QType::Q6_K && fuse ? 2 : 1);
     uint32_t groups = 1;
     if (xp == GemvX::bytes)
-        while (groups < gemv_groups && wg * groups * 2 <= f.max_workgroup_invocations &&
+        while (groups < group_cap && wg * groups * 2 <= f.max_workgroup_invocations &&
                wg % std::max<uint32_t>(f.max_subgroup_size, 1) == 0)
             groups *= 2;
     const uint32_t nr = pair ? 2 * kRows : kRows;

@@ -264,7 +264,8 @@ INSTANTIATE_TEST_SUITE_P(
                       FusedCase{QType::F16, 5, 77}, FusedCase{QType::F16, 34, 200},
                       FusedCase{QType::Q4_0, 2, 32}, FusedCase{QType::Q8_0, 130, 1024},
                       FusedCase{QType::Q4_K, 67, 768}, FusedCase{QType::Q4_K, 258, 4096},
-                      FusedCase{QType::Q5_K, 13, 512}, FusedCase{QType::Q6_K, 6, 3072}),
+                      FusedCase{QType::Q5_K, 13, 512}, FusedCase{QType::Q6_K, 6, 3072},
+                      FusedCase{QType::Q6_K, 70, 2048}),
     [](const auto& info) { return case_name(info.param); });
 
 // gemv.comp's fused modules dispatched directly: the shared-memory reductions (no subgroup

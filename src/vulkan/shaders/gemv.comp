@@ -473,7 +473,10 @@ shared float partial[NR][WG];
 
 #if defined(NORM_EPILOGUE)
 shared uint last_group;  // 1 in the workgroup that finished last
-const uint NORM_BATCH = 16u;
+// 8 loads a thread cover the 4096 rows of a 9B's residual stream over 512 threads, and hold half
+// the registers 16 did: at 16 the compiler gave the 12288-wide Q4_K variant 65 registers, one
+// over what fits two workgroups of 512 a multiprocessor (H200, docs/PERF.md 2026-11-30, night).
+const uint NORM_BATCH = 8u;
 
 // The sum of v over the workgroup, through the same partials as the row sums.
 float group_sum(float v) {
