@@ -6,7 +6,7 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab, stages, decode)
+# tgab, stages, decode, tgbase, gemvbase)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work)
@@ -34,6 +34,10 @@
 #          VALUES="0 1")
 # tgab:    decode tg128 for the variable $VAR over $VALUES, two alternating rounds, on
 #          Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M
+# tgbase:  decode tg128 of this build against the build packed from $BASE_BUILD (prepare with
+#          BASE_BUILD=dir), two alternating rounds, on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M:
+#          an A/B of a kernel change that has no switch
+# gemvbase: GemvSpeed.Report of the $BASE_BUILD build, then of this one
 # tests:   the Vulkan tests matching $FILTER (default all) on this device, without the layer
 # tg:      decode tg128 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M, then Qwen3-8B's decode
 #          profile
@@ -51,6 +55,11 @@ if [ "${1:-run}" = prepare ]; then
     cp "$build/deltallm" "$build/tests/test_vulkan" "$pack/"
     cp -L /lib/x86_64-linux-gnu/libfmt.so.9 "$pack/lib/"
     strip --strip-unneeded "$pack/deltallm" "$pack/test_vulkan"
+    if [ -n "${BASE_BUILD:-}" ]; then
+        cp "$BASE_BUILD/deltallm" "$pack/deltallm.base"
+        cp "$BASE_BUILD/tests/test_vulkan" "$pack/test_vulkan.base"
+        strip --strip-unneeded "$pack/deltallm.base" "$pack/test_vulkan.base"
+    fi
     mkdir -p "$repo/.devrun"
     tar -C "$repo/.tools" -cf - device-reports | xz -6 -T2 >"$repo/.devrun/reports.tar.xz"
     du -sh "$repo/.devrun/reports.tar.xz"
@@ -102,6 +111,22 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
     case $part in
         gemm) report 'GemmSpeed*' ;;
         gemv) report 'GemvSpeed*' ;;
+        gemvbase)
+            echo "base:" && DELTALLM_VK_SPEED=1 timeout 180 "$tv.base" --gtest_filter='GemvSpeed*' 2>&1 |
+                grep -v '^\[\|^Running\|^Note\|^$'
+            echo "this build:" && report 'GemvSpeed*'
+            ;;
+        tgbase)
+            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
+                m=$(model $am)
+                for round in 1 2; do
+                    for bin in "$ours.base" "$ours"; do
+                        echo "$am ${bin##*/}: $(timeout 60 "$bin" bench -m "$m" --device vulkan -p 0 \
+                            -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+                    done
+                done
+            done
+            ;;
         stages) report 'StageSpeed*' ;;
         decode)
             for am in "qwen35 9b" "qwen3 8b"; do
