@@ -78,7 +78,9 @@ export DELTALLM_TEST_TMP=$(mktemp -d)
 tv=$pack/test_vulkan
 ours=$pack/deltallm
 "$ours" info --devices 2>&1 | tail -4
-report() { DELTALLM_VK_SPEED=1 timeout 180 "$tv" --gtest_filter="$1" 2>&1 | grep -v '^\[\|^Running\|^Note\|^$'; }
+report() {  # FILTER [TEST_BINARY]: the speed reports matching FILTER
+    DELTALLM_VK_SPEED=1 timeout 180 "${2:-$tv}" --gtest_filter="$1" 2>&1 | grep -v '^\[\|^Running\|^Note\|^$'
+}
 model() {  # synthesizes ARCH SHAPE once, prints its path
     local m=/tmp/$1-$2-q4_k_m.gguf
     [ -f "$m" ] || "$ours" synth --arch "$1" --shape "$2" -t q4_k_m -o "$m" >/dev/null
@@ -112,8 +114,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
         gemm) report 'GemmSpeed*' ;;
         gemv) report 'GemvSpeed*' ;;
         gemvbase)
-            echo "base:" && DELTALLM_VK_SPEED=1 timeout 180 "$tv.base" --gtest_filter='GemvSpeed*' 2>&1 |
-                grep -v '^\[\|^Running\|^Note\|^$'
+            echo "base:" && report 'GemvSpeed*' "$tv.base"
             echo "this build:" && report 'GemvSpeed*'
             ;;
         tgbase)
