@@ -31,6 +31,7 @@ class Kernels {
     uint32_t gemv_ablate = 0;
     // Row groups of the byte-path GEMVs (gemv.comp GROUPS; a power of two, 1: none): a workgroup
     // of gemv_groups times the threads takes as many times the rows and rounds x once for them.
+    // The Q6_K GEMV with the norm epilogue takes twice gemv_groups (gemv_record says why).
     uint32_t gemv_groups = 4;
     // The byte-path GEMVs run on at most gemv_waves workgroups a multiprocessor, where the
     // device says how many it has (Features::sm_count; 0: a workgroup a row block); each
