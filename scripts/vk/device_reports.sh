@@ -6,7 +6,7 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab, stages, decode, tgbase, gemvbase)
+# tgab, stages, decode, tgbase, gemvbase, tgcfg)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work)
@@ -38,6 +38,9 @@
 #          BASE_BUILD=dir), two alternating rounds, on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M:
 #          an A/B of a kernel change that has no switch
 # gemvbase: GemvSpeed.Report of the $BASE_BUILD build, then of this one
+# tgcfg:   decode tg128 for each configuration in $CONFIGS (';' between configurations, each a
+#          list of VAR=value, e.g. CONFIGS="A=0;A=1 B=2"), two alternating rounds, on Qwen3.5-9B
+#          and Qwen3-8B Q4_K_M
 # tests:   the Vulkan tests matching $FILTER (default all) on this device, without the layer
 # tg:      decode tg128 on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M, then Qwen3-8B's decode
 #          profile
@@ -123,6 +126,19 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                 for round in 1 2; do
                     for bin in "$ours.base" "$ours"; do
                         echo "$am ${bin##*/}: $(timeout 60 "$bin" bench -m "$m" --device vulkan -p 0 \
+                            -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+                    done
+                done
+            done
+            ;;
+        tgcfg)
+            IFS=';' read -r -a cfgs <<<"$CONFIGS"
+            for round in 1 2; do
+                for am in "qwen35 9b" "qwen3 8b"; do
+                    m=$(model $am)
+                    for cf in "${cfgs[@]}"; do
+                        # shellcheck disable=SC2086  # each configuration is a list of VAR=value
+                        echo "$am $cf: $(env $cf timeout 60 "$ours" bench -m "$m" --device vulkan -p 0 \
                             -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
                     done
                 done
