@@ -89,11 +89,16 @@ model() {  # synthesizes ARCH SHAPE once, prints its path
     [ -f "$m" ] || "$ours" synth --arch "$1" --shape "$2" -t q4_k_m -o "$m" >/dev/null
     echo "$m"
 }
+tg128() {  # BINARY MODEL [VAR=value ...]: decode tg128, the t/s column (mean ± deviation)
+    local bin=$1 m=$2
+    shift 2
+    env "$@" timeout 60 "$bin" bench -m "$m" --device vulkan -p 0 -n 128 -r 3 2>&1 | grep tg128 |
+        cut -d'|' -f8
+}
 ab() {  # VAR "VALUES" MODEL LABEL: tg128 for each value of VAR, two alternating rounds
     for round in 1 2; do
         for v in $2; do
-            echo "$4 $1=$v: $(env "$1=$v" timeout 60 "$ours" bench -m "$3" --device vulkan -p 0 \
-                -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+            echo "$4 $1=$v: $(tg128 "$ours" "$3" "$1=$v")"
         done
     done
 }
@@ -125,8 +130,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                 m=$(model $am)
                 for round in 1 2; do
                     for bin in "$ours.base" "$ours"; do
-                        echo "$am ${bin##*/}: $(timeout 60 "$bin" bench -m "$m" --device vulkan -p 0 \
-                            -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+                        echo "$am ${bin##*/}: $(tg128 "$bin" "$m")"
                     done
                 done
             done
@@ -138,8 +142,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                     m=$(model $am)
                     for cf in "${cfgs[@]}"; do
                         # shellcheck disable=SC2086  # each configuration is a list of VAR=value
-                        echo "$am $cf: $(env $cf timeout 60 "$ours" bench -m "$m" --device vulkan -p 0 \
-                            -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+                        echo "$am $cf: $(tg128 "$ours" "$m" $cf)"
                     done
                 done
             done
@@ -182,9 +185,8 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                 m=$(model $am)
                 for round in 1 2; do
                     for cf in auto:1 auto:2 auto:4 auto:8 bytes:4; do
-                        echo "$am x=${cf%:*} groups=${cf#*:}: $(DELTALLM_VK_GEMV_X=${cf%:*} \
-                            DELTALLM_VK_GEMV_GROUPS=${cf#*:} timeout 60 "$ours" bench -m "$m" \
-                            --device vulkan -p 0 -n 128 -r 3 2>&1 | grep tg128 | cut -d'|' -f8)"
+                        echo "$am x=${cf%:*} groups=${cf#*:}: $(tg128 "$ours" "$m" \
+                            "DELTALLM_VK_GEMV_X=${cf%:*}" "DELTALLM_VK_GEMV_GROUPS=${cf#*:}")"
                     done
                 done
             done
