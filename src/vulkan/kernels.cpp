@@ -333,15 +333,17 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     while (groups > 1 && gemv_shared_bytes(xp, cols, wg * groups, nr) > f.max_shared_memory)
         groups /= 2;
     if (gemv_shared_bytes(xp, cols, wg, nr) > f.max_shared_memory) xp = GemvX::global;
-    // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide.
-    uint32_t w16 = w.offset % 16 == 0 && (!pair || (pair[0] % 16 == 0 && pair[1] % 16 == 0));
+    // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide, and for Q6_K,
+    // whose rows the device holds by field (weight_layout.h), the row length too.
+    const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
+    uint32_t w16 = w.offset % 16 == 0 && (!pair || (pair[0] % 16 == 0 && pair[1] % 16 == 0)) &&
+                   (t != QType::Q6_K || row_bytes % 16 == 0);
     uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 ? 1 : 0;
     std::string name = mod;
     if (fuse) name += "_norm";
     if (pair) name += "_swiglu";
     name += gemv_x_suffix(xp);
     if (f.subgroup_arithmetic) name += "_sg";
-    const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
     // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): 2 workgroups of 512 a
     // multiprocessor, 9B 222.6 -> 228.4 t/s, Qwen3-8B 215.7 -> 221.2 (1: 203, 4: 226.5); the
     // F32 path's small workgroups need the whole grid (0.8B: 557 -> 289 at 2).
@@ -352,7 +354,10 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     auto [gx, gy] = grid(f, blocks);
     // The shared copy of x is sized by the row (a pipeline per row length).
     const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
-    const std::vector<uint32_t> spec = {wg * groups, kRows, w16, x16, xblocks, gemv_ablate, groups};
+    // gemv.comp W2: Q6_K rows of an odd number of blocks start only 2-byte aligned.
+    const uint32_t w2 = t == QType::Q6_K && row_bytes % 4 != 0;
+    const std::vector<uint32_t> spec = {wg * groups, kRows,       w16,    x16,
+                                        xblocks,     gemv_ablate, groups, w2};
     if (pair) {
         const Kernel& k = pipes_.get(name, 3, sizeof(GemvPairPush), spec);
         GemvPairPush p{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1]};

@@ -29,6 +29,9 @@ struct TinySpec {
     bool tied = false;
     bool rope_freqs = false;         // llama-3 style divisors
     QType matrix_type = QType::F32;  // every 2-D weight but ssm_conv1d
+    // A Q4_K_M file's mix: Q6_K for the output head (or the tied embedding) and, in every other
+    // layer, ffn_down, attn_v and attn_qkv; matrix_type for the rest.
+    bool q4_k_m = false;
     // Scale of the matrices that write into the residual stream (attn_output, ssm_out,
     // ffn_down): below 1, each layer adds a smaller update and errors grow less from layer to
     // layer.
@@ -116,25 +119,28 @@ inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
     };
     const QType mt = s.matrix_type;
     // A matrix [out, in] (ne = {in, out}) with unit-variance outputs for unit-variance inputs.
-    auto matrix = [&](const std::string& name, int64_t in, int64_t out, double gain = 1.0) {
-        add(name, {in, out}, mt, 0.0, gain / std::sqrt(double(in)));
+    auto matrix = [&](const std::string& name, int64_t in, int64_t out, double gain = 1.0,
+                      bool six_bits = false) {
+        add(name, {in, out}, s.q4_k_m && six_bits ? QType::Q6_K : mt, 0.0,
+            gain / std::sqrt(double(in)));
     };
     auto norm = [&](const std::string& name, int64_t n) { add(name, {n}, QType::F32, 1.0, 0.1); };
     const int64_t E = s.n_embd, D = s.head_dim;
-    add("token_embd.weight", {E, s.n_vocab}, mt, 0.0, 1.0);
+    add("token_embd.weight", {E, s.n_vocab}, s.q4_k_m && s.tied ? QType::Q6_K : mt, 0.0, 1.0);
     norm("output_norm.weight", E);
-    if (!s.tied) matrix("output.weight", E, s.n_vocab);
+    if (!s.tied) matrix("output.weight", E, s.n_vocab, 1.0, true);
     if (s.rope_freqs) add("rope_freqs.weight", {s.rope_dims / 2}, QType::F32, 1.5, 0.3);
     for (int64_t il = 0; il < s.n_layer + s.n_nextn; ++il) {
         auto b = [il](const char* what) { return "blk." + std::to_string(il) + "." + what; };
+        const bool six = il % 2 == 0;
         norm(b("attn_norm.weight"), E);
         norm(b(a == "qwen35" ? "post_attention_norm.weight" : "ffn_norm.weight"), E);
         matrix(b("ffn_gate.weight"), E, s.n_ff);
         matrix(b("ffn_up.weight"), E, s.n_ff);
-        matrix(b("ffn_down.weight"), s.n_ff, E, s.residual_gain);
+        matrix(b("ffn_down.weight"), s.n_ff, E, s.residual_gain, six);
         if (is_recurrent_layer(s, il)) {
             const int64_t conv_dim = 2 * s.H_k * s.d_state + s.H_v * s.d_state;
-            matrix(b("attn_qkv.weight"), E, conv_dim);
+            matrix(b("attn_qkv.weight"), E, conv_dim, 1.0, six);
             matrix(b("attn_gate.weight"), E, s.H_v * s.d_state);
             matrix(b("ssm_beta.weight"), E, s.H_v);
             matrix(b("ssm_alpha.weight"), E, s.H_v);
@@ -160,7 +166,7 @@ inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
             const int64_t q_rows = s.n_head * D * (a == "qwen35" ? 2 : 1);
             matrix(b("attn_q.weight"), E, q_rows);
             matrix(b("attn_k.weight"), E, s.n_head_kv * D);
-            matrix(b("attn_v.weight"), E, s.n_head_kv * D);
+            matrix(b("attn_v.weight"), E, s.n_head_kv * D, 1.0, six);
             matrix(b("attn_output.weight"), s.n_head * D, E, s.residual_gain);
             if (a != "llama") {
                 norm(b("attn_q_norm.weight"), D);

@@ -244,8 +244,9 @@ TEST_P(GemvModule, MatchesDequantizedReference) {
             uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
         } p{cols, rows, (uint32_t)row_size(t, cols), x_off, y_off, acc ? 1u : 0u};
         uint32_t x16 = x_off % 4 == 0 ? 1 : 0;
-        const Kernel& k =
-            pipes.get(name, 3, sizeof(Push), {s.wg, s.rows_per_group, s.w16, x16, cols / 32});
+        uint32_t w2 = t == QType::Q6_K && p.row_bytes % 4 != 0;  // gemv.comp W2
+        const Kernel& k = pipes.get(name, 3, sizeof(Push),
+                                    {s.wg, s.rows_per_group, s.w16, x16, cols / 32, 0, 1, w2});
         cl.dispatch(k, {w, x, y}, p, (rows + s.rows_per_group - 1) / s.rows_per_group);
     };
     for (uint32_t x_off : {5u, 8u}) check_gemv(dev, rec, s.type, s.rows, s.cols, x_off, bytes);
@@ -306,6 +307,44 @@ TEST(VulkanKernels, RmsNormStridedRows) {
         // The gap between strided rows is never written.
         for (uint32_t i = n; i < y_stride && y_off + r * y_stride + i < ny; ++i)
             ASSERT_EQ(test::bits(out[y_off + r * y_stride + i]), test::kPoison);
+    }
+}
+
+// The embedding lookup: each fetched row is the CPU's dequantization of the table row its id
+// names (an id past the table reads the last row), nothing written past the fetched rows.
+TEST(VulkanKernels, GetRowsMatchDequantizedRows) {
+    VK_TEST_DEVICE();
+    for (auto [t, rows, cols] :
+         {std::tuple{QType::F32, 5u, 40u}, std::tuple{QType::F16, 5u, 24u},
+          std::tuple{QType::Q4_0, 7u, 96u}, std::tuple{QType::Q8_0, 3u, 64u},
+          std::tuple{QType::Q4_K, 5u, 512u}, std::tuple{QType::Q5_K, 3u, 256u},
+          std::tuple{QType::Q6_K, 6u, 256u}, std::tuple{QType::Q6_K, 5u, 768u},
+          std::tuple{QType::Q6_K, 4u, 2048u}}) {
+        std::vector<float> wf = randn((size_t)rows * cols, rows * 7 + cols);
+        const auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
+        Buffer w = test::to_device(dev, wq);
+        const std::vector<uint32_t> ids = {9, rows - 1, 0, 1, rows / 2, rows + 3};
+        const uint32_t id_off = 1, n = (uint32_t)ids.size() - id_off, out_off = 2;
+        Buffer idb = test::to_device(dev, ids);
+        const size_t n_out = out_off + (size_t)n * cols + 4;
+        Buffer out = test::poisoned(dev, n_out);
+        test::run(dev, [&](CommandList& cl) {
+            K.get_rows(cl, t, view(w), rows, cols, view(idb), id_off, view(out), out_off, n);
+        });
+        auto got = test::from_device<float>(dev, out, n_out);
+        for (uint32_t i = 0; i < out_off; ++i)
+            ASSERT_EQ(test::bits(got[i]), test::kPoison) << qtype_name(t) << " wrote before";
+        for (uint32_t r = 0; r < n; ++r) {
+            const uint32_t id = std::min(ids[id_off + r], rows - 1);
+            for (uint32_t c = 0; c < cols; ++c) {
+                // The device may fuse a multiply and an add the CPU rounds apart.
+                const float want = deq[(size_t)id * cols + c];
+                ASSERT_NEAR(got[out_off + (size_t)r * cols + c], want, 1e-6f * std::fabs(want))
+                    << qtype_name(t) << " " << cols << " cols, row " << r << " col " << c;
+            }
+        }
+        for (size_t i = out_off + (size_t)n * cols; i < n_out; ++i)
+            ASSERT_EQ(test::bits(got[i]), test::kPoison) << qtype_name(t) << " wrote past";
     }
 }
 

@@ -21,6 +21,7 @@
 #include "vulkan/device.h"
 #include "vulkan/kernels.h"
 #include "vulkan/pipeline.h"
+#include "vulkan/weight_layout.h"
 
 namespace dl::vk::test {
 
@@ -153,9 +154,9 @@ Buffer to_device(Device& dev, const std::vector<T>& v, size_t pad_bytes = 0) {
     return b;
 }
 
-// Rows of weights w (rows × cols) in type t's GGUF blocks, with a spare word past the last
-// block as the plan keeps after a matrix, and the blocks dequantized again on the CPU: the exact
-// values a kernel multiplies.
+// Rows of weights w (rows × cols) in type t's GGUF blocks, in the byte order the device holds
+// them (weight_layout.h), with a spare word past the last block as the plan keeps after a
+// matrix, and the blocks dequantized again on the CPU: the exact values a kernel multiplies.
 struct QuantizedRows {
     std::vector<uint8_t> blocks;
     std::vector<float> values;
@@ -168,6 +169,10 @@ inline QuantizedRows quantize_rows(QType t, const std::vector<float>& w, uint32_
     for (uint32_t r = 0; r < rows; ++r) {
         quant::quantize(t, w.data() + (size_t)r * cols, q.blocks.data() + r * rb, cols);
         quant::dequantize(t, q.blocks.data() + r * rb, q.values.data() + (size_t)r * cols, cols);
+    }
+    if (relaid(t)) {
+        std::vector<uint8_t> gguf(q.blocks.begin(), q.blocks.begin() + rb * rows);
+        to_device_layout(t, cols, rows, gguf.data(), q.blocks.data());
     }
     return q;
 }
@@ -213,7 +218,8 @@ class Scoped {
 // The tiny model the driver parity tests run (tests/model/tiny_model.h): the attention-only
 // architectures with 2 layers and full rotary, qwen3 with a tied output head, residual updates
 // scaled down so errors grow less from layer to layer. Q4_K needs every matrix input a whole
-// number of its 256-element blocks, so its models are wider.
+// number of its 256-element blocks, so its models are wider; they hold a Q4_K_M file's mix, Q6_K
+// included (ffn_down of two blocks a row).
 inline dl::test::TinySpec parity_spec(const std::string& arch, QType type = QType::F32) {
     dl::test::TinySpec s;
     s.arch = arch;
@@ -225,6 +231,7 @@ inline dl::test::TinySpec parity_spec(const std::string& arch, QType type = QTyp
     s.residual_gain = 0.5;
     s.matrix_type = type;
     if (type == QType::Q4_K) {
+        s.q4_k_m = true;
         s.n_embd = 256;
         s.n_ff = 512;
         s.n_head = 4;

@@ -121,9 +121,13 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{QType::F16, 65, 40}, GemmCase{QType::Q4_0, 70, 96},
                       GemmCase{QType::Q8_0, 33, 96}, GemmCase{QType::Q4_K, 70, 256},
                       GemmCase{QType::Q5_K, 33, 512}, GemmCase{QType::Q6_K, 64, 256},
+                      // Q6_K rows of several blocks, held by field (weight_layout.h); rows of
+                      // an odd number of them alternate between two alignments.
+                      GemmCase{QType::Q6_K, 33, 768},
                       // Rows of whole unrolled steps (K of 512), so the NV tiles that lie
                       // inside the matrices take their unclamped loop beside clamped edge tiles.
-                      GemmCase{QType::F16, 130, 512}, GemmCase{QType::Q8_0, 70, 512}),
+                      GemmCase{QType::F16, 130, 512}, GemmCase{QType::Q8_0, 70, 512},
+                      GemmCase{QType::Q6_K, 130, 512}),
     [](const auto& info) {
         return fmt::format("{}_{}x{}", qtype_name(info.param.type), info.param.rows,
                            info.param.cols);
@@ -154,7 +158,7 @@ TEST(DequantF16, MatchesDequantizedRows) {
          {std::tuple{QType::F32, 3u, 40u}, std::tuple{QType::F16, 5u, 24u},
           std::tuple{QType::Q4_0, 7u, 96u}, std::tuple{QType::Q8_0, 3u, 64u},
           std::tuple{QType::Q4_K, 5u, 512u}, std::tuple{QType::Q5_K, 3u, 256u},
-          std::tuple{QType::Q6_K, 6u, 256u}}) {
+          std::tuple{QType::Q6_K, 6u, 256u}, std::tuple{QType::Q6_K, 5u, 768u}}) {
         std::vector<float> wf = randn((size_t)rows * cols, rows + cols);
         const auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
         Buffer w = test::to_device(dev, wq);

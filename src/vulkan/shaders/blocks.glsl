@@ -19,8 +19,9 @@ uint w_u32(uint off) {
 // shifts. load16_a2 reads the word past the run only when the offset is 2 mod 4 (it then holds
 // the run's last bytes), so no byte beyond the run's last word is touched. load8_a2 reads the
 // three words either way, so all of them are requested before the threads of a subgroup, whose
-// blocks alternate between the two alignments, part ways; it serves only the Q6_K runs, whose
-// third word always lies inside the block or is the word of its closing f16 d.
+// rows may alternate between the two alignments, part ways; it serves only the scale runs of
+// Q6_K rows laid out by field (weight_layout.h), whose third word lies inside the row or is the
+// spare word the plan keeps past a matrix.
 uvec2 load8_a2(uint off) {
     uint i = off >> 2;
     uint w0 = wq[i], w1 = wq[i + 1u], w2 = wq[i + 2u];
@@ -101,19 +102,22 @@ vec4 quad_values(uint row, uint u, uint q, uint ncols) {
 }
 #elif defined(WTYPE_Q6_K)
 // block (256 elements, 210 bytes): 128 bytes of low nibbles ql, 64 bytes of 2-bit highs qh, 16
-// signed scales, f16 d. Element 128h + 32k + l (half h, quarter k, l < 32) is the low (k even)
-// or high (k odd) nibble of ql[64h + 32(k&1) + l] with bits 2k..2k+1 of qh[32h + l] on top,
-// minus 32, times d * scale[8h + 2k + l/16].
+// signed scales, f16 d; the device holds a row of nb = ncols / 256 blocks by field
+// (weight_layout.h): the nb ql runs, the nb qh runs, the nb scale runs, the nb d. Element
+// 128h + 32k + l (half h, quarter k, l < 32) of block i is the low (k < 2) or high (k >= 2)
+// nibble of ql_i[64h + 32(k&1) + l] with bits 2k..2k+1 of qh_i[32h + l] on top, minus 32, times
+// d_i * scale_i[8h + 2k + l/16].
 vec4 quad_values(uint row, uint u, uint q, uint ncols) {
-    uint b = row + (u >> 3) * 210u;
+    uint nb = ncols / 256u, i = u >> 3;
     uint sb = u & 7u;
     uint h = sb >> 2, k = sb & 3u;
-    uint ql = b + 64u * h + 32u * (k & 1u) + 4u * q;
-    uint qh = b + 128u + 32u * h + 4u * q;
+    uint ql = row + 128u * i + 64u * h + 32u * (k & 1u) + 4u * q;
+    uint qh = row + 128u * nb + 64u * i + 32u * h + 4u * q;
     uvec4 lo = (u8x4(w_u32(ql)) >> ((k >> 1) * 4u)) & 0xfu;
     uvec4 hi = (u8x4(w_u32(qh)) >> (2u * k)) & 3u;
-    float sc = float(int(w_u8(b + 192u + 8u * h + 2u * k + (q >> 2)) << 24) >> 24);
-    return vec4(ivec4(lo | (hi << 4)) - 32) * (w_f16(b + 208u) * sc);
+    uint s = row + 192u * nb + 16u * i + 8u * h + 2u * k + (q >> 2);
+    float sc = float(int(w_u8(s) << 24) >> 24);
+    return vec4(ivec4(lo | (hi << 4)) - 32) * (w_f16(row + 208u * nb + 2u * i) * sc);
 }
 #endif
 

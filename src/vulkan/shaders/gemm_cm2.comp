@@ -21,6 +21,7 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0) in;
@@ -102,18 +103,25 @@ float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
     return float16_t(dm.x * float(sc) * float(q) - dm.y * float(mn));
 }
 #elif defined(WTYPE_Q6_K)
-// 210 bytes: 128 bytes of low nibbles ql, 64 bytes of 2-bit highs qh, 16 signed scales, f16 d.
-// Element 128h + 32k + l is the low (k even) or high (k odd) nibble of ql[64h + 32(k&1) + l]
-// with bits 2k..2k+1 of qh[32h + l] on top, minus 32, times d · scale[8h + 2k + l/16].
+// 210 bytes: 128 bytes of low nibbles ql, 64 bytes of 2-bit highs qh, 16 signed scales, f16 d,
+// held by field (weight_layout.h): a row of nb = K / 256 blocks is the nb ql runs, the nb qh
+// runs, the nb scale runs, the nb d. The layout hands over where block bc[1] of row bc[0] would
+// start in GGUF order; the row starts 210 · bc[1] bytes before it. Element 128h + 32k + l of
+// block i is the low (k < 2) or high (k >= 2) nibble of ql_i[64h + 32(k&1) + l] with bits
+// 2k..2k+1 of qh_i[32h + l] on top, minus 32, times d_i · scale_i[8h + 2k + l/16].
 const uint QK = 256;
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer Block { uint16_t h[105]; };
-uint byte_at(const in Block b, uint j) { return (uint(b.h[j >> 1]) >> ((j & 1u) * 8u)) & 0xffu; }
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer Row { uint16_t rh[]; };
+uint byte_at(const in Row r, uint j) { return (uint(r.rh[j >> 1]) >> ((j & 1u) * 8u)) & 0xffu; }
 float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
+    const uint i = bc[1], nb = p.K / QK, back = 210u * i;
+    const uvec2 a = uvec2(b);
+    Row r = Row(uvec2(a.x - back, a.y - (a.x < back ? 1u : 0u)));
     uint e = ib[1], hh = e >> 7, k = (e >> 5) & 3u, l = e & 31u;
-    uint lo = (byte_at(b, 64u * hh + 32u * (k & 1u) + l) >> ((k >> 1) * 4u)) & 15u;
-    uint hi = (byte_at(b, 128u + 32u * hh + l) >> (2u * k)) & 3u;
-    int sc = int(byte_at(b, 192u + 8u * hh + 2u * k + (l >> 4)) << 24) >> 24;
-    float d = unpackHalf2x16(uint(b.h[104])).x;
+    uint lo = (byte_at(r, 128u * i + 64u * hh + 32u * (k & 1u) + l) >> ((k >> 1) * 4u)) & 15u;
+    uint hi = (byte_at(r, 128u * nb + 64u * i + 32u * hh + l) >> (2u * k)) & 3u;
+    int sc = int(byte_at(r, 192u * nb + 16u * i + 8u * hh + 2u * k + (l >> 4)) << 24) >> 24;
+    float d = unpackHalf2x16(uint(r.rh[104u * nb + i])).x;
     return float16_t(float(int(lo | (hi << 4)) - 32) * d * float(sc));
 }
 #endif

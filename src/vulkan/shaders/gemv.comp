@@ -9,8 +9,11 @@
 //    covers 4 whole Q4_K blocks (576 contiguous bytes) per step, every byte fetched once.
 //  - Q4_K and Q5_K blocks (144 / 176 bytes) stay 16-byte aligned when the tensor is, so a slice
 //    is one uvec4 of nibbles plus the block's 16-byte header (d, dmin, scales; the 8 threads of a
-//    block read the same header, one transaction). Blocks of 18, 34 and 210 bytes are only 2-byte
-//    aligned: they are read as aligned words joined by funnel shifts (load8_a2 / load16_a2).
+//    block read the same header, one transaction). Q6_K rows are laid out by field on the device
+//    (weight_layout.h): a slice is one uvec4 of low nibbles and one of high bits, 16-byte aligned
+//    where the rows' length is a multiple of 16 (W16). Blocks of 18 and 34 bytes, and Q6_K rows
+//    of an odd number of blocks (W2), are only 2-byte aligned: they are read as aligned words joined
+//    by funnel shifts (load8_a2 / load16_a2).
 //  - Each workgroup computes ROWS rows with one x slice: x is read once per slice (as vec4 when
 //    x + x_off is 16-byte aligned) and reused for every row, and each thread has ROWS independent
 //    weight loads in flight per step. WG adapts to the row length (launcher) so short rows do not
@@ -68,7 +71,8 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;   // threads, a power of two
 layout(constant_id = 1) const uint ROWS = 4;   // rows per workgroup (of each matrix)
-layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte aligned
+layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte aligned (Q6_K:
+                                               // and so is every row)
 layout(constant_id = 3) const uint X16 = 1;    // 1: x + x_off is 16-byte aligned
 layout(constant_id = 4) const uint XBLOCKS = 1;  // X_INT8: 32-value blocks of x (ncols / 32)
 // The GEMV speed report's ablations (results then wrong): bit 0 leaves out the reads of x (every
@@ -84,6 +88,8 @@ layout(constant_id = 5) const uint ABLATE = 0;
 // lies in one group whatever order the implementation forms subgroups in.
 layout(constant_id = 6) const uint GROUPS = 1;
 const uint GW = WG / GROUPS;
+// Q6_K: 1 where rows start only 2-byte aligned (an odd number of blocks a row), else word aligned.
+layout(constant_id = 7) const uint W2 = 0;
 
 // The weights and x are each bound twice: as words / floats and as 16-byte vectors.
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -161,11 +167,36 @@ uint slice_x(uint blk, uint part, uint i) {
     // elements 16*(part&1) .. +15 of each.
     return blk * 256u + 64u * (part >> 1) + 16u * (part & 1u) + 32u * (i >> 2) + 4u * (i & 3u);
 #elif defined(WTYPE_Q6_K)
-    // Half h = part/4, l in [l0, l0+8) with l0 = 8*(part&3); run k = i/2 is quarter k.
-    return blk * 256u + 128u * (part >> 2) + 8u * (part & 3u) + 32u * (i >> 1) + 4u * (i & 1u);
+    // Quarters c and c + 2 of half h (part = 4h + 2c + f), values 16f .. 16f + 15 of each.
+    return blk * 256u + 128u * (part >> 2) + 16u * (part & 3u) + 64u * (i >> 2) + 4u * (i & 3u);
 #else
     return blk * 32u + 4u * i;
 #endif
+}
+#endif
+
+#if defined(WTYPE_Q6_K)
+// Slice part = 4h + 2c + f of block blk of a Q6_K row laid out by field (weight_layout.h; the row
+// starts at byte rb): bytes 32c + 16f .. +15 of the half's 64 bytes of low nibbles, which hold
+// values l = 16f .. 16f + 15 of quarters c (low nibbles) and c + 2 (high nibbles), and the 16
+// bytes of high bits of those l. v[0] and v[1] are the two quarters' 6-bit values, four a word;
+// sc their scales; d the block's.
+void q6_slice(uint rb, uint blk, uint part, out uvec4 v[2], out vec2 sc, out float d) {
+    uint nb = p.row_bytes / 210u, h = part >> 2, c = (part >> 1) & 1u, f = part & 1u;
+    uint o_ql = rb + 128u * blk + 16u * part;
+    uint o_qh = rb + 128u * nb + 64u * blk + 32u * h + 16u * f;
+    uint o_sc = rb + 192u * nb + 16u * blk + 8u * h;
+    // The scales are two word loads: as one 8-byte load the 248k-row head GEMV took 20 % longer
+    // on an H200.
+    uvec4 ql = W2 != 0u ? load16_a2(o_ql) : load16(o_ql);
+    uvec4 qh = W2 != 0u ? load16_a2(o_qh) : load16(o_qh);
+    uvec2 s = W2 != 0u ? load8_a2(o_sc) : uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
+    d = w_f16(rb + 208u * nb + 2u * blk);
+    v[0] = (ql & 0x0f0f0f0fu) | (((qh >> (2u * c)) & 0x03030303u) << 4);
+    v[1] = ((ql >> 4) & 0x0f0f0f0fu) | (((qh >> (2u * c + 4u)) & 0x03030303u) << 4);
+    // Scales 8h + 2c + f and 8h + 2(c + 2) + f: byte 2c + f of each word of the half's eight.
+    int sh = int(8u * (2u * c + f));
+    sc = vec2(bitfieldExtract(int(s.x), sh, 8), bitfieldExtract(int(s.y), sh, 8));
 }
 #endif
 
@@ -221,27 +252,16 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
 }
 #elif defined(WTYPE_Q6_K)
 float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
-    uint b = rb + blk * 210u;
-    uint h = part >> 2, l0 = 8u * (part & 3u);
-    uvec2 ql0 = load8_a2(b + 64u * h + l0);        // quarters 0 (low) and 2 (high nibbles)
-    uvec2 ql1 = load8_a2(b + 64u * h + 32u + l0);  // quarters 1 and 3
-    uvec2 qh = load8_a2(b + 128u + 32u * h + l0);  // two bits per quarter
-    uvec2 sw = load8_a2(b + 192u + 8u * h);        // scales 8h .. 8h+7
-    float d = w_f16(b + 208u);
-    uint ss = 8u * (l0 >> 4);  // scale 2k + l/16 of this half: byte ss/8 of each pair
-    float acc = 0.0;
-    [[unroll]] for (uint k = 0; k < 4u; ++k) {
-        uvec2 lq = (k & 1u) == 0u ? ql0 : ql1;
-        uint shl = (k >> 1) * 4u;
-        float s = 0.0;
-        [[unroll]] for (uint t = 0; t < 2u; ++t) {
-            uint v = ((lq[t] >> shl) & 0x0f0f0f0fu) | (((qh[t] >> (2u * k)) & 0x03030303u) << 4);
-            s += dot(bytes_f(v, 32.0), xv[2u * k + t]);
-        }
-        uint sbyte = ((k < 2u ? sw.x : sw.y) >> (16u * (k & 1u) + ss)) & 0xffu;
-        acc += float(int(sbyte << 24) >> 24) * s;
+    uvec4 v[2];
+    vec2 sc;
+    float d;
+    q6_slice(rb, blk, part, v, sc, d);
+    float lo = 0.0, hi = 0.0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        lo += dot(bytes_f(v[0][i], 32.0), xv[i]);
+        hi += dot(bytes_f(v[1][i], 32.0), xv[4u + i]);
     }
-    return d * acc;
+    return d * (sc.x * lo + sc.y * hi);
 }
 #elif defined(WTYPE_Q8_0)
 float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
@@ -321,45 +341,33 @@ void quantize_x() {
 int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
 
 // The 32 rounded x values a slice meets (a: the first 16, b: the other 16, in the order the
-// slice's weight words meet them), with the float terms of its format in f and, for Q6_K, the
-// sums of each quarter's 8 rounded values in n.
+// slice's weight words meet them), with the float terms of its format in f.
 struct XSlice {
     uvec4 a, b;
     vec4 f;
-    ivec4 n;
 };
 
 XSlice x_slice(uint blk, uint part) {
     XSlice x;
-    x.n = ivec4(0);
     if ((ABLATE & 4u) != 0u) {
         x.a = x.b = uvec4(0x01010101u);
         x.f = vec4(1.0, 1.0, 16.0, 16.0);
-        x.n = ivec4(8);
         return x;
     }
-#if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
-    // Sub-blocks 2j and 2j+1, values 16·(part&1) .. +15 of each: f = (scale 2j, scale 2j+1,
-    // sums of those halves).
-    uint j = part >> 1, h = part & 1u, bi = blk * 8u + 2u * j;
-    x.a = xq[2u * bi + h];
-    x.b = xq[2u * bi + 2u + h];
-    vec4 d0 = xd[bi], d1 = xd[bi + 1u];
-    x.f = vec4(d0.x, d1.x, h == 0u ? d0.y : d0.z, h == 0u ? d1.y : d1.z);
-#elif defined(WTYPE_Q6_K)
-    // Quarter k of half h: values 128h + 32k + l0 .. +7 (x block 8·blk + 4h + k, words
-    // l0/4 and l0/4 + 1); f = the four quarters' scales.
-    uint h = part >> 2, q = part & 3u;
-    uvec2 w[4];
-    [[unroll]] for (uint k = 0; k < 4u; ++k) {
-        uint bi = blk * 8u + 4u * h + k;
-        uvec4 v = xq[2u * bi + (q >> 1)];
-        w[k] = (q & 1u) == 0u ? v.xy : v.zw;
-        x.f[k] = xd[bi].x;
-        x.n[k] = dot4(0x01010101u, w[k].x) + dot4(0x01010101u, w[k].y);
-    }
-    x.a = uvec4(w[0], w[1]);
-    x.b = uvec4(w[2], w[3]);
+#if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K)
+    // Q4_K / Q5_K: sub-blocks 2j and 2j+1 (j = part/2); Q6_K: quarters c and c + 2 of half h
+    // (part = 4h + 2c + f). Values 16f .. 16f + 15 of each (f = part&1): f = (the two x blocks'
+    // scales, sums of those halves).
+    uint f = part & 1u;
+#if defined(WTYPE_Q6_K)
+    uint bi = blk * 8u + (part & 4u) + ((part >> 1) & 1u), bj = bi + 2u;
+#else
+    uint bi = blk * 8u + (part & 6u), bj = bi + 1u;
+#endif
+    x.a = xq[2u * bi + f];
+    x.b = xq[2u * bj + f];
+    vec4 d0 = xd[bi], d1 = xd[bj];
+    x.f = vec4(d0.x, d1.x, f == 0u ? d0.y : d0.z, f == 0u ? d1.y : d1.z);
 #else  // Q4_0, Q8_0: the block's 32 values; f = (scale, sum of all 32)
     x.a = xq[2u * blk];
     x.b = xq[2u * blk + 1u];
@@ -405,28 +413,17 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
 }
 #elif defined(WTYPE_Q6_K)
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
-    uint b = rb + blk * 210u;
-    uint h = part >> 2, l0 = 8u * (part & 3u);
-    uvec2 ql0 = load8_a2(b + 64u * h + l0);
-    uvec2 ql1 = load8_a2(b + 64u * h + 32u + l0);
-    uvec2 qh = load8_a2(b + 128u + 32u * h + l0);
-    uvec2 sw = load8_a2(b + 192u + 8u * h);
-    float d = w_f16(b + 208u);
-    uint ss = 8u * (l0 >> 4);
-    float acc = 0.0;
-    [[unroll]] for (uint k = 0; k < 4u; ++k) {
-        uvec2 lq = (k & 1u) == 0u ? ql0 : ql1;
-        uint shl = (k >> 1) * 4u;
-        uvec2 xw = k == 0u ? x.a.xy : k == 1u ? x.a.zw : k == 2u ? x.b.xy : x.b.zw;
-        int s = 0;
-        [[unroll]] for (uint t = 0; t < 2u; ++t) {
-            uint v = ((lq[t] >> shl) & 0x0f0f0f0fu) | (((qh[t] >> (2u * k)) & 0x03030303u) << 4);
-            s += dot4(v, xw[t]);
-        }
-        uint sbyte = ((k < 2u ? sw.x : sw.y) >> (16u * (k & 1u) + ss)) & 0xffu;
-        acc += float(int(sbyte << 24) >> 24) * x.f[k] * float(s - 32 * x.n[k]);
+    uvec4 v[2];
+    vec2 sc;
+    float d;
+    q6_slice(rb, blk, part, v, sc, d);
+    int lo = 0, hi = 0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        lo += dot4(v[0][i], x.a[i]);
+        hi += dot4(v[1][i], x.b[i]);
     }
-    return d * acc;
+    // The -32 of every value through the sums of the rounded x halves.
+    return d * (sc.x * (x.f.x * float(lo) - 32.0 * x.f.z) + sc.y * (x.f.y * float(hi) - 32.0 * x.f.w));
 }
 #elif defined(WTYPE_Q8_0)
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
