@@ -6,7 +6,7 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab, stages, decode, tgbase, gemvbase, tgcfg)
+# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work)
@@ -37,6 +37,8 @@
 # tgbase:  decode tg128 of this build against the build packed from $BASE_BUILD (prepare with
 #          BASE_BUILD=dir), two alternating rounds, on Qwen3.5-9B, Qwen3-8B and Qwen3.5-0.8B Q4_K_M:
 #          an A/B of a kernel change that has no switch
+# ppbase:  pp512 and pp2048 of this build against the $BASE_BUILD one, two alternating rounds,
+#          on Qwen3.5-9B and 0.8B Q4_K_M
 # gemvbase: GemvSpeed.Report of the $BASE_BUILD build, then of this one
 # tgcfg:   decode tg128 for each configuration in $CONFIGS (';' between configurations, each a
 #          list of VAR=value, e.g. CONFIGS="A=0;A=1 B=2"), two alternating rounds, on Qwen3.5-9B
@@ -131,6 +133,17 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                 for round in 1 2; do
                     for bin in "$ours.base" "$ours"; do
                         echo "$am ${bin##*/}: $(tg128 "$bin" "$m")"
+                    done
+                done
+            done
+            ;;
+        ppbase)
+            for am in "qwen35 9b" "qwen35 0.8b"; do
+                m=$(model $am)
+                for round in 1 2; do
+                    for bin in "$ours.base" "$ours"; do
+                        echo "$am ${bin##*/}: $(timeout 90 "$bin" bench -m "$m" --device vulkan \
+                            -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
                     done
                 done
             done
