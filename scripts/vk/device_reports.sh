@@ -97,6 +97,12 @@ tg128() {  # BINARY MODEL [VAR=value ...]: decode tg128, the t/s column (mean ±
     env "$@" timeout 60 "$bin" bench -m "$m" --device vulkan -p 0 -n 128 -r 3 2>&1 | grep tg128 |
         cut -d'|' -f8
 }
+pp() {  # BINARY MODEL [VAR=value ...]: pp512 and pp2048, the t/s columns
+    local bin=$1 m=$2
+    shift 2
+    env "$@" timeout 90 "$bin" bench -m "$m" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 |
+        grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' '
+}
 ab() {  # VAR "VALUES" MODEL LABEL: tg128 for each value of VAR, two alternating rounds
     for round in 1 2; do
         for v in $2; do
@@ -112,8 +118,7 @@ pp_ab() {  # VAR "VALUES" "ARCH:SHAPE ...": pp512 and pp2048 for each value of V
             for v in $2; do
                 val=$v
                 [ "$v" = auto ] && val=
-                echo "$am $1=$v: $(env "$1=$val" timeout 90 "$ours" bench -m "$m" --device vulkan \
-                    -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+                echo "$am $1=$v: $(pp "$ours" "$m" "$1=$val")"
             done
         done
     done
@@ -142,8 +147,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
                 m=$(model $am)
                 for round in 1 2; do
                     for bin in "$ours.base" "$ours"; do
-                        echo "$am ${bin##*/}: $(timeout 90 "$bin" bench -m "$m" --device vulkan \
-                            -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+                        echo "$am ${bin##*/}: $(pp "$bin" "$m")"
                     done
                 done
             done
@@ -179,8 +183,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
             ;;
         prefill)
             for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
-                echo "$am: $(timeout 120 "$ours" bench -m "$(model $am)" --device vulkan -p 512,2048 -n 0 \
-                    -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+                echo "$am: $(pp "$ours" "$(model $am)")"
             done
             ;;
         profile | fusion)
@@ -237,8 +240,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
         windows)
             for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
                 for w in 512 1024 2048; do
-                    echo "$am window $w: $(DELTALLM_VK_WINDOW=$w timeout 90 "$ours" bench -m "$(model $am)" \
-                        --device vulkan -p 512,2048 -n 0 -r 2 2>&1 | grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' ')"
+                    echo "$am window $w: $(pp "$ours" "$(model $am)" DELTALLM_VK_WINDOW=$w)"
                 done
             done
             ;;
