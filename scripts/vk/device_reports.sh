@@ -103,6 +103,19 @@ pp() {  # BINARY MODEL [VAR=value ...]: pp512 and pp2048, the t/s columns
     env "$@" timeout 90 "$bin" bench -m "$m" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 |
         grep ' pp' | cut -d'|' -f7,8 | tr '\n' ' '
 }
+vs_base() {  # MEASURE "ARCH SHAPE" ...: MEASURE (tg128 or pp) of the base build and of this one,
+    # two alternating rounds on each model
+    local measure=$1 am m round bin
+    shift
+    for am in "$@"; do
+        m=$(model $am)
+        for round in 1 2; do
+            for bin in "$ours.base" "$ours"; do
+                echo "$am ${bin##*/}: $("$measure" "$bin" "$m")"
+            done
+        done
+    done
+}
 ab() {  # VAR "VALUES" MODEL LABEL: tg128 for each value of VAR, two alternating rounds
     for round in 1 2; do
         for v in $2; do
@@ -132,26 +145,8 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
             echo "base:" && report 'GemvSpeed*' "$tv.base"
             echo "this build:" && report 'GemvSpeed*'
             ;;
-        tgbase)
-            for am in "qwen35 9b" "qwen3 8b" "qwen35 0.8b"; do
-                m=$(model $am)
-                for round in 1 2; do
-                    for bin in "$ours.base" "$ours"; do
-                        echo "$am ${bin##*/}: $(tg128 "$bin" "$m")"
-                    done
-                done
-            done
-            ;;
-        ppbase)
-            for am in "qwen35 9b" "qwen35 0.8b"; do
-                m=$(model $am)
-                for round in 1 2; do
-                    for bin in "$ours.base" "$ours"; do
-                        echo "$am ${bin##*/}: $(pp "$bin" "$m")"
-                    done
-                done
-            done
-            ;;
+        tgbase) vs_base tg128 "qwen35 9b" "qwen3 8b" "qwen35 0.8b" ;;
+        ppbase) vs_base pp "qwen35 9b" "qwen35 0.8b" ;;
         tgcfg)
             IFS=';' read -r -a cfgs <<<"$CONFIGS"
             for round in 1 2; do
