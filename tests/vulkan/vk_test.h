@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -175,6 +176,15 @@ inline QuantizedRows quantize_rows(QType t, const std::vector<float>& w, uint32_
         to_device_layout(t, cols, rows, gguf.data(), q.blocks.data());
     }
     return q;
+}
+
+// One small matrix (type, rows, cols) of each weight format the kernels read, and Q6_K rows of
+// one, three and eight blocks (the device holds Q6_K rows by field, weight_layout.h: rows of
+// one block keep the GGUF order, rows of an odd number start only 2-byte aligned).
+inline std::vector<std::tuple<QType, uint32_t, uint32_t>> small_matrices() {
+    return {{QType::F32, 5, 40},   {QType::F16, 5, 24},   {QType::Q4_0, 7, 96},
+            {QType::Q8_0, 3, 64},  {QType::Q4_K, 5, 512}, {QType::Q5_K, 3, 256},
+            {QType::Q6_K, 6, 256}, {QType::Q6_K, 5, 768}, {QType::Q6_K, 4, 2048}};
 }
 
 // x as the byte GEMVs see it (shaders/gemv.comp, X_INT8): each block of 32 values scaled so its

@@ -154,11 +154,7 @@ TEST(F16Copy, MatchesHostRounding) {
 // step of the dequantized reference, nothing written past the matrix.
 TEST(DequantF16, MatchesDequantizedRows) {
     VK_TEST_DEVICE();
-    for (auto [t, rows, cols] :
-         {std::tuple{QType::F32, 3u, 40u}, std::tuple{QType::F16, 5u, 24u},
-          std::tuple{QType::Q4_0, 7u, 96u}, std::tuple{QType::Q8_0, 3u, 64u},
-          std::tuple{QType::Q4_K, 5u, 512u}, std::tuple{QType::Q5_K, 3u, 256u},
-          std::tuple{QType::Q6_K, 6u, 256u}, std::tuple{QType::Q6_K, 5u, 768u}}) {
+    for (auto [t, rows, cols] : test::small_matrices()) {
         std::vector<float> wf = randn((size_t)rows * cols, rows + cols);
         const auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
         Buffer w = test::to_device(dev, wq);
