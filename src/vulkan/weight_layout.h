@@ -7,8 +7,8 @@
 // multiple of 2048 values) has every run 16-byte aligned, and the eight threads of a block read
 // one 16-byte vector of nibbles and one of high bits each. On an H200:
 // the 248k-row Q6_K head GEMV 294 -> 249 us, a 4096 x 12288 one 81 -> 57 us, decode +3 % on
-// Qwen3.5-9B Q4_K_M (docs/PERF.md 2026-11-30, late). Shaders that read Q6_K (blocks.glsl,
-// gemv.comp, gemm_cm2.comp) read this layout.
+// Qwen3.5-9B Q4_K_M (docs/PERF.md 2026-11-30, late). Shaders that read Q6_K read this layout:
+// blocks.glsl and gemv.comp through shaders/q6_k_layout.glsl, gemm_cm2.comp in its own words.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 //
 // The including shader declares `readonly buffer ... { uint wq[]; }` before including this file.
 
+#include "q6_k_layout.glsl"
+
 uint w_u8(uint off) { return (wq[off >> 2] >> ((off & 3u) * 8u)) & 0xffu; }
 // off must be even (true for every half inside a GGUF block, as blocks have even sizes).
 uint w_u16(uint off) { return (wq[off >> 2] >> ((off & 2u) * 8u)) & 0xffffu; }
@@ -108,16 +110,13 @@ vec4 quad_values(uint row, uint u, uint q, uint ncols) {
 // nibble of ql_i[64h + 32(k&1) + l] with bits 2k..2k+1 of qh_i[32h + l] on top, minus 32, times
 // d_i * scale_i[8h + 2k + l/16].
 vec4 quad_values(uint row, uint u, uint q, uint ncols) {
-    uint nb = ncols / 256u, i = u >> 3;
+    uvec4 f = uvec4(row) + q6_runs(ncols / 256u, u >> 3);
     uint sb = u & 7u;
     uint h = sb >> 2, k = sb & 3u;
-    uint ql = row + 128u * i + 64u * h + 32u * (k & 1u) + 4u * q;
-    uint qh = row + 128u * nb + 64u * i + 32u * h + 4u * q;
-    uvec4 lo = (u8x4(w_u32(ql)) >> ((k >> 1) * 4u)) & 0xfu;
-    uvec4 hi = (u8x4(w_u32(qh)) >> (2u * k)) & 3u;
-    uint s = row + 192u * nb + 16u * i + 8u * h + 2u * k + (q >> 2);
-    float sc = float(int(w_u8(s) << 24) >> 24);
-    return vec4(ivec4(lo | (hi << 4)) - 32) * (w_f16(row + 208u * nb + 2u * i) * sc);
+    uvec4 lo = (u8x4(w_u32(f.x + 64u * h + 32u * (k & 1u) + 4u * q)) >> ((k >> 1) * 4u)) & 0xfu;
+    uvec4 hi = (u8x4(w_u32(f.y + 32u * h + 4u * q)) >> (2u * k)) & 3u;
+    float sc = float(int(w_u8(f.z + 8u * h + 2u * k + (q >> 2)) << 24) >> 24);
+    return vec4(ivec4(lo | (hi << 4)) - 32) * (w_f16(f.w) * sc);
 }
 #endif
 

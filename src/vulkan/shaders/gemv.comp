@@ -182,16 +182,17 @@ uint slice_x(uint blk, uint part, uint i) {
 // bytes of high bits of those l. v[0] and v[1] are the two quarters' 6-bit values, four a word;
 // sc their scales; d the block's.
 void q6_slice(uint rb, uint blk, uint part, out uvec4 v[2], out vec2 sc, out float d) {
-    uint nb = p.row_bytes / 210u, h = part >> 2, c = (part >> 1) & 1u, f = part & 1u;
-    uint o_ql = rb + 128u * blk + 16u * part;
-    uint o_qh = rb + 128u * nb + 64u * blk + 32u * h + 16u * f;
-    uint o_sc = rb + 192u * nb + 16u * blk + 8u * h;
+    uint h = part >> 2, c = (part >> 1) & 1u, f = part & 1u;
+    uvec4 runs = uvec4(rb) + q6_runs(p.row_bytes / 210u, blk);
+    uint o_ql = runs.x + 16u * part;
+    uint o_qh = runs.y + 32u * h + 16u * f;
+    uint o_sc = runs.z + 8u * h;
     // The scales are two word loads: as one 8-byte load the 248k-row head GEMV took 20 % longer
     // on an H200.
     uvec4 ql = W2 != 0u ? load16_a2(o_ql) : load16(o_ql);
     uvec4 qh = W2 != 0u ? load16_a2(o_qh) : load16(o_qh);
     uvec2 s = W2 != 0u ? load8_a2(o_sc) : uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
-    d = w_f16(rb + 208u * nb + 2u * blk);
+    d = w_f16(runs.w);
     v[0] = (ql & 0x0f0f0f0fu) | (((qh >> (2u * c)) & 0x03030303u) << 4);
     v[1] = ((ql >> 4) & 0x0f0f0f0fu) | (((qh >> (2u * c + 4u)) & 0x03030303u) << 4);
     // Scales 8h + 2c + f and 8h + 2(c + 2) + f: byte 2c + f of each word of the half's eight.
