@@ -109,6 +109,7 @@ float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
 // start in GGUF order; the row starts 210 · bc[1] bytes before it. Element 128h + 32k + l of
 // block i is the low (k < 2) or high (k >= 2) nibble of ql_i[64h + 32(k&1) + l] with bits
 // 2k..2k+1 of qh_i[32h + l] on top, minus 32, times d_i · scale_i[8h + 2k + l/16].
+#include "q6_k_layout.glsl"
 const uint QK = 256;
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer Block { uint16_t h[105]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer Row { uint16_t rh[]; };
@@ -117,11 +118,12 @@ float16_t decode(const in Block b, const in uint bc[2], const in uint ib[2]) {
     const uint i = bc[1], nb = p.K / QK, back = 210u * i;
     const uvec2 a = uvec2(b);
     Row r = Row(uvec2(a.x - back, a.y - (a.x < back ? 1u : 0u)));
+    const uvec4 runs = q6_runs(nb, i);
     uint e = ib[1], hh = e >> 7, k = (e >> 5) & 3u, l = e & 31u;
-    uint lo = (byte_at(r, 128u * i + 64u * hh + 32u * (k & 1u) + l) >> ((k >> 1) * 4u)) & 15u;
-    uint hi = (byte_at(r, 128u * nb + 64u * i + 32u * hh + l) >> (2u * k)) & 3u;
-    int sc = int(byte_at(r, 192u * nb + 16u * i + 8u * hh + 2u * k + (l >> 4)) << 24) >> 24;
-    float d = unpackHalf2x16(uint(r.rh[104u * nb + i])).x;
+    uint lo = (byte_at(r, runs.x + 64u * hh + 32u * (k & 1u) + l) >> ((k >> 1) * 4u)) & 15u;
+    uint hi = (byte_at(r, runs.y + 32u * hh + l) >> (2u * k)) & 3u;
+    int sc = int(byte_at(r, runs.z + 8u * hh + 2u * k + (l >> 4)) << 24) >> 24;
+    float d = unpackHalf2x16(uint(r.rh[runs.w >> 1])).x;
     return float16_t(float(int(lo | (hi << 4)) - 32) * d * float(sc));
 }
 #endif
