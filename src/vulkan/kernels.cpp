@@ -159,21 +159,30 @@ std::optional<Decline> Kernels::attention_supported(const Features& f, uint32_t 
     if (n_kv == 0 || n_head % n_kv)
         return Decline{fmt::format("{} query heads do not group evenly over {} key/value heads",
                                    n_head, n_kv)};
-    if (f.max_workgroup_invocations < kAttnSplit)
-        return Decline{"the device allows fewer than 64 threads a workgroup"};
+    if (f.max_workgroup_invocations < 128)
+        return Decline{"the device allows fewer than 128 threads a workgroup"};
     return std::nullopt;
 }
 
+uint32_t Kernels::attention_splits(uint32_t n_ctx, uint32_t max_splits) {
+    const uint32_t chunks = std::max<uint32_t>((n_ctx + kAttnSplit - 1) / kAttnSplit, 1);
+    return std::clamp<uint32_t>(chunks, 1, std::clamp<uint32_t>(max_splits, 1, kAttnMaxSplits));
+}
+
 uint64_t Kernels::attention_partials(const Attention& a) {
-    uint64_t splits = (a.n_ctx + kAttnSplit - 1) / kAttnSplit;
-    return (uint64_t)a.n_head * splits * (a.head_dim + 2);
+    return (uint64_t)a.n_head * attention_splits(a.n_ctx, a.max_splits) * (a.head_dim + 2);
+}
+
+// Shared memory of attn_decode.comp for g heads a workgroup of wg threads (its declarations).
+static uint32_t attn_decode_shared(uint32_t g, uint32_t wg, uint32_t head_dim) {
+    return g * (head_dim / 2 * 8 + Kernels::kAttnSplit * 4 + wg * 4 + wg * 8 + 12) + 4;
 }
 
 void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
                         View v_cache, View partials, View tok, View counter) {
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
-    uint32_t n_split = (a.n_ctx + kAttnSplit - 1) / kAttnSplit;
+    const uint32_t n_split = attention_splits(a.n_ctx, a.max_splits);
     const Kernel& prep = pipes_.get("attn_prep", 5, sizeof(AttnPrepPush), {64});
     AttnPrepPush pp{a.n_head,     a.n_kv,
                     a.head_dim,   a.q_off,
@@ -185,12 +194,24 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv);
     cl.barrier();
     DL_ASSERT(counter.buffer != VK_NULL_HANDLE && counter.range >= (uint64_t)a.n_head * 4);
-    const Kernel& dec =
-        pipes_.get("attn_decode", 6, sizeof(AttnDecodePush), {kAttnSplit, a.head_dim});
+    // Query heads a workgroup: up to four of one key/value head (each cache row read once for
+    // them), as many as the shared memory holds.
+    const Features& f = dev_.features();
+    const uint32_t ratio = a.n_head / a.n_kv;
+    uint32_t g = ratio % 4 == 0 ? 4 : ratio % 2 == 0 ? 2 : 1;
+    uint32_t wg = f.max_workgroup_invocations >= 256 ? 256 : 128;
+    while (attn_decode_shared(g, wg, a.head_dim) > f.max_shared_memory && (g > 1 || wg > 128)) {
+        if (g > 1)
+            g /= 2;
+        else
+            wg = 128;
+    }
+    const Kernel& dec = pipes_.get("attn_decode", 6, sizeof(AttnDecodePush), {wg, a.head_dim, g});
     AttnDecodePush dp{a.n_head,   a.n_kv,        a.head_dim,
                       a.qo_off,   n_split,       1.0f / std::sqrt((float)a.head_dim),
                       a.gate_off, a.gate_stride, a.o_off};
-    cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter}, dp, a.n_head, n_split);
+    DL_ASSERT(partials.range >= attention_partials(a) * 4);
+    cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter}, dp, a.n_head / g, n_split);
 }
 
 bool Kernels::gemv_supports(QType t) {

@@ -120,10 +120,15 @@ class Kernels {
     // in 32-bit words), in two dispatches recorded once for a context of n_ctx rows:
     //   prep: per-head RMSNorm of q and k (when q_norm/k_norm offsets are given), NeoX rope of the
     //         first n_rot dims, q to act[qo_off..], k and v to cache row tok[0];
-    //   decode: split-K over the cache rows (kAttnSplit rows a split) into partials, the last
-    //         split of each head (counted on counter[h], n_head words, 0 between dispatches)
-    //         merging them, times sigmoid(gate) when gate_off is given, into act[o_off..].
+    //   decode: the query heads of each key/value head together (up to four a workgroup), the
+    //         cache walked in chunks of kAttnSplit rows with an online softmax, the live chunks
+    //         dealt to attention_splits(n_ctx) splits into partials, the last split of each
+    //         group (counted on counter, n_head words, 0 between dispatches) merging them, times
+    //         sigmoid(gate) when gate_off is given, into act[o_off..].
     static constexpr uint32_t kAttnSplit = 64;
+    static constexpr uint32_t kAttnMaxSplits = 64;  // attn_decode.comp MAXS
+    // Splits of the decode attention for a context of n_ctx rows (at most max_splits).
+    static uint32_t attention_splits(uint32_t n_ctx, uint32_t max_splits = kAttnMaxSplits);
     struct Attention {
         uint32_t n_head, n_kv, head_dim, n_rot, n_ctx;
         uint32_t q_off, q_stride, k_off, v_off;  // act: projections
@@ -133,7 +138,8 @@ class Kernels {
         uint32_t q_norm_off, k_norm_off;         // params: norm weights or kNone
         uint32_t freq_off;                       // params: n_rot/2 inverse frequencies
         float eps;
-        bool interleaved = false;  // rope pairs (2j, 2j+1) (llama) instead of NeoX
+        bool interleaved = false;              // rope pairs (2j, 2j+1) (llama) instead of NeoX
+        uint32_t max_splits = kAttnMaxSplits;  // fewer only to test long walks on short caches
     };
     static std::optional<Decline> attention_supported(const Features& f, uint32_t head_dim,
                                                       uint32_t n_head, uint32_t n_kv);

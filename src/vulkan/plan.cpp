@@ -253,7 +253,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
                align_up((uint64_t)n_ctx * hp.n_head_kv * hp.head_dim * 2, kAlign);
     };
     auto partials_for = [&](int64_t n_ctx) {
-        uint64_t splits = (n_ctx + Kernels::kAttnSplit - 1) / Kernels::kAttnSplit;
+        uint64_t splits = Kernels::attention_splits((uint32_t)std::min<int64_t>(n_ctx, 1 << 30));
         return n_attn ? (uint64_t)hp.n_head * splits * (hp.head_dim + 2) * 4 : 0;
     };
     int64_t n_ctx = std::max<int64_t>(opts.n_ctx, 1);

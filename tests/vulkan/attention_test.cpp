@@ -15,6 +15,7 @@ namespace {
 struct AttnCase {
     uint32_t n_head, n_kv, head_dim, n_rot, n_ctx, tokens;
     bool norms, gate, interleaved = false;
+    uint32_t max_splits = Kernels::kAttnMaxSplits;
 };
 
 class Attention : public ::testing::TestWithParam<AttnCase> {};
@@ -62,7 +63,8 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
                          c.norms ? hd : Kernels::kNone,
                          2 * hd,
                          eps,
-                         c.interleaved};
+                         c.interleaved,
+                         c.max_splits};
     Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
     size_t cache_words = (size_t)c.n_ctx * c.n_kv * hd / 2;
     Buffer kc = test::poisoned(dev, cache_words), vc = test::poisoned(dev, cache_words);
@@ -134,11 +136,19 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(AttnCase{4, 2, 64, 32, 150, 70, true, false},         // qwen3-like
                       AttnCase{4, 1, 256, 64, 80, 66, true, true},          // qwen35 gated
                       AttnCase{2, 2, 128, 128, 64, 9, false, false, true},  // llama
-                      AttnCase{3, 1, 20, 20, 80, 67, false, true}),  // rows not 16-byte aligned
+                      AttnCase{3, 1, 20, 20, 80, 67, false, true},  // rows not 16-byte aligned
+                      // Two splits over up to five chunks: a split walks several chunks (its
+                      // online softmax rescales), the last one a short one.
+                      AttnCase{8, 4, 64, 64, 300, 260, true, false, false, 2},
+                      // Three splits, query heads of one key/value head three to a group.
+                      AttnCase{6, 2, 32, 16, 200, 140, false, true, false, 3}),
     [](const auto& info) {
         const AttnCase& c = info.param;
         // fmt, not string +: GCC 12 warns (-Wrestrict) on that chain of temporaries.
-        return fmt::format("h{}kv{}d{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "");
+        return fmt::format("h{}kv{}d{}{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "",
+                           c.max_splits < Kernels::kAttnMaxSplits
+                               ? fmt::format("_{}splits", c.max_splits)
+                               : std::string());
     });
 
 TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {
@@ -146,6 +156,74 @@ TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {
     EXPECT_TRUE(Kernels::attention_supported(dev.features(), 512, 8, 2).has_value());
     EXPECT_TRUE(Kernels::attention_supported(dev.features(), 128, 6, 4).has_value());
     EXPECT_FALSE(Kernels::attention_supported(dev.features(), 256, 16, 4).has_value());
+}
+
+// What one layer's decode attention (Kernels::attention: the preparation, a barrier, the split
+// attention with its merge) costs on this device at each position of a context as long as a
+// server would give a session, for the attention layers of Qwen3.5-9B (16 query heads over 4
+// key/value heads of 256, gated) and Qwen3-8B (32 over 8 of 128). Run only with
+// DELTALLM_VK_SPEED=1. The cache holds random F16 rows; only the time is reported.
+TEST(DecodeAttentionSpeed, Report) {
+    VK_SPEED_DEVICE();
+    struct Shape {
+        const char* name;
+        uint32_t n_head, n_kv, head_dim, n_rot;
+        bool gate;
+    };
+    const bool cpu = dev.features().cpu;
+    const uint32_t n_ctx = cpu ? 1024 : 32768;
+    for (const Shape& s :
+         {Shape{"qwen35-9b", 16, 4, 256, 64, true}, Shape{"qwen3-8b", 32, 8, 128, 128, false}}) {
+        const uint32_t hd = s.head_dim, q_stride = s.gate ? 2 * hd : hd;
+        const uint32_t k_off = s.n_head * q_stride, v_off = k_off + s.n_kv * hd,
+                       qo_off = v_off + s.n_kv * hd, o_off = qo_off + s.n_head * hd,
+                       n_act = o_off + s.n_head * hd;
+        std::vector<float> params = test::randn(2 * hd, 7);
+        std::vector<float> inv(s.n_rot / 2);
+        cpu::rope_inv_freq(1e7f, s.n_rot, nullptr, inv.data());
+        params.insert(params.end(), inv.begin(), inv.end());
+        Buffer pb = test::to_device(dev, params);
+        Buffer act = test::to_device(dev, test::randn(n_act, 9));
+        // Random F16 rows: pairs of halves of N(0, 1) values.
+        const size_t words = (size_t)n_ctx * s.n_kv * hd / 2;
+        std::vector<float> r = test::randn(2 * words, 11);
+        std::vector<uint32_t> packed(words);
+        for (size_t i = 0; i < words; ++i) {
+            uint16_t h[2];
+            cpu::to_f16(&r[2 * i], h, 2);
+            packed[i] = h[0] | (uint32_t)h[1] << 16;
+        }
+        Buffer kc = test::to_device(dev, packed), vc = test::to_device(dev, packed);
+        Buffer tok = dev.create_buffer(16, MemoryKind::host);
+        Buffer counter = dev.create_buffer((size_t)s.n_head * 4, MemoryKind::device);
+        dev.fill(counter, 0, (size_t)s.n_head * 4, 0);
+        auto args = [&](uint32_t ctx) {
+            return Kernels::Attention{
+                s.n_head, s.n_kv, hd,    s.n_rot, ctx,   0,
+                q_stride, k_off,  v_off, qo_off,  o_off, s.gate ? hd : Kernels::kNone,
+                q_stride, 0,      hd,    2 * hd,  1e-6f, false};
+        };
+        Buffer part =
+            dev.create_buffer(Kernels::attention_partials(args(n_ctx)) * 4, MemoryKind::device);
+        const uint32_t runs = cpu ? 4 : 200;
+        auto time_at = [&](uint32_t pos, uint32_t ctx) {
+            static_cast<uint32_t*>(tok.mapped())[0] = pos;
+            return 1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                       K.attention(cl, args(ctx), view(act), view(pb), view(kc), view(vc),
+                                   view(part), view(tok), view(counter));
+                   });
+        };
+        std::string line =
+            fmt::format("{} decode attention, context {}, us a layer at:", s.name, n_ctx);
+        for (uint32_t pos : {0u, 127u, 1023u, 4095u, 16383u, 32767u})
+            if (pos < n_ctx) line += fmt::format(" {} {:.1f};", pos + 1, time_at(pos, n_ctx));
+        fmt::print("{}\n", line);
+        fmt::print("{} decode attention at 128 in a context of 192: {:.1f} us\n", s.name,
+                   time_at(127, 192));
+        const std::vector<float> out = test::from_device<float>(dev, act, n_act);
+        for (uint32_t i = o_off; i < n_act; ++i) ASSERT_TRUE(std::isfinite(out[i])) << i;
+        for (uint32_t v : test::from_device<uint32_t>(dev, counter, s.n_head)) ASSERT_EQ(v, 0u);
+    }
 }
 
 }  // namespace

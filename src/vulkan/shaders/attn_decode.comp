@@ -1,31 +1,47 @@
-// Decode attention, split over the KV length: workgroup (query head h, split s) attends to cache
-// rows [s*WG, (s+1)*WG) ∩ [0, pos] of key/value head h / (n_head / n_kv) and writes its partial
-// result (running max m, sum of weights l, unnormalised output o). The number of splits is fixed
-// when the command is recorded (it covers the whole context); splits past the current position
-// return at once and only the live ones are merged, so nothing is re-recorded as the context
-// grows and a long context costs nothing before it is used.
+// Decode attention of one token, split over the KV length (flash decoding). Workgroup (head
+// group hg, split s) serves the G query heads hg·G .. hg·G + G - 1, which share one key/value
+// head, so each cache row is read once for all of them. The cache is walked in chunks of CH rows
+// with an online softmax (running max m, sum of weights l, unnormalised output o a head); the
+// live chunks are dealt to the splits in runs of equal length, so however long the context, a
+// split walks a few runs and the grid stays n_split workgroups a head group.
 //
-// The merge needs no stage of its own: each live split, its partial stored and made available
-// device-wide, counts itself on counter[h]; the last of head h to arrive merges the head's
-// partials (with M the largest split max, o = Σ e^(m_s - M) o_s / Σ e^(m_s - M) l_s), multiplies
-// by sigmoid(gate) when gate_off is given (qwen35's gated attention), writes the head's output
-// and sets the counter back to 0 for the next dispatch (as gemv.comp's norm epilogue).
+// The number of splits is fixed when the command is recorded (at most MAXS); their length follows
+// the current position: chunks = ceil((pos + 1) / CH), cps = ceil(chunks / n_split) chunks a split,
+// and splits past the live ones return at once. So nothing is re-recorded as the context grows,
+// and a long context costs nothing before it is used.
 //
-// The loops are built around load latency (decode runs a handful of these workgroups per head at
-// short context, so each one's critical path is the layer's): the head size is a specialization
-// constant, a key row is read as 16-byte vectors with every load of the row in flight at once,
-// and the weighted sum over the split's value rows goes in unrolled steps of 8 rows whose loads
-// are independent (a row past the live ones is read clamped to the last live row and weighted 0).
+// The merge needs no stage of its own: each live split, its partial (m, l, o of each of its heads)
+// stored and made available device-wide, counts itself on counter[hg]; the last of the group to
+// arrive merges (with M the largest split max, o = Σ e^(m_s - M) o_s / Σ e^(m_s - M) l_s),
+// multiplies by sigmoid(gate) when gate_off is given (qwen35's gated attention), writes the heads'
+// output and sets the counter back to 0 for the next dispatch (as gemv.comp's norm epilogue).
+//
+// A chunk, by phases:
+//  - scores: TPR = WG / CH threads a row, each a share of the row's 16-byte vectors (interleaved,
+//    so neighbouring threads read neighbouring bytes) against the G queries in shared memory; the
+//    shares are summed through shared memory;
+//  - the chunk's max and the rescale of each head by one thread a head (vec4 reads of the scores),
+//    then the weights e^(score - m) by every thread;
+//  - values: thread t takes word t % HD2 of the rows t / HD2, + RQ, ... (RQ = WG / HD2 row
+//    groups), eight rows' loads in flight a step, and accumulates all G heads from each load.
+// The row groups' outputs are summed through shared memory once, at the end of the split.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 64;   // rows per split, one thread per row for the scores
+layout(constant_id = 0) const uint WG = 256;  // threads: a multiple of CH, at least HD / 2
 layout(constant_id = 1) const uint HD = 128;  // head_dim (even)
+layout(constant_id = 2) const uint G = 1;     // query heads a workgroup (of one key/value head)
 
-const uint HD2 = HD / 2u;  // words (F16 pairs) of a cache row of one head
-const uint HD8 = HD2 >= 4u ? HD2 / 4u : 1u;  // its 16-byte vectors (at least one declared)
+const uint CH = 64u;    // cache rows a chunk
+const uint MAXS = 64u;  // splits at most (Kernels::kAttnMaxSplits)
+const uint TPR = WG / CH;
+const uint HD2 = HD / 2u;                   // words (F16 pairs) of a cache row of one head
+const bool VEC = HD2 % 4u == 0u;            // rows start 16-byte aligned
+const uint HD8 = VEC ? HD2 / 4u : 1u;       // a row's 16-byte vectors (at least one declared)
+const uint KI = VEC ? (HD8 + TPR - 1u) / TPR : (HD2 + TPR - 1u) / TPR;  // a thread's share
+const uint RQ = WG / HD2;                   // row groups of the value phase
 
 layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
@@ -33,111 +49,181 @@ layout(std430, binding = 1) readonly buffer KCache4 { uvec4 kc4[]; };
 layout(std430, binding = 2) readonly buffer VCache { uint vc[]; };
 layout(std430, binding = 3) coherent buffer Part { float part[]; };
 layout(std430, binding = 4) readonly buffer Tok { uint tok[]; };
-layout(std430, binding = 5) buffer Counter { uint counter[]; };  // [n_head], 0 between dispatches
+layout(std430, binding = 5) buffer Counter { uint counter[]; };  // [n_head / G], 0 between dispatches
 
 layout(push_constant) uniform Push {
     uint n_head, n_kv, head_dim;
     uint q_off;     // act: prepared queries [n_head][head_dim]
-    uint n_split;
+    uint n_split;   // <= MAXS
     float scale;    // 1/sqrt(head_dim)
     uint gate_off, gate_stride;  // act: gate of head h at gate_off + h * gate_stride; ~0u: none
     uint o_off;                  // act: output [n_head][head_dim]
 } p;
 
-shared vec2 qs[HD2];
-shared float w[WG];
-shared float red[WG];
+shared vec2 qs[G * HD2];      // the G queries
+shared vec4 sc[G * CH / 4u];  // a chunk's scores, then its weights, head by head
+shared float red[G * WG];     // score shares; at the merge, the splits' maxima and sums
+shared float hm[G], hl[G], ha[G];  // a head's running max and sum, and this chunk's rescale
+shared vec2 ored[G * WG];     // the row groups' outputs (RQ · HD2 <= WG)
 shared uint last_split;
 
-float dot_word(uint k, uint i) { return dot(unpackHalf2x16(k), qs[i]); }
+float score_at(uint g, uint j) { return sc[(g * CH + j) >> 2][j & 3u]; }
+
+// Partial of head h, split s: (m, l, o[HD]).
+uint part_base(uint h, uint s) { return (h * p.n_split + s) * (HD + 2u); }
 
 void main() {
-    uint h = gl_WorkGroupID.x, s = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
-    uint kvh = h / (p.n_head / p.n_kv);
-    uint n_rows = tok[0] + 1u;
-    uint r0 = s * WG;
-    if (r0 >= n_rows) return;  // uniform per workgroup
-    for (uint i = t; i < HD2; i += WG)
-        qs[i] = vec2(act[p.q_off + h * HD + 2u * i], act[p.q_off + h * HD + 2u * i + 1u]);
+    const uint hg = gl_WorkGroupID.x, s = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
+    const uint h0 = hg * G, kvh = h0 / (p.n_head / p.n_kv);
+    const uint n_rows = tok[0] + 1u;
+    const uint chunks = (n_rows + CH - 1u) / CH;
+    const uint cps = (chunks + p.n_split - 1u) / p.n_split;
+    const uint live = (chunks + cps - 1u) / cps;
+    if (s >= live) return;  // uniform per workgroup
+    const uint c0 = s * cps, c1 = min(c0 + cps, chunks);
+
+    for (uint i = t; i < G * HD2; i += WG) {
+        uint q = p.q_off + (h0 + i / HD2) * HD + 2u * (i % HD2);
+        qs[i] = vec2(act[q], act[q + 1u]);
+    }
+    if (t < G) {
+        hm[t] = -1.0 / 0.0;
+        hl[t] = 0.0;
+    }
     barrier();
 
-    uint r = r0 + t;
-    bool live = r < n_rows;
-    float score = -1.0 / 0.0;
-    if (live) {
-        uint base = (r * p.n_kv + kvh) * HD2;
-        float acc = 0.0;
-        if (HD2 % 4u == 0u) {  // rows start 16-byte aligned: vector loads, all in flight
-            uvec4 k[HD8];
-            [[unroll]] for (uint i = 0; i < HD8; ++i) k[i] = kc4[base / 4u + i];
-            [[unroll]] for (uint i = 0; i < HD8; ++i)
-                acc += dot_word(k[i].x, 4u * i) + dot_word(k[i].y, 4u * i + 1u) +
-                       dot_word(k[i].z, 4u * i + 2u) + dot_word(k[i].w, 4u * i + 3u);
-        } else {
-            [[unroll]] for (uint i = 0; i < HD2; ++i) acc += dot_word(kc[base + i], i);
-        }
-        score = acc * p.scale;
-    }
-    // max over the split
-    red[t] = score;
-    barrier();
-    for (uint st = WG / 2u; st > 0u; st >>= 1) {
-        if (t < st) red[t] = max(red[t], red[t + st]);
-        barrier();
-    }
-    float m = red[0];
-    barrier();
-    float e = live ? exp(score - m) : 0.0;
-    w[t] = e;
-    red[t] = e;
-    barrier();
-    for (uint st = WG / 2u; st > 0u; st >>= 1) {
-        if (t < st) red[t] += red[t + st];
-        barrier();
-    }
-    float l = red[0];
+    const uint j = t / TPR, share = t % TPR;  // scores: row j of the chunk, this share of it
+    const uint vw = t % HD2, vq = t / HD2;    // values: word vw of row group vq (live if < RQ)
+    vec2 o[G];
+    [[unroll]] for (uint g = 0; g < G; ++g) o[g] = vec2(0.0);
 
-    uint ob = (h * p.n_split + s) * (HD + 2u);
-    uint n_live = min(WG, n_rows - r0);
-    for (uint i = t; i < HD2; i += WG) {  // word i: dims 2i, 2i+1
-        vec2 o = vec2(0.0);
-        for (uint j0 = 0; j0 < n_live; j0 += 8u) {
-            vec2 v[8];
-            [[unroll]] for (uint u = 0; u < 8u; ++u) {
-                uint j = min(j0 + u, n_live - 1u);
-                v[u] = unpackHalf2x16(vc[((r0 + j) * p.n_kv + kvh) * HD2 + i]);
+    for (uint c = c0; c < c1; ++c) {
+        const uint r0 = c * CH, n_live = min(CH, n_rows - r0);
+        // Scores: rows past the live ones are read clamped and masked below.
+        float d[G];
+        [[unroll]] for (uint g = 0; g < G; ++g) d[g] = 0.0;
+        const uint base = ((r0 + min(j, n_live - 1u)) * p.n_kv + kvh) * HD2;
+        if (VEC) {
+            uvec4 k[KI];
+            [[unroll]] for (uint i = 0; i < KI; ++i) {
+                uint v = share + i * TPR;
+                k[i] = v < HD8 ? kc4[base / 4u + v] : uvec4(0u);
             }
-            [[unroll]] for (uint u = 0; u < 8u; ++u)
-                o += (j0 + u < n_live ? w[min(j0 + u, WG - 1u)] : 0.0) * v[u];
+            [[unroll]] for (uint i = 0; i < KI; ++i) {
+                uint v = share + i * TPR;
+                if (v >= HD8) continue;
+                vec2 k0 = unpackHalf2x16(k[i].x), k1 = unpackHalf2x16(k[i].y);
+                vec2 k2 = unpackHalf2x16(k[i].z), k3 = unpackHalf2x16(k[i].w);
+                [[unroll]] for (uint g = 0; g < G; ++g) {
+                    uint q = g * HD2 + 4u * v;
+                    d[g] += dot(k0, qs[q]) + dot(k1, qs[q + 1u]) + dot(k2, qs[q + 2u]) +
+                            dot(k3, qs[q + 3u]);
+                }
+            }
+        } else {
+            [[unroll]] for (uint i = 0; i < KI; ++i) {
+                uint w = share + i * TPR;
+                if (w >= HD2) continue;
+                vec2 kf = unpackHalf2x16(kc[base + w]);
+                [[unroll]] for (uint g = 0; g < G; ++g) d[g] += dot(kf, qs[g * HD2 + w]);
+            }
         }
-        part[ob + 2u + 2u * i] = o.x;
-        part[ob + 3u + 2u * i] = o.y;
-    }
-    if (t == 0u) {
-        part[ob] = m;
-        part[ob + 1u] = l;
+        [[unroll]] for (uint g = 0; g < G; ++g) red[g * WG + t] = d[g];
+        barrier();
+        for (uint i = t; i < G * CH; i += WG) {
+            uint g = i / CH, jj = i % CH;
+            float acc = 0.0;
+            [[unroll]] for (uint q = 0; q < TPR; ++q) acc += red[g * WG + jj * TPR + q];
+            sc[i >> 2][i & 3u] = jj < n_live ? acc * p.scale : -1.0 / 0.0;
+        }
+        barrier();
+        // The chunk's max; the running sums and outputs rescale to the new max.
+        if (t < G) {
+            vec4 mx = vec4(-1.0 / 0.0);
+            [[unroll]] for (uint i = 0; i < CH / 4u; ++i) mx = max(mx, sc[t * CH / 4u + i]);
+            float m = hm[t], mn = max(m, max(max(mx.x, mx.y), max(mx.z, mx.w)));
+            ha[t] = exp(m - mn);  // 0 at the first chunk (m = -inf; mn is finite)
+            hm[t] = mn;
+        }
+        barrier();
+        for (uint i = t; i < G * CH; i += WG) sc[i >> 2][i & 3u] = exp(sc[i >> 2][i & 3u] - hm[i / CH]);
+        barrier();
+        if (t < G) {
+            vec4 sum = vec4(0.0);
+            [[unroll]] for (uint i = 0; i < CH / 4u; ++i) sum += sc[t * CH / 4u + i];
+            hl[t] = hl[t] * ha[t] + dot(sum, vec4(1.0));
+        }
+        // Values: the weights and rescales are read only until the next chunk's first barrier.
+        if (vq < RQ) {
+            [[unroll]] for (uint g = 0; g < G; ++g) o[g] *= ha[g];
+            for (uint j0 = vq; j0 < n_live; j0 += 8u * RQ) {
+                vec2 v[8];
+                [[unroll]] for (uint u = 0; u < 8u; ++u) {
+                    uint jr = min(j0 + u * RQ, n_live - 1u);
+                    v[u] = unpackHalf2x16(vc[((r0 + jr) * p.n_kv + kvh) * HD2 + vw]);
+                }
+                [[unroll]] for (uint u = 0; u < 8u; ++u) {
+                    uint jr = j0 + u * RQ;
+                    if (jr >= n_live) break;
+                    [[unroll]] for (uint g = 0; g < G; ++g) o[g] += score_at(g, jr) * v[u];
+                }
+            }
+        }
     }
 
-    // Release the partial, count this split; the head's last live split merges (see the top).
+    // The split's partials: the row groups' outputs summed, and each head's m and l.
+    barrier();
+    if (vq < RQ) {
+        [[unroll]] for (uint g = 0; g < G; ++g) ored[(g * RQ + vq) * HD2 + vw] = o[g];
+    }
+    barrier();
+    for (uint i = t; i < G * HD2; i += WG) {
+        uint g = i / HD2, w = i % HD2;
+        vec2 sum = vec2(0.0);
+        for (uint q = 0; q < RQ; ++q) sum += ored[(g * RQ + q) * HD2 + w];
+        uint b = part_base(h0 + g, s);
+        part[b + 2u + 2u * w] = sum.x;
+        part[b + 3u + 2u * w] = sum.y;
+    }
+    if (t < G) {
+        part[part_base(h0 + t, s)] = hm[t];
+        part[part_base(h0 + t, s) + 1u] = hl[t];
+    }
+
+    // Release the partials, count this split; the group's last live split merges (see the top).
     memoryBarrierBuffer();
     barrier();
-    uint n_live_splits = min((n_rows + WG - 1u) / WG, p.n_split);
-    if (t == 0u) last_split = atomicAdd(counter[h], 1u) == n_live_splits - 1u ? 1u : 0u;
+    if (t == 0u) last_split = atomicAdd(counter[hg], 1u) == live - 1u ? 1u : 0u;
     barrier();
     if (last_split == 0u) return;
     memoryBarrierBuffer();  // acquire: the other splits' partials
-    uint stride = HD + 2u, base = h * p.n_split * stride;
-    float M = -1.0 / 0.0;
-    for (uint i = 0; i < n_live_splits; ++i) M = max(M, part[base + i * stride]);
-    float L = 0.0;
-    for (uint i = 0; i < n_live_splits; ++i) L += exp(part[base + i * stride] - M) * part[base + i * stride + 1u];
-    for (uint d = t; d < HD; d += WG) {
-        float o = 0.0;
-        for (uint i = 0; i < n_live_splits; ++i)
-            o += exp(part[base + i * stride] - M) * part[base + i * stride + 2u + d];
-        o /= L;
-        if (p.gate_off != 0xffffffffu) o *= 1.0 / (1.0 + exp(-act[p.gate_off + h * p.gate_stride + d]));
-        act[p.o_off + h * HD + d] = o;
+    for (uint i = t; i < G * live; i += WG) {
+        uint g = i / live, ss = i % live, b = part_base(h0 + g, ss);
+        red[g * 2u * MAXS + ss] = part[b];
+        red[g * 2u * MAXS + MAXS + ss] = part[b + 1u];
     }
-    if (t == 0u) atomicExchange(counter[h], 0u);
+    barrier();
+    if (t < G) {
+        uint b = t * 2u * MAXS;
+        float M = -1.0 / 0.0;
+        for (uint ss = 0; ss < live; ++ss) M = max(M, red[b + ss]);
+        float L = 0.0;
+        for (uint ss = 0; ss < live; ++ss) {
+            float e = exp(red[b + ss] - M);
+            red[b + ss] = e;  // the split's weight, divided by L below
+            L += e * red[b + MAXS + ss];
+        }
+        for (uint ss = 0; ss < live; ++ss) red[b + ss] /= L;
+    }
+    barrier();
+    for (uint i = t; i < G * HD; i += WG) {
+        uint g = i / HD, dd = i % HD, h = h0 + g;
+        float acc = 0.0;
+        for (uint ss = 0; ss < live; ++ss)
+            acc += red[g * 2u * MAXS + ss] * part[part_base(h, ss) + 2u + dd];
+        if (p.gate_off != 0xffffffffu)
+            acc *= 1.0 / (1.0 + exp(-act[p.gate_off + h * p.gate_stride + dd]));
+        act[p.o_off + h * HD + dd] = acc;
+    }
+    if (t == 0u) atomicExchange(counter[hg], 0u);
 }
