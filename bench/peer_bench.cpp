@@ -3,6 +3,8 @@
 // pp N: one N-token prompt into a cleared context; tg N: N single-token decodes after a one-token
 // prompt in a cleared context; random ids from a fixed seed; one uncounted warm-up; mean and
 // standard deviation over repetitions. Prints the same table, JSON or CSV as `deltallm bench`.
+// A depth D (-d) first decodes D random tokens into the cleared context in batches of n_batch,
+// not timed; the test then continues at position D, in rows named "tg128 @ d4096".
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Args {
     std::string model, output = "md", device = "cpu";
-    std::vector<long> prompts{512}, gens{128};
+    std::vector<long> prompts{512}, gens{128}, depths{0};
     int reps = 5, threads = 0, n_gpu_layers = 999;
     unsigned seed = 1234;
     double bw_gbps = 0, peak_gflops = 0;
@@ -30,7 +32,7 @@ struct Args {
 
 struct Test {
     std::string name;
-    long n_prompt = 0, n_gen = 0;
+    long n_prompt = 0, n_gen = 0, n_depth = 0;
     std::vector<double> tps;
 };
 
@@ -81,6 +83,8 @@ Args parse(int argc, char** argv) {
             a.prompts = parse_list(value(), "-p");
         else if (f == "-n")
             a.gens = parse_list(value(), "-n");
+        else if (f == "-d")
+            a.depths = parse_list(value(), "-d");
         else if (f == "-r")
             a.reps = std::atoi(value());
         else if (f == "-t")
@@ -103,8 +107,8 @@ Args parse(int argc, char** argv) {
             a.load_only = true;
         else
             die("unknown flag " + f +
-                " (flags: -m FILE -p 512,2048 -n 128 -r 5 -t N -o md|json|csv --device cpu|vulkan"
-                " -ngl N --seed S --bw-gbps X --peak-gflops X --load-only -v)");
+                " (flags: -m FILE -p 512,2048 -n 128 -d 0,4096 -r 5 -t N -o md|json|csv"
+                " --device cpu|vulkan -ngl N --seed S --bw-gbps X --peak-gflops X --load-only -v)");
     }
     if (a.model.empty()) die("no model: give a GGUF file with -m FILE");
     if (a.reps < 1) die("-r must be at least 1");
@@ -133,14 +137,25 @@ int main(int argc, char** argv) {
     ggml_backend_load_all();
     llama_backend_init();
 
-    std::vector<Test> tests;
+    std::vector<Test> base;
     for (long n : a.prompts)
-        if (n > 0) tests.push_back({"pp" + std::to_string(n), n, 0, {}});
+        if (n > 0) base.push_back({"pp" + std::to_string(n), n, 0, 0, {}});
     for (long n : a.gens)
-        if (n > 0) tests.push_back({"tg" + std::to_string(n), 0, n, {}});
-    if (tests.empty()) die("nothing to measure: give -p or -n lengths above 0");
+        if (n > 0) base.push_back({"tg" + std::to_string(n), 0, n, 0, {}});
+    if (base.empty()) die("nothing to measure: give -p or -n lengths above 0");
+    // As in deltallm bench: the depth columns appear only when a depth is asked for.
+    const bool show_depth =
+        std::any_of(a.depths.begin(), a.depths.end(), [](long d) { return d > 0; });
+    std::vector<Test> tests;
+    for (long d : a.depths) {
+        for (Test t : base) {
+            t.n_depth = d;
+            if (d > 0) t.name += " @ d" + std::to_string(d);
+            tests.push_back(t);
+        }
+    }
     long n_ctx = 16;
-    for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_prompt + t.n_gen + 1);
+    for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
 
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = a.device == "vulkan" ? a.n_gpu_layers : 0;
@@ -177,6 +192,13 @@ int main(int argc, char** argv) {
     };
     auto run_once = [&](const Test& t) -> double {
         llama_memory_clear(llama_get_memory(ctx), true);
+        if (t.n_depth > 0) {  // the context the test starts from; not timed
+            std::vector<llama_token> toks(t.n_depth);
+            for (auto& x : toks) x = pick(rng);
+            for (long at = 0; at < t.n_depth; at += cp.n_batch)
+                decode(toks, at, std::min<long>(cp.n_batch, t.n_depth - at));
+            llama_synchronize(ctx);
+        }
         if (t.n_prompt > 0) {
             std::vector<llama_token> toks(t.n_prompt);
             for (auto& x : toks) x = pick(rng);
@@ -241,23 +263,27 @@ int main(int argc, char** argv) {
             std::string samples;
             for (size_t k = 0; k < t.tps.size(); ++k)
                 samples += (k ? ", " : "") + std::to_string(t.tps[k]);
+            const std::string depth =
+                show_depth ? ", \"n_depth\": " + std::to_string(t.n_depth) : "";
             std::printf(
-                "    {\"test\": \"%s\", \"n_prompt\": %ld, \"n_gen\": %ld, \"samples_ts\": [%s], "
-                "\"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"ceiling_ts\": %.6f}%s\n",
-                t.name.c_str(), t.n_prompt, t.n_gen, samples.c_str(), m, sd, ceiling(t),
-                i + 1 < tests.size() ? "," : "");
+                "    {\"test\": \"%s\", \"n_prompt\": %ld, \"n_gen\": %ld%s, \"samples_ts\": "
+                "[%s], \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"ceiling_ts\": %.6f}%s\n",
+                t.name.c_str(), t.n_prompt, t.n_gen, depth.c_str(), samples.c_str(), m, sd,
+                ceiling(t), i + 1 < tests.size() ? "," : "");
         }
         std::printf("  ]\n}\n");
     } else if (a.output == "csv") {
         std::printf(
-            "engine,model,size_gib,params_b,device,threads,test,n_prompt,n_gen,avg_ts,"
-            "stddev_ts,ceiling_ts\n");
+            "engine,model,size_gib,params_b,device,threads,test,n_prompt,n_gen,%savg_ts,"
+            "stddev_ts,ceiling_ts\n",
+            show_depth ? "n_depth," : "");
         for (const Test& t : tests) {
             double m, sd;
             stats(t.tps, m, sd);
-            std::printf("llama.cpp,%s,%.4f,%.4f,%s,%d,%s,%ld,%ld,%.3f,%.3f,%.3f\n", name.c_str(),
+            const std::string depth = show_depth ? std::to_string(t.n_depth) + "," : "";
+            std::printf("llama.cpp,%s,%.4f,%.4f,%s,%d,%s,%ld,%ld,%s%.3f,%.3f,%.3f\n", name.c_str(),
                         size_b / 1073741824.0, params / 1e9, device.c_str(), threads,
-                        t.name.c_str(), t.n_prompt, t.n_gen, m, sd, ceiling(t));
+                        t.name.c_str(), t.n_prompt, t.n_gen, depth.c_str(), m, sd, ceiling(t));
         }
     } else {
         std::printf(

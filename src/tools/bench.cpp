@@ -3,6 +3,8 @@
 // one-token prompt in a fresh session; random token ids from a fixed seed; one uncounted warm-up;
 // mean and standard deviation over repetitions), next to the floors the hardware sets: weight
 // bytes per token over memory bandwidth for tg, 2 * params * tokens over peak FLOP rate for pp.
+// A depth D (-d, llama-bench's n_depth) first fills the session with D random tokens, not timed,
+// so the test runs at long context; its rows are named "tg128 @ d4096".
 #include <immintrin.h>
 
 #include <algorithm>
@@ -29,7 +31,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct BenchArgs {
-    std::string model, device = "cpu", output = "md", prompts = "512", gens = "128";
+    std::string model, device = "cpu", output = "md", prompts = "512", gens = "128", depths = "0";
     int reps = 5;
     uint32_t seed = 1234;
     double bw_gbps = 0, peak_gflops = 0;
@@ -37,7 +39,7 @@ struct BenchArgs {
 
 struct Test {
     std::string name;
-    int64_t n_prompt = 0, n_gen = 0;
+    int64_t n_prompt = 0, n_gen = 0, n_depth = 0;
     std::vector<double> tps;  // one per repetition
 };
 
@@ -161,19 +163,33 @@ int bench(const BenchArgs& a) {
         fail("-o must be md, json or csv, not {}", a.output);
     if (a.bw_gbps < 0) fail("--bw-gbps must be positive, not {}", a.bw_gbps);
     if (a.peak_gflops < 0) fail("--peak-gflops must be positive, not {}", a.peak_gflops);
-    std::vector<Test> tests;
+    std::vector<Test> base;
     for (int64_t n : parse_int_list(a.prompts, "-p")) {
         if (n < 0) fail("-p: prompt lengths must be positive, not {}", n);
-        if (n > 0) tests.push_back({fmt::format("pp{}", n), n, 0, {}});
+        if (n > 0) base.push_back({fmt::format("pp{}", n), n, 0, 0, {}});
     }
     for (int64_t n : parse_int_list(a.gens, "-n")) {
         if (n < 0) fail("-n: generation lengths must be positive, not {}", n);
-        if (n > 0) tests.push_back({fmt::format("tg{}", n), 0, n, {}});
+        if (n > 0) base.push_back({fmt::format("tg{}", n), 0, n, 0, {}});
     }
-    if (tests.empty()) fail("nothing to measure: give -p or -n lengths above 0");
+    if (base.empty()) fail("nothing to measure: give -p or -n lengths above 0");
+    const std::vector<int64_t> depths = parse_int_list(a.depths, "-d");
+    for (int64_t d : depths)
+        if (d < 0) fail("-d: depths must be 0 or more, not {}", d);
+    // The depth columns appear only when a depth is asked for, so -d 0 prints what it always has.
+    const bool show_depth =
+        std::any_of(depths.begin(), depths.end(), [](int64_t d) { return d > 0; });
+    std::vector<Test> tests;
+    for (int64_t d : depths) {
+        for (Test t : base) {
+            t.n_depth = d;
+            if (d > 0) t.name += fmt::format(" @ d{}", d);
+            tests.push_back(std::move(t));
+        }
+    }
 
     int64_t n_ctx = 16;
-    for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_prompt + t.n_gen + 1);
+    for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
     EngineOptions o;
     o.device = DeviceSpec::parse(a.device);
     o.n_ctx = n_ctx;
@@ -204,6 +220,11 @@ int bench(const BenchArgs& a) {
     std::vector<float> logits;
     auto run_once = [&](const Test& t) -> double {
         auto session = ex.new_session(n_ctx);
+        if (t.n_depth > 0) {  // the context the test starts from; not timed
+            std::vector<int32_t> tokens(t.n_depth);
+            for (auto& x : tokens) x = pick(rng);
+            ex.prefill(*session, tokens, LogitsRows::last, logits);
+        }
         if (t.n_prompt > 0) {
             std::vector<int32_t> tokens(t.n_prompt);
             for (auto& x : tokens) x = pick(rng);
@@ -262,21 +283,24 @@ int bench(const BenchArgs& a) {
                                  {"stddev_ts", sd},
                                  {"ceiling_ts", c},
                                  {"floor_kind", t.n_prompt > 0 ? "flops" : "bandwidth"}});
+            if (show_depth) j["rows"].back()["n_depth"] = t.n_depth;
         }
         std::printf("%s\n", j.dump(2).c_str());
         return 0;
     }
     if (a.output == "csv") {
         std::printf(
-            "engine,model,size_gib,params_b,device,threads,test,n_prompt,n_gen,avg_ts,"
-            "stddev_ts,ceiling_ts\n");
+            "engine,model,size_gib,params_b,device,threads,test,n_prompt,n_gen,%savg_ts,"
+            "stddev_ts,ceiling_ts\n",
+            show_depth ? "n_depth," : "");
         for (const Test& t : tests) {
             double m, sd;
             mean_sd(t.tps, m, sd);
-            std::printf("deltallm,%s,%.4f,%.4f,%s,%d,%s,%lld,%lld,%.3f,%.3f,%.3f\n",
+            const std::string depth = show_depth ? fmt::format("{},", t.n_depth) : "";
+            std::printf("deltallm,%s,%.4f,%.4f,%s,%d,%s,%lld,%lld,%s%.3f,%.3f,%.3f\n",
                         model_name.c_str(), size_gib, params_b, ex.name().c_str(),
                         on_cpu ? pool.size() : 0, t.name.c_str(), (long long)t.n_prompt,
-                        (long long)t.n_gen, m, sd, ceiling(t));
+                        (long long)t.n_gen, depth.c_str(), m, sd, ceiling(t));
         }
         return 0;
     }
@@ -295,12 +319,13 @@ int bench(const BenchArgs& a) {
     }
     std::printf(
         "\nfloors: tg reads %s of weights per token; bandwidth %s; pp multiplies %.3f B "
-        "weights per token (2 FLOP each); peak %s\n",
+        "weights per token (2 FLOP each); peak %s%s\n",
         human_bytes(facts.tg_bytes).c_str(),
         bw > 0 ? fmt::format("{:.1f} GB/s, {}", bw, bw_src).c_str() : "unknown (--bw-gbps)",
         double(facts.matmul_params) / 1e9,
         peak > 0 ? fmt::format("{:.1f} GFLOP/s, {}", peak, peak_src).c_str()
-                 : "unknown (--peak-gflops)");
+                 : "unknown (--peak-gflops)",
+        show_depth ? "; neither floor counts the attention over the depth" : "");
     return 0;
 }
 
@@ -312,6 +337,9 @@ Registrar reg(
         app.add_option("-p,--n-prompt", a->prompts, "prompt lengths: 512,2048 (0: none)")
             ->capture_default_str();
         app.add_option("-n,--n-gen", a->gens, "generation lengths: 128 (0: none)")
+            ->capture_default_str();
+        app.add_option("-d,--n-depth", a->depths,
+                       "context depths: 0,4096 (D tokens prefilled, not timed, before each test)")
             ->capture_default_str();
         app.add_option("-r,--repetitions", a->reps, "timed repetitions per test")
             ->capture_default_str();

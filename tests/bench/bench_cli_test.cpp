@@ -1,7 +1,8 @@
 // `deltallm bench` on a tiny synthetic model: the JSON parses and holds one row per asked test in
 // order, with as many samples as repetitions, positive rates, a mean and standard deviation that
 // agree with the samples (recomputed here), ceilings that follow from the given floors; the
-// markdown and CSV forms have their rows; bad flags give one error line and exit code 1.
+// markdown and CSV forms have their rows; a depth (-d) repeats the tests in rows named "tg4 @ d8"
+// with n_depth, and -d 0 prints no depth at all; bad flags give one error line and exit code 1.
 // No timing assertions: the machine may be loaded.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -154,11 +155,99 @@ TEST_F(BenchCli, MarkdownAndCsvRows) {
     EXPECT_NE(l[2].find(",tg2,"), std::string::npos);
 }
 
+// Every test at every depth, depth outermost (llama-bench's order), each row with its n_depth and
+// positive rates; the markdown and CSV forms name the rows the same way and the CSV gains the
+// n_depth column.
+TEST_F(BenchCli, DepthRepeatsEveryTestAtEachDepth) {
+    Result r = deltallm("-t 1 bench -m " + model_ + " -p 4 -n 4 -d 0,8 -r 2 -o json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    const auto& rows = j["rows"];
+    ASSERT_EQ(rows.size(), 4u) << r.out;
+    const char* names[] = {"pp4", "tg4", "pp4 @ d8", "tg4 @ d8"};
+    const int depths[] = {0, 0, 8, 8};
+    for (size_t i = 0; i < 4; ++i) {
+        const auto& row = rows[i];
+        EXPECT_EQ(row["test"], names[i]);
+        ASSERT_TRUE(row.contains("n_depth")) << row.dump();
+        EXPECT_EQ(row["n_depth"], depths[i]);
+        EXPECT_EQ(row["n_prompt"], i % 2 == 0 ? 4 : 0);
+        EXPECT_EQ(row["n_gen"], i % 2 == 1 ? 4 : 0);
+        std::vector<double> s = row["samples_ts"].get<std::vector<double>>();
+        ASSERT_EQ(s.size(), 2u);
+        for (double x : s) {
+            EXPECT_TRUE(std::isfinite(x));
+            EXPECT_GT(x, 0);
+        }
+        EXPECT_GT(row["avg_ts"].get<double>(), 0);
+    }
+
+    Result md = deltallm("-t 1 bench -m " + model_ + " -p 0 -n 4 -d 8 -r 1");
+    ASSERT_EQ(md.rc, 0) << md.err;
+    std::vector<std::string> l = lines(md.out);
+    ASSERT_GE(l.size(), 3u);
+    EXPECT_NE(l[2].find("| tg4 @ d8 |"), std::string::npos) << l[2];
+
+    Result csv = deltallm("-t 1 bench -m " + model_ + " -p 0 -n 4 -d 8 -r 1 -o csv");
+    ASSERT_EQ(csv.rc, 0) << csv.err;
+    l = lines(csv.out);
+    ASSERT_EQ(l.size(), 2u) << csv.out;
+    EXPECT_EQ(l[0],
+              "engine,model,size_gib,params_b,device,threads,test,n_prompt,n_gen,n_depth,avg_ts,"
+              "stddev_ts,ceiling_ts");
+    EXPECT_EQ(std::count(l[1].begin(), l[1].end(), ','), 12) << l[1];
+    EXPECT_NE(l[1].find(",tg4 @ d8,0,4,8,"), std::string::npos) << l[1];
+}
+
+// Depth 0 alone, given or not, prints what bench printed before depths existed: no suffix, no
+// n_depth key, the old CSV header.
+TEST_F(BenchCli, DepthZeroLeavesTheOutputAsItWas) {
+    for (const std::string depth : {"", " -d 0"}) {
+        Result j = deltallm("-t 1 bench -m " + model_ + " -p 4 -n 4 -r 1 -o json" + depth);
+        ASSERT_EQ(j.rc, 0) << j.err;
+        nlohmann::json doc = nlohmann::json::parse(j.out);
+        ASSERT_EQ(doc["rows"].size(), 2u);
+        EXPECT_EQ(doc["rows"][0]["test"], "pp4");
+        EXPECT_EQ(doc["rows"][1]["test"], "tg4");
+        for (const auto& row : doc["rows"]) EXPECT_FALSE(row.contains("n_depth")) << row.dump();
+        EXPECT_EQ(j.out.find('@'), std::string::npos) << j.out;
+
+        Result md = deltallm("-t 1 bench -m " + model_ + " -p 4 -n 4 -r 1" + depth);
+        ASSERT_EQ(md.rc, 0) << md.err;
+        EXPECT_EQ(md.out.find('@'), std::string::npos) << md.out;
+        EXPECT_EQ(md.out.find("depth"), std::string::npos) << md.out;
+
+        Result csv = deltallm("-t 1 bench -m " + model_ + " -p 4 -n 4 -r 1 -o csv" + depth);
+        ASSERT_EQ(csv.rc, 0) << csv.err;
+        std::vector<std::string> l = lines(csv.out);
+        ASSERT_EQ(l.size(), 3u);
+        EXPECT_EQ(l[0],
+                  "engine,model,size_gib,params_b,device,threads,test,n_prompt,n_gen,avg_ts,"
+                  "stddev_ts,ceiling_ts");
+        EXPECT_NE(l[1].find(",pp4,4,0,"), std::string::npos) << l[1];
+        EXPECT_NE(l[2].find(",tg4,0,4,"), std::string::npos) << l[2];
+    }
+}
+
+TEST_F(BenchCli, NegativeDepthIsAnError) {
+    for (const std::string d : {"-8", "0,-8"}) {
+        Result r = deltallm("bench -m " + model_ + " -n 4 -d " + d);
+        EXPECT_EQ(r.rc, 1) << d << "\n" << r.err;
+        ASSERT_EQ(lines(r.err).size(), 1u) << d << "\n" << r.err;
+        EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+        EXPECT_NE(r.err.find("-d: depths must be 0 or more, not -8"), std::string::npos) << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+}
+
 TEST_F(BenchCli, BadFlagsAreOneErrorLine) {
-    const std::vector<std::string> cases = {
-        "bench -m " + model_ + " -r 0",      "bench -m " + model_ + " -o xml",
-        "bench -m " + model_ + " -p 0 -n 0", "bench -m " + model_ + " -p x",
-        "bench -m /nonexistent.gguf",        "bench"};
+    const std::vector<std::string> cases = {"bench -m " + model_ + " -r 0",
+                                            "bench -m " + model_ + " -o xml",
+                                            "bench -m " + model_ + " -p 0 -n 0",
+                                            "bench -m " + model_ + " -p x",
+                                            "bench -m " + model_ + " -d x",
+                                            "bench -m /nonexistent.gguf",
+                                            "bench"};
     for (const std::string& args : cases) {
         Result r = deltallm(args);
         EXPECT_EQ(r.rc, 1) << args << "\n" << r.err;
