@@ -6,10 +6,11 @@ and prints per-test ratios (deltallm / llama.cpp) next to the floors deltallm me
 First checks that llama.cpp loads every file: a file it refuses means our GGUF writer is wrong,
 and the run stops with that message.
 
-  compare.py -m a.gguf [-m b.gguf] [-p 128] [-n 32] [-r 3] [--rounds 2] [-t 2] [--device cpu]
+  compare.py -m a.gguf [-m b.gguf] [-p 128] [-n 32] [-d 0,4096] [-r 3] [--rounds 2] [-t 2] [--device cpu]
   compare.py -m a.gguf --sweep [--sweep-lengths 128,256,...] --csv sweep.csv
 Writes a markdown table to stdout (and --md FILE), the pooled results to --json FILE, and for a
-sweep the CSV that plot.py draws.
+sweep the CSV that plot.py draws. -d runs every test again at each depth (D random tokens in the
+context first, not timed; rows "tg128 @ d4096"), in both programs.
 """
 import argparse
 import csv
@@ -56,6 +57,7 @@ def main():
     ap.add_argument("-m", "--model", action="append", required=True, help="GGUF file (repeatable)")
     ap.add_argument("-p", default="512", help="prompt lengths, e.g. 128,512")
     ap.add_argument("-n", default="128", help="generation lengths, e.g. 32")
+    ap.add_argument("-d", default="0", help="context depths, e.g. 0,4096 (tokens before each test)")
     ap.add_argument("-r", type=int, default=3, help="timed repetitions per engine per round")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds (ours, peer, ours, ...)")
     ap.add_argument("-t", "--threads", type=int, default=0, help="CPU threads for both engines")
@@ -75,6 +77,13 @@ def main():
         if not os.access(exe, os.X_OK):
             raise SystemExit(f"compare: {exe} is missing: build it first (see docs/PERF.md)")
     prompts, gens = a.p, a.n
+    try:
+        depths = [int(x) for x in a.d.split(",")]
+    except ValueError:
+        raise SystemExit(f"compare: -d wants comma-separated depths, not '{a.d}'")
+    if any(d < 0 for d in depths):
+        raise SystemExit(f"compare: -d: depths must be 0 or more, not '{a.d}'")
+    show_depth = any(d > 0 for d in depths)
     if a.sweep:
         prompts, gens = a.sweep_lengths, "0"
 
@@ -94,6 +103,8 @@ def main():
             raise SystemExit(3)
 
     common = ["-p", prompts, "-n", gens, "-r", str(a.r), "-o", "json", "--device", a.device]
+    if show_depth:
+        common += ["-d", a.d]
     floors = []
     if a.bw_gbps > 0:
         floors += ["--bw-gbps", str(a.bw_gbps)]
@@ -125,7 +136,7 @@ def main():
             r = ours_rows[test]
             results.append({
                 "model": os.path.basename(m), "device": a.device, "test": test,
-                "n_prompt": r["n_prompt"], "n_gen": r["n_gen"],
+                "n_prompt": r["n_prompt"], "n_gen": r["n_gen"], "n_depth": r.get("n_depth", 0),
                 "threads": meta["deltallm"]["threads"],
                 "ours_ts": om, "ours_sd": osd, "peer_ts": pm, "peer_sd": psd,
                 "ratio": om / pm if pm > 0 else float("nan"),
@@ -138,11 +149,14 @@ def main():
                 "ours_device_name": meta["deltallm"]["device"],
             })
 
-    lines = ["| model | device | threads | test | deltallm t/s | llama.cpp t/s | ratio | ceiling t/s | load |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    # A depth column only when a depth was asked for, so tables without one keep their form.
+    dh, dr = ("depth | ", "---: | ") if show_depth else ("", "")
+    lines = [f"| model | device | threads | test | {dh}deltallm t/s | llama.cpp t/s | ratio | ceiling t/s | load |",
+             f"| --- | --- | ---: | ---: | {dr}---: | ---: | ---: | ---: | --- |"]
     for r in results:
         ceil = f"{r['ceiling_ts']:.1f} ({r['floor_kind']})" if r["ceiling_ts"] > 0 else "-"
-        lines.append(f"| {r['model']} | {r['ours_device_name']} | {r['threads']} | {r['test']} | "
+        depth = f"{r['n_depth']} | " if show_depth else ""
+        lines.append(f"| {r['model']} | {r['ours_device_name']} | {r['threads']} | {r['test']} | {depth}"
                      f"{r['ours_ts']:.2f} ± {r['ours_sd']:.2f} | {r['peer_ts']:.2f} ± {r['peer_sd']:.2f} | "
                      f"{r['ratio']:.3f} | {ceil} | {r['load_min']:.1f}-{r['load_max']:.1f} |")
     table = "\n".join(lines) + "\n"
@@ -156,12 +170,13 @@ def main():
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["model", "device", "test", "n_prompt", "n_gen", "ours_ts", "ours_sd",
-                        "peer_ts", "peer_sd", "ratio", "ceiling_ts"])
+            w.writerow(["model", "device", "test", "n_prompt", "n_gen"] + (["n_depth"] if show_depth else [])
+                       + ["ours_ts", "ours_sd", "peer_ts", "peer_sd", "ratio", "ceiling_ts"])
             for r in results:
-                w.writerow([r["model"], r["device"], r["test"], r["n_prompt"], r["n_gen"],
-                            f"{r['ours_ts']:.3f}", f"{r['ours_sd']:.3f}", f"{r['peer_ts']:.3f}",
-                            f"{r['peer_sd']:.3f}", f"{r['ratio']:.4f}", f"{r['ceiling_ts']:.3f}"])
+                w.writerow([r["model"], r["device"], r["test"], r["n_prompt"], r["n_gen"]]
+                           + ([r["n_depth"]] if show_depth else [])
+                           + [f"{r['ours_ts']:.3f}", f"{r['ours_sd']:.3f}", f"{r['peer_ts']:.3f}",
+                              f"{r['peer_sd']:.3f}", f"{r['ratio']:.4f}", f"{r['ceiling_ts']:.3f}"])
 
 
 if __name__ == "__main__":

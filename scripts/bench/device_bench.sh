@@ -8,11 +8,15 @@
 # The pack is also written xz-compressed to .devrun/device-bench.tar.xz (about 7 MB: the tracked
 # tree, .gl and the uncompressed pack together pass the 64 MiB a call may carry).
 # There (run): one device call, carrying ".gl" and ".devrun":
-#   [MODELS="qwen35:0.8b:q4_k_m ..."] [SWEEP=0] scripts/bench/device_bench.sh run
+#   [MODELS="qwen35:0.8b:q4_k_m ..."] [SWEEP=0] [DEPTHS="4096 16384"] scripts/bench/device_bench.sh run
 # unpacks the Vulkan loader, synthesizes the model files on the device (Qwen3.5-0.8B and 9B in
 # Q4_K_M and Q8_0, Qwen3-8B Q4_K_M), checks llama.cpp loads them, runs both engines alternating
 # (pp512, pp2048, tg128), a prompt sweep 128..8192 on the 9B and writes
 # the tables, JSON, CSV (and PNG when matplotlib is there; else plot.py draws it here) to $OUT.
+# DEPTHS, when set, adds tg128 at those context depths (compare.py -d: the tokens before the test
+# are prefilled, not timed) on Qwen3.5-9B and Qwen3-8B Q4_K_M, into $OUT/table-depth-<file>.*.
+# Every repetition prefills its depth again: with MODELS="qwen35:9b:q4_k_m qwen3:8b:q4_k_m"
+# SWEEP=0 the call does less besides, to stay within the 10 minutes a device call has.
 # Floors on the H200 are the datasheet figures: 4.8 TB/s HBM3e, 989 dense FP16 tensor TFLOP/s.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -103,6 +107,20 @@ f=$models/qwen35-9b-q4_k_m.gguf
 timeout 150 python3 scripts/bench/compare.py "${args[@]}" -m "$f" --sweep -r 1 --rounds 1 \
     --md "$out/sweep.md" --csv "$out/sweep.csv"
 echo "rc=$?"
+fi
+if [ -n "${DEPTHS:-}" ]; then
+    depths=$(echo $DEPTHS | tr ' ' ,)
+    for spec in qwen35:9b:q4_k_m qwen3:8b:q4_k_m; do
+        IFS=: read -r arch shape type <<<"$spec"
+        name=$arch-$shape-$type
+        f=$models/$name.gguf
+        [ -f "$f" ] || { echo "== synth $name"; "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1; }
+        echo "== $name: tg128 at depths $depths"
+        timeout 300 python3 scripts/bench/compare.py "${args[@]}" -m "$f" -p 0 -n 128 -d "$depths" \
+            -r 2 --rounds 1 --md "$out/table-depth-$name.md" --json "$out/table-depth-$name.json" \
+            --csv "$out/table-depth-$name.csv"
+        echo "rc=$?"
+    done
 fi
 for c in "$out"/table-*.csv "$out/sweep.csv"; do
     [ -f "$c" ] && python3 scripts/bench/plot.py "$c" "${c%.csv}.png" || true

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Draws a CSV written by compare.py into one PNG: tokens/s of deltallm and llama.cpp against
-prompt length (pp rows; log-log), and a bar chart of the ratios deltallm / llama.cpp of every row.
+prompt length (pp rows without depth; log-log), and a bar chart of the ratios deltallm / llama.cpp
+of every row.
 
   plot.py sweep.csv sweep.png [--title TEXT]
 """
@@ -26,7 +27,9 @@ def main():
         rows = list(csv.DictReader(f))
     if not rows:
         sys.exit(f"plot: {a.csv} has no rows")
-    pp = sorted((r for r in rows if int(r["n_prompt"]) > 0), key=lambda r: int(r["n_prompt"]))
+    # The curve is over prompt length from an empty context; rows at a depth (-d) are bars only.
+    pp = sorted((r for r in rows if int(r["n_prompt"]) > 0 and int(r.get("n_depth") or 0) == 0),
+                key=lambda r: int(r["n_prompt"]))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     models = sorted({r["model"] for r in pp})
     for m in models:
