@@ -175,14 +175,15 @@ uint64_t Kernels::attention_partials(const Attention& a) {
 
 // Shared memory of attn_decode.comp for g heads a workgroup of wg threads (its declarations).
 static uint32_t attn_decode_shared(uint32_t g, uint32_t wg, uint32_t head_dim) {
-    return g * (head_dim / 2 * 8 + Kernels::kAttnSplit * 4 + wg * 4 + wg * 8 + 12) + 4;
+    return g * (head_dim / 2 * 8 + Kernels::kAttnSplit * 4 +
+                std::max(wg, 2 * Kernels::kAttnMaxSplits) * 4 + wg * 8 + 12) +
+           4;
 }
 
 void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
                         View v_cache, View partials, View tok, View counter) {
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
-    const uint32_t n_split = attention_splits(a.n_ctx, a.max_splits);
     const Kernel& prep = pipes_.get("attn_prep", 5, sizeof(AttnPrepPush), {64});
     AttnPrepPush pp{a.n_head,     a.n_kv,
                     a.head_dim,   a.q_off,
@@ -206,7 +207,18 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
         else
             wg = 128;
     }
-    const Kernel& dec = pipes_.get("attn_decode", 6, sizeof(AttnDecodePush), {wg, a.head_dim, g});
+    // Splits: about two workgroups a multiprocessor once the context is long (H200,
+    // DecodeAttentionSpeed.Report at 16384 / 32768 positions, us a layer: Qwen3.5-9B, 4 head
+    // groups, 64 splits 50 / 79, 128: 59 / 90, 32: 62 / 107; Qwen3-8B, 8 groups, 32 splits
+    // 46 / 77, 64: 51 / 83); more splits lengthen the one-workgroup merge.
+    const uint32_t groups = a.n_head / g;
+    const uint32_t target =
+        f.sm_count ? std::max<uint32_t>(2 * f.sm_count / groups, 8) : kAttnMaxSplits;
+    const uint32_t n_split = attention_splits(a.n_ctx, std::min(a.max_splits, target));
+    // A thread's value rows of a chunk, all loads in flight at once (at most 32).
+    const uint32_t vstep = std::clamp<uint32_t>(kAttnSplit * (a.head_dim / 2) / wg, 1, 32);
+    const Kernel& dec =
+        pipes_.get("attn_decode", 6, sizeof(AttnDecodePush), {wg, a.head_dim, g, vstep});
     AttnDecodePush dp{a.n_head,   a.n_kv,        a.head_dim,
                       a.qo_off,   n_split,       1.0f / std::sqrt((float)a.head_dim),
                       a.gate_off, a.gate_stride, a.o_off};

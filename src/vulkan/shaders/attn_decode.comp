@@ -23,7 +23,8 @@
 //  - the chunk's max and the rescale of each head by one thread a head (vec4 reads of the scores),
 //    then the weights e^(score - m) by every thread;
 //  - values: thread t takes word t % HD2 of the rows t / HD2, + RQ, ... (RQ = WG / HD2 row
-//    groups), eight rows' loads in flight a step, and accumulates all G heads from each load.
+//    groups), the loads of all its rows of the chunk (up to VSTEP) in flight at once, and
+//    accumulates all G heads from each load.
 // The row groups' outputs are summed through shared memory once, at the end of the split.
 #version 450
 
@@ -33,6 +34,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;  // threads: a multiple of CH, at least HD / 2
 layout(constant_id = 1) const uint HD = 128;  // head_dim (even)
 layout(constant_id = 2) const uint G = 1;     // query heads a workgroup (of one key/value head)
+layout(constant_id = 3) const uint VSTEP = 8;  // value rows a thread loads at once (its rows of a chunk)
 
 const uint CH = 64u;    // cache rows a chunk
 const uint MAXS = 64u;  // splits at most (Kernels::kAttnMaxSplits)
@@ -42,6 +44,8 @@ const bool VEC = HD2 % 4u == 0u;            // rows start 16-byte aligned
 const uint HD8 = VEC ? HD2 / 4u : 1u;       // a row's 16-byte vectors (at least one declared)
 const uint KI = VEC ? (HD8 + TPR - 1u) / TPR : (HD2 + TPR - 1u) / TPR;  // a thread's share
 const uint RQ = WG / HD2;                   // row groups of the value phase
+const uint OPT = (G * HD + WG - 1u) / WG;   // outputs a thread at the merge
+const uint MSTEP = 8u;                      // splits whose partials a merge step loads at once
 
 layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
@@ -62,7 +66,8 @@ layout(push_constant) uniform Push {
 
 shared vec2 qs[G * HD2];      // the G queries
 shared vec4 sc[G * CH / 4u];  // a chunk's scores, then its weights, head by head
-shared float red[G * WG];     // score shares; at the merge, the splits' maxima and sums
+const uint REDN = WG > 2u * MAXS ? WG : 2u * MAXS;
+shared float red[G * REDN];  // score shares; at the merge, the splits' maxima and sums
 shared float hm[G], hl[G], ha[G];  // a head's running max and sum, and this chunk's rescale
 shared vec2 ored[G * WG];     // the row groups' outputs (RQ · HD2 <= WG)
 shared uint last_split;
@@ -128,12 +133,12 @@ void main() {
                 [[unroll]] for (uint g = 0; g < G; ++g) d[g] += dot(kf, qs[g * HD2 + w]);
             }
         }
-        [[unroll]] for (uint g = 0; g < G; ++g) red[g * WG + t] = d[g];
+        [[unroll]] for (uint g = 0; g < G; ++g) red[g * REDN + t] = d[g];
         barrier();
         for (uint i = t; i < G * CH; i += WG) {
             uint g = i / CH, jj = i % CH;
             float acc = 0.0;
-            [[unroll]] for (uint q = 0; q < TPR; ++q) acc += red[g * WG + jj * TPR + q];
+            [[unroll]] for (uint q = 0; q < TPR; ++q) acc += red[g * REDN + jj * TPR + q];
             sc[i >> 2][i & 3u] = jj < n_live ? acc * p.scale : -1.0 / 0.0;
         }
         barrier();
@@ -156,13 +161,13 @@ void main() {
         // Values: the weights and rescales are read only until the next chunk's first barrier.
         if (vq < RQ) {
             [[unroll]] for (uint g = 0; g < G; ++g) o[g] *= ha[g];
-            for (uint j0 = vq; j0 < n_live; j0 += 8u * RQ) {
-                vec2 v[8];
-                [[unroll]] for (uint u = 0; u < 8u; ++u) {
+            for (uint j0 = vq; j0 < n_live; j0 += VSTEP * RQ) {
+                vec2 v[VSTEP];
+                [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
                     uint jr = min(j0 + u * RQ, n_live - 1u);
                     v[u] = unpackHalf2x16(vc[((r0 + jr) * p.n_kv + kvh) * HD2 + vw]);
                 }
-                [[unroll]] for (uint u = 0; u < 8u; ++u) {
+                [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
                     uint jr = j0 + u * RQ;
                     if (jr >= n_live) break;
                     [[unroll]] for (uint g = 0; g < G; ++g) o[g] += score_at(g, jr) * v[u];
@@ -203,27 +208,51 @@ void main() {
         red[g * 2u * MAXS + MAXS + ss] = part[b + 1u];
     }
     barrier();
+    // Each head's largest max M (a thread a head), every split's weight e^(m_s - M) (every
+    // thread), each head's 1 / Σ e^(m_s - M) l_s (a thread a head).
     if (t < G) {
-        uint b = t * 2u * MAXS;
         float M = -1.0 / 0.0;
-        for (uint ss = 0; ss < live; ++ss) M = max(M, red[b + ss]);
-        float L = 0.0;
-        for (uint ss = 0; ss < live; ++ss) {
-            float e = exp(red[b + ss] - M);
-            red[b + ss] = e;  // the split's weight, divided by L below
-            L += e * red[b + MAXS + ss];
-        }
-        for (uint ss = 0; ss < live; ++ss) red[b + ss] /= L;
+        for (uint ss = 0; ss < live; ++ss) M = max(M, red[t * 2u * MAXS + ss]);
+        hm[t] = M;
     }
     barrier();
-    for (uint i = t; i < G * HD; i += WG) {
+    for (uint i = t; i < G * live; i += WG) {
+        uint g = i / live, r = g * 2u * MAXS + i % live;
+        red[r] = exp(red[r] - hm[g]);
+    }
+    barrier();
+    if (t < G) {
+        float L = 0.0;
+        for (uint ss = 0; ss < live; ++ss) L += red[t * 2u * MAXS + ss] * red[t * 2u * MAXS + MAXS + ss];
+        hl[t] = 1.0 / L;
+    }
+    barrier();
+    // The outputs, OPT a thread: the partials' loads of MSTEP splits for all of them in flight at
+    // once (one merging workgroup reads every split's outputs; a load at a time, a long context's
+    // merge was a chain of cache latencies).
+    float acc[OPT];
+    [[unroll]] for (uint k = 0; k < OPT; ++k) acc[k] = 0.0;
+    for (uint s0 = 0; s0 < live; s0 += MSTEP) {
+        float v[OPT * MSTEP];
+        [[unroll]] for (uint k = 0; k < OPT; ++k) {
+            uint i = min(t + k * WG, G * HD - 1u);
+            [[unroll]] for (uint u = 0; u < MSTEP; ++u)
+                v[k * MSTEP + u] = part[part_base(h0 + i / HD, min(s0 + u, live - 1u)) + 2u + i % HD];
+        }
+        [[unroll]] for (uint k = 0; k < OPT; ++k) {
+            uint g = min(t + k * WG, G * HD - 1u) / HD;
+            [[unroll]] for (uint u = 0; u < MSTEP; ++u)
+                if (s0 + u < live) acc[k] += red[g * 2u * MAXS + s0 + u] * v[k * MSTEP + u];
+        }
+    }
+    [[unroll]] for (uint k = 0; k < OPT; ++k) {
+        uint i = t + k * WG;
+        if (i >= G * HD) break;
         uint g = i / HD, dd = i % HD, h = h0 + g;
-        float acc = 0.0;
-        for (uint ss = 0; ss < live; ++ss)
-            acc += red[g * 2u * MAXS + ss] * part[part_base(h, ss) + 2u + dd];
+        float o = acc[k] * hl[g];
         if (p.gate_off != 0xffffffffu)
-            acc *= 1.0 / (1.0 + exp(-act[p.gate_off + h * p.gate_stride + dd]));
-        act[p.o_off + h * HD + dd] = acc;
+            o *= 1.0 / (1.0 + exp(-act[p.gate_off + h * p.gate_stride + dd]));
+        act[p.o_off + h * HD + dd] = o;
     }
     if (t == 0u) atomicExchange(counter[hg], 0u);
 }
