@@ -137,6 +137,8 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{4, 1, 256, 64, 80, 66, true, true},          // qwen35 gated
                       AttnCase{2, 2, 128, 128, 64, 9, false, false, true},  // llama
                       AttnCase{3, 1, 20, 20, 80, 67, false, true},  // rows not 16-byte aligned
+                      // Rows of 48 words: value rows in steps, not loaded ahead of the scores.
+                      AttnCase{4, 2, 96, 32, 140, 70, true, false},
                       // Two splits over up to five chunks: a split walks several chunks (its
                       // online softmax rescales), the last one a short one.
                       AttnCase{8, 4, 64, 64, 300, 260, true, false, false, 2},

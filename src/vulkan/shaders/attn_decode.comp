@@ -35,6 +35,9 @@ layout(constant_id = 0) const uint WG = 256;  // threads: a multiple of CH, at l
 layout(constant_id = 1) const uint HD = 128;  // head_dim (even)
 layout(constant_id = 2) const uint G = 1;     // query heads a workgroup (of one key/value head)
 layout(constant_id = 3) const uint VSTEP = 8;  // value rows a thread loads at once (its rows of a chunk)
+// 1: a thread's value rows of the chunk (VSTEP · RQ >= CH, the launcher sees to it) are loaded
+// before the scores, so their latency passes under the scores' loads and reductions.
+layout(constant_id = 4) const uint VPRE = 0;
 
 const uint CH = 64u;    // cache rows a chunk
 const uint MAXS = 64u;  // splits at most (Kernels::kAttnMaxSplits)
@@ -108,6 +111,11 @@ void main() {
         float d[G];
         [[unroll]] for (uint g = 0; g < G; ++g) d[g] = 0.0;
         const uint base = ((r0 + min(j, n_live - 1u)) * p.n_kv + kvh) * HD2;
+        uint vraw[VSTEP];
+        if (VPRE != 0u && vq < RQ) {
+            [[unroll]] for (uint u = 0; u < VSTEP; ++u)
+                vraw[u] = vc[((r0 + min(vq + u * RQ, n_live - 1u)) * p.n_kv + kvh) * HD2 + vw];
+        }
         if (VEC) {
             uvec4 k[KI];
             [[unroll]] for (uint i = 0; i < KI; ++i) {
@@ -161,7 +169,15 @@ void main() {
         // Values: the weights and rescales are read only until the next chunk's first barrier.
         if (vq < RQ) {
             [[unroll]] for (uint g = 0; g < G; ++g) o[g] *= ha[g];
-            for (uint j0 = vq; j0 < n_live; j0 += VSTEP * RQ) {
+            if (VPRE != 0u) {
+                [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
+                    uint jr = vq + u * RQ;
+                    if (jr >= n_live) break;
+                    vec2 v = unpackHalf2x16(vraw[u]);
+                    [[unroll]] for (uint g = 0; g < G; ++g) o[g] += score_at(g, jr) * v;
+                }
+            }
+            for (uint j0 = vq; VPRE == 0u && j0 < n_live; j0 += VSTEP * RQ) {
                 vec2 v[VSTEP];
                 [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
                     uint jr = min(j0 + u * RQ, n_live - 1u);
