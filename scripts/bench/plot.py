@@ -30,9 +30,14 @@ def main():
     # The curve is over prompt length from an empty context; rows at a depth (-d) are bars only.
     pp = sorted((r for r in rows if int(r["n_prompt"]) > 0 and int(r.get("n_depth") or 0) == 0),
                 key=lambda r: int(r["n_prompt"]))
+    models = sorted({r["model"] for r in rows})
+    if not pp:  # depth rows or tg only: the ratios alone
+        fig, ax2 = plt.subplots(1, 1, figsize=(6, 4.5))
+        draw_ratios(ax2, rows, models)
+        finish(fig, a, rows)
+        return
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    models = sorted({r["model"] for r in pp})
-    for m in models:
+    for m in sorted({r["model"] for r in pp}):
         mr = [r for r in pp if r["model"] == m]
         x = [int(r["n_prompt"]) for r in mr]
         ax1.errorbar(x, [float(r["ours_ts"]) for r in mr], yerr=[float(r["ours_sd"]) for r in mr],
@@ -44,17 +49,24 @@ def main():
     ax1.set_xlabel("prompt length (tokens)")
     ax1.set_ylabel("prompt processing (tokens/s)")
     ax1.grid(True, which="both", alpha=0.3)
-    if pp:
-        ax1.legend(fontsize=8)
+    ax1.legend(fontsize=8)
+    draw_ratios(ax2, rows, models)
+    finish(fig, a, rows)
+
+
+def draw_ratios(ax, rows, models):
     labels = [f"{r['test']}\n{r['model'][:18]}" if len(models) > 1 else r["test"] for r in rows]
     ratios = [float(r["ratio"]) for r in rows]
-    ax2.bar(range(len(rows)), ratios, color=["tab:green" if x >= 1 else "tab:red" for x in ratios])
-    ax2.axhline(1.0, color="black", linewidth=0.8)
-    ax2.set_xticks(range(len(rows)))
-    ax2.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
-    ax2.set_ylabel("deltallm / llama.cpp")
+    ax.bar(range(len(rows)), ratios, color=["tab:green" if x >= 1 else "tab:red" for x in ratios])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("deltallm / llama.cpp")
     for i, x in enumerate(ratios):
-        ax2.text(i, x, f"{x:.2f}", ha="center", va="bottom", fontsize=7)
+        ax.text(i, x, f"{x:.2f}", ha="center", va="bottom", fontsize=7)
+
+
+def finish(fig, a, rows):
     fig.suptitle(a.title or f"{rows[0]['device']}: deltallm vs llama.cpp")
     fig.tight_layout()
     fig.savefig(a.png, dpi=120)
