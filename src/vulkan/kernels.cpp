@@ -215,12 +215,13 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     const uint32_t target =
         f.sm_count ? std::max<uint32_t>(2 * f.sm_count / groups, 8) : kAttnMaxSplits;
     const uint32_t n_split = attention_splits(a.n_ctx, std::min(a.max_splits, target));
-    // A thread's value rows of a chunk, all loads in flight at once (at most 32).
-    const uint32_t vstep = std::clamp<uint32_t>(kAttnSplit * (a.head_dim / 2) / wg, 1, 32);
-    // The value rows loaded before the scores where one step holds them all (H200, us a layer at
-    // 16384 / 32768 positions: Qwen3.5-9B 49.0 / 75.5 -> 42.7 / 64.5, Qwen3-8B 46.3 / 76.6 ->
-    // 39.3 / 63.3; on 512 threads, fewer rows a thread, both were slower).
-    const uint32_t vpre = wg % (a.head_dim / 2) == 0 && kAttnSplit * (a.head_dim / 2) / wg <= 32;
+    // A thread's value rows of a chunk, all loads in flight at once (at most 32), and loaded
+    // before the scores where one step holds them all (H200, us a layer at 16384 / 32768
+    // positions: Qwen3.5-9B 49.0 / 75.5 -> 42.7 / 64.5, Qwen3-8B 46.3 / 76.6 -> 39.3 / 63.3; on
+    // 512 threads, fewer rows a thread, both were slower).
+    const uint32_t rows_a_thread = kAttnSplit * (a.head_dim / 2) / wg;
+    const uint32_t vstep = std::clamp<uint32_t>(rows_a_thread, 1, 32);
+    const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread <= 32;
     const Kernel& dec =
         pipes_.get("attn_decode", 6, sizeof(AttnDecodePush), {wg, a.head_dim, g, vstep, vpre});
     AttnDecodePush dp{a.n_head,   a.n_kv,        a.head_dim,
