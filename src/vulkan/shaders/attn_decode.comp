@@ -77,6 +77,9 @@ shared uint last_split;
 
 float score_at(uint g, uint j) { return sc[(g * CH + j) >> 2][j & 3u]; }
 
+// Word w of key/value head kvh in cache row `row` ([n_ctx][n_kv][HD2] words).
+uint cache_word(uint row, uint kvh, uint w) { return (row * p.n_kv + kvh) * HD2 + w; }
+
 // Partial of head h, split s: (m, l, o[HD]).
 uint part_base(uint h, uint s) { return (h * p.n_split + s) * (HD + 2u); }
 
@@ -110,11 +113,11 @@ void main() {
         // Scores: rows past the live ones are read clamped and masked below.
         float d[G];
         [[unroll]] for (uint g = 0; g < G; ++g) d[g] = 0.0;
-        const uint base = ((r0 + min(j, n_live - 1u)) * p.n_kv + kvh) * HD2;
+        const uint base = cache_word(r0 + min(j, n_live - 1u), kvh, 0u);
         uint vraw[VSTEP];
         if (VPRE != 0u && vq < RQ) {
             [[unroll]] for (uint u = 0; u < VSTEP; ++u)
-                vraw[u] = vc[((r0 + min(vq + u * RQ, n_live - 1u)) * p.n_kv + kvh) * HD2 + vw];
+                vraw[u] = vc[cache_word(r0 + min(vq + u * RQ, n_live - 1u), kvh, vw)];
         }
         if (VEC) {
             uvec4 k[KI];
@@ -180,8 +183,7 @@ void main() {
             for (uint j0 = vq; VPRE == 0u && j0 < n_live; j0 += VSTEP * RQ) {
                 vec2 v[VSTEP];
                 [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
-                    uint jr = min(j0 + u * RQ, n_live - 1u);
-                    v[u] = unpackHalf2x16(vc[((r0 + jr) * p.n_kv + kvh) * HD2 + vw]);
+                    v[u] = unpackHalf2x16(vc[cache_word(r0 + min(j0 + u * RQ, n_live - 1u), kvh, vw)]);
                 }
                 [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
                     uint jr = j0 + u * RQ;
