@@ -46,6 +46,9 @@ const std::vector<Var>& all() {
          "workgroups a multiprocessor for the Vulkan decode GEMVs over x in bytes, each taking "
          "several row blocks, where the device reports its multiprocessors (0: a workgroup a "
          "row block)"},
+        {"DELTALLM_VK_GEMV_WIDE", "string", "auto",
+         "which Vulkan decode GEMVs over x in bytes take slices of 64 weights: auto (Q4_K, and "
+         "Q6_K over rows of 8192+ values), off or all (every Q4_K and Q6_K one)"},
         {"DELTALLM_VK_GEMM_TILE", "string", "",
          "force the NV cooperative matrix 2 GEMM tile of Vulkan prefill windows, as weight rows x "
          "window rows x columns (e.g. 64x128x64, multiples of 32; empty: chosen by the rows), "

@@ -144,6 +144,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels->deltanet_scan = opts.deltanet_scan;
     w->kernels->gemv_groups = opts.gemv_groups;
     w->kernels->gemv_waves = opts.gemv_waves;
+    w->kernels->gemv_wide = opts.gemv_wide;
     w->kernels->gemm_tile = opts.gemm_tile;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
@@ -209,6 +210,14 @@ uint32_t DriverOptions::gemv_waves_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_WAVES");
     if (v < 0 || v > 64) fail("DELTALLM_VK_GEMV_WAVES={}: use 0 to 64", v);
     return (uint32_t)v;
+}
+
+Kernels::GemvWide DriverOptions::gemv_wide_from_env() {
+    const std::string s = env::get_string("DELTALLM_VK_GEMV_WIDE");
+    if (s == "auto") return Kernels::GemvWide::automatic;
+    if (s == "off") return Kernels::GemvWide::off;
+    if (s == "all") return Kernels::GemvWide::all;
+    fail("DELTALLM_VK_GEMV_WIDE='{}': use auto, off or all", s);
 }
 
 uint32_t DriverOptions::deltanet_columns_from_env() {

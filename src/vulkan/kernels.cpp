@@ -349,9 +349,20 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // A pair takes half the rows of each matrix, so a workgroup accumulates as many rows as an
     // unpaired one and the pair's grid has as many workgroups as the two GEMVs together.
     uint32_t kRows = pair ? gemv_rows(xp, rows, cols) / 2 : gemv_rows(xp, rows, cols);
-    uint32_t slices = gemv_slices(t, cols), want = 32;
-    while (want < slices && want < 128) want *= 2;
+    // Slices of 64 weights (gemv.comp WIDE) where the byte path reads Q4_K, or Q6_K rows of 8192+
+    // values: half the slices and half the rows a thread for the same weight bytes, in groups of
+    // at most 64 threads (a 12288-value down projection row then takes three slices a thread and
+    // its 4096 rows one row block a workgroup). Measured on an H200 (docs/PERF.md 2026-12-01),
+    // tg128 in two rounds: 9B 271.3 / 274.0 -> 297.3 / 296.0 t/s, Qwen3-8B 269.3 / 272.1 ->
+    // 295.4 / 299.6. Wide Q6_K slices over 4096-value rows measured slower (GemvSpeed.Rows, 8192
+    // rows: 13.3 -> 16.2 us), over the down projections faster (21.0 -> 18.5 us).
+    const bool wide_type =
+        t == QType::Q4_K || (t == QType::Q6_K && (cols >= 8192 || gemv_wide == GemvWide::all));
+    const uint32_t wide = xp == GemvX::bytes && gemv_wide != GemvWide::off && wide_type ? 1 : 0;
+    uint32_t slices = gemv_slices(t, cols) >> wide, want = 32;
+    while (want < slices && want < (wide ? 64u : 128u)) want *= 2;
     uint32_t wg = wg_size(want);
+    if (wide && kRows > 1) kRows /= 2;
     if (gemv_shape.threads) {
         wg = wg_size(gemv_shape.threads);
         kRows = gemv_shape.rows;
@@ -361,7 +372,9 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // registers at 512 invocations (one workgroup a multiprocessor, against two for every other
     // byte GEMV at 58-64); at 1024 it must fit in 64. tg128, two rounds: 9B 255.6 -> 261.5 t/s,
     // Qwen3-8B 243.1 -> 250.3 (docs/PERF.md 2026-11-30, night).
-    const uint32_t group_cap = gemv_groups * (t == QType::Q6_K && fuse ? 2 : 1);
+    // Wide slices keep a workgroup's invocations with more groups of fewer threads.
+    const uint32_t group_cap = gemv_groups * (t == QType::Q6_K && fuse ? 2 : 1) *
+                               (wide ? std::max<uint32_t>(128 / wg, 1) : 1);
     uint32_t groups = 1;
     if (xp == GemvX::bytes)
         while (groups < group_cap && wg * groups * 2 <= f.max_workgroup_invocations &&
@@ -394,8 +407,8 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
     // gemv.comp W2: Q6_K rows of an odd number of blocks start only 2-byte aligned.
     const uint32_t w2 = t == QType::Q6_K && row_bytes % 4 != 0;
-    const std::vector<uint32_t> spec = {wg * groups, kRows,       w16,    x16,
-                                        xblocks,     gemv_ablate, groups, w2};
+    const std::vector<uint32_t> spec = {wg * groups, kRows,  w16, x16, xblocks,
+                                        gemv_ablate, groups, w2,  wide};
     if (pair) {
         const Kernel& k = pipes_.get(name, 3, sizeof(GemvPairPush), spec);
         GemvPairPush p{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1]};

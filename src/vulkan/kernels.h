@@ -37,6 +37,11 @@ class Kernels {
     // device says how many it has (Features::sm_count; 0: a workgroup a row block); each
     // workgroup then takes every grid-th row block over the x it rounded once (gemv.comp).
     uint32_t gemv_waves = 2;
+    // Which GEMVs over x in bytes take slices of 64 weights (gemv.comp WIDE) and half the rows a
+    // group: `automatic` Q4_K everywhere and Q6_K over rows of 8192+ values (what measured
+    // fastest, gemv_record), `all` every Q4_K and Q6_K one, `off` none.
+    enum class GemvWide { off, automatic, all };
+    GemvWide gemv_wide = GemvWide::automatic;
     // For tests: at most this many workgroups for every GEMV (0: no such limit).
     uint32_t gemv_grid = 0;
     // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32

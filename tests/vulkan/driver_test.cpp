@@ -269,8 +269,9 @@ TEST(VulkanDriver, DeclinesWithASentence) {
 TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     VK_TEST_DEVICE();
     const char* vars[] = {"DELTALLM_VK_GEMV_X",     "DELTALLM_VK_GEMV_GROUPS",
-                          "DELTALLM_VK_GEMV_WAVES", "DELTALLM_VK_DN_COLUMNS",
-                          "DELTALLM_VK_DN_SCAN",    "DELTALLM_VK_GEMM_TILE"};
+                          "DELTALLM_VK_GEMV_WAVES", "DELTALLM_VK_GEMV_WIDE",
+                          "DELTALLM_VK_DN_COLUMNS", "DELTALLM_VK_DN_SCAN",
+                          "DELTALLM_VK_GEMM_TILE"};
     std::vector<std::pair<std::string, std::string>> saved;
     for (const char* v : vars)
         if (const char* was = std::getenv(v)) saved.emplace_back(v, was);
@@ -281,6 +282,7 @@ TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     EXPECT_EQ(o.gemv_x, fresh.gemv_x);
     EXPECT_EQ(o.gemv_groups, fresh.gemv_groups);
     EXPECT_EQ(o.gemv_waves, fresh.gemv_waves);
+    EXPECT_EQ(o.gemv_wide, fresh.gemv_wide);
     EXPECT_EQ(o.deltanet_columns, fresh.deltanet_columns);
     EXPECT_EQ(o.deltanet_scan, fresh.deltanet_scan);
     EXPECT_EQ(o.gemm_tile.bm, fresh.gemm_tile.bm);
@@ -296,6 +298,7 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
             unsetenv("DELTALLM_VK_GEMM_TILE");
             unsetenv("DELTALLM_VK_GEMV_GROUPS");
             unsetenv("DELTALLM_VK_GEMV_WAVES");
+            unsetenv("DELTALLM_VK_GEMV_WIDE");
             unsetenv("DELTALLM_VK_DN_COLUMNS");
             unsetenv("DELTALLM_VK_DN_SCAN");
         }
@@ -328,6 +331,15 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
     for (const char* bad : {"-1", "65", "two"}) {
         setenv("DELTALLM_VK_GEMV_WAVES", bad, 1);
         EXPECT_THROW(DriverOptions::gemv_waves_from_env(), Error) << bad;
+    }
+    using W = Kernels::GemvWide;
+    for (auto [name, want] : {std::pair{"auto", W::automatic}, {"off", W::off}, {"all", W::all}}) {
+        setenv("DELTALLM_VK_GEMV_WIDE", name, 1);
+        EXPECT_EQ(DriverOptions::gemv_wide_from_env(), want) << name;
+    }
+    for (const char* bad : {"1", "on", ""}) {
+        setenv("DELTALLM_VK_GEMV_WIDE", bad, 1);
+        EXPECT_THROW(DriverOptions::gemv_wide_from_env(), Error) << bad;
     }
     setenv("DELTALLM_VK_DN_COLUMNS", "0", 1);
     EXPECT_EQ(DriverOptions::deltanet_columns_from_env(), 0u);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -27,7 +28,7 @@ struct SpeedCase {
 // quarter-billion weights on the CPU would take minutes), copied enough times that successive
 // runs cannot be served from the GPU's last-level cache, as in decode where every weight is read
 // once per token.
-void report(Device& dev, Kernels& K, const SpeedCase& c) {
+void report(Device& dev, Kernels& K, const SpeedCase& c, bool spread = true) {
     constexpr uint32_t kDistinct = 64;
     const Features& f = dev.features();
     const uint64_t rb = row_size(c.type, c.cols), bytes = rb * c.rows;
@@ -97,11 +98,19 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
         X x;
         uint32_t ablate = 0;
         Barrier barrier = Barrier::compute;
+        Kernels::GemvWide wide = Kernels::GemvWide::automatic;
     };
     std::vector<Config> configs;
-    for (X x : {X::global, X::bytes})
-        for (Kernels::GemvShape shape : shapes) configs.push_back({shape, x});
-    if (!f.cpu)
+    if (spread) {
+        for (X x : {X::global, X::bytes})
+            for (Kernels::GemvShape shape : shapes) configs.push_back({shape, x});
+    } else {
+        // Only the launcher's shape over x in bytes, with each Kernels::gemv_wide.
+        for (Kernels::GemvWide wide :
+             {Kernels::GemvWide::off, Kernels::GemvWide::automatic, Kernels::GemvWide::all})
+            configs.push_back({{}, X::bytes, 0, Barrier::compute, wide});
+    }
+    if (!f.cpu && spread)
         for (X x : {X::global, X::bytes}) {
             for (uint32_t ab : {1u, 2u, 3u, 4u, 6u})
                 if ((ab == 1 || c.type == QType::Q4_K) && (ab < 4 || x == X::bytes))
@@ -117,6 +126,8 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
         std::optional<test::Scoped<Kernels::GemvShape>> shape_scope(std::in_place, K.gemv_shape,
                                                                     cf.shape);
         std::optional<test::Scoped<uint32_t>> ablate_scope(std::in_place, K.gemv_ablate, cf.ablate);
+        std::optional<test::Scoped<Kernels::GemvWide>> wide_scope(std::in_place, K.gemv_wide,
+                                                                  cf.wide);
         dev.fill(y, 0, (uint64_t)c.rows * 4, test::kPoison);
         CommandList cl(dev);
         cl.enable_timestamps(1);
@@ -133,6 +144,7 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
         shape_scope.reset();
         x_scope.reset();
         ablate_scope.reset();
+        wide_scope.reset();
         const Kernels::GemvShape shape = cf.shape;
         double best_ms = 1e30;
         for (int rep = 0; rep < 3; ++rep) {
@@ -151,6 +163,8 @@ void report(Device& dev, Kernels& K, const SpeedCase& c) {
                            : "") +
             (cf.ablate & 1 ? ", no x reads" : "") + (cf.ablate & 2 ? ", no decode" : "") +
             (cf.ablate & 4 ? ", no x rounding" : "") +
+            (!spread ? fmt::format(", wide {}", std::array{"off", "auto", "all"}[(int)cf.wide])
+                     : "") +
             (cf.barrier == Barrier::full   ? ", barriers naming transfers"
              : cf.barrier == Barrier::none ? ", no barriers"
                                            : "");
@@ -181,6 +195,20 @@ TEST(GemvSpeed, Report) {
           SpeedCase{QType::Q6_K, 4096, 12288}, SpeedCase{QType::Q4_K, 4096, 4096},
           SpeedCase{QType::Q6_K, 248320, 4096}, SpeedCase{QType::Q8_0, 3584, 1024}}) {
         report(dev, K, c);
+        if (HasFatalFailure()) return;
+    }
+}
+
+// The launcher's shape against the number of rows: what a stage costs beyond its bytes.
+TEST(GemvSpeed, Rows) {
+    VK_SPEED_DEVICE();
+    for (QType t : {QType::Q4_K, QType::Q6_K}) {
+        for (uint32_t rows : {1024u, 2048u, 4096u, 8192u, 12288u, 16384u, 24576u, 32768u, 65536u}) {
+            report(dev, K, SpeedCase{t, rows, 4096}, false);
+            if (HasFatalFailure()) return;
+        }
+        // The FFN down projections' shape.
+        report(dev, K, SpeedCase{t, 4096, 12288}, false);
         if (HasFatalFailure()) return;
     }
 }

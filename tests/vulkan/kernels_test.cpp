@@ -167,6 +167,27 @@ TEST_P(GemvXPaths, BytesInRowGroupsOverASmallGridMatchRoundedReference) {
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
+// Slices of 32 weights everywhere, and of 64 for every Q4_K and Q6_K row however short
+// (Kernels::gemv_wide; `automatic`, what the tests above run, takes 64 for Q4_K rows and Q6_K
+// rows of 8192+ values), alone and over a small grid.
+TEST_P(GemvXPaths, BytesInNarrowSlicesMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::off);
+    check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+}
+TEST_P(GemvXPaths, BytesInWideSlicesMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::all);
+    check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+}
+TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::all);
+    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped grid(K.gemv_grid, 3);
+    check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+}
+
 // A NaN or an infinity in x makes every row NaN or infinite on either path (the byte path
 // cannot round them, so it must not hide them behind a finite scale).
 TEST(GemvXPaths, NonFiniteXReachesEveryRow) {

@@ -34,6 +34,11 @@
 //    The per-block sums of the rounded x stand in for sums of x (Q4_K / Q5_K mins, the Q4_0 and
 //    Q6_K offsets). The rounding is the activation quantization the CPU chain's dot products
 //    use; the error it adds is a fraction of a percent of |x| per value.
+//  - Wide slices (WIDE, X_INT8 Q4_K and Q6_K): a slice of 64 weights, so the fixed work of a
+//    slice (the header or scale loads, unpacking the scales, the float terms) is paid once for
+//    twice the weights; the launcher gives a thread half the rows, so it holds as many weight
+//    bytes. On an H200 these GEMVs were bound by that work a slice, not by the bytes: a Q4_K
+//    GEMV over 65536 rows took 65.5 -> 51.5 us (2.3 -> 2.9 TB/s).
 //  - Row groups (GROUPS, X_INT8): every workgroup reads all of x, and right after a barrier
 //    those reads go to the few L2 lines that hold x, from every workgroup at once; on an H200
 //    that traffic, not the weights, bounded the decode GEMVs. A workgroup of GROUPS row groups
@@ -90,6 +95,11 @@ layout(constant_id = 6) const uint GROUPS = 1;
 const uint GW = WG / GROUPS;
 // Q6_K: 1 where rows start only 2-byte aligned (an odd number of blocks a row), else word aligned.
 layout(constant_id = 7) const uint W2 = 0;
+// Q4_K / Q6_K over x in bytes: 1 makes a slice 64 weights instead of 32 (Q4_K: the 32 bytes of
+// nibbles of a sub-block pair, under one header; Q6_K: values 0-31 of quarters c and c + 2 of a
+// half, under one pair of scale words), so a thread pays a slice's fixed work (header, scales,
+// the float terms) once for twice the weights.
+layout(constant_id = 8) const uint WIDE = 0;
 
 // The weights and x are each bound twice: as words / floats and as 16-byte vectors.
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -131,7 +141,9 @@ const uint NR = ROWS;
 #endif
 
 // Slices of 32 weights per block (TPB) and block geometry.
-#if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K)
+#if (defined(WTYPE_Q4_K) || defined(WTYPE_Q6_K)) && defined(X_INT8)
+const uint TPB = 8u >> WIDE, BLOCK = 256u;
+#elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K)
 const uint TPB = 8u, BLOCK = 256u;
 #else  // Q4_0, Q8_0, F32, F16
 const uint TPB = 1u, BLOCK = 32u;
@@ -342,19 +354,40 @@ void quantize_x() {
 int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
 
 // The 32 rounded x values a slice meets (a: the first 16, b: the other 16, in the order the
-// slice's weight words meet them), with the float terms of its format in f.
+// slice's weight words meet them), with the float terms of its format in f. A WIDE slice meets
+// 64: a and a2 are x block bi, b and b2 block bj.
 struct XSlice {
-    uvec4 a, b;
-    vec4 f;
+    uvec4 a, b, a2, b2;
+    vec4 f, g;  // g: WIDE Q6_K, the four halves' sums (bi's two, then bj's)
 };
 
 XSlice x_slice(uint blk, uint part) {
     XSlice x;
     if ((ABLATE & 4u) != 0u) {
-        x.a = x.b = uvec4(0x01010101u);
+        x.a = x.b = x.a2 = x.b2 = uvec4(0x01010101u);
         x.f = vec4(1.0, 1.0, 16.0, 16.0);
         return x;
     }
+#if defined(WTYPE_Q4_K) || defined(WTYPE_Q6_K)
+    if (WIDE != 0u) {
+        // Q4_K: sub-blocks 2·part and 2·part + 1; Q6_K: quarters c and c + 2 of half h (part =
+        // 2h + c). All 32 values of each: f = (the two x blocks' scales, their sums), g = the
+        // sums of their halves.
+#if defined(WTYPE_Q6_K)
+        uint bi = blk * 8u + 4u * (part >> 1) + (part & 1u), bj = bi + 2u;
+#else
+        uint bi = blk * 8u + 2u * part, bj = bi + 1u;
+#endif
+        x.a = xq[2u * bi];
+        x.a2 = xq[2u * bi + 1u];
+        x.b = xq[2u * bj];
+        x.b2 = xq[2u * bj + 1u];
+        vec4 d0 = xd[bi], d1 = xd[bj];
+        x.f = vec4(d0.x, d1.x, d0.y + d0.z, d1.y + d1.z);
+        x.g = vec4(d0.yz, d1.yz);
+        return x;
+    }
+#endif
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K)
     // Q4_K / Q5_K: sub-blocks 2j and 2j+1 (j = part/2); Q6_K: quarters c and c + 2 of half h
     // (part = 4h + 2c + f). Values 16f .. 16f + 15 of each (f = part&1): f = (the two x blocks'
@@ -382,10 +415,21 @@ XSlice x_slice(uint blk, uint part) {
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
     uint b = rb + blk * 144u;
     uvec4 hd = load16(b);
-    uvec4 q = load16(b + 16u + 16u * part);
     vec2 sc, mn;
-    k4_pair(hd, part >> 1, sc, mn);
     int lo = 0, hi = 0;
+    if (WIDE != 0u) {
+        // Bytes 32·part .. +31 of the nibbles: sub-block 2·part (low) and 2·part + 1 (high).
+        uvec4 q0 = load16(b + 16u + 32u * part), q1 = load16(b + 32u + 32u * part);
+        k4_pair(hd, part, sc, mn);
+        [[unroll]] for (uint i = 0; i < 4u; ++i) {
+            lo += dot4(q0[i] & 0x0f0f0f0fu, x.a[i]) + dot4(q1[i] & 0x0f0f0f0fu, x.a2[i]);
+            hi += dot4((q0[i] >> 4) & 0x0f0f0f0fu, x.b[i]) + dot4((q1[i] >> 4) & 0x0f0f0f0fu, x.b2[i]);
+        }
+        vec2 dm = unpackHalf2x16(hd.x);
+        return dm.x * (sc.x * x.f.x * float(lo) + sc.y * x.f.y * float(hi)) - dm.y * dot(mn, x.f.zw);
+    }
+    uvec4 q = load16(b + 16u + 16u * part);
+    k4_pair(hd, part >> 1, sc, mn);
     [[unroll]] for (uint i = 0; i < 4u; ++i) {
         lo += dot4(q[i] & 0x0f0f0f0fu, x.a[i]);
         hi += dot4((q[i] >> 4) & 0x0f0f0f0fu, x.b[i]);
@@ -413,7 +457,45 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
     return dm.x * (sc.x * x.f.x * float(lo) + sc.y * x.f.y * float(hi)) - dm.y * dot(mn, x.f.zw);
 }
 #elif defined(WTYPE_Q6_K)
+// WIDE slice part = 2h + c of block blk (see q6_slice): bytes 32c .. 32c + 31 of the half's low
+// nibbles and all 32 bytes of its high bits. v: quarter c's values 0-15, 16-31, then quarter
+// c + 2's; sc their four scales.
+void q6_slice_wide(uint rb, uint blk, uint part, out uvec4 v[4], out vec4 sc, out float d) {
+    uint h = part >> 1, c = part & 1u;
+    uvec4 runs = uvec4(rb) + q6_runs(p.row_bytes / 210u, blk);
+    uint o_ql = runs.x + 32u * part, o_qh = runs.y + 32u * h, o_sc = runs.z + 8u * h;
+    uvec4 ql0 = W2 != 0u ? load16_a2(o_ql) : load16(o_ql);
+    uvec4 ql1 = W2 != 0u ? load16_a2(o_ql + 16u) : load16(o_ql + 16u);
+    uvec4 qh0 = W2 != 0u ? load16_a2(o_qh) : load16(o_qh);
+    uvec4 qh1 = W2 != 0u ? load16_a2(o_qh + 16u) : load16(o_qh + 16u);
+    uvec2 s = W2 != 0u ? load8_a2(o_sc) : uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
+    d = w_f16(runs.w);
+    v[0] = (ql0 & 0x0f0f0f0fu) | (((qh0 >> (2u * c)) & 0x03030303u) << 4);
+    v[1] = (ql1 & 0x0f0f0f0fu) | (((qh1 >> (2u * c)) & 0x03030303u) << 4);
+    v[2] = ((ql0 >> 4) & 0x0f0f0f0fu) | (((qh0 >> (2u * c + 4u)) & 0x03030303u) << 4);
+    v[3] = ((ql1 >> 4) & 0x0f0f0f0fu) | (((qh1 >> (2u * c + 4u)) & 0x03030303u) << 4);
+    // Scales 8h + 2c + f (word s.x) and 8h + 2(c + 2) + f (s.y): bytes 2c and 2c + 1.
+    int sh = int(16u * c);
+    sc = vec4(bitfieldExtract(int(s.x), sh, 8), bitfieldExtract(int(s.x), sh + 8, 8),
+              bitfieldExtract(int(s.y), sh, 8), bitfieldExtract(int(s.y), sh + 8, 8));
+}
+
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
+    if (WIDE != 0u) {
+        uvec4 v[4];
+        vec4 sc;
+        float d;
+        q6_slice_wide(rb, blk, part, v, sc, d);
+        int l0 = 0, l1 = 0, h0 = 0, h1 = 0;
+        [[unroll]] for (uint i = 0; i < 4u; ++i) {
+            l0 += dot4(v[0][i], x.a[i]);
+            l1 += dot4(v[1][i], x.a2[i]);
+            h0 += dot4(v[2][i], x.b[i]);
+            h1 += dot4(v[3][i], x.b2[i]);
+        }
+        vec4 dots = vec4(x.f.x * float(l0), x.f.x * float(l1), x.f.y * float(h0), x.f.y * float(h1));
+        return d * dot(sc, dots - 32.0 * x.g);
+    }
     uvec4 v[2];
     vec2 sc;
     float d;
@@ -624,7 +706,7 @@ void main() {
             if ((ABLATE & 2u) != 0u) {
                 [[unroll]] for (uint r = 0; r < NR; ++r) {
                     uint b = rb[r] + blk * 144u;
-                    uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
+                    uvec4 hd = load16(b), q = load16(b + 16u + (16u << WIDE) * part);
                     acc[r] += float(dot4(hd.x ^ q.x ^ q.y ^ q.z ^ q.w, xs.a.x));
                 }
                 continue;
