@@ -352,8 +352,8 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // Slices of 64 weights (gemv.comp WIDE) where the byte path reads Q4_K, or Q6_K rows of 8192+
     // values: half the slices and half the rows a thread for the same weight bytes, in groups of
     // at most 64 threads (a 12288-value down projection row then takes three slices a thread and
-    // its 4096 rows one row block a workgroup). Measured on an H200 (docs/PERF.md 2026-12-01),
-    // tg128 in two rounds: 9B 271.3 / 274.0 -> 297.3 / 296.0 t/s, Qwen3-8B 269.3 / 272.1 ->
+    // its 4096 rows one row block a workgroup). Measured on an H200 (docs/PERF.md 2026-11-30, late
+    // night), tg128 in two rounds: 9B 271.3 / 274.0 -> 297.3 / 296.0 t/s, Qwen3-8B 269.3 / 272.1 ->
     // 295.4 / 299.6. Wide Q6_K slices over 4096-value rows measured slower (GemvSpeed.Rows, 8192
     // rows: 13.3 -> 16.2 us), over the down projections faster (21.0 -> 18.5 us).
     const bool wide_type =
