@@ -188,6 +188,9 @@ uint slice_x(uint blk, uint part, uint i) {
 #endif
 
 #if defined(WTYPE_Q6_K)
+// 16 bytes of a Q6_K row's runs at byte offset o (only 2-byte aligned where W2 is set).
+uvec4 q6_load16(uint o) { return W2 != 0u ? load16_a2(o) : load16(o); }
+
 // Slice part = 4h + 2c + f of block blk of a Q6_K row laid out by field (weight_layout.h; the row
 // starts at byte rb): bytes 32c + 16f .. +15 of the half's 64 bytes of low nibbles, which hold
 // values l = 16f .. 16f + 15 of quarters c (low nibbles) and c + 2 (high nibbles), and the 16
@@ -201,8 +204,7 @@ void q6_slice(uint rb, uint blk, uint part, out uvec4 v[2], out vec2 sc, out flo
     uint o_sc = runs.z + 8u * h;
     // The scales are two word loads: as one 8-byte load the 248k-row head GEMV took 20 % longer
     // on an H200.
-    uvec4 ql = W2 != 0u ? load16_a2(o_ql) : load16(o_ql);
-    uvec4 qh = W2 != 0u ? load16_a2(o_qh) : load16(o_qh);
+    uvec4 ql = q6_load16(o_ql), qh = q6_load16(o_qh);
     uvec2 s = W2 != 0u ? load8_a2(o_sc) : uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
     d = w_f16(runs.w);
     v[0] = (ql & 0x0f0f0f0fu) | (((qh >> (2u * c)) & 0x03030303u) << 4);
@@ -366,6 +368,7 @@ XSlice x_slice(uint blk, uint part) {
     if ((ABLATE & 4u) != 0u) {
         x.a = x.b = x.a2 = x.b2 = uvec4(0x01010101u);
         x.f = vec4(1.0, 1.0, 16.0, 16.0);
+        x.g = vec4(16.0);
         return x;
     }
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q6_K)
@@ -464,10 +467,8 @@ void q6_slice_wide(uint rb, uint blk, uint part, out uvec4 v[4], out vec4 sc, ou
     uint h = part >> 1, c = part & 1u;
     uvec4 runs = uvec4(rb) + q6_runs(p.row_bytes / 210u, blk);
     uint o_ql = runs.x + 32u * part, o_qh = runs.y + 32u * h, o_sc = runs.z + 8u * h;
-    uvec4 ql0 = W2 != 0u ? load16_a2(o_ql) : load16(o_ql);
-    uvec4 ql1 = W2 != 0u ? load16_a2(o_ql + 16u) : load16(o_ql + 16u);
-    uvec4 qh0 = W2 != 0u ? load16_a2(o_qh) : load16(o_qh);
-    uvec4 qh1 = W2 != 0u ? load16_a2(o_qh + 16u) : load16(o_qh + 16u);
+    uvec4 ql0 = q6_load16(o_ql), ql1 = q6_load16(o_ql + 16u);
+    uvec4 qh0 = q6_load16(o_qh), qh1 = q6_load16(o_qh + 16u);
     uvec2 s = W2 != 0u ? load8_a2(o_sc) : uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
     d = w_f16(runs.w);
     v[0] = (ql0 & 0x0f0f0f0fu) | (((qh0 >> (2u * c)) & 0x03030303u) << 4);
