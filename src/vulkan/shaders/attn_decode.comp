@@ -76,6 +76,9 @@ shared vec2 ored[G * WG];     // the row groups' outputs (RQ · HD2 <= WG)
 shared uint last_split;
 
 float score_at(uint g, uint j) { return sc[(g * CH + j) >> 2][j & 3u]; }
+// The merge's rows of red: head g's split maxima (then their weights), and its split sums.
+uint merge_m(uint g, uint s) { return g * 2u * MAXS + s; }
+uint merge_l(uint g, uint s) { return g * 2u * MAXS + MAXS + s; }
 
 // Word w of key/value head kvh in cache row `row` ([n_ctx][n_kv][HD2] words).
 uint cache_word(uint row, uint kvh, uint w) { return (row * p.n_kv + kvh) * HD2 + w; }
@@ -222,26 +225,26 @@ void main() {
     memoryBarrierBuffer();  // acquire: the other splits' partials
     for (uint i = t; i < G * live; i += WG) {
         uint g = i / live, ss = i % live, b = part_base(h0 + g, ss);
-        red[g * 2u * MAXS + ss] = part[b];
-        red[g * 2u * MAXS + MAXS + ss] = part[b + 1u];
+        red[merge_m(g, ss)] = part[b];
+        red[merge_l(g, ss)] = part[b + 1u];
     }
     barrier();
     // Each head's largest max M (a thread a head), every split's weight e^(m_s - M) (every
     // thread), each head's 1 / Σ e^(m_s - M) l_s (a thread a head).
     if (t < G) {
         float M = -1.0 / 0.0;
-        for (uint ss = 0; ss < live; ++ss) M = max(M, red[t * 2u * MAXS + ss]);
+        for (uint ss = 0; ss < live; ++ss) M = max(M, red[merge_m(t, ss)]);
         hm[t] = M;
     }
     barrier();
     for (uint i = t; i < G * live; i += WG) {
-        uint g = i / live, r = g * 2u * MAXS + i % live;
+        uint g = i / live, r = merge_m(g, i % live);
         red[r] = exp(red[r] - hm[g]);
     }
     barrier();
     if (t < G) {
         float L = 0.0;
-        for (uint ss = 0; ss < live; ++ss) L += red[t * 2u * MAXS + ss] * red[t * 2u * MAXS + MAXS + ss];
+        for (uint ss = 0; ss < live; ++ss) L += red[merge_m(t, ss)] * red[merge_l(t, ss)];
         hl[t] = 1.0 / L;
     }
     barrier();
@@ -260,7 +263,7 @@ void main() {
         [[unroll]] for (uint k = 0; k < OPT; ++k) {
             uint g = min(t + k * WG, G * HD - 1u) / HD;
             [[unroll]] for (uint u = 0; u < MSTEP; ++u)
-                if (s0 + u < live) acc[k] += red[g * 2u * MAXS + s0 + u] * v[k * MSTEP + u];
+                if (s0 + u < live) acc[k] += red[merge_m(g, s0 + u)] * v[k * MSTEP + u];
         }
     }
     [[unroll]] for (uint k = 0; k < OPT; ++k) {
