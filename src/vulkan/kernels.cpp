@@ -297,12 +297,13 @@ Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
     if (!block_format(t)) return GemvX::global;
     GemvX x = gemv_x;
     if (x == GemvX::automatic) {
-        // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): with row groups of 4
-        // (gemv_groups), bytes for every block format over rows of 4096+ (9B 216.5 -> 224.2
-        // t/s against bytes for the nibble formats only, Qwen3-8B 212.3 -> 214.6); F32 x for
-        // shorter rows (the 0.8B's 1024-wide rows: 556 against 514 in bytes).
+        // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30 and 2026-12-01): bytes for
+        // every block format over rows of 4096+ (9B 216.5 -> 224.2 t/s against bytes for the
+        // nibble formats only, Qwen3-8B 212.3 -> 214.6), and over rows of 1024+ once the short
+        // rows' small row groups fill a workgroup (gemv_record; 0.8B 586.0 / 585.9 -> 671.6 /
+        // 674.3 against F32 x there). Shorter rows keep F32 x: 512+ measured 648.
         x = GemvX::global;
-        if (f.integer_dot_fast && cols >= 4096) x = GemvX::bytes;
+        if (f.integer_dot_fast && cols >= 1024) x = GemvX::bytes;
     }
     if (x == GemvX::bytes && !f.integer_dot) return GemvX::global;
     if (gemv_shared_bytes(x, cols, 128, gemv_rows(x, UINT32_MAX, cols)) > f.max_shared_memory)
@@ -372,9 +373,10 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // registers at 512 invocations (one workgroup a multiprocessor, against two for every other
     // byte GEMV at 58-64); at 1024 it must fit in 64. tg128, two rounds: 9B 255.6 -> 261.5 t/s,
     // Qwen3-8B 243.1 -> 250.3 (docs/PERF.md 2026-11-30, night).
-    // Wide slices keep a workgroup's invocations with more groups of fewer threads.
+    // Groups of fewer than 128 threads (wide slices, short rows) keep a workgroup's invocations
+    // with more groups: the 0.8B's 1024-value rows, 32 threads a group, take 16 groups.
     const uint32_t group_cap = gemv_groups * (t == QType::Q6_K && fuse ? 2 : 1) *
-                               (wide ? std::max<uint32_t>(128 / wg, 1) : 1);
+                               std::max<uint32_t>(128 / wg, 1);
     uint32_t groups = 1;
     if (xp == GemvX::bytes)
         while (groups < group_cap && wg * groups * 2 <= f.max_workgroup_invocations &&

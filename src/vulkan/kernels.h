@@ -47,7 +47,7 @@ class Kernels {
     // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
     // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
     // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks
-    // by row length what measured fastest (gemv_x_for: bytes for rows of 4096+ where integer dot
+    // by row length what measured fastest (gemv_x_for: bytes for rows of 1024+ where integer dot
     // products are accelerated). Where the device or build
     // lacks bytes, or x's bytes do not fit the shared memory, it falls back to `global`; F32 / F16
     // weights always read x globally.
