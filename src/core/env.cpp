@@ -31,6 +31,10 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_DECODE_FUSION", "bool", "1",
          "Vulkan decode: run each RMSNorm as the epilogue of the GEMV before it (0: separate "
          "stages)"},
+        {"DELTALLM_VK_GEMV_NORM_IN", "bool", "1",
+         "Vulkan decode: where every GEMV that reads a norm's output rounds x to bytes, each "
+         "applies the norm itself and the GEMV before it ends without the norm epilogue (0: the "
+         "epilogue everywhere)"},
         {"DELTALLM_VK_EXPAND_AHEAD", "bool", "1",
          "Vulkan prefill windows: expand the next GEMM's matrix to F16 beside the current GEMM "
          "(0: each expansion between barriers of its own)"},

@@ -158,6 +158,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
     d->fused_decode_ = opts.fused_decode;
+    d->gemv_norm_in_ = opts.gemv_norm_in;
     d->expand_ahead_ = opts.expand_ahead;
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
@@ -170,6 +171,10 @@ bool DriverOptions::profile_from_env() {
 
 bool DriverOptions::fused_decode_from_env() {
     return env::get_bool("DELTALLM_VK_DECODE_FUSION");
+}
+
+bool DriverOptions::gemv_norm_in_from_env() {
+    return env::get_bool("DELTALLM_VK_GEMV_NORM_IN");
 }
 
 bool DriverOptions::expand_ahead_from_env() {
@@ -412,6 +417,44 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         cl.barrier();
         cl.mark(role);
     };
+    // Norms the GEMVs after them take (Kernels::gemv_normed): where every GEMV that reads a
+    // norm's output takes x in bytes, each normalizes h itself as it rounds it, so the GEMV
+    // before the norm ends with no epilogue (no workgroup waits for all the others, no serial
+    // tail) and the first norm takes no stage. `readers` maps each norm to the GEMVs that read
+    // its output, found by walking the chain.
+    std::map<const Tensor*, std::vector<const Tensor*>> readers;
+    {
+        const Tensor* cur = model_->layers[0].attn_norm;
+        LayerChain probe;
+        probe.stage = [](const char*) {};
+        probe.inputs = [](uint32_t, int64_t) {};
+        probe.deltanet = probe.attention = [](int64_t, const Layer&) {};
+        probe.project = [&](const Tensor* t, uint32_t x_off, uint32_t) {
+            if (x_off == A.xn) readers[cur].push_back(t);
+        };
+        probe.ffn_in = [&](const Layer& L) {
+            readers[cur].push_back(L.ffn_gate);
+            readers[cur].push_back(L.ffn_up);
+        };
+        probe.add_norm = [&](const Tensor*, uint32_t, int64_t, const Tensor* norm_w) {
+            cur = norm_w;
+        };
+        record_layers(*model_, A, probe);
+        readers[cur].push_back(model_->output);
+    }
+    auto normed_by_readers = [&](const Tensor* norm_w) {
+        if (!fused_decode_ || !gemv_norm_in_) return false;
+        for (const Tensor* t : readers[norm_w])
+            if (K.gemv_x_for(t->type, (uint32_t)t->cols()) != Kernels::GemvX::bytes) return false;
+        return true;
+    };
+    // The norm the GEMVs reading xn apply to h themselves (none: xn holds the normalized h).
+    const Tensor* pending = nullptr;
+    auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
+        if (!pending) return gemv(t, A.xn, y, y_off, false);
+        K.gemv_normed(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
+                      act, A.h, y, y_off, false, {norm_weights(pending), hp.rms_eps});
+    };
     // A GEMV adding into h, then the RMSNorm of h with norm_w into xn. Fused
     // (Kernels::gemv_fused), the norm is the GEMV's epilogue, so it waits no stage of its own;
     // its time then counts as the GEMV's ("gemv out" after a mixer, "gemv down" after the FFN;
@@ -422,6 +465,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // against 6.05 ms a token).
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
         const char* role = t->name.find("ffn_down") != std::string::npos ? "gemv down" : "gemv out";
+        pending = normed_by_readers(norm_w) ? norm_w : nullptr;
+        if (pending) {
+            gemv(t, x_off, act, A.h, true);
+            stage(role);
+            return;
+        }
         if (!fused_decode_) {
             gemv(t, x_off, act, A.h, true);
             stage(role);
@@ -442,6 +491,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     chain.stage = stage;
     chain.project_role = "gemv in";
     chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
+        if (x_off == A.xn) return gemv_in(t, act, y_off);
         gemv(t, x_off, act, y_off, false);
     };
     chain.inputs = [](uint32_t, int64_t) {};
@@ -462,16 +512,19 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         const Placement *g = plan_.find(L.ffn_gate), *u = plan_.find(L.ffn_up);
         if (fused_decode_ && L.ffn_gate->type == L.ffn_up->type && g->slab == u->slab &&
             L.ffn_gate->ne == L.ffn_up->ne) {
+            Kernels::GemvNormIn nin;
+            if (pending) nin = {norm_weights(pending), hp.rms_eps};
             const uint64_t lo = std::min(g->offset, u->offset);
             const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
             K.gemv_swiglu(cl, L.ffn_gate->type, view(W.slabs[g->slab], lo, (hi - lo + 7) / 4 * 4),
                           g->offset - lo, u->offset - lo, (uint32_t)L.ffn_gate->rows(),
-                          (uint32_t)L.ffn_gate->cols(), act, A.xn, act, A.ffn);
+                          (uint32_t)L.ffn_gate->cols(), act, pending ? A.h : A.xn, act, A.ffn,
+                          pending ? &nin : nullptr);
             stage("gemv ffn");
             return;
         }
-        gemv(L.ffn_gate, A.xn, act, A.gate, false);
-        gemv(L.ffn_up, A.xn, act, A.up, false);
+        gemv_in(L.ffn_gate, act, A.gate);
+        gemv_in(L.ffn_up, act, A.up);
         stage("gemv ffn");
         K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
         stage("swiglu");
@@ -484,11 +537,16 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, tok, 1, act, A.h, 1);
     stage("embed");
-    // The first attn_norm; every later norm ends the GEMV before it.
-    norm(model_->layers[0].attn_norm, A.h, A.xn);
-    stage("norm");
+    // The first attn_norm; every later norm ends the GEMV before it or is taken by the GEMVs
+    // after it.
+    if (normed_by_readers(model_->layers[0].attn_norm)) {
+        pending = model_->layers[0].attn_norm;
+    } else {
+        norm(model_->layers[0].attn_norm, A.h, A.xn);
+        stage("norm");
+    }
     record_layers(*model_, A, chain);
-    gemv(model_->output, A.xn, view(s->logits_dev), 0, false);
+    gemv_in(model_->output, view(s->logits_dev), 0);
     stage("head");
     K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams,
              view(s->sample_scratch));

@@ -32,6 +32,11 @@ struct DriverOptions {
     // with separate stages (two rounds each); 0.8B: equal within the spread.
     bool fused_decode = fused_decode_from_env();
     static bool fused_decode_from_env();
+    // With fused_decode: where every GEMV that reads a norm's output takes x in bytes, those
+    // GEMVs apply the norm to h themselves (Kernels::gemv_normed) and the GEMV before it ends
+    // without the epilogue (DELTALLM_VK_GEMV_NORM_IN; off: the epilogue everywhere).
+    bool gemv_norm_in = gemv_norm_in_from_env();
+    static bool gemv_norm_in_from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
     // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
     // of its own, for measurements).
@@ -138,6 +143,7 @@ class ResidentDriver final : public Executor {
     std::unique_ptr<Weights> w_;
     std::unique_ptr<Profile> profile_;
     bool fused_decode_ = true;
+    bool gemv_norm_in_ = true;
     bool expand_ahead_ = true;
     bool gemm_groups_ = true;
 };

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "core/error.h"
@@ -306,7 +307,8 @@ Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
         if (f.integer_dot_fast && cols >= 1024) x = GemvX::bytes;
     }
     if (x == GemvX::bytes && !f.integer_dot) return GemvX::global;
-    if (gemv_shared_bytes(x, cols, 128, gemv_rows(x, UINT32_MAX, cols)) > f.max_shared_memory)
+    // One more row of partials: NORM_IN's sums of squares (gemv_record).
+    if (gemv_shared_bytes(x, cols, 128, gemv_rows(x, UINT32_MAX, cols) + 1) > f.max_shared_memory)
         return GemvX::global;
     if (x != GemvX::global && find_module(std::string(gemv_module(t)) + gemv_x_suffix(x)).empty())
         return GemvX::global;
@@ -324,23 +326,30 @@ void Kernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse);
 }
 
+void Kernels::gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                          const GemvNormIn& norm) {
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, &norm);
+}
+
 void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
                           uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y,
-                          uint32_t y_off) {
+                          uint32_t y_off, const GemvNormIn* norm) {
     const uint64_t bytes = row_size(t, cols) * rows;
     if (g_off % 4 || u_off % 4 || std::max(g_off, u_off) + bytes > w.range ||
         std::max(g_off, u_off) > UINT32_MAX)
         fail("the SwiGLU GEMV pair at bytes {} and {} does not lie in its weight view", g_off,
              u_off);
     const uint32_t pair[2] = {(uint32_t)g_off, (uint32_t)u_off};
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair);
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair, norm);
 }
 
 void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                           uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                          const GemvFusion* fuse, const uint32_t* pair) {
+                          const GemvFusion* fuse, const uint32_t* pair, const GemvNormIn* norm) {
     const char* mod = gemv_module(t);
     if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
+    DL_ASSERT(!(norm && fuse));
     const Features& f = dev_.features();
     // gemv_rows() rows share each x slice and put as many independent weight loads in flight per
     // thread; a row group is as wide as the row has slices (one pass over short rows), at most
@@ -372,20 +381,33 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // The Q6_K GEMV with the norm epilogue takes twice as many: an H200's compiler gave it 91
     // registers at 512 invocations (one workgroup a multiprocessor, against two for every other
     // byte GEMV at 58-64); at 1024 it must fit in 64. tg128, two rounds: 9B 255.6 -> 261.5 t/s,
-    // Qwen3-8B 243.1 -> 250.3 (docs/PERF.md 2026-11-30, night).
+    // Qwen3-8B 243.1 -> 250.3 (docs/PERF.md 2026-11-30, night). So does the Q6_K GEMV over a
+    // norm's input: 117 registers at 512 (the 9B's qkv and head), 64 at 1024 (9B tg128 +2.5 %,
+    // docs/PERF.md 2026-12-01).
     // Groups of fewer than 128 threads (wide slices, short rows) keep a workgroup's invocations
     // with more groups: the 0.8B's 1024-value rows, 32 threads a group, take 16 groups.
-    const uint32_t group_cap = gemv_groups * (t == QType::Q6_K && fuse ? 2 : 1) *
+    const uint32_t group_cap = gemv_groups * (t == QType::Q6_K && (fuse || norm) ? 2 : 1) *
                                std::max<uint32_t>(128 / wg, 1);
     uint32_t groups = 1;
     if (xp == GemvX::bytes)
         while (groups < group_cap && wg * groups * 2 <= f.max_workgroup_invocations &&
                wg % std::max<uint32_t>(f.max_subgroup_size, 1) == 0)
             groups *= 2;
-    const uint32_t nr = pair ? 2 * kRows : kRows;
+    // NORM_IN's partial sums of squares take one more row of partials.
+    const uint32_t nr = (pair ? 2 * kRows : kRows) + (norm ? 1 : 0);
     while (groups > 1 && gemv_shared_bytes(xp, cols, wg * groups, nr) > f.max_shared_memory)
         groups /= 2;
     if (gemv_shared_bytes(xp, cols, wg, nr) > f.max_shared_memory) xp = GemvX::global;
+    if (norm && xp != GemvX::bytes)
+        fail(
+            "a GEMV over a norm's input ({} x {} {}) needs x in bytes, which it does not take "
+            "here",
+            rows, cols, qtype_name(t));
+    if (norm && (norm->norm_w.offset % 16 || norm->norm_w.range < (uint64_t)cols * 4))
+        fail(
+            "the norm weights of a GEMV over a norm's input are not a 16-byte aligned view of "
+            "{} floats",
+            cols);
     // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide, and for Q6_K,
     // whose rows the device holds by field (weight_layout.h), the row length too.
     const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
@@ -395,6 +417,7 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     std::string name = mod;
     if (fuse) name += "_norm";
     if (pair) name += "_swiglu";
+    if (norm) name += "_nin";
     name += gemv_x_suffix(xp);
     if (f.subgroup_arithmetic) name += "_sg";
     // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): 2 workgroups of 512 a
@@ -409,20 +432,19 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
     // gemv.comp W2: Q6_K rows of an odd number of blocks start only 2-byte aligned.
     const uint32_t w2 = t == QType::Q6_K && row_bytes % 4 != 0;
-    const std::vector<uint32_t> spec = {wg * groups, kRows,  w16, x16, xblocks,
-                                        gemv_ablate, groups, w2,  wide};
-    if (pair) {
-        const Kernel& k = pipes_.get(name, 3, sizeof(GemvPairPush), spec);
-        GemvPairPush p{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1]};
-        cl.dispatch(k, {w, x, y}, p, gx, gy);
-        return;
-    }
-    if (!fuse) {
-        const Kernel& k = pipes_.get(name, 3, sizeof(GemvPush), spec);
-        GemvPush p{cols, rows, row_bytes, x_off, y_off, mode};
-        cl.dispatch(k, {w, x, y}, p, gx, gy);
-        return;
-    }
+    const std::vector<uint32_t> spec = {
+        wg * groups, kRows,  w16, x16,  xblocks,
+        gemv_ablate, groups, w2,  wide, std::bit_cast<uint32_t>(norm ? norm->eps : 0.f)};
+    // Weights, x, y, and NORM_IN's norm weights.
+    auto plain = [&](const auto& push) {
+        const Kernel& k = pipes_.get(name, norm ? 4 : 3, sizeof(push), spec);
+        if (norm)
+            cl.dispatch(k, {w, x, y, norm->norm_w}, push, gx, gy);
+        else
+            cl.dispatch(k, {w, x, y}, push, gx, gy);
+    };
+    if (pair) return plain(GemvPairPush{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1]});
+    if (!fuse) return plain(GemvPush{cols, rows, row_bytes, x_off, y_off, mode});
     const Kernel& k = pipes_.get(name, 5, sizeof(GemvFusedPush), spec);
     GemvFusedPush p{cols, rows,         row_bytes,         x_off,    y_off,
                     mode, fuse->xn_off, fuse->counter_idx, fuse->eps};

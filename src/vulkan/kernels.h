@@ -69,11 +69,24 @@ class Kernels {
     void gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                     uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                     const GemvFusion& fuse);
+    // A GEMV over the RMSNorm of x rather than x (gemv.comp NORM_IN): x · norm_w / sqrt(mean(x²)
+    // + eps) over the cols values at x_off, normalized by each workgroup as it rounds x to bytes,
+    // so the GEMV that wrote x needs no norm epilogue. Only where gemv_x_for(t, cols) is `bytes`;
+    // norm_w's view starts 16-byte aligned.
+    struct GemvNormIn {
+        View norm_w;
+        float eps = 0;
+    };
+    void gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                     uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                     const GemvNormIn& norm);
     // y[y_off + r] = silu(G[r]·x) · (U[r]·x) for r < rows: the FFN gate and up projections and
     // the SwiGLU in one dispatch (gemv.comp SWIGLU_PAIR). G and U (rows × cols of type t each)
-    // lie at byte offsets g_off and u_off (multiples of 4) of the weight view w.
+    // lie at byte offsets g_off and u_off (multiples of 4) of the weight view w. With `norm`,
+    // over the RMSNorm of x (as gemv_normed).
     void gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
-                     uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y, uint32_t y_off);
+                     uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y, uint32_t y_off,
+                     const GemvNormIn* norm = nullptr);
     // out[out_off + r * cols ..] = row ids[id_off + r] of the table (rows × cols of type t), r < n.
     void get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint32_t cols, View ids,
                   uint32_t id_off, View out, uint32_t out_off, uint32_t n);
@@ -310,7 +323,8 @@ class Kernels {
     uint32_t wg_size(uint32_t want) const;
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                     const GemvFusion* fuse, const uint32_t* pair = nullptr);
+                     const GemvFusion* fuse, const uint32_t* pair = nullptr,
+                     const GemvNormIn* norm = nullptr);
     Device& dev_;
     Pipelines& pipes_;
 };

@@ -1,7 +1,8 @@
 // The decode token command with its fusions (the RMSNorms as GEMV epilogues, the FFN gate and up
 // GEMVs with the SwiGLU as one dispatch) against the same command with separate stages: the same
 // logits up to F32 rounding, token after token, and three stages fewer per layer in the 9B's
-// layer pattern.
+// layer pattern. The norms applied by the GEMVs that read them (DriverOptions::gemv_norm_in)
+// against the norm epilogues, over x in bytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +18,8 @@ namespace {
 
 using dl::test::TinySpec;
 
-DriverOptions options(bool fused) {
+DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic,
+                      bool norm_in = true) {
     DriverOptions o;
     o.device.robust = true;
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
@@ -25,6 +27,8 @@ DriverOptions options(bool fused) {
     o.plan.n_ctx = 64;
     o.plan.window = 0;  // every token goes through the token command
     o.fused_decode = fused;
+    o.gemv_x = x;
+    o.gemv_norm_in = norm_in;
     return o;
 }
 
@@ -61,6 +65,47 @@ TEST(VulkanDecodeFusion, FusedLogitsEqualSeparateStages) {
     check_fused_equals_unfused(test::parity_spec("qwen35", QType::F32), 2e-5);
     check_fused_equals_unfused(test::parity_spec("llama", QType::F32), 2e-5);
     check_fused_equals_unfused(test::parity_spec("qwen35", QType::Q8_0), 2e-5);
+}
+
+// Over x in bytes, each norm applied by the GEMVs that read it (every workgroup rounding h · w
+// and scaling its rows by the norm's factor) against the norm epilogues (the last workgroup
+// writing the normalized h): the same products but for bytes that land on a half and round the
+// other way, so close logits and the same greedy token; the first norm's stage gone.
+TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    for (QType t : {QType::Q8_0, QType::Q4_K}) {
+        for (const char* arch : {"qwen35", "llama"}) {
+            auto model = dl::test::tiny_model(test::parity_spec(arch, t));
+            auto nin = ResidentDriver::create(model, options(true, Kernels::GemvX::bytes, true));
+            auto epi = ResidentDriver::create(model, options(true, Kernels::GemvX::bytes, false));
+            ASSERT_TRUE(nin.ok()) << nin.reason();
+            ASSERT_TRUE(epi.ok()) << epi.reason();
+            auto sn = (*nin)->new_session(32), se = (*epi)->new_session(32);
+            const auto cn = (*nin)->token_command_counts(*sn);
+            const auto ce = (*epi)->token_command_counts(*se);
+            EXPECT_EQ(cn.barriers + 1, ce.barriers) << arch << " " << qtype_name(t);
+            EXPECT_EQ(cn.dispatches + 1, ce.dispatches) << arch << " " << qtype_name(t);
+            const std::vector<int32_t> toks = {1, 7, 42, 3, 3, 79, 0, 15};
+            std::vector<float> ln, le;
+            for (size_t i = 0; i < toks.size(); ++i) {
+                (*nin)->decode(*sn, toks[i], ln);
+                (*epi)->decode(*se, toks[i], le);
+                ASSERT_EQ(ln.size(), le.size());
+                double worst = 0, scale = 0;
+                for (size_t j = 0; j < ln.size(); ++j) {
+                    ASSERT_TRUE(std::isfinite(ln[j])) << "token " << i << " logit " << j;
+                    worst = std::max(worst, std::fabs((double)ln[j] - le[j]));
+                    scale = std::max(scale, std::fabs((double)le[j]));
+                }
+                EXPECT_LE(worst, 3e-3 * (1 + scale))
+                    << arch << " " << qtype_name(t) << " token " << i;
+                EXPECT_EQ(std::max_element(ln.begin(), ln.end()) - ln.begin(),
+                          std::max_element(le.begin(), le.end()) - le.begin())
+                    << arch << " " << qtype_name(t) << " token " << i;
+            }
+        }
+    }
 }
 
 // The 9B's layer pattern (32 layers, every fourth attention: 24 DeltaNet + 8 attention): the

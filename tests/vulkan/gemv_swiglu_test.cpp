@@ -26,10 +26,11 @@ double silu(double v) {
     return v / (1.0 + std::exp(-v));
 }
 
-void run_pair(Device& dev, Kernels& K, const PairCase& c, Kernels::GemvX xp) {
-    const std::string what =
-        fmt::format("{} {}x{} gate at {} up at {}{}", qtype_name(c.type), c.rows, c.cols, c.g_off,
-                    c.u_off, xp == Kernels::GemvX::bytes ? ", x in bytes" : "");
+// normed: x is the input of an RMSNorm the pair applies first (gemv.comp NORM_IN; x in bytes).
+void run_pair(Device& dev, Kernels& K, const PairCase& c, Kernels::GemvX xp, bool normed = false) {
+    const std::string what = fmt::format(
+        "{} {}x{} gate at {} up at {}{}{}", qtype_name(c.type), c.rows, c.cols, c.g_off, c.u_off,
+        xp == Kernels::GemvX::bytes ? ", x in bytes" : "", normed ? ", over a norm's input" : "");
     const uint32_t seed = c.rows * 7 + c.cols + c.g_off;
     auto g =
         test::quantize_rows(c.type, randn((size_t)c.rows * c.cols, seed, 0.5f), c.rows, c.cols);
@@ -45,21 +46,26 @@ void run_pair(Device& dev, Kernels& K, const PairCase& c, Kernels::GemvX xp) {
     const uint32_t x_off = 4, y_off = x_off + c.cols + 9, total = y_off + c.rows + 6;
     std::vector<float> act(total);
     for (float& v : act) std::memcpy(&v, &test::kPoison, 4);
-    std::vector<float> x = randn(c.cols, seed + 2);
+    std::vector<float> x = randn(c.cols, seed + 2, normed ? 4.f : 1.f);
     std::copy(x.begin(), x.end(), act.begin() + x_off);
     Buffer ab = test::to_device(dev, act);
+    std::vector<float> nw = randn(c.cols, seed + 3, 0.5f);
+    for (float& v : nw) v += 1.f;
+    Buffer nb = test::to_device(dev, nw);
+    const Kernels::GemvNormIn norm{view(nb), 1e-6f};
 
     test::Scoped scope(K.gemv_x, xp);
     if (K.gemv_x_for(c.type, c.cols) != xp) return;  // not this path here
     test::run(dev, [&](CommandList& cl) {
         K.gemv_swiglu(cl, c.type, view(w), c.g_off, c.u_off, c.rows, c.cols, view(ab), x_off,
-                      view(ab), y_off);
+                      view(ab), y_off, normed ? &norm : nullptr);
     });
     auto out = test::from_device<float>(dev, ab, total);
 
-    std::vector<float> xr = x, dx(c.cols, 0.f);
+    std::vector<float> xr = normed ? test::rms_normed(x.data(), nw, norm.eps) : x;
+    std::vector<float> dx(c.cols, 0.f);
     if (xp == Kernels::GemvX::bytes) {
-        test::BytesX b = test::round_x_bytes(x.data(), c.cols);
+        test::BytesX b = test::round_x_bytes(xr.data(), c.cols);
         xr = b.values;
         dx = b.scale;
     }
@@ -107,9 +113,17 @@ TEST(GemvSwiglu, MatchesReferenceEveryFormat) {
             test::Scoped groups(K.gemv_groups, 2);  // the byte path in row groups
             run_pair(dev, K, c, Kernels::GemvX::bytes);
             if (HasFatalFailure()) return;
+            if (Kernels::block_format(t)) {
+                run_pair(dev, K, c, Kernels::GemvX::bytes, true);
+                if (HasFatalFailure()) return;
+            }
             test::Scoped grid(K.gemv_grid, 2);  // workgroups taking several row blocks
             for (Kernels::GemvX xp : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
                 run_pair(dev, K, c, xp);
+                if (HasFatalFailure()) return;
+            }
+            if (Kernels::block_format(t)) {
+                run_pair(dev, K, c, Kernels::GemvX::bytes, true);
                 if (HasFatalFailure()) return;
             }
         }

@@ -30,18 +30,23 @@ using GemvRecord = std::function<void(CommandList&, QType, View w, uint32_t rows
 // in write and accumulate mode, and checks every row against a double-precision dot product of
 // the CPU-dequantized weights, and that nothing around the written rows is touched. x_bytes:
 // the kernel rounds x to bytes (gemv.comp's X_INT8), so the reference takes x rounded the same
-// way, and allows a few values rounded the other way (see test::round_x_bytes).
+// way, and allows a few values rounded the other way (see test::round_x_bytes). norm_w: the
+// kernel takes x before an RMSNorm with these weights (gemv.comp NORM_IN), the reference the
+// normalized x.
 void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, uint32_t cols,
-                uint32_t x_off, bool x_bytes = false) {
+                uint32_t x_off, bool x_bytes = false, const std::vector<float>* norm_w = nullptr,
+                float eps = 0) {
     ASSERT_TRUE(quant::can_quantize(t));
     std::vector<float> wf = randn((size_t)rows * cols, 7 + rows * 31 + cols);
     auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
-    std::vector<float> x = randn(cols + x_off, 99);
+    // Away from unit scale where a norm follows, so a missing or doubled normalization shows.
+    std::vector<float> x = randn(cols + x_off, 99, norm_w ? 3.f : 1.f);
     const uint32_t y_off = 3;
     std::vector<float> xr(x.begin() + x_off, x.end()), dx(cols, 0.f);
+    if (norm_w) xr = test::rms_normed(x.data() + x_off, *norm_w, eps);
     if (x_bytes)
         std::tie(xr, dx) = [&] {
-            auto b = test::round_x_bytes(x.data() + x_off, cols);
+            auto b = test::round_x_bytes(xr.data(), cols);
             return std::make_pair(b.values, b.scale);
         }();
 
@@ -186,6 +191,32 @@ TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
     test::Scoped groups(K.gemv_groups, 4);
     test::Scoped grid(K.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+}
+
+// Over the RMSNorm of x (Kernels::gemv_normed, gemv.comp NORM_IN): the launcher's shape, and row
+// groups over a small grid with narrow and with wide slices.
+TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    const GemvCase c = GetParam();
+    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    if (K.gemv_x_for(c.type, c.cols) != Kernels::GemvX::bytes)
+        GTEST_SKIP() << "not on this device or build";
+    std::vector<float> nw = randn(c.cols, 31, 0.5f);
+    for (float& v : nw) v += 1.f;
+    Buffer nb = test::to_device(dev, nw);
+    const float eps = 1e-5f;
+    const GemvRecord rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
+                               View x, uint32_t x_off, View y, uint32_t y_off, bool acc) {
+        K.gemv_normed(cl, t, w, rows, cols, x, x_off, y, y_off, acc, {view(nb), eps});
+    };
+    for (uint32_t x_off : {5u, 8u})
+        check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, &nw, eps);
+    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped grid(K.gemv_grid, 3);
+    for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
+        test::Scoped w(K.gemv_wide, wide);
+        check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);
+    }
 }
 
 // A NaN or an infinity in x makes every row NaN or infinite on either path (the byte path

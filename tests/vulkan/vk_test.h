@@ -210,6 +210,16 @@ inline BytesX round_x_bytes(const float* x, size_t n) {
     return b;
 }
 
+// x · w / sqrt(mean(x²) + eps) (rms_norm.comp's formula; the mean in double).
+inline std::vector<float> rms_normed(const float* x, const std::vector<float>& w, float eps) {
+    double ss = 0;
+    for (size_t i = 0; i < w.size(); ++i) ss += (double)x[i] * x[i];
+    const float scale = (float)(1.0 / std::sqrt(ss / (double)w.size() + eps));
+    std::vector<float> y(w.size());
+    for (size_t i = 0; i < w.size(); ++i) y[i] = x[i] * scale * w[i];
+    return y;
+}
+
 // A setting (a Kernels member: the shared Kernels of the test environment serve every test) set
 // for one scope and given back its value after.
 template <typename T>

@@ -62,6 +62,12 @@
 //    counter[counter_idx] (binding 4); the last one to arrive sees every row, normalizes them
 //    all, and sets the counter back to 0 for the next dispatch. y is `coherent` in this variant
 //    so the last workgroup reads the other workgroups' rows, not a stale cache line.
+//  - NORM_IN (X_INT8): x is the residual stream before its RMSNorm, the norm weights are binding
+//    3, and each workgroup normalizes x as it rounds it, so the GEMV before needs no epilogue and
+//    no workgroup waits for all the others. The bytes are rounded from x · w (the rounding is
+//    blind to a common factor: 127 / max |x · w| · x · w is the same for x · s · w), the sum of
+//    squares of x is reduced at the rounding's barrier, and each row's sum is multiplied by
+//    1 / sqrt(mean(x²) + eps) before it is stored.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -100,6 +106,11 @@ layout(constant_id = 7) const uint W2 = 0;
 // half, under one pair of scale words), so a thread pays a slice's fixed work (header, scales,
 // the float terms) once for twice the weights.
 layout(constant_id = 8) const uint WIDE = 0;
+// NORM_IN: the RMSNorm's epsilon.
+layout(constant_id = 9) const float NORM_EPS = 1e-6;
+#if defined(NORM_IN) && (defined(NORM_EPILOGUE) || !defined(X_INT8))
+#error "NORM_IN is for the byte path, and a GEMV over a norm's input does not end in one"
+#endif
 
 // The weights and x are each bound twice: as words / floats and as 16-byte vectors.
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -112,6 +123,10 @@ layout(std430, binding = 3) readonly buffer NormW { float norm_w[]; };
 layout(std430, binding = 4) buffer Counter { uint counter[]; };
 #else
 layout(std430, binding = 2) buffer Y { float y[]; };
+#endif
+#if defined(NORM_IN)
+// The norm weights, 16-byte aligned (the launcher checks the view).
+layout(std430, binding = 3) readonly buffer NormIn { vec4 nin_w4[]; };
 #endif
 
 layout(push_constant) uniform Push {
@@ -309,6 +324,24 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
 // 16-31, unused).
 shared uvec4 xq[2u * XBLOCKS];
 shared vec4 xd[XBLOCKS];
+#if defined(NORM_IN)
+// Partial sums of squares of x, one a subgroup (SUBGROUP; else reduced into xss[0]). Read where
+// the rows are stored rather than held in a register across the row loop: one register more put
+// the FFN pair's variant past 64, and its workgroups from two a multiprocessor to one.
+shared float xss[WG];
+
+// The factor of every row's sum, 1 / sqrt(mean(x²) + eps) (rms_norm.comp's formula).
+float norm_in_scale() {
+    if ((ABLATE & 5u) != 0u) return 1.0;  // the ablations leave the sums unwritten
+#if defined(SUBGROUP)
+    float total = 0.0;
+    for (uint i = 0; i < gl_NumSubgroups; ++i) total += xss[i];
+#else
+    float total = xss[0];
+#endif
+    return inversesqrt(total / float(p.ncols) + NORM_EPS);
+}
+#endif
 
 void quantize_x() {
     if ((ABLATE & 4u) != 0u) return;
@@ -320,12 +353,17 @@ void quantize_x() {
         barrier();
         return;
     }
+    float ss = 0.0;
     for (uint b = gl_LocalInvocationID.x; b < XBLOCKS; b += WG) {
         vec4 v[8];
         float amax = 0.0;
         bool finite = true;
         [[unroll]] for (uint i = 0; i < 8u; ++i) {
             v[i] = xload4(32u * b + 4u * i);
+#if defined(NORM_IN)
+            ss += dot(v[i], v[i]);
+            v[i] *= nin_w4[8u * b + i];
+#endif
             vec4 a = abs(v[i]);
             amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
             finite = finite && !any(isnan(v[i])) && !any(isinf(v[i]));
@@ -350,7 +388,23 @@ void quantize_x() {
         xq[2u * b + 1u] = uvec4(w[4], w[5], w[6], w[7]);
         xd[b] = vec4(d, d * float(s0), d * float(s1), 0.0);
     }
+#if defined(NORM_IN)
+    uint tid = gl_LocalInvocationID.x;
+#if defined(SUBGROUP)
+    ss = subgroupAdd(ss);
+    if (subgroupElect()) xss[gl_SubgroupID] = ss;
     barrier();
+#else
+    xss[tid] = ss;
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (tid < s) xss[tid] += xss[tid + s];
+        barrier();
+    }
+#endif
+#else
+    barrier();
+#endif
 }
 
 int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
@@ -751,9 +805,16 @@ void main() {
             uint spg = gl_NumSubgroups / GROUPS, sg0 = grp * spg;  // the group's subgroups
             float v = 0.0;
             for (uint i = 0; i < spg; ++i) v += partial[lt][sg0 + i];
+#if defined(NORM_IN)
+            float xs = norm_in_scale();
+            v *= xs;
+#endif
 #if defined(SWIGLU_PAIR)
             float u = 0.0;
             for (uint i = 0; i < spg; ++i) u += partial[ROWS + lt][sg0 + i];
+#if defined(NORM_IN)
+            u *= xs;
+#endif
             v = v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
 #endif
             uint row = row0 + lt;
@@ -775,8 +836,18 @@ void main() {
             uint row = row0 + lt, g0 = grp * GW;
             if (row < p.nrows) {
                 float v = partial[lt][g0];
+#if defined(NORM_IN)
+                float xs = norm_in_scale();
+                v *= xs;
+#endif
 #if defined(SWIGLU_PAIR)
-                v = v / (1.0 + exp(-v)) * partial[ROWS + lt][g0];  // swiglu.comp's formula
+                float u = partial[ROWS + lt][g0];
+#if defined(NORM_IN)
+                u *= xs;
+#endif
+#endif
+#if defined(SWIGLU_PAIR)
+                v = v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
 #endif
                 if (p.mode == 1u) v += y[p.y_off + row];
                 y[p.y_off + row] = v;
