@@ -382,11 +382,13 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // registers at 512 invocations (one workgroup a multiprocessor, against two for every other
     // byte GEMV at 58-64); at 1024 it must fit in 64. tg128, two rounds: 9B 255.6 -> 261.5 t/s,
     // Qwen3-8B 243.1 -> 250.3 (docs/PERF.md 2026-11-30, night). So does the Q6_K GEMV over a
-    // norm's input: 117 registers at 512 (the 9B's qkv and head), 64 at 1024 (9B tg128 +2.5 %,
+    // norm's input: 117 registers at 512, 64 at 1024 (9B qkv, 8192 rows: tg128 +2.5 %), but not
+    // over the head's 248320 rows, which ran faster at 512 (297 against 317 us a token;
     // docs/PERF.md 2026-12-01).
     // Groups of fewer than 128 threads (wide slices, short rows) keep a workgroup's invocations
     // with more groups: the 0.8B's 1024-value rows, 32 threads a group, take 16 groups.
-    const uint32_t group_cap = gemv_groups * (t == QType::Q6_K && (fuse || norm) ? 2 : 1) *
+    const uint32_t group_cap = gemv_groups *
+                               (t == QType::Q6_K && (fuse || (norm && rows <= 65536)) ? 2 : 1) *
                                std::max<uint32_t>(128 / wg, 1);
     uint32_t groups = 1;
     if (xp == GemvX::bytes)
