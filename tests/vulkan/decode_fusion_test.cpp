@@ -69,12 +69,14 @@ TEST(VulkanDecodeFusion, FusedLogitsEqualSeparateStages) {
 
 // Over x in bytes, each norm applied by the GEMVs that read it (every workgroup rounding h · w
 // and scaling its rows by the norm's factor) against the norm epilogues (the last workgroup
-// writing the normalized h): the same products but for bytes that land on a half and round the
-// other way, so close logits and the same greedy token; the first norm's stage gone.
+// writing the normalized h), token after token; the first norm's stage gone. The two round x to
+// bytes from differently rounded floats, so a byte that lands near a half may go either way,
+// and over tokens that spreads as far as each path's distance from the CPU chain: the tolerance
+// is the byte-path parity tests' (VulkanDriver.*DecodeOverBytes), and the greedy token agrees.
 TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
     VK_TEST_DEVICE();
     if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
-    for (QType t : {QType::Q8_0, QType::Q4_K}) {
+    for (auto [t, tol] : {std::pair{QType::Q8_0, 2e-2}, std::pair{QType::Q4_K, 3e-2}}) {
         for (const char* arch : {"qwen35", "llama"}) {
             auto model = dl::test::tiny_model(test::parity_spec(arch, t));
             auto nin = ResidentDriver::create(model, options(true, Kernels::GemvX::bytes, true));
@@ -98,7 +100,7 @@ TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
                     worst = std::max(worst, std::fabs((double)ln[j] - le[j]));
                     scale = std::max(scale, std::fabs((double)le[j]));
                 }
-                EXPECT_LE(worst, 3e-3 * (1 + scale))
+                EXPECT_LE(worst, tol * (1 + scale))
                     << arch << " " << qtype_name(t) << " token " << i;
                 EXPECT_EQ(std::max_element(ln.begin(), ln.end()) - ln.begin(),
                           std::max_element(le.begin(), le.end()) - le.begin())
