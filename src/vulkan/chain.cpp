@@ -60,4 +60,26 @@ std::vector<std::vector<const Tensor*>> gemm_groups(const Model& model, bool hea
     return groups;
 }
 
+std::map<const Tensor*, std::vector<const Tensor*>> norm_readers(const Model& model) {
+    std::map<const Tensor*, std::vector<const Tensor*>> readers;
+    const ActLayout A = act_layout(model.hp, 1);
+    const Tensor* cur = model.layers[0].attn_norm;
+    LayerChain c;
+    c.stage = [](const char*) {};
+    c.project_role = "";
+    c.inputs = [](uint32_t, int64_t) {};
+    c.deltanet = c.attention = [](int64_t, const Layer&) {};
+    c.project = [&](const Tensor* t, uint32_t x_off, uint32_t) {
+        if (x_off == A.xn) readers[cur].push_back(t);
+    };
+    c.ffn_in = [&](const Layer& L) {
+        readers[cur].push_back(L.ffn_gate);
+        readers[cur].push_back(L.ffn_up);
+    };
+    c.add_norm = [&](const Tensor*, uint32_t, int64_t, const Tensor* norm_w) { cur = norm_w; };
+    record_layers(model, A, c);
+    readers[cur].push_back(model.output);
+    return readers;
+}
+
 }  // namespace dl::vk

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "model/model.h"
@@ -38,5 +39,9 @@ void record_layers(const Model& model, const ActLayout& A, const LayerChain& c);
 // to separate them (the projections of a mixer, the FFN's gate and up). The head last, alone,
 // when `head` (every row's logits).
 std::vector<std::vector<const Tensor*>> gemm_groups(const Model& model, bool head);
+
+// Each RMSNorm of the chain (every attn_norm and ffn_norm, the output norm) with the matrices
+// that read its output: a mixer's projections, the FFN's gate and up, the head.
+std::map<const Tensor*, std::vector<const Tensor*>> norm_readers(const Model& model);
 
 }  // namespace dl::vk

@@ -420,28 +420,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // Norms the GEMVs after them take (Kernels::gemv_normed): where every GEMV that reads a
     // norm's output takes x in bytes, each normalizes h itself as it rounds it, so the GEMV
     // before the norm ends with no epilogue (no workgroup waits for all the others, no serial
-    // tail) and the first norm takes no stage. `readers` maps each norm to the GEMVs that read
-    // its output, found by walking the chain.
-    std::map<const Tensor*, std::vector<const Tensor*>> readers;
-    {
-        const Tensor* cur = model_->layers[0].attn_norm;
-        LayerChain probe;
-        probe.stage = [](const char*) {};
-        probe.inputs = [](uint32_t, int64_t) {};
-        probe.deltanet = probe.attention = [](int64_t, const Layer&) {};
-        probe.project = [&](const Tensor* t, uint32_t x_off, uint32_t) {
-            if (x_off == A.xn) readers[cur].push_back(t);
-        };
-        probe.ffn_in = [&](const Layer& L) {
-            readers[cur].push_back(L.ffn_gate);
-            readers[cur].push_back(L.ffn_up);
-        };
-        probe.add_norm = [&](const Tensor*, uint32_t, int64_t, const Tensor* norm_w) {
-            cur = norm_w;
-        };
-        record_layers(*model_, A, probe);
-        readers[cur].push_back(model_->output);
-    }
+    // tail) and the first norm takes no stage.
+    auto readers = norm_readers(*model_);
     auto normed_by_readers = [&](const Tensor* norm_w) {
         if (!fused_decode_ || !gemv_norm_in_) return false;
         for (const Tensor* t : readers[norm_w])
@@ -455,7 +435,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         K.gemv_normed(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
                       act, A.h, y, y_off, false, {norm_weights(pending), hp.rms_eps});
     };
-    // A GEMV adding into h, then the RMSNorm of h with norm_w into xn. Fused
+    // A GEMV adding into h, then the RMSNorm of h with norm_w into xn, unless the GEMVs after it
+    // take the norm themselves (normed_by_readers: then the GEMV alone). Fused
     // (Kernels::gemv_fused), the norm is the GEMV's epilogue, so it waits no stage of its own;
     // its time then counts as the GEMV's ("gemv out" after a mixer, "gemv down" after the FFN;
     // the profile times each kind of GEMV stage apart). One counter word serves every epilogue:

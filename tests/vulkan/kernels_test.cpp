@@ -219,6 +219,36 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
     }
 }
 
+// A GEMV over a norm's input only runs over x in bytes, with its norm weights an aligned view of
+// a whole row: anything else is a clear error at recording, not a wrong or unchecked read.
+TEST(GemvXPaths, NormInRefusesWhatItCannotRun) {
+    VK_TEST_DEVICE();
+    Buffer w = dev.create_buffer(1 << 16, MemoryKind::device);
+    Buffer a = test::poisoned(dev, 4096);
+    Buffer nw = test::poisoned(dev, 1024);
+    CommandList cl(dev);
+    cl.begin(true);
+    // The error names the GEMV over a norm's input, whatever else would have failed after it.
+    auto refuses = [&](QType t, const Kernels::GemvNormIn& norm) {
+        try {
+            K.gemv_normed(cl, t, view(w), 8, 256, view(a), 0, view(a), 512, false, norm);
+        } catch (const Error& e) {
+            return std::string(e.what()).find("norm's input") != std::string::npos;
+        }
+        return false;
+    };
+    const Kernels::GemvNormIn norm{view(nw), 1e-6f};
+    EXPECT_TRUE(refuses(QType::F32, norm));  // F32 weights read x as floats
+    {
+        test::Scoped scope(K.gemv_x, Kernels::GemvX::global);
+        EXPECT_TRUE(refuses(QType::Q8_0, norm));
+    }
+    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    if (K.gemv_x_for(QType::Q8_0, 256) == Kernels::GemvX::bytes)
+        EXPECT_TRUE(refuses(QType::Q8_0, {view(nw, 0, 128 * 4), 1e-6f}));  // half a row
+    cl.end();
+}
+
 // A NaN or an infinity in x makes every row NaN or infinite on either path (the byte path
 // cannot round them, so it must not hide them behind a finite scale).
 TEST(GemvXPaths, NonFiniteXReachesEveryRow) {
