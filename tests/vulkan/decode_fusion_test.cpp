@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "model/tiny_model.h"
 #include "vk_test.h"
@@ -32,6 +33,28 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic,
     return o;
 }
 
+// Decodes toks on two drivers' sessions side by side: a's logits finite, at most
+// tol · (1 + max |logit of b|) from b's, the same greedy token.
+void expect_same_decode(ResidentDriver& a, SessionState& sa, ResidentDriver& b, SessionState& sb,
+                        const std::vector<int32_t>& toks, double tol, const std::string& what) {
+    std::vector<float> la, lb;
+    for (size_t i = 0; i < toks.size(); ++i) {
+        a.decode(sa, toks[i], la);
+        b.decode(sb, toks[i], lb);
+        ASSERT_EQ(la.size(), lb.size());
+        double worst = 0, scale = 0;
+        for (size_t j = 0; j < la.size(); ++j) {
+            ASSERT_TRUE(std::isfinite(la[j])) << what << " token " << i << " logit " << j;
+            worst = std::max(worst, std::fabs((double)la[j] - lb[j]));
+            scale = std::max(scale, std::fabs((double)lb[j]));
+        }
+        EXPECT_LE(worst, tol * (1 + scale)) << what << " token " << i;
+        EXPECT_EQ(std::max_element(la.begin(), la.end()) - la.begin(),
+                  std::max_element(lb.begin(), lb.end()) - lb.begin())
+            << what << " token " << i;
+    }
+}
+
 void check_fused_equals_unfused(const TinySpec& spec, double tol) {
     VK_TEST_DEVICE();
     auto model = dl::test::tiny_model(spec);
@@ -40,23 +63,8 @@ void check_fused_equals_unfused(const TinySpec& spec, double tol) {
     ASSERT_TRUE(fused.ok()) << fused.reason();
     ASSERT_TRUE(split.ok()) << split.reason();
     auto sf = (*fused)->new_session(32), ss = (*split)->new_session(32);
-    const std::vector<int32_t> toks = {1, 7, 42, 3, 3, 79, 0, 15, 8, 64, 22, 5};
-    std::vector<float> lf, ls;
-    for (size_t i = 0; i < toks.size(); ++i) {
-        (*fused)->decode(*sf, toks[i], lf);
-        (*split)->decode(*ss, toks[i], ls);
-        ASSERT_EQ(lf.size(), ls.size());
-        double worst = 0, scale = 0;
-        for (size_t j = 0; j < lf.size(); ++j) {
-            ASSERT_TRUE(std::isfinite(lf[j])) << "token " << i << " logit " << j;
-            worst = std::max(worst, std::fabs((double)lf[j] - ls[j]));
-            scale = std::max(scale, std::fabs((double)ls[j]));
-        }
-        EXPECT_LE(worst, tol * (1 + scale)) << spec.arch << " token " << i;
-        EXPECT_EQ(std::max_element(lf.begin(), lf.end()) - lf.begin(),
-                  std::max_element(ls.begin(), ls.end()) - ls.begin())
-            << spec.arch << " token " << i;
-    }
+    expect_same_decode(**fused, *sf, **split, *ss, {1, 7, 42, 3, 3, 79, 0, 15, 8, 64, 22, 5}, tol,
+                       spec.arch);
 }
 
 // The same sums in another order (the norm's sum of squares over one workgroup instead of
@@ -88,24 +96,9 @@ TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
             const auto ce = (*epi)->token_command_counts(*se);
             EXPECT_EQ(cn.barriers + 1, ce.barriers) << arch << " " << qtype_name(t);
             EXPECT_EQ(cn.dispatches + 1, ce.dispatches) << arch << " " << qtype_name(t);
-            const std::vector<int32_t> toks = {1, 7, 42, 3, 3, 79, 0, 15};
-            std::vector<float> ln, le;
-            for (size_t i = 0; i < toks.size(); ++i) {
-                (*nin)->decode(*sn, toks[i], ln);
-                (*epi)->decode(*se, toks[i], le);
-                ASSERT_EQ(ln.size(), le.size());
-                double worst = 0, scale = 0;
-                for (size_t j = 0; j < ln.size(); ++j) {
-                    ASSERT_TRUE(std::isfinite(ln[j])) << "token " << i << " logit " << j;
-                    worst = std::max(worst, std::fabs((double)ln[j] - le[j]));
-                    scale = std::max(scale, std::fabs((double)le[j]));
-                }
-                EXPECT_LE(worst, tol * (1 + scale))
-                    << arch << " " << qtype_name(t) << " token " << i;
-                EXPECT_EQ(std::max_element(ln.begin(), ln.end()) - ln.begin(),
-                          std::max_element(le.begin(), le.end()) - le.begin())
-                    << arch << " " << qtype_name(t) << " token " << i;
-            }
+            expect_same_decode(**nin, *sn, **epi, *se, {1, 7, 42, 3, 3, 79, 0, 15}, tol,
+                               std::string(arch) + " " + std::string(qtype_name(t)));
+            if (HasFatalFailure()) return;
         }
     }
 }
