@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
+#include <utility>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -217,12 +219,22 @@ uint32_t DriverOptions::gemv_waves_from_env() {
     return (uint32_t)v;
 }
 
+// The value named by the string variable `var`, or one clear error that lists the names.
+template <typename E>
+static E choice_from_env(const char* var, std::initializer_list<std::pair<const char*, E>> names) {
+    const std::string s = env::get_string(var);
+    std::string all;
+    for (const auto& [name, value] : names) {
+        if (s == name) return value;
+        all += all.empty() ? name : std::string(", ") + name;
+    }
+    fail("{}='{}': use one of {}", var, s, all);
+}
+
 Kernels::GemvWide DriverOptions::gemv_wide_from_env() {
-    const std::string s = env::get_string("DELTALLM_VK_GEMV_WIDE");
-    if (s == "auto") return Kernels::GemvWide::automatic;
-    if (s == "off") return Kernels::GemvWide::off;
-    if (s == "all") return Kernels::GemvWide::all;
-    fail("DELTALLM_VK_GEMV_WIDE='{}': use auto, off or all", s);
+    using W = Kernels::GemvWide;
+    return choice_from_env<W>("DELTALLM_VK_GEMV_WIDE",
+                              {{"auto", W::automatic}, {"off", W::off}, {"all", W::all}});
 }
 
 uint32_t DriverOptions::deltanet_columns_from_env() {
@@ -233,21 +245,17 @@ uint32_t DriverOptions::deltanet_columns_from_env() {
 
 Kernels::DeltaNetScan DriverOptions::deltanet_scan_from_env() {
     using S = Kernels::DeltaNetScan;
-    const std::string s = env::get_string("DELTALLM_VK_DN_SCAN");
-    if (s == "best") return S::best;
-    if (s == "chunked") return S::chunked;
-    if (s == "shuffle") return S::shuffle;
-    if (s == "clustered") return S::clustered;
-    if (s == "plain") return S::plain;
-    fail("DELTALLM_VK_DN_SCAN='{}': use best, chunked, shuffle, clustered or plain", s);
+    return choice_from_env<S>("DELTALLM_VK_DN_SCAN", {{"best", S::best},
+                                                      {"chunked", S::chunked},
+                                                      {"shuffle", S::shuffle},
+                                                      {"clustered", S::clustered},
+                                                      {"plain", S::plain}});
 }
 
 Kernels::GemvX DriverOptions::gemv_x_from_env() {
-    const std::string s = env::get_string("DELTALLM_VK_GEMV_X");
-    if (s == "auto") return Kernels::GemvX::automatic;
-    if (s == "global") return Kernels::GemvX::global;
-    if (s == "bytes") return Kernels::GemvX::bytes;
-    fail("DELTALLM_VK_GEMV_X='{}': use auto, global or bytes", s);
+    using X = Kernels::GemvX;
+    return choice_from_env<X>("DELTALLM_VK_GEMV_X",
+                              {{"auto", X::automatic}, {"global", X::global}, {"bytes", X::bytes}});
 }
 
 ResidentDriver::~ResidentDriver() {

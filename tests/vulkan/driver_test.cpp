@@ -299,6 +299,7 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
             unsetenv("DELTALLM_VK_GEMV_GROUPS");
             unsetenv("DELTALLM_VK_GEMV_WAVES");
             unsetenv("DELTALLM_VK_GEMV_WIDE");
+            unsetenv("DELTALLM_VK_GEMV_X");
             unsetenv("DELTALLM_VK_DN_COLUMNS");
             unsetenv("DELTALLM_VK_DN_SCAN");
         }
@@ -357,6 +358,23 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
     for (const char* bad : {"", "token", "Chunked", "wy"}) {
         setenv("DELTALLM_VK_DN_SCAN", bad, 1);
         EXPECT_THROW(DriverOptions::deltanet_scan_from_env(), Error) << bad;
+    }
+    using X = Kernels::GemvX;
+    for (auto [name, want] :
+         {std::pair{"auto", X::automatic}, {"global", X::global}, {"bytes", X::bytes}}) {
+        setenv("DELTALLM_VK_GEMV_X", name, 1);
+        EXPECT_EQ(DriverOptions::gemv_x_from_env(), want) << name;
+    }
+    // The refusal names the variable, the value and every choice.
+    setenv("DELTALLM_VK_GEMV_X", "int8", 1);
+    try {
+        DriverOptions::gemv_x_from_env();
+        ADD_FAILURE() << "int8 accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("DELTALLM_VK_GEMV_X='int8': use one of auto, global, "
+                                             "bytes"),
+                  std::string::npos)
+            << e.what();
     }
 }
 
