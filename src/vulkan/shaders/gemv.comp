@@ -353,7 +353,9 @@ void quantize_x() {
         barrier();
         return;
     }
-    float ss = 0.0;
+#if defined(NORM_IN)
+    float ss = 0.0;  // this thread's sum of squares of x
+#endif
     for (uint b = gl_LocalInvocationID.x; b < XBLOCKS; b += WG) {
         vec4 v[8];
         float amax = 0.0;
@@ -688,6 +690,21 @@ void norm_epilogue(uint groups) {
 }
 #endif
 
+// A row's value from its sums (v; u: the up row's, SWIGLU_PAIR): times NORM_IN's factor, through
+// the SwiGLU for the pair.
+float row_value(float v, float u) {
+#if defined(NORM_IN)
+    float xs = norm_in_scale();
+    v *= xs;
+    u *= xs;
+#endif
+#if defined(SWIGLU_PAIR)
+    return v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
+#else
+    return v;
+#endif
+}
+
 void main() {
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
@@ -803,20 +820,12 @@ void main() {
         barrier();
         if (lt < ROWS) {
             uint spg = gl_NumSubgroups / GROUPS, sg0 = grp * spg;  // the group's subgroups
-            float v = 0.0;
+            float v = 0.0, u = 0.0;
             for (uint i = 0; i < spg; ++i) v += partial[lt][sg0 + i];
-#if defined(NORM_IN)
-            float xs = norm_in_scale();
-            v *= xs;
-#endif
 #if defined(SWIGLU_PAIR)
-            float u = 0.0;
             for (uint i = 0; i < spg; ++i) u += partial[ROWS + lt][sg0 + i];
-#if defined(NORM_IN)
-            u *= xs;
 #endif
-            v = v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
-#endif
+            v = row_value(v, u);
             uint row = row0 + lt;
             if (row < p.nrows) {
                 if (p.mode == 1u) v += y[p.y_off + row];
@@ -835,19 +844,10 @@ void main() {
         if (lt < ROWS) {
             uint row = row0 + lt, g0 = grp * GW;
             if (row < p.nrows) {
-                float v = partial[lt][g0];
-#if defined(NORM_IN)
-                float xs = norm_in_scale();
-                v *= xs;
-#endif
 #if defined(SWIGLU_PAIR)
-                float u = partial[ROWS + lt][g0];
-#if defined(NORM_IN)
-                u *= xs;
-#endif
-#endif
-#if defined(SWIGLU_PAIR)
-                v = v / (1.0 + exp(-v)) * u;  // swiglu.comp's formula
+                float v = row_value(partial[lt][g0], partial[ROWS + lt][g0]);
+#else
+                float v = row_value(partial[lt][g0], 0.0);
 #endif
                 if (p.mode == 1u) v += y[p.y_off + row];
                 y[p.y_off + row] = v;
