@@ -429,19 +429,20 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // norm's output takes x in bytes, each normalizes h itself as it rounds it, so the GEMV
     // before the norm ends with no epilogue (no workgroup waits for all the others, no serial
     // tail) and the first norm takes no stage.
-    auto readers = norm_readers(*model_);
+    const auto readers = norm_readers(*model_);
     auto normed_by_readers = [&](const Tensor* norm_w) {
         if (!fused_decode_ || !gemv_norm_in_) return false;
-        for (const Tensor* t : readers[norm_w])
+        for (const Tensor* t : readers.at(norm_w))
             if (K.gemv_x_for(t->type, (uint32_t)t->cols()) != Kernels::GemvX::bytes) return false;
         return true;
     };
     // The norm the GEMVs reading xn apply to h themselves (none: xn holds the normalized h).
     const Tensor* pending = nullptr;
+    auto pending_norm = [&] { return Kernels::GemvNormIn{norm_weights(pending), hp.rms_eps}; };
     auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
         if (!pending) return gemv(t, A.xn, y, y_off, false);
         K.gemv_normed(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
-                      act, A.h, y, y_off, false, {norm_weights(pending), hp.rms_eps});
+                      act, A.h, y, y_off, false, pending_norm());
     };
     // A GEMV adding into h, then the RMSNorm of h with norm_w into xn, unless the GEMVs after it
     // take the norm themselves (normed_by_readers: then the GEMV alone). Fused
@@ -455,14 +456,10 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
         const char* role = t->name.find("ffn_down") != std::string::npos ? "gemv down" : "gemv out";
         pending = normed_by_readers(norm_w) ? norm_w : nullptr;
-        if (pending) {
+        if (pending || !fused_decode_) {
             gemv(t, x_off, act, A.h, true);
             stage(role);
-            return;
-        }
-        if (!fused_decode_) {
-            gemv(t, x_off, act, A.h, true);
-            stage(role);
+            if (pending) return;
             norm(norm_w, A.h, A.xn);
             stage("norm");
             return;
@@ -501,8 +498,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         const Placement *g = plan_.find(L.ffn_gate), *u = plan_.find(L.ffn_up);
         if (fused_decode_ && L.ffn_gate->type == L.ffn_up->type && g->slab == u->slab &&
             L.ffn_gate->ne == L.ffn_up->ne) {
-            Kernels::GemvNormIn nin;
-            if (pending) nin = {norm_weights(pending), hp.rms_eps};
+            const Kernels::GemvNormIn nin = pending ? pending_norm() : Kernels::GemvNormIn{};
             const uint64_t lo = std::min(g->offset, u->offset);
             const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
             K.gemv_swiglu(cl, L.ffn_gate->type, view(W.slabs[g->slab], lo, (hi - lo + 7) / 4 * 4),
