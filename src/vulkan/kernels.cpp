@@ -197,10 +197,15 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     cl.barrier();
     DL_ASSERT(counter.buffer != VK_NULL_HANDLE && counter.range >= (uint64_t)a.n_head * 4);
     // Query heads a workgroup: up to four of one key/value head (each cache row read once for
-    // them), as many as the shared memory holds.
+    // them), at most 512 query values (g · head_dim), as many as the shared memory holds. On an
+    // H200 the 9B's attention, which runs every fourth layer, took twice as long in the token as
+    // right after a run of itself; four heads of 256 a workgroup (128 registers, 17 KB of shared
+    // memory) paid more of that than two (64, 9 KB): tg128 305.5 -> 310.5 t/s at two, equal at
+    // 16384 positions (docs/PERF.md 2026-12-01).
     const Features& f = dev_.features();
     const uint32_t ratio = a.n_head / a.n_kv;
     uint32_t g = ratio % 4 == 0 ? 4 : ratio % 2 == 0 ? 2 : 1;
+    while (g > 1 && g * a.head_dim > 512) g /= 2;
     uint32_t wg = f.max_workgroup_invocations >= 256 ? 256 : 128;
     while (attn_decode_shared(g, wg, a.head_dim) > f.max_shared_memory && (g > 1 || wg > 128)) {
         if (g > 1)
