@@ -58,6 +58,15 @@ ours=$pack/deltallm
 peer=$pack/peer/peer_bench
 models=${MODELS_DIR:-/tmp/models}
 mkdir -p "$models"
+# model_file arch:shape:type: sets name (arch-shape-type) and f (its file under $models),
+# synthesizing the file first if it is not there yet.
+model_file() {
+    local arch shape type
+    IFS=: read -r arch shape type <<<"$1"
+    name=$arch-$shape-$type
+    f=$models/$name.gguf
+    [ -f "$f" ] || { echo "== synth $name"; "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1; }
+}
 echo "== machine"; nproc; nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv 2>&1 | head -3
 "$ours" --version
 # PEER_PROFILE="arch:shape:type ...": instead of the tables, each file's pp$PROFILE_PROMPT (default
@@ -66,10 +75,7 @@ echo "== machine"; nproc; nvidia-smi --query-gpu=name,memory.total,clocks.max.sm
 if [ -n "${PEER_PROFILE:-}" ]; then
     n=${PROFILE_PROMPT:-512}
     for spec in $PEER_PROFILE; do
-        IFS=: read -r arch shape type <<<"$spec"
-        name=$arch-$shape-$type
-        f=$models/$name.gguf
-        [ -f "$f" ] || "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1
+        model_file "$spec"
         echo "== $name pp$n: llama.cpp per operation"
         GGML_VK_PERF_LOGGER=1 timeout 120 "$peer" -m "$f" --device vulkan -p "$n" -n 0 -r 1 \
             >"$out/peer-profile-$name-pp$n.txt" 2>&1
@@ -88,10 +94,7 @@ floors=(--bw-gbps 4800 --peak-gflops 989000)
 args=(--ours "$ours" --peer "$peer" --device vulkan "${floors[@]}")
 i=0
 for spec in $models_list; do
-    IFS=: read -r arch shape type <<<"$spec"
-    name=$arch-$shape-$type
-    f=$models/$name.gguf
-    [ -f "$f" ] || { echo "== synth $name"; "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1; }
+    model_file "$spec"
     reps=(-r 3 --rounds 2)
     [ $i -ge 2 ] && reps=(-r 2 --rounds 1)
     echo "== $name: pp512 pp2048 tg128"
@@ -111,10 +114,7 @@ fi
 if [ -n "${DEPTHS:-}" ]; then
     depths=$(echo $DEPTHS | tr ' ' ,)
     for spec in qwen35:9b:q4_k_m qwen3:8b:q4_k_m; do
-        IFS=: read -r arch shape type <<<"$spec"
-        name=$arch-$shape-$type
-        f=$models/$name.gguf
-        [ -f "$f" ] || { echo "== synth $name"; "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1; }
+        model_file "$spec"
         echo "== $name: tg128 at depths $depths"
         timeout 300 python3 scripts/bench/compare.py "${args[@]}" -m "$f" -p 0 -n 128 -d "$depths" \
             -r 2 --rounds 1 --md "$out/table-depth-$name.md" --json "$out/table-depth-$name.json" \
