@@ -133,11 +133,11 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, Attention,
-    ::testing::Values(AttnCase{4, 2, 64, 32, 150, 70, true, false},         // qwen3-like
-                      AttnCase{4, 1, 256, 64, 80, 66, true, true},          // qwen35 gated
+    ::testing::Values(AttnCase{4, 2, 64, 32, 150, 70, true, false},  // qwen3-like
+                      AttnCase{4, 1, 256, 64, 80, 66, true, true},   // qwen35 gated
                       // Four query heads of one key/value head in a workgroup (heads of 256
                       // take two).
-                      AttnCase{8, 2, 128, 64, 150, 70, true, false},  // qwen3-8b-like
+                      AttnCase{8, 2, 128, 64, 150, 70, true, false},        // qwen3-8b-like
                       AttnCase{2, 2, 128, 128, 64, 9, false, false, true},  // llama
                       AttnCase{3, 1, 20, 20, 80, 67, false, true},  // rows not 16-byte aligned
                       // Rows of 48 words: value rows in steps, not loaded ahead of the scores.
