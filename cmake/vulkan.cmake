@@ -216,7 +216,6 @@ dl_vk_shader(attn_window_sh attn_window.comp DEFINES SCORE_SHUFFLE=1)
 dl_vk_shader(attn_window_cm2 attn_window_cm2.comp VARIANTS nv_coopmat2)
 # And on KHR cooperative matrices (both products on the matrix units, the softmax on threads).
 dl_vk_shader(attn_window_cm attn_window_cm.comp VARIANTS khr_coopmat)
-dl_vk_shader(attn_prep attn_prep.comp)
 dl_vk_shader(attn_decode attn_decode.comp)
 dl_vk_shader(rms_norm rms_norm.comp)
 dl_vk_shader(swiglu swiglu.comp)

@@ -49,16 +49,13 @@ struct DeltaNetPush {
     float eps;
 };
 
-struct AttnPrepPush {
-    uint32_t n_head, n_kv, head_dim, q_off, q_stride, k_off, v_off, qo_off, qn_off, kn_off,
-        freq_off, n_rot;
-    float eps;
-    uint32_t interleaved;
-};
 struct AttnDecodePush {
     uint32_t n_head, n_kv, head_dim, q_off, n_split;
     float scale;
     uint32_t gate_off, gate_stride, o_off;
+    uint32_t q_stride, k_off, v_off, qn_off, kn_off, freq_off, n_rot;
+    float eps;
+    uint32_t interleaved;
 };
 
 const char* type_suffix(QType t) {
@@ -178,23 +175,13 @@ uint64_t Kernels::attention_partials(const Attention& a) {
 static uint32_t attn_decode_shared(uint32_t g, uint32_t wg, uint32_t head_dim) {
     return g * (head_dim / 2 * 8 + Kernels::kAttnSplit * 4 +
                 std::max(wg, 2 * Kernels::kAttnMaxSplits) * 4 + wg * 8 + 12) +
-           4;
+           4 + head_dim * 4;
 }
 
 void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
                         View v_cache, View partials, View tok, View counter) {
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
-    const Kernel& prep = pipes_.get("attn_prep", 5, sizeof(AttnPrepPush), {64});
-    AttnPrepPush pp{a.n_head,     a.n_kv,
-                    a.head_dim,   a.q_off,
-                    a.q_stride,   a.k_off,
-                    a.v_off,      a.qo_off,
-                    a.q_norm_off, a.k_norm_off,
-                    a.freq_off,   a.n_rot,
-                    a.eps,        a.interleaved ? 1u : 0u};
-    cl.dispatch(prep, {act, params, k_cache, v_cache, tok}, pp, a.n_head + a.n_kv);
-    cl.barrier();
     DL_ASSERT(counter.buffer != VK_NULL_HANDLE && counter.range >= (uint64_t)a.n_head * 4);
     // Query heads a workgroup: up to four of one key/value head (each cache row read once for
     // them), at most 512 query values (g · head_dim), as many as the shared memory holds. On an
@@ -229,12 +216,16 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     const uint32_t vstep = std::clamp<uint32_t>(rows_a_thread, 1, 32);
     const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread <= 32;
     const Kernel& dec =
-        pipes_.get("attn_decode", 6, sizeof(AttnDecodePush), {wg, a.head_dim, g, vstep, vpre});
-    AttnDecodePush dp{a.n_head,   a.n_kv,        a.head_dim,
-                      a.qo_off,   n_split,       1.0f / std::sqrt((float)a.head_dim),
-                      a.gate_off, a.gate_stride, a.o_off};
+        pipes_.get("attn_decode", 7, sizeof(AttnDecodePush), {wg, a.head_dim, g, vstep, vpre});
+    AttnDecodePush dp{a.n_head,     a.n_kv,        a.head_dim,
+                      a.q_off,      n_split,       1.0f / std::sqrt((float)a.head_dim),
+                      a.gate_off,   a.gate_stride, a.o_off,
+                      a.q_stride,   a.k_off,       a.v_off,
+                      a.q_norm_off, a.k_norm_off,  a.freq_off,
+                      a.n_rot,      a.eps,         a.interleaved ? 1u : 0u};
     DL_ASSERT(partials.range >= attention_partials(a) * 4);
-    cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter}, dp, a.n_head / g, n_split);
+    cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter, params}, dp, a.n_head / g,
+                n_split);
 }
 
 bool Kernels::gemv_supports(QType t) {

@@ -135,14 +135,14 @@ class Kernels {
                        View state, View tok, View counter = {});
     uint32_t deltanet_columns = 32;
     // Decode attention of one token over an F16 KV cache ([n_ctx][n_kv][head_dim], pairs packed
-    // in 32-bit words), in two dispatches recorded once for a context of n_ctx rows:
-    //   prep: per-head RMSNorm of q and k (when q_norm/k_norm offsets are given), NeoX rope of the
-    //         first n_rot dims, q to act[qo_off..], k and v to cache row tok[0];
-    //   decode: the query heads of each key/value head together (up to four a workgroup), the
-    //         cache walked in chunks of kAttnSplit rows with an online softmax, the live chunks
-    //         dealt to attention_splits(n_ctx) splits into partials, the last split of each
-    //         group (counted on counter, n_head words, 0 between dispatches) merging them, times
-    //         sigmoid(gate) when gate_off is given, into act[o_off..].
+    // in 32-bit words), one dispatch recorded once for a context of n_ctx rows: each workgroup
+    // prepares its queries (per-head RMSNorm when q_norm_off is given, rope of the first n_rot
+    // dims) and the one that reads row tok[0] prepares k (k_norm_off) and v for it, stored to that
+    // row by the first head group of each key/value head; the query heads of each key/value head
+    // together (up to four a workgroup), the cache walked in chunks of kAttnSplit rows with an
+    // online softmax, the live chunks dealt to attention_splits(n_ctx) splits into partials, the
+    // last split of each group (counted on counter, n_head words, 0 between dispatches) merging
+    // them, times sigmoid(gate) when gate_off is given, into act[o_off..].
     static constexpr uint32_t kAttnSplit = 64;
     static constexpr uint32_t kAttnMaxSplits = 64;  // attn_decode.comp MAXS
     // Splits of the decode attention for a context of n_ctx rows (at most max_splits).
@@ -150,11 +150,11 @@ class Kernels {
     struct Attention {
         uint32_t n_head, n_kv, head_dim, n_rot, n_ctx;
         uint32_t q_off, q_stride, k_off, v_off;  // act: projections
-        uint32_t qo_off;                         // act: prepared queries (n_head * head_dim)
-        uint32_t o_off;                          // act: output (n_head * head_dim)
-        uint32_t gate_off, gate_stride;          // act: per-head gate, or kNone
-        uint32_t q_norm_off, k_norm_off;         // params: norm weights or kNone
-        uint32_t freq_off;                       // params: n_rot/2 inverse frequencies
+        uint32_t qo_off;                  // act: prepared queries (n_head * head_dim; windows only)
+        uint32_t o_off;                   // act: output (n_head * head_dim)
+        uint32_t gate_off, gate_stride;   // act: per-head gate, or kNone
+        uint32_t q_norm_off, k_norm_off;  // params: norm weights or kNone
+        uint32_t freq_off;                // params: n_rot/2 inverse frequencies
         float eps;
         bool interleaved = false;              // rope pairs (2j, 2j+1) (llama) instead of NeoX
         uint32_t max_splits = kAttnMaxSplits;  // fewer only to test long walks on short caches

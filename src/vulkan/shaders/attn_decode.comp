@@ -26,6 +26,14 @@
 //    groups), the loads of all its rows of the chunk (up to VSTEP) in flight at once, and
 //    accumulates all G heads from each load.
 // The row groups' outputs are summed through shared memory once, at the end of the split.
+//
+// The kernel prepares its queries itself from the raw projections (per-head RMSNorm of q when
+// qn_off is given, rotary embedding of the first n_rot dims in NeoX pairs (j, j + n_rot/2) or,
+// interleaved, (2j, 2j + 1)), so no preparation stage runs before it. The last live split, the
+// only one that reads row pos, prepares the token's own key and value row the same way (k norm
+// when kn_off is given) into shared memory and reads that row from there; the first head group of
+// each key/value head also stores it to the cache. No workgroup reads row pos from the cache, so
+// the store races with no read.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -51,20 +59,31 @@ const uint OPT = (G * HD + WG - 1u) / WG;   // outputs a thread at the merge
 const uint MSTEP = 8u;                      // splits whose partials a merge step loads at once
 
 layout(std430, binding = 0) buffer Act { float act[]; };
+// The caches are read through readonly views; row pos is stored through the writeonly ones (the
+// same memory; that row is never read through the others in this dispatch).
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
 layout(std430, binding = 1) readonly buffer KCache4 { uvec4 kc4[]; };
+layout(std430, binding = 1) writeonly buffer KCacheW { uint kcw[]; };
 layout(std430, binding = 2) readonly buffer VCache { uint vc[]; };
+layout(std430, binding = 2) writeonly buffer VCacheW { uint vcw[]; };
 layout(std430, binding = 3) coherent buffer Part { float part[]; };
 layout(std430, binding = 4) readonly buffer Tok { uint tok[]; };
 layout(std430, binding = 5) buffer Counter { uint counter[]; };  // [n_head / G], 0 between dispatches
+layout(std430, binding = 6) readonly buffer Params { float prm[]; };  // norms, frequencies
 
 layout(push_constant) uniform Push {
     uint n_head, n_kv, head_dim;
-    uint q_off;     // act: prepared queries [n_head][head_dim]
+    uint q_off;     // act: raw query head h at q_off + h * q_stride
     uint n_split;   // <= MAXS
     float scale;    // 1/sqrt(head_dim)
     uint gate_off, gate_stride;  // act: gate of head h at gate_off + h * gate_stride; ~0u: none
     uint o_off;                  // act: output [n_head][head_dim]
+    uint q_stride;
+    uint k_off, v_off;     // act: raw key / value head j at k_off / v_off + j * head_dim
+    uint qn_off, kn_off;   // prm: q / k norm weights (head_dim), or ~0u for none
+    uint freq_off, n_rot;  // prm: inverse frequencies (n_rot / 2); the rotated dims
+    float eps;
+    uint interleaved;      // 0: NeoX pairs (qwen); 1: pairs (2j, 2j + 1) (llama)
 } p;
 
 shared vec2 qs[G * HD2];      // the G queries
@@ -72,8 +91,11 @@ shared vec4 sc[G * CH / 4u];  // a chunk's scores, then its weights, head by hea
 const uint REDN = WG > 2u * MAXS ? WG : 2u * MAXS;
 shared float red[G * REDN];  // score shares; at the merge, the splits' maxima and sums
 shared float hm[G], hl[G], ha[G];  // a head's running max and sum, and this chunk's rescale
-shared vec2 ored[G * WG];     // the row groups' outputs (RQ · HD2 <= WG)
+// The row groups' outputs (RQ · HD2 <= WG); before the walk, the preparation's scratch.
+shared vec2 ored[G * WG];
 shared uint last_split;
+shared uint knew[HD2], vnew[HD2];  // the token's own key and value row
+#include "reduce.glsl"
 
 float score_at(uint g, uint j) { return sc[(g * CH + j) >> 2][j & 3u]; }
 // The merge's rows of red: head g's split maxima (then their weights), and its split sums.
@@ -86,19 +108,85 @@ uint cache_word(uint row, uint kvh, uint w) { return (row * p.n_kv + kvh) * HD2 
 // Partial of head h, split s: (m, l, o[HD]).
 uint part_base(uint h, uint s) { return (h * p.n_split + s) * (HD + 2u); }
 
+// The heads being prepared lie in ored, seen as floats, until the walk needs it.
+float scratch(uint i) { return ored[i >> 1][i & 1u]; }
+
+// Element i of the head at scratch[b ..] after the rotary embedding at position pos.
+float roped(uint b, uint i, uint pos) {
+    float x = scratch(b + i);
+    if (i >= p.n_rot) return x;
+    const uint half_rot = p.n_rot / 2u;
+    const bool inter = p.interleaved != 0u;
+    const bool first = inter ? (i & 1u) == 0u : i < half_rot;
+    const uint pair = inter ? i / 2u : (first ? i : i - half_rot);
+    const uint partner = inter ? (first ? i + 1u : i - 1u) : (first ? i + half_rot : i - half_rot);
+    const float ang = float(pos) * prm[p.freq_off + pair];
+    return x * cos(ang) + (first ? -sin(ang) : sin(ang)) * scratch(b + partner);
+}
+
+// RMSNorm (weights at nw, ~0u: none) of `heads` heads of HD values, head k read from
+// act[src + k * stride ..], each by WG / heads consecutive invocations, into scratch[k * HD ..].
+// The caller's barrier makes them visible.
+void normed_heads(uint heads, uint src, uint stride, uint nw) {
+    const uint tph = WG / heads, k = gl_LocalInvocationID.x / tph, l = gl_LocalInvocationID.x % tph;
+    float ss = 0.0;
+    for (uint i = l; i < HD; i += tph) {
+        float x = act[src + k * stride + i];
+        ss += x * x;
+    }
+    const float tot = seg_sum(ss, tph);  // every invocation takes part (uniform control flow)
+    const float sc = nw != 0xffffffffu ? inversesqrt(tot / float(HD) + p.eps) : 1.0;
+    for (uint i = l; i < HD; i += tph) {
+        float w = nw != 0xffffffffu ? prm[nw + i] : 1.0;
+        ored[(k * HD + i) >> 1][i & 1u] = act[src + k * stride + i] * sc * w;
+    }
+}
+
+// Word w (or 16-byte vector v) of a cache row whose first word is `base`; the token's own row
+// (row == pos) comes from shared memory, as its cache row is stored in this dispatch.
+uint key_word(uint row, uint pos, uint base, uint w) {
+    return row == pos ? knew[w] : kc[base + w];
+}
+uvec4 key_vec(uint row, uint pos, uint base, uint v) {
+    if (row == pos)
+        return uvec4(knew[4u * v], knew[4u * v + 1u], knew[4u * v + 2u], knew[4u * v + 3u]);
+    return kc4[base / 4u + v];
+}
+uint value_word(uint row, uint pos, uint kvh, uint w) {
+    return row == pos ? vnew[w] : vc[cache_word(row, kvh, w)];
+}
+
 void main() {
     const uint hg = gl_WorkGroupID.x, s = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
     const uint h0 = hg * G, kvh = h0 / (p.n_head / p.n_kv);
-    const uint n_rows = tok[0] + 1u;
+    const uint pos = tok[0], n_rows = pos + 1u;
     const uint chunks = (n_rows + CH - 1u) / CH;
     const uint cps = (chunks + p.n_split - 1u) / p.n_split;
     const uint live = (chunks + cps - 1u) / cps;
     if (s >= live) return;  // uniform per workgroup
     const uint c0 = s * cps, c1 = min(c0 + cps, chunks);
 
+    // The G queries: normed into the scratch, rotated into qs.
+    normed_heads(G, p.q_off + h0 * p.q_stride, p.q_stride, p.qn_off);
+    barrier();
     for (uint i = t; i < G * HD2; i += WG) {
-        uint q = p.q_off + (h0 + i / HD2) * HD + 2u * (i % HD2);
-        qs[i] = vec2(act[q], act[q + 1u]);
+        uint b = (i / HD2) * HD, w = i % HD2;
+        qs[i] = vec2(roped(b, 2u * w, pos), roped(b, 2u * w + 1u, pos));
+    }
+    if (s == live - 1u) {  // uniform per workgroup: the split that reads row pos
+        barrier();         // the scratch is read above
+        normed_heads(1u, p.k_off + kvh * HD, 0u, p.kn_off);
+        barrier();
+        const bool owner = h0 % (p.n_head / p.n_kv) == 0u;  // the first group of kvh
+        for (uint w = t; w < HD2; w += WG) {
+            knew[w] = packHalf2x16(vec2(roped(0u, 2u * w, pos), roped(0u, 2u * w + 1u, pos)));
+            vnew[w] = packHalf2x16(vec2(act[p.v_off + kvh * HD + 2u * w],
+                                        act[p.v_off + kvh * HD + 2u * w + 1u]));
+            if (owner) {
+                kcw[cache_word(pos, kvh, w)] = knew[w];
+                vcw[cache_word(pos, kvh, w)] = vnew[w];
+            }
+        }
     }
     if (t < G) {
         hm[t] = -1.0 / 0.0;
@@ -116,17 +204,17 @@ void main() {
         // Scores: rows past the live ones are read clamped and masked below.
         float d[G];
         [[unroll]] for (uint g = 0; g < G; ++g) d[g] = 0.0;
-        const uint base = cache_word(r0 + min(j, n_live - 1u), kvh, 0u);
+        const uint krow = r0 + min(j, n_live - 1u), base = cache_word(krow, kvh, 0u);
         uint vraw[VSTEP];
         if (VPRE != 0u && vq < RQ) {
             [[unroll]] for (uint u = 0; u < VSTEP; ++u)
-                vraw[u] = vc[cache_word(r0 + min(vq + u * RQ, n_live - 1u), kvh, vw)];
+                vraw[u] = value_word(r0 + min(vq + u * RQ, n_live - 1u), pos, kvh, vw);
         }
         if (VEC) {
             uvec4 k[KI];
             [[unroll]] for (uint i = 0; i < KI; ++i) {
                 uint v = share + i * TPR;
-                k[i] = v < HD8 ? kc4[base / 4u + v] : uvec4(0u);
+                k[i] = v < HD8 ? key_vec(krow, pos, base, v) : uvec4(0u);
             }
             [[unroll]] for (uint i = 0; i < KI; ++i) {
                 uint v = share + i * TPR;
@@ -143,7 +231,7 @@ void main() {
             [[unroll]] for (uint i = 0; i < KI; ++i) {
                 uint w = share + i * TPR;
                 if (w >= HD2) continue;
-                vec2 kf = unpackHalf2x16(kc[base + w]);
+                vec2 kf = unpackHalf2x16(key_word(krow, pos, base, w));
                 [[unroll]] for (uint g = 0; g < G; ++g) d[g] += dot(kf, qs[g * HD2 + w]);
             }
         }
@@ -186,7 +274,7 @@ void main() {
             for (uint j0 = vq; VPRE == 0u && j0 < n_live; j0 += VSTEP * RQ) {
                 vec2 v[VSTEP];
                 [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
-                    v[u] = unpackHalf2x16(vc[cache_word(r0 + min(j0 + u * RQ, n_live - 1u), kvh, vw)]);
+                    v[u] = unpackHalf2x16(value_word(r0 + min(j0 + u * RQ, n_live - 1u), pos, kvh, vw));
                 }
                 [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
                     uint jr = j0 + u * RQ;
