@@ -163,11 +163,12 @@ TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {
     EXPECT_FALSE(Kernels::attention_supported(dev.features(), 256, 16, 4).has_value());
 }
 
-// What one layer's decode attention (Kernels::attention: the preparation, a barrier, the split
-// attention with its merge) costs on this device at each position of a context as long as a
-// server would give a session, for the attention layers of Qwen3.5-9B (16 query heads over 4
-// key/value heads of 256, gated) and Qwen3-8B (32 over 8 of 128). Run only with
-// DELTALLM_VK_SPEED=1. The cache holds random F16 rows; only the time is reported.
+// What one layer's decode attention (Kernels::attention: one dispatch, the preparation of the
+// queries and the new row, the split attention with its merge) costs on this device at each
+// position of a context as long as a server would give a session, for the attention layers of
+// Qwen3.5-9B (16 query heads over 4 key/value heads of 256, gated) and Qwen3-8B (32 over 8 of
+// 128). Run only with DELTALLM_VK_SPEED=1. The cache holds random F16 rows; only the time is
+// reported.
 TEST(DecodeAttentionSpeed, Report) {
     VK_SPEED_DEVICE();
     struct Shape {
