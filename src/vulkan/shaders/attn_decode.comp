@@ -127,18 +127,24 @@ float roped(uint b, uint i, uint pos) {
 // RMSNorm (weights at nw, ~0u: none) of `heads` heads of HD values, head k read from
 // act[src + k * stride ..], each by WG / heads consecutive invocations, into scratch[k * HD ..].
 // The caller's barrier makes them visible.
+// A thread holds its values between the two passes: at most NE of them (heads <= G).
+const uint NE = (G * HD + WG - 1u) / WG;
 void normed_heads(uint heads, uint src, uint stride, uint nw) {
     const uint tph = WG / heads, k = gl_LocalInvocationID.x / tph, l = gl_LocalInvocationID.x % tph;
+    float x[NE];
     float ss = 0.0;
-    for (uint i = l; i < HD; i += tph) {
-        float x = act[src + k * stride + i];
-        ss += x * x;
+    [[unroll]] for (uint e = 0; e < NE; ++e) {
+        uint i = l + e * tph;
+        x[e] = i < HD ? act[src + k * stride + i] : 0.0;
+        ss += x[e] * x[e];
     }
     const float tot = seg_sum(ss, tph);  // every invocation takes part (uniform control flow)
     const float sc = nw != 0xffffffffu ? inversesqrt(tot / float(HD) + p.eps) : 1.0;
-    for (uint i = l; i < HD; i += tph) {
+    [[unroll]] for (uint e = 0; e < NE; ++e) {
+        uint i = l + e * tph;
+        if (i >= HD) break;
         float w = nw != 0xffffffffu ? prm[nw + i] : 1.0;
-        ored[(k * HD + i) >> 1][i & 1u] = act[src + k * stride + i] * sc * w;
+        ored[(k * HD + i) >> 1][i & 1u] = x[e] * sc * w;
     }
 }
 
