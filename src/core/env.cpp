@@ -35,6 +35,9 @@ const std::vector<Var>& all() {
          "Vulkan decode: where every GEMV that reads a norm's output rounds x to bytes, each "
          "applies the norm itself and the GEMV before it ends without the norm epilogue (0: the "
          "epilogue everywhere)"},
+        {"DELTALLM_VK_MERGE_IN", "bool", "1",
+         "Vulkan decode: each run of a mixer's input projections of one type that lie back to "
+         "back is one GEMV (0: a GEMV each)"},
         {"DELTALLM_VK_EXPAND_AHEAD", "bool", "1",
          "Vulkan prefill windows: expand the next GEMM's matrix to F16 beside the current GEMM "
          "(0: each expansion between barriers of its own)"},

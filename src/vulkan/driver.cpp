@@ -161,6 +161,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
     d->fused_decode_ = opts.fused_decode;
     d->gemv_norm_in_ = opts.gemv_norm_in;
+    d->merge_in_ = opts.merge_in;
     d->expand_ahead_ = opts.expand_ahead;
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
@@ -177,6 +178,10 @@ bool DriverOptions::fused_decode_from_env() {
 
 bool DriverOptions::gemv_norm_in_from_env() {
     return env::get_bool("DELTALLM_VK_GEMV_NORM_IN");
+}
+
+bool DriverOptions::merge_in_from_env() {
+    return env::get_bool("DELTALLM_VK_MERGE_IN");
 }
 
 bool DriverOptions::expand_ahead_from_env() {
@@ -439,20 +444,47 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // The norm the GEMVs reading xn apply to h themselves (none: xn holds the normalized h).
     const Tensor* pending = nullptr;
     auto pending_norm = [&] { return Kernels::GemvNormIn{norm_weights(pending), hp.rms_eps}; };
-    auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
-        if (!pending) return gemv(t, A.xn, y, y_off, false);
-        K.gemv_normed(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
-                      act, A.h, y, y_off, false, pending_norm());
+    // W · xn (rows of cols values of type t at view w) into y[y_off ..].
+    auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off) {
+        if (!pending) return K.gemv(cl, t, w, rows, cols, act, A.xn, y, y_off, false);
+        K.gemv_normed(cl, t, w, rows, cols, act, A.h, y, y_off, false, pending_norm());
     };
-    // A GEMV adding into h, then the RMSNorm of h with norm_w into xn, unless the GEMVs after it
-    // take the norm themselves (normed_by_readers: then the GEMV alone). Fused
-    // (Kernels::gemv_fused), the norm is the GEMV's epilogue, so it waits no stage of its own;
-    // its time then counts as the GEMV's ("gemv out" after a mixer, "gemv down" after the FFN;
-    // the profile times each kind of GEMV stage apart). One counter word serves every epilogue:
-    // they are stages apart. The SwiGLU is the epilogue of the gate/up GEMV pair (chain.ffn_in),
-    // not part of the down projection's x loads: there every workgroup recomputed silu over all
-    // n_ff values, which cost the 9B (n_ff 12288) more on an H200 than the stage it saved (6.39
-    // against 6.05 ms a token).
+    auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
+        gemv_xn(t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), y, y_off);
+    };
+    // A mixer's input projections wait for the end of their stage, where each run of them that
+    // lies back to back in one slab (plan()) and writes back to back in act is one GEMV over all
+    // their rows (merge_in_): x is rounded once for the run and the small ones (a DeltaNet
+    // layer's beta and alpha) do not wait behind the large ones' workgroups in a grid of their
+    // own.
+    struct InProj {
+        const Tensor* t;
+        uint32_t y_off;
+    };
+    std::vector<InProj> in_proj;
+    auto flush_in = [&] {
+        for (size_t i = 0; i < in_proj.size();) {
+            const Tensor* t = in_proj[i].t;
+            const Placement* first = plan_.find(t);
+            uint64_t bytes = first->bytes;
+            uint32_t rows = (uint32_t)t->rows();
+            size_t j = i + 1;
+            for (; merge_in_ && j < in_proj.size(); ++j) {
+                const Tensor* u = in_proj[j].t;
+                const Placement* pl = plan_.find(u);
+                if (u->type != t->type || u->cols() != t->cols() || pl->slab != first->slab ||
+                    pl->offset != first->offset + bytes ||
+                    in_proj[j].y_off != in_proj[i].y_off + rows)
+                    break;
+                bytes += pl->bytes;
+                rows += (uint32_t)u->rows();
+            }
+            gemv_xn(t->type, view(W.slabs[first->slab], first->offset, (bytes + 7) / 4 * 4), rows,
+                    (uint32_t)t->cols(), act, in_proj[i].y_off);
+            i = j;
+        }
+        in_proj.clear();
+    };
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
         const char* role = t->name.find("ffn_down") != std::string::npos ? "gemv down" : "gemv out";
         pending = normed_by_readers(norm_w) ? norm_w : nullptr;
@@ -474,10 +506,13 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         stage(role);
     };
     LayerChain chain;
-    chain.stage = stage;
+    chain.stage = [&](const char* role) {
+        flush_in();
+        stage(role);
+    };
     chain.project_role = "gemv in";
     chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
-        if (x_off == A.xn) return gemv_in(t, act, y_off);
+        if (x_off == A.xn) return in_proj.push_back({t, y_off});
         gemv(t, x_off, act, y_off, false);
     };
     chain.inputs = [](uint32_t, int64_t) {};

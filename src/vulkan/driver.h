@@ -37,6 +37,10 @@ struct DriverOptions {
     // without the epilogue (DELTALLM_VK_GEMV_NORM_IN; off: the epilogue everywhere).
     bool gemv_norm_in = gemv_norm_in_from_env();
     static bool gemv_norm_in_from_env();
+    // The token command reads each run of a mixer's input projections that the plan put back to
+    // back (same type and row length) in one GEMV (DELTALLM_VK_MERGE_IN; off: a GEMV each).
+    bool merge_in = merge_in_from_env();
+    static bool merge_in_from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
     // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
     // of its own, for measurements).
@@ -144,6 +148,7 @@ class ResidentDriver final : public Executor {
     std::unique_ptr<Profile> profile_;
     bool fused_decode_ = true;
     bool gemv_norm_in_ = true;
+    bool merge_in_ = true;
     bool expand_ahead_ = true;
     bool gemm_groups_ = true;
 };

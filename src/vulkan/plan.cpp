@@ -95,27 +95,34 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     // Matrices: every one needs a GEMV kernel for its type and must fit one storage binding.
     const uint64_t slab_limit =
         std::min<uint64_t>(f.max_storage_buffer_range, f.max_buffer_size) / kAlign * kAlign;
-    std::vector<std::pair<std::string, const Tensor*>> mats;
+    struct Mat {
+        std::string what;
+        const Tensor* t;
+        int64_t mixer_in;  // the mixer whose input projections this is one of, else -1
+    };
+    std::vector<Mat> mats;
     for (size_t il = 0; il < model.layers.size(); ++il) {
         const Layer& L = model.layers[il];
-        auto add = [&](const char* what, const Tensor* t) {
-            if (t) mats.push_back({fmt::format("layer {}: {}", il, what), t});
+        auto add = [&](const char* what, const Tensor* t, bool in = false) {
+            if (t)
+                mats.push_back({fmt::format("layer {}: {}", il, what), t, in ? (int64_t)il : -1});
         };
         add("ffn_gate", L.ffn_gate);
         add("ffn_up", L.ffn_up);
         add("ffn_down", L.ffn_down);
-        add("attn_q", L.wq);
-        add("attn_k", L.wk);
-        add("attn_v", L.wv);
+        // A mixer's input projections in the order the layer chain records them (chain.cpp).
+        add("attn_q", L.wq, true);
+        add("attn_k", L.wk, true);
+        add("attn_v", L.wv, true);
         add("attn_output", L.wo);
-        add("attn_qkv", L.ssm_qkv);
-        add("attn_gate", L.ssm_z);
-        add("ssm_beta", L.ssm_beta);
-        add("ssm_alpha", L.ssm_alpha);
+        add("attn_qkv", L.ssm_qkv, true);
+        add("attn_gate", L.ssm_z, true);
+        add("ssm_beta", L.ssm_beta, true);
+        add("ssm_alpha", L.ssm_alpha, true);
         add("ssm_out", L.ssm_out);
     }
-    mats.push_back({"output", model.output});
-    for (const auto& [what, t] : mats) {
+    mats.push_back({"output", model.output, -1});
+    for (const auto& [what, t, in] : mats) {
         if (!Kernels::gemv_supports(t->type))
             return Decline{fmt::format("{} in {} has no device kernel", what, qtype_name(t->type))};
         if (t->nbytes > slab_limit)
@@ -130,18 +137,34 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     if (!Kernels::gemv_supports(model.tok_embd->type))
         return Decline{
             fmt::format("token_embd in {} has no device kernel", qtype_name(model.tok_embd->type))};
-    if (model.tok_embd != model.output) mats.push_back({"token_embd", model.tok_embd});
+    if (model.tok_embd != model.output) mats.push_back({"token_embd", model.tok_embd, -1});
 
     // Pack the matrices into slabs, in order (first fit into the current slab, else a new one).
     // A layer's FFN gate goes where its up matrix fits after it, so the decode GEMV that reads
-    // both (Kernels::gemv_swiglu) finds them in one binding.
+    // both (Kernels::gemv_swiglu) finds them in one binding. A mixer's input projection of the
+    // same type and row length as the one before it goes right after it, with no gap, where that
+    // one's bytes end on the binding alignment: each still starts where it can be bound alone,
+    // and together they are one matrix of their rows, which the token command reads in one GEMV
+    // (ResidentDriver::record_token).
     for (size_t i = 0; i < mats.size(); ++i) {
-        const Tensor* t = mats[i].second;
+        const Tensor* t = mats[i].t;
         if (p.find(t)) continue;
+        if (i > 0 && mats[i].mixer_in >= 0 && mats[i - 1].mixer_in == mats[i].mixer_in) {
+            const Tensor* prev = mats[i - 1].t;
+            const Placement& pp = p.matrices.back();
+            if (pp.tensor == prev && prev->type == t->type && prev->cols() == t->cols() &&
+                pp.bytes % kAlign == 0 && pp.slab + 1 == p.slabs.size() &&
+                pp.offset + pp.bytes + t->nbytes + 4 <= slab_limit) {
+                const uint64_t off = pp.offset + pp.bytes;
+                p.matrices.push_back({t, pp.slab, off, t->nbytes});
+                p.slabs.back() = off + t->nbytes + 4;
+                continue;
+            }
+        }
         uint64_t need = t->nbytes;
-        if (mats[i].first.ends_with("ffn_gate") && i + 1 < mats.size() &&
-            mats[i + 1].first.ends_with("ffn_up"))
-            need = align_up(t->nbytes + 4, kAlign) + mats[i + 1].second->nbytes;
+        if (mats[i].what.ends_with("ffn_gate") && i + 1 < mats.size() &&
+            mats[i + 1].what.ends_with("ffn_up"))
+            need = align_up(t->nbytes + 4, kAlign) + mats[i + 1].t->nbytes;
         if (need > slab_limit) need = t->nbytes;
         if (p.slabs.empty() || align_up(p.slabs.back(), kAlign) + need > slab_limit)
             p.slabs.push_back(0);
@@ -205,7 +228,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         p.window = 0;
     };
     if (p.window == 0) p.window_decline = "windows are turned off";
-    for (const auto& [what, t] : mats)
+    for (const auto& [what, t, in] : mats)
         if (auto d = Kernels::gemm_supported(f, t->type)) no_window(what + ": " + d->reason);
     if (n_gdn > 0)
         if (auto d = Kernels::deltanet_rows_supported(f, (uint32_t)hp.ssm_d_state,
@@ -226,7 +249,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         scratch += (uint64_t)act_layout(hp, (uint32_t)w).total * 4;
         if (Kernels::gemm_uses_coopmat(f, variant)) {
             int64_t widest_in = 0;
-            for (const auto& [what, t] : mats) widest_in = std::max(widest_in, t->cols());
+            for (const auto& [what, t, in] : mats) widest_in = std::max(widest_in, t->cols());
             p.window_x16_bytes = align_up((uint64_t)w * widest_in * 2, kAlign);
             scratch += p.window_x16_bytes;
         }

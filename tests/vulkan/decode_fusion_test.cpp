@@ -19,8 +19,8 @@ namespace {
 
 using dl::test::TinySpec;
 
-DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic,
-                      bool norm_in = true) {
+DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, bool norm_in = true,
+                      bool merge_in = true) {
     DriverOptions o;
     o.device.robust = true;
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
@@ -30,6 +30,7 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic,
     o.fused_decode = fused;
     o.gemv_x = x;
     o.gemv_norm_in = norm_in;
+    o.merge_in = merge_in;
     return o;
 }
 
@@ -98,6 +99,36 @@ TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
             EXPECT_EQ(cn.dispatches + 1, ce.dispatches) << arch << " " << qtype_name(t);
             expect_same_decode(**nin, *sn, **epi, *se, {1, 7, 42, 3, 3, 79, 0, 15}, tol,
                                std::string(arch) + " " + std::string(qtype_name(t)));
+            if (HasFatalFailure()) return;
+        }
+    }
+}
+
+// Each run of a mixer's input projections that lies back to back read in one GEMV, against a
+// GEMV each: fewer dispatches in the same stages, and every row computed as before (the same
+// slices, lanes and sums; x rounded the same way by every workgroup), so the logits agree to F32
+// rounding. Over F32 x and x in bytes, on the Q4_K_M mix, where the Q6_K qkv and attn_v of every
+// other layer break the runs.
+TEST(VulkanDecodeFusion, InputProjectionsInOneGemvEqualOneEach) {
+    VK_TEST_DEVICE();
+    for (auto x : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
+        if (x == Kernels::GemvX::bytes && !dev.features().integer_dot) continue;
+        for (const char* arch : {"qwen35", "qwen3"}) {
+            TinySpec s = test::parity_spec(arch, QType::Q4_K);
+            s.q4_k_m = true;
+            auto model = dl::test::tiny_model(s);
+            auto one = ResidentDriver::create(model, options(true, x, true, true));
+            auto each = ResidentDriver::create(model, options(true, x, true, false));
+            ASSERT_TRUE(one.ok()) << one.reason();
+            ASSERT_TRUE(each.ok()) << each.reason();
+            auto so = (*one)->new_session(32), se = (*each)->new_session(32);
+            const auto co = (*one)->token_command_counts(*so);
+            const auto ce = (*each)->token_command_counts(*se);
+            const std::string what =
+                std::string(arch) + (x == Kernels::GemvX::bytes ? " bytes" : " F32");
+            EXPECT_EQ(co.barriers, ce.barriers) << what;
+            EXPECT_LT(co.dispatches, ce.dispatches) << what;
+            expect_same_decode(**one, *so, **each, *se, {1, 7, 42, 3, 3, 79, 0, 15}, 1e-6, what);
             if (HasFatalFailure()) return;
         }
     }

@@ -85,6 +85,48 @@ TEST(VulkanPlan, KeepsEachLayersGateAndUpInOneSlab) {
     }
 }
 
+// A mixer's input projections of one type and row length lie back to back, where the one
+// before ends on the binding alignment, so the token command reads such a run in one GEMV; each
+// still starts where it can be bound alone.
+TEST(VulkanPlan, PutsAMixersInputProjectionsBackToBack) {
+    dl::test::TinySpec s;
+    s.n_embd = 256;
+    s.n_ff = 512;
+    s.n_vocab = 1000;
+    s.matrix_type = QType::Q4_K;
+    s.q4_k_m = true;  // Q6_K qkv and attn_v in every other layer: runs broken by the type
+    s.head_dim = 64;
+    s.d_state = 64;
+    s.H_v = 8;  // beta and alpha rows of 8 * 144 bytes: a run past them breaks on alignment
+    auto model = dl::test::tiny_model(s);
+    auto r = plan(*model, big_device(), Variant::scalar, {});
+    ASSERT_TRUE(r.ok()) << r.reason();
+    int back_to_back = 0, apart = 0;
+    for (const Layer& L : model->layers) {
+        const std::vector<const Tensor*> in =
+            L.ssm_qkv ? std::vector<const Tensor*>{L.ssm_qkv, L.ssm_z, L.ssm_beta, L.ssm_alpha}
+                      : std::vector<const Tensor*>{L.wq, L.wk, L.wv};
+        for (size_t i = 0; i + 1 < in.size(); ++i) {
+            const Placement *a = r->find(in[i]), *b = r->find(in[i + 1]);
+            ASSERT_TRUE(a && b);
+            EXPECT_EQ(b->offset % 256, 0u) << in[i + 1]->name;
+            const bool joins = in[i]->type == in[i + 1]->type &&
+                               in[i]->cols() == in[i + 1]->cols() && a->bytes % 256 == 0;
+            if (joins) {
+                EXPECT_EQ(b->slab, a->slab) << in[i + 1]->name;
+                EXPECT_EQ(b->offset, a->offset + a->bytes) << in[i + 1]->name;
+                ++back_to_back;
+            } else {
+                EXPECT_TRUE(b->slab != a->slab || b->offset >= a->offset + a->bytes + 4)
+                    << in[i + 1]->name;
+                ++apart;
+            }
+        }
+    }
+    EXPECT_GT(back_to_back, 0);
+    EXPECT_GT(apart, 0);
+}
+
 // The plan says where the window attention runs: on tensor cores only with the NV cooperative
 // matrix 2 variant, its reductions, and head sizes that are multiples of 32.
 TEST(VulkanPlan, SaysWhereTheWindowAttentionRuns) {
