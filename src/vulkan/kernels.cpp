@@ -112,6 +112,15 @@ void Kernels::get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint
     cl.dispatch(k, {table, ids, out}, p, gx, gy);
 }
 
+// The parts a column's d_k rows are cut into (deltanet_step.comp KS) for column groups of cw, so
+// a thread holds at most 32 state values in registers.
+static uint32_t deltanet_step_parts(const Features& f, uint32_t d_k, uint32_t cw) {
+    uint32_t ks = 1;
+    while (d_k / ks > 32 && d_k % (ks * 2) == 0 && cw * ks * 2 <= f.max_workgroup_invocations)
+        ks *= 2;
+    return ks;
+}
+
 std::optional<Decline> Kernels::deltanet_step_supported(const Features& f, uint32_t d_k,
                                                         uint32_t d_v, uint32_t conv_kernel) {
     if (d_v == 0 || (d_v & (d_v - 1)) != 0)
@@ -120,7 +129,10 @@ std::optional<Decline> Kernels::deltanet_step_supported(const Features& f, uint3
         return Decline{
             fmt::format("DeltaNet value head size {} exceeds the device's {} threads per workgroup",
                         d_v, f.max_workgroup_invocations)};
-    if ((uint64_t)(d_v + 2 * d_k) * 4 > f.max_shared_memory)
+    // deltanet_step.comp's shared memory at its widest workgroup (a whole head): the reduction
+    // (WG floats), q and k, and the two column sums' partials (2 · WG).
+    if ((uint64_t)(3 * d_v * deltanet_step_parts(f, d_k, d_v) + 2 * d_k) * 4 + 4 >
+        f.max_shared_memory)
         return Decline{
             fmt::format("DeltaNet head sizes {}/{} exceed the device's shared memory", d_k, d_v)};
     if (conv_kernel < 1 || conv_kernel > 16)
@@ -138,11 +150,13 @@ void Kernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, Vi
     if (counter.buffer != VK_NULL_HANDLE && deltanet_columns > 0 && deltanet_columns < a.d_v &&
         (deltanet_columns & (deltanet_columns - 1)) == 0)
         cw = deltanet_columns;
-    uint32_t ks = 1;
-    while (a.d_k / ks > 32 && a.d_k % (ks * 2) == 0 && cw * ks * 2 <= f.max_workgroup_invocations)
-        ks *= 2;
+    const uint32_t ks = deltanet_step_parts(f, a.d_k, cw);
     if (cw == a.d_v) counter = tok;  // bound, never read
-    const Kernel& k = pipes_.get("deltanet_step", 6, sizeof(DeltaNetPush),
+    // The q and k norms' sums in one subgroup reduction and one barrier, where the tree took
+    // 2 · (log2(WG) + 2) barriers: 9B decode profile on an H200, deltanet 273.8 -> 256.9 us a
+    // token (docs/PERF.md 2026-12-01, evening).
+    const bool sg = deltanet_subgroups && f.subgroup_arithmetic;
+    const Kernel& k = pipes_.get(sg ? "deltanet_step_sg" : "deltanet_step", 6, sizeof(DeltaNetPush),
                                  {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks});
     DeltaNetPush p{a.n_k_heads, a.n_v_heads, a.qkv_off, a.z_off,     a.b_off,    a.a_off,
                    a.y_off,     a.conv_off,  a.dt_off,  a.ssm_a_off, a.norm_off, a.eps};

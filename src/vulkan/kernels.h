@@ -134,6 +134,9 @@ class Kernels {
     void deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params, View ring,
                        View state, View tok, View counter = {});
     uint32_t deltanet_columns = 32;
+    // The step's workgroup sums through subgroup sums where the device has subgroup arithmetic
+    // (deltanet_step_sg; off: the shared-memory tree, for tests of both).
+    bool deltanet_subgroups = true;
     // Decode attention of one token over an F16 KV cache ([n_ctx][n_kv][head_dim], pairs packed
     // in 32-bit words), one dispatch recorded once for a context of n_ctx rows: each workgroup
     // prepares its queries (per-head RMSNorm when q_norm_off is given, rope of the first n_rot

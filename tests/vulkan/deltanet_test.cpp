@@ -16,11 +16,14 @@ namespace dn = cpu::deltanet;
 using test::randn;
 
 // columns: value columns a workgroup (Kernels::deltanet_columns, 0: a whole head); when it
-// splits the heads, the counter words must be back at 0 after every token.
-void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens,
-              uint32_t columns = 0) {
+// splits the heads, the counter words must be back at 0 after every token. subgroups:
+// Kernels::deltanet_subgroups (the workgroup sums through subgroup sums, where the device has
+// them, or the shared-memory tree).
+void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, uint32_t columns,
+              bool subgroups) {
     VK_TEST_DEVICE();
     test::Scoped cols(K.deltanet_columns, columns);
+    test::Scoped sgs(K.deltanet_subgroups, subgroups);
     Buffer counter = dev.create_buffer(hv * 4, MemoryKind::device);
     dev.fill(counter, 0, hv * 4, 0);
     const uint32_t KC = 4;
@@ -97,17 +100,19 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens,
 }
 
 TEST(VulkanDeltaNet, StepMatchesCpuWithMoreValueHeads) {
-    run_case(2, 4, 64, 32, 6);
+    for (bool sg : {true, false}) run_case(2, 4, 64, 32, 6, 0, sg);
 }
 TEST(VulkanDeltaNet, StepMatchesCpuEqualHeadsSmallKey) {
-    run_case(3, 3, 16, 64, 5);
+    for (bool sg : {true, false}) run_case(3, 3, 16, 64, 5, 0, sg);
 }
 // Value columns split over workgroups (the last of a head applies the gated norm), with d_k
 // split over several threads a column; 9B-sized heads with H_v = 2 H_k.
 TEST(VulkanDeltaNet, StepMatchesCpuWithColumnGroups) {
-    run_case(2, 4, 64, 32, 6, 8);
-    run_case(2, 4, 128, 128, 4, 32);
-    run_case(3, 3, 16, 64, 5, 16);
+    for (bool sg : {true, false}) {
+        run_case(2, 4, 64, 32, 6, 8, sg);
+        run_case(2, 4, 128, 128, 4, 32, sg);
+        run_case(3, 3, 16, 64, 5, 16, sg);
+    }
 }
 
 TEST(VulkanDeltaNet, DeclinesValueHeadThatIsNotAPowerOfTwo) {

@@ -23,6 +23,10 @@
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
+#if defined(SUBGROUP)
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;   // == CW * KS
@@ -59,7 +63,7 @@ layout(push_constant) uniform Push {
 shared float red[WG];
 shared float qs[DK];
 shared float ks[DK];
-shared float part_sum[KS][CW];
+shared float part_sum[2][KS][CW];  // one set of partials for each of the two column sums
 shared uint last_group;
 #include "reduce.glsl"
 
@@ -79,14 +83,15 @@ float conv(uint c, uint pos, bool owner) {
     return silu(s);
 }
 
-// The sum over the KS parts of each column (every thread gets its column's total).
-float column_sum(float v, uint col, uint part) {
+// The sum over the KS parts of each column (every thread gets its column's total). Each of the
+// two sums a dispatch takes (which = 0, 1) has partials of its own, so none waits for the reads
+// of the one before.
+float column_sum(float v, uint col, uint part, uint which) {
     if (KS == 1u) return v;
-    part_sum[part][col] = v;
+    part_sum[which][part][col] = v;
     barrier();
     float s = 0.0;
-    for (uint i = 0; i < KS; ++i) s += part_sum[i][col];
-    barrier();  // part_sum is reused right after
+    for (uint i = 0; i < KS; ++i) s += part_sum[which][i][col];
     return s;
 }
 
@@ -111,8 +116,9 @@ void main() {
     }
     float v = conv(2u * p.n_k_heads * DK + h * DV + j, pos, part == 0u);
     // l2norm as the reference: x * rsqrt(sum(x²) + 1e-6)
-    float qn = inversesqrt(wg_sum(qq) + 1e-6) * inversesqrt(float(DK));
-    float kn = inversesqrt(wg_sum(kk) + 1e-6);
+    vec2 qk = wg_sum2(vec2(qq, kk));
+    float qn = inversesqrt(qk.x + 1e-6) * inversesqrt(float(DK));
+    float kn = inversesqrt(qk.y + 1e-6);
 
     float beta = 1.0 / (1.0 + exp(-act[p.b_off + h]));
     float a = act[p.a_off + h] + prm[p.dt_off + h];
@@ -125,7 +131,7 @@ void main() {
     float sk = 0.0;
     [[unroll]] for (uint r = 0; r < KR; ++r) sv[r] = S[sb + r * DV];
     [[unroll]] for (uint r = 0; r < KR; ++r) sk += sv[r] * ks[i0 + r];
-    sk = column_sum(sk, col, part);
+    sk = column_sum(sk, col, part, 0u);
     float d = beta * (v - decay * sk * kn);
     float o = 0.0;
     [[unroll]] for (uint r = 0; r < KR; ++r) {
@@ -133,7 +139,7 @@ void main() {
         S[sb + r * DV] = s;
         o += s * qs[i0 + r];
     }
-    o = column_sum(o, col, part) * qn;
+    o = column_sum(o, col, part, 1u) * qn;
 
     if (CW == DV) {  // the whole head is here
         float ss = wg_sum(part == 0u ? o * o : 0.0);

@@ -17,5 +17,25 @@ float seg_sum(float v, uint seg) {
     return r;
 }
 
-// Workgroup-wide sum.
+#if defined(SUBGROUP)
+// Workgroup-wide sums through the subgroups' own sums (SUBGROUP variants, where the device has
+// subgroup arithmetic): one barrier for what the tree above takes log2(WG) + 2 for. Subgroup
+// sums go to red[2 · subgroup] and red[2 · subgroup + 1] (a subgroup is 2 invocations or more).
+vec2 wg_sum2(vec2 v) {
+    v = subgroupAdd(v);
+    if (subgroupElect()) {
+        red[2u * gl_SubgroupID] = v.x;
+        red[2u * gl_SubgroupID + 1u] = v.y;
+    }
+    barrier();
+    vec2 s = vec2(0.0);
+    for (uint i = 0; i < gl_NumSubgroups; ++i) s += vec2(red[2u * i], red[2u * i + 1u]);
+    barrier();  // red may be reused right after
+    return s;
+}
+float wg_sum(float v) { return wg_sum2(vec2(v, 0.0)).x; }
+#else
+// Workgroup-wide sums.
 float wg_sum(float v) { return seg_sum(v, WG); }
+vec2 wg_sum2(vec2 v) { return vec2(wg_sum(v.x), wg_sum(v.y)); }
+#endif
