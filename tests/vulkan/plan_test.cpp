@@ -20,15 +20,20 @@ Features big_device() {
     return f;
 }
 
-TEST(VulkanPlan, PlacesEveryMatrixInsideASlab) {
+// A tiny Q4_K model whose every matrix's input is a whole number of 256-element blocks.
+dl::test::TinySpec q4_k_spec() {
     dl::test::TinySpec s;
     s.n_embd = 256;
     s.n_ff = 512;
     s.n_vocab = 1000;
     s.matrix_type = QType::Q4_K;
-    s.head_dim = 64;  // every matrix's input a whole number of 256-element blocks
+    s.head_dim = 64;
     s.d_state = 64;
-    auto model = dl::test::tiny_model(s);
+    return s;
+}
+
+TEST(VulkanPlan, PlacesEveryMatrixInsideASlab) {
+    auto model = dl::test::tiny_model(q4_k_spec());
     auto r = plan(*model, big_device(), Variant::scalar, {});
     ASSERT_TRUE(r.ok()) << r.reason();
     const Plan& p = *r;
@@ -60,14 +65,9 @@ TEST(VulkanPlan, PlacesEveryMatrixInsideASlab) {
 // The decode GEMV pair (Kernels::gemv_swiglu) binds a layer's FFN gate and up matrices as one
 // view: the plan keeps them in one slab, the up matrix after the gate, even where slabs split.
 TEST(VulkanPlan, KeepsEachLayersGateAndUpInOneSlab) {
-    dl::test::TinySpec s;
-    s.n_embd = 256;
+    dl::test::TinySpec s = q4_k_spec();
     s.n_ff = 768;
     s.n_layer = 6;
-    s.n_vocab = 1000;
-    s.matrix_type = QType::Q4_K;
-    s.head_dim = 64;
-    s.d_state = 64;
     auto model = dl::test::tiny_model(s);
     // Slabs of a few matrices each, so that slab ends fall at many places in the layers.
     for (uint32_t kib = 224; kib <= 480; kib += 32) {
@@ -89,15 +89,9 @@ TEST(VulkanPlan, KeepsEachLayersGateAndUpInOneSlab) {
 // before ends on the binding alignment, so the token command reads such a run in one GEMV; each
 // still starts where it can be bound alone.
 TEST(VulkanPlan, PutsAMixersInputProjectionsBackToBack) {
-    dl::test::TinySpec s;
-    s.n_embd = 256;
-    s.n_ff = 512;
-    s.n_vocab = 1000;
-    s.matrix_type = QType::Q4_K;
+    dl::test::TinySpec s = q4_k_spec();
     s.q4_k_m = true;  // Q6_K qkv and attn_v in every other layer: runs broken by the type
-    s.head_dim = 64;
-    s.d_state = 64;
-    s.H_v = 8;  // beta and alpha rows of 8 * 144 bytes: a run past them breaks on alignment
+    s.H_v = 8;        // beta and alpha rows of 8 * 144 bytes: a run past them breaks on alignment
     auto model = dl::test::tiny_model(s);
     auto r = plan(*model, big_device(), Variant::scalar, {});
     ASSERT_TRUE(r.ok()) << r.reason();
