@@ -226,7 +226,6 @@ void main() {
         // Scores: rows past the live ones are read clamped and masked below.
         float d[G];
         [[unroll]] for (uint g = 0; g < G; ++g) d[g] = 0.0;
-        const uint krow = r0 + min(j, n_live - 1u), base = cache_word(krow, kvh, 0u);
         uint vraw[VSTEP];
         if (VPRE != 0u && vq < RQ) {
             [[unroll]] for (uint u = 0; u < VSTEP; ++u)
@@ -246,6 +245,7 @@ void main() {
             }
             if (c + 1u < c1) load_keys(c + 1u, n_rows, pos, kvh, j, share, keys);
         } else {
+            const uint krow = r0 + min(j, n_live - 1u), base = cache_word(krow, kvh, 0u);
             [[unroll]] for (uint i = 0; i < KI; ++i) {
                 uint w = share + i * TPR;
                 if (w >= HD2) continue;
