@@ -44,10 +44,15 @@ struct ResidentDriver::Weights {
     // F16 copy of a GEMM input for the cooperative-matrix tiles.
     Buffer win_act, win_ids, win_logits, win_x16, win_w16;
 
+    // The bytes of slab `slab` from `offset` that hold `bytes` of matrix rows, with the 4 spare
+    // bytes the plan keeps after every matrix, rounded to whole words.
+    View rows(uint32_t slab, uint64_t offset, uint64_t bytes) const {
+        return view(slabs[slab], offset, (bytes + 7) / 4 * 4);
+    }
     View matrix(const Plan& p, const Tensor* t) const {
         const Placement* pl = p.find(t);
         DL_ASSERT(pl);
-        return view(slabs[pl->slab], pl->offset, (pl->bytes + 7) / 4 * 4);  // the 4 spare bytes
+        return rows(pl->slab, pl->offset, pl->bytes);
     }
     uint32_t param(const Tensor* t) const {
         auto it = param_off.find(t);
@@ -479,8 +484,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
                 bytes += pl->bytes;
                 rows += (uint32_t)u->rows();
             }
-            gemv_xn(t->type, view(W.slabs[first->slab], first->offset, (bytes + 7) / 4 * 4), rows,
-                    (uint32_t)t->cols(), act, in_proj[i].y_off);
+            gemv_xn(t->type, W.rows(first->slab, first->offset, bytes), rows, (uint32_t)t->cols(),
+                    act, in_proj[i].y_off);
             i = j;
         }
         in_proj.clear();
@@ -536,8 +541,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             const Kernels::GemvNormIn nin = pending ? pending_norm() : Kernels::GemvNormIn{};
             const uint64_t lo = std::min(g->offset, u->offset);
             const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
-            K.gemv_swiglu(cl, L.ffn_gate->type, view(W.slabs[g->slab], lo, (hi - lo + 7) / 4 * 4),
-                          g->offset - lo, u->offset - lo, (uint32_t)L.ffn_gate->rows(),
+            K.gemv_swiglu(cl, L.ffn_gate->type, W.rows(g->slab, lo, hi - lo), g->offset - lo,
+                          u->offset - lo, (uint32_t)L.ffn_gate->rows(),
                           (uint32_t)L.ffn_gate->cols(), act, pending ? A.h : A.xn, act, A.ffn,
                           pending ? &nin : nullptr);
             stage("gemv ffn");
