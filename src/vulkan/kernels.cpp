@@ -431,7 +431,8 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     if (pair) name += "_swiglu";
     if (norm) name += "_nin";
     name += gemv_x_suffix(xp);
-    if (f.subgroup_arithmetic) name += "_sg";
+    // The byte path's subgroup modules round x with shuffles (gemv.comp quantize_x_lanes).
+    if (f.subgroup_arithmetic && (xp != GemvX::bytes || f.subgroup_shuffle)) name += "_sg";
     // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): 2 workgroups of 512 a
     // multiprocessor, 9B 222.6 -> 228.4 t/s, Qwen3-8B 215.7 -> 221.2 (1: 203, 4: 226.5); the
     // F32 path's small workgroups need the whole grid (0.8B: 557 -> 289 at 2).

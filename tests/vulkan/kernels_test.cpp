@@ -311,6 +311,8 @@ TEST_P(GemvModule, MatchesDequantizedReference) {
     VK_TEST_DEVICE();
     const GemvShape s = GetParam();
     if (s.subgroup && !dev.features().subgroup_arithmetic) GTEST_SKIP() << "no subgroup arithmetic";
+    if (s.subgroup && s.x == Kernels::GemvX::bytes && !dev.features().subgroup_shuffle)
+        GTEST_SKIP() << "no subgroup shuffles";
     if (s.wg > dev.features().max_workgroup_invocations) GTEST_SKIP() << "workgroup too large";
     std::string name = "gemv_" + std::string(qtype_name(s.type));
     for (char& c : name) c = (char)std::tolower((unsigned char)c);
