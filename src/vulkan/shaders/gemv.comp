@@ -116,6 +116,13 @@ layout(constant_id = 9) const float NORM_EPS = 1e-6;
 #if defined(NORM_IN) && (defined(NORM_EPILOGUE) || !defined(X_INT8))
 #error "NORM_IN is for the byte path, and a GEMV over a norm's input does not end in one"
 #endif
+// The plain byte GEMVs (the residual updates of the token command: the out and down projections)
+// read their rows' residual values ahead (RES_AHEAD). It costs those variants no register on an
+// H200; in the NORM_IN and SWIGLU_PAIR variants, which the token command runs in mode 0, it cost
+// 7 (64 -> 71) and halved their workgroups a multiprocessor.
+#if defined(X_INT8) && !defined(NORM_IN) && !defined(SWIGLU_PAIR) && !defined(NORM_EPILOGUE)
+#define RES_AHEAD 1
+#endif
 
 // The weights and x are each bound twice: as words / floats and as 16-byte vectors.
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -796,6 +803,12 @@ void main() {
         // The previous block's row sums are read out of the partials before they are rewritten.
         if (blk != wg) barrier();
         uint row0 = (blk * GROUPS + grp) * ROWS;
+#if defined(RES_AHEAD)
+        // Mode 1: the residual value of this thread's row, requested now so that its latency
+        // passes under the weights' loads instead of delaying the store (and the barrier after it).
+        float res = 0.0;
+        if (p.mode == 1u && lt < ROWS && row0 + lt < p.nrows) res = y[p.y_off + row0 + lt];
+#endif
 
         // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
         uint rb[NR];
@@ -896,7 +909,11 @@ void main() {
             v = row_value(v, u);
             uint row = row0 + lt;
             if (row < p.nrows) {
+#if defined(RES_AHEAD)
+                if (p.mode == 1u) v += res;
+#else
                 if (p.mode == 1u) v += y[p.y_off + row];
+#endif
                 y[p.y_off + row] = v;
             }
         }
@@ -917,7 +934,11 @@ void main() {
 #else
                 float v = row_value(partial[lt][g0], 0.0);
 #endif
+#if defined(RES_AHEAD)
+                if (p.mode == 1u) v += res;
+#else
                 if (p.mode == 1u) v += y[p.y_off + row];
+#endif
                 y[p.y_off + row] = v;
             }
         }
