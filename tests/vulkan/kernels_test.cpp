@@ -244,8 +244,9 @@ TEST(GemvXPaths, NormInRefusesWhatItCannotRun) {
         EXPECT_TRUE(refuses(QType::Q8_0, norm));
     }
     test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
-    if (K.gemv_x_for(QType::Q8_0, 256) == Kernels::GemvX::bytes)
+    if (K.gemv_x_for(QType::Q8_0, 256) == Kernels::GemvX::bytes) {
         EXPECT_TRUE(refuses(QType::Q8_0, {view(nw, 0, 128 * 4), 1e-6f}));  // half a row
+    }
     cl.end();
 }
 
