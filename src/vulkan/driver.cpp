@@ -467,14 +467,14 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         uint32_t y_off;
     };
     std::vector<InProj> in_proj;
-    struct Run {
-        QType t;
-        View w;
-        uint32_t rows, cols, y_off;
-        uint64_t bytes;
-    };
-    std::vector<Run> runs;
     auto flush_in = [&] {
+        struct Run {
+            QType t;
+            View w;
+            uint32_t rows, cols, y_off;
+            uint64_t bytes;
+        };
+        std::vector<Run> runs;
         for (size_t i = 0; i < in_proj.size();) {
             const Tensor* t = in_proj[i].t;
             const Placement* first = plan_.find(t);
@@ -501,7 +501,6 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         std::stable_sort(runs.begin(), runs.end(),
                          [](const Run& a, const Run& b) { return a.bytes < b.bytes; });
         for (const Run& r : runs) gemv_xn(r.t, r.w, r.rows, r.cols, act, r.y_off);
-        runs.clear();
         in_proj.clear();
     };
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
