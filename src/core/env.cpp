@@ -38,6 +38,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_MERGE_IN", "bool", "1",
          "Vulkan decode: each run of a mixer's input projections of one type that lie back to "
          "back is one GEMV (0: a GEMV each)"},
+        {"DELTALLM_VK_GEMV_BALANCE", "bool", "1",
+         "Vulkan decode: a GEMV alone in its stage takes fewer rows a workgroup where that evens "
+         "out its row blocks over the device (0: the fixed shapes)"},
         {"DELTALLM_VK_EXPAND_AHEAD", "bool", "1",
          "Vulkan prefill windows: expand the next GEMM's matrix to F16 beside the current GEMM "
          "(0: each expansion between barriers of its own)"},

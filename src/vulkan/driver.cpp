@@ -152,6 +152,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels->gemv_groups = opts.gemv_groups;
     w->kernels->gemv_waves = opts.gemv_waves;
     w->kernels->gemv_wide = opts.gemv_wide;
+    w->kernels->gemv_balance = opts.gemv_balance;
     w->kernels->gemm_tile = opts.gemm_tile;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
@@ -187,6 +188,10 @@ bool DriverOptions::gemv_norm_in_from_env() {
 
 bool DriverOptions::merge_in_from_env() {
     return env::get_bool("DELTALLM_VK_MERGE_IN");
+}
+
+bool DriverOptions::gemv_balance_from_env() {
+    return env::get_bool("DELTALLM_VK_GEMV_BALANCE");
 }
 
 bool DriverOptions::expand_ahead_from_env() {
@@ -449,10 +454,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // The norm the GEMVs reading xn apply to h themselves (none: xn holds the normalized h).
     const Tensor* pending = nullptr;
     auto pending_norm = [&] { return Kernels::GemvNormIn{norm_weights(pending), hp.rms_eps}; };
-    // W · xn (rows of cols values of type t at view w) into y[y_off ..].
-    auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off) {
-        if (!pending) return K.gemv(cl, t, w, rows, cols, act, A.xn, y, y_off, false);
-        K.gemv_normed(cl, t, w, rows, cols, act, A.h, y, y_off, false, pending_norm());
+    // W · xn (rows of cols values of type t at view w) into y[y_off ..]; shared: other GEMVs
+    // run in its stage (Kernels::gemv).
+    auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
+                       bool shared = false) {
+        if (!pending) return K.gemv(cl, t, w, rows, cols, act, A.xn, y, y_off, false, shared);
+        K.gemv_normed(cl, t, w, rows, cols, act, A.h, y, y_off, false, pending_norm(), shared);
     };
     auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
         gemv_xn(t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), y, y_off);
@@ -500,7 +507,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         // tail (Qwen3-8B's v after its q and k: tg128 +3 % on an H200, docs/PERF.md).
         std::stable_sort(runs.begin(), runs.end(),
                          [](const Run& a, const Run& b) { return a.bytes < b.bytes; });
-        for (const Run& r : runs) gemv_xn(r.t, r.w, r.rows, r.cols, act, r.y_off);
+        for (const Run& r : runs) gemv_xn(r.t, r.w, r.rows, r.cols, act, r.y_off, runs.size() > 1);
         in_proj.clear();
     };
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {

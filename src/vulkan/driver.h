@@ -59,6 +59,9 @@ struct DriverOptions {
     // Kernels::gemv_waves (DELTALLM_VK_GEMV_WAVES).
     uint32_t gemv_waves = gemv_waves_from_env();
     static uint32_t gemv_waves_from_env();
+    // Kernels::gemv_balance (DELTALLM_VK_GEMV_BALANCE).
+    bool gemv_balance = gemv_balance_from_env();
+    static bool gemv_balance_from_env();
     // Kernels::gemv_wide (DELTALLM_VK_GEMV_WIDE: auto, off or all).
     Kernels::GemvWide gemv_wide = gemv_wide_from_env();
     static Kernels::GemvWide gemv_wide_from_env();

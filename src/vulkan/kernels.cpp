@@ -326,8 +326,9 @@ Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
 }
 
 void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                   uint32_t x_off, View y, uint32_t y_off, bool accumulate) {
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr);
+                   uint32_t x_off, View y, uint32_t y_off, bool accumulate, bool shared) {
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr,
+                shared);
 }
 
 void Kernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
@@ -338,8 +339,9 @@ void Kernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32
 
 void Kernels::gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                           uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                          const GemvNormIn& norm) {
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, &norm);
+                          const GemvNormIn& norm, bool shared) {
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, &norm,
+                shared);
 }
 
 void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
@@ -354,9 +356,19 @@ void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair, norm);
 }
 
+uint32_t Kernels::balanced_rows(uint32_t rows, uint32_t k_rows, uint32_t groups, uint32_t slots) {
+    auto cost = [&](uint32_t kr) {
+        const uint64_t blocks = ((uint64_t)rows + kr * groups - 1) / (kr * groups);
+        return (double)((blocks + slots - 1) / slots) * kr;
+    };
+    while (k_rows > 1 && cost(k_rows / 2) < 0.9 * cost(k_rows)) k_rows /= 2;
+    return k_rows;
+}
+
 void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                           uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                          const GemvFusion* fuse, const uint32_t* pair, const GemvNormIn* norm) {
+                          const GemvFusion* fuse, const uint32_t* pair, const GemvNormIn* norm,
+                          bool shared) {
     const char* mod = gemv_module(t);
     if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
     DL_ASSERT(!(norm && fuse));
@@ -410,6 +422,21 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     while (groups > 1 && gemv_shared_bytes(xp, cols, wg * groups, nr) > f.max_shared_memory)
         groups /= 2;
     if (gemv_shared_bytes(xp, cols, wg, nr) > f.max_shared_memory) xp = GemvX::global;
+    // A GEMV alone in its stage evens out its row blocks over the device's workgroup slots:
+    // gemv_waves workgroups of 512 invocations a multiprocessor (one of 1024). On an H200, tg128
+    // in two rounds: 0.8B 780.5 / 753.2 -> 871.3 / 827.2 t/s (its out and down projections over
+    // 32-64 workgroups spread to 64-256), 9B 331.2 / 328.8 -> 329.9 / 337.7 (its merged input
+    // projections, 386 row blocks on 264 slots, take two rounds of half the rows in three),
+    // Qwen3-8B unchanged. Balancing the GEMVs that share a stage too took Qwen3-8B's v beside its
+    // q and k from 32 workgroups to 128, for as many multiprocessors: 341.2 / 347.2 -> 328.3 /
+    // 330.2 (docs/PERF.md 2026-12-01, noon).
+    if (xp == GemvX::bytes && gemv_balance && !shared && !gemv_shape.threads) {
+        const uint32_t slots =
+            gemv_slots   ? gemv_slots
+            : gemv_waves ? f.sm_count * std::max<uint32_t>(1, gemv_waves * 512 / (wg * groups))
+                         : 0;
+        if (slots) kRows = balanced_rows(rows, kRows, groups, slots);
+    }
     if (norm && xp != GemvX::bytes)
         fail(
             "a GEMV over a norm's input ({} x {} {}) needs x in bytes, which it does not take "

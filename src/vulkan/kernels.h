@@ -20,13 +20,26 @@ class Kernels {
     // The GGUF block formats the matrix kernels decode in place: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K.
     static bool block_format(QType t);
     // y[y_off + r] (=|+=) sum_c W[r, c] · x[x_off + c] for r < rows; W is rows × cols of type t.
+    // shared: other dispatches run beside it (a stage of several GEMVs), so its shape is not
+    // balanced over the whole device (gemv_balance).
     void gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-              uint32_t x_off, View y, uint32_t y_off, bool accumulate);
+              uint32_t x_off, View y, uint32_t y_off, bool accumulate, bool shared = false);
     // For the GEMV speed report only: a nonzero shape forces threads and rows a workgroup.
     struct GemvShape {
         uint32_t threads = 0, rows = 0;
     };
     GemvShape gemv_shape;
+    // The byte GEMVs that have the device to themselves take fewer rows a group where that
+    // evens out their row blocks over the device's workgroup slots (balanced_rows;
+    // DELTALLM_VK_GEMV_BALANCE, off for measurements). gemv_slots: the slots counted (0:
+    // gemv_waves workgroups of 512 invocations a multiprocessor; tests set it).
+    bool gemv_balance = true;
+    uint32_t gemv_slots = 0;
+    // Rows a group (k_rows, halved while that pays) for `rows` rows in workgroups of `groups`
+    // row groups over `slots` slots: a workgroup takes its row blocks in turn, so a GEMV takes
+    // as long as its busiest workgroup, rounds · rows a block. A half shape is taken where it
+    // saves a tenth of that.
+    static uint32_t balanced_rows(uint32_t rows, uint32_t k_rows, uint32_t groups, uint32_t slots);
     // For the GEMV speed report only: gemv.comp's ABLATE bits (0 otherwise; results then wrong).
     uint32_t gemv_ablate = 0;
     // Row groups of the byte-path GEMVs (gemv.comp GROUPS; a power of two, 1: none): a workgroup
@@ -79,7 +92,7 @@ class Kernels {
     };
     void gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                     const GemvNormIn& norm);
+                     const GemvNormIn& norm, bool shared = false);
     // y[y_off + r] = silu(G[r]·x) · (U[r]·x) for r < rows: the FFN gate and up projections and
     // the SwiGLU in one dispatch (gemv.comp SWIGLU_PAIR). G and U (rows × cols of type t each)
     // lie at byte offsets g_off and u_off (multiples of 4) of the weight view w. With `norm`,
@@ -327,7 +340,7 @@ class Kernels {
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvFusion* fuse, const uint32_t* pair = nullptr,
-                     const GemvNormIn* norm = nullptr);
+                     const GemvNormIn* norm = nullptr, bool shared = false);
     Device& dev_;
     Pipelines& pipes_;
 };

@@ -271,7 +271,7 @@ TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     const char* vars[] = {"DELTALLM_VK_GEMV_X",     "DELTALLM_VK_GEMV_GROUPS",
                           "DELTALLM_VK_GEMV_WAVES", "DELTALLM_VK_GEMV_WIDE",
                           "DELTALLM_VK_DN_COLUMNS", "DELTALLM_VK_DN_SCAN",
-                          "DELTALLM_VK_GEMM_TILE"};
+                          "DELTALLM_VK_GEMM_TILE",  "DELTALLM_VK_GEMV_BALANCE"};
     std::vector<std::pair<std::string, std::string>> saved;
     for (const char* v : vars)
         if (const char* was = std::getenv(v)) saved.emplace_back(v, was);
@@ -283,6 +283,7 @@ TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     EXPECT_EQ(o.gemv_groups, fresh.gemv_groups);
     EXPECT_EQ(o.gemv_waves, fresh.gemv_waves);
     EXPECT_EQ(o.gemv_wide, fresh.gemv_wide);
+    EXPECT_EQ(o.gemv_balance, fresh.gemv_balance);
     EXPECT_EQ(o.deltanet_columns, fresh.deltanet_columns);
     EXPECT_EQ(o.deltanet_scan, fresh.deltanet_scan);
     EXPECT_EQ(o.gemm_tile.bm, fresh.gemm_tile.bm);

@@ -193,6 +193,39 @@ TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
+// Shapes balanced over a device of 3 workgroup slots (Kernels::gemv_balance): fewer rows a
+// group, down to one, in workgroups of 4 row groups, over narrow and wide slices.
+TEST_P(GemvXPaths, BytesBalancedOverFewSlotsMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    test::Scoped slots(K.gemv_slots, 3);
+    test::Scoped groups(K.gemv_groups, 4);
+    for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
+        test::Scoped w(K.gemv_wide, wide);
+        check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+    }
+}
+
+// The balance's arithmetic on the shapes of real decode GEMVs over an H200's 264 slots (2 a
+// multiprocessor): a GEMV takes as long as its busiest workgroup, rounds of blocks times rows a
+// block, and a half shape is taken where it saves a tenth.
+TEST(GemvBalance, HalvesRowsWhereTheBusiestWorkgroupGainsATenth) {
+    // The 9B's merged input projections: 12352 rows in blocks of 4 · 8 = 386 blocks, two rounds
+    // of 4 rows (8); 772 blocks of 2, three rounds (6); 1544 of 1, six rounds (6, no gain).
+    EXPECT_EQ(Kernels::balanced_rows(12352, 4, 8, 264), 2u);
+    // Its attention q and k, 9216 rows: 288 blocks, 2 rounds · 4 = 8; 576 -> 3 · 2 = 6; 1152 ->
+    // 5 · 1 = 5.
+    EXPECT_EQ(Kernels::balanced_rows(9216, 4, 8, 264), 1u);
+    // The out projection, 4096 rows: 256 blocks in one round (2); 512 blocks take two (2).
+    EXPECT_EQ(Kernels::balanced_rows(4096, 2, 8, 264), 2u);
+    // The 0.8B's out projection, 1024 rows in groups of 16: 32 blocks (2); 64 blocks (1).
+    EXPECT_EQ(Kernels::balanced_rows(1024, 2, 16, 264), 1u);
+    // The 0.8B's head: 1940 blocks, 8 rounds · 8 = 64; 3880 -> 15 · 4 = 60, under a tenth.
+    EXPECT_EQ(Kernels::balanced_rows(248320, 8, 16, 264), 8u);
+    // One row a group stays one; one slot takes the rows in one long round either way.
+    EXPECT_EQ(Kernels::balanced_rows(100, 1, 4, 264), 1u);
+    EXPECT_EQ(Kernels::balanced_rows(4096, 4, 8, 1), 4u);
+}
+
 // Over the RMSNorm of x (Kernels::gemv_normed, gemv.comp NORM_IN): the launcher's shape, and row
 // groups over a small grid with narrow and with wide slices.
 TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
