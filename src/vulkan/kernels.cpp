@@ -388,8 +388,14 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // night), tg128 in two rounds: 9B 271.3 / 274.0 -> 297.3 / 296.0 t/s, Qwen3-8B 269.3 / 272.1 ->
     // 295.4 / 299.6. Wide Q6_K slices over 4096-value rows measured slower (GemvSpeed.Rows, 8192
     // rows: 13.3 -> 16.2 us), over the down projections faster (21.0 -> 18.5 us).
+    // Under `automatic`, rows too short to give each invocation of a subgroup a wide slice keep
+    // narrow ones (the 0.8B's 1024-value Q4_K rows: 16 wide slices for a group of 32 threads).
+    // H200 tg128, three rounds: 0.8B 795.2 / 838.1 / 828.4 -> 862.0 / 898.8 / 804.3 t/s.
     const bool wide_type =
-        t == QType::Q4_K || (t == QType::Q6_K && (cols >= 8192 || gemv_wide == GemvWide::all));
+        gemv_wide == GemvWide::all
+            ? t == QType::Q4_K || t == QType::Q6_K
+            : (t == QType::Q4_K || (t == QType::Q6_K && cols >= 8192)) &&
+                  gemv_slices(t, cols) / 2 >= std::max<uint32_t>(f.max_subgroup_size, 1);
     const uint32_t wide = xp == GemvX::bytes && gemv_wide != GemvWide::off && wide_type ? 1 : 0;
     uint32_t slices = gemv_slices(t, cols) >> wide, want = 32;
     while (want < slices && want < (wide ? 64u : 128u)) want *= 2;
