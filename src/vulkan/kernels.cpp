@@ -8,10 +8,24 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "vulkan/spirv_shared.h"
 
 namespace dl::vk {
 
 namespace {
+
+// What a compiler may add to a module's shared memory beyond its declarations (an H200 reported
+// 43136 bytes for the 43008 the 9B's Q6_K GEMV over a norm's input declares), so a shape chosen
+// to fit does.
+constexpr uint32_t kSharedMargin = 512;
+
+// The shared memory module `name` declares with specialization constants spec
+// (spirv_shared.h), with the margin; empty where the build lacks the module.
+std::optional<uint64_t> module_shared_bytes(const char* name, std::vector<uint32_t> spec) {
+    auto b = workgroup_bytes(find_module(name), spec);
+    if (!b) return std::nullopt;
+    return *b + kSharedMargin;
+}
 
 struct GemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
@@ -129,14 +143,16 @@ std::optional<Decline> Kernels::deltanet_step_supported(const Features& f, uint3
         return Decline{
             fmt::format("DeltaNet value head size {} exceeds the device's {} threads per workgroup",
                         d_v, f.max_workgroup_invocations)};
-    // deltanet_step.comp's shared memory at its widest workgroup (a whole head): the reduction
-    // (WG floats), q and k, and the two column sums' partials (2 · WG).
-    if ((uint64_t)(3 * d_v * deltanet_step_parts(f, d_k, d_v) + 2 * d_k) * 4 + 4 >
-        f.max_shared_memory)
-        return Decline{
-            fmt::format("DeltaNet head sizes {}/{} exceed the device's shared memory", d_k, d_v)};
     if (conv_kernel < 1 || conv_kernel > 16)
         return Decline{fmt::format("DeltaNet conv kernel {} unsupported", conv_kernel)};
+    // deltanet_step.comp's shared memory at its widest workgroup (a whole head).
+    const uint32_t ks = deltanet_step_parts(f, d_k, d_v);
+    const auto bytes =
+        module_shared_bytes("deltanet_step", {d_v * ks, d_k, conv_kernel, d_v, d_v, ks});
+    if (!bytes) return Decline{"this build cannot size the DeltaNet step's shared memory"};
+    if (*bytes > f.max_shared_memory)
+        return Decline{
+            fmt::format("DeltaNet head sizes {}/{} exceed the device's shared memory", d_k, d_v)};
     return std::nullopt;
 }
 
@@ -185,13 +201,6 @@ uint64_t Kernels::attention_partials(const Attention& a) {
     return (uint64_t)a.n_head * attention_splits(a.n_ctx, a.max_splits) * (a.head_dim + 2);
 }
 
-// Shared memory of attn_decode.comp for g heads a workgroup of wg threads (its declarations).
-static uint32_t attn_decode_shared(uint32_t g, uint32_t wg, uint32_t head_dim) {
-    return g * (head_dim / 2 * 8 + Kernels::kAttnSplit * 4 +
-                std::max(wg, 2 * Kernels::kAttnMaxSplits) * 4 + wg * 8 + 12) +
-           4 + head_dim * 4;
-}
-
 void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
                         View v_cache, View partials, View tok, View counter) {
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
@@ -208,7 +217,13 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     uint32_t g = ratio % 4 == 0 ? 4 : ratio % 2 == 0 ? 2 : 1;
     while (g > 1 && g * a.head_dim > 512) g /= 2;
     uint32_t wg = f.max_workgroup_invocations >= 256 ? 256 : 128;
-    while (attn_decode_shared(g, wg, a.head_dim) > f.max_shared_memory && (g > 1 || wg > 128)) {
+    // attn_decode.comp's shared memory for g heads a workgroup of wg threads.
+    auto shared = [&](uint32_t gg, uint32_t w) {
+        auto b = module_shared_bytes("attn_decode", {w, a.head_dim, gg});
+        if (!b) fail("this build cannot size the shared memory of its decode attention");
+        return *b;
+    };
+    while (shared(g, wg) > f.max_shared_memory && (g > 1 || wg > 128)) {
         if (g > 1)
             g /= 2;
         else
@@ -270,11 +285,11 @@ static uint32_t gemv_slices(QType t, uint32_t cols) {
 }
 
 // Shared memory of the GEMV for rows of `cols` read through path x: the row partials and, for
-// bytes, 48 bytes a block of 32 values of x (the values, the block's scale and sums), and a
-// margin for what a compiler adds beyond the declarations (an H200's reported 43136 bytes for
-// the 43008 declared by the 9B's Q6_K GEMV over a norm's input), so a shape chosen to fit does.
-static uint32_t gemv_shared_bytes(Kernels::GemvX x, uint32_t cols, uint32_t wg, uint32_t rows) {
-    return (x == Kernels::GemvX::bytes ? cols / 32 * 48 : 0) + wg * rows * 4 + 512;
+// bytes, 48 bytes a block of 32 values of x (the values, the block's scale and sums), with the
+// margin. The launcher sizes many shapes with it; spirv_shared_test.cpp holds it to the modules'
+// declarations.
+uint32_t Kernels::gemv_shared_bytes(GemvX x, uint32_t cols, uint32_t wg, uint32_t rows) {
+    return (x == GemvX::bytes ? cols / 32 * 48 : 0) + wg * rows * 4 + kSharedMargin;
 }
 
 bool Kernels::block_format(QType t) {

@@ -335,6 +335,10 @@ class Kernels {
                        View params, View ring, View state, View tok, uint32_t n,
                        DeltaNetScan scan = DeltaNetScan::best);
 
+    // The GEMV's shared memory for workgroups of wg threads accumulating `rows` rows over x of
+    // `cols` values read through path x, with a margin for what a compiler adds.
+    static uint32_t gemv_shared_bytes(GemvX x, uint32_t cols, uint32_t wg, uint32_t rows);
+
   private:
     uint32_t wg_size(uint32_t want) const;
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
