@@ -187,7 +187,7 @@ inline std::vector<std::tuple<QType, uint32_t, uint32_t>> small_matrices() {
             {QType::Q6_K, 6, 256}, {QType::Q6_K, 5, 768}, {QType::Q6_K, 4, 2048}};
 }
 
-// x as the byte GEMVs see it (shaders/gemv.comp, X_INT8): each block of 32 values scaled so its
+// x as the byte GEMVs see it (shaders/gemv.comp, X_INT8): each block of 16 values scaled so its
 // largest magnitude is 127 and rounded half to even. `values` are the rounded values times the
 // block's scale; `scale[i]` is that scale for value i. The device's 127 / amax may differ from
 // this one in the last bit, so a value that lands on a half may round the other way: tests
@@ -197,8 +197,8 @@ struct BytesX {
 };
 inline BytesX round_x_bytes(const float* x, size_t n) {
     BytesX b{std::vector<float>(n), std::vector<float>(n)};
-    for (size_t b0 = 0; b0 < n; b0 += 32) {
-        const size_t e = std::min(n, b0 + 32);
+    for (size_t b0 = 0; b0 < n; b0 += 16) {
+        const size_t e = std::min(n, b0 + 16);
         float amax = 0.f;
         for (size_t i = b0; i < e; ++i) amax = std::max(amax, std::fabs(x[i]));
         const float id = amax > 0.f ? 127.f / amax : 0.f, d = amax / 127.f;

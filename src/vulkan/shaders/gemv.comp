@@ -26,16 +26,18 @@
 //    device has subgroup arithmetic (no subgroup size is assumed: partials are indexed by
 //    gl_SubgroupID), else by a shared-memory tree.
 //  - X_INT8 (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K on devices with integer dot products): each workgroup
-//    first rounds x to signed bytes with one scale per 32 values (largest magnitude -> 127) in
+//    first rounds x to signed bytes with one scale per 16 values (largest magnitude -> 127) in
 //    shared memory, and the weight bytes meet x in 4-way packed integer dot products: one
 //    instruction where the float path spends about a dozen (unpack, convert, four FMAs) on four
 //    weights, which is what bounds the float path on a fast GPU. A 32-value slice is then two
 //    or three loads, the nibble masks, eight dot products and a few float scalings per row.
 //    The per-block sums of the rounded x stand in for sums of x (Q4_K / Q5_K mins, the Q4_0 and
 //    Q6_K offsets). The rounding is the activation quantization the CPU chain's dot products
-//    use; the error it adds is a fraction of a percent of |x| per value. Eight adjacent
-//    invocations round a block where subgroups allow (quantize_x_lanes), so the reads of x are
-//    contiguous.
+//    use, in blocks half as long (the CPU chain's are 32 values); the error it adds is a
+//    fraction of a percent of |x| per value. Four adjacent invocations round a block where
+//    subgroups allow (quantize_x_lanes), so the reads of x are contiguous. Blocks of 16 measured
+//    faster than blocks of 32 on an H200 (tg128 in one call: 9B 329 -> 339 t/s, Qwen3-8B
+//    332-340 -> 352; docs/PERF.md 2026-12-01, afternoon).
 //  - Wide slices (WIDE, X_INT8 Q4_K and Q6_K): a slice of 64 weights, so the fixed work of a
 //    slice (the header or scale loads, unpacking the scales, the float terms) is paid once for
 //    twice the weights; the launcher gives a thread half the rows, so it holds as many weight
@@ -331,11 +333,11 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
 #endif
 
 #if defined(X_INT8)
-// x rounded to signed bytes (see the top): block b (values 32b .. 32b+31) is xq[2b], xq[2b+1],
-// four values a word; xd[b] = (scale, scale · sum of the rounded values 0-15, the same for
-// 16-31, unused).
+// x rounded to signed bytes (see the top) in blocks of 16 values: block e (values 16e ..
+// 16e + 15) is xq[e], four values a word, with xd[e] = (its scale, scale · the sum of its
+// rounded values). Each 16-value run a slice meets has its own scale.
 shared uvec4 xq[2u * XBLOCKS];
-shared vec4 xd[XBLOCKS];
+shared vec2 xd[2u * XBLOCKS];
 #if defined(NORM_IN)
 // Partial sums of squares of x, one a subgroup (SUBGROUP; else reduced into xss[0]). Read where
 // the rows are stored rather than held in a register across the row loop: one register more put
@@ -373,7 +375,7 @@ float round_factor(inout float amax, bool finite) {
 }
 
 #if defined(SUBGROUP)
-// quantize_x where subgroups hold 8+ invocations: eight adjacent ones round a block, four values
+// quantize_x where subgroups hold 4+ invocations: four adjacent ones round a block, four values
 // each, their largest magnitude and sums combined by shuffles. The workgroup's reads of x (and
 // of the norm weights) are then contiguous 16-byte loads, a few cache lines an instruction;
 // with a thread a block, each load instruction of a subgroup of 32 touched 32 lines. On an
@@ -383,7 +385,7 @@ void quantize_x_lanes() {
 #if defined(NORM_IN)
     float ss = 0.0;
 #endif
-    // Value quad i is values 4i .. 4i + 3: quad j = i % 8 of block i / 8.
+    // Value quad i is values 4i .. 4i + 3: quad j = i % 4 of block i / 4.
     for (uint i = lane; i < 8u * XBLOCKS; i += WG) {
         vec4 v = xload4(4u * i);
 #if defined(NORM_IN)
@@ -393,20 +395,19 @@ void quantize_x_lanes() {
         vec4 a = abs(v);
         float amax = max(max(a.x, a.y), max(a.z, a.w));
         uint bad = any(isnan(v)) || any(isinf(v)) ? 1u : 0u;
-        [[unroll]] for (uint m = 1u; m < 8u; m <<= 1) {
+        [[unroll]] for (uint m = 1u; m < 4u; m <<= 1) {
             amax = max(amax, subgroupShuffleXor(amax, m));
             bad |= subgroupShuffleXor(bad, m);
         }
         float id = round_factor(amax, bad == 0u);
         int sum;
         uint w = round4(v, id, sum);
-        sum += subgroupShuffleXor(sum, 1u);  // the sum of the block's half: quads 0-3 or 4-7
+        sum += subgroupShuffleXor(sum, 1u);
         sum += subgroupShuffleXor(sum, 2u);
-        uint b = i >> 3, j = i & 7u;
-        xq[2u * b + (j >> 2)][j & 3u] = w;
+        uint e = i >> 2, j = i & 3u;
+        xq[e][j] = w;
         float d = amax / 127.0;
-        if ((j & 3u) == 0u) xd[b][1u + (j >> 2)] = d * float(sum);
-        if (j == 0u) xd[b].x = d;
+        if (j == 0u) xd[e] = vec2(d, d * float(sum));
     }
 #if defined(NORM_IN)
     ss = subgroupAdd(ss);
@@ -419,15 +420,15 @@ void quantize_x_lanes() {
 void quantize_x() {
     if ((ABLATE & 4u) != 0u) return;
     if ((ABLATE & 1u) != 0u) {
-        for (uint b = gl_LocalInvocationID.x; b < XBLOCKS; b += WG) {
-            xq[2u * b] = xq[2u * b + 1u] = uvec4(0x01010101u);
-            xd[b] = vec4(1.0, 16.0, 16.0, 0.0);
+        for (uint e = gl_LocalInvocationID.x; e < 2u * XBLOCKS; e += WG) {
+            xq[e] = uvec4(0x01010101u);
+            xd[e] = vec2(1.0, 16.0);
         }
         barrier();
         return;
     }
 #if defined(SUBGROUP)
-    if (gl_SubgroupSize >= 8u) {
+    if (gl_SubgroupSize >= 4u) {
         quantize_x_lanes();
         return;
     }
@@ -435,35 +436,31 @@ void quantize_x() {
 #if defined(NORM_IN)
     float ss = 0.0;  // this thread's sum of squares of x
 #endif
-    for (uint b = gl_LocalInvocationID.x; b < XBLOCKS; b += WG) {
-        vec4 v[8];
+    for (uint e = gl_LocalInvocationID.x; e < 2u * XBLOCKS; e += WG) {
+        vec4 v[4];
         float amax = 0.0;
         bool finite = true;
-        [[unroll]] for (uint i = 0; i < 8u; ++i) {
-            v[i] = xload4(32u * b + 4u * i);
+        [[unroll]] for (uint i = 0; i < 4u; ++i) {
+            v[i] = xload4(16u * e + 4u * i);
 #if defined(NORM_IN)
             ss += dot(v[i], v[i]);
-            v[i] *= nin_w4[8u * b + i];
+            v[i] *= nin_w4[4u * e + i];
 #endif
             vec4 a = abs(v[i]);
             amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
             finite = finite && !any(isnan(v[i])) && !any(isinf(v[i]));
         }
         float id = round_factor(amax, finite);
-        uint w[8];
-        int s0 = 0, s1 = 0;
-        [[unroll]] for (uint i = 0; i < 8u; ++i) {
+        uint w[4];
+        int s0 = 0;
+        [[unroll]] for (uint i = 0; i < 4u; ++i) {
             int sum;
             w[i] = round4(v[i], id, sum);
-            if (i < 4u)
-                s0 += sum;
-            else
-                s1 += sum;
+            s0 += sum;
         }
         float d = amax / 127.0;
-        xq[2u * b] = uvec4(w[0], w[1], w[2], w[3]);
-        xq[2u * b + 1u] = uvec4(w[4], w[5], w[6], w[7]);
-        xd[b] = vec4(d, d * float(s0), d * float(s1), 0.0);
+        xq[e] = uvec4(w[0], w[1], w[2], w[3]);
+        xd[e] = vec2(d, d * float(s0));
     }
 #if defined(NORM_IN)
     uint tid = gl_LocalInvocationID.x;
@@ -486,12 +483,13 @@ void quantize_x() {
 
 int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
 
-// The 32 rounded x values a slice meets (a: the first 16, b: the other 16, in the order the
-// slice's weight words meet them), with the float terms of its format in f. A WIDE slice meets
-// 64: a and a2 are x block bi, b and b2 block bj.
+// The 32 rounded x values a slice meets, two 16-value blocks (a: the first, b: the other, in the
+// order the slice's weight words meet them), with f = (a's scale, b's, a's scaled sum, b's). A
+// WIDE slice meets four: a, a2 (the 32 values of one run) and b, b2, with f their four scales and
+// g their four scaled sums.
 struct XSlice {
     uvec4 a, b, a2, b2;
-    vec4 f, g;  // g: WIDE Q6_K, the four halves' sums (bi's two, then bj's)
+    vec4 f, g;
 };
 
 XSlice x_slice(uint blk, uint part) {
@@ -502,11 +500,11 @@ XSlice x_slice(uint blk, uint part) {
         x.g = vec4(16.0);
         return x;
     }
+    // Indices below are of 32-value runs (bi, bj); run b holds 16-value blocks 2b and 2b + 1.
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q6_K)
     if (WIDE != 0u) {
         // Q4_K: sub-blocks 2·part and 2·part + 1; Q6_K: quarters c and c + 2 of half h (part =
-        // 2h + c). All 32 values of each: f = (the two x blocks' scales, their sums), g = the
-        // sums of their halves.
+        // 2h + c). All 32 values of each.
 #if defined(WTYPE_Q6_K)
         uint bi = blk * 8u + 4u * (part >> 1) + (part & 1u), bj = bi + 2u;
 #else
@@ -516,16 +514,15 @@ XSlice x_slice(uint blk, uint part) {
         x.a2 = xq[2u * bi + 1u];
         x.b = xq[2u * bj];
         x.b2 = xq[2u * bj + 1u];
-        vec4 d0 = xd[bi], d1 = xd[bj];
-        x.f = vec4(d0.x, d1.x, d0.y + d0.z, d1.y + d1.z);
-        x.g = vec4(d0.yz, d1.yz);
+        vec2 da = xd[2u * bi], da2 = xd[2u * bi + 1u], db = xd[2u * bj], db2 = xd[2u * bj + 1u];
+        x.f = vec4(da.x, da2.x, db.x, db2.x);
+        x.g = vec4(da.y, da2.y, db.y, db2.y);
         return x;
     }
 #endif
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K)
     // Q4_K / Q5_K: sub-blocks 2j and 2j+1 (j = part/2); Q6_K: quarters c and c + 2 of half h
-    // (part = 4h + 2c + f). Values 16f .. 16f + 15 of each (f = part&1): f = (the two x blocks'
-    // scales, sums of those halves).
+    // (part = 4h + 2c + f). Values 16f .. 16f + 15 of each (f = part&1).
     uint f = part & 1u;
 #if defined(WTYPE_Q6_K)
     uint bi = blk * 8u + (part & 4u) + ((part >> 1) & 1u), bj = bi + 2u;
@@ -534,14 +531,13 @@ XSlice x_slice(uint blk, uint part) {
 #endif
     x.a = xq[2u * bi + f];
     x.b = xq[2u * bj + f];
-    vec4 d0 = xd[bi], d1 = xd[bj];
-    x.f = vec4(d0.x, d1.x, f == 0u ? d0.y : d0.z, f == 0u ? d1.y : d1.z);
-#else  // Q4_0, Q8_0: the block's 32 values; f = (scale, sum of all 32)
+    vec2 da = xd[2u * bi + f], db = xd[2u * bj + f];
+#else  // Q4_0, Q8_0: the block's 32 values
     x.a = xq[2u * blk];
     x.b = xq[2u * blk + 1u];
-    vec4 d = xd[blk];
-    x.f = vec4(d.x, d.y + d.z, 0.0, 0.0);
+    vec2 da = xd[2u * blk], db = xd[2u * blk + 1u];
 #endif
+    x.f = vec4(da.x, db.x, da.y, db.y);
     return x;
 }
 
@@ -555,12 +551,17 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
         // Bytes 32·part .. +31 of the nibbles: sub-block 2·part (low) and 2·part + 1 (high).
         uvec4 q0 = load16(b + 16u + 32u * part), q1 = load16(b + 32u + 32u * part);
         k4_pair(hd, part, sc, mn);
+        int lo2 = 0, hi2 = 0;
         [[unroll]] for (uint i = 0; i < 4u; ++i) {
-            lo += dot4(q0[i] & 0x0f0f0f0fu, x.a[i]) + dot4(q1[i] & 0x0f0f0f0fu, x.a2[i]);
-            hi += dot4((q0[i] >> 4) & 0x0f0f0f0fu, x.b[i]) + dot4((q1[i] >> 4) & 0x0f0f0f0fu, x.b2[i]);
+            lo += dot4(q0[i] & 0x0f0f0f0fu, x.a[i]);
+            lo2 += dot4(q1[i] & 0x0f0f0f0fu, x.a2[i]);
+            hi += dot4((q0[i] >> 4) & 0x0f0f0f0fu, x.b[i]);
+            hi2 += dot4((q1[i] >> 4) & 0x0f0f0f0fu, x.b2[i]);
         }
         vec2 dm = unpackHalf2x16(hd.x);
-        return dm.x * (sc.x * x.f.x * float(lo) + sc.y * x.f.y * float(hi)) - dm.y * dot(mn, x.f.zw);
+        return dm.x * (sc.x * (x.f.x * float(lo) + x.f.y * float(lo2)) +
+                       sc.y * (x.f.z * float(hi) + x.f.w * float(hi2))) -
+               dm.y * dot(mn, vec2(x.g.x + x.g.y, x.g.z + x.g.w));
     }
     uvec4 q = load16(b + 16u + 16u * part);
     k4_pair(hd, part >> 1, sc, mn);
@@ -625,7 +626,7 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
             h0 += dot4(v[2][i], x.b[i]);
             h1 += dot4(v[3][i], x.b2[i]);
         }
-        vec4 dots = vec4(x.f.x * float(l0), x.f.x * float(l1), x.f.y * float(h0), x.f.y * float(h1));
+        vec4 dots = vec4(x.f.x * float(l0), x.f.y * float(l1), x.f.z * float(h0), x.f.w * float(h1));
         return d * dot(sc, dots - 32.0 * x.g);
     }
     uvec4 v[2];
@@ -644,18 +645,23 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
     uint b = rb + blk * 34u;
     uvec4 q0 = load16_a2(b + 2u), q1 = load16_a2(b + 18u);
-    int s = 0;
-    [[unroll]] for (uint i = 0; i < 4u; ++i) s += dot4(q0[i], x.a[i]) + dot4(q1[i], x.b[i]);
-    return w_f16(b) * x.f.x * float(s);
+    int s0 = 0, s1 = 0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        s0 += dot4(q0[i], x.a[i]);
+        s1 += dot4(q1[i], x.b[i]);
+    }
+    return w_f16(b) * (x.f.x * float(s0) + x.f.y * float(s1));
 }
 #elif defined(WTYPE_Q4_0)
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
     uint b = rb + blk * 18u;
     uvec4 q = load16_a2(b + 2u);
-    int s = 0;
-    [[unroll]] for (uint i = 0; i < 4u; ++i)
-        s += dot4(q[i] & 0x0f0f0f0fu, x.a[i]) + dot4((q[i] >> 4) & 0x0f0f0f0fu, x.b[i]);
-    return w_f16(b) * (x.f.x * float(s) - 8.0 * x.f.y);
+    int s0 = 0, s1 = 0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        s0 += dot4(q[i] & 0x0f0f0f0fu, x.a[i]);
+        s1 += dot4((q[i] >> 4) & 0x0f0f0f0fu, x.b[i]);
+    }
+    return w_f16(b) * (x.f.x * float(s0) + x.f.y * float(s1) - 8.0 * (x.f.z + x.f.w));
 }
 #endif
 #endif  // X_INT8
