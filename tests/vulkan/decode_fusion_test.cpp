@@ -35,7 +35,9 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
 }
 
 // Decodes toks on two drivers' sessions side by side: a's logits finite, at most
-// tol · (1 + max |logit of b|) from b's, the same greedy token.
+// tol · (1 + max |logit of b|) from b's, and the same greedy token wherever b's distribution is
+// peaked: its best logit leads the runner-up by more than twice that bound. A random tiny model
+// has near ties, and two paths that round x to bytes differently may break them either way.
 void expect_same_decode(ResidentDriver& a, SessionState& sa, ResidentDriver& b, SessionState& sb,
                         const std::vector<int32_t>& toks, double tol, const std::string& what) {
     std::vector<float> la, lb;
@@ -49,10 +51,15 @@ void expect_same_decode(ResidentDriver& a, SessionState& sa, ResidentDriver& b, 
             worst = std::max(worst, std::fabs((double)la[j] - lb[j]));
             scale = std::max(scale, std::fabs((double)lb[j]));
         }
-        EXPECT_LE(worst, tol * (1 + scale)) << what << " token " << i;
-        EXPECT_EQ(std::max_element(la.begin(), la.end()) - la.begin(),
-                  std::max_element(lb.begin(), lb.end()) - lb.begin())
-            << what << " token " << i;
+        const double bound = tol * (1 + scale);
+        EXPECT_LE(worst, bound) << what << " token " << i;
+        const size_t best = std::max_element(lb.begin(), lb.end()) - lb.begin();
+        double runner_up = -INFINITY;
+        for (size_t j = 0; j < lb.size(); ++j)
+            if (j != best) runner_up = std::max(runner_up, (double)lb[j]);
+        if (lb[best] - runner_up > 2 * bound)
+            EXPECT_EQ(std::max_element(la.begin(), la.end()) - la.begin(), (ptrdiff_t)best)
+                << what << " token " << i;
     }
 }
 
@@ -81,7 +88,9 @@ TEST(VulkanDecodeFusion, FusedLogitsEqualSeparateStages) {
 // writing the normalized h), token after token; the first norm's stage gone. The two round x to
 // bytes from differently rounded floats, so a byte that lands near a half may go either way,
 // and over tokens that spreads as far as each path's distance from the CPU chain: the tolerance
-// is the byte-path parity tests' (VulkanDriver.*DecodeOverBytes), and the greedy token agrees.
+// is the byte-path parity tests' (VulkanDriver.*DecodeOverBytes), and the greedy token agrees
+// where the distribution is peaked (on an H200, the Q4_K model's second token is a near tie that
+// the two paths break differently).
 TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
     VK_TEST_DEVICE();
     if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
