@@ -35,11 +35,13 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
 }
 
 // Decodes toks on two drivers' sessions side by side: a's logits finite, at most
-// tol · (1 + max |logit of b|) from b's, and the same greedy token wherever b's distribution is
-// peaked: its best logit leads the runner-up by more than twice that bound. A random tiny model
-// has near ties, and two paths that round x to bytes differently may break them either way.
+// tol · (1 + max |logit of b|) from b's, and (same_greedy) the same greedy token. Two paths that
+// round x to bytes from differently rounded floats may break a random tiny model's near ties
+// either way, so they pass same_greedy = false: where b's best logit leads its runner-up by more
+// than twice the bound, the bound itself already fixes a's greedy token.
 void expect_same_decode(ResidentDriver& a, SessionState& sa, ResidentDriver& b, SessionState& sb,
-                        const std::vector<int32_t>& toks, double tol, const std::string& what) {
+                        const std::vector<int32_t>& toks, double tol, const std::string& what,
+                        bool same_greedy = true) {
     std::vector<float> la, lb;
     for (size_t i = 0; i < toks.size(); ++i) {
         a.decode(sa, toks[i], la);
@@ -51,14 +53,10 @@ void expect_same_decode(ResidentDriver& a, SessionState& sa, ResidentDriver& b, 
             worst = std::max(worst, std::fabs((double)la[j] - lb[j]));
             scale = std::max(scale, std::fabs((double)lb[j]));
         }
-        const double bound = tol * (1 + scale);
-        EXPECT_LE(worst, bound) << what << " token " << i;
-        const size_t best = std::max_element(lb.begin(), lb.end()) - lb.begin();
-        double runner_up = -INFINITY;
-        for (size_t j = 0; j < lb.size(); ++j)
-            if (j != best) runner_up = std::max(runner_up, (double)lb[j]);
-        if (lb[best] - runner_up > 2 * bound)
-            EXPECT_EQ(std::max_element(la.begin(), la.end()) - la.begin(), (ptrdiff_t)best)
+        EXPECT_LE(worst, tol * (1 + scale)) << what << " token " << i;
+        if (same_greedy)
+            EXPECT_EQ(std::max_element(la.begin(), la.end()) - la.begin(),
+                      std::max_element(lb.begin(), lb.end()) - lb.begin())
                 << what << " token " << i;
     }
 }
@@ -88,9 +86,9 @@ TEST(VulkanDecodeFusion, FusedLogitsEqualSeparateStages) {
 // writing the normalized h), token after token; the first norm's stage gone. The two round x to
 // bytes from differently rounded floats, so a byte that lands near a half may go either way,
 // and over tokens that spreads as far as each path's distance from the CPU chain: the tolerance
-// is the byte-path parity tests' (VulkanDriver.*DecodeOverBytes), and the greedy token agrees
-// where the distribution is peaked (on an H200, the Q4_K model's second token is a near tie that
-// the two paths break differently).
+// is the byte-path parity tests' (VulkanDriver.*DecodeOverBytes). The greedy token is not
+// compared: on an H200 the Q4_K model's second token is a near tie that the two paths break
+// differently.
 TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
     VK_TEST_DEVICE();
     if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
@@ -107,7 +105,7 @@ TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
             EXPECT_EQ(cn.barriers + 1, ce.barriers) << arch << " " << qtype_name(t);
             EXPECT_EQ(cn.dispatches + 1, ce.dispatches) << arch << " " << qtype_name(t);
             expect_same_decode(**nin, *sn, **epi, *se, {1, 7, 42, 3, 3, 79, 0, 15}, tol,
-                               std::string(arch) + " " + std::string(qtype_name(t)));
+                               std::string(arch) + " " + std::string(qtype_name(t)), false);
             if (HasFatalFailure()) return;
         }
     }
