@@ -285,8 +285,8 @@ static uint32_t gemv_slices(QType t, uint32_t cols) {
 }
 
 // Shared memory of the GEMV for rows of `cols` read through path x: the row partials and, for
-// bytes, 48 bytes a block of 32 values of x (the values, the block's scale and sums), with the
-// margin. The launcher sizes many shapes with it; spirv_shared_test.cpp holds it to the modules'
+// bytes, 48 bytes a run of 32 values of x (the values, and each 16-value block's scale and sum),
+// with the margin. The launcher sizes many shapes with it; spirv_shared_test.cpp holds it to the modules'
 // declarations.
 uint32_t Kernels::gemv_shared_bytes(GemvX x, uint32_t cols, uint32_t wg, uint32_t rows) {
     return (x == GemvX::bytes ? cols / 32 * 48 : 0) + wg * rows * 4 + kSharedMargin;

@@ -92,7 +92,7 @@ layout(constant_id = 1) const uint ROWS = 4;   // rows per workgroup (of each ma
 layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte aligned (Q6_K:
                                                // and so is every row)
 layout(constant_id = 3) const uint X16 = 1;    // 1: x + x_off is 16-byte aligned
-layout(constant_id = 4) const uint XBLOCKS = 1;  // X_INT8: 32-value blocks of x (ncols / 32)
+layout(constant_id = 4) const uint XBLOCKS = 1;  // X_INT8: 32-value runs of x (ncols / 32)
 // The GEMV speed report's ablations (results then wrong): bit 0 leaves out the reads of x (every
 // value 1), bit 1 the Q4_K decode and products (the loaded words are only folded together), bit 2
 // (X_INT8) the whole rounding of x into shared memory and its barrier (every byte 1, from
