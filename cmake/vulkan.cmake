@@ -221,6 +221,8 @@ dl_vk_shader(attn_decode attn_decode.comp)
 dl_vk_shader(rms_norm rms_norm.comp)
 dl_vk_shader(swiglu swiglu.comp)
 dl_vk_shader(argmax argmax.comp)
+# The streaming read probe of bench's decode floor.
+dl_vk_shader(stream_read stream_read.comp)
 dl_vk_shader(sample sample.comp)
 # Sampling over a large vocabulary: each chunk's candidates, then the choice among them.
 dl_vk_shader(sample_chunks sample_chunks.comp)

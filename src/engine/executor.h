@@ -67,6 +67,14 @@ class Executor {
     // then continues exactly as the original would. Executors without it return nullptr / false.
     virtual std::unique_ptr<SessionSnapshot> snapshot(const SessionState&) { return nullptr; }
     virtual bool restore(SessionState&, const SessionSnapshot&) { return false; }
+
+    // The rate (GB/s) at which this executor's device streams the model's weights, measured now
+    // (bench's decode floor), and what was read, for the report. 0 where it cannot measure.
+    struct ReadRate {
+        double gbps = 0;
+        std::string what;
+    };
+    virtual ReadRate measure_read_rate() { return {}; }
 };
 
 }  // namespace dl

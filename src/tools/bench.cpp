@@ -203,12 +203,20 @@ int bench(const BenchArgs& a) {
     const bool on_cpu = ex.name() == "cpu";
     ThreadPool& pool = ThreadPool::global();
 
-    // Floors: what is given wins; the CPU's are measured; a device's are unknown unless given.
+    // Floors: what is given wins; the CPU's are measured, and a device's read rate where its
+    // executor can measure it (the peak FLOP rate of a device is unknown unless given).
     double bw = a.bw_gbps, peak = a.peak_gflops;
     std::string bw_src = bw > 0 ? "given" : "", peak_src = peak > 0 ? "given" : "";
     if (bw <= 0 && on_cpu && __builtin_cpu_supports("avx2")) {
         bw = measure_read_gbps(pool);
         bw_src = "measured (streaming read, 256 MiB)";
+    }
+    if (bw <= 0 && !on_cpu) {
+        const Executor::ReadRate r = ex.measure_read_rate();
+        if (r.gbps > 0) {
+            bw = r.gbps;
+            bw_src = r.what;
+        }
     }
     if (peak <= 0 && on_cpu && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         peak = measure_fma_gflops(pool);
@@ -348,7 +356,8 @@ Registrar reg(
         app.add_option("-o,--output", a->output, "md, json or csv")->capture_default_str();
         app.add_option("--seed", a->seed, "seed of the random token ids")->capture_default_str();
         app.add_option("--bw-gbps", a->bw_gbps,
-                       "memory bandwidth in GB/s for the tg floor (CPU: measured)");
+                       "memory bandwidth in GB/s for the tg floor (measured when not given: "
+                       "CPU streaming read; Vulkan, a read of every weight)");
         app.add_option("--peak-gflops", a->peak_gflops,
                        "peak GFLOP/s for the pp floor (CPU: measured f32 FMA rate)");
         return [a] { return bench(*a); };

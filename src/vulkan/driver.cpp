@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -846,6 +847,53 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
     cl.submit_and_wait();
     s.n_past = snap->n_past;
     return true;
+}
+
+// One pass reads every slab once; a first pass warms the pipelines and the page tables, then
+// kPasses back to back are timed. The best of three submissions, so a momentary neighbour does not
+// count. Without device timestamps, the host's clock around a submission (all its passes).
+Executor::ReadRate ResidentDriver::measure_read_rate() {
+    Kernels& K = *w_->kernels;
+    constexpr int kPasses = 4;
+    uint64_t bytes = 0;
+    uint32_t groups = 0;
+    for (const Buffer& b : w_->slabs) {
+        bytes += b.size() / 16 * 16;
+        groups += K.stream_read_groups(b.size() / 16 * 16);
+    }
+    if (bytes == 0) return {};
+    Buffer out = dev_->create_buffer((uint64_t)groups * 4 * (kPasses + 1), MemoryKind::device);
+    CommandList cl(*dev_);
+    cl.enable_timestamps(2);
+    cl.begin();
+    uint32_t out_off = 0;
+    auto pass = [&] {
+        for (const Buffer& b : w_->slabs) {
+            const uint64_t n = b.size() / 16 * 16;
+            if (n == 0) continue;
+            K.stream_read(cl, view(b), n, view(out), out_off);
+            out_off += K.stream_read_groups(n);
+        }
+    };
+    pass();
+    cl.barrier();
+    cl.mark("warm");
+    for (int i = 0; i < kPasses; ++i) pass();
+    cl.mark("read");
+    cl.end();
+    double best = 0;
+    for (int r = 0; r < 3; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        cl.submit_and_wait();
+        const double host_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const auto times = cl.times();
+        const double s = times.size() == 2 ? times[1].second * 1e-3 : host_s;
+        const double passes = times.size() == 2 ? kPasses : kPasses + 1;
+        if (s > 0) best = std::max(best, double(bytes) * passes / s / 1e9);
+    }
+    return {best, fmt::format("measured on the device (every weight read {} times, {:.0f} MiB)",
+                              kPasses, double(bytes) / double(1 << 20))};
 }
 
 void ResidentDriver::run_token(Session& s, int32_t token, bool logits, const SampleArgs& args) {

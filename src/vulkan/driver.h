@@ -111,6 +111,9 @@ class ResidentDriver final : public Executor {
     // too small for it.
     std::unique_ptr<SessionSnapshot> snapshot(const SessionState& s) override;
     bool restore(SessionState& s, const SessionSnapshot& snap) override;
+    // Every weight slab read once a pass (shaders/stream_read.comp), several passes back to back,
+    // timed on the device: the rate decode could read its weights at.
+    ReadRate measure_read_rate() override;
     // Greedy decode without logits: only the chosen token id returns from the device.
     int32_t decode_greedy(SessionState& s, int32_t token);
     // Decode and sample the next token on the device (temperature, top-k, top-p, min-p; u is

@@ -50,6 +50,9 @@ struct ArgmaxPush {
 struct SamplePush {
     uint32_t n, l_off, out_idx, par;
 };
+struct StreamReadPush {
+    uint32_t n, groups, out_off;
+};
 struct MatmulPush {
     uint32_t m, n, k;
 };
@@ -286,8 +289,8 @@ static uint32_t gemv_slices(QType t, uint32_t cols) {
 
 // Shared memory of the GEMV for rows of `cols` read through path x: the row partials and, for
 // bytes, 48 bytes a run of 32 values of x (the values, and each 16-value block's scale and sum),
-// with the margin. The launcher sizes many shapes with it; spirv_shared_test.cpp holds it to the modules'
-// declarations.
+// with the margin. The launcher sizes many shapes with it; spirv_shared_test.cpp holds it to the
+// modules' declarations.
 uint32_t Kernels::gemv_shared_bytes(GemvX x, uint32_t cols, uint32_t wg, uint32_t rows) {
     return (x == GemvX::bytes ? cols / 32 * 48 : 0) + wg * rows * 4 + kSharedMargin;
 }
@@ -539,6 +542,25 @@ void Kernels::argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, V
     const Kernel& k = pipes_.get("argmax", 2, sizeof(ArgmaxPush), {wg});
     ArgmaxPush p{n, l_off, out_off};
     cl.dispatch(k, {logits, out}, p, 1);
+}
+
+// stream_read.comp's shape: 256 threads, 8 loads of 16 bytes each.
+static constexpr uint32_t kStreamUnroll = 8;
+
+uint32_t Kernels::stream_read_groups(uint64_t bytes) const {
+    const uint64_t per_group = uint64_t(wg_size(256)) * kStreamUnroll * 16;
+    return (uint32_t)((bytes + per_group - 1) / per_group);
+}
+
+void Kernels::stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off) {
+    if (bytes % 16 || bytes / 16 > UINT32_MAX)
+        fail("the read probe takes a multiple of 16 bytes under 64 GiB, not {}", bytes);
+    const uint32_t wg = wg_size(256);
+    const Kernel& k = pipes_.get("stream_read", 2, sizeof(StreamReadPush), {wg, kStreamUnroll});
+    const uint32_t groups = stream_read_groups(bytes);
+    StreamReadPush p{(uint32_t)(bytes / 16), groups, out_off};
+    auto [gx, gy] = grid(dev_.features(), groups);
+    cl.dispatch(k, {src, out}, p, gx, gy);
 }
 
 uint64_t Kernels::sample_scratch_bytes(uint32_t n) {

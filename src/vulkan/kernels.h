@@ -112,6 +112,11 @@ class Kernels {
     // out[out_off] = index of the largest of logits[l_off .. l_off + n).
     void argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View out,
                 uint32_t out_off);
+    // The streaming read probe (shaders/stream_read.comp): reads the first `bytes` of src (a
+    // multiple of 16) once; out[out_off + g] = the XOR of the 16-byte words workgroup g read,
+    // folded to one word, for g < stream_read_groups(bytes).
+    uint32_t stream_read_groups(uint64_t bytes) const;
+    void stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off);
     // The next token from n logits (see shaders/sample.comp): parameters at tok[par ..]
     // (temperature, top_k, top_p, min_p, u), the id to tok[out_idx]. Temperature <= 0: argmax.
     // With a scratch of sample_scratch_bytes(n) and n over one chunk (sample_chunk logits),

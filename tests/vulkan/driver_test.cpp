@@ -254,6 +254,25 @@ TEST(VulkanDriver, LlamaRopeFreqsDecodeMatchesCpuChain) {
     check_decode_parity(s, 2e-3);
 }
 
+// bench's decode floor: a positive, finite rate, and the weights it read named in the report;
+// decoding afterwards is unchanged (the probe only reads).
+TEST(VulkanDriver, MeasuresTheRateItReadsItsWeightsAt) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    auto drv = ResidentDriver::create(model, test_options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    auto s0 = (*drv)->new_session(16);
+    std::vector<float> before, after;
+    (*drv)->decode(*s0, 5, before);
+    const Executor::ReadRate r = (*drv)->measure_read_rate();
+    EXPECT_GT(r.gbps, 0.0);
+    EXPECT_TRUE(std::isfinite(r.gbps));
+    EXPECT_NE(r.what.find("MiB"), std::string::npos) << r.what;
+    auto s1 = (*drv)->new_session(16);
+    (*drv)->decode(*s1, 5, after);
+    EXPECT_EQ(before, after);
+}
+
 TEST(VulkanDriver, DeclinesWithASentence) {
     VK_TEST_DEVICE();
     TinySpec s = test::parity_spec("llama");

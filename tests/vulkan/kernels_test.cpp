@@ -505,6 +505,49 @@ TEST(VulkanKernels, ArgmaxSmallAndAllNegative) {
     EXPECT_EQ(static_cast<uint32_t*>(out.mapped())[0], 1u);
 }
 
+// The read probe of bench's decode floor reads every word once: each workgroup's XOR against the
+// host's, for lengths of a whole number of workgroups, one word past it, and a part of one, read
+// from a view that starts past the buffer's first words. The folds land at out_off in a poisoned
+// buffer, and nothing is written past them.
+TEST(VulkanKernels, StreamReadFoldsEveryWordOnce) {
+    VK_TEST_DEVICE();
+    const uint64_t span = uint64_t(K.stream_read_groups(16)) * 16;  // 16 bytes: one workgroup
+    ASSERT_EQ(span, 16u);
+    const uint32_t per_group = [&] {
+        uint32_t g = 1;  // 16-byte words a workgroup reads: the most that still take one
+        while (K.stream_read_groups(uint64_t(g) * 2 * 16) == 1) g *= 2;
+        return g;
+    }();
+    ASSERT_GE(per_group, 64u);
+    for (uint64_t words :
+         {uint64_t(per_group) * 3, uint64_t(per_group) * 3 + 1, uint64_t(per_group) / 2 + 3}) {
+        std::mt19937 rng((uint32_t)words);
+        const uint64_t lead = 64;  // words before the view
+        std::vector<uint32_t> data((lead + words) * 4);
+        for (auto& w : data) w = rng();
+        Buffer src = test::to_device(dev, data);
+        const uint32_t groups = K.stream_read_groups(words * 16);
+        ASSERT_EQ(groups, (words + per_group - 1) / per_group);
+        const uint32_t out_off = 5;
+        Buffer out = dev.create_buffer((out_off + groups + 3) * 4, MemoryKind::host);
+        std::memset(out.mapped(), 0xa5, (out_off + groups + 3) * 4);
+        test::run(dev, [&](CommandList& cl) {
+            K.stream_read(cl, view(src, lead * 16, words * 16), words * 16, view(out), out_off);
+        });
+        const auto* o = static_cast<const uint32_t*>(out.mapped());
+        for (uint32_t g = 0; g < groups; ++g) {
+            uint32_t want = 0;
+            for (uint64_t w = uint64_t(g) * per_group;
+                 w < std::min(words, uint64_t(g + 1) * per_group); ++w)
+                for (int i = 0; i < 4; ++i) want ^= data[(lead + w) * 4 + i];
+            EXPECT_EQ(o[out_off + g], want) << "words " << words << ", group " << g;
+        }
+        for (uint32_t i = 0; i < out_off; ++i) EXPECT_EQ(o[i], 0xa5a5a5a5u);
+        for (uint32_t i = out_off + groups; i < out_off + groups + 3; ++i)
+            EXPECT_EQ(o[i], 0xa5a5a5a5u);
+    }
+}
+
 // Every variant the device supports, against a double-precision reference of the same F16 data.
 TEST(VulkanKernels, MatmulF16AllSupportedVariants) {
     VK_TEST_DEVICE();

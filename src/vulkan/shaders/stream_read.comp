@@ -1,0 +1,43 @@
+// The device's streaming read rate (bench's decode floor): every 16-byte word of a buffer much
+// larger than the device's caches read once, folded by XOR into one word a workgroup, so the
+// loads cannot be dropped and a test can check that every word was read.
+//
+// Thread t of workgroup g reads words g · WG · UNROLL + t + i · WG for i < UNROLL: adjacent
+// threads read adjacent words, and each thread has UNROLL independent loads in flight.
+#version 450
+
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;
+layout(constant_id = 1) const uint UNROLL = 8;
+
+layout(std430, binding = 0) readonly buffer Src { uvec4 src[]; };
+layout(std430, binding = 1) writeonly buffer Out { uint folded[]; };
+
+layout(push_constant) uniform Push {
+    uint n;       // 16-byte words to read
+    uint groups;  // workgroups that fold (the grid may hold more)
+    uint out_off;
+} p;
+
+shared uint red[WG];
+
+void main() {
+    uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+    if (g >= p.groups) return;
+    uint base = g * WG * UNROLL + t;
+    uvec4 acc = uvec4(0u);
+    [[unroll]] for (uint i = 0u; i < UNROLL; ++i) {
+        uint k = base + i * WG;
+        if (k < p.n) acc ^= src[k];
+    }
+    red[t] = acc.x ^ acc.y ^ acc.z ^ acc.w;
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (t < s) red[t] ^= red[t + s];
+        barrier();
+    }
+    if (t == 0u) folded[p.out_off + g] = red[0];
+}
