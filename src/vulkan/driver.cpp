@@ -865,7 +865,7 @@ Executor::ReadRate ResidentDriver::measure_read_rate() {
     Buffer out = dev_->create_buffer((uint64_t)groups * 4 * (kPasses + 1), MemoryKind::device);
     CommandList cl(*dev_);
     cl.enable_timestamps(2);
-    cl.begin();
+    cl.begin(true);  // submitted three times
     uint32_t out_off = 0;
     auto pass = [&] {
         for (const Buffer& b : w_->slabs) {
