@@ -6,10 +6,11 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg, gemvrows)
+# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg, gemvrows, stream)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # gemvrows: GemvSpeed.Rows (the launcher's shape against the number of rows, each gemv_wide)
+# stream:  GemvSpeed.Stream (the device's read rate against threads and loads in flight)
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work)
 # decode:  the decode profile (each kind of GEMV stage apart) of Qwen3.5-9B and Qwen3-8B Q4_K_M,
 #          and what the driver's compiler reports of every kernel the 9B runs (registers ...)
@@ -143,6 +144,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
         gemm) report 'GemmSpeed*' ;;
         gemv) report 'GemvSpeed.Report' ;;
         gemvrows) report 'GemvSpeed.Rows' ;;
+        stream) report 'GemvSpeed.Stream' ;;
         gemvbase)
             echo "base:" && report 'GemvSpeed*' "$tv.base"
             echo "this build:" && report 'GemvSpeed*'

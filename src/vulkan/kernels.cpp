@@ -548,15 +548,18 @@ void Kernels::argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, V
 static constexpr uint32_t kStreamUnroll = 8;
 
 uint32_t Kernels::stream_read_groups(uint64_t bytes) const {
-    const uint64_t per_group = uint64_t(wg_size(256)) * kStreamUnroll * 16;
+    const uint32_t wg = wg_size(stream_shape.threads ? stream_shape.threads : 256);
+    const uint32_t loads = stream_shape.loads ? stream_shape.loads : kStreamUnroll;
+    const uint64_t per_group = uint64_t(wg) * loads * 16;
     return (uint32_t)((bytes + per_group - 1) / per_group);
 }
 
 void Kernels::stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off) {
     if (bytes % 16 || bytes / 16 > UINT32_MAX)
         fail("the read probe takes a multiple of 16 bytes under 64 GiB, not {}", bytes);
-    const uint32_t wg = wg_size(256);
-    const Kernel& k = pipes_.get("stream_read", 2, sizeof(StreamReadPush), {wg, kStreamUnroll});
+    const uint32_t wg = wg_size(stream_shape.threads ? stream_shape.threads : 256);
+    const uint32_t loads = stream_shape.loads ? stream_shape.loads : kStreamUnroll;
+    const Kernel& k = pipes_.get("stream_read", 2, sizeof(StreamReadPush), {wg, loads});
     const uint32_t groups = stream_read_groups(bytes);
     StreamReadPush p{(uint32_t)(bytes / 16), groups, out_off};
     auto [gx, gy] = grid(dev_.features(), groups);

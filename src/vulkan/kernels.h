@@ -116,6 +116,11 @@ class Kernels {
     // multiple of 16) once; out[out_off + g] = the XOR of the 16-byte words workgroup g read,
     // folded to one word, for g < stream_read_groups(bytes).
     uint32_t stream_read_groups(uint64_t bytes) const;
+    // For the speed report only: a nonzero shape forces threads a workgroup and loads a thread.
+    struct StreamShape {
+        uint32_t threads = 0, loads = 0;
+    };
+    StreamShape stream_shape;
     void stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off);
     // The next token from n logits (see shaders/sample.comp): parameters at tok[par ..]
     // (temperature, top_k, top_p, min_p, u), the id to tok[out_idx]. Temperature <= 0: argmax.

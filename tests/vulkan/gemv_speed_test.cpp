@@ -199,6 +199,49 @@ TEST(GemvSpeed, Report) {
     }
 }
 
+// The device's read rate against the bytes each thread has in flight: the streaming probe of
+// bench's floor (Kernels::stream_read) over 1 GiB of random words (a CPU device: 16 MiB), with
+// threads a workgroup and independent 16-byte loads a thread forced. Every workgroup's fold is
+// checked against the host's on the last shape, so a probe that skipped loads fails.
+TEST(GemvSpeed, Stream) {
+    VK_SPEED_DEVICE();
+    const Features& f = dev.features();
+    const uint64_t chunk = 16ull << 20, bytes = f.cpu ? chunk : 1ull << 30;
+    if (bytes > f.max_storage_buffer_range) GTEST_SKIP() << "1 GiB is over the buffer range";
+    std::mt19937 rng(7);
+    std::vector<uint32_t> words(chunk / 4);
+    for (auto& w : words) w = rng();
+    Buffer src = dev.create_buffer(bytes, MemoryKind::device);
+    for (uint64_t off = 0; off < bytes; off += chunk) dev.upload(src, off, words.data(), chunk);
+    const uint32_t runs = f.cpu ? 1 : 10;
+    for (uint32_t threads : {64u, 128u, 256u, 512u, 1024u}) {
+        if (threads > f.max_workgroup_invocations) continue;
+        for (uint32_t loads : {1u, 2u, 4u, 8u, 16u}) {
+            test::Scoped<Kernels::StreamShape> scope(K.stream_shape, {threads, loads});
+            const uint32_t groups = K.stream_read_groups(bytes);
+            Buffer out = dev.create_buffer((uint64_t)groups * 4, MemoryKind::host);
+            const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                K.stream_read(cl, view(src), bytes, view(out), 0);
+            });
+            fmt::print(
+                "stream read, {} threads x {} loads of 16 bytes: {:.1f} GB/s ({} KB a "
+                "workgroup)\n",
+                threads, loads, bytes / (ms * 1e6), threads * loads * 16 / 1024);
+            if (threads != 1024u && !(threads == 512u && f.max_workgroup_invocations < 1024))
+                continue;
+            if (loads != 16u) continue;
+            const auto* o = static_cast<const uint32_t*>(out.mapped());
+            const uint64_t per_group = (uint64_t)threads * loads * 4;  // words a workgroup
+            for (uint32_t g = 0; g < groups; ++g) {
+                uint32_t want = 0;
+                for (uint64_t w = g * per_group; w < (g + 1) * per_group; ++w)
+                    want ^= words[w % words.size()];
+                ASSERT_EQ(o[g], want) << "group " << g;
+            }
+        }
+    }
+}
+
 // The launcher's shape against the number of rows: what a stage costs beyond its bytes.
 TEST(GemvSpeed, Rows) {
     VK_SPEED_DEVICE();
