@@ -855,11 +855,12 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
 Executor::ReadRate ResidentDriver::measure_read_rate() {
     Kernels& K = *w_->kernels;
     constexpr int kPasses = 4;
+    auto whole_words = [](const Buffer& b) { return b.size() / 16 * 16; };  // what a pass reads
     uint64_t bytes = 0;
     uint32_t groups = 0;
     for (const Buffer& b : w_->slabs) {
-        bytes += b.size() / 16 * 16;
-        groups += K.stream_read_groups(b.size() / 16 * 16);
+        bytes += whole_words(b);
+        groups += K.stream_read_groups(whole_words(b));
     }
     if (bytes == 0) return {};
     Buffer out = dev_->create_buffer((uint64_t)groups * 4 * (kPasses + 1), MemoryKind::device);
@@ -869,7 +870,7 @@ Executor::ReadRate ResidentDriver::measure_read_rate() {
     uint32_t out_off = 0;
     auto pass = [&] {
         for (const Buffer& b : w_->slabs) {
-            const uint64_t n = b.size() / 16 * 16;
+            const uint64_t n = whole_words(b);
             if (n == 0) continue;
             K.stream_read(cl, view(b), n, view(out), out_off);
             out_off += K.stream_read_groups(n);

@@ -544,22 +544,24 @@ void Kernels::argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, V
     cl.dispatch(k, {logits, out}, p, 1);
 }
 
-// stream_read.comp's shape: 256 threads, 8 loads of 16 bytes each.
-static constexpr uint32_t kStreamUnroll = 8;
+// stream_read.comp's shape: 256 threads, 8 loads of 16 bytes each, unless the speed report
+// forces another (stream_shape).
+Kernels::StreamShape Kernels::stream_shape_now() const {
+    return {wg_size(stream_shape.threads ? stream_shape.threads : 256),
+            stream_shape.loads ? stream_shape.loads : 8};
+}
 
 uint32_t Kernels::stream_read_groups(uint64_t bytes) const {
-    const uint32_t wg = wg_size(stream_shape.threads ? stream_shape.threads : 256);
-    const uint32_t loads = stream_shape.loads ? stream_shape.loads : kStreamUnroll;
-    const uint64_t per_group = uint64_t(wg) * loads * 16;
+    const StreamShape sh = stream_shape_now();
+    const uint64_t per_group = uint64_t(sh.threads) * sh.loads * 16;
     return (uint32_t)((bytes + per_group - 1) / per_group);
 }
 
 void Kernels::stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off) {
     if (bytes % 16 || bytes / 16 > UINT32_MAX)
         fail("the read probe takes a multiple of 16 bytes under 64 GiB, not {}", bytes);
-    const uint32_t wg = wg_size(stream_shape.threads ? stream_shape.threads : 256);
-    const uint32_t loads = stream_shape.loads ? stream_shape.loads : kStreamUnroll;
-    const Kernel& k = pipes_.get("stream_read", 2, sizeof(StreamReadPush), {wg, loads});
+    const StreamShape sh = stream_shape_now();
+    const Kernel& k = pipes_.get("stream_read", 2, sizeof(StreamReadPush), {sh.threads, sh.loads});
     const uint32_t groups = stream_read_groups(bytes);
     StreamReadPush p{(uint32_t)(bytes / 16), groups, out_off};
     auto [gx, gy] = grid(dev_.features(), groups);

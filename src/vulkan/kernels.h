@@ -351,6 +351,7 @@ class Kernels {
 
   private:
     uint32_t wg_size(uint32_t want) const;
+    StreamShape stream_shape_now() const;  // stream_read's shape (stream_shape or its own)
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvFusion* fuse, const uint32_t* pair = nullptr,
