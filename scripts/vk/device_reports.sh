@@ -6,7 +6,7 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg, gemvrows, stream)
+# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg, gemvrows, stream, sass)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # gemvrows: GemvSpeed.Rows (the launcher's shape against the number of rows, each gemv_wide)
@@ -14,6 +14,9 @@
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work)
 # decode:  the decode profile (each kind of GEMV stage apart) of Qwen3.5-9B and Qwen3-8B Q4_K_M,
 #          and what the driver's compiler reports of every kernel the 9B runs (registers ...)
+# sass:    the machine code the driver compiled for every kernel the 9B runs (pp512, tg4), read
+#          from the pipeline cache by scripts/vk/sass.py and disassembled by the CUDA toolkit's
+#          nvdisasm where the machine has it: a line a kernel here, $OUT/sass.tar.xz for reading
 # window:  WindowAttentionSpeed.Report and DeltaNetWindowSpeed.Report (every scan module)
 # profile: deltallm bench --profile on synthetic Qwen3.5-9B and 0.8B Q4_K_M (pp512, pp2048, tg64)
 # fusion:  decode tg128 with DELTALLM_VK_DECODE_FUSION=0 and 1, two alternating rounds
@@ -62,6 +65,8 @@ if [ "${1:-run}" = prepare ]; then
     cp "$build/deltallm" "$build/tests/test_vulkan" "$pack/"
     cp -L /lib/x86_64-linux-gnu/libfmt.so.9 "$pack/lib/"
     strip --strip-unneeded "$pack/deltallm" "$pack/test_vulkan"
+    # Part sass decompresses the driver's pipeline cache with zstd, which that machine may lack.
+    if command -v zstd >/dev/null; then cp "$(command -v zstd)" "$pack/"; fi
     if [ -n "${BASE_BUILD:-}" ]; then
         cp "$BASE_BUILD/deltallm" "$pack/deltallm.base"
         cp "$BASE_BUILD/tests/test_vulkan" "$pack/test_vulkan.base"
@@ -173,6 +178,13 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
             echo "qwen35 9b kernels:"
             DELTALLM_LOG=info DELTALLM_VK_KERNEL_STATS=1 DELTALLM_PIPELINE_CACHE= timeout 90 "$ours" \
                 bench -m "$(model qwen35 9b)" --device vulkan -p 512 -n 4 -r 1 2>&1 | grep 'kernel ' | sort -u
+            ;;
+        sass)
+            d=$(mktemp -d)
+            DELTALLM_LOG=info DELTALLM_VK_KERNEL_STATS=1 DELTALLM_PIPELINE_CACHE=$d timeout 90 "$ours" \
+                bench -m "$(model qwen35 9b)" --device vulkan -p 512 -n 4 -r 1 >"$d/stats.txt" 2>&1
+            PATH=$pack:$PATH:/usr/local/cuda/bin python3 scripts/vk/sass.py "$d"/*.cache "$d/stats.txt" "$d/sass"
+            tar -C "$d" -cJf "$out/sass.tar.xz" sass
             ;;
         window) report 'WindowAttentionSpeed*:DeltaNetWindowSpeed*' ;;
         attn)
