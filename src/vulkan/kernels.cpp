@@ -548,7 +548,7 @@ void Kernels::argmax(CommandList& cl, View logits, uint32_t l_off, uint32_t n, V
 // forces another (stream_shape).
 Kernels::StreamShape Kernels::stream_shape_now() const {
     return {wg_size(stream_shape.threads ? stream_shape.threads : 256),
-            stream_shape.loads ? stream_shape.loads : 8};
+            stream_shape.loads ? stream_shape.loads : 8, stream_shape.grid};
 }
 
 uint32_t Kernels::stream_read_groups(uint64_t bytes) const {
@@ -561,10 +561,12 @@ void Kernels::stream_read(CommandList& cl, View src, uint64_t bytes, View out, u
     if (bytes % 16 || bytes / 16 > UINT32_MAX)
         fail("the read probe takes a multiple of 16 bytes under 64 GiB, not {}", bytes);
     const StreamShape sh = stream_shape_now();
-    const Kernel& k = pipes_.get("stream_read", 2, sizeof(StreamReadPush), {sh.threads, sh.loads});
+    const uint32_t loop = sh.grid ? 1 : 0;
+    const Kernel& k =
+        pipes_.get("stream_read", 2, sizeof(StreamReadPush), {sh.threads, sh.loads, loop});
     const uint32_t groups = stream_read_groups(bytes);
     StreamReadPush p{(uint32_t)(bytes / 16), groups, out_off};
-    auto [gx, gy] = grid(dev_.features(), groups);
+    auto [gx, gy] = grid(dev_.features(), sh.grid ? std::min(sh.grid, groups) : groups);
     cl.dispatch(k, {src, out}, p, gx, gy);
 }
 

@@ -119,6 +119,7 @@ class Kernels {
     // For the speed report only: a nonzero shape forces threads a workgroup and loads a thread.
     struct StreamShape {
         uint32_t threads = 0, loads = 0;
+        uint32_t grid = 0;  // nonzero: that many workgroups, each looping over the chunks
     };
     StreamShape stream_shape;
     void stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off);

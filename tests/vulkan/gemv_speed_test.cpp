@@ -105,10 +105,14 @@ void report(Device& dev, Kernels& K, const SpeedCase& c, bool spread = true) {
         for (X x : {X::global, X::bytes})
             for (Kernels::GemvShape shape : shapes) configs.push_back({shape, x});
     } else {
-        // Only the launcher's shape over x in bytes, with each Kernels::gemv_wide.
+        // Only the launcher's shape over x in bytes, with each Kernels::gemv_wide; for Q4_K also
+        // without the decode, and without the decode and the rounding of x: the rows' slope
+        // then says what the loads alone stream at.
         for (Kernels::GemvWide wide :
              {Kernels::GemvWide::off, Kernels::GemvWide::automatic, Kernels::GemvWide::all})
             configs.push_back({{}, X::bytes, 0, Barrier::compute, wide});
+        if (!f.cpu && c.type == QType::Q4_K)
+            for (uint32_t ab : {2u, 6u}) configs.push_back({{}, X::bytes, ab});
     }
     if (!f.cpu && spread)
         for (X x : {X::global, X::bytes}) {
@@ -201,8 +205,11 @@ TEST(GemvSpeed, Report) {
 
 // The device's read rate against the bytes each thread has in flight: the streaming probe of
 // bench's floor (Kernels::stream_read) over 1 GiB of random words (a CPU device: 16 MiB), with
-// threads a workgroup and independent 16-byte loads a thread forced. Every workgroup's fold is
-// checked against the host's on the last shape, so a probe that skipped loads fails.
+// threads a workgroup and independent 16-byte loads a thread forced. Then the same reads by a
+// grid of one or two 512-invocation workgroups a multiprocessor, each looping over its chunks
+// with a fold and barriers between them, as the decode GEMVs walk their row blocks: what that
+// structure costs the read rate before any arithmetic. Every chunk's fold is checked against the
+// host's on the last shape of each, so a probe that skipped loads fails.
 TEST(GemvSpeed, Stream) {
     VK_SPEED_DEVICE();
     const Features& f = dev.features();
@@ -214,29 +221,46 @@ TEST(GemvSpeed, Stream) {
     Buffer src = dev.create_buffer(bytes, MemoryKind::device);
     for (uint64_t off = 0; off < bytes; off += chunk) dev.upload(src, off, words.data(), chunk);
     const uint32_t runs = f.cpu ? 1 : 10;
+    // Reads with shape sh; checks every chunk's fold when `check`.
+    auto measure = [&](Kernels::StreamShape sh, bool check) {
+        test::Scoped<Kernels::StreamShape> scope(K.stream_shape, sh);
+        const uint32_t groups = K.stream_read_groups(bytes);
+        Buffer out = dev.create_buffer((uint64_t)groups * 4, MemoryKind::host);
+        const double ms = test::device_ms_per_run(
+            dev, runs, [&](CommandList& cl) { K.stream_read(cl, view(src), bytes, view(out), 0); });
+        if (!check) return bytes / (ms * 1e6);
+        const auto* o = static_cast<const uint32_t*>(out.mapped());
+        const uint64_t per_group = (uint64_t)sh.threads * sh.loads * 4;  // words a chunk
+        for (uint32_t g = 0; g < groups; ++g) {
+            uint32_t want = 0;
+            for (uint64_t w = g * per_group; w < (g + 1) * per_group; ++w)
+                want ^= words[w % words.size()];
+            EXPECT_EQ(o[g], want) << "chunk " << g;
+            if (o[g] != want) break;
+        }
+        return bytes / (ms * 1e6);
+    };
     for (uint32_t threads : {64u, 128u, 256u, 512u, 1024u}) {
         if (threads > f.max_workgroup_invocations) continue;
         for (uint32_t loads : {1u, 2u, 4u, 8u, 16u}) {
-            test::Scoped<Kernels::StreamShape> scope(K.stream_shape, {threads, loads});
-            const uint32_t groups = K.stream_read_groups(bytes);
-            Buffer out = dev.create_buffer((uint64_t)groups * 4, MemoryKind::host);
-            const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                K.stream_read(cl, view(src), bytes, view(out), 0);
-            });
+            // The last shape: the most loads in the largest workgroup the device allows.
+            const bool last = loads == 16u && threads * 2 > f.max_workgroup_invocations;
+            const double gbps = measure({threads, loads}, last);
             fmt::print(
                 "stream read, {} threads x {} loads of 16 bytes: {:.1f} GB/s ({} KB a "
                 "workgroup)\n",
-                threads, loads, bytes / (ms * 1e6), threads * loads * 16 / 1024);
-            // The last shape: the most loads in the largest workgroup the device allows.
-            if (loads != 16u || threads * 2 <= f.max_workgroup_invocations) continue;
-            const auto* o = static_cast<const uint32_t*>(out.mapped());
-            const uint64_t per_group = (uint64_t)threads * loads * 4;  // words a workgroup
-            for (uint32_t g = 0; g < groups; ++g) {
-                uint32_t want = 0;
-                for (uint64_t w = g * per_group; w < (g + 1) * per_group; ++w)
-                    want ^= words[w % words.size()];
-                ASSERT_EQ(o[g], want) << "group " << g;
-            }
+                threads, loads, gbps, threads * loads * 16 / 1024);
+        }
+    }
+    const uint32_t sms = std::max<uint32_t>(f.sm_count, 1), threads = 512;
+    if (threads > f.max_workgroup_invocations) return;
+    for (uint32_t per_sm : {1u, 2u}) {
+        for (uint32_t loads : {1u, 2u, 3u, 4u, 8u}) {
+            const double gbps = measure({threads, loads, sms * per_sm}, loads == 8u);
+            fmt::print(
+                "stream read, {} workgroups of {} threads looping over chunks of {} loads of 16 "
+                "bytes: {:.1f} GB/s\n",
+                sms * per_sm, threads, loads, gbps);
         }
     }
 }

@@ -866,6 +866,7 @@ void main() {
                 [[unroll]] for (uint r = 0; r < NR; ++r) {
                     uint b = rb[r] + blk * 144u;
                     uvec4 hd = load16(b), q = load16(b + 16u + (16u << WIDE) * part);
+                    if (WIDE != 0u) q ^= load16(b + 32u + 32u * part);  // the slice's 32 bytes
                     acc[r] += float(dot4(hd.x ^ q.x ^ q.y ^ q.z ^ q.w, xs.a.x));
                 }
                 continue;
