@@ -42,7 +42,7 @@ void fold_chunk(uint g, uint t) {
         barrier();
     }
     if (t == 0u) folded[p.out_off + g] = red[0];
-    barrier();  // red is reused by the next chunk (LOOP)
+    if (LOOP != 0u) barrier();  // red is reused by the workgroup's next chunk
 }
 
 void main() {
