@@ -38,8 +38,9 @@ struct DeviceDriver {
     std::function<std::unique_ptr<Executor>(std::shared_ptr<const Model> model, int index,
                                             int64_t n_ctx, std::string* reason)>
         make;
-    // What the driver would do with the model, for `deltallm info` (may be empty).
-    std::function<std::string(const Model& model, int64_t n_ctx)> describe;
+    // What the driver would do with the model on device `index` (-1: on each it sees), a line a
+    // device, for `deltallm info` (may be empty).
+    std::function<std::string(const Model& model, int64_t n_ctx, int index)> describe;
     // Under --device auto the driver is tried only when this returns true, i.e. it has a device
     // worth preferring to the CPU chain (a hardware GPU rather than a software rasterizer such
     // as lavapipe). Empty: always tried.

@@ -21,6 +21,7 @@ struct InfoArgs {
     ModelArgs model;
     bool tensors = false;
     bool devices = false;
+    std::string device = "auto";  // whose plan to show: auto (every device), cpu, vulkan[:N]
     int64_t n_ctx = 0;
 };
 
@@ -193,21 +194,31 @@ void print_model(const Model& m, int64_t n_ctx) {
     std::printf("  total            %12s\n", human_bytes(me.total()).c_str());
 }
 
-void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx) {
+// What each device of `spec` would do with the model (auto: every device).
+void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx, const DeviceSpec& spec) {
+    using Kind = DeviceSpec::Kind;
     std::printf("devices:\n");
-    try {
-        cpu::Chain chain(m);
-        std::printf("  cpu      runs: CPU chain, %d threads, %s kernels, session %s\n",
-                    ThreadPool::global().size(), quant::cpu_backend(),
-                    human_bytes(chain.session_bytes(n_ctx)).c_str());
-    } catch (const Error& e) {
-        std::printf("  cpu      cannot run: %s\n", e.what());
+    if (spec.kind != Kind::vulkan) {
+        try {
+            cpu::Chain chain(m);
+            std::printf("  cpu      runs: CPU chain, %d threads, %s kernels, session %s\n",
+                        ThreadPool::global().size(), quant::cpu_backend(),
+                        human_bytes(chain.session_bytes(n_ctx)).c_str());
+        } catch (const Error& e) {
+            std::printf("  cpu      cannot run: %s\n", e.what());
+        }
     }
+    if (spec.kind == Kind::cpu) return;
     bool vulkan = false;
     for (const DeviceDriver& d : registered_devices()) {
         vulkan = vulkan || d.name == "vulkan";
-        std::string what = d.describe ? d.describe(*m, n_ctx) : "registered";
-        std::printf("  %-8s %s\n", d.name.c_str(), what.c_str());
+        // A line a device, each naming it ("vulkan:0 (NAME): ...").
+        std::string what = d.describe ? d.describe(*m, n_ctx, spec.index) : d.name + " registered";
+        for (size_t at = 0; at < what.size();) {
+            size_t end = std::min(what.find('\n', at), what.size());
+            std::printf("  %s\n", what.substr(at, end - at).c_str());
+            at = end + 1;
+        }
     }
     if (!vulkan) std::printf("  vulkan   not in this build\n");
 }
@@ -226,6 +237,7 @@ int list_devices() {
 }
 
 int info(const InfoArgs& a) {
+    const DeviceSpec spec = DeviceSpec::parse(a.device);
     if (a.devices && a.model.path.empty()) return list_devices();
     if (a.n_ctx < 0) fail("-c must be a positive number of tokens, not {}", a.n_ctx);
     std::shared_ptr<gguf::File> file;
@@ -254,7 +266,7 @@ int info(const InfoArgs& a) {
         n_ctx = model->hp.n_ctx_train > 0 ? std::min(model->hp.n_ctx_train, kDefaultContext)
                                           : kDefaultContext;
     print_model(*model, n_ctx);
-    print_devices(model, n_ctx);
+    print_devices(model, n_ctx, spec);
     return 0;
 }
 
@@ -266,6 +278,10 @@ Registrar reg("info", "show a model's metadata, tensors and the memory it needs"
                   app.add_flag("--devices", a->devices,
                                "list the devices and their features (with -m: also the model's "
                                "plan on each)");
+                  app.add_option("--device", a->device,
+                                 "whose plan to show: auto (every device), cpu, vulkan or "
+                                 "vulkan:N")
+                      ->capture_default_str();
                   app.add_option(
                       "-c,--ctx", a->n_ctx,
                       "context size for the memory estimate (0: the model's, at most 4096)");

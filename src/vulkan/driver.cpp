@@ -1022,11 +1022,14 @@ void register_device_driver() {
         }
         return std::move(*r);
     };
-    d.describe = [](const Model& model, int64_t n_ctx) -> std::string {
+    d.describe = [](const Model& model, int64_t n_ctx, int index) -> std::string {
         auto devs = list_devices();
         if (!devs) return "vulkan: " + devs.reason();
+        if (index >= (int)devs->size())
+            return fmt::format("vulkan:{}: no such device ({} found)\n", index, devs->size());
         std::string out;
         for (const DeviceSummary& s : *devs) {
+            if (index >= 0 && (int)s.index != index) continue;
             PlanOptions o;
             if (n_ctx > 0) o.n_ctx = n_ctx;
             auto p = plan(model, s.features, s.features.best_variant(), o);

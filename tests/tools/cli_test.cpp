@@ -348,6 +348,42 @@ TEST(Cli, InfoListsDevicesWithoutAModel) {
     EXPECT_EQ(r.out.find("tokenizer.ggml.tokens"), std::string::npos) << r.out;
 }
 
+// `info --device D` shows only D's plan for the model; an unknown D is bad input.
+TEST(Cli, InfoShowsThePlanOfTheDeviceAsked) {
+    auto devices = [](const Result& r) {
+        size_t at = r.out.find("devices:\n");
+        return at == std::string::npos ? std::string() : r.out.substr(at);
+    };
+    Result all = deltallm("info");
+    ASSERT_EQ(all.rc, 0) << all.err;
+    EXPECT_NE(devices(all).find("  cpu "), std::string::npos) << all.out;
+    EXPECT_NE(devices(all).find("vulkan"), std::string::npos) << all.out;
+
+    Result cpu = deltallm("info --device cpu");
+    ASSERT_EQ(cpu.rc, 0) << cpu.err;
+    EXPECT_NE(devices(cpu).find("  cpu      runs: CPU chain"), std::string::npos) << cpu.out;
+    EXPECT_EQ(devices(cpu).find("vulkan"), std::string::npos) << cpu.out;
+
+    Result vk = deltallm("info --device vulkan");
+    ASSERT_EQ(vk.rc, 0) << vk.err;
+    EXPECT_EQ(devices(vk).find("  cpu "), std::string::npos) << vk.out;
+    EXPECT_NE(devices(vk).find("vulkan"), std::string::npos) << vk.out;
+
+    // A device index past those the driver sees is named as such, not replaced by another
+    // (or the build has no Vulkan driver, or no loader, and says that).
+    Result far = deltallm("info --device vulkan:99");
+    ASSERT_EQ(far.rc, 0) << far.err;
+    EXPECT_EQ(devices(far).find("vulkan:0 "), std::string::npos) << far.out;
+    EXPECT_EQ(devices(far).find("  cpu "), std::string::npos) << far.out;
+    const std::string d = devices(far);
+    EXPECT_TRUE(d.find("vulkan:99: no such device") != std::string::npos ||
+                d.find("not in this build") != std::string::npos ||
+                d.find("  vulkan: ") != std::string::npos)
+        << far.out;
+
+    expect_one_error_line(deltallm("info --device gpu"), "info --device gpu");
+}
+
 TEST(Cli, HelpAndNoArguments) {
     Result h = deltallm("--help");
     EXPECT_EQ(h.rc, 0);
