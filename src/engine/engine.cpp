@@ -164,7 +164,10 @@ void Engine::finish_open(const EngineOptions& options) {
             executor_ = drv->make(model_, dev.index, n_ctx_, &reason);
             if (!executor_) {
                 if (dev.kind == DeviceSpec::Kind::vulkan)
-                    fail("the Vulkan driver cannot run this model: {}", reason);
+                    fail(
+                        "the Vulkan driver cannot run this model: {} (--device cpu runs it on "
+                        "the CPU chain)",
+                        reason);
                 fallback_reason_ = reason;
                 log::info("using the CPU chain: {}", reason);
             }

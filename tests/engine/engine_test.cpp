@@ -116,6 +116,8 @@ TEST(Engine, DriverHookChoosesFallsBackAndRefuses) {
         FAIL() << "an explicit device that declines must be an error";
     } catch (const Error& err) {
         EXPECT_NE(std::string(err.what()).find("no kernel for this type"), std::string::npos);
+        // and says what runs it instead
+        EXPECT_NE(std::string(err.what()).find("--device cpu"), std::string::npos) << err.what();
     }
     EXPECT_EQ(asked_index, 3);
 
