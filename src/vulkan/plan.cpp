@@ -126,9 +126,11 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         if (!Kernels::gemv_supports(t->type))
             return Decline{fmt::format("{} in {} has no device kernel", what, qtype_name(t->type))};
         if (t->nbytes > slab_limit)
-            return Decline{
-                fmt::format("{} holds {} bytes, over the device's storage buffer range of {}", what,
-                            t->nbytes, slab_limit)};
+            return Decline{fmt::format(
+                "{} ({}) holds {:.1f} MiB, more than one storage buffer of this device can span "
+                "({:.1f} MiB; {} > {} bytes)",
+                what, t->name, t->nbytes / 1048576.0, slab_limit / 1048576.0, t->nbytes,
+                slab_limit)};
         if (t->cols() > (1 << 24) || t->rows() > (1 << 30))
             return Decline{
                 fmt::format("{} of {} x {} is too large for the kernels' 32-bit indexing", what,
