@@ -90,6 +90,13 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     if (!p) return p.decline();
     d->plan_ = std::move(*p);
     const Plan& P = d->plan_;
+    // The plan offered the largest context that fits (PlanOptions::shrink_context): say so, since
+    // sessions then end there rather than where the user asked.
+    if (P.n_ctx < opts.plan.n_ctx)
+        log::warn(
+            "{}: a context of {} tokens does not fit in the device's memory; sessions hold "
+            "up to {} tokens (KV cache {:.2f} GiB)",
+            D.name(), opts.plan.n_ctx, P.n_ctx, P.kv_bytes / double(1ull << 30));
     auto w = std::make_unique<Weights>();
 
     // Weights in their block formats, slab by slab.

@@ -384,6 +384,22 @@ TEST(Cli, InfoShowsThePlanOfTheDeviceAsked) {
     expect_one_error_line(deltallm("info --device gpu"), "info --device gpu");
 }
 
+// A context that does not fit the Vulkan device is shrunk to the largest that does, and the user
+// is told so (the demo model's KV cache for a billion tokens is 512 GB).
+TEST(Cli, VulkanSaysWhenTheContextAskedDoesNotFit) {
+    Result d = deltallm("info --devices");
+    if (d.out.find("vulkan:0 ") == std::string::npos) GTEST_SKIP() << "no Vulkan device here";
+    Result r = deltallm("run --device vulkan -c 1000000000 -p hi -n 2");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.err.find("a context of 1000000000 tokens does not fit"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("sessions hold up to"), std::string::npos) << r.err;
+    // A context that fits says nothing of the kind.
+    Result ok = deltallm("run --device vulkan -c 256 -p hi -n 2");
+    ASSERT_EQ(ok.rc, 0) << ok.err;
+    EXPECT_EQ(ok.err.find("does not fit"), std::string::npos) << ok.err;
+}
+
 TEST(Cli, HelpAndNoArguments) {
     Result h = deltallm("--help");
     EXPECT_EQ(h.rc, 0);
