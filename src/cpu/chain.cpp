@@ -2,6 +2,8 @@
 // trunk (embedding, per layer norm + mixer + SwiGLU FFN with residuals, final norm and head).
 #include "cpu/chain.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -111,6 +113,15 @@ uint64_t Chain::session_bytes(int64_t n_ctx) const {
 
 std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
     if (n_ctx < 1) fail("a session needs a context of at least one token, not {}", n_ctx);
+    // A session larger than the machine's memory would end in an allocation failure with no
+    // numbers; say what it needs instead.
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    const uint64_t need = session_bytes(n_ctx);
+    if (pages > 0 && page > 0 && need > (uint64_t)pages * (uint64_t)page)
+        fail(
+            "a session of {} tokens needs {:.1f} GiB (KV cache, recurrent state, scratch), more "
+            "than this machine's {:.1f} GiB of memory: give a smaller context (-c)",
+            n_ctx, need / double(1ull << 30), (double)pages * (double)page / double(1ull << 30));
     const Hparams& hp = model_->hp;
     const ChainWeights& w = *weights_;
     auto s = std::make_unique<ChainSession>();

@@ -400,6 +400,15 @@ TEST(Cli, VulkanSaysWhenTheContextAskedDoesNotFit) {
     EXPECT_EQ(ok.err.find("does not fit"), std::string::npos) << ok.err;
 }
 
+// A context whose session cannot fit in the machine's memory is one clear error with the numbers,
+// not an allocation failure (the demo model's KV cache is 512 bytes a token: 51 TB here).
+TEST(Cli, CpuSessionLargerThanTheMachineIsAnError) {
+    Result r = deltallm("run --device cpu -c 100000000000 -p hi -n 2");
+    expect_one_error_line(r, "a 1e11-token context on the CPU chain");
+    EXPECT_NE(r.err.find("a session of 100000000000 tokens needs"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("-c"), std::string::npos) << r.err;
+}
+
 TEST(Cli, HelpAndNoArguments) {
     Result h = deltallm("--help");
     EXPECT_EQ(h.rc, 0);
