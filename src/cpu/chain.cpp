@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/bytes.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "cpu/forward.h"
@@ -119,9 +120,9 @@ std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
     const uint64_t need = session_bytes(n_ctx);
     if (pages > 0 && page > 0 && need > (uint64_t)pages * (uint64_t)page)
         fail(
-            "a session of {} tokens needs {:.1f} GiB (KV cache, recurrent state, scratch), more "
-            "than this machine's {:.1f} GiB of memory: give a smaller context (-c)",
-            n_ctx, need / double(1ull << 30), (double)pages * (double)page / double(1ull << 30));
+            "a session of {} tokens needs {} (KV cache, recurrent state, scratch), more than this "
+            "machine's {} of memory: give a smaller context (-c)",
+            n_ctx, human_bytes(need), human_bytes((uint64_t)pages * (uint64_t)page));
     const Hparams& hp = model_->hp;
     const ChainWeights& w = *weights_;
     auto s = std::make_unique<ChainSession>();

@@ -57,14 +57,6 @@ class LoadProgress {
 
 }  // namespace
 
-std::string human_bytes(uint64_t n) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double x = (double)n;
-    int u = 0;
-    while (x >= 1024.0 && u < 4) x /= 1024.0, ++u;
-    return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", x, units[u]);
-}
-
 std::string read_text_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) fail("cannot read {}: {}", path, std::strerror(errno));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bytes.h"
 #include "engine/engine.h"
 #include "engine/generate.h"
 #include "engine/sampler.h"
@@ -44,8 +45,6 @@ std::vector<int64_t> parse_int_list(const std::string& text, const char* flag);
 
 // "prompt 5 tokens in 0.010 s (500.0 tokens/s)" and the generation line, on stderr.
 void print_speeds(const GenerateStats& st);
-
-std::string human_bytes(uint64_t n);
 
 // --profile: device time per kernel role, printed when the model closes (Vulkan driver).
 void add_profile_flag(CLI::App& app);

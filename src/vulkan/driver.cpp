@@ -14,6 +14,7 @@
 #include <map>
 #include <utility>
 
+#include "core/bytes.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -95,8 +96,8 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     if (P.n_ctx < opts.plan.n_ctx)
         log::warn(
             "{}: a context of {} tokens does not fit in the device's memory; sessions hold "
-            "up to {} tokens (KV cache {:.2f} GiB)",
-            D.name(), opts.plan.n_ctx, P.n_ctx, P.kv_bytes / double(1ull << 30));
+            "up to {} tokens (KV cache {})",
+            D.name(), opts.plan.n_ctx, P.n_ctx, human_bytes(P.kv_bytes));
     auto w = std::make_unique<Weights>();
 
     // Weights in their block formats, slab by slab.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/bytes.h"
 #include "core/env.h"
 #include "quant/quant.h"
 #include "vulkan/chain.h"
@@ -127,9 +128,9 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
             return Decline{fmt::format("{} in {} has no device kernel", what, qtype_name(t->type))};
         if (t->nbytes > slab_limit)
             return Decline{fmt::format(
-                "{} ({}) holds {:.1f} MiB, more than one storage buffer of this device can span "
-                "({:.1f} MiB; {} > {} bytes)",
-                what, t->name, t->nbytes / 1048576.0, slab_limit / 1048576.0, t->nbytes,
+                "{} ({}) holds {}, more than one storage buffer of this device can span ({}; {} "
+                "> {} bytes)",
+                what, t->name, human_bytes(t->nbytes), human_bytes(slab_limit), t->nbytes,
                 slab_limit)};
         if (t->cols() > (1 << 24) || t->rows() > (1 << 30))
             return Decline{
