@@ -26,6 +26,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_KERNEL_STATS", "bool", "0",
          "log what the driver's compiler reports of each Vulkan kernel (registers ...) as it is "
          "created (info level), where the device offers VK_KHR_pipeline_executable_properties"},
+        {"DELTALLM_VK_BOUNDS_CHECKS", "bool", "0",
+         "keep the driver's bounds checks on the Vulkan kernels' storage buffers (by default they "
+         "are left out where the device has VK_EXT_pipeline_robustness)"},
         {"DELTALLM_VK_PROFILE", "bool", "0",
          "time each kernel role on the device and print the table when the model closes"},
         {"DELTALLM_VK_DECODE_FUSION", "bool", "1",
@@ -71,6 +74,9 @@ const std::vector<Var>& all() {
          "rows of a Vulkan prefill window (one command buffer each; 0: prefill token by token)"},
         {"DELTALLM_VK_SPEED", "bool", "0",
          "run the Vulkan GEMV bandwidth report (test GemvSpeed.Report) instead of skipping it"},
+        {"DELTALLM_VK_TEST_ROBUST", "bool", "1",
+         "the Vulkan tests open their devices with robustBufferAccess (0: as the engine opens "
+         "them, without the driver's bounds checks where the device allows)"},
         {"DELTALLM_PIPELINE_CACHE", "string", "~/.cache/deltallm",
          "folder for the Vulkan pipeline cache ('' disables it)"},
     };

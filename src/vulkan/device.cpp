@@ -287,6 +287,14 @@ Query query(VkPhysicalDevice pd) {
         vkGetPhysicalDeviceFeatures2(pd, &f2);
         f.pipeline_statistics = pe.pipelineExecutableInfo;
     }
+    if (has_extension(q.exts, VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME)) {
+        auto pr = make<VkPhysicalDevicePipelineRobustnessFeaturesEXT>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT);
+        auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+        f2.pNext = &pr;
+        vkGetPhysicalDeviceFeatures2(pd, &f2);
+        f.pipeline_robustness = pr.pipelineRobustness;
+    }
 
     if (has_nv && cm_nv.cooperativeMatrix && vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
         for (const auto& p : enumerate<VkCooperativeMatrixPropertiesNV>(
@@ -444,6 +452,7 @@ DeviceOptions DeviceOptions::from_env() {
     o.variant = env::get_string("DELTALLM_VK_VARIANT");
     o.validation = env::get_bool("DELTALLM_VK_VALIDATION");
     o.kernel_stats = env::get_bool("DELTALLM_VK_KERNEL_STATS");
+    o.bounds_checks = env::get_bool("DELTALLM_VK_BOUNDS_CHECKS");
     o.pipeline_cache_dir = env::get_string("DELTALLM_PIPELINE_CACHE");
     return o;
 }
@@ -678,6 +687,15 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         feats.pNext = &pe;
         d->kernel_stats_ = true;
     }
+    auto pr = make<VkPhysicalDevicePipelineRobustnessFeaturesEXT>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT);
+    if (f.pipeline_robustness && !opts.robust && !opts.bounds_checks) {
+        exts.push_back(VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME);
+        pr.pipelineRobustness = VK_TRUE;
+        pr.pNext = feats.pNext;
+        feats.pNext = &pr;
+        d->unchecked_buffers_ = true;
+    }
     float prio = 1.0f;
     auto qi = make<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
     qi.queueFamilyIndex = d->queue_family_;
@@ -736,7 +754,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
     }
 
     d->staging_ = d->create_buffer(kStagingBytes, MemoryKind::host);
-    log::debug("vulkan: {} ({}), variant {}", d->name(), f.driver, variant_name(d->variant_));
+    log::debug("vulkan: {} ({}), variant {}{}", d->name(), f.driver, variant_name(d->variant_),
+               d->unchecked_buffers_ ? ", storage buffers without bounds checks" : "");
     return d;
 }
 

@@ -73,6 +73,9 @@ struct Features {
     uint32_t max_push_constants = 0;
     bool timestamps = false;
     bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties
+    // VK_EXT_pipeline_robustness: a pipeline may leave out the bounds checks the driver otherwise
+    // puts on every storage buffer access (NVIDIA's do, with or without robustBufferAccess).
+    bool pipeline_robustness = false;
     uint32_t sm_count = 0;  // streaming multiprocessors (VK_NV_shader_sm_builtins; 0: unknown)
     float timestamp_period_ns = 0;
 
@@ -113,16 +116,21 @@ Result<std::vector<DeviceSummary>> list_devices();
 std::string describe_devices();
 
 struct DeviceOptions {
-    int index = -1;                  // -1: best discrete device, then any
-    std::string variant = "auto";    // auto, scalar, nv_coopmat, khr_coopmat, nv_coopmat2
-    bool validation = false;         // Khronos validation layer; messages are counted
-    bool robust = false;             // robustBufferAccess (tests)
+    int index = -1;                // -1: best discrete device, then any
+    std::string variant = "auto";  // auto, scalar, nv_coopmat, khr_coopmat, nv_coopmat2
+    bool validation = false;       // Khronos validation layer; messages are counted
+    bool robust = false;           // robustBufferAccess (tests)
+    // Keep the driver's own bounds checks on storage buffers. By default, where the device has
+    // VK_EXT_pipeline_robustness and robust is off, the pipelines are created without them: every
+    // kernel keeps its accesses inside its buffers, and the checks cost instructions on every
+    // load (DELTALLM_VK_BOUNDS_CHECKS).
+    bool bounds_checks = false;
     std::string pipeline_cache_dir;  // "" disables the on-disk cache
     // Log what the driver's compiler reports of each pipeline (registers ...), where the device
     // has VK_KHR_pipeline_executable_properties (DELTALLM_VK_KERNEL_STATS).
     bool kernel_stats = false;
     // Options from the environment (DELTALLM_VK_DEVICE, _VARIANT, _VALIDATION, _KERNEL_STATS,
-    // PIPELINE_CACHE).
+    // _BOUNDS_CHECKS, DELTALLM_PIPELINE_CACHE).
     static DeviceOptions from_env();
 };
 
@@ -203,6 +211,9 @@ class Device {
     // Pipelines are created with their statistics captured (options.kernel_stats, where the
     // device can).
     bool kernel_stats() const { return kernel_stats_; }
+    // Pipelines are created without the driver's bounds checks on storage buffers (see
+    // DeviceOptions::bounds_checks).
+    bool unchecked_buffers() const { return unchecked_buffers_; }
     // Validation-layer errors seen so far (only counted when options.validation is on).
     int validation_errors() const { return validation_errors_; }
     // Validation errors of every device this process opened (tests check it once at the end).
@@ -223,6 +234,7 @@ class Device {
     int index_ = 0;
     DeviceOptions opts_;
     bool kernel_stats_ = false;
+    bool unchecked_buffers_ = false;
     VkInstance instance_ = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;

@@ -129,6 +129,15 @@ const Kernel& Pipelines::get(const std::string& name, uint32_t n_bindings, uint3
     ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
     ci.layout = k->layout;
     if (dev_.kernel_stats()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+    auto robustness = make<VkPipelineRobustnessCreateInfoEXT>(
+        VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT);
+    if (dev_.unchecked_buffers()) {
+        robustness.storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DISABLED_EXT;
+        robustness.uniformBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DISABLED_EXT;
+        robustness.vertexInputs = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT;
+        robustness.images = VK_PIPELINE_ROBUSTNESS_IMAGE_BEHAVIOR_DEVICE_DEFAULT_EXT;
+        ci.pNext = &robustness;
+    }
     VkResult r = vkCreateComputePipelines(d, dev_.pipeline_cache(), 1, &ci, nullptr, &k->pipeline);
     vkDestroyShaderModule(d, mod, nullptr);
     if (r != VK_SUCCESS) fail("cannot create the pipeline of kernel {} ({})", name, result_name(r));

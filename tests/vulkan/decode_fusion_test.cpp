@@ -22,7 +22,7 @@ using dl::test::TinySpec;
 DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, bool norm_in = true,
                       bool merge_in = true) {
     DriverOptions o;
-    o.device.robust = true;
+    o.device.robust = ::dl::vk::test::robust();
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
     o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
     o.plan.n_ctx = 64;

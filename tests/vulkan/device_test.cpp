@@ -76,6 +76,26 @@ TEST(VulkanDevice, EveryBuiltModuleCreatesAPipeline) {
     EXPECT_THROW(pipes.get("no_such_kernel", 1, 0), Error);
 }
 
+// The driver's own bounds checks are left out of the pipelines exactly where the device offers
+// VK_EXT_pipeline_robustness and neither robustBufferAccess nor DELTALLM_VK_BOUNDS_CHECKS asks
+// for checks; the pipelines are created either way.
+TEST(VulkanDevice, BoundsChecksAreLeftOutOnlyWhereTheDeviceAllows) {
+    VK_TEST_DEVICE();
+    const bool can = dev.features().pipeline_robustness;
+    for (int robust = 0; robust < 2; ++robust)
+        for (int checks = 0; checks < 2; ++checks) {
+            DeviceOptions o;
+            o.robust = robust;
+            o.bounds_checks = checks;
+            auto d = Device::open(o);
+            ASSERT_TRUE(d.ok()) << d.reason();
+            EXPECT_EQ((*d)->unchecked_buffers(), can && !robust && !checks)
+                << "robust " << robust << ", bounds checks " << checks;
+            Pipelines pipes(**d);
+            EXPECT_NO_THROW(pipes.get("gemv_q4_k", 3, 24, {64, 2}));
+        }
+}
+
 // DELTALLM_VK_KERNEL_STATS: on a device that can report them, every pipeline carries what the
 // driver's compiler says of it; elsewhere the option changes nothing.
 TEST(VulkanDevice, KernelStatisticsWhereTheDeviceReportsThem) {

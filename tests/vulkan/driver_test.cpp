@@ -23,7 +23,7 @@ using dl::test::TinySpec;
 
 DriverOptions test_options() {
     DriverOptions o;
-    o.device.robust = true;
+    o.device.robust = ::dl::vk::test::robust();
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
     o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
     o.plan.n_ctx = 128;

@@ -112,7 +112,7 @@ TEST(DeviceSampling, DriverDecodeSampleMatchesHostSampling) {
     spec.residual_gain = 0.5;
     auto model = dl::test::tiny_model(spec);
     DriverOptions o;
-    o.device.robust = true;
+    o.device.robust = ::dl::vk::test::robust();
     o.plan.n_ctx = 64;
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();

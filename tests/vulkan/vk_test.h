@@ -1,6 +1,6 @@
 // Shared fixture of the Vulkan tests: one device per process (lavapipe unless VK_DRIVER_FILES
-// names another driver), opened with robustBufferAccess, plus helpers to move vectors in and out
-// of device buffers and to poison outputs.
+// names another driver), opened with robustBufferAccess (see robust()), plus helpers to move
+// vectors in and out of device buffers and to poison outputs.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -28,6 +28,12 @@ namespace dl::vk::test {
 
 constexpr uint32_t kPoison = 0x7fc00000u;  // a NaN: any element a kernel fails to write shows
 
+// Whether the tests' devices check every buffer access (robustBufferAccess; by default they do,
+// DELTALLM_VK_TEST_ROBUST=0 opens them as the engine does).
+inline bool robust() {
+    return ::dl::env::get_bool("DELTALLM_VK_TEST_ROBUST");
+}
+
 struct Env {
     std::unique_ptr<Device> dev;
     std::unique_ptr<Pipelines> pipes;
@@ -43,7 +49,7 @@ inline Env& env() {
             setenv("VK_DRIVER_FILES", lvp, 1);
         Env e;
         DeviceOptions o = DeviceOptions::from_env();
-        o.robust = true;
+        o.robust = ::dl::vk::test::robust();
         // CTest runs every test in its own process: share compiled pipelines through the scratch
         // dir.
         const char* tmp = std::getenv("DELTALLM_TEST_TMP");

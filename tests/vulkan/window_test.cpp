@@ -190,7 +190,7 @@ void check_window_prefill(const std::string& arch, QType type) {
     VK_TEST_DEVICE();
     auto model = dl::test::tiny_model(test::parity_spec(arch, type));
     DriverOptions o;
-    o.device.robust = true;
+    o.device.robust = ::dl::vk::test::robust();
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
     o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
     o.plan.n_ctx = 64;
