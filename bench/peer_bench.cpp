@@ -1,10 +1,11 @@
 // The llama.cpp side of the benchmarks: the same pp/tg tests as `deltallm bench`, run through
 // llama.h against prebuilt llama.cpp libraries (CPU or Vulkan build, chosen by LD_LIBRARY_PATH).
 // pp N: one N-token prompt into a cleared context; tg N: N single-token decodes after a one-token
-// prompt in a cleared context; random ids from a fixed seed; one uncounted warm-up; mean and
-// standard deviation over repetitions. Prints the same table, JSON or CSV as `deltallm bench`.
-// A depth D (-d) first decodes D random tokens into the cleared context in batches of n_batch,
-// not timed; the test then continues at position D, in rows named "tg128 @ d4096".
+// prompt in a cleared context; random ids from a fixed seed; uncounted warm-up runs as
+// `deltallm bench` does them (warm_up); mean and standard deviation over repetitions. Prints the
+// same table, JSON or CSV as `deltallm bench`. A depth D (-d) first decodes D random tokens into
+// the cleared context in batches of n_batch, not timed; the test then continues at position D, in
+// rows named "tg128 @ d4096".
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -62,6 +63,17 @@ std::vector<long> parse_list(const char* text, const char* flag) {
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Uncounted runs of a test before its timed ones: one, and on a GPU more until half a second has
+// passed since the first ended (at most 20). One was not enough on a GPU: on an H200, in a process
+// whose first run compiled its pipelines (seconds of an idle device), the first timed pp512 ran at
+// 0.3-0.6x the rate of the others (docs/PERF.md 2026-12-01, night).
+template <class Run>
+void warm_up(Run run, bool gpu) {
+    run();
+    const auto t0 = Clock::now();
+    for (int i = 0; gpu && i < 20 && seconds_since(t0) < 0.5; ++i) run();
 }
 
 void quiet_log(ggml_log_level level, const char* text, void* user) {
@@ -221,7 +233,7 @@ int main(int argc, char** argv) {
         return double(t.n_gen) / seconds_since(t0);
     };
     for (Test& t : tests) {
-        run_once(t);  // warm-up
+        warm_up([&] { run_once(t); }, a.device != "cpu");
         for (int r = 0; r < a.reps; ++r) t.tps.push_back(run_once(t));
     }
 

@@ -1,10 +1,10 @@
 // `deltallm bench`: prompt-processing and generation speed measured the way llama-bench measures
 // it (pp N: one N-token prompt into a fresh session; tg N: N single-token decodes after a
-// one-token prompt in a fresh session; random token ids from a fixed seed; one uncounted warm-up;
-// mean and standard deviation over repetitions), next to the floors the hardware sets: weight
-// bytes per token over memory bandwidth for tg, 2 * params * tokens over peak FLOP rate for pp.
-// A depth D (-d, llama-bench's n_depth) first fills the session with D random tokens, not timed,
-// so the test runs at long context; its rows are named "tg128 @ d4096".
+// one-token prompt in a fresh session; random token ids from a fixed seed; uncounted warm-up runs
+// (see warm_up); mean and standard deviation over repetitions), next to the floors the hardware
+// sets: weight bytes per token over memory bandwidth for tg, 2 * params * tokens over peak FLOP
+// rate for pp. A depth D (-d, llama-bench's n_depth) first fills the session with D random tokens,
+// not timed, so the test runs at long context; its rows are named "tg128 @ d4096".
 #include <immintrin.h>
 
 #include <algorithm>
@@ -45,6 +45,17 @@ struct Test {
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Uncounted runs of a test before its timed ones: one, and on a GPU more until half a second has
+// passed since the first ended (at most 20). One was not enough on a GPU: on an H200, in a process
+// whose first run compiled its pipelines (seconds of an idle device), the first timed pp512 ran at
+// 0.3-0.6x the rate of the others (docs/PERF.md 2026-12-01, night).
+template <class Run>
+void warm_up(Run run, bool gpu) {
+    run();
+    const auto t0 = Clock::now();
+    for (int i = 0; gpu && i < 20 && seconds_since(t0) < 0.5; ++i) run();
 }
 
 // Sums 32-byte vectors [b, e) with four independent accumulators, so the loads, not the adds,
@@ -255,7 +266,8 @@ int bench(const BenchArgs& a) {
         return double(t.n_gen) / seconds_since(t0);
     };
     for (Test& t : tests) {
-        run_once(t);  // warm-up: page faults, first-touch allocations, pipeline creation
+        warm_up([&] { run_once(t); },
+                !on_cpu);  // page faults, first-touch allocations, pipelines, clocks
         for (int r = 0; r < a.reps; ++r) t.tps.push_back(run_once(t));
     }
 
