@@ -168,6 +168,17 @@ struct Query {
     uint8_t cache_uuid[VK_UUID_SIZE] = {};
 };
 
+// The feature struct of one extension, queried alone.
+template <class T>
+T extension_features(VkPhysicalDevice pd, VkStructureType type) {
+    auto s = make<T>(type);
+    auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    f2.pNext = &s;
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    s.pNext = nullptr;
+    return s;
+}
+
 Query query(VkPhysicalDevice pd) {
     Query q;
     Features& f = q.f;
@@ -279,22 +290,16 @@ Query query(VkPhysicalDevice pd) {
     f.integer_dot = v13 && f13.shaderIntegerDotProduct;
     f.integer_dot_fast = f.integer_dot && idp.integerDotProduct4x8BitPackedSignedAccelerated;
     f.timestamps = lim.timestampComputeAndGraphics;
-    if (has_extension(q.exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
-        auto pe = make<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
-            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
-        auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-        f2.pNext = &pe;
-        vkGetPhysicalDeviceFeatures2(pd, &f2);
-        f.pipeline_statistics = pe.pipelineExecutableInfo;
-    }
-    if (has_extension(q.exts, VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME)) {
-        auto pr = make<VkPhysicalDevicePipelineRobustnessFeaturesEXT>(
-            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT);
-        auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-        f2.pNext = &pr;
-        vkGetPhysicalDeviceFeatures2(pd, &f2);
-        f.pipeline_robustness = pr.pipelineRobustness;
-    }
+    if (has_extension(q.exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME))
+        f.pipeline_statistics =
+            extension_features<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+                pd, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR)
+                .pipelineExecutableInfo;
+    if (has_extension(q.exts, VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME))
+        f.pipeline_robustness =
+            extension_features<VkPhysicalDevicePipelineRobustnessFeaturesEXT>(
+                pd, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT)
+                .pipelineRobustness;
 
     if (has_nv && cm_nv.cooperativeMatrix && vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
         for (const auto& p : enumerate<VkCooperativeMatrixPropertiesNV>(
