@@ -266,8 +266,8 @@ int bench(const BenchArgs& a) {
         return double(t.n_gen) / seconds_since(t0);
     };
     for (Test& t : tests) {
-        warm_up([&] { run_once(t); },
-                !on_cpu);  // page faults, first-touch allocations, pipelines, clocks
+        // Page faults, first-touch allocations, pipeline creation, a device brought up to speed.
+        warm_up([&] { run_once(t); }, !on_cpu);
         for (int r = 0; r < a.reps; ++r) t.tps.push_back(run_once(t));
     }
 
