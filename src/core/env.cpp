@@ -38,6 +38,9 @@ const std::vector<Var>& all() {
          "Vulkan decode: where every GEMV that reads a norm's output rounds x to bytes, each "
          "applies the norm itself and the GEMV before it ends without the norm epilogue (0: the "
          "epilogue everywhere)"},
+        {"DELTALLM_VK_GEMV_PRE_ROUND", "bool", "1",
+         "Vulkan decode: the FFN gate and up GEMVs round their output to bytes for the down "
+         "projection, which then does not round x itself (0: it does)"},
         {"DELTALLM_VK_MERGE_IN", "bool", "1",
          "Vulkan decode: each run of a mixer's input projections of one type that lie back to "
          "back is one GEMV (0: a GEMV each)"},

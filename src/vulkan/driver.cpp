@@ -69,6 +69,8 @@ struct ResidentDriver::Session : SessionState {
     // The word the norm epilogues of the token command count their workgroups on (0 between
     // dispatches; see Kernels::gemv_fused).
     Buffer gemv_counter;
+    // GEMVs of the token command that read x rounded by the GEMV before (gemv_pre_round_).
+    uint32_t rounded_reads = 0;
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
     Buffer head_counter;
@@ -176,6 +178,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
     d->fused_decode_ = opts.fused_decode;
     d->gemv_norm_in_ = opts.gemv_norm_in;
+    d->gemv_pre_round_ = opts.gemv_pre_round;
     d->merge_in_ = opts.merge_in;
     d->expand_ahead_ = opts.expand_ahead;
     d->gemm_groups_ = opts.gemm_groups;
@@ -193,6 +196,10 @@ bool DriverOptions::fused_decode_from_env() {
 
 bool DriverOptions::gemv_norm_in_from_env() {
     return env::get_bool("DELTALLM_VK_GEMV_NORM_IN");
+}
+
+bool DriverOptions::gemv_pre_round_from_env() {
+    return env::get_bool("DELTALLM_VK_GEMV_PRE_ROUND");
 }
 
 bool DriverOptions::merge_in_from_env() {
@@ -463,6 +470,10 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // The norm the GEMVs reading xn apply to h themselves (none: xn holds the normalized h).
     const Tensor* pending = nullptr;
     auto pending_norm = [&] { return Kernels::GemvNormIn{norm_weights(pending), hp.rms_eps}; };
+    // The FFN activations rounded to bytes at A.ffn_bytes by the pair that wrote them, for the
+    // down projection (gemv_pre_round_).
+    bool ffn_rounded = false;
+    s->rounded_reads = 0;
     // W · xn (rows of cols values of type t at view w) into y[y_off ..]; shared: other GEMVs
     // run in its stage (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
@@ -522,8 +533,18 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
         const char* role = t->name.find("ffn_down") != std::string::npos ? "gemv down" : "gemv out";
         pending = normed_by_readers(norm_w) ? norm_w : nullptr;
+        // The FFN pair rounded its rows for this GEMV only where it reads them that way.
+        Kernels::GemvRounding r;
+        r.x_rounded = x_off == A.ffn && ffn_rounded;
+        ffn_rounded = false;
+        if (r.x_rounded) {
+            x_off = A.ffn_bytes;
+            ++s->rounded_reads;
+        }
+        const uint32_t rows = (uint32_t)t->rows(), cols = (uint32_t)t->cols();
         if (pending || !fused_decode_) {
-            gemv(t, x_off, act, A.h, true);
+            K.gemv(cl, t->type, W.matrix(plan_, t), rows, cols, act, x_off, act, A.h, true, false,
+                   r.x_rounded ? &r : nullptr);
             stage(role);
             if (pending) return;
             norm(norm_w, A.h, A.xn);
@@ -535,8 +556,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         fu.counter = view(s->gemv_counter);
         fu.xn_off = A.xn;
         fu.eps = hp.rms_eps;
-        K.gemv_fused(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-                     x_off, act, A.h, true, fu);
+        K.gemv_fused(cl, t->type, W.matrix(plan_, t), rows, cols, act, x_off, act, A.h, true, fu,
+                     r.x_rounded ? &r : nullptr);
         stage(role);
     };
     LayerChain chain;
@@ -570,10 +591,22 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             const Kernels::GemvNormIn nin = pending ? pending_norm() : Kernels::GemvNormIn{};
             const uint64_t lo = std::min(g->offset, u->offset);
             const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
+            const uint32_t rows = (uint32_t)L.ffn_gate->rows(), cols = (uint32_t)L.ffn_gate->cols();
+            // The pair rounds its rows for the down projection where that reads them in bytes
+            // (as a fused GEMV where the norm after it is its epilogue).
+            const int64_t il = &L - model_->layers.data();
+            const Tensor* next_norm =
+                il + 1 < hp.n_layer ? model_->layers[il + 1].attn_norm : model_->output_norm;
+            const Tensor* down = L.ffn_down;
+            ffn_rounded =
+                gemv_pre_round_ && K.gemv_rounds(L.ffn_gate->type, rows, cols, true, pending) &&
+                K.gemv_path(down->type, (uint32_t)down->rows(), (uint32_t)down->cols(), false,
+                            false, !normed_by_readers(next_norm)) == Kernels::GemvX::bytes;
+            Kernels::GemvRounding r;
+            r.out_off = A.ffn_bytes;
             K.gemv_swiglu(cl, L.ffn_gate->type, W.rows(g->slab, lo, hi - lo), g->offset - lo,
-                          u->offset - lo, (uint32_t)L.ffn_gate->rows(),
-                          (uint32_t)L.ffn_gate->cols(), act, pending ? A.h : A.xn, act, A.ffn,
-                          pending ? &nin : nullptr);
+                          u->offset - lo, rows, cols, act, pending ? A.h : A.xn, act, A.ffn,
+                          pending ? &nin : nullptr, ffn_rounded ? &r : nullptr);
             stage("gemv ffn");
             return;
         }
@@ -943,7 +976,7 @@ int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
 
 ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const SessionState& st) const {
     const Session& s = static_cast<const Session&>(st);
-    return {s.token_cmd->n_dispatches(), s.token_cmd->n_barriers()};
+    return {s.token_cmd->n_dispatches(), s.token_cmd->n_barriers(), s.rounded_reads};
 }
 
 bool ResidentDriver::samples_on_device(const SamplerParams& p) const {

@@ -37,6 +37,11 @@ struct DriverOptions {
     // without the epilogue (DELTALLM_VK_GEMV_NORM_IN; off: the epilogue everywhere).
     bool gemv_norm_in = gemv_norm_in_from_env();
     static bool gemv_norm_in_from_env();
+    // With fused_decode: the FFN gate and up pair rounds its rows to bytes for the down
+    // projection as well (Kernels::GemvRounding), where both sides' shapes allow, so the down
+    // projection does not round x (DELTALLM_VK_GEMV_PRE_ROUND; off: it rounds x itself).
+    bool gemv_pre_round = gemv_pre_round_from_env();
+    static bool gemv_pre_round_from_env();
     // The token command reads each run of a mixer's input projections that the plan put back to
     // back (same type and row length) in one GEMV (DELTALLM_VK_MERGE_IN; off: a GEMV each).
     bool merge_in = merge_in_from_env();
@@ -125,6 +130,7 @@ class ResidentDriver final : public Executor {
     // command, the one without the logits copy.
     struct CommandCounts {
         uint32_t dispatches = 0, barriers = 0;
+        uint32_t rounded_reads = 0;  // GEMVs over x rounded by the GEMV before them
     };
     CommandCounts token_command_counts(const SessionState& s) const;
 
@@ -154,6 +160,7 @@ class ResidentDriver final : public Executor {
     std::unique_ptr<Profile> profile_;
     bool fused_decode_ = true;
     bool gemv_norm_in_ = true;
+    bool gemv_pre_round_ = true;
     bool merge_in_ = true;
     bool expand_ahead_ = true;
     bool gemm_groups_ = true;

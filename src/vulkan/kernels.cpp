@@ -27,11 +27,12 @@ std::optional<uint64_t> module_shared_bytes(const char* name, std::vector<uint32
     return *b + kSharedMargin;
 }
 
+// xr_off: gemv.comp ROUND_OUT's destination (unread without it).
 struct GemvPush {
-    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xr_off;
 };
 struct GemvPairPush {
-    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, g_off, u_off;
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, g_off, u_off, xr_off;
 };
 struct GemvFusedPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xn_off, counter_idx;
@@ -346,34 +347,38 @@ Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
 }
 
 void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                   uint32_t x_off, View y, uint32_t y_off, bool accumulate, bool shared) {
+                   uint32_t x_off, View y, uint32_t y_off, bool accumulate, bool shared,
+                   const GemvRounding* rounding) {
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr,
-                shared);
+                shared, rounding);
 }
 
 void Kernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                         const GemvFusion& fuse) {
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse);
+                         const GemvFusion& fuse, const GemvRounding* rounding) {
+    DL_ASSERT(!rounding || rounding->out_off == kNone);
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse, nullptr, nullptr,
+                false, rounding);
 }
 
 void Kernels::gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                           uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                          const GemvNormIn& norm, bool shared) {
+                          const GemvNormIn& norm, bool shared, const GemvRounding* rounding) {
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, &norm,
-                shared);
+                shared, rounding);
 }
 
 void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
                           uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y,
-                          uint32_t y_off, const GemvNormIn* norm) {
+                          uint32_t y_off, const GemvNormIn* norm, const GemvRounding* rounding) {
     const uint64_t bytes = row_size(t, cols) * rows;
     if (g_off % 4 || u_off % 4 || std::max(g_off, u_off) + bytes > w.range ||
         std::max(g_off, u_off) > UINT32_MAX)
         fail("the SwiGLU GEMV pair at bytes {} and {} does not lie in its weight view", g_off,
              u_off);
     const uint32_t pair[2] = {(uint32_t)g_off, (uint32_t)u_off};
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair, norm);
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair, norm, false,
+                rounding);
 }
 
 uint32_t Kernels::balanced_rows(uint32_t rows, uint32_t k_rows, uint32_t groups, uint32_t slots) {
@@ -385,13 +390,8 @@ uint32_t Kernels::balanced_rows(uint32_t rows, uint32_t k_rows, uint32_t groups,
     return k_rows;
 }
 
-void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                          const GemvFusion* fuse, const uint32_t* pair, const GemvNormIn* norm,
-                          bool shared) {
-    const char* mod = gemv_module(t);
-    if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
-    DL_ASSERT(!(norm && fuse));
+Kernels::GemvLaunch Kernels::gemv_launch(QType t, uint32_t rows, uint32_t cols, bool fuse,
+                                         bool pair, bool norm, bool shared, bool round_out) const {
     const Features& f = dev_.features();
     // gemv_rows() rows share each x slice and put as many independent weight loads in flight per
     // thread; a row group is as wide as the row has slices (one pass over short rows), at most
@@ -443,8 +443,9 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
         while (groups < group_cap && wg * groups * 2 <= f.max_workgroup_invocations &&
                wg % std::max<uint32_t>(f.max_subgroup_size, 1) == 0)
             groups *= 2;
-    // NORM_IN's partial sums of squares take one more row of partials.
-    const uint32_t nr = (pair ? 2 * kRows : kRows) + (norm ? 1 : 0);
+    // NORM_IN's partial sums of squares take one more row of partials, and so do ROUND_OUT's
+    // gathered rows (gemv.comp ro_v: at most ROWS floats a group).
+    const uint32_t nr = (pair ? 2 * kRows : kRows) + (norm ? 1 : 0) + (round_out ? 1 : 0);
     while (groups > 1 && gemv_shared_bytes(xp, cols, wg * groups, nr) > f.max_shared_memory)
         groups /= 2;
     if (gemv_shared_bytes(xp, cols, wg, nr) > f.max_shared_memory) xp = GemvX::global;
@@ -456,13 +457,47 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // Qwen3-8B unchanged. Balancing the GEMVs that share a stage too took Qwen3-8B's v beside its
     // q and k from 32 workgroups to 128, for as many multiprocessors: 341.2 / 347.2 -> 328.3 /
     // 330.2 (docs/PERF.md 2026-12-01, noon).
+    // A GEMV that rounds its rows for the next keeps row blocks of whole 16-value blocks.
     if (xp == GemvX::bytes && gemv_balance && !shared && !gemv_shape.threads) {
         const uint32_t slots =
             gemv_slots   ? gemv_slots
             : gemv_waves ? f.sm_count * std::max<uint32_t>(1, gemv_waves * 512 / (wg * groups))
                          : 0;
-        if (slots) kRows = balanced_rows(rows, kRows, groups, slots);
+        const uint32_t balanced = slots ? balanced_rows(rows, kRows, groups, slots) : kRows;
+        if (!round_out || balanced * groups % 16 == 0) kRows = balanced;
     }
+    return {xp, wg, kRows, groups, wide};
+}
+
+bool Kernels::gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
+                          bool shared) const {
+    if (!gemv_module(t)) return false;
+    const GemvLaunch l = gemv_launch(t, rows, cols, false, pair, norm, shared, true);
+    return l.x == GemvX::bytes && rows % 16 == 0 && l.k_rows * l.groups % 16 == 0;
+}
+void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                          const GemvFusion* fuse, const uint32_t* pair, const GemvNormIn* norm,
+                          bool shared, const GemvRounding* rounding) {
+    const char* mod = gemv_module(t);
+    if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
+    DL_ASSERT(!(norm && fuse));
+    DL_ASSERT(!(rounding && fuse && rounding->out_off != kNone));
+    const Features& f = dev_.features();
+    const bool round_out = rounding && rounding->out_off != kNone;
+    const GemvLaunch l = gemv_launch(t, rows, cols, fuse, pair, norm, shared, round_out);
+    const GemvX xp = l.x;
+    const uint32_t wg = l.wg, kRows = l.k_rows, groups = l.groups, wide = l.wide;
+    if (rounding && rounding->x_rounded &&
+        (xp != GemvX::bytes || norm || x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
+         (uint64_t)(x_off + rounding_floats(cols)) * 4 > x.range))
+        fail("a GEMV over rounded x ({} x {} {}) at float {} cannot read it here", rows, cols,
+             qtype_name(t), x_off);
+    if (round_out &&
+        (xp != GemvX::bytes || rows % 16 || kRows * groups % 16 || rounding->out_off % 4 ||
+         (uint64_t)(rounding->out_off + rounding_floats(rows)) * 4 > y.range))
+        fail("a GEMV ({} x {} {}) cannot round its rows to float {} here", rows, cols,
+             qtype_name(t), rounding->out_off);
     if (norm && xp != GemvX::bytes)
         fail(
             "a GEMV over a norm's input ({} x {} {}) needs x in bytes, which it does not take "
@@ -494,13 +529,15 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
         blocks = std::min(blocks, gemv_waves * f.sm_count);
     if (gemv_grid) blocks = std::min(blocks, gemv_grid);
     auto [gx, gy] = grid(f, blocks);
-    // The shared copy of x is sized by the row (a pipeline per row length).
-    const uint32_t xblocks = xp == GemvX::global ? 1 : cols / 32;
+    // The shared copy of x is sized by the row (a pipeline per row length); over x another GEMV
+    // rounded there is none.
+    const uint32_t x_pre = rounding && rounding->x_rounded ? 1 : 0;
+    const uint32_t xblocks = xp == GemvX::global || x_pre ? 1 : cols / 32;
     // gemv.comp W2: Q6_K rows of an odd number of blocks start only 2-byte aligned.
     const uint32_t w2 = t == QType::Q6_K && row_bytes % 4 != 0;
-    const std::vector<uint32_t> spec = {
-        wg * groups, kRows,  w16, x16,  xblocks,
-        gemv_ablate, groups, w2,  wide, std::bit_cast<uint32_t>(norm ? norm->eps : 0.f)};
+    const uint32_t eps = std::bit_cast<uint32_t>(norm ? norm->eps : 0.f);
+    const std::vector<uint32_t> spec = {wg * groups, kRows, w16,  x16, xblocks, gemv_ablate,
+                                        groups,      w2,    wide, eps, x_pre,   round_out};
     // Weights, x, y, and NORM_IN's norm weights.
     auto plain = [&](const auto& push) {
         const Kernel& k = pipes_.get(name, norm ? 4 : 3, sizeof(push), spec);
@@ -509,8 +546,11 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
         else
             cl.dispatch(k, {w, x, y}, push, gx, gy);
     };
-    if (pair) return plain(GemvPairPush{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1]});
-    if (!fuse) return plain(GemvPush{cols, rows, row_bytes, x_off, y_off, mode});
+    const uint32_t xr_off = round_out ? rounding->out_off : 0;
+    if (pair)
+        return plain(
+            GemvPairPush{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1], xr_off});
+    if (!fuse) return plain(GemvPush{cols, rows, row_bytes, x_off, y_off, mode, xr_off});
     const Kernel& k = pipes_.get(name, 5, sizeof(GemvFusedPush), spec);
     GemvFusedPush p{cols, rows,         row_bytes,         x_off,    y_off,
                     mode, fuse->xn_off, fuse->counter_idx, fuse->eps};

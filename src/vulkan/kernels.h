@@ -19,11 +19,27 @@ class Kernels {
     static bool gemv_supports(QType t);
     // The GGUF block formats the matrix kernels decode in place: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K.
     static bool block_format(QType t);
+    // x rounded to bytes once, by the GEMV that writes it, rather than by every workgroup of
+    // the GEMV that reads it (gemv.comp ROUND_OUT and XPRE; only over x in bytes, and not for a
+    // reader over a norm's input). A rounding of n values takes rounding_floats(n) floats of
+    // its buffer (the layout: gemv.comp).
+    struct GemvRounding {
+        // x_off points at the rounding of x another GEMV wrote, not at floats.
+        bool x_rounded = false;
+        // This GEMV also rounds its rows to y[out_off ..] (kNone: it does not).
+        uint32_t out_off = kNone;
+    };
+    static uint32_t rounding_floats(uint32_t n) { return n / 4 + n / 8; }
     // y[y_off + r] (=|+=) sum_c W[r, c] · x[x_off + c] for r < rows; W is rows × cols of type t.
     // shared: other dispatches run beside it (a stage of several GEMVs), so its shape is not
     // balanced over the whole device (gemv_balance).
     void gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-              uint32_t x_off, View y, uint32_t y_off, bool accumulate, bool shared = false);
+              uint32_t x_off, View y, uint32_t y_off, bool accumulate, bool shared = false,
+              const GemvRounding* rounding = nullptr);
+    // Whether the GEMV of this shape (norm: gemv_normed; pair: gemv_swiglu) can round its rows
+    // for the next GEMV: it reads x in bytes and its row blocks are whole 16-value blocks.
+    bool gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
+                     bool shared = false) const;
     // For the GEMV speed report only: a nonzero shape forces threads and rows a workgroup.
     struct GemvShape {
         uint32_t threads = 0, rows = 0;
@@ -68,6 +84,12 @@ class Kernels {
     GemvX gemv_x = GemvX::automatic;
     // The path gemv() takes for these weights with the launcher's own workgroup shape.
     GemvX gemv_x_for(QType t, uint32_t cols) const;
+    // How the GEMV of this shape (fused: gemv_fused) reads x: gemv_x_for(t, cols), or F32 where
+    // the launcher's shape has no room for x in bytes.
+    GemvX gemv_path(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
+                    bool fused = false) const {
+        return gemv_launch(t, rows, cols, fused, pair, norm, false, false).x;
+    }
     // gemv() with the fusion of the decode token command (shaders/gemv.comp, NORM_EPILOGUE),
     // which saves the dependent norm stage after it: once y is written, the workgroup that
     // finishes last writes the RMSNorm of the whole new y into the y view, y[xn_off + i] =
@@ -80,8 +102,8 @@ class Kernels {
         float eps = 0;
     };
     void gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                    uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                    const GemvFusion& fuse);
+                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, const GemvFusion& fuse,
+                    const GemvRounding* rounding = nullptr);
     // A GEMV over the RMSNorm of x rather than x (gemv.comp NORM_IN): x · norm_w / sqrt(mean(x²)
     // + eps) over the cols values at x_off, normalized by each workgroup as it rounds x to bytes,
     // so the GEMV that wrote x needs no norm epilogue. Only where gemv_x_for(t, cols) is `bytes`;
@@ -92,14 +114,15 @@ class Kernels {
     };
     void gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                     const GemvNormIn& norm, bool shared = false);
+                     const GemvNormIn& norm, bool shared = false,
+                     const GemvRounding* rounding = nullptr);
     // y[y_off + r] = silu(G[r]·x) · (U[r]·x) for r < rows: the FFN gate and up projections and
     // the SwiGLU in one dispatch (gemv.comp SWIGLU_PAIR). G and U (rows × cols of type t each)
     // lie at byte offsets g_off and u_off (multiples of 4) of the weight view w. With `norm`,
     // over the RMSNorm of x (as gemv_normed).
     void gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
                      uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y, uint32_t y_off,
-                     const GemvNormIn* norm = nullptr);
+                     const GemvNormIn* norm = nullptr, const GemvRounding* rounding = nullptr);
     // out[out_off + r * cols ..] = row ids[id_off + r] of the table (rows × cols of type t), r < n.
     void get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint32_t cols, View ids,
                   uint32_t id_off, View out, uint32_t out_off, uint32_t n);
@@ -353,10 +376,19 @@ class Kernels {
   private:
     uint32_t wg_size(uint32_t want) const;
     StreamShape stream_shape_now() const;  // stream_read's shape (stream_shape or its own)
+    // The launcher's shape of a GEMV (gemv_record): how it reads x, threads of a row group,
+    // rows a group, row groups a workgroup, wide slices.
+    struct GemvLaunch {
+        GemvX x;
+        uint32_t wg, k_rows, groups, wide;
+    };
+    GemvLaunch gemv_launch(QType t, uint32_t rows, uint32_t cols, bool fuse, bool pair, bool norm,
+                           bool shared, bool round_out) const;
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvFusion* fuse, const uint32_t* pair = nullptr,
-                     const GemvNormIn* norm = nullptr, bool shared = false);
+                     const GemvNormIn* norm = nullptr, bool shared = false,
+                     const GemvRounding* rounding = nullptr);
     Device& dev_;
     Pipelines& pipes_;
 };

@@ -63,6 +63,9 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     a.up = a.gate + (uint32_t)hp.n_ff * rows;
     a.ffn = a.up + (uint32_t)hp.n_ff * rows;
     end = std::max(end, a.ffn + (uint32_t)hp.n_ff * rows);
+    // Past everything a stage overwrites, 16-byte aligned.
+    a.ffn_bytes = (end + 3) / 4 * 4;
+    end = a.ffn_bytes + Kernels::rounding_floats((uint32_t)hp.n_ff);
     a.total = end;
     return a;
 }

@@ -41,6 +41,9 @@ struct ActLayout {
     uint32_t conv = 0, dn_wy = 0;  // DeltaNet conv output, chunked scan scratch (windows)
     uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;  // attention
     uint32_t gate = 0, up = 0, ffn = 0;           // FFN
+    // The FFN activations rounded to bytes by the GEMV that writes them (Kernels::GemvRounding),
+    // one row.
+    uint32_t ffn_bytes = 0;
     uint32_t total = 0;
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);

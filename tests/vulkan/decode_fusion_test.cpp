@@ -20,7 +20,7 @@ namespace {
 using dl::test::TinySpec;
 
 DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, bool norm_in = true,
-                      bool merge_in = true) {
+                      bool merge_in = true, bool pre_round = true) {
     DriverOptions o;
     o.device.robust = ::dl::vk::test::robust();
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
@@ -31,6 +31,7 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
     o.gemv_x = x;
     o.gemv_norm_in = norm_in;
     o.merge_in = merge_in;
+    o.gemv_pre_round = pre_round;
     return o;
 }
 
@@ -107,6 +108,43 @@ TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
             expect_same_decode(**nin, *sn, **epi, *se, {1, 7, 42, 3, 3, 79, 0, 15}, tol,
                                std::string(arch) + " " + std::string(qtype_name(t)), false);
             if (HasFatalFailure()) return;
+        }
+    }
+}
+
+// Over x in bytes, the FFN activations rounded to bytes by the gate and up pair that writes
+// them, for the down projection, against a down projection that rounds them itself: the same
+// dispatches and stages, every layer's down projection (plain, or with the norm epilogue where
+// the norms are not taken by their readers) reading the rounding, and the same bytes, so the
+// logits agree to F32 rounding and the greedy tokens are the same.
+TEST(VulkanDecodeFusion, FfnRoundedByThePairEqualsRoundedByTheDownProjection) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    for (QType t : {QType::Q8_0, QType::Q4_K}) {
+        for (const char* arch : {"qwen35", "qwen3", "llama"}) {
+            for (bool norm_in : {true, false}) {
+                const TinySpec spec = test::parity_spec(arch, t);
+                auto model = dl::test::tiny_model(spec);
+                const auto bytes = Kernels::GemvX::bytes;
+                auto once =
+                    ResidentDriver::create(model, options(true, bytes, norm_in, true, true));
+                auto each =
+                    ResidentDriver::create(model, options(true, bytes, norm_in, true, false));
+                ASSERT_TRUE(once.ok()) << once.reason();
+                ASSERT_TRUE(each.ok()) << each.reason();
+                auto so = (*once)->new_session(32), se = (*each)->new_session(32);
+                const auto co = (*once)->token_command_counts(*so);
+                const auto ce = (*each)->token_command_counts(*se);
+                const std::string what = std::string(arch) + " " + std::string(qtype_name(t)) +
+                                         (norm_in ? " norm in" : " norm epilogue");
+                EXPECT_EQ(co.barriers, ce.barriers) << what;
+                EXPECT_EQ(co.dispatches, ce.dispatches) << what;
+                EXPECT_EQ(ce.rounded_reads, 0u) << what;
+                EXPECT_EQ(co.rounded_reads, (uint32_t)spec.n_layer) << what;
+                expect_same_decode(**once, *so, **each, *se, {1, 7, 42, 3, 3, 79, 0, 15}, 1e-5,
+                                   what);
+                if (HasFatalFailure()) return;
+            }
         }
     }
 }

@@ -66,7 +66,7 @@ TEST(VulkanDevice, EveryBuiltModuleCreatesAPipeline) {
     for (const char* m : {"gemv_f32", "gemv_f16", "gemv_q4_0", "gemv_q8_0", "gemv_q4_k",
                           "gemv_q5_k", "gemv_q6_k"}) {
         EXPECT_FALSE(find_module(m).empty()) << m;
-        EXPECT_NO_THROW(pipes.get(m, 3, 24, {64, 2})) << m;
+        EXPECT_NO_THROW(pipes.get(m, 3, 28, {64, 2})) << m;
     }
     EXPECT_NO_THROW(pipes.get("rms_norm", 3, 28, {64}));
     EXPECT_NO_THROW(pipes.get("swiglu", 3, 16));
@@ -92,7 +92,7 @@ TEST(VulkanDevice, BoundsChecksAreLeftOutOnlyWhereTheDeviceAllows) {
             EXPECT_EQ((*d)->unchecked_buffers(), can && !robust && !checks)
                 << "robust " << robust << ", bounds checks " << checks;
             Pipelines pipes(**d);
-            EXPECT_NO_THROW(pipes.get("gemv_q4_k", 3, 24, {64, 2}));
+            EXPECT_NO_THROW(pipes.get("gemv_q4_k", 3, 28, {64, 2}));
         }
 }
 

@@ -359,8 +359,8 @@ TEST_P(GemvModule, MatchesDequantizedReference) {
     auto rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                    uint32_t x_off, View y, uint32_t y_off, bool acc) {
         struct Push {  // gemv.comp's push constants
-            uint32_t ncols, nrows, row_bytes, x_off, y_off, mode;
-        } p{cols, rows, (uint32_t)row_size(t, cols), x_off, y_off, acc ? 1u : 0u};
+            uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xr_off;
+        } p{cols, rows, (uint32_t)row_size(t, cols), x_off, y_off, acc ? 1u : 0u, 0};
         uint32_t x16 = x_off % 4 == 0 ? 1 : 0;
         uint32_t w2 = t == QType::Q6_K && p.row_bytes % 4 != 0;  // gemv.comp W2
         const Kernel& k = pipes.get(name, 3, sizeof(Push),

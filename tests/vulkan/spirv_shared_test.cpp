@@ -116,9 +116,11 @@ TEST(SpirvShared, DeltaNetStepAsDeclared) {
 }
 
 // gemv.comp's: over x in bytes xq and xd (48 bytes a block of 32 values), NORM_IN's xss (WG
-// floats), the row partials (NR rows of WG floats; twice ROWS for the SwiGLU pair) and the norm
-// epilogue's last_group. Kernels::gemv_shared_bytes, which sizes the launcher's shapes, counts
-// the partials with one more row for NORM_IN and must cover every variant.
+// floats), the row partials (NR rows of WG floats; twice ROWS for the SwiGLU pair), the norm
+// epilogue's last_group, and without the epilogue ROUND_OUT's ro_v (GROUPS · ROWS ·
+// ROUND_OUT + 1 floats). Kernels::gemv_shared_bytes, which sizes the launcher's shapes,
+// counts the partials with one more row each for NORM_IN and ROUND_OUT and must cover every
+// variant.
 TEST(SpirvShared, GemvAsDeclaredAndCoveredByTheLaunchersEstimate) {
     struct Case {
         const char* name;
@@ -135,18 +137,24 @@ TEST(SpirvShared, GemvAsDeclaredAndCoveredByTheLaunchersEstimate) {
         if (words.empty()) continue;  // a build without integer dot products
         for (auto [wg, rows, cols] : {std::tuple{512u, 2u, 4096u}, std::tuple{1024u, 8u, 1024u},
                                       std::tuple{64u, 3u, 12288u}}) {
-            const uint32_t xblocks = c.bytes ? cols / 32 : 1;
-            const uint32_t spec[] = {wg, rows, 1, 1, xblocks, 0, 1, 0, 0};
-            const uint64_t nr = c.pair ? 2 * rows : rows;
-            const uint64_t want = (c.bytes ? 48ull * xblocks : 0) + (c.norm_in ? 4ull * wg : 0) +
-                                  4ull * nr * wg + (c.epilogue ? 4 : 0);
-            const auto got = workgroup_bytes(words, spec);
-            ASSERT_TRUE(got) << c.name;
-            EXPECT_EQ(*got, want) << c.name << " wg " << wg << " rows " << rows;
-            const auto x = c.bytes ? Kernels::GemvX::bytes : Kernels::GemvX::global;
-            EXPECT_GE(Kernels::gemv_shared_bytes(x, cols, wg, (uint32_t)nr + (c.norm_in ? 1 : 0)),
-                      *got + 256)
-                << c.name << ": the launcher's estimate leaves no margin";
+            for (uint32_t round : {0u, 1u}) {
+                const bool rounds = c.bytes && !c.epilogue;
+                if (round && !rounds) continue;
+                const uint32_t xblocks = c.bytes ? cols / 32 : 1;
+                const uint32_t spec[] = {wg, rows, 1, 1, xblocks, 0, 1, 0, 0, 0, 0, round};
+                const uint64_t nr = c.pair ? 2 * rows : rows;
+                const uint64_t want =
+                    (c.bytes ? 48ull * xblocks : 0) + (c.norm_in ? 4ull * wg : 0) + 4ull * nr * wg +
+                    (c.epilogue ? 4 : 0) + (rounds ? 4ull * (rows * round + 1) : 0);
+                const auto got = workgroup_bytes(words, spec);
+                ASSERT_TRUE(got) << c.name;
+                EXPECT_EQ(*got, want)
+                    << c.name << " wg " << wg << " rows " << rows << " round " << round;
+                const auto x = c.bytes ? Kernels::GemvX::bytes : Kernels::GemvX::global;
+                const uint32_t est_rows = (uint32_t)nr + (c.norm_in ? 1 : 0) + (round ? 1 : 0);
+                EXPECT_GE(Kernels::gemv_shared_bytes(x, cols, wg, est_rows), *got + 256)
+                    << c.name << ": the launcher's estimate leaves no margin";
+            }
         }
     }
 }

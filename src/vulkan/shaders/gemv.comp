@@ -72,6 +72,15 @@
 //    blind to a common factor: 127 / max |x · w| · x · w is the same for x · s · w), the sum of
 //    squares of x is reduced at the rounding's barrier, and each row's sum is multiplied by
 //    1 / sqrt(mean(x²) + eps) before it is stored.
+//  - ROUND_OUT (X_INT8): the GEMV also writes its rows rounded to bytes, the way a GEMV that
+//    reads them would round them (quantize_x), at y[xr_off ..]. XPRE: x_off points at such a
+//    rounding instead of at floats, so the GEMV has no rounding pass. The token command's FFN
+//    pair rounds its rows for the down projection, whose 12288 values of x (a 9B's) cost every
+//    workgroup 48 KB of reads and a barrier to round: on an H200 the down stage went 569 -> 503
+//    us a 9B token, the pair 757 -> 788 (docs/PERF.md 2026-12-01, night). A rounding of n
+//    values at float offset o: the bytes in words o .. o + n/4 - 1 (16-value block e in words
+//    o + 4e .. o + 4e + 3), then each block's (scale, scale · sum of its bytes) from o + n/4:
+//    3n/8 floats, the bytes and terms the reader would have rounded itself.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -115,6 +124,12 @@ layout(constant_id = 7) const uint W2 = 0;
 layout(constant_id = 8) const uint WIDE = 0;
 // NORM_IN: the RMSNorm's epsilon.
 layout(constant_id = 9) const float NORM_EPS = 1e-6;
+// X_INT8 without NORM_IN: 1 where x_off points at x rounded by the GEMV that wrote it (XPRE,
+// see the top).
+layout(constant_id = 10) const uint XPRE = 0;
+// X_INT8 without NORM_EPILOGUE: 1 rounds the rows stored to bytes at y[xr_off ..] (see the
+// top). The row blocks (GROUPS · ROWS rows) are whole 16-value blocks (the launcher checks).
+layout(constant_id = 11) const uint ROUND_OUT = 0;
 #if defined(NORM_IN) && (defined(NORM_EPILOGUE) || !defined(X_INT8))
 #error "NORM_IN is for the byte path, and a GEMV over a norm's input does not end in one"
 #endif
@@ -142,6 +157,15 @@ layout(std430, binding = 2) buffer Y { float y[]; };
 // The norm weights, 16-byte aligned (the launcher checks the view).
 layout(std430, binding = 3) readonly buffer NormIn { vec4 nin_w4[]; };
 #endif
+#if defined(X_INT8)
+// XPRE: the rounded x as bytes (16 a block) and block terms.
+layout(std430, binding = 1) readonly buffer XQ4 { uvec4 gxq4[]; };
+layout(std430, binding = 1) readonly buffer XD2 { vec2 gxd2[]; };
+#if !defined(NORM_EPILOGUE)
+// ROUND_OUT: the bytes of the rounding, four a word.
+layout(std430, binding = 2) buffer YW { uint yw[]; };
+#endif
+#endif
 
 layout(push_constant) uniform Push {
     uint ncols;      // elements per row
@@ -152,6 +176,9 @@ layout(push_constant) uniform Push {
     uint mode;       // 0: y = W·x, 1: y += W·x
 #if defined(SWIGLU_PAIR)
     uint g_off, u_off;  // SWIGLU_PAIR: byte offsets of the gate and up matrices in the view
+#endif
+#if !defined(NORM_EPILOGUE)
+    uint xr_off;  // ROUND_OUT: where the rounding of y goes, in floats
 #endif
 #if defined(NORM_EPILOGUE)
     uint xn_off;       // NORM_EPILOGUE: where the normalized y goes, in floats
@@ -419,6 +446,7 @@ void quantize_x_lanes() {
 
 void quantize_x() {
     if ((ABLATE & 4u) != 0u) return;
+    if (XPRE != 0u) return;  // x is rounded already
     if ((ABLATE & 1u) != 0u) {
         for (uint e = gl_LocalInvocationID.x; e < 2u * XBLOCKS; e += WG) {
             xq[e] = uvec4(0x01010101u);
@@ -483,6 +511,11 @@ void quantize_x() {
 
 int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
 
+// Block e of the rounded x (its bytes; its scale and scaled sum): from shared memory, or under
+// XPRE from the rounding the GEMV before wrote (see the top).
+uvec4 xq_at(uint e) { return XPRE != 0u ? gxq4[(p.x_off >> 2) + e] : xq[e]; }
+vec2 xd_at(uint e) { return XPRE != 0u ? gxd2[((p.x_off + p.ncols / 4u) >> 1) + e] : xd[e]; }
+
 // The 32 rounded x values a slice meets, two 16-value blocks (a: the first, b: the other, in the
 // order the slice's weight words meet them), with f = (a's scale, b's, a's scaled sum, b's). A
 // WIDE slice meets four: a, a2 (the 32 values of one run) and b, b2, with f their four scales and
@@ -510,11 +543,12 @@ XSlice x_slice(uint blk, uint part) {
 #else
         uint bi = blk * 8u + 2u * part, bj = bi + 1u;
 #endif
-        x.a = xq[2u * bi];
-        x.a2 = xq[2u * bi + 1u];
-        x.b = xq[2u * bj];
-        x.b2 = xq[2u * bj + 1u];
-        vec2 da = xd[2u * bi], da2 = xd[2u * bi + 1u], db = xd[2u * bj], db2 = xd[2u * bj + 1u];
+        x.a = xq_at(2u * bi);
+        x.a2 = xq_at(2u * bi + 1u);
+        x.b = xq_at(2u * bj);
+        x.b2 = xq_at(2u * bj + 1u);
+        vec2 da = xd_at(2u * bi), da2 = xd_at(2u * bi + 1u);
+        vec2 db = xd_at(2u * bj), db2 = xd_at(2u * bj + 1u);
         x.f = vec4(da.x, da2.x, db.x, db2.x);
         x.g = vec4(da.y, da2.y, db.y, db2.y);
         return x;
@@ -529,13 +563,13 @@ XSlice x_slice(uint blk, uint part) {
 #else
     uint bi = blk * 8u + (part & 6u), bj = bi + 1u;
 #endif
-    x.a = xq[2u * bi + f];
-    x.b = xq[2u * bj + f];
-    vec2 da = xd[2u * bi + f], db = xd[2u * bj + f];
+    x.a = xq_at(2u * bi + f);
+    x.b = xq_at(2u * bj + f);
+    vec2 da = xd_at(2u * bi + f), db = xd_at(2u * bj + f);
 #else  // Q4_0, Q8_0: the block's 32 values
-    x.a = xq[2u * blk];
-    x.b = xq[2u * blk + 1u];
-    vec2 da = xd[2u * blk], db = xd[2u * blk + 1u];
+    x.a = xq_at(2u * blk);
+    x.b = xq_at(2u * blk + 1u);
+    vec2 da = xd_at(2u * blk), db = xd_at(2u * blk + 1u);
 #endif
     x.f = vec4(da.x, db.x, da.y, db.y);
     return x;
@@ -786,6 +820,82 @@ float row_value(float v, float u) {
 #endif
 }
 
+#if defined(X_INT8) && !defined(NORM_EPILOGUE)
+// ROUND_OUT: the row block's values, gathered for the threads that round them where one
+// subgroup does not hold the whole block (round_out). Sized 1 where ROUND_OUT is 0.
+shared float ro_v[GROUPS * ROWS * ROUND_OUT + 1u];
+
+#if defined(SUBGROUP)
+// ROUND_OUT where subgroups hold 16+ invocations: invocation i < GROUPS · ROWS (counted by
+// subgroup) rounds v, row i of the block that starts at row `first`, the 16 of a 16-value block
+// combined by shuffles.
+void round_out_lanes(uint first, float v) {
+    uint i = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+    if (i >= GROUPS * ROWS) return;  // whole 16-value blocks stay together
+    uint e = (first + i) / 16u, j = i & 15u;
+    float amax = abs(v);
+    uint bad = isnan(v) || isinf(v) ? 1u : 0u;
+    [[unroll]] for (uint m = 1u; m < 16u; m <<= 1) {
+        amax = max(amax, subgroupShuffleXor(amax, m));
+        bad |= subgroupShuffleXor(bad, m);
+    }
+    float id = round_factor(amax, bad == 0u);
+    int q = int(roundEven(v * id)), sum = q;
+    uint w = (uint(q) & 0xffu) << (8u * (j & 3u));
+    [[unroll]] for (uint m = 1u; m < 16u; m <<= 1) sum += subgroupShuffleXor(sum, m);
+    w |= subgroupShuffleXor(w, 1u);
+    w |= subgroupShuffleXor(w, 2u);
+    if (16u * e >= p.nrows) return;
+    uint o = p.xr_off, n = p.nrows;
+    if ((j & 3u) == 0u) yw[o + 4u * e + j / 4u] = w;
+    if (j == 0u) {
+        float d = amax / 127.0;
+        y[o + n / 4u + 2u * e] = d;
+        y[o + n / 4u + 2u * e + 1u] = d * float(sum);
+    }
+}
+#endif
+
+// ROUND_OUT: rounds the rows of row block blk (v: the value of row grp · ROWS + lt of the block,
+// from the threads with lt < ROWS) as quantize_x rounds x, one thread a 16-value block, into
+// y[xr_off ..] (see the top). Called by every thread of the workgroup.
+void round_out(uint blk, uint grp, uint lt, float v) {
+    uint first = blk * GROUPS * ROWS;
+    if (lt < ROWS) ro_v[grp * ROWS + lt] = v;
+    barrier();
+#if defined(SUBGROUP)
+    if (gl_SubgroupSize >= 16u) {
+        uint i = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+        round_out_lanes(first, i < GROUPS * ROWS ? ro_v[i] : 0.0);
+        return;
+    }
+#endif
+    uint b = gl_LocalInvocationID.x, e = first / 16u + b;
+    if (b >= GROUPS * ROWS / 16u || 16u * e >= p.nrows) return;
+    float amax = 0.0;
+    bool finite = true;
+    vec4 vb[4];
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        uint j = 16u * b + 4u * i;
+        vb[i] = vec4(ro_v[j], ro_v[j + 1u], ro_v[j + 2u], ro_v[j + 3u]);
+        vec4 a = abs(vb[i]);
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+        finite = finite && !any(isnan(vb[i])) && !any(isinf(vb[i]));
+    }
+    float id = round_factor(amax, finite);
+    int s0 = 0;
+    uint o = p.xr_off, n = p.nrows;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        int sum;
+        yw[o + 4u * e + i] = round4(vb[i], id, sum);
+        s0 += sum;
+    }
+    float d = amax / 127.0;
+    y[o + n / 4u + 2u * e] = d;
+    y[o + n / 4u + 2u * e + 1u] = d * float(s0);
+}
+#endif
+
 void main() {
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
@@ -805,6 +915,24 @@ void main() {
 #if defined(X_INT8)
     quantize_x();
 #endif
+    // The threads that store the rows: thread r < ROWS of each group its group's row r; or, for
+    // ROUND_OUT where one subgroup of 16+ holds a block's rows, invocation i < GROUPS · ROWS of
+    // subgroup 0 row i of the block, which it then rounds with the others by shuffles, with no
+    // barrier to gather them (round_out_lanes).
+#if defined(X_INT8) && !defined(NORM_EPILOGUE) && defined(SUBGROUP)
+    bool one_sg = ROUND_OUT != 0u && gl_SubgroupSize >= 16u && GROUPS * ROWS <= gl_SubgroupSize;
+#else
+    const bool one_sg = false;
+#endif
+#if defined(SUBGROUP)
+    uint wgrp = grp, wlt = lt;
+    bool writer = lt < ROWS;
+    if (one_sg) {
+        wgrp = gl_SubgroupInvocationID / ROWS;
+        wlt = gl_SubgroupInvocationID % ROWS;
+        writer = gl_SubgroupID == 0u && gl_SubgroupInvocationID < GROUPS * ROWS;
+    }
+#endif
     for (uint blk = wg; blk < blocks; blk += grid) {
         // The previous block's row sums are read out of the partials before they are rewritten.
         if (blk != wg) barrier();
@@ -813,7 +941,12 @@ void main() {
         // Mode 1: the residual value of this thread's row, requested now so that its latency
         // passes under the weights' loads instead of delaying the store (and the barrier after it).
         float res = 0.0;
+#if defined(SUBGROUP)
+        uint res_row = (blk * GROUPS + wgrp) * ROWS + wlt;
+        if (p.mode == 1u && writer && res_row < p.nrows) res = y[p.y_off + res_row];
+#else
         if (p.mode == 1u && lt < ROWS && row0 + lt < p.nrows) res = y[p.y_off + row0 + lt];
+#endif
 #endif
 
         // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
@@ -899,22 +1032,23 @@ void main() {
         }
 #endif
 
-        // Thread r < ROWS of each group writes the group's row r.
+        // Thread r < ROWS of each group writes the group's row r (its value also in vout).
+        float vout = 0.0;
 #if defined(SUBGROUP)
         [[unroll]] for (uint r = 0; r < NR; ++r) {
             float v = subgroupAdd(acc[r]);
             if (subgroupElect()) partial[r][gl_SubgroupID] = v;
         }
         barrier();
-        if (lt < ROWS) {
-            uint spg = gl_NumSubgroups / GROUPS, sg0 = grp * spg;  // the group's subgroups
+        if (writer) {
+            uint spg = gl_NumSubgroups / GROUPS, sg0 = wgrp * spg;  // the group's subgroups
             float v = 0.0, u = 0.0;
-            for (uint i = 0; i < spg; ++i) v += partial[lt][sg0 + i];
+            for (uint i = 0; i < spg; ++i) v += partial[wlt][sg0 + i];
 #if defined(SWIGLU_PAIR)
-            for (uint i = 0; i < spg; ++i) u += partial[ROWS + lt][sg0 + i];
+            for (uint i = 0; i < spg; ++i) u += partial[ROWS + wlt][sg0 + i];
 #endif
             v = row_value(v, u);
-            uint row = row0 + lt;
+            uint row = (blk * GROUPS + wgrp) * ROWS + wlt;
             if (row < p.nrows) {
 #if defined(RES_AHEAD)
                 if (p.mode == 1u) v += res;
@@ -923,6 +1057,7 @@ void main() {
 #endif
                 y[p.y_off + row] = v;
             }
+            vout = v;
         }
 #else
         [[unroll]] for (uint r = 0; r < NR; ++r) partial[r][tid] = acc[r];
@@ -947,8 +1082,20 @@ void main() {
                 if (p.mode == 1u) v += y[p.y_off + row];
 #endif
                 y[p.y_off + row] = v;
+                vout = v;
             }
         }
+#endif
+#if defined(X_INT8) && !defined(NORM_EPILOGUE)
+#if defined(SUBGROUP)
+        if (one_sg) {
+            if (gl_SubgroupID == 0u) round_out_lanes(blk * GROUPS * ROWS, vout);
+        } else if (ROUND_OUT != 0u) {
+            round_out(blk, grp, lt, vout);
+        }
+#else
+        if (ROUND_OUT != 0u) round_out(blk, grp, lt, vout);
+#endif
 #endif
     }  // row blocks
 #if defined(NORM_EPILOGUE)
