@@ -356,7 +356,6 @@ void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t col
 void Kernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                          const GemvFusion& fuse, const GemvRounding* rounding) {
-    DL_ASSERT(!rounding || rounding->out_off == kNone);
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse, nullptr, nullptr,
                 false, rounding);
 }

@@ -96,6 +96,7 @@ class Kernels {
     // y[y_off + i] / sqrt(mean(y²) + eps) · norm_w[i] for i < rows. Workgroups count themselves
     // on the 32-bit word counter[counter_idx], which must be 0 before the dispatch and is 0
     // again after it; dispatches that may overlap (no barrier between them) need distinct words.
+    // It may read x rounded by another GEMV, but does not round its own rows.
     struct GemvFusion {
         View norm_w, counter;
         uint32_t counter_idx = 0, xn_off = 0;
