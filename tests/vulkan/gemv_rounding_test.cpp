@@ -5,7 +5,9 @@
 // every element checked, NaN failing.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "quant/quant.h"
@@ -35,16 +37,16 @@ struct RoundCase {
     uint32_t rows, cols;
 };
 
-class GemvRoundOut : public ::testing::TestWithParam<RoundCase> {};
+// Records a GEMV of rows x cols of type t over x (from float 0) into y[y_off ..] that rounds
+// its rows to y[xr_off ..].
+using RoundRecord = std::function<void(CommandList&, View w, View x, View y, uint32_t y_off,
+                                       bool acc, uint32_t xr_off)>;
 
 // A GEMV (in write and in accumulate mode) that also rounds its rows: its bytes, block scales
 // and scaled sums are the CPU's rounding of the rows it stored, byte for byte but for values a
 // hair from a half, and nothing outside the rows and the rounding is written.
-TEST_P(GemvRoundOut, WritesTheRoundingOfItsRows) {
-    VK_TEST_DEVICE();
-    const auto [t, rows, cols] = GetParam();
-    test::Scoped bytes(K.gemv_x, Kernels::GemvX::bytes);
-    if (!K.gemv_rounds(t, rows, cols, false, false)) GTEST_SKIP() << "not on this device or build";
+void check_round_out(Device& dev, const RoundRecord& record, QType t, uint32_t rows,
+                     uint32_t cols) {
     Buffer w = device_matrix(dev, t, rows, cols, 11 + rows);
     const std::vector<float> x = randn(cols, 3);
     Buffer xb = test::to_device(dev, x);
@@ -55,10 +57,8 @@ TEST_P(GemvRoundOut, WritesTheRoundingOfItsRows) {
         Buffer y = test::poisoned(dev, total);
         const std::vector<float> init = randn(rows, 9, 4.f);
         if (acc) dev.upload(y, y_off * 4, init.data(), rows * 4);
-        Kernels::GemvRounding r;
-        r.out_off = xr_off;
         test::run(dev, [&](CommandList& cl) {
-            K.gemv(cl, t, view(w), rows, cols, view(xb), 0, view(y), y_off, acc, false, &r);
+            record(cl, view(w), view(xb), view(y), y_off, acc, xr_off);
         });
         const auto out = test::from_device<float>(dev, y, total);
         const auto words = test::from_device<uint32_t>(dev, y, total);
@@ -95,6 +95,60 @@ TEST_P(GemvRoundOut, WritesTheRoundingOfItsRows) {
         }
         for (size_t i = xr_off + n_r; i < total; ++i)
             ASSERT_EQ(test::bits(out[i]), test::kPoison) << what << ": wrote past the rounding";
+    }
+}
+
+class GemvRoundOut : public ::testing::TestWithParam<RoundCase> {};
+
+// Through the launcher (Kernels::gemv with a GemvRounding).
+TEST_P(GemvRoundOut, WritesTheRoundingOfItsRows) {
+    VK_TEST_DEVICE();
+    const auto [t, rows, cols] = GetParam();
+    test::Scoped bytes(K.gemv_x, Kernels::GemvX::bytes);
+    if (!K.gemv_rounds(t, rows, cols, false, false)) GTEST_SKIP() << "not on this device or build";
+    check_round_out(
+        dev,
+        [&](CommandList& cl, View w, View x, View y, uint32_t y_off, bool acc, uint32_t xr_off) {
+            Kernels::GemvRounding r;
+            r.out_off = xr_off;
+            K.gemv(cl, t, w, rows, cols, x, 0, y, y_off, acc, false, &r);
+        },
+        t, rows, cols);
+}
+
+// The byte module without subgroup operations (a device without subgroup arithmetic): its rows
+// reduced through shared memory, then rounded one thread a 16-value block; and the subgroup
+// module over a block of more rows than a subgroup holds. Four row groups of 32 threads and 4
+// rows each: 16 rows a block.
+TEST(GemvRoundOutModule, WritesTheRoundingOfItsRows) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    Pipelines& pipes = *test::env().pipes;
+    for (auto [t, rows, cols] :
+         {std::tuple{QType::Q8_0, 96u, 64u}, std::tuple{QType::Q4_K, 48u, 512u}}) {
+        for (auto [sg, k_rows] : {std::pair{false, 4u}, std::pair{true, 16u}}) {
+            std::string name = "gemv_" + std::string(qtype_name(t)) + "_i8" + (sg ? "_sg" : "");
+            for (char& c : name) c = (char)std::tolower((unsigned char)c);
+            if (find_module(name).empty()) continue;
+            if (sg && (!dev.features().subgroup_arithmetic || !dev.features().subgroup_shuffle))
+                continue;
+            SCOPED_TRACE(name);
+            const uint32_t groups = 4, wg = 32 * groups;
+            check_round_out(
+                dev,
+                [&](CommandList& cl, View w, View x, View y, uint32_t y_off, bool acc,
+                    uint32_t xr_off) {
+                    struct Push {  // gemv.comp's push constants
+                        uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xr_off;
+                    } p{cols, rows, (uint32_t)row_size(t, cols), 0, y_off, acc ? 1u : 0u, xr_off};
+                    const Kernel& k =
+                        pipes.get(name, 3, sizeof(Push),
+                                  {wg, k_rows, 1, 1, cols / 32, 0, groups, 0, 0, 0, 0, 1});
+                    cl.dispatch(k, {w, x, y}, p, (rows + k_rows * groups - 1) / (k_rows * groups));
+                },
+                t, rows, cols);
+            if (HasFatalFailure()) return;
+        }
     }
 }
 
