@@ -581,6 +581,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         mi.pfnUserCallback = &Device::on_message;
         mi.pUserData = d.get();
         vkCreateDebugUtilsMessengerEXT(d->instance_, &mi, nullptr, &d->messenger_);
+        d->destroy_messenger_ = vkDestroyDebugUtilsMessengerEXT;
     }
 
     uint32_t n = 0;
@@ -774,8 +775,7 @@ Device::~Device() {
         if (pool_) vkDestroyCommandPool(device_, pool_, nullptr);
         vkDestroyDevice(device_, nullptr);
     }
-    if (messenger_ && vkDestroyDebugUtilsMessengerEXT)
-        vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+    if (messenger_ && destroy_messenger_) destroy_messenger_(instance_, messenger_, nullptr);
     if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 

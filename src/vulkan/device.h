@@ -218,6 +218,9 @@ class Device {
     int validation_errors() const { return validation_errors_; }
     // Validation errors of every device this process opened (tests check it once at the end).
     static int validation_errors_all();
+    // Whether the validation layer's messages reach this device (options.validation, with the
+    // layer installed).
+    bool validating() const { return messenger_ != VK_NULL_HANDLE; }
     const std::string& last_validation_message() const { return last_validation_message_; }
     void save_pipeline_cache();
 
@@ -237,6 +240,9 @@ class Device {
     bool unchecked_buffers_ = false;
     VkInstance instance_ = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    // The messenger's destructor as this device's instance gave it: the loader's entry points
+    // are those of the last instance made, which may lack the extension.
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;
     VkDevice device_ = VK_NULL_HANDLE;
     VkQueue queue_ = VK_NULL_HANDLE;

@@ -76,6 +76,24 @@ TEST(VulkanDevice, EveryBuiltModuleCreatesAPipeline) {
     EXPECT_THROW(pipes.get("no_such_kernel", 1, 0), Error);
 }
 
+// A device opened with the validation layer, the device list read meanwhile (an instance of its
+// own, without the debug-utils extension, whose entry points the loader then holds), and the
+// device closed: it still destroys its messenger, so closing it leaves the layer nothing to
+// report (the messenger outliving its device would report its own leak into the freed device).
+TEST(VulkanDevice, ClosesItsMessengerAfterAnotherInstanceWasMade) {
+    VK_TEST_DEVICE();
+    DeviceOptions o;
+    o.robust = test::robust();
+    o.validation = true;
+    auto d = Device::open(o);
+    ASSERT_TRUE(d.ok()) << d.reason();
+    if (!(*d)->validating()) GTEST_SKIP() << "the validation layer is not installed";
+    ASSERT_TRUE(list_devices().ok());
+    const int before = Device::validation_errors_all();
+    (*d).reset();
+    EXPECT_EQ(Device::validation_errors_all(), before);
+}
+
 // The driver's own bounds checks are left out of the pipelines exactly where the device offers
 // VK_EXT_pipeline_robustness and neither robustBufferAccess nor DELTALLM_VK_BOUNDS_CHECKS asks
 // for checks; the pipelines are created either way.
