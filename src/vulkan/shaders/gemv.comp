@@ -77,7 +77,7 @@
 //    rounding instead of at floats, so the GEMV has no rounding pass. The token command's FFN
 //    pair rounds its rows for the down projection, whose 12288 values of x (a 9B's) cost every
 //    workgroup 48 KB of reads and a barrier to round: on an H200 the down stage went 569 -> 503
-//    us a 9B token, the pair 757 -> 788 (docs/PERF.md 2026-12-01, night). A rounding of n
+//    us a 9B token, the pair 757 -> 788 (docs/PERF.md 2026-12-01, 21:00). A rounding of n
 //    values at float offset o: the bytes in words o .. o + n/4 - 1 (16-value block e in words
 //    o + 4e .. o + 4e + 3), then each block's (scale, scale · sum of its bytes) from o + n/4:
 //    3n/8 floats, the bytes and terms the reader would have rounded itself.
@@ -857,8 +857,9 @@ void round_out_lanes(uint first, float v) {
 #endif
 
 // ROUND_OUT: rounds the rows of row block blk (v: the value of row grp · ROWS + lt of the block,
-// from the threads with lt < ROWS) as quantize_x rounds x, one thread a 16-value block, into
-// y[xr_off ..] (see the top). Called by every thread of the workgroup.
+// from the threads with lt < ROWS) as quantize_x rounds x, into y[xr_off ..] (see the top): 16
+// invocations a 16-value block by shuffles where subgroups hold 16+, else one thread a block.
+// Called by every thread of the workgroup.
 void round_out(uint blk, uint grp, uint lt, float v) {
     uint first = blk * GROUPS * ROWS;
     if (lt < ROWS) ro_v[grp * ROWS + lt] = v;
@@ -1032,7 +1033,7 @@ void main() {
         }
 #endif
 
-        // Thread r < ROWS of each group writes the group's row r (its value also in vout).
+        // The writers (above) store the rows, each value also in vout.
         float vout = 0.0;
 #if defined(SUBGROUP)
         [[unroll]] for (uint r = 0; r < NR; ++r) {
