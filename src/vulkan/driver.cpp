@@ -442,9 +442,10 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     const Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
     const View act = view(s->act), prm = view(W.params), tok = view(s->tok);
     const uint32_t E = (uint32_t)hp.n_embd;
-    auto gemv = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
+    auto gemv = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc,
+                    const Kernels::GemvRounding* rounding = nullptr) {
         K.gemv(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-               x_off, y, y_off, acc);
+               x_off, y, y_off, acc, false, rounding);
     };
     auto norm_weights = [&](const Tensor* w) {
         return view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4);
@@ -541,10 +542,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             x_off = A.ffn_bytes;
             ++s->rounded_reads;
         }
-        const uint32_t rows = (uint32_t)t->rows(), cols = (uint32_t)t->cols();
         if (pending || !fused_decode_) {
-            K.gemv(cl, t->type, W.matrix(plan_, t), rows, cols, act, x_off, act, A.h, true, false,
-                   r.x_rounded ? &r : nullptr);
+            gemv(t, x_off, act, A.h, true, r.x_rounded ? &r : nullptr);
             stage(role);
             if (pending) return;
             norm(norm_w, A.h, A.xn);
@@ -556,8 +555,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         fu.counter = view(s->gemv_counter);
         fu.xn_off = A.xn;
         fu.eps = hp.rms_eps;
-        K.gemv_fused(cl, t->type, W.matrix(plan_, t), rows, cols, act, x_off, act, A.h, true, fu,
-                     r.x_rounded ? &r : nullptr);
+        K.gemv_fused(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
+                     x_off, act, A.h, true, fu, r.x_rounded ? &r : nullptr);
         stage(role);
     };
     LayerChain chain;
