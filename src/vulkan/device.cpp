@@ -716,7 +716,10 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
     VkResult r = vkCreateDevice(d->physical_, &di, nullptr, &d->device_);
     if (r != VK_SUCCESS)
         return Decline{fmt::format("vkCreateDevice on {} failed ({})", f.name, result_name(r))};
-    load_device_funcs(d->device_);
+    d->executable_properties_ = (PFN_vkGetPipelineExecutablePropertiesKHR)device_func(
+        d->device_, "vkGetPipelineExecutablePropertiesKHR");
+    d->executable_statistics_ = (PFN_vkGetPipelineExecutableStatisticsKHR)device_func(
+        d->device_, "vkGetPipelineExecutableStatisticsKHR");
     vkGetDeviceQueue(d->device_, d->queue_family_, 0, &d->queue_);
     vkGetPhysicalDeviceMemoryProperties(d->physical_, &d->mem_);
 

@@ -211,6 +211,13 @@ class Device {
     // Pipelines are created with their statistics captured (options.kernel_stats, where the
     // device can).
     bool kernel_stats() const { return kernel_stats_; }
+    // VK_KHR_pipeline_executable_properties of this device (null where it lacks them).
+    PFN_vkGetPipelineExecutablePropertiesKHR executable_properties() const {
+        return executable_properties_;
+    }
+    PFN_vkGetPipelineExecutableStatisticsKHR executable_statistics() const {
+        return executable_statistics_;
+    }
     // Pipelines are created without the driver's bounds checks on storage buffers (see
     // DeviceOptions::bounds_checks).
     bool unchecked_buffers() const { return unchecked_buffers_; }
@@ -243,6 +250,8 @@ class Device {
     // The messenger's destructor as this device's instance gave it: the loader's entry points
     // are those of the last instance made, which may lack the extension.
     PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
+    PFN_vkGetPipelineExecutablePropertiesKHR executable_properties_ = nullptr;
+    PFN_vkGetPipelineExecutableStatisticsKHR executable_statistics_ = nullptr;
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;
     VkDevice device_ = VK_NULL_HANDLE;
     VkQueue queue_ = VK_NULL_HANDLE;

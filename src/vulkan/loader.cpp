@@ -33,7 +33,22 @@ std::string load_vulkan() {
 #define DL_VK_LOAD(f) f = (PFN_##f)get_instance_proc(nullptr, #f);
         DL_VK_GLOBAL_FUNCS(DL_VK_LOAD)
 #undef DL_VK_LOAD
-        if (!vkCreateInstance) error = "the Vulkan loader does not provide vkCreateInstance";
+        if (!vkCreateInstance) {
+            error = "the Vulkan loader does not provide vkCreateInstance";
+            return;
+        }
+        // The exported functions dispatch on the handle: any device's, whichever instance made
+        // it (vkGetDeviceProcAddr's would be one device's).
+#define DL_VK_LOAD(f)                                                    \
+    f = (PFN_##f)dlsym(lib, #f);                                         \
+    if (!f) {                                                            \
+        error = "the Vulkan loader (libvulkan.so.1) does not export " #f \
+                ", a Vulkan "                                            \
+                "1.0 function";                                          \
+        return;                                                          \
+    }
+        DL_VK_DEVICE_FUNCS(DL_VK_LOAD)
+#undef DL_VK_LOAD
     });
     return error;
 }
@@ -44,10 +59,8 @@ void load_instance_funcs(VkInstance instance) {
 #undef DL_VK_LOAD
 }
 
-void load_device_funcs(VkDevice device) {
-#define DL_VK_LOAD(f) f = (PFN_##f)vkGetDeviceProcAddr(device, #f);
-    DL_VK_DEVICE_FUNCS(DL_VK_LOAD)
-#undef DL_VK_LOAD
+PFN_vkVoidFunction device_func(VkDevice device, const char* name) {
+    return vkGetDeviceProcAddr(device, name);
 }
 
 const char* result_name(VkResult r) {

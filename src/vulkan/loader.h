@@ -1,6 +1,10 @@
 // The Vulkan loader, opened at run time (dlopen of libvulkan.so.1) so the deltallm binary starts
 // and serves on the CPU on machines without Vulkan. Every entry point the driver calls is a
-// function pointer filled here; instance- and device-level ones after those objects exist.
+// function pointer filled here: the global ones and the core device-level ones when the loader
+// is opened, instance-level ones after an instance exists. The device-level ones are the
+// loader's exported functions, which find each call's device through its handle, so one process
+// may hold several devices (with and without the validation layer, of different drivers); the
+// device extension functions are each device's own (Device).
 #pragma once
 
 #define VK_NO_PROTOTYPES
@@ -46,60 +50,58 @@ namespace dl::vk {
 #define DL_VK_NV_COOPMAT2_FUNCS(X)
 #endif
 
-#define DL_VK_DEVICE_FUNCS(X)               \
-    X(vkDestroyDevice)                      \
-    X(vkGetDeviceQueue)                     \
-    X(vkDeviceWaitIdle)                     \
-    X(vkQueueSubmit)                        \
-    X(vkQueueWaitIdle)                      \
-    X(vkCreateBuffer)                       \
-    X(vkDestroyBuffer)                      \
-    X(vkGetBufferMemoryRequirements)        \
-    X(vkAllocateMemory)                     \
-    X(vkFreeMemory)                         \
-    X(vkBindBufferMemory)                   \
-    X(vkMapMemory)                          \
-    X(vkUnmapMemory)                        \
-    X(vkCreateShaderModule)                 \
-    X(vkDestroyShaderModule)                \
-    X(vkCreateDescriptorSetLayout)          \
-    X(vkDestroyDescriptorSetLayout)         \
-    X(vkCreatePipelineLayout)               \
-    X(vkDestroyPipelineLayout)              \
-    X(vkCreateComputePipelines)             \
-    X(vkDestroyPipeline)                    \
-    X(vkCreatePipelineCache)                \
-    X(vkDestroyPipelineCache)               \
-    X(vkGetPipelineCacheData)               \
-    X(vkCreateDescriptorPool)               \
-    X(vkDestroyDescriptorPool)              \
-    X(vkAllocateDescriptorSets)             \
-    X(vkUpdateDescriptorSets)               \
-    X(vkCreateCommandPool)                  \
-    X(vkDestroyCommandPool)                 \
-    X(vkAllocateCommandBuffers)             \
-    X(vkFreeCommandBuffers)                 \
-    X(vkBeginCommandBuffer)                 \
-    X(vkEndCommandBuffer)                   \
-    X(vkResetCommandBuffer)                 \
-    X(vkCmdBindPipeline)                    \
-    X(vkCmdBindDescriptorSets)              \
-    X(vkCmdPushConstants)                   \
-    X(vkCmdDispatch)                        \
-    X(vkCmdPipelineBarrier)                 \
-    X(vkCmdCopyBuffer)                      \
-    X(vkCmdFillBuffer)                      \
-    X(vkCmdResetQueryPool)                  \
-    X(vkCmdWriteTimestamp)                  \
-    X(vkCreateQueryPool)                    \
-    X(vkDestroyQueryPool)                   \
-    X(vkGetQueryPoolResults)                \
-    X(vkCreateFence)                        \
-    X(vkDestroyFence)                       \
-    X(vkWaitForFences)                      \
-    X(vkResetFences)                        \
-    X(vkGetPipelineExecutablePropertiesKHR) \
-    X(vkGetPipelineExecutableStatisticsKHR)
+#define DL_VK_DEVICE_FUNCS(X)        \
+    X(vkDestroyDevice)               \
+    X(vkGetDeviceQueue)              \
+    X(vkDeviceWaitIdle)              \
+    X(vkQueueSubmit)                 \
+    X(vkQueueWaitIdle)               \
+    X(vkCreateBuffer)                \
+    X(vkDestroyBuffer)               \
+    X(vkGetBufferMemoryRequirements) \
+    X(vkAllocateMemory)              \
+    X(vkFreeMemory)                  \
+    X(vkBindBufferMemory)            \
+    X(vkMapMemory)                   \
+    X(vkUnmapMemory)                 \
+    X(vkCreateShaderModule)          \
+    X(vkDestroyShaderModule)         \
+    X(vkCreateDescriptorSetLayout)   \
+    X(vkDestroyDescriptorSetLayout)  \
+    X(vkCreatePipelineLayout)        \
+    X(vkDestroyPipelineLayout)       \
+    X(vkCreateComputePipelines)      \
+    X(vkDestroyPipeline)             \
+    X(vkCreatePipelineCache)         \
+    X(vkDestroyPipelineCache)        \
+    X(vkGetPipelineCacheData)        \
+    X(vkCreateDescriptorPool)        \
+    X(vkDestroyDescriptorPool)       \
+    X(vkAllocateDescriptorSets)      \
+    X(vkUpdateDescriptorSets)        \
+    X(vkCreateCommandPool)           \
+    X(vkDestroyCommandPool)          \
+    X(vkAllocateCommandBuffers)      \
+    X(vkFreeCommandBuffers)          \
+    X(vkBeginCommandBuffer)          \
+    X(vkEndCommandBuffer)            \
+    X(vkResetCommandBuffer)          \
+    X(vkCmdBindPipeline)             \
+    X(vkCmdBindDescriptorSets)       \
+    X(vkCmdPushConstants)            \
+    X(vkCmdDispatch)                 \
+    X(vkCmdPipelineBarrier)          \
+    X(vkCmdCopyBuffer)               \
+    X(vkCmdFillBuffer)               \
+    X(vkCmdResetQueryPool)           \
+    X(vkCmdWriteTimestamp)           \
+    X(vkCreateQueryPool)             \
+    X(vkDestroyQueryPool)            \
+    X(vkGetQueryPoolResults)         \
+    X(vkCreateFence)                 \
+    X(vkDestroyFence)                \
+    X(vkWaitForFences)               \
+    X(vkResetFences)
 
 #define DL_VK_DECLARE(f) extern PFN_##f f;
 DL_VK_GLOBAL_FUNCS(DL_VK_DECLARE)
@@ -118,8 +120,8 @@ T make(VkStructureType type) {
 // Opens the loader once; returns "" on success or a sentence saying why Vulkan is unavailable.
 std::string load_vulkan();
 void load_instance_funcs(VkInstance instance);
-// One device at a time per process: the device functions are process-wide.
-void load_device_funcs(VkDevice device);
+// A device extension function of `device`, or null.
+PFN_vkVoidFunction device_func(VkDevice device, const char* name);
 
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" for messages.
 const char* result_name(VkResult r);

@@ -34,22 +34,22 @@ const char* shader_compiler() {
 // What the driver's compiler reports of a pipeline created with its statistics captured, as
 // "name value, ..." (registers, shared memory, ... as the driver names them).
 std::string Pipelines::statistics(VkPipeline pipeline) const {
+    const auto properties = dev_.executable_properties();
+    const auto stats = dev_.executable_statistics();
+    if (!properties || !stats) return "no statistics";
     auto pi = make<VkPipelineInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR);
     pi.pipeline = pipeline;
     uint32_t n = 0;
-    if (vkGetPipelineExecutablePropertiesKHR(dev_.handle(), &pi, &n, nullptr) != VK_SUCCESS ||
-        n == 0)
-        return "no statistics";
+    if (properties(dev_.handle(), &pi, &n, nullptr) != VK_SUCCESS || n == 0) return "no statistics";
     auto ei = make<VkPipelineExecutableInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR);
     ei.pipeline = pipeline;
     ei.executableIndex = 0;
     uint32_t m = 0;
-    vkGetPipelineExecutableStatisticsKHR(dev_.handle(), &ei, &m, nullptr);
+    stats(dev_.handle(), &ei, &m, nullptr);
     std::vector<VkPipelineExecutableStatisticKHR> st(
         m, make<VkPipelineExecutableStatisticKHR>(
                VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR));
-    if (vkGetPipelineExecutableStatisticsKHR(dev_.handle(), &ei, &m, st.data()) != VK_SUCCESS)
-        return "no statistics";
+    if (stats(dev_.handle(), &ei, &m, st.data()) != VK_SUCCESS) return "no statistics";
     std::string out;
     for (const auto& s : st) {
         if (!out.empty()) out += ", ";

@@ -2,7 +2,9 @@
 // embedded SPIR-V modules.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
+#include <vector>
 
 #include "vk_test.h"
 
@@ -80,12 +82,8 @@ TEST(VulkanDevice, EveryBuiltModuleCreatesAPipeline) {
 // own, without the debug-utils extension, whose entry points the loader then holds), and the
 // device closed: it still destroys its messenger, so closing it leaves the layer nothing to
 // report (the messenger outliving its device would report its own leak into the freed device).
-// Only where the shared test device is validated too (the suite under the layer): the device
-// entry points are the last opened device's, so a process must not mix devices with and
-// without the layer.
 TEST(VulkanDevice, ClosesItsMessengerAfterAnotherInstanceWasMade) {
     VK_TEST_DEVICE();
-    if (!dev.validating()) GTEST_SKIP() << "the shared device runs without the validation layer";
     DeviceOptions o;
     o.robust = test::robust();
     o.validation = true;
@@ -95,6 +93,57 @@ TEST(VulkanDevice, ClosesItsMessengerAfterAnotherInstanceWasMade) {
     ASSERT_TRUE(list_devices().ok());
     const int before = Device::validation_errors_all();
     (*d).reset();
+    EXPECT_EQ(Device::validation_errors_all(), before);
+}
+
+// Two devices in one process, one with the validation layer and one without (so their device
+// functions differ: the layer's and the driver's), each used after the other was opened and
+// after the other was closed: every call reaches its own device, the results are right and the
+// layer reports nothing.
+TEST(VulkanDevice, DevicesWithAndWithoutTheLayerInOneProcess) {
+    VK_TEST_DEVICE();
+    DeviceOptions plain;
+    plain.robust = test::robust();
+    plain.validation = false;
+    DeviceOptions layered = plain;
+    layered.validation = true;
+    auto a = Device::open(plain);
+    ASSERT_TRUE(a.ok()) << a.reason();
+    auto b = Device::open(layered);
+    ASSERT_TRUE(b.ok()) << b.reason();
+    if (!(*b)->validating()) GTEST_SKIP() << "the validation layer is not installed";
+    ASSERT_FALSE((*a)->validating());
+    const int before = Device::validation_errors_all();
+    // SwiGLU of 1000 values on a device: y = silu(g) * u, checked against the host.
+    auto run = [](Device& d, float scale) {
+        constexpr uint32_t n = 1000;
+        std::vector<float> g(n), u(n), y(n, -1.0f);
+        for (uint32_t i = 0; i < n; ++i) {
+            g[i] = scale * (float(i % 17) - 8.0f) / 4.0f;
+            u[i] = float(i % 5) - 2.0f;
+        }
+        Buffer buf = d.create_buffer(3 * n * 4, MemoryKind::device);
+        d.fill(buf, 0, 3 * n * 4, 0x7fc00000u);  // NaN where nothing is written
+        d.upload(buf, 0, g.data(), n * 4);
+        d.upload(buf, n * 4, u.data(), n * 4);
+        Pipelines pipes(d);
+        Kernels K(d, pipes);
+        CommandList cl(d);
+        cl.begin();
+        K.swiglu(cl, view(buf), 0, view(buf), n, view(buf), 2 * n, n);
+        cl.end();
+        cl.submit_and_wait();
+        d.download(buf, 2 * n * 4, y.data(), n * 4);
+        for (uint32_t i = 0; i < n; ++i) {
+            const float want = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+            ASSERT_NEAR(y[i], want, 1e-5f * (1.0f + std::fabs(want))) << d.name() << " value " << i;
+        }
+    };
+    run(**a, 1.0f);
+    run(**b, 2.0f);
+    run(**a, 3.0f);
+    (*b).reset();
+    run(**a, 4.0f);
     EXPECT_EQ(Device::validation_errors_all(), before);
 }
 
