@@ -716,9 +716,9 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
     VkResult r = vkCreateDevice(d->physical_, &di, nullptr, &d->device_);
     if (r != VK_SUCCESS)
         return Decline{fmt::format("vkCreateDevice on {} failed ({})", f.name, result_name(r))};
-    d->executable_properties_ = (PFN_vkGetPipelineExecutablePropertiesKHR)device_func(
+    d->executable_properties_ = (PFN_vkGetPipelineExecutablePropertiesKHR)vkGetDeviceProcAddr(
         d->device_, "vkGetPipelineExecutablePropertiesKHR");
-    d->executable_statistics_ = (PFN_vkGetPipelineExecutableStatisticsKHR)device_func(
+    d->executable_statistics_ = (PFN_vkGetPipelineExecutableStatisticsKHR)vkGetDeviceProcAddr(
         d->device_, "vkGetPipelineExecutableStatisticsKHR");
     vkGetDeviceQueue(d->device_, d->queue_family_, 0, &d->queue_);
     vkGetPhysicalDeviceMemoryProperties(d->physical_, &d->mem_);

@@ -39,13 +39,11 @@ std::string load_vulkan() {
         }
         // The exported functions dispatch on the handle: any device's, whichever instance made
         // it (vkGetDeviceProcAddr's would be one device's).
-#define DL_VK_LOAD(f)                                                    \
-    f = (PFN_##f)dlsym(lib, #f);                                         \
-    if (!f) {                                                            \
-        error = "the Vulkan loader (libvulkan.so.1) does not export " #f \
-                ", a Vulkan "                                            \
-                "1.0 function";                                          \
-        return;                                                          \
+#define DL_VK_LOAD(f)                                                 \
+    f = (PFN_##f)dlsym(lib, #f);                                      \
+    if (!f) {                                                         \
+        error = "the Vulkan loader does not export Vulkan 1.0's " #f; \
+        return;                                                       \
     }
         DL_VK_DEVICE_FUNCS(DL_VK_LOAD)
 #undef DL_VK_LOAD
@@ -57,10 +55,6 @@ void load_instance_funcs(VkInstance instance) {
 #define DL_VK_LOAD(f) f = (PFN_##f)get_instance_proc(instance, #f);
     DL_VK_INSTANCE_FUNCS(DL_VK_LOAD)
 #undef DL_VK_LOAD
-}
-
-PFN_vkVoidFunction device_func(VkDevice device, const char* name) {
-    return vkGetDeviceProcAddr(device, name);
 }
 
 const char* result_name(VkResult r) {

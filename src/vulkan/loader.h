@@ -120,8 +120,6 @@ T make(VkStructureType type) {
 // Opens the loader once; returns "" on success or a sentence saying why Vulkan is unavailable.
 std::string load_vulkan();
 void load_instance_funcs(VkInstance instance);
-// A device extension function of `device`, or null.
-PFN_vkVoidFunction device_func(VkDevice device, const char* name);
 
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" for messages.
 const char* result_name(VkResult r);
