@@ -55,10 +55,11 @@ void expect_same_decode(ResidentDriver& a, SessionState& sa, ResidentDriver& b, 
             scale = std::max(scale, std::fabs((double)lb[j]));
         }
         EXPECT_LE(worst, tol * (1 + scale)) << what << " token " << i;
-        if (same_greedy)
+        if (same_greedy) {
             EXPECT_EQ(std::max_element(la.begin(), la.end()) - la.begin(),
                       std::max_element(lb.begin(), lb.end()) - lb.begin())
                 << what << " token " << i;
+        }
     }
 }
 

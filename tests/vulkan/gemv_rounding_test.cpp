@@ -83,11 +83,12 @@ void check_round_out(Device& dev, const RoundRecord& record, QType t, uint32_t r
                 // A product a hair from a half may round the other way on a device whose
                 // division is not exact.
                 const double m = std::fabs((double)v[i] * id);
-                if (got != want)
+                if (got != want) {
                     ASSERT_TRUE(std::abs(got - want) == 1 &&
                                 std::fabs(m - std::floor(m) - 0.5) < 1e-4)
                         << what << " block " << b << " value " << i << ": " << got << " vs "
                         << want;
+                }
             }
             ASSERT_NEAR(out[xd + 2 * b], d, 1e-6 * d) << what << " block " << b;
             ASSERT_NEAR(out[xd + 2 * b + 1], d * sum, 1e-6 * std::fabs(d * sum) + 1e-30)
