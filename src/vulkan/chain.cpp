@@ -29,7 +29,7 @@ void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) 
             c.add_norm(L.wo, A.o, hp.n_head * hp.head_dim, L.ffn_norm);
         }
         c.inputs(A.xn, hp.n_embd);
-        c.ffn_in(L);
+        c.ffn_in(L, next_norm);
         c.add_norm(L.ffn_down, A.ffn, hp.n_ff, next_norm);
     }
 }
@@ -45,7 +45,7 @@ std::vector<std::vector<const Tensor*>> gemm_groups(const Model& model, bool hea
     c.project = [&](const Tensor* t, uint32_t, uint32_t) { groups.back().push_back(t); };
     c.inputs = [](uint32_t, int64_t) {};
     c.deltanet = c.attention = [](int64_t, const Layer&) {};
-    c.ffn_in = [&](const Layer& L) {
+    c.ffn_in = [&](const Layer& L, const Tensor*) {
         groups.back().push_back(L.ffn_gate);
         groups.back().push_back(L.ffn_up);
         close();
@@ -72,7 +72,7 @@ std::map<const Tensor*, std::vector<const Tensor*>> norm_readers(const Model& mo
     c.project = [&](const Tensor* t, uint32_t x_off, uint32_t) {
         if (x_off == A.xn) readers[cur].push_back(t);
     };
-    c.ffn_in = [&](const Layer& L) {
+    c.ffn_in = [&](const Layer& L, const Tensor*) {
         readers[cur].push_back(L.ffn_gate);
         readers[cur].push_back(L.ffn_up);
     };

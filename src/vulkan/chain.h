@@ -24,8 +24,10 @@ struct LayerChain {
     // The projections recorded next read act[x_off ..], cols wide.
     std::function<void(uint32_t x_off, int64_t cols)> inputs;
     std::function<void(int64_t il, const Layer&L)> deltanet, attention;
-    // act[ffn] = SwiGLU(gate · act[xn], up · act[xn]), with the stages between and after.
-    std::function<void(const Layer& L)> ffn_in;
+    // act[ffn] = SwiGLU(gate · act[xn], up · act[xn]), with the stages between and after;
+    // next_norm: the norm the down projection after it ends with (the next layer's attn_norm or
+    // the output norm).
+    std::function<void(const Layer& L, const Tensor* next_norm)> ffn_in;
     // h += W · act[x_off ..] (cols wide), then xn = RMSNorm(h) · norm_w, with the stages between.
     std::function<void(const Tensor* w, uint32_t x_off, int64_t cols, const Tensor* norm_w)>
         add_norm;

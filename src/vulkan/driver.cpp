@@ -581,7 +581,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
                     tok, view(s->head_counter));
     };
-    chain.ffn_in = [&](const Layer& L) {
+    chain.ffn_in = [&](const Layer& L, const Tensor* next_norm) {
         // Fused: one GEMV dispatch for both matrices with the SwiGLU as its epilogue, where the
         // plan keeps them in one slab with the same type.
         const Placement *g = plan_.find(L.ffn_gate), *u = plan_.find(L.ffn_up);
@@ -593,9 +593,6 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             const uint32_t rows = (uint32_t)L.ffn_gate->rows(), cols = (uint32_t)L.ffn_gate->cols();
             // The pair rounds its rows for the down projection where that reads them in bytes
             // (as a fused GEMV where the norm after it is its epilogue).
-            const int64_t il = &L - model_->layers.data();
-            const Tensor* next_norm =
-                il + 1 < hp.n_layer ? model_->layers[il + 1].attn_norm : model_->output_norm;
             const Tensor* down = L.ffn_down;
             ffn_rounded =
                 gemv_pre_round_ && K.gemv_rounds(L.ffn_gate->type, rows, cols, true, pending) &&
@@ -782,7 +779,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
         K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m,
                          attn_var);
     };
-    chain.ffn_in = [&](const Layer& L) {
+    chain.ffn_in = [&](const Layer& L, const Tensor*) {
         gemm(L.ffn_gate, A.xn, act, A.gate, false);
         gemm(L.ffn_up, A.xn, act, A.up, false);
         stage("gemm");
