@@ -160,10 +160,7 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundCase{QType::Q5_K, 272, 256}, RoundCase{QType::Q4_0, 4096, 64},
                       // 12288 rows: the 9B's FFN rows, many row blocks a workgroup.
                       RoundCase{QType::Q4_K, 12288, 256}),
-    [](const auto& info) {
-        return std::string(qtype_name(info.param.type)) + "_" + std::to_string(info.param.rows) +
-               "x" + std::to_string(info.param.cols);
-    });
+    test::TypeRowsColsName());
 
 struct LayerCase {
     QType type;

@@ -124,10 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GemvCase{QType::Q4_K, 4096, 1024}, GemvCase{QType::Q4_K, 21, 12288},
                       GemvCase{QType::Q6_K, 9, 12288}, GemvCase{QType::Q8_0, 5, 12288},
                       GemvCase{QType::Q5_K, 6, 12288}, GemvCase{QType::F32, 3, 12289}),
-    [](const auto& info) {
-        return std::string(qtype_name(info.param.type)) + "_" + std::to_string(info.param.rows) +
-               "x" + std::to_string(info.param.cols);
-    });
+    test::TypeRowsColsName());
 
 // The block formats through each way of reading x the launcher has (Kernels::gemv_x): the
 // global F32 reads, x rounded to bytes (integer dot products, where the device and the build
@@ -323,10 +320,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GemvCase{QType::Q4_K, 4096, 1024}, GemvCase{QType::Q4_K, 21, 12288},
                       GemvCase{QType::Q6_K, 9, 12288}, GemvCase{QType::Q8_0, 5, 12288},
                       GemvCase{QType::Q5_K, 6, 12288}),
-    [](const auto& info) {
-        return std::string(qtype_name(info.param.type)) + "_" + std::to_string(info.param.rows) +
-               "x" + std::to_string(info.param.cols);
-    });
+    test::TypeRowsColsName());
 
 // gemv.comp's other shapes, dispatched directly: the shared-memory reduction (the module without
 // subgroup arithmetic), word loads instead of 16-byte ones (W16 = 0, what a weight view at an

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -27,6 +28,15 @@
 namespace dl::vk::test {
 
 constexpr uint32_t kPoison = 0x7fc00000u;  // a NaN: any element a kernel fails to write shows
+
+// The name of a case of a test over {type, rows, cols} parameters: "q4_k_4096x1024".
+struct TypeRowsColsName {
+    template <typename Info>
+    std::string operator()(const Info& info) const {
+        return std::string(qtype_name(info.param.type)) + "_" + std::to_string(info.param.rows) +
+               "x" + std::to_string(info.param.cols);
+    }
+};
 
 // Whether the tests' devices check every buffer access (robustBufferAccess; by default they do,
 // DELTALLM_VK_TEST_ROBUST=0 opens them as the engine does).
