@@ -9,15 +9,8 @@
 # Device: one call carrying .gl and .devrun that runs this script; it prints the tg128 rows.
 # NAME=no-barriers or NAME=chained-stages picks the rows (the patch applied must match).
 cd "$(dirname "$0")/../../.."
-PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
-B=$PWD/.tools/device-reports/deltallm
-for m in "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"; do
-    set -- $m
-    [ -f /tmp/$3.gguf ] || $B synth --arch $1 --shape $2 -t q4_k_m -o /tmp/$3.gguf >/dev/null 2>&1
-done
-tg() { $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 | grep -E "tg128|rror" | cut -d'|' -f8; }
+. docs/perf/experiments/device.sh
+synth "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"
 for m in q9 q38 q08; do
     if [ "${NAME:-chained-stages}" = no-barriers ]; then
         echo "[$m] barriers $(tg $m) | none (results wrong) $(DELTALLM_EXP_NOBAR=1 tg $m)"

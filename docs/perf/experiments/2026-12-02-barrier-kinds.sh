@@ -9,12 +9,8 @@
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
 cd "$(dirname "$0")/../../.."
-PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
-P=$PWD/.tools/device-reports; B=$P/deltallm; T=$P/test_vulkan
-export DELTALLM_TEST_TMP=$(mktemp -d)
-for m in "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"; do set -- $m; [ -f /tmp/$3.gguf ] || $B synth --arch $1 --shape $2 -t q4_k_m -o /tmp/$3.gguf >/dev/null 2>&1; done
-tg() { $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 | grep -E "tg128|rror" | cut -d'|' -f8; }
+. docs/perf/experiments/device.sh
+synth "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"
 for r in 1 2; do for m in q9 q38 q08; do echo "[$m] b0 $(DELTALLM_EXP_BARRIER=0 tg $m) | b1 $(DELTALLM_EXP_BARRIER=1 tg $m) | b2 $(DELTALLM_EXP_BARRIER=2 tg $m)"; done; done
 for s in 0 1; do DELTALLM_EXP_BARRIER=$s DELTALLM_VK_SPEED=1 timeout 60 $T --gtest_filter='StageSpeed.Report' 2>&1 | grep "a stage"; done
 for s in 0 1 2; do DELTALLM_EXP_BARRIER=$s $B run -m /tmp/q9.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 100 --temp 0 --ignore-eos --print-ids --dump-logits /tmp/l_$s.npy > /tmp/ids_$s.txt 2>&1; done

@@ -13,15 +13,8 @@
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
 cd "$(dirname "$0")/../../.."
-PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
-B=$PWD/.tools/device-reports/deltallm
-for m in "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"; do
-    set -- $m
-    [ -f /tmp/$3.gguf ] || $B synth --arch $1 --shape $2 -t q4_k_m -o /tmp/$3.gguf >/dev/null 2>&1
-done
-tg() { $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 | grep -E "tg128|rror" | cut -d'|' -f8; }
+. docs/perf/experiments/device.sh
+synth "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"
 # The bound.
 for r in 1 2; do for m in q9 q08; do
     echo "[$m] off $(DELTALLM_EXP_NOBAR_IN=0 tg $m) | 1 $(DELTALLM_EXP_NOBAR_IN=1 tg $m) | 2 $(DELTALLM_EXP_NOBAR_IN=2 tg $m)"

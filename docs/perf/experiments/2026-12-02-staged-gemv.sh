@@ -9,12 +9,8 @@
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script ($OUT: the machine code).
 cd "$(dirname "$0")/../../.."
-PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
-P=$PWD/.tools/device-reports; B=$P/deltallm; T=$P/test_vulkan
-export DELTALLM_TEST_TMP=$(mktemp -d)
-for m in "qwen35 9b q9" "qwen3 8b q38"; do set -- $m; [ -f /tmp/$3.gguf ] || $B synth --arch $1 --shape $2 -t q4_k_m -o /tmp/$3.gguf >/dev/null 2>&1; done
-tg() { $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 | grep -E "tg128|rror" | cut -d'|' -f8; }
+. docs/perf/experiments/device.sh
+synth "qwen35 9b q9" "qwen3 8b q38"
 for r in 1 2; do for m in q9 q38; do echo "[$m] stage0 $(DELTALLM_VK_GEMV_STAGE=0 tg $m) | stage1 $(DELTALLM_VK_GEMV_STAGE=1 tg $m) | stage2 $(DELTALLM_VK_GEMV_STAGE=2 tg $m)"; done; done
 for s in 0 1 2; do echo "== profile stage $s"; DELTALLM_VK_GEMV_STAGE=$s timeout 60 $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 --profile 2>&1 | grep -v "^|\|^$\|floors" | head -25; done
 for s in 1 2 0; do echo "== rows stage $s"; DELTALLM_VK_GEMV_STAGE=$s DELTALLM_VK_SPEED=1 timeout 150 $T --gtest_filter=GemvSpeed.Rows 2>&1 | grep -i "q4_K" | grep -v "no decode" | grep "wide auto"; done

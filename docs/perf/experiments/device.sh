@@ -1,0 +1,24 @@
+# Sourced by the experiment scripts beside it, from the repository root on the device machine:
+# unpacks the binaries packed by `scripts/vk/device_reports.sh prepare`, points the Vulkan loader
+# at the NVIDIA driver, and defines
+#   B, T          the packed deltallm and test_vulkan
+#   synth M ...   each "ARCH SHAPE NAME" synthesized once, Q4_K_M, into /tmp/NAME.gguf
+#   tg NAME       decode tg128 of /tmp/NAME.gguf over two runs: the t/s column (mean ± deviation)
+PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
+export DELTALLM_TEST_TMP=$(mktemp -d)
+P=$PWD/.tools/device-reports
+B=$P/deltallm
+T=$P/test_vulkan
+synth() {
+    local m
+    for m in "$@"; do
+        set -- $m
+        [ -f /tmp/$3.gguf ] || $B synth --arch $1 --shape $2 -t q4_k_m -o /tmp/$3.gguf >/dev/null 2>&1
+    done
+}
+tg() {
+    $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 |
+        grep -E "tg128|rror" | cut -d'|' -f8
+}
