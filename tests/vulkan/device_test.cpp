@@ -117,23 +117,17 @@ TEST(VulkanDevice, DevicesWithAndWithoutTheLayerInOneProcess) {
     // SwiGLU of 1000 values on a device: y = silu(g) * u, checked against the host.
     auto run = [](Device& d, float scale) {
         constexpr uint32_t n = 1000;
-        std::vector<float> g(n), u(n), y(n, -1.0f);
+        std::vector<float> g(n), u(n);
         for (uint32_t i = 0; i < n; ++i) {
             g[i] = scale * (float(i % 17) - 8.0f) / 4.0f;
             u[i] = float(i % 5) - 2.0f;
         }
-        Buffer buf = d.create_buffer(3 * n * 4, MemoryKind::device);
-        d.fill(buf, 0, 3 * n * 4, 0x7fc00000u);  // NaN where nothing is written
-        d.upload(buf, 0, g.data(), n * 4);
-        d.upload(buf, n * 4, u.data(), n * 4);
+        Buffer gb = test::to_device(d, g), ub = test::to_device(d, u), yb = test::poisoned(d, n);
         Pipelines pipes(d);
         Kernels K(d, pipes);
-        CommandList cl(d);
-        cl.begin();
-        K.swiglu(cl, view(buf), 0, view(buf), n, view(buf), 2 * n, n);
-        cl.end();
-        cl.submit_and_wait();
-        d.download(buf, 2 * n * 4, y.data(), n * 4);
+        test::run(d,
+                  [&](CommandList& cl) { K.swiglu(cl, view(gb), 0, view(ub), 0, view(yb), 0, n); });
+        const std::vector<float> y = test::from_device<float>(d, yb, n);
         for (uint32_t i = 0; i < n; ++i) {
             const float want = g[i] / (1.0f + std::exp(-g[i])) * u[i];
             ASSERT_NEAR(y[i], want, 1e-5f * (1.0f + std::fabs(want))) << d.name() << " value " << i;
