@@ -120,13 +120,16 @@ Args parse(int argc, char** argv) {
         else
             die("unknown flag " + f +
                 " (flags: -m FILE -p 512,2048 -n 128 -d 0,4096 -r 5 -t N -o md|json|csv"
-                " --device cpu|vulkan -ngl N --seed S --bw-gbps X --peak-gflops X --load-only -v)");
+                " --device cpu|vulkan|cuda -ngl N --seed S --bw-gbps X --peak-gflops X --load-only -v)");
     }
     if (a.model.empty()) die("no model: give a GGUF file with -m FILE");
     if (a.reps < 1) die("-r must be at least 1");
     if (a.output != "md" && a.output != "json" && a.output != "csv")
         die("-o must be md, json or csv");
-    if (a.device != "cpu" && a.device != "vulkan") die("--device must be cpu or vulkan");
+    // vulkan and cuda both offload every layer; which GPU backend runs them is the build's (the
+    // backend module next to the program).
+    if (a.device != "cpu" && a.device != "vulkan" && a.device != "cuda")
+        die("--device must be cpu, vulkan or cuda");
     return a;
 }
 
@@ -170,7 +173,7 @@ int main(int argc, char** argv) {
     for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
 
     llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers = a.device == "vulkan" ? a.n_gpu_layers : 0;
+    mp.n_gpu_layers = a.device != "cpu" ? a.n_gpu_layers : 0;
     llama_model* model = llama_model_load_from_file(a.model.c_str(), mp);
     // A file llama.cpp refuses is the finding: the message above says why; exit 2 marks it.
     if (!model) {

@@ -7,6 +7,7 @@ First checks that llama.cpp loads every file: a file it refuses means our GGUF w
 and the run stops with that message.
 
   compare.py -m a.gguf [-m b.gguf] [-p 128] [-n 32] [-d 0,4096] [-r 3] [--rounds 2] [-t 2] [--device cpu]
+      [--peer-device cuda]   (the peer's backend when it is not ours: llama.cpp's CUDA build)
   compare.py -m a.gguf --sweep [--sweep-lengths 128,256,...] --csv sweep.csv
 Writes a markdown table to stdout (and --md FILE), the pooled results to --json FILE, and for a
 sweep the CSV that plot.py draws. -d runs every test again at each depth (D random tokens in the
@@ -62,6 +63,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds (ours, peer, ours, ...)")
     ap.add_argument("-t", "--threads", type=int, default=0, help="CPU threads for both engines")
     ap.add_argument("--device", default="cpu", choices=["cpu", "vulkan"])
+    ap.add_argument("--peer-device", default="", choices=["", "cpu", "vulkan", "cuda"],
+                    help="the peer's backend when it differs from ours (cuda: llama.cpp's CUDA build)")
     ap.add_argument("--bw-gbps", type=float, default=0, help="memory bandwidth for the tg floor")
     ap.add_argument("--peak-gflops", type=float, default=0, help="peak FLOP rate for the pp floor")
     ap.add_argument("--ours", default=os.path.join(REPO, "build-bench", "deltallm"))
@@ -72,7 +75,8 @@ def main():
     ap.add_argument("--md", default="", help="write the table here too")
     ap.add_argument("--json", default="", help="write the pooled results here")
     a = ap.parse_args()
-    peer = a.peer or os.path.join(REPO, "build-peer", a.device, "peer_bench")
+    peer_device = a.peer_device or a.device
+    peer = a.peer or os.path.join(REPO, "build-peer", peer_device, "peer_bench")
     for exe in (a.ours, peer):
         if not os.access(exe, os.X_OK):
             raise SystemExit(f"compare: {exe} is missing: build it first (see docs/PERF.md)")
@@ -89,7 +93,7 @@ def main():
 
     # 1. llama.cpp must load every file.
     for m in a.model:
-        p = subprocess.run([peer, "-m", m, "--device", a.device, "--load-only"],
+        p = subprocess.run([peer, "-m", m, "--device", peer_device, "--load-only"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if p.returncode != 0 and p.returncode != 2:
             sys.stderr.write(p.stderr)
@@ -102,7 +106,7 @@ def main():
             sys.stderr.write("!" * 78 + "\n")
             raise SystemExit(3)
 
-    common = ["-p", prompts, "-n", gens, "-r", str(a.r), "-o", "json", "--device", a.device]
+    common = ["-p", prompts, "-n", gens, "-r", str(a.r), "-o", "json"]
     if show_depth:
         common += ["-d", a.d]
     floors = []
@@ -112,8 +116,10 @@ def main():
         floors += ["--peak-gflops", str(a.peak_gflops)]
     results = []
     for m in a.model:
-        ours_cmd = [a.ours] + (["-t", str(a.threads)] if a.threads else []) + ["bench", "-m", m] + common + floors
-        peer_cmd = [peer, "-m", m] + common + floors + (["-t", str(a.threads)] if a.threads else [])
+        ours_cmd = ([a.ours] + (["-t", str(a.threads)] if a.threads else []) + ["bench", "-m", m] + common
+                    + ["--device", a.device] + floors)
+        peer_cmd = ([peer, "-m", m] + common + ["--device", peer_device] + floors
+                    + (["-t", str(a.threads)] if a.threads else []))
         samples = {"deltallm": {}, "llama.cpp": {}}
         meta = {}
         loads = []
@@ -135,7 +141,7 @@ def main():
             pm, psd = mean_sd(samples["llama.cpp"][test])
             r = ours_rows[test]
             results.append({
-                "model": os.path.basename(m), "device": a.device, "test": test,
+                "model": os.path.basename(m), "device": a.device, "peer_device": peer_device, "test": test,
                 "n_prompt": r["n_prompt"], "n_gen": r["n_gen"], "n_depth": r.get("n_depth", 0),
                 "threads": meta["deltallm"]["threads"],
                 "ours_ts": om, "ours_sd": osd, "peer_ts": pm, "peer_sd": psd,
@@ -151,7 +157,9 @@ def main():
 
     # A depth column only when a depth was asked for, so tables without one keep their form.
     dh, dr = ("depth | ", "---: | ") if show_depth else ("", "")
-    lines = [f"| model | device | threads | test | {dh}deltallm t/s | llama.cpp t/s | ratio | ceiling t/s | load |",
+    # The peer's backend is named only where it is not ours (llama.cpp's CUDA build beside our Vulkan).
+    peer_name = "llama.cpp" if peer_device == a.device else f"llama.cpp {peer_device}"
+    lines = [f"| model | device | threads | test | {dh}deltallm t/s | {peer_name} t/s | ratio | ceiling t/s | load |",
              f"| --- | --- | ---: | ---: | {dr}---: | ---: | ---: | ---: | --- |"]
     for r in results:
         ceil = f"{r['ceiling_ts']:.1f} ({r['floor_kind']})" if r["ceiling_ts"] > 0 else "-"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deltallm vs llama.cpp (Vulkan) on the GPU machine in one device call.
+# deltallm vs llama.cpp (Vulkan; or CUDA with PEER_DEVICE=cuda) on the GPU machine in one device call.
 #
 # Here (prepare): builds nothing new; packs what the device needs into .tools/device-bench
 # (git-ignored): our deltallm binary and the libfmt it links (Ubuntu has no libfmt.so.9), and the
@@ -17,6 +17,7 @@
 # are prefilled, not timed) on Qwen3.5-9B and Qwen3-8B Q4_K_M, into $OUT/table-depth-<file>.*.
 # Every repetition prefills its depth again: with MODELS="qwen35:9b:q4_k_m qwen3:8b:q4_k_m"
 # SWEEP=0 the call does less besides, to stay within the 10 minutes a device call has.
+# PEER_DEVICE=cuda runs llama.cpp's CUDA build instead of its Vulkan build (see below).
 # Floors on the H200 are the datasheet figures: 4.8 TB/s HBM3e, 989 dense FP16 tensor TFLOP/s.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,6 +57,14 @@ export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/n
 export LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 ours=$pack/deltallm
 peer=$pack/peer/peer_bench
+# PEER_DEVICE=cuda: llama.cpp's CUDA backend instead of its Vulkan build, compiled here first by
+# scripts/bench/peer_cuda.sh (its source packed by `peer_cuda.sh prepare`).
+peer_device=${PEER_DEVICE:-vulkan}
+if [ "$peer_device" = cuda ]; then
+    peer=$pack/peer-cuda/peer_bench
+    echo "== llama.cpp CUDA build"
+    bash scripts/bench/peer_cuda.sh build "$pack/peer-cuda" || exit 1
+fi
 models=${MODELS_DIR:-/tmp/models}
 mkdir -p "$models"
 # model_file arch:shape:type: sets name (arch-shape-type) and f (its file under $models),
@@ -91,7 +100,7 @@ fi
 # arch:shape:type of each file; the first two get more repetitions (they carry the PERF.md rows).
 models_list=${MODELS:-"qwen35:0.8b:q4_k_m qwen35:9b:q4_k_m qwen35:0.8b:q8_0 qwen35:9b:q8_0 qwen3:8b:q4_k_m"}
 floors=(--bw-gbps 4800 --peak-gflops 989000)
-args=(--ours "$ours" --peer "$peer" --device vulkan "${floors[@]}")
+args=(--ours "$ours" --peer "$peer" --device vulkan --peer-device "$peer_device" "${floors[@]}")
 i=0
 for spec in $models_list; do
     model_file "$spec"
