@@ -120,7 +120,8 @@ Args parse(int argc, char** argv) {
         else
             die("unknown flag " + f +
                 " (flags: -m FILE -p 512,2048 -n 128 -d 0,4096 -r 5 -t N -o md|json|csv"
-                " --device cpu|vulkan|cuda -ngl N --seed S --bw-gbps X --peak-gflops X --load-only -v)");
+                " --device cpu|vulkan|cuda -ngl N --seed S --bw-gbps X --peak-gflops X --load-only "
+                "-v)");
     }
     if (a.model.empty()) die("no model: give a GGUF file with -m FILE");
     if (a.reps < 1) die("-r must be at least 1");
