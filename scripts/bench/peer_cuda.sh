@@ -11,11 +11,13 @@
 #
 # Here:  scripts/bench/peer_cuda.sh prepare
 #          writes .devrun/peer-cuda-src.tar.xz (the library's build inputs and bench/peer_bench.cpp;
-#          about 6 MB) from the bundle under .tools/peer (scripts/bench/setup_peer.sh).
+#          about 4 MB) from the bundle under .tools/peer (scripts/bench/setup_peer.sh).
 # There: scripts/bench/peer_cuda.sh build [DEST]
 #          builds libllama with GGML_CUDA for CUDA_ARCH (default 90) and peer_bench against it into
 #          DEST (default .tools/device-bench/peer-cuda); a second call on a machine still held
-#          rebuilds nothing. scripts/bench/device_bench.sh with PEER_DEVICE=cuda calls it.
+#          rebuilds nothing. scripts/bench/device_bench.sh with PEER_DEVICE=cuda calls it. The
+#          build takes about 4 minutes on the H200 machine's 16 cores: on a fresh machine, build in
+#          a call of its own and compare in the next while the machine is still held.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 mode=${1:-build}
