@@ -162,12 +162,12 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(gemv_${t}_swiglu_sg gemv.comp DEFINES WTYPE_${T}=1 SWIGLU_PAIR=1 SUBGROUP=1)
 endforeach()
 # The block formats again over x rounded to bytes (_i8, integer dot products; see gemv.comp),
-# plain, with the RMSNorm epilogue, as the SwiGLU pair, and both of the last two over x before
-# its RMSNorm (_nin).
+# plain, with the RMSNorm epilogue, as the SwiGLU pair, both of the last two over x before its
+# RMSNorm (_nin), and plain over a DeltaNet step's output before its gated RMSNorm (_gin).
 if(DELTALLM_VK_INTEGER_DOT)
   foreach(t q4_0 q8_0 q4_k q5_k q6_k)
     string(TOUPPER ${t} T)
-    foreach(fuse "" _norm _swiglu _nin _swiglu_nin)
+    foreach(fuse "" _norm _swiglu _nin _swiglu_nin _gin)
       set(_defs WTYPE_${T}=1 X_INT8=1)
       if(fuse STREQUAL "_norm")
         list(APPEND _defs NORM_EPILOGUE=1)
@@ -176,6 +176,8 @@ if(DELTALLM_VK_INTEGER_DOT)
       endif()
       if(fuse MATCHES "_nin")
         list(APPEND _defs NORM_IN=1)
+      elseif(fuse STREQUAL "_gin")
+        list(APPEND _defs GATED_IN=1)
       endif()
       dl_vk_shader(gemv_${t}${fuse}_i8 gemv.comp DEFINES ${_defs})
       dl_vk_shader(gemv_${t}${fuse}_i8_sg gemv.comp DEFINES ${_defs} SUBGROUP=1)

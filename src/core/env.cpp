@@ -44,6 +44,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_MERGE_IN", "bool", "1",
          "Vulkan decode: each run of a mixer's input projections of one type that lie back to "
          "back is one GEMV (0: a GEMV each)"},
+        {"DELTALLM_VK_GATED_IN", "bool", "1",
+         "Vulkan decode: a DeltaNet layer's output projection applies the layer's gated RMSNorm "
+         "as it reads the step's output, where it reads x in bytes (0: the step applies it)"},
         {"DELTALLM_VK_GEMV_BALANCE", "bool", "1",
          "Vulkan decode: a GEMV alone in its stage takes fewer rows a workgroup where that evens "
          "out its row blocks over the device (0: the fixed shapes)"},

@@ -71,6 +71,7 @@ struct ResidentDriver::Session : SessionState {
     Buffer gemv_counter;
     // GEMVs of the token command that read x rounded by the GEMV before (gemv_pre_round_).
     uint32_t rounded_reads = 0;
+    uint32_t gated_reads = 0;  // CommandCounts::gated_reads of the token command
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
     Buffer head_counter;
@@ -180,6 +181,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->gemv_norm_in_ = opts.gemv_norm_in;
     d->gemv_pre_round_ = opts.gemv_pre_round;
     d->merge_in_ = opts.merge_in;
+    d->gated_in_ = opts.gated_in;
     d->expand_ahead_ = opts.expand_ahead;
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
@@ -204,6 +206,10 @@ bool DriverOptions::gemv_pre_round_from_env() {
 
 bool DriverOptions::merge_in_from_env() {
     return env::get_bool("DELTALLM_VK_MERGE_IN");
+}
+
+bool DriverOptions::gated_in_from_env() {
+    return env::get_bool("DELTALLM_VK_GATED_IN");
 }
 
 bool DriverOptions::gemv_balance_from_env() {
@@ -475,6 +481,10 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // down projection (gemv_pre_round_).
     bool ffn_rounded = false;
     s->rounded_reads = 0;
+    s->gated_reads = 0;
+    // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
+    // (gated_in_; none: the step applied it).
+    std::optional<Kernels::GemvGatedIn> gated;
     // W · xn (rows of cols values of type t at view w) into y[y_off ..]; shared: other GEMVs
     // run in its stage (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
@@ -542,6 +552,15 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             x_off = A.ffn_bytes;
             ++s->rounded_reads;
         }
+        if (gated) {  // the step chose it where the next norm is its readers' (chain.deltanet)
+            DL_ASSERT(pending);
+            K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
+                         act, x_off, act, A.h, true, *gated);
+            gated.reset();
+            ++s->gated_reads;
+            stage(role);
+            return;
+        }
         if (pending || !fused_decode_) {
             gemv(t, x_off, act, A.h, true, r.x_rounded ? &r : nullptr);
             stage(role);
@@ -571,8 +590,16 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     };
     chain.inputs = [](uint32_t, int64_t) {};
     chain.deltanet = [&](int64_t il, const Layer& L) {
-        K.deltanet_step(cl, deltanet_args(A, L), act, prm, view(s->ring[il]), view(s->state[il]),
-                        tok, view(s->head_counter));
+        Kernels::DeltaNetStep a = deltanet_args(A, L);
+        // Where the output projection reads x in bytes and the FFN's norm is its readers' (the
+        // projection then needs no epilogue of its own).
+        if (gated_in_ && normed_by_readers(L.ffn_norm) &&
+            K.gemv_gates(L.ssm_out->type, (uint32_t)L.ssm_out->cols()) && a.d_v % 16 == 0) {
+            a.ss_off = A.y_ss;
+            gated = Kernels::GemvGatedIn{A.y_ss, a.d_v, K.deltanet_groups(a.d_v, true), a.eps};
+        }
+        K.deltanet_step(cl, a, act, prm, view(s->ring[il]), view(s->state[il]), tok,
+                        view(s->head_counter));
     };
     chain.attention = [&](int64_t il, const Layer& L) {
         Kernels::Attention a = at;
@@ -972,7 +999,7 @@ int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
 
 ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const SessionState& st) const {
     const Session& s = static_cast<const Session&>(st);
-    return {s.token_cmd->n_dispatches(), s.token_cmd->n_barriers(), s.rounded_reads};
+    return {s.token_cmd->n_dispatches(), s.token_cmd->n_barriers(), s.rounded_reads, s.gated_reads};
 }
 
 bool ResidentDriver::samples_on_device(const SamplerParams& p) const {

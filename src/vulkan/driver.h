@@ -46,6 +46,11 @@ struct DriverOptions {
     // back (same type and row length) in one GEMV (DELTALLM_VK_MERGE_IN; off: a GEMV each).
     bool merge_in = merge_in_from_env();
     static bool merge_in_from_env();
+    // With gemv_norm_in: where a DeltaNet layer's output projection takes x in bytes, the decode
+    // step leaves its gated RMSNorm to that GEMV (Kernels::gemv_gated), so no column group of a
+    // head waits for the others (DELTALLM_VK_GATED_IN; off: the step applies it).
+    bool gated_in = gated_in_from_env();
+    static bool gated_in_from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
     // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
     // of its own, for measurements).
@@ -131,6 +136,7 @@ class ResidentDriver final : public Executor {
     struct CommandCounts {
         uint32_t dispatches = 0, barriers = 0;
         uint32_t rounded_reads = 0;  // GEMVs over x rounded by the GEMV before them
+        uint32_t gated_reads = 0;    // GEMVs that apply a DeltaNet step's gated norm
     };
     CommandCounts token_command_counts(const SessionState& s) const;
 
@@ -162,6 +168,7 @@ class ResidentDriver final : public Executor {
     bool gemv_norm_in_ = true;
     bool gemv_pre_round_ = true;
     bool merge_in_ = true;
+    bool gated_in_ = true;
     bool expand_ahead_ = true;
     bool gemm_groups_ = true;
 };

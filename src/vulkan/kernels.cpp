@@ -31,6 +31,9 @@ std::optional<uint64_t> module_shared_bytes(const char* name, std::vector<uint32
 struct GemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xr_off;
 };
+struct GemvGatedPush {
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, xr_off, gin_off;
+};
 struct GemvPairPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, g_off, u_off, xr_off;
 };
@@ -65,6 +68,7 @@ struct DeltaNetPush {
     uint32_t n_k_heads, n_v_heads, qkv_off, z_off, b_off, a_off, y_off, conv_off, dt_off, ssma_off,
         norm_off;
     float eps;
+    uint32_t ss_off;
 };
 
 struct AttnDecodePush {
@@ -160,26 +164,44 @@ std::optional<Decline> Kernels::deltanet_step_supported(const Features& f, uint3
     return std::nullopt;
 }
 
+uint32_t Kernels::deltanet_groups(uint32_t d_v, bool split) const {
+    if (split && deltanet_columns > 0 && deltanet_columns < d_v &&
+        (deltanet_columns & (deltanet_columns - 1)) == 0)
+        return d_v / deltanet_columns;
+    return 1;
+}
+
 void Kernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params,
                             View ring, View state, View tok, View counter) {
     const Features& f = dev_.features();
     if (auto d = deltanet_step_supported(f, a.d_k, a.d_v, a.conv_kernel)) fail("{}", d->reason);
     // Column groups of cw (see deltanet_step.comp), each column's d_k rows in ks parts so a
     // thread holds at most 32 state values in registers.
-    uint32_t cw = a.d_v;
-    if (counter.buffer != VK_NULL_HANDLE && deltanet_columns > 0 && deltanet_columns < a.d_v &&
-        (deltanet_columns & (deltanet_columns - 1)) == 0)
-        cw = deltanet_columns;
+    const bool norm_out = a.ss_off != kNone;
+    const uint32_t cw =
+        a.d_v / deltanet_groups(a.d_v, norm_out || counter.buffer != VK_NULL_HANDLE);
     const uint32_t ks = deltanet_step_parts(f, a.d_k, cw);
-    if (cw == a.d_v) counter = tok;  // bound, never read
+    if (cw == a.d_v || norm_out) counter = tok;  // bound, never read
     // The q and k norms' sums in one subgroup reduction and one barrier, where the tree took
     // 2 · (log2(WG) + 2) barriers: 9B decode profile on an H200, deltanet 273.8 -> 256.9 us a
     // token (docs/PERF.md 2026-12-01, evening).
     const bool sg = deltanet_subgroups && f.subgroup_arithmetic;
-    const Kernel& k = pipes_.get(sg ? "deltanet_step_sg" : "deltanet_step", 6, sizeof(DeltaNetPush),
-                                 {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks});
-    DeltaNetPush p{a.n_k_heads, a.n_v_heads, a.qkv_off, a.z_off,     a.b_off,    a.a_off,
-                   a.y_off,     a.conv_off,  a.dt_off,  a.ssm_a_off, a.norm_off, a.eps};
+    const Kernel& k =
+        pipes_.get(sg ? "deltanet_step_sg" : "deltanet_step", 6, sizeof(DeltaNetPush),
+                   {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks, norm_out ? 1u : 0u});
+    DeltaNetPush p{a.n_k_heads,
+                   a.n_v_heads,
+                   a.qkv_off,
+                   a.z_off,
+                   a.b_off,
+                   a.a_off,
+                   a.y_off,
+                   a.conv_off,
+                   a.dt_off,
+                   a.ssm_a_off,
+                   a.norm_off,
+                   a.eps,
+                   norm_out ? a.ss_off : 0u};
     cl.dispatch(k, {act, params, ring, state, tok, counter}, p, a.n_v_heads, a.d_v / cw);
 }
 
@@ -380,6 +402,18 @@ void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint
                 rounding);
 }
 
+void Kernels::gemv_gated(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                         uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                         const GemvGatedIn& g) {
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr,
+                false, nullptr, &g);
+}
+
+bool Kernels::gemv_gates(QType t, uint32_t cols) const {
+    return gemv_module(t) && gemv_x_for(t, cols) == GemvX::bytes &&
+           !find_module(std::string(gemv_module(t)) + "_gin_i8").empty();
+}
+
 uint32_t Kernels::balanced_rows(uint32_t rows, uint32_t k_rows, uint32_t groups, uint32_t slots) {
     auto cost = [&](uint32_t kr) {
         const uint64_t blocks = ((uint64_t)rows + kr * groups - 1) / (kr * groups);
@@ -477,7 +511,7 @@ bool Kernels::gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool
 void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                           uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                           const GemvFusion* fuse, const uint32_t* pair, const GemvNormIn* norm,
-                          bool shared, const GemvRounding* rounding) {
+                          bool shared, const GemvRounding* rounding, const GemvGatedIn* gated) {
     const char* mod = gemv_module(t);
     if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
     DL_ASSERT(!(norm && fuse));
@@ -497,6 +531,10 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
          (uint64_t)(rounding->out_off + rounding_floats(rows)) * 4 > y.range))
         fail("a GEMV ({} x {} {}) cannot round its rows to float {} here", rows, cols,
              qtype_name(t), rounding->out_off);
+    if (gated && (xp != GemvX::bytes || fuse || pair || norm || rounding || gated->head % 16 ||
+                  gated->groups == 0 || cols % gated->head))
+        fail("a GEMV over a DeltaNet output before its gated norm ({} x {} {}) cannot run here",
+             rows, cols, qtype_name(t));
     if (norm && xp != GemvX::bytes)
         fail(
             "a GEMV over a norm's input ({} x {} {}) needs x in bytes, which it does not take "
@@ -517,6 +555,7 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     if (fuse) name += "_norm";
     if (pair) name += "_swiglu";
     if (norm) name += "_nin";
+    if (gated) name += "_gin";
     name += gemv_x_suffix(xp);
     // The byte path's subgroup modules round x with shuffles (gemv.comp quantize_x_lanes).
     if (f.subgroup_arithmetic && (xp != GemvX::bytes || f.subgroup_shuffle)) name += "_sg";
@@ -534,9 +573,10 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     const uint32_t xblocks = xp == GemvX::global || x_pre ? 1 : cols / 32;
     // gemv.comp W2: Q6_K rows of an odd number of blocks start only 2-byte aligned.
     const uint32_t w2 = t == QType::Q6_K && row_bytes % 4 != 0;
-    const uint32_t eps = std::bit_cast<uint32_t>(norm ? norm->eps : 0.f);
-    const std::vector<uint32_t> spec = {wg * groups, kRows, w16,  x16, xblocks, gemv_ablate,
-                                        groups,      w2,    wide, eps, x_pre,   round_out};
+    const uint32_t eps = std::bit_cast<uint32_t>(norm ? norm->eps : gated ? gated->eps : 0.f);
+    std::vector<uint32_t> spec = {wg * groups, kRows, w16,  x16, xblocks, gemv_ablate,
+                                  groups,      w2,    wide, eps, x_pre,   round_out};
+    if (gated) spec.insert(spec.end(), {gated->head, gated->groups});
     // Weights, x, y, and NORM_IN's norm weights.
     auto plain = [&](const auto& push) {
         const Kernel& k = pipes_.get(name, norm ? 4 : 3, sizeof(push), spec);
@@ -549,6 +589,9 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     if (pair)
         return plain(
             GemvPairPush{cols, rows, row_bytes, x_off, y_off, 0, pair[0], pair[1], xr_off});
+    if (gated)
+        return plain(
+            GemvGatedPush{cols, rows, row_bytes, x_off, y_off, mode, xr_off, gated->ss_off});
     if (!fuse) return plain(GemvPush{cols, rows, row_bytes, x_off, y_off, mode, xr_off});
     const Kernel& k = pipes_.get(name, 5, sizeof(GemvFusedPush), spec);
     GemvFusedPush p{cols, rows,         row_bytes,         x_off,    y_off,

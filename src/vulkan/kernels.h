@@ -117,6 +117,18 @@ class Kernels {
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvNormIn& norm, bool shared = false,
                      const GemvRounding* rounding = nullptr);
+    // A GEMV over a Gated DeltaNet layer's output whose gated RMSNorm the decode step left to its
+    // reader (DeltaNetStep::ss_off; gemv.comp GATED_IN): x holds o · norm_w · silu(z), and
+    // x[ss_off ..] the sums of squares of o of each of a head's `groups` column groups; each
+    // value head of `head` values is scaled by 1 / sqrt(mean(o²) + eps) as x is rounded to
+    // bytes. Only where gemv_x_for(t, cols) is `bytes` (gemv_gates).
+    struct GemvGatedIn {
+        uint32_t ss_off = 0, head = 0, groups = 0;
+        float eps = 0;
+    };
+    void gemv_gated(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, const GemvGatedIn& g);
+    bool gemv_gates(QType t, uint32_t cols) const;
     // y[y_off + r] = silu(G[r]·x) · (U[r]·x) for r < rows: the FFN gate and up projections and
     // the SwiGLU in one dispatch (gemv.comp SWIGLU_PAIR). G and U (rows × cols of type t each)
     // lie at byte offsets g_off and u_off (multiples of 4) of the weight view w. With `norm`,
@@ -171,17 +183,23 @@ class Kernels {
         // Windows (deltanet_rows) only: where the chunked scan's scratch rows start in act,
         // n × deltanet_wy_floats() floats.
         uint32_t wy_off = kNone;
+        // The step only: leave the gated RMSNorm to the GEMV that reads y (gemv_gated), y then
+        // holding o · norm_w · silu(z) and act[ss_off ..] each column group's sum of squares of
+        // o, n_v_heads × deltanet_groups(d_v, true) floats (kNone: the step applies the norm).
+        uint32_t ss_off = kNone;
     };
     // Returns a Decline when the shape has no kernel (d_v over the workgroup limit ...).
     static std::optional<Decline> deltanet_step_supported(const Features& f, uint32_t d_k,
                                                           uint32_t d_v, uint32_t conv_kernel);
-    // counter: n_v_heads words, 0 between dispatches. With it, each head's value columns are
-    // split over workgroups of deltanet_columns (a power of two below d_v; 0: a workgroup a
-    // head), which count on it to find the one that applies the gated norm; without it, a
-    // workgroup takes a whole head.
+    // counter: n_v_heads words, 0 between dispatches. With it, or with ss_off, each head's value
+    // columns are split over workgroups of deltanet_columns (a power of two below d_v; 0: a
+    // workgroup a head), which count on it to find the one that applies the gated norm (or
+    // leave the norm to the reader); otherwise a workgroup takes a whole head.
     void deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params, View ring,
                        View state, View tok, View counter = {});
     uint32_t deltanet_columns = 32;
+    // The workgroups a head's d_v value columns are split over (split: a counter or ss_off).
+    uint32_t deltanet_groups(uint32_t d_v, bool split) const;
     // The step's workgroup sums through subgroup sums where the device has subgroup arithmetic
     // (deltanet_step_sg; off: the shared-memory tree, for tests of both).
     bool deltanet_subgroups = true;
@@ -389,7 +407,7 @@ class Kernels {
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvFusion* fuse, const uint32_t* pair = nullptr,
                      const GemvNormIn* norm = nullptr, bool shared = false,
-                     const GemvRounding* rounding = nullptr);
+                     const GemvRounding* rounding = nullptr, const GemvGatedIn* gated = nullptr);
     Device& dev_;
     Pipelines& pipes_;
 };

@@ -43,7 +43,8 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         a.beta = a.z + (uint32_t)hp.ssm_d_inner * rows;
         a.alpha = a.beta + (uint32_t)hp.ssm_n_v_heads * rows;
         a.y = a.alpha + (uint32_t)hp.ssm_n_v_heads * rows;
-        a.conv = a.y + (uint32_t)hp.ssm_d_inner * rows;
+        a.y_ss = a.y + (uint32_t)hp.ssm_d_inner * rows;
+        a.conv = a.y_ss + (uint32_t)hp.ssm_d_inner;
         a.dn_wy = a.conv + (uint32_t)hp.conv_dim() * rows;
         const uint32_t hv = (uint32_t)hp.ssm_n_v_heads;
         end = std::max(end, a.dn_wy + Kernels::deltanet_wy_floats(hv, (uint32_t)hp.ssm_d_state,

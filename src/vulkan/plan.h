@@ -39,6 +39,9 @@ struct ActLayout {
     uint32_t h = 0, xn = 0;                               // residual stream, normed input
     uint32_t qkv = 0, z = 0, beta = 0, alpha = 0, y = 0;  // DeltaNet
     uint32_t conv = 0, dn_wy = 0;  // DeltaNet conv output, chunked scan scratch (windows)
+    // DeltaNet: the decode step's sums of squares a column group, for the output projection that
+    // applies the gated norm (Kernels::DeltaNetStep::ss_off; H_v · d_v floats at most).
+    uint32_t y_ss = 0;
     uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;  // attention
     uint32_t gate = 0, up = 0, ffn = 0;           // FFN
     // The FFN activations rounded to bytes by the GEMV that writes them (Kernels::GemvRounding),

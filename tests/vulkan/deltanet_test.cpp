@@ -18,9 +18,11 @@ using test::randn;
 // columns: value columns a workgroup (Kernels::deltanet_columns, 0: a whole head); when it
 // splits the heads, the counter words must be back at 0 after every token. subgroups:
 // Kernels::deltanet_subgroups (the workgroup sums through subgroup sums, where the device has
-// them, or the shared-memory tree).
+// them, or the shared-memory tree). norm_out: the step leaves the gated norm to its reader
+// (DeltaNetStep::ss_off): y then holds o · w · silu(z) and the sums of squares of o of each
+// column group follow it, and the norm those give must be the CPU chain's.
 void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, uint32_t columns,
-              bool subgroups) {
+              bool subgroups, bool norm_out = false) {
     VK_TEST_DEVICE();
     test::Scoped cols(K.deltanet_columns, columns);
     test::Scoped sgs(K.deltanet_subgroups, subgroups);
@@ -46,10 +48,12 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, ui
     params.insert(params.end(), norm.begin(), norm.end());
     Buffer pb = test::to_device(dev, params);
 
-    // Activations: qkv | z | beta | alpha | y (y poisoned each token).
+    // Activations: qkv | z | beta | alpha | y | the sums of squares (norm_out; y and the sums
+    // poisoned each token).
     const uint32_t qkv_off = 0, z_off = conv_dim, b_off = z_off + inner, a_off = b_off + hv,
-                   y_off = a_off + hv;
-    const uint32_t n_act = y_off + inner;
+                   y_off = a_off + hv, ss_off = y_off + inner;
+    const uint32_t groups = K.deltanet_groups(dv, true);
+    const uint32_t n_act = ss_off + (norm_out ? hv * groups : 0);
     Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
     Buffer ring = dev.create_buffer((size_t)KC * conv_dim * 4, MemoryKind::device);
     dev.fill(ring, 0, ring.size(), 0);
@@ -60,6 +64,7 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, ui
     std::vector<float> S((size_t)hv * dk * dv, 0.f), conv_state((size_t)(KC - 1) * conv_dim, 0.f);
     Kernels::DeltaNetStep args{hk,    hv,    dk,       dv,     KC,      qkv_off,  z_off, b_off,
                                a_off, y_off, conv_off, dt_off, a_off_p, norm_off, eps};
+    if (norm_out) args.ss_off = ss_off;
     for (int t = 0; t < tokens; ++t) {
         std::vector<float> qkv = randn(conv_dim, rng), z = randn(inner, rng), b = randn(hv, rng),
                            a = randn(hv, rng, 2.f);
@@ -87,6 +92,18 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, ui
         dn::step(shape, S.data(), c.data(), c.data() + shape.qk_width(),
                  c.data() + 2 * shape.qk_width(), g.data(), beta.data(), o.data());
         dn::gated_norm(shape, 1, o.data(), z.data(), norm.data(), eps, y.data());
+        if (norm_out) {
+            // The reader's norm from what the step left: each head's factor from its groups'
+            // sums, times o · w · silu(z).
+            for (uint32_t i = ss_off; i < n_act; ++i)
+                ASSERT_TRUE(std::isfinite(out[i])) << "token " << t << " sum " << i - ss_off;
+            for (uint32_t h = 0; h < hv; ++h) {
+                float ss = 0.f;
+                for (uint32_t g = 0; g < groups; ++g) ss += out[ss_off + h * groups + g];
+                const float f = 1.f / std::sqrt(ss / (float)dv + eps);
+                for (uint32_t j = 0; j < dv; ++j) out[y_off + h * dv + j] *= f;
+            }
+        }
         for (uint32_t i = 0; i < inner; ++i) {
             ASSERT_TRUE(std::isfinite(out[y_off + i])) << "token " << t << " y[" << i << "]";
             ASSERT_NEAR(out[y_off + i], y[i], 2e-4 * (1 + std::fabs(y[i])))
@@ -112,6 +129,19 @@ TEST(VulkanDeltaNet, StepMatchesCpuWithColumnGroups) {
         run_case(2, 4, 64, 32, 6, 8, sg);
         run_case(2, 4, 128, 128, 4, 32, sg);
         run_case(3, 3, 16, 64, 5, 16, sg);
+    }
+}
+
+// The gated norm left to the reader, with and without column groups (the counter then unused:
+// it must stay 0).
+TEST(VulkanDeltaNet, StepLeavesTheGatedNormToItsReader) {
+    for (bool sg : {true, false}) {
+        run_case(2, 4, 64, 32, 6, 8, sg, true);
+        run_case(2, 4, 128, 128, 4, 32, sg, true);
+        run_case(3, 3, 16, 64, 5, 0, sg, true);
+        run_case(2, 4, 64, 64, 6, 32, sg, true);
+        run_case(2, 4, 64, 64, 6, 0, sg, true);
+        run_case(2, 4, 64, 64, 6, 16, sg, true);
     }
 }
 

@@ -3,6 +3,7 @@
 // neighbours of the written range checked untouched.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -32,18 +33,23 @@ using GemvRecord = std::function<void(CommandList&, QType, View w, uint32_t rows
 // the kernel rounds x to bytes (gemv.comp's X_INT8), so the reference takes x rounded the same
 // way, and allows a few values rounded the other way (see test::round_x_bytes). norm_w: the
 // kernel takes x before an RMSNorm with these weights (gemv.comp NORM_IN), the reference the
-// normalized x.
+// normalized x. given: the x buffer's floats (x_off of them before x) and the cols values the
+// kernel is to multiply by, in place of random x.
+struct GivenX {
+    std::vector<float> buffer, values;
+};
 void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, uint32_t cols,
                 uint32_t x_off, bool x_bytes = false, const std::vector<float>* norm_w = nullptr,
-                float eps = 0) {
+                float eps = 0, const GivenX* given = nullptr) {
     ASSERT_TRUE(quant::can_quantize(t));
     std::vector<float> wf = randn((size_t)rows * cols, 7 + rows * 31 + cols);
     auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
     // Away from unit scale where a norm follows, so a missing or doubled normalization shows.
-    std::vector<float> x = randn(cols + x_off, 99, norm_w ? 3.f : 1.f);
+    std::vector<float> x = given ? given->buffer : randn(cols + x_off, 99, norm_w ? 3.f : 1.f);
     const uint32_t y_off = 3;
-    std::vector<float> xr(x.begin() + x_off, x.end()), dx(cols, 0.f);
+    std::vector<float> xr(x.begin() + x_off, x.begin() + x_off + cols), dx(cols, 0.f);
     if (norm_w) xr = test::rms_normed(x.data() + x_off, *norm_w, eps);
+    if (given) xr = given->values;
     if (x_bytes)
         std::tie(xr, dx) = [&] {
             auto b = test::round_x_bytes(xr.data(), cols);
@@ -246,6 +252,49 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
     for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
         test::Scoped w(K.gemv_wide, wide);
         check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);
+    }
+}
+
+// Over a Gated DeltaNet output before its gated RMSNorm (Kernels::gemv_gated, gemv.comp
+// GATED_IN): x = o · w · silu(z) per value column, each head's column groups' sums of squares of
+// o after it, and the reference the gated norm itself, o / sqrt(mean over the head of o² + eps)
+// · w · silu(z). Heads of 16 to 128 values in 1 to 4 groups; o away from unit scale, so a factor
+// missing, doubled or taken from the wrong head shows.
+TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
+    VK_TEST_DEVICE();
+    const GemvCase c = GetParam();
+    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    if (!K.gemv_gates(c.type, c.cols)) GTEST_SKIP() << "not on this device or build";
+    const uint32_t dv = c.cols % 128 == 0 ? 128 : c.cols % 32 == 0 ? 32 : 16;
+    const uint32_t heads = c.cols / dv, groups = dv >= 64 ? 4 : dv == 32 ? 2 : 1;
+    const float eps = 1e-5f;
+    std::vector<float> o = randn(c.cols, 41, 3.f), z = randn(c.cols, 43), nw = randn(dv, 47, 0.5f);
+    for (float& v : nw) v += 1.f;
+    // Head h's values scaled apart, so each head's factor differs.
+    for (uint32_t i = 0; i < c.cols; ++i) o[i] *= 1.f + (float)(i / dv % 5);
+    for (uint32_t x_off : {5u, 8u}) {
+        GivenX g;
+        g.buffer.assign(x_off, std::bit_cast<float>(test::kPoison));
+        g.values.resize(c.cols);
+        std::vector<double> ss(heads * groups, 0.0), head_ss(heads, 0.0);
+        for (uint32_t i = 0; i < c.cols; ++i) {
+            const float gate = z[i] / (1.f + std::exp(-z[i])), w = nw[i % dv];
+            g.buffer.push_back(o[i] * w * gate);
+            ss[i / dv * groups + i % dv / (dv / groups)] += (double)o[i] * o[i];
+            head_ss[i / dv] += (double)o[i] * o[i];
+        }
+        for (uint32_t i = 0; i < c.cols; ++i)
+            g.values[i] = (float)(o[i] / std::sqrt(head_ss[i / dv] / dv + eps)) * nw[i % dv] *
+                          (z[i] / (1.f + std::exp(-z[i])));
+        const uint32_t ss_off = (uint32_t)g.buffer.size();
+        for (double v : ss) g.buffer.push_back((float)v);
+        const Kernels::GemvGatedIn gin{ss_off, dv, groups, eps};
+        const GemvRecord rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
+                                   View x, uint32_t xo, View y, uint32_t y_off, bool acc) {
+            K.gemv_gated(cl, t, w, rows, cols, x, xo, y, y_off, acc, gin);
+        };
+        check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &g);
+        if (HasFatalFailure()) return;
     }
 }
 

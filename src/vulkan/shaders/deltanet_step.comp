@@ -17,6 +17,11 @@
 // and counts itself on counter[h]; the last to arrive sees every column, normalizes the head in
 // place and sets the counter back to 0 for the next dispatch (as gemv.comp's norm epilogue).
 //
+// NORM_OUT leaves the gated RMSNorm to the GEMV that reads y (gemv.comp GATED_IN): each column
+// group stores o · w · silu(z) for its columns and the sum of squares of its o, and no workgroup
+// waits for the others. A head's norm factor 1 / sqrt(mean(o²) + eps) is common to its columns,
+// so the reader applies it to the scale of each 16-value block it rounds.
+//
 // The conv ring holds K rows of conv_dim inputs; input t lives in row t mod K, so this token
 // writes row pos mod K while every other workgroup reads only the other rows: no race between
 // workgroups sharing a q/k head. A fresh session's ring is zero, which is the causal padding.
@@ -35,6 +40,7 @@ layout(constant_id = 2) const uint KCONV = 4;
 layout(constant_id = 3) const uint DV = 128;   // value head size
 layout(constant_id = 4) const uint CW = 128;   // value columns a workgroup (divides DV)
 layout(constant_id = 5) const uint KS = 1;     // parts of a column's d_k rows (divides DK)
+layout(constant_id = 6) const uint NORM_OUT = 0;  // 1: the reader applies the gated norm (above)
 
 const uint KR = DK / KS;  // state rows a thread holds
 
@@ -58,6 +64,7 @@ layout(push_constant) uniform Push {
     uint ssma_off;  // prm: ssm_a [H_v]
     uint norm_off;  // prm: ssm_norm [d_v]
     float eps;      // gated RMSNorm epsilon
+    uint ss_off;    // NORM_OUT: act, each column group's sum of squares of o ([H_v][DV / CW])
 } p;
 
 shared float red[WG];
@@ -104,6 +111,8 @@ void main() {
     uint pos = tok[0];
     // One workgroup per q/k head stores its raw inputs.
     bool qk_owner = h < p.n_k_heads && cg == 0u;
+    // NORM_OUT: the column's gate input, requested now so its latency passes under the conv.
+    float gz = NORM_OUT != 0u ? act[p.z_off + h * DV + j] : 0.0;
 
     float qq = 0.0, kk = 0.0;
     for (uint i = t; i < DK; i += WG) {
@@ -141,6 +150,12 @@ void main() {
     }
     o = column_sum(o, col, part, 1u) * qn;
 
+    if (NORM_OUT != 0u) {
+        float ss = wg_sum(part == 0u ? o * o : 0.0);
+        if (part == 0u) act[p.y_off + h * DV + j] = o * prm[p.norm_off + j] * silu(gz);
+        if (t == 0u) act[p.ss_off + h * (DV / CW) + cg] = ss;
+        return;
+    }
     if (CW == DV) {  // the whole head is here
         float ss = wg_sum(part == 0u ? o * o : 0.0);
         if (part == 0u) {

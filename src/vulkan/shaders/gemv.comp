@@ -81,6 +81,11 @@
 //    values at float offset o: the bytes in words o .. o + n/4 - 1 (16-value block e in words
 //    o + 4e .. o + 4e + 3), then each block's (scale, scale · sum of its bytes) from o + n/4:
 //    3n/8 floats, the bytes and terms the reader would have rounded itself.
+//  - GATED_IN (X_INT8): x is a Gated DeltaNet layer's output before its gated RMSNorm, as the
+//    decode step left it (deltanet_step.comp NORM_OUT): x = o · w · silu(z), and the sum of
+//    squares of o of each group of a head's value columns at float gin_off of x's binding
+//    ([head][GIN_G]). A 16-value block lies in one head; its rounding is blind to the head's
+//    factor 1 / sqrt(mean(o²) + eps), so the factor scales the block's scale and scaled sum.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -130,6 +135,13 @@ layout(constant_id = 10) const uint XPRE = 0;
 // X_INT8 without NORM_EPILOGUE: 1 rounds the rows stored to bytes at y[xr_off ..] (see the
 // top). The row blocks (GROUPS · ROWS rows) are whole 16-value blocks (the launcher checks).
 layout(constant_id = 11) const uint ROUND_OUT = 0;
+// GATED_IN: the value head size and the column groups a head (see the top); the epsilon is
+// NORM_EPS.
+layout(constant_id = 12) const uint GIN_DV = 128;
+layout(constant_id = 13) const uint GIN_G = 1;
+#if defined(GATED_IN) && (!defined(X_INT8) || defined(NORM_IN) || defined(NORM_EPILOGUE) || defined(SWIGLU_PAIR))
+#error "GATED_IN is for the plain byte path"
+#endif
 #if defined(NORM_IN) && (defined(NORM_EPILOGUE) || !defined(X_INT8))
 #error "NORM_IN is for the byte path, and a GEMV over a norm's input does not end in one"
 #endif
@@ -179,6 +191,9 @@ layout(push_constant) uniform Push {
 #endif
 #if !defined(NORM_EPILOGUE)
     uint xr_off;  // ROUND_OUT: where the rounding of y goes, in floats
+#endif
+#if defined(GATED_IN)
+    uint gin_off;  // the column groups' sums of squares, in floats of the x binding
 #endif
 #if defined(NORM_EPILOGUE)
     uint xn_off;       // NORM_EPILOGUE: where the normalized y goes, in floats
@@ -384,6 +399,16 @@ float norm_in_scale() {
 }
 #endif
 
+#if defined(GATED_IN)
+// The gated norm's factor of the head that 16-value block e of x lies in (see the top).
+float gin_factor(uint e) {
+    uint h = 16u * e / GIN_DV;
+    float ss = 0.0;
+    for (uint g = 0; g < GIN_G; ++g) ss += x[p.gin_off + h * GIN_G + g];
+    return inversesqrt(ss / float(GIN_DV) + NORM_EPS);
+}
+#endif
+
 // Four values of x rounded by the factor id (127 over the largest magnitude of their block, 0
 // for a block of zeros): the signed bytes packed in a word, and their sum.
 uint round4(vec4 v, float id, out int sum) {
@@ -415,6 +440,9 @@ void quantize_x_lanes() {
     // Value quad i is values 4i .. 4i + 3: quad j = i % 4 of block i / 4.
     for (uint i = lane; i < 8u * XBLOCKS; i += WG) {
         vec4 v = xload4(4u * i);
+#if defined(GATED_IN)
+        float gf = gin_factor(i >> 2);
+#endif
 #if defined(NORM_IN)
         ss += dot(v, v);
         v *= nin_w4[i];
@@ -434,6 +462,9 @@ void quantize_x_lanes() {
         uint e = i >> 2, j = i & 3u;
         xq[e][j] = w;
         float d = amax / 127.0;
+#if defined(GATED_IN)
+        d *= gf;
+#endif
         if (j == 0u) xd[e] = vec2(d, d * float(sum));
     }
 #if defined(NORM_IN)
@@ -487,6 +518,9 @@ void quantize_x() {
             s0 += sum;
         }
         float d = amax / 127.0;
+#if defined(GATED_IN)
+        d *= gin_factor(e);
+#endif
         xq[e] = uvec4(w[0], w[1], w[2], w[3]);
         xd[e] = vec2(d, d * float(s0));
     }
