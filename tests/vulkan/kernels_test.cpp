@@ -10,6 +10,7 @@
 #include <random>
 
 #include "core/half.h"
+#include "cpu/deltanet.h"
 #include "quant/quant.h"
 #include "vk_test.h"
 
@@ -276,16 +277,14 @@ TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
         GivenX g;
         g.buffer.assign(x_off, std::bit_cast<float>(test::kPoison));
         g.values.resize(c.cols);
-        std::vector<double> ss(heads * groups, 0.0), head_ss(heads, 0.0);
+        std::vector<double> ss(heads * groups, 0.0);
         for (uint32_t i = 0; i < c.cols; ++i) {
             const float gate = z[i] / (1.f + std::exp(-z[i])), w = nw[i % dv];
             g.buffer.push_back(o[i] * w * gate);
             ss[i / dv * groups + i % dv / (dv / groups)] += (double)o[i] * o[i];
-            head_ss[i / dv] += (double)o[i] * o[i];
         }
-        for (uint32_t i = 0; i < c.cols; ++i)
-            g.values[i] = (float)(o[i] / std::sqrt(head_ss[i / dv] / dv + eps)) * nw[i % dv] *
-                          (z[i] / (1.f + std::exp(-z[i])));
+        cpu::deltanet::gated_norm({1, heads, 16, dv}, 1, o.data(), z.data(), nw.data(), eps,
+                                  g.values.data());
         const uint32_t ss_off = (uint32_t)g.buffer.size();
         for (double v : ss) g.buffer.push_back((float)v);
         const Kernels::GemvGatedIn gin{ss_off, dv, groups, eps};
