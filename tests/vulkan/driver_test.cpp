@@ -105,8 +105,8 @@ TEST(VulkanDriver, LlamaQ4KDecodeOverBytes) {
 // gated norm (DriverOptions::gated_in), and with the step applying it. Its second and eighth
 // tokens are near ties on the CPU chain (0.011 and 0.0005 apart), which the two take either way.
 TEST(VulkanDriver, Qwen35Q4KMixDecodeOverBytes) {
-    TinySpec s = test::parity_spec("qwen35", QType::Q4_K);
-    s.q4_k_m = true;
+    const TinySpec s = test::parity_spec("qwen35", QType::Q4_K);  // the mix (parity_spec)
+    ASSERT_TRUE(s.q4_k_m);
     for (bool gated : {true, false}) {
         SCOPED_TRACE(gated ? "gated norm in the output projection" : "gated norm in the step");
         check_decode_parity(s, 3e-2, Kernels::GemvX::bytes, gated, true);
