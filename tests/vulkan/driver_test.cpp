@@ -68,8 +68,9 @@ void check_decode_parity(const TinySpec& spec, double tol,
         double runner_up = -INFINITY;
         for (size_t j = 0; j < lc.size(); ++j)
             if (j != best_c) runner_up = std::max(runner_up, (double)lc[j]);
-        if (!near_ties || lc[best_c] - runner_up > 2 * tol * (1 + scale))
+        if (!near_ties || lc[best_c] - runner_up > 2 * tol * (1 + scale)) {
             EXPECT_EQ(best_g, best_c) << spec.arch << " token " << i;
+        }
     }
     EXPECT_EQ(sg->n_past, (int64_t)toks.size());
 }
