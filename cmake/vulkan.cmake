@@ -225,6 +225,8 @@ dl_vk_shader(swiglu swiglu.comp)
 dl_vk_shader(argmax argmax.comp)
 # The streaming read probe of bench's decode floor.
 dl_vk_shader(stream_read stream_read.comp)
+# The stage speed report's chain of dependent rounds without weights.
+dl_vk_shader(stage_chain stage_chain.comp)
 dl_vk_shader(sample sample.comp)
 # Sampling over a large vocabulary: each chunk's candidates, then the choice among them.
 dl_vk_shader(sample_chunks sample_chunks.comp)

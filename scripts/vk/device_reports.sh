@@ -12,8 +12,10 @@
 # gemvrows: GemvSpeed.Rows (the launcher's shape against the number of rows, each gemv_wide)
 # stream:  GemvSpeed.Stream (the device's read rate against threads and loads in flight, and
 #          with workgroups that loop over chunks behind barriers, as the GEMVs do)
-# stages:  StageSpeed.Report (what a stage of the token command costs whatever its work) and
-#          StageSpeed.Stream (a stage that only streams 1-512 MiB: its fixed cost and rate)
+# stages:  StageSpeed.Report (what a stage of the token command costs whatever its work),
+#          StageSpeed.Stream (a stage that only streams 1-512 MiB: its fixed cost and rate) and
+#          StageSpeed.Chain (a chain of dependent stages without weights, handed on by dispatches
+#          and barriers or inside one dispatch)
 # decode:  the decode profile (each kind of GEMV stage apart) of Qwen3.5-9B and Qwen3-8B Q4_K_M,
 #          and what the driver's compiler reports of every kernel the 9B runs (registers ...)
 # sass:    the machine code the driver compiled for every kernel the 9B runs (pp512, tg4), read

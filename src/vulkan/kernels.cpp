@@ -57,6 +57,9 @@ struct SamplePush {
 struct StreamReadPush {
     uint32_t n, groups, out_off;
 };
+struct StageChainPush {
+    uint32_t n, round0, rounds, spin_limit, flag, skew;
+};
 struct MatmulPush {
     uint32_t m, n, k;
 };
@@ -650,6 +653,17 @@ void Kernels::stream_read(CommandList& cl, View src, uint64_t bytes, View out, u
     StreamReadPush p{(uint32_t)(bytes / 16), groups, out_off};
     auto [gx, gy] = grid(dev_.features(), sh.grid ? std::min(sh.grid, groups) : groups);
     cl.dispatch(k, {src, out}, p, gx, gy);
+}
+
+void Kernels::stage_chain(CommandList& cl, View x, View sync, uint32_t n, uint32_t round0,
+                          uint32_t rounds, uint32_t groups, uint32_t spin_limit, uint32_t flag,
+                          uint32_t skew) {
+    if (n == 0 || rounds == 0 || groups == 0)
+        fail("the stage chain takes values, rounds and workgroups, not {}, {}, {}", n, rounds,
+             groups);
+    const Kernel& k = pipes_.get("stage_chain", 2, sizeof(StageChainPush), {wg_size(256)});
+    StageChainPush p{n, round0, rounds, spin_limit, flag, skew};
+    cl.dispatch(k, {x, sync}, p, groups);
 }
 
 uint64_t Kernels::sample_scratch_bytes(uint32_t n) {

@@ -159,6 +159,14 @@ class Kernels {
     };
     StreamShape stream_shape;
     void stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off);
+    // The stage speed report's chain (shaders/stage_chain.comp): rounds round0 .. round0 +
+    // rounds - 1 over x (vectors of n, round r reads vector r and writes r + 1) in one dispatch
+    // of `groups` workgroups, handing each round on inside the dispatch through sync[r]; a wait
+    // past spin_limit polls sets sync[flag]. skew: one workgroup a round writes that many
+    // steps late (the check that the handoff waits).
+    void stage_chain(CommandList& cl, View x, View sync, uint32_t n, uint32_t round0,
+                     uint32_t rounds, uint32_t groups, uint32_t spin_limit, uint32_t flag,
+                     uint32_t skew = 0);
     // The next token from n logits (see shaders/sample.comp): parameters at tok[par ..]
     // (temperature, top_k, top_p, min_p, u), the id to tok[out_idx]. Temperature <= 0: argmax.
     // With a scratch of sample_scratch_bytes(n) and n over one chunk (sample_chunk logits),

@@ -97,5 +97,103 @@ TEST(StageSpeed, Stream) {
                MiB / (slope * 1e3));
 }
 
+// How short a chain of dependent stages can be, whatever carries it, with no weights to read:
+// rounds of shaders/stage_chain.comp, each reading all of the vector the round before wrote (as
+// a decode GEMV reads all of its x) on a grid that fills the device, handed on either by the
+// end of a dispatch and a pipeline barrier (as the token command's stages are) or by counts and
+// atomic polls inside one dispatch (as a persistent token kernel would). A decode token of S
+// dependent stages cannot take less than S times the cheaper of the two, even with its weights
+// read while it waits. Vectors of 1024, 4096 and 12288 values (the 0.8B's and 9B's hidden
+// sizes, the 9B's FFN); the last vector of each form is checked against the host's rounds,
+// and the one-dispatch form again with a workgroup made late each round.
+TEST(StageSpeed, Chain) {
+    VK_SPEED_DEVICE();
+    const Features& f = dev.features();
+    constexpr uint32_t rounds = 120;
+    // Every workgroup of a dispatch that waits inside it must be running: one a multiprocessor
+    // (or two, at 256 invocations) where the device says how many it has, one on a CPU device.
+    std::vector<uint32_t> grids;
+    if (f.cpu)
+        grids = {1};
+    else if (f.sm_count)
+        grids = {f.sm_count, 2 * f.sm_count};
+    else
+        grids = {16};
+    const uint32_t spin_limit = 1u << 24;
+    for (uint32_t n : {1024u, 4096u, 12288u}) {
+        std::vector<float> x0 = test::randn(n, 17 + n);
+        // The host's rounds, in double: the device's sums differ from them only in rounding.
+        for (uint32_t groups : grids) {
+            std::vector<double> want(x0.begin(), x0.end());
+            const uint32_t share = (n + groups - 1) / groups;
+            for (uint32_t r = 0; r < rounds; ++r) {
+                std::vector<double> next(n);
+                for (uint32_t g = 0; g < groups; ++g) {
+                    double s = 0;
+                    for (uint32_t i = 0; i < n; ++i)
+                        s += want[i] * (double(int((i * 7u + g * 13u) % 17u) - 8) / 8.0);
+                    for (uint32_t j = g * share; j < std::min(n, (g + 1) * share); ++j)
+                        next[j] = 0.5 * (want[j] + s / n);
+                }
+                want = std::move(next);
+            }
+            std::vector<float> xs((size_t)(rounds + 1) * n, std::nanf(""));
+            std::copy(x0.begin(), x0.end(), xs.begin());
+            Buffer x = test::to_device(dev, xs);
+            Buffer sync = dev.create_buffer((rounds + 1) * 4, MemoryKind::device);
+            dev.fill(sync, 0, (rounds + 1) * 4, 0);
+            auto check = [&](const char* form) {
+                const std::vector<float> got =
+                    test::from_device<float>(dev, x, (size_t)(rounds + 1) * n);
+                const std::vector<uint32_t> words =
+                    test::from_device<uint32_t>(dev, sync, rounds + 1);
+                ASSERT_EQ(words[rounds], 0u)
+                    << form << ": a wait gave up (" << groups << " workgroups not all running)";
+                for (uint32_t j = 0; j < n; ++j) {
+                    const double g = got[(size_t)rounds * n + j];
+                    ASSERT_TRUE(std::isfinite(g)) << form << ", value " << j;
+                    ASSERT_NEAR(g, want[j], 1e-4 * (1 + std::abs(want[j])))
+                        << form << ", value " << j << " of " << n << ", " << groups
+                        << " workgroups";
+                }
+            };
+            // Every vector but the first poisoned again before each form.
+            auto poison = [&] {
+                dev.upload(x, (uint64_t)n * 4, xs.data() + n, (uint64_t)rounds * n * 4);
+            };
+            // One round a dispatch, a barrier after each.
+            uint32_t recorded = 0;
+            const double split = test::device_ms_per_run(dev, rounds, [&](CommandList& cl) {
+                K.stage_chain(cl, view(x), view(sync), n, recorded++ % rounds, 1, groups,
+                              spin_limit, rounds);
+            });
+            check("a dispatch a round");
+            // Every round in one dispatch.
+            poison();
+            const double whole = test::device_ms_per_run(dev, f.cpu ? 1 : 8, [&](CommandList& cl) {
+                K.stage_chain(cl, view(x), view(sync), n, 0, rounds, groups, spin_limit, rounds);
+            });
+            check("one dispatch");
+            // Once more untimed, one workgroup a round late on purpose: a handoff that did not
+            // wait would read the poisoned values of the round's vector before they were written.
+            poison();
+            {
+                CommandList cl(dev);
+                cl.begin();
+                // (lavapipe ends a loop nest after 65535 iterations: a short delay there.)
+                K.stage_chain(cl, view(x), view(sync), n, 0, rounds, groups, spin_limit, rounds,
+                              f.cpu ? 10 : 20000);
+                cl.end();
+                cl.submit_and_wait();
+            }
+            check("one dispatch, a workgroup late each round");
+            fmt::print(
+                "{:5} values, {:3} workgroups: a round {:.2f} us as a dispatch and a barrier, "
+                "{:.2f} us handed on inside one dispatch\n",
+                n, groups, split * 1e3, whole * 1e3 / rounds);
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dl::vk
