@@ -163,6 +163,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels->deltanet_scan = opts.deltanet_scan;
     w->kernels->gemv_groups = opts.gemv_groups;
     w->kernels->gemv_waves = opts.gemv_waves;
+    w->kernels->attn_one_split = opts.attn_one_split;
     w->kernels->gemv_wide = opts.gemv_wide;
     w->kernels->gemv_balance = opts.gemv_balance;
     w->kernels->gemm_tile = opts.gemm_tile;
@@ -253,6 +254,12 @@ uint32_t DriverOptions::gemv_groups_from_env() {
 uint32_t DriverOptions::gemv_waves_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_WAVES");
     if (v < 0 || v > 64) fail("DELTALLM_VK_GEMV_WAVES={}: use 0 to 64", v);
+    return (uint32_t)v;
+}
+
+uint32_t DriverOptions::attn_one_split_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_ATTN_ONE_SPLIT");
+    if (v < 0 || v > 64) fail("DELTALLM_VK_ATTN_ONE_SPLIT={}: use 0 to 64", v);
     return (uint32_t)v;
 }
 

@@ -69,6 +69,9 @@ struct DriverOptions {
     // Kernels::gemv_waves (DELTALLM_VK_GEMV_WAVES).
     uint32_t gemv_waves = gemv_waves_from_env();
     static uint32_t gemv_waves_from_env();
+    // Kernels::attn_one_split (DELTALLM_VK_ATTN_ONE_SPLIT).
+    uint32_t attn_one_split = attn_one_split_from_env();
+    static uint32_t attn_one_split_from_env();
     // Kernels::gemv_balance (DELTALLM_VK_GEMV_BALANCE).
     bool gemv_balance = gemv_balance_from_env();
     static bool gemv_balance_from_env();

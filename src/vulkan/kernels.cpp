@@ -80,7 +80,7 @@ struct AttnDecodePush {
     uint32_t gate_off, gate_stride, o_off;
     uint32_t q_stride, k_off, v_off, qn_off, kn_off, freq_off, n_rot;
     float eps;
-    uint32_t interleaved;
+    uint32_t interleaved, one_split;
 };
 
 const char* type_suffix(QType t) {
@@ -275,12 +275,13 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread <= 32;
     const Kernel& dec =
         pipes_.get("attn_decode", 7, sizeof(AttnDecodePush), {wg, a.head_dim, g, vstep, vpre});
-    AttnDecodePush dp{a.n_head,     a.n_kv,        a.head_dim,
-                      a.q_off,      n_split,       1.0f / std::sqrt((float)a.head_dim),
-                      a.gate_off,   a.gate_stride, a.o_off,
-                      a.q_stride,   a.k_off,       a.v_off,
-                      a.q_norm_off, a.k_norm_off,  a.freq_off,
-                      a.n_rot,      a.eps,         a.interleaved ? 1u : 0u};
+    AttnDecodePush dp{a.n_head,      a.n_kv,        a.head_dim,
+                      a.q_off,       n_split,       1.0f / std::sqrt((float)a.head_dim),
+                      a.gate_off,    a.gate_stride, a.o_off,
+                      a.q_stride,    a.k_off,       a.v_off,
+                      a.q_norm_off,  a.k_norm_off,  a.freq_off,
+                      a.n_rot,       a.eps,         a.interleaved ? 1u : 0u,
+                      attn_one_split};
     DL_ASSERT(partials.range >= attention_partials(a) * 4);
     cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter, params}, dp, a.n_head / g,
                 n_split);

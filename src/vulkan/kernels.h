@@ -222,6 +222,11 @@ class Kernels {
     // them, times sigmoid(gate) when gate_off is given, into act[o_off..].
     static constexpr uint32_t kAttnSplit = 64;
     static constexpr uint32_t kAttnMaxSplits = 64;  // attn_decode.comp MAXS
+    // A context of up to this many chunks of kAttnSplit rows is walked by one split, which
+    // writes the output itself (no partials, no merge); longer ones are dealt to the splits.
+    // H200, tg128 from an empty context: Qwen3-8B 366.7 -> 379.4 t/s at 2 (373.9 at 0, where only
+    // one chunk is one split); at 1024 and 4096 rows the same rule as 0 (docs/PERF.md).
+    uint32_t attn_one_split = 2;
     // Splits of the decode attention for a context of n_ctx rows (at most max_splits).
     static uint32_t attention_splits(uint32_t n_ctx, uint32_t max_splits = kAttnMaxSplits);
     struct Attention {

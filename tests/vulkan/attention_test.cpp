@@ -16,6 +16,7 @@ struct AttnCase {
     uint32_t n_head, n_kv, head_dim, n_rot, n_ctx, tokens;
     bool norms, gate, interleaved = false;
     uint32_t max_splits = Kernels::kAttnMaxSplits;
+    uint32_t one_split = 0;  // Kernels::attn_one_split (0: every context split as it comes)
 };
 
 class Attention : public ::testing::TestWithParam<AttnCase> {};
@@ -79,8 +80,11 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
     // Record once, replay per token: the position comes from the token buffer.
     CommandList cl(dev);
     cl.begin(true);
+    const uint32_t one_split = K.attn_one_split;
+    K.attn_one_split = c.one_split;
     K.attention(cl, a, view(act), view(pb), view(kc), view(vc), view(part), view(tok),
                 view(counter));
+    K.attn_one_split = one_split;
     cl.end();
     for (uint32_t t = 0; t < c.tokens; ++t) {
         std::vector<float> in = randn(n_act);
@@ -146,14 +150,20 @@ INSTANTIATE_TEST_SUITE_P(
                       // online softmax rescales), the last one a short one.
                       AttnCase{8, 4, 64, 64, 300, 260, true, false, false, 2},
                       // Three splits, query heads of one key/value head three to a group.
-                      AttnCase{6, 2, 32, 16, 200, 140, false, true, false, 3}),
+                      AttnCase{6, 2, 32, 16, 200, 140, false, true, false, 3},
+                      // One split (no merge) while the context has up to two or three chunks,
+                      // then split as above.
+                      AttnCase{4, 1, 256, 64, 300, 260, true, true, false, Kernels::kAttnMaxSplits,
+                               2},
+                      AttnCase{8, 2, 128, 64, 450, 400, true, false, false, 4, 3}),
     [](const auto& info) {
         const AttnCase& c = info.param;
         // fmt, not string +: GCC 12 warns (-Wrestrict) on that chain of temporaries.
-        return fmt::format("h{}kv{}d{}{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "",
+        return fmt::format("h{}kv{}d{}{}{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "",
                            c.max_splits < Kernels::kAttnMaxSplits
                                ? fmt::format("_{}splits", c.max_splits)
-                               : std::string());
+                               : std::string(),
+                           c.one_split ? fmt::format("_one{}", c.one_split) : std::string());
     });
 
 TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {

@@ -8,7 +8,9 @@
 // The number of splits is fixed when the command is recorded (at most MAXS); their length follows
 // the current position: chunks = ceil((pos + 1) / CH), cps = ceil(chunks / n_split) chunks a split,
 // and splits past the live ones return at once. So nothing is re-recorded as the context grows,
-// and a long context costs nothing before it is used.
+// and a long context costs nothing before it is used. A context of up to one_split chunks is
+// walked whole by the first split, and a walk with one live split writes the heads' output
+// itself: no partials, no merge.
 //
 // The merge needs no stage of its own: each live split, its partial (m, l, o of each of its heads)
 // stored and made available device-wide, counts itself on counter[hg]; the last of the group to
@@ -87,6 +89,7 @@ layout(push_constant) uniform Push {
     uint freq_off, n_rot;  // prm: inverse frequencies (n_rot / 2); the rotated dims
     float eps;
     uint interleaved;      // 0: NeoX pairs (qwen); 1: pairs (2j, 2j + 1) (llama)
+    uint one_split;        // contexts of up to this many chunks: one split, no merge
 } p;
 
 shared vec2 qs[G * HD2];      // the G queries
@@ -180,7 +183,7 @@ void main() {
     const uint h0 = hg * G, kvh = h0 / (p.n_head / p.n_kv);
     const uint pos = tok[0], n_rows = pos + 1u;
     const uint chunks = (n_rows + CH - 1u) / CH;
-    const uint cps = (chunks + p.n_split - 1u) / p.n_split;
+    const uint cps = chunks <= p.one_split ? chunks : (chunks + p.n_split - 1u) / p.n_split;
     const uint live = (chunks + cps - 1u) / cps;
     if (s >= live) return;  // uniform per workgroup
     const uint c0 = s * cps, c1 = min(c0 + cps, chunks);
@@ -309,6 +312,21 @@ void main() {
         [[unroll]] for (uint g = 0; g < G; ++g) ored[(g * RQ + vq) * HD2 + vw] = o[g];
     }
     barrier();
+    if (live == 1u) {  // uniform: the only split is the whole walk; no partials, no merge
+        for (uint i = t; i < G * HD2; i += WG) {
+            uint g = i / HD2, w = i % HD2, h = h0 + g;
+            vec2 sum = vec2(0.0);
+            for (uint q = 0; q < RQ; ++q) sum += ored[(g * RQ + q) * HD2 + w];
+            vec2 ov = sum * (1.0 / hl[g]);
+            if (p.gate_off != 0xffffffffu) {
+                uint gb = p.gate_off + h * p.gate_stride + 2u * w;
+                ov *= vec2(1.0 / (1.0 + exp(-act[gb])), 1.0 / (1.0 + exp(-act[gb + 1u])));
+            }
+            act[p.o_off + h * HD + 2u * w] = ov.x;
+            act[p.o_off + h * HD + 2u * w + 1u] = ov.y;
+        }
+        return;
+    }
     for (uint i = t; i < G * HD2; i += WG) {
         uint g = i / HD2, w = i % HD2;
         vec2 sum = vec2(0.0);
