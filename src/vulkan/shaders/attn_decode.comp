@@ -108,6 +108,12 @@ float score_at(uint g, uint j) { return sc[(g * CH + j) >> 2][j & 3u]; }
 uint merge_m(uint g, uint s) { return g * 2u * MAXS + s; }
 uint merge_l(uint g, uint s) { return g * 2u * MAXS + MAXS + s; }
 
+// Dim dd of head h's output, normalised: times sigmoid(gate) where the model gates it.
+void write_output(uint h, uint dd, float o) {
+    if (p.gate_off != 0xffffffffu) o *= 1.0 / (1.0 + exp(-act[p.gate_off + h * p.gate_stride + dd]));
+    act[p.o_off + h * HD + dd] = o;
+}
+
 // Word w of key/value head kvh in cache row `row` ([n_ctx][n_kv][HD2] words).
 uint cache_word(uint row, uint kvh, uint w) { return (row * p.n_kv + kvh) * HD2 + w; }
 
@@ -306,35 +312,28 @@ void main() {
         }
     }
 
-    // The split's partials: the row groups' outputs summed, and each head's m and l.
+    // The split's partials: the row groups' outputs summed, and each head's m and l. A split
+    // that is the whole walk (uniform) writes the heads' output instead: no partials, no merge.
     barrier();
     if (vq < RQ) {
         [[unroll]] for (uint g = 0; g < G; ++g) ored[(g * RQ + vq) * HD2 + vw] = o[g];
     }
     barrier();
-    if (live == 1u) {  // uniform: the only split is the whole walk; no partials, no merge
-        for (uint i = t; i < G * HD2; i += WG) {
-            uint g = i / HD2, w = i % HD2, h = h0 + g;
-            vec2 sum = vec2(0.0);
-            for (uint q = 0; q < RQ; ++q) sum += ored[(g * RQ + q) * HD2 + w];
-            vec2 ov = sum * (1.0 / hl[g]);
-            if (p.gate_off != 0xffffffffu) {
-                uint gb = p.gate_off + h * p.gate_stride + 2u * w;
-                ov *= vec2(1.0 / (1.0 + exp(-act[gb])), 1.0 / (1.0 + exp(-act[gb + 1u])));
-            }
-            act[p.o_off + h * HD + 2u * w] = ov.x;
-            act[p.o_off + h * HD + 2u * w + 1u] = ov.y;
-        }
-        return;
-    }
     for (uint i = t; i < G * HD2; i += WG) {
         uint g = i / HD2, w = i % HD2;
         vec2 sum = vec2(0.0);
         for (uint q = 0; q < RQ; ++q) sum += ored[(g * RQ + q) * HD2 + w];
+        if (live == 1u) {
+            const float inv_l = 1.0 / hl[g];
+            write_output(h0 + g, 2u * w, sum.x * inv_l);
+            write_output(h0 + g, 2u * w + 1u, sum.y * inv_l);
+            continue;
+        }
         uint b = part_base(h0 + g, s);
         part[b + 2u + 2u * w] = sum.x;
         part[b + 3u + 2u * w] = sum.y;
     }
+    if (live == 1u) return;
     if (t < G) {
         part[part_base(h0 + t, s)] = hm[t];
         part[part_base(h0 + t, s) + 1u] = hl[t];
@@ -393,11 +392,8 @@ void main() {
     [[unroll]] for (uint k = 0; k < OPT; ++k) {
         uint i = t + k * WG;
         if (i >= G * HD) break;
-        uint g = i / HD, dd = i % HD, h = h0 + g;
-        float o = acc[k] * hl[g];
-        if (p.gate_off != 0xffffffffu)
-            o *= 1.0 / (1.0 + exp(-act[p.gate_off + h * p.gate_stride + dd]));
-        act[p.o_off + h * HD + dd] = o;
+        uint g = i / HD;
+        write_output(h0 + g, i % HD, acc[k] * hl[g]);
     }
     if (t == 0u) atomicExchange(counter[hg], 0u);
 }
