@@ -458,7 +458,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     auto gemv = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc,
                     const Kernels::GemvRounding* rounding = nullptr) {
         K.gemv(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-               x_off, y, y_off, acc, false, rounding);
+               x_off, y, y_off, acc, {}, rounding);
     };
     auto norm_weights = [&](const Tensor* w) {
         return view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4);
@@ -492,12 +492,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
     // (gated_in_; none: the step applied it).
     std::optional<Kernels::GemvGatedIn> gated;
-    // W · xn (rows of cols values of type t at view w) into y[y_off ..]; shared: other GEMVs
-    // run in its stage (Kernels::gemv).
+    // W · xn (rows of cols values of type t at view w) into y[y_off ..]; share: its part of
+    // its stage's weight bytes (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
-                       bool shared = false) {
-        if (!pending) return K.gemv(cl, t, w, rows, cols, act, A.xn, y, y_off, false, shared);
-        K.gemv_normed(cl, t, w, rows, cols, act, A.h, y, y_off, false, pending_norm(), shared);
+                       vk::GemvPart share = {}) {
+        if (!pending) return K.gemv(cl, t, w, rows, cols, act, A.xn, y, y_off, false, share);
+        K.gemv_normed(cl, t, w, rows, cols, act, A.h, y, y_off, false, pending_norm(), share);
     };
     auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
         gemv_xn(t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), y, y_off);
@@ -545,7 +545,11 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         // tail (Qwen3-8B's v after its q and k: tg128 +3 % on an H200, docs/PERF.md).
         std::stable_sort(runs.begin(), runs.end(),
                          [](const Run& a, const Run& b) { return a.bytes < b.bytes; });
-        for (const Run& r : runs) gemv_xn(r.t, r.w, r.rows, r.cols, act, r.y_off, runs.size() > 1);
+        uint64_t total = 0;
+        for (const Run& r : runs) total += r.bytes;
+        for (const Run& r : runs)
+            gemv_xn(r.t, r.w, r.rows, r.cols, act, r.y_off,
+                    {runs.size() > 1 ? (float)((double)r.bytes / (double)total) : 1.f});
         in_proj.clear();
     };
     auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {

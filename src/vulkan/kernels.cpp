@@ -373,24 +373,24 @@ Kernels::GemvX Kernels::gemv_x_for(QType t, uint32_t cols) const {
 }
 
 void Kernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                   uint32_t x_off, View y, uint32_t y_off, bool accumulate, bool shared,
+                   uint32_t x_off, View y, uint32_t y_off, bool accumulate, GemvPart share,
                    const GemvRounding* rounding) {
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr,
-                shared, rounding);
+                share, rounding);
 }
 
 void Kernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                          const GemvFusion& fuse, const GemvRounding* rounding) {
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse, nullptr, nullptr,
-                false, rounding);
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse, nullptr, nullptr, {},
+                rounding);
 }
 
 void Kernels::gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                           uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                          const GemvNormIn& norm, bool shared, const GemvRounding* rounding) {
+                          const GemvNormIn& norm, GemvPart share, const GemvRounding* rounding) {
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, &norm,
-                shared, rounding);
+                share, rounding);
 }
 
 void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
@@ -402,15 +402,14 @@ void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint
         fail("the SwiGLU GEMV pair at bytes {} and {} does not lie in its weight view", g_off,
              u_off);
     const uint32_t pair[2] = {(uint32_t)g_off, (uint32_t)u_off};
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair, norm, false,
-                rounding);
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair, norm, {}, rounding);
 }
 
 void Kernels::gemv_gated(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                          const GemvGatedIn& g) {
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr,
-                false, nullptr, &g);
+    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr, {},
+                nullptr, &g);
 }
 
 bool Kernels::gemv_gates(QType t, uint32_t cols) const {
@@ -427,8 +426,17 @@ uint32_t Kernels::balanced_rows(uint32_t rows, uint32_t k_rows, uint32_t groups,
     return k_rows;
 }
 
+Kernels::SharedShape Kernels::shared_shape(uint32_t rows, uint32_t k_rows, uint32_t groups,
+                                           uint32_t slots, float share) {
+    const uint32_t part = std::max<uint32_t>(1, (uint32_t)std::lround(slots * (double)share));
+    const uint32_t blocks = (rows + k_rows * groups - 1) / (k_rows * groups);
+    if (blocks >= part) return {k_rows, 0};
+    return {balanced_rows(rows, k_rows, groups, part), part};
+}
+
 Kernels::GemvLaunch Kernels::gemv_launch(QType t, uint32_t rows, uint32_t cols, bool fuse,
-                                         bool pair, bool norm, bool shared, bool round_out) const {
+                                         bool pair, bool norm, GemvPart share,
+                                         bool round_out) const {
     const Features& f = dev_.features();
     // gemv_rows() rows share each x slice and put as many independent weight loads in flight per
     // thread; a row group is as wide as the row has slices (one pass over short rows), at most
@@ -494,35 +502,51 @@ Kernels::GemvLaunch Kernels::gemv_launch(QType t, uint32_t rows, uint32_t cols, 
     // Qwen3-8B unchanged. Balancing the GEMVs that share a stage too took Qwen3-8B's v beside its
     // q and k from 32 workgroups to 128, for as many multiprocessors: 341.2 / 347.2 -> 328.3 /
     // 330.2 (docs/PERF.md 2026-12-01, noon).
+    // A GEMV that shares its stage takes its own shape (shared_shape) only where it would leave
+    // its part of the device idle: the 0.8B's DeltaNet qkv (6144 rows of 1024 values) took 24
+    // workgroups of 1024 invocations for 132 multiprocessors, 96 with it. On an H200 (decode
+    // profile, us a token): 0.8B input projections 238.6 -> 199.5, the token 1031.7 -> 995.2; the
+    // 9B's and Qwen3-8B's shapes stay (docs/PERF.md 2026-12-02, late morning). Giving every GEMV of
+    // a stage its share of the slots cost Qwen3-8B 4 % (its q, 256 blocks, then took two rounds).
     // A GEMV that rounds its rows for the next keeps row blocks of whole 16-value blocks.
-    if (xp == GemvX::bytes && gemv_balance && !shared && !gemv_shape.threads) {
+    uint32_t grid_cap = 0;
+    if (xp == GemvX::bytes && gemv_balance && !gemv_shape.threads) {
         const uint32_t slots =
             gemv_slots   ? gemv_slots
             : gemv_waves ? f.sm_count * std::max<uint32_t>(1, gemv_waves * 512 / (wg * groups))
                          : 0;
-        const uint32_t balanced = slots ? balanced_rows(rows, kRows, groups, slots) : kRows;
-        if (!round_out || balanced * groups % 16 == 0) kRows = balanced;
+        uint32_t balanced = kRows;
+        if (slots && share.of_stage >= 1.f) balanced = balanced_rows(rows, kRows, groups, slots);
+        if (slots && share.of_stage < 1.f) {
+            const SharedShape sh = shared_shape(rows, kRows, groups, slots, share.of_stage);
+            balanced = sh.k_rows;
+            grid_cap = sh.grid;
+        }
+        if (!round_out || balanced * groups % 16 == 0)
+            kRows = balanced;
+        else
+            grid_cap = 0;
     }
-    return {xp, wg, kRows, groups, wide};
+    return {xp, wg, kRows, groups, wide, grid_cap};
 }
 
 bool Kernels::gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
-                          bool shared) const {
+                          GemvPart share) const {
     if (!gemv_module(t)) return false;
-    const GemvLaunch l = gemv_launch(t, rows, cols, false, pair, norm, shared, true);
+    const GemvLaunch l = gemv_launch(t, rows, cols, false, pair, norm, share, true);
     return l.x == GemvX::bytes && rows % 16 == 0 && l.k_rows * l.groups % 16 == 0;
 }
 void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                           uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                           const GemvFusion* fuse, const uint32_t* pair, const GemvNormIn* norm,
-                          bool shared, const GemvRounding* rounding, const GemvGatedIn* gated) {
+                          GemvPart share, const GemvRounding* rounding, const GemvGatedIn* gated) {
     const char* mod = gemv_module(t);
     if (!mod) fail("no GEMV kernel for weights of type {}", qtype_name(t));
     DL_ASSERT(!(norm && fuse));
     DL_ASSERT(!(rounding && fuse && rounding->out_off != kNone));
     const Features& f = dev_.features();
     const bool round_out = rounding && rounding->out_off != kNone;
-    const GemvLaunch l = gemv_launch(t, rows, cols, fuse, pair, norm, shared, round_out);
+    const GemvLaunch l = gemv_launch(t, rows, cols, fuse, pair, norm, share, round_out);
     const GemvX xp = l.x;
     const uint32_t wg = l.wg, kRows = l.k_rows, groups = l.groups, wide = l.wide;
     if (rounding && rounding->x_rounded &&
@@ -570,6 +594,7 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     if (xp == GemvX::bytes && gemv_waves && f.sm_count)
         blocks = std::min(blocks, gemv_waves * f.sm_count);
     if (gemv_grid) blocks = std::min(blocks, gemv_grid);
+    if (l.grid) blocks = std::min(blocks, l.grid);
     auto [gx, gy] = grid(f, blocks);
     // The shared copy of x is sized by the row (a pipeline per row length); over x another GEMV
     // rounded there is none.

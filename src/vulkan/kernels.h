@@ -11,6 +11,11 @@
 
 namespace dl::vk {
 
+// The part of its stage's weight bytes a GEMV reads (Kernels::gemv's share).
+struct GemvPart {
+    float of_stage = 1.f;
+};
+
 class Kernels {
   public:
     Kernels(Device& dev, Pipelines& pipes) : dev_(dev), pipes_(pipes) {}
@@ -31,15 +36,16 @@ class Kernels {
     };
     static uint32_t rounding_floats(uint32_t n) { return n / 4 + n / 8; }
     // y[y_off + r] (=|+=) sum_c W[r, c] · x[x_off + c] for r < rows; W is rows × cols of type t.
-    // shared: other dispatches run beside it (a stage of several GEMVs), so its shape is not
-    // balanced over the whole device (gemv_balance).
+    // share: the part of its stage's weight bytes this GEMV reads where other GEMVs run beside
+    // it in the stage (1: alone in it), which sets how much of the device its shape may take
+    // (gemv_balance, shared_shape).
     void gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-              uint32_t x_off, View y, uint32_t y_off, bool accumulate, bool shared = false,
+              uint32_t x_off, View y, uint32_t y_off, bool accumulate, GemvPart share = {},
               const GemvRounding* rounding = nullptr);
     // Whether the GEMV of this shape (norm: gemv_normed; pair: gemv_swiglu) can round its rows
     // for the next GEMV: it reads x in bytes and its row blocks are whole 16-value blocks.
     bool gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
-                     bool shared = false) const;
+                     GemvPart share = {}) const;
     // For the GEMV speed report only: a nonzero shape forces threads and rows a workgroup.
     struct GemvShape {
         uint32_t threads = 0, rows = 0;
@@ -56,6 +62,18 @@ class Kernels {
     // as long as its busiest workgroup, rounds · rows a block. A half shape is taken where it
     // saves a tenth of that.
     static uint32_t balanced_rows(uint32_t rows, uint32_t k_rows, uint32_t groups, uint32_t slots);
+    // The shape of a byte GEMV that shares its stage and reads `share` of its bytes (< 1), over
+    // a device of `slots` workgroup slots of its size: where its row blocks of k_rows rows a
+    // group are fewer than its share of the slots, it takes fewer rows a group (balanced_rows
+    // over that share) in at most that many workgroups, so that it fills its part of the device
+    // beside the others rather than leaving most of it idle (grid 0: no limit of its own). A GEMV
+    // with as many blocks as its share keeps its shape: a smaller grid would only give it more
+    // rounds.
+    struct SharedShape {
+        uint32_t k_rows, grid;
+    };
+    static SharedShape shared_shape(uint32_t rows, uint32_t k_rows, uint32_t groups, uint32_t slots,
+                                    float share);
     // For the GEMV speed report only: gemv.comp's ABLATE bits (0 otherwise; results then wrong).
     uint32_t gemv_ablate = 0;
     // Row groups of the byte-path GEMVs (gemv.comp GROUPS; a power of two, 1: none): a workgroup
@@ -88,7 +106,7 @@ class Kernels {
     // the launcher's shape has no room for x in bytes.
     GemvX gemv_path(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
                     bool fused = false) const {
-        return gemv_launch(t, rows, cols, fused, pair, norm, false, false).x;
+        return gemv_launch(t, rows, cols, fused, pair, norm, {}, false).x;
     }
     // gemv() with the fusion of the decode token command (shaders/gemv.comp, NORM_EPILOGUE),
     // which saves the dependent norm stage after it: once y is written, the workgroup that
@@ -115,7 +133,7 @@ class Kernels {
     };
     void gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                     const GemvNormIn& norm, bool shared = false,
+                     const GemvNormIn& norm, GemvPart share = {},
                      const GemvRounding* rounding = nullptr);
     // A GEMV over a Gated DeltaNet layer's output whose gated RMSNorm the decode step left to its
     // reader (DeltaNetStep::ss_off; gemv.comp GATED_IN): x holds o · norm_w · silu(z), and
@@ -409,17 +427,18 @@ class Kernels {
     uint32_t wg_size(uint32_t want) const;
     StreamShape stream_shape_now() const;  // stream_read's shape (stream_shape or its own)
     // The launcher's shape of a GEMV (gemv_record): how it reads x, threads of a row group,
-    // rows a group, row groups a workgroup, wide slices.
+    // rows a group, row groups a workgroup, wide slices, and the most workgroups (0: the
+    // launcher's wave limit only).
     struct GemvLaunch {
         GemvX x;
-        uint32_t wg, k_rows, groups, wide;
+        uint32_t wg, k_rows, groups, wide, grid = 0;
     };
     GemvLaunch gemv_launch(QType t, uint32_t rows, uint32_t cols, bool fuse, bool pair, bool norm,
-                           bool shared, bool round_out) const;
+                           GemvPart share, bool round_out) const;
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvFusion* fuse, const uint32_t* pair = nullptr,
-                     const GemvNormIn* norm = nullptr, bool shared = false,
+                     const GemvNormIn* norm = nullptr, GemvPart share = {},
                      const GemvRounding* rounding = nullptr, const GemvGatedIn* gated = nullptr);
     Device& dev_;
     Pipelines& pipes_;

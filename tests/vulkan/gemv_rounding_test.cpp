@@ -112,7 +112,7 @@ TEST_P(GemvRoundOut, WritesTheRoundingOfItsRows) {
         [&](CommandList& cl, View w, View x, View y, uint32_t y_off, bool acc, uint32_t xr_off) {
             Kernels::GemvRounding r;
             r.out_off = xr_off;
-            K.gemv(cl, t, w, rows, cols, x, 0, y, y_off, acc, false, &r);
+            K.gemv(cl, t, w, rows, cols, x, 0, y, y_off, acc, {}, &r);
         },
         t, rows, cols);
 }
@@ -205,7 +205,7 @@ TEST_P(GemvRoundedChain, ReaderOfARoundingMatchesAReaderThatRounds) {
                 K.gemv_swiglu(cl, t, view(wgu), 0, gb, F, N, a, h, a, ffn, norm ? &nin : nullptr,
                               once ? &out : nullptr);
                 cl.barrier();
-                K.gemv(cl, t, view(wd), N, F, a, once ? fr : ffn, a, h, true, false,
+                K.gemv(cl, t, view(wd), N, F, a, once ? fr : ffn, a, h, true, {},
                        once ? &in : nullptr);
             });
             return test::from_device<float>(dev, act, total);
@@ -262,9 +262,9 @@ TEST(GemvRounding, RefusesWhatItCannotRun) {
         try {
             if (norm)
                 K.gemv_normed(cl, QType::Q8_0, view(w), rows, 64, view(a), x_off, view(a), 0, false,
-                              {view(nw), 1e-6f}, false, &r);
+                              {view(nw), 1e-6f}, {}, &r);
             else
-                K.gemv(cl, QType::Q8_0, view(w), rows, 64, view(a), x_off, view(a), 0, false, false,
+                K.gemv(cl, QType::Q8_0, view(w), rows, 64, view(a), x_off, view(a), 0, false, {},
                        &r);
         } catch (const Error& e) {
             return std::string(e.what()).find("round") != std::string::npos;

@@ -209,6 +209,61 @@ TEST_P(GemvXPaths, BytesBalancedOverFewSlotsMatchRoundedReference) {
     }
 }
 
+// A GEMV that shares its stage (Kernels::gemv's share), balanced over its part of 3 workgroup
+// slots, and over its part of 16 where a GEMV of few rows takes fewer rows a group and at most
+// its part of the grid: every row written, none past them.
+TEST_P(GemvXPaths, BytesSharingAStageMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    test::Scoped groups(K.gemv_groups, 4);
+    for (uint32_t slots : {3u, 16u})
+        for (float part : {0.3f, 0.7f}) {
+            test::Scoped sl(K.gemv_slots, slots);
+            test::Scoped path(K.gemv_x, Kernels::GemvX::bytes);
+            const GemvCase c = GetParam();
+            if (K.gemv_x_for(c.type, c.cols) != Kernels::GemvX::bytes)
+                GTEST_SKIP() << "not on this device or build";
+            const GemvRecord rec = [&K, part](CommandList& cl, QType t, View w, uint32_t rows,
+                                              uint32_t cols, View x, uint32_t x_off, View y,
+                                              uint32_t y_off, bool acc) {
+                K.gemv(cl, t, w, rows, cols, x, x_off, y, y_off, acc, GemvPart{part});
+            };
+            for (uint32_t x_off : {5u, 8u})
+                check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true);
+        }
+}
+
+// The shape of a GEMV that shares its stage, on the decode GEMVs of real files over an H200
+// (132 multiprocessors: 132 slots for workgroups of 1024 invocations, 264 for 512).
+TEST(GemvBalance, ASharedGemvFillsOnlyThePartItWouldLeaveIdle) {
+    // The 0.8B's DeltaNet qkv beside z, beta and alpha (81 % of the stage's bytes): 6144 rows in
+    // blocks of 8 rows in 32 groups, 24 blocks for its 107 slots. In blocks of 2 rows, 96 blocks
+    // in one round (2); of 1, 192 in two (2, no gain). At most 107 workgroups.
+    auto s = Kernels::shared_shape(6144, 8, 32, 132, 0.81f);
+    EXPECT_EQ(s.k_rows, 2u);
+    EXPECT_EQ(s.grid, 107u);
+    // Its z, beta and alpha (19 %): 33 blocks of 64 rows for 50 slots; 66 of 32 rows take two
+    // rounds (no gain). The shape stays, at most 50 workgroups.
+    s = Kernels::shared_shape(2080, 4, 16, 264, 0.19f);
+    EXPECT_EQ(s.k_rows, 4u);
+    EXPECT_EQ(s.grid, 50u);
+    // The 9B's DeltaNet qkv (74 %): 128 blocks for 98 slots, as many as its part: unchanged.
+    s = Kernels::shared_shape(8192, 8, 8, 132, 0.74f);
+    EXPECT_EQ(s.k_rows, 8u);
+    EXPECT_EQ(s.grid, 0u);
+    // Qwen3-8B's v beside its q and k (23 %): 32 blocks for 30 slots: unchanged.
+    s = Kernels::shared_shape(1024, 4, 8, 132, 0.23f);
+    EXPECT_EQ(s.k_rows, 4u);
+    EXPECT_EQ(s.grid, 0u);
+    // A sliver of a stage still takes a workgroup: two blocks for one slot, unchanged.
+    s = Kernels::shared_shape(32, 2, 8, 264, 0.001f);
+    EXPECT_EQ(s.k_rows, 2u);
+    EXPECT_EQ(s.grid, 0u);
+    // One block of 32 rows for 3 slots: two of 16 in one round (2), four of 8 in two (2).
+    s = Kernels::shared_shape(32, 4, 8, 264, 0.01f);
+    EXPECT_EQ(s.k_rows, 2u);
+    EXPECT_EQ(s.grid, 3u);
+}
+
 // The balance's arithmetic on the shapes of real decode GEMVs over an H200's 264 slots (2 a
 // multiprocessor): a GEMV takes as long as its busiest workgroup, rounds of blocks times rows a
 // block, and a half shape is taken where it saves a tenth.
