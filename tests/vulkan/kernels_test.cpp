@@ -235,33 +235,33 @@ TEST_P(GemvXPaths, BytesSharingAStageMatchRoundedReference) {
 // The shape of a GEMV that shares its stage, on the decode GEMVs of real files over an H200
 // (132 multiprocessors: 132 slots for workgroups of 1024 invocations, 264 for 512).
 TEST(GemvBalance, ASharedGemvFillsOnlyThePartItWouldLeaveIdle) {
-    // The 0.8B's DeltaNet qkv beside z, beta and alpha (81 % of the stage's bytes): 6144 rows in
-    // blocks of 8 rows in 32 groups, 24 blocks for its 107 slots. In blocks of 2 rows, 96 blocks
-    // in one round (2); of 1, 192 in two (2, no gain). At most 107 workgroups.
-    auto s = Kernels::shared_shape(6144, 8, 32, 132, 0.81f);
-    EXPECT_EQ(s.k_rows, 2u);
-    EXPECT_EQ(s.grid, 107u);
-    // Its z, beta and alpha (19 %): 33 blocks of 64 rows for 50 slots; 66 of 32 rows take two
-    // rounds (no gain). The shape stays, at most 50 workgroups.
-    s = Kernels::shared_shape(2080, 4, 16, 264, 0.19f);
-    EXPECT_EQ(s.k_rows, 4u);
-    EXPECT_EQ(s.grid, 50u);
-    // The 9B's DeltaNet qkv (74 %): 128 blocks for 98 slots, as many as its part: unchanged.
-    s = Kernels::shared_shape(8192, 8, 8, 132, 0.74f);
-    EXPECT_EQ(s.k_rows, 8u);
-    EXPECT_EQ(s.grid, 0u);
-    // Qwen3-8B's v beside its q and k (23 %): 32 blocks for 30 slots: unchanged.
-    s = Kernels::shared_shape(1024, 4, 8, 132, 0.23f);
-    EXPECT_EQ(s.k_rows, 4u);
-    EXPECT_EQ(s.grid, 0u);
-    // A sliver of a stage still takes a workgroup: two blocks for one slot, unchanged.
-    s = Kernels::shared_shape(32, 2, 8, 264, 0.001f);
-    EXPECT_EQ(s.k_rows, 2u);
-    EXPECT_EQ(s.grid, 0u);
-    // One block of 32 rows for 3 slots: two of 16 in one round (2), four of 8 in two (2).
-    s = Kernels::shared_shape(32, 4, 8, 264, 0.01f);
-    EXPECT_EQ(s.k_rows, 2u);
-    EXPECT_EQ(s.grid, 3u);
+    struct Case {
+        uint32_t rows, k_rows, groups, slots;
+        float share;
+        uint32_t want_k, want_grid;
+    };
+    const Case cases[] = {
+        // The 0.8B's DeltaNet qkv beside z, beta and alpha (81 % of the stage's bytes): 6144 rows
+        // in blocks of 8 rows in 32 groups, 24 blocks for its 107 slots. In blocks of 2 rows, 96
+        // blocks in one round (2); of 1, 192 in two (2, no gain). At most 107 workgroups.
+        {6144, 8, 32, 132, 0.81f, 2, 107},
+        // Its z, beta and alpha (19 %): 33 blocks of 64 rows for 50 slots; 66 of 32 rows take
+        // two rounds (no gain). The shape stays, at most 50 workgroups.
+        {2080, 4, 16, 264, 0.19f, 4, 50},
+        // The 9B's DeltaNet qkv (74 %): 128 blocks for 98 slots, as many as its part: unchanged.
+        {8192, 8, 8, 132, 0.74f, 8, 0},
+        // Qwen3-8B's v beside its q and k (23 %): 32 blocks for 30 slots: unchanged.
+        {1024, 4, 8, 132, 0.23f, 4, 0},
+        // A sliver of a stage still takes a workgroup: two blocks for one slot, unchanged.
+        {32, 2, 8, 264, 0.001f, 2, 0},
+        // One block of 32 rows for 3 slots: two of 16 in one round (2), four of 8 in two (2).
+        {32, 4, 8, 264, 0.01f, 2, 3},
+    };
+    for (const Case& c : cases) {
+        const auto s = Kernels::shared_shape(c.rows, c.k_rows, c.groups, c.slots, c.share);
+        EXPECT_EQ(s.k_rows, c.want_k) << c.rows << " rows, share " << c.share;
+        EXPECT_EQ(s.grid, c.want_grid) << c.rows << " rows, share " << c.share;
+    }
 }
 
 // The balance's arithmetic on the shapes of real decode GEMVs over an H200's 264 slots (2 a
