@@ -166,6 +166,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels->attn_one_split = opts.attn_one_split;
     w->kernels->gemv_wide = opts.gemv_wide;
     w->kernels->gemv_balance = opts.gemv_balance;
+    w->kernels->gemv_slots = opts.gemv_slots;
     w->kernels->gemm_tile = opts.gemm_tile;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,

@@ -75,6 +75,10 @@ struct DriverOptions {
     // Kernels::gemv_balance (DELTALLM_VK_GEMV_BALANCE).
     bool gemv_balance = gemv_balance_from_env();
     static bool gemv_balance_from_env();
+    // Kernels::gemv_slots, for tests: the workgroup slots the GEMV shapes are balanced over (0:
+    // counted from the device's multiprocessors, where it reports them), so that the balanced
+    // and shared shapes of the token command run on a device that reports none.
+    uint32_t gemv_slots = 0;
     // Kernels::gemv_wide (DELTALLM_VK_GEMV_WIDE: auto, off or all).
     Kernels::GemvWide gemv_wide = gemv_wide_from_env();
     static Kernels::GemvWide gemv_wide_from_env();

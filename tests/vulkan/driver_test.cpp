@@ -36,7 +36,7 @@ DriverOptions test_options() {
 // bound, which already fixes it (a byte rounded the other way may break a nearer tie either way).
 void check_decode_parity(const TinySpec& spec, double tol,
                          Kernels::GemvX x = Kernels::GemvX::automatic, bool gated_in = true,
-                         bool near_ties = false) {
+                         bool near_ties = false, uint32_t slots = 0) {
     VK_TEST_DEVICE();
     if (x == Kernels::GemvX::bytes && !dev.features().integer_dot)
         GTEST_SKIP() << "no integer dot products";
@@ -44,6 +44,7 @@ void check_decode_parity(const TinySpec& spec, double tol,
     DriverOptions o = test_options();
     o.gemv_x = x;
     o.gated_in = gated_in;
+    o.gemv_slots = slots;
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     cpu::Chain chain(model);
@@ -111,6 +112,17 @@ TEST(VulkanDriver, Qwen35Q4KMixDecodeOverBytes) {
     for (bool gated : {true, false}) {
         SCOPED_TRACE(gated ? "gated norm in the output projection" : "gated norm in the step");
         check_decode_parity(s, 3e-2, Kernels::GemvX::bytes, gated, true);
+    }
+}
+// The same with the GEMVs' shapes balanced over a device of few workgroup slots
+// (DriverOptions::gemv_slots): a GEMV alone in its stage takes fewer rows a group, and one of
+// a mixer's input projections that shares its stage with a matrix of another type fills its
+// part of the slots (Kernels::shared_shape), each workgroup then taking several row blocks.
+TEST(VulkanDriver, Qwen35Q4KMixDecodeOverBytesOnFewSlots) {
+    const TinySpec s = test::parity_spec("qwen35", QType::Q4_K);
+    for (uint32_t slots : {3u, 16u}) {
+        SCOPED_TRACE(std::to_string(slots) + " slots");
+        check_decode_parity(s, 3e-2, Kernels::GemvX::bytes, true, true, slots);
     }
 }
 
