@@ -516,11 +516,12 @@ Kernels::GemvLaunch Kernels::gemv_launch(QType t, uint32_t rows, uint32_t cols, 
             : gemv_waves ? f.sm_count * std::max<uint32_t>(1, gemv_waves * 512 / (wg * groups))
                          : 0;
         uint32_t balanced = kRows;
-        if (slots && share.of_stage >= 1.f) balanced = balanced_rows(rows, kRows, groups, slots);
         if (slots && share.of_stage < 1.f) {
             const SharedShape sh = shared_shape(rows, kRows, groups, slots, share.of_stage);
             balanced = sh.k_rows;
             grid_cap = sh.grid;
+        } else if (slots) {
+            balanced = balanced_rows(rows, kRows, groups, slots);
         }
         if (!round_out || balanced * groups % 16 == 0)
             kRows = balanced;

@@ -335,6 +335,7 @@ TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     EXPECT_EQ(o.gemv_waves, fresh.gemv_waves);
     EXPECT_EQ(o.gemv_wide, fresh.gemv_wide);
     EXPECT_EQ(o.gemv_balance, fresh.gemv_balance);
+    EXPECT_EQ(o.gemv_slots, fresh.gemv_slots);
     EXPECT_EQ(o.deltanet_columns, fresh.deltanet_columns);
     EXPECT_EQ(o.deltanet_scan, fresh.deltanet_scan);
     EXPECT_EQ(o.gemm_tile.bm, fresh.gemm_tile.bm);
