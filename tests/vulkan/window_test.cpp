@@ -249,8 +249,14 @@ TEST(WindowPrefill, Qwen3F32) {
 TEST(WindowPrefill, Qwen3Q8) {
     check_window_prefill("qwen3", QType::Q8_0);
 }
+TEST(WindowPrefill, Qwen3Q4K) {
+    check_window_prefill("qwen3", QType::Q4_K);
+}
 TEST(WindowPrefill, LlamaF32) {
     check_window_prefill("llama", QType::F32);
+}
+TEST(WindowPrefill, LlamaQ8) {
+    check_window_prefill("llama", QType::Q8_0);
 }
 TEST(WindowPrefill, LlamaQ4K) {
     check_window_prefill("llama", QType::Q4_K);
