@@ -26,6 +26,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_KERNEL_STATS", "bool", "0",
          "log what the driver's compiler reports of each Vulkan kernel (registers ...) as it is "
          "created (info level), where the device offers VK_KHR_pipeline_executable_properties"},
+        {"DELTALLM_VK_TRACE", "bool", "0",
+         "write each Vulkan command's stages to stderr as it is recorded: a stage's role, then its "
+         "kernels with their specialization constants and workgroup counts"},
         {"DELTALLM_VK_BOUNDS_CHECKS", "bool", "0",
          "keep the driver's bounds checks on the Vulkan kernels' storage buffers (by default they "
          "are left out where the device has VK_EXT_pipeline_robustness)"},

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -90,6 +91,7 @@ const Kernel& Pipelines::get(const std::string& name, uint32_t n_bindings, uint3
     VkDevice d = dev_.handle();
     auto k = std::make_unique<Kernel>();
     k->name = name;
+    k->spec = spec;
     k->n_bindings = n_bindings;
     k->push_bytes = push_bytes;
 
@@ -158,7 +160,7 @@ std::pair<uint32_t, uint32_t> grid(const Features& f, uint64_t n) {
     return {(uint32_t)x, (uint32_t)y};
 }
 
-CommandList::CommandList(Device& dev) : dev_(dev) {
+CommandList::CommandList(Device& dev) : dev_(dev), tracing_(env::get_bool("DELTALLM_VK_TRACE")) {
     cb_ = dev_.allocate_command_buffer();
 }
 
@@ -181,6 +183,8 @@ void CommandList::begin(bool reusable) {
     n_dispatches_ = 0;
     n_barriers_ = 0;
     labels_.clear();
+    trace_.clear();
+    traced_dispatches_.clear();
     auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
     bi.flags = reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vkBeginCommandBuffer(cb_, &bi);
@@ -191,6 +195,7 @@ void CommandList::begin(bool reusable) {
 }
 
 void CommandList::end() {
+    if (tracing_ && !traced_dispatches_.empty()) trace_stage("(after the last mark)");
     if (vkEndCommandBuffer(cb_) != VK_SUCCESS) fail("recording a Vulkan command buffer failed");
 }
 
@@ -249,6 +254,9 @@ void CommandList::dispatch(const Kernel& k, std::initializer_list<View> bindings
         vkCmdPushConstants(cb_, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, push);
     vkCmdDispatch(cb_, gx, gy, gz);
     ++n_dispatches_;
+    if (tracing_)
+        traced_dispatches_.push_back(
+            fmt::format("{}[{}] {}x{}x{}", k.name, fmt::join(k.spec, ","), gx, gy, gz));
 }
 
 void CommandList::barrier() {
@@ -286,7 +294,14 @@ void CommandList::enable_timestamps(uint32_t max_marks) {
         max_marks_ = max_marks;
 }
 
+void CommandList::trace_stage(const std::string& label) {
+    trace_.push_back(fmt::format("{}: {}", label, fmt::join(traced_dispatches_, "; ")));
+    traced_dispatches_.clear();
+    fmt::print(stderr, "vk trace: {}\n", trace_.back());
+}
+
 void CommandList::mark(const std::string& label) {
+    if (tracing_) trace_stage(label);
     if (!queries_ || labels_.size() >= max_marks_) return;
     labels_.push_back(label);
     vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_,

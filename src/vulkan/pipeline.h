@@ -30,6 +30,7 @@ struct Kernel {
     uint32_t n_bindings = 0;
     uint32_t push_bytes = 0;
     std::string name;
+    std::vector<uint32_t> spec;  // its specialization constants, in order
     // What the driver's compiler reports of the pipeline ("Register Count 64, ..."), when the
     // device captures statistics (Device::kernel_stats); empty otherwise.
     std::string statistics;
@@ -100,10 +101,17 @@ class CommandList {
     VkCommandBuffer handle() const { return cb_; }
     uint32_t n_dispatches() const { return n_dispatches_; }
     uint32_t n_barriers() const { return n_barriers_; }  // recorded since begin()
+    // The trace of what is recorded (DELTALLM_VK_TRACE, or set_tracing): at each mark, and at
+    // end() for what follows the last, one line: the mark's label, then each dispatch since the
+    // mark before as kernel[specialization constants] and its workgroup counts. Each line is also
+    // written to stderr; trace() holds those since begin().
+    void set_tracing(bool on) { tracing_ = on; }
+    const std::vector<std::string>& trace() const { return trace_; }
 
   private:
     VkDescriptorSet allocate_set(const Kernel& k);
     void release();
+    void trace_stage(const std::string& label);
 
     Device& dev_;
     VkCommandBuffer cb_ = VK_NULL_HANDLE;
@@ -115,6 +123,8 @@ class CommandList {
     VkQueryPool queries_ = VK_NULL_HANDLE;
     uint32_t max_marks_ = 0;
     std::vector<std::string> labels_;
+    bool tracing_;
+    std::vector<std::string> trace_, traced_dispatches_;
 };
 
 }  // namespace dl::vk

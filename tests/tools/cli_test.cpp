@@ -400,6 +400,32 @@ TEST(Cli, VulkanSaysWhenTheContextAskedDoesNotFit) {
     EXPECT_EQ(ok.err.find("does not fit"), std::string::npos) << ok.err;
 }
 
+// DELTALLM_VK_TRACE writes the token command's stages to stderr as it is recorded, each role with
+// its kernels; without it nothing of the kind; a value that is not a boolean is one error line.
+TEST(Cli, VulkanTraceNamesTheTokenCommandsStages) {
+    Result d = deltallm("info --devices");
+    if (d.out.find("vulkan:0 ") == std::string::npos) GTEST_SKIP() << "no Vulkan device here";
+    const std::string args = "run --device vulkan --prompt-ids 1,2,3 -n 2";
+    auto with = [&](const char* value) {
+        setenv("DELTALLM_VK_TRACE", value, 1);
+        Result r = deltallm(args);
+        unsetenv("DELTALLM_VK_TRACE");
+        return r;
+    };
+    Result r = with("1");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    for (const char* want : {"vk trace: embed: get_rows_", "vk trace: gemv in: gemv_",
+                             "vk trace: deltanet: deltanet_step", "vk trace: attention: attn_",
+                             "vk trace: gemv ffn: gemv_", "vk trace: head: "})
+        EXPECT_NE(r.err.find(want), std::string::npos) << want << "\n" << r.err;
+    Result off = with("0");
+    ASSERT_EQ(off.rc, 0) << off.err;
+    EXPECT_EQ(off.err.find("vk trace"), std::string::npos) << off.err;
+    Result bad = with("maybe");
+    expect_one_error_line(bad, "DELTALLM_VK_TRACE=maybe");
+    EXPECT_NE(bad.err.find("DELTALLM_VK_TRACE"), std::string::npos) << bad.err;
+}
+
 // A context whose session cannot fit in the machine's memory is one clear error with the numbers,
 // not an allocation failure (the demo model's KV cache is 512 bytes a token: 51 TB here).
 TEST(Cli, CpuSessionLargerThanTheMachineIsAnError) {

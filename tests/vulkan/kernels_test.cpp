@@ -525,6 +525,42 @@ TEST(VulkanKernels, RmsNormStridedRows) {
     }
 }
 
+// The trace of a recorded command (DELTALLM_VK_TRACE): a line at each mark with the dispatches
+// since the one before, kernel[specialization constants] and workgroup counts, and one at end()
+// for those after the last mark; nothing while tracing is off, and begin() starts afresh.
+TEST(VulkanKernels, CommandTraceNamesEachStagesDispatches) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 64;
+    Buffer xb = test::to_device(dev, randn(5 * n, 3)), wb = test::to_device(dev, randn(n, 4));
+    Buffer y = test::poisoned(dev, 5 * n);
+    CommandList cl(dev);
+    auto record = [&] {
+        cl.begin();
+        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 5, 1e-6f);
+        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 4, 1e-6f);
+        cl.mark("norms");
+        cl.barrier();
+        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 3, 1e-6f);
+        cl.end();
+    };
+    cl.set_tracing(false);
+    record();
+    EXPECT_TRUE(cl.trace().empty());
+    cl.set_tracing(true);
+    for (int pass = 0; pass < 2; ++pass) {
+        record();
+        ASSERT_EQ(cl.trace().size(), 2u) << pass;
+        const std::string& a = cl.trace()[0];
+        const std::string& b = cl.trace()[1];
+        EXPECT_EQ(a.rfind("norms: rms_norm[", 0), 0u) << a;
+        EXPECT_NE(a.find("] 5x1x1; rms_norm["), std::string::npos) << a;
+        EXPECT_EQ(a.substr(a.size() - 7), "] 4x1x1") << a;
+        EXPECT_EQ(b.rfind("(after the last mark): rms_norm[", 0), 0u) << b;
+        EXPECT_EQ(b.substr(b.size() - 7), "] 3x1x1") << b;
+    }
+    cl.set_tracing(false);
+}
+
 // The embedding lookup: each fetched row is the CPU's dequantization of the table row its id
 // names (an id past the table reads the last row), nothing written past the fetched rows.
 TEST(VulkanKernels, GetRowsMatchDequantizedRows) {
