@@ -95,11 +95,11 @@ void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, u
     }
 }
 
-// Kernels::gemv as check_gemv records it.
-GemvRecord launcher(Kernels& K) {
-    return [&K](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                uint32_t x_off, View y, uint32_t y_off,
-                bool acc) { K.gemv(cl, t, w, rows, cols, x, x_off, y, y_off, acc); };
+// Kernels::gemv as check_gemv records it (share: its part of a stage it shares).
+GemvRecord launcher(Kernels& K, GemvPart share = {}) {
+    return [&K, share](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                       uint32_t x_off, View y, uint32_t y_off,
+                       bool acc) { K.gemv(cl, t, w, rows, cols, x, x_off, y, y_off, acc, share); };
 }
 
 class Gemv : public ::testing::TestWithParam<GemvCase> {};
@@ -136,10 +136,11 @@ INSTANTIATE_TEST_SUITE_P(
 // The block formats through each way of reading x the launcher has (Kernels::gemv_x): the
 // global F32 reads, x rounded to bytes (integer dot products, where the device and the build
 // have them).
-void check_gemv_path(Kernels& K, Device& dev, const GemvCase& c, Kernels::GemvX path) {
+void check_gemv_path(Kernels& K, Device& dev, const GemvCase& c, Kernels::GemvX path,
+                     GemvPart share = {}) {
     test::Scoped scope(K.gemv_x, path);
     if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
-    const GemvRecord rec = launcher(K);
+    const GemvRecord rec = launcher(K, share);
     for (uint32_t x_off : {5u, 8u})
         check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, path == Kernels::GemvX::bytes);
 }
@@ -218,17 +219,7 @@ TEST_P(GemvXPaths, BytesSharingAStageMatchRoundedReference) {
     for (uint32_t slots : {3u, 16u})
         for (float part : {0.3f, 0.7f}) {
             test::Scoped sl(K.gemv_slots, slots);
-            test::Scoped path(K.gemv_x, Kernels::GemvX::bytes);
-            const GemvCase c = GetParam();
-            if (K.gemv_x_for(c.type, c.cols) != Kernels::GemvX::bytes)
-                GTEST_SKIP() << "not on this device or build";
-            const GemvRecord rec = [&K, part](CommandList& cl, QType t, View w, uint32_t rows,
-                                              uint32_t cols, View x, uint32_t x_off, View y,
-                                              uint32_t y_off, bool acc) {
-                K.gemv(cl, t, w, rows, cols, x, x_off, y, y_off, acc, GemvPart{part});
-            };
-            for (uint32_t x_off : {5u, 8u})
-                check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true);
+            check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes, GemvPart{part});
         }
 }
 
