@@ -227,6 +227,9 @@ dl_vk_shader(argmax argmax.comp)
 dl_vk_shader(stream_read stream_read.comp)
 # The stage speed report's chain of dependent rounds without weights.
 dl_vk_shader(stage_chain stage_chain.comp)
+# The GEMV speed report's Q4_K GEMV over rows held in tiles.
+dl_vk_shader(gemv_tile_q4_k gemv_tile.comp DEFINES WTYPE_Q4_K=1)
+dl_vk_shader(gemv_tile_q6_k gemv_tile.comp DEFINES WTYPE_Q6_K=1)
 dl_vk_shader(sample sample.comp)
 # Sampling over a large vocabulary: each chunk's candidates, then the choice among them.
 dl_vk_shader(sample_chunks sample_chunks.comp)

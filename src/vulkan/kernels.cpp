@@ -57,6 +57,9 @@ struct SamplePush {
 struct StreamReadPush {
     uint32_t n, groups, out_off;
 };
+struct GemvTilePush {
+    uint32_t ncols, nrows, x_off, y_off, mode;
+};
 struct StageChainPush {
     uint32_t n, round0, rounds, spin_limit, flag, skew;
 };
@@ -680,6 +683,45 @@ void Kernels::stream_read(CommandList& cl, View src, uint64_t bytes, View out, u
     StreamReadPush p{(uint32_t)(bytes / 16), groups, out_off};
     auto [gx, gy] = grid(dev_.features(), sh.grid ? std::min(sh.grid, groups) : groups);
     cl.dispatch(k, {src, out}, p, gx, gy);
+}
+
+std::vector<uint8_t> Kernels::tile_rows(QType t, const uint8_t* w, uint32_t rows, uint32_t cols,
+                                        uint32_t tile) {
+    if ((t != QType::Q4_K && t != QType::Q6_K) || cols % 256 || !tile)
+        fail("no tiled form of {} rows of {} {}", rows, cols, qtype_name(t));
+    // A block's fields of 16 bytes lie at 16 f in its GGUF bytes (Q4_K: the header, then the
+    // nibbles; Q6_K: the low nibbles, the high bits, the scales), Q6_K's d after them.
+    const uint32_t nb = cols / 256, tiles = (rows + tile - 1) / tile;
+    const uint32_t bs = t == QType::Q4_K ? 144 : 210, nf = bs / 16;
+    const uint64_t rb = (uint64_t)nb * bs;
+    std::vector<uint8_t> out((uint64_t)tiles * nb * bs * tile, 0);
+    for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t kb = 0; kb < nb; ++kb) {
+            const uint8_t* src = w + r * rb + kb * bs;
+            uint8_t* chunk = out.data() + ((uint64_t)(r / tile) * nb + kb) * bs * tile;
+            for (uint32_t f = 0; f < nf; ++f)
+                std::copy_n(src + f * 16, 16, chunk + ((uint64_t)f * tile + r % tile) * 16);
+            if (bs % 16) std::copy_n(src + nf * 16, 2, chunk + nf * 16 * tile + (r % tile) * 2);
+        }
+    return out;
+}
+
+bool Kernels::gemv_tile_supported(QType t) const {
+    return dev_.features().integer_dot && (t == QType::Q4_K || t == QType::Q6_K);
+}
+
+void Kernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
+                        uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
+                        uint32_t tile, uint32_t ablate) {
+    if (cols % 256 || !tile || threads % tile || x_off % 4 || !gemv_tile_supported(t))
+        fail("no tiled GEMV over {} x {} {} in workgroups of {} by {}", rows, cols, qtype_name(t),
+             threads, tile);
+    const Kernel& k =
+        pipes_.get(std::string("gemv_tile_") + type_suffix(t), 3, sizeof(GemvTilePush),
+                   {wg_size(threads), tile, ablate, cols / 256});
+    GemvTilePush p{cols, rows, x_off, y_off, accumulate ? 1u : 0u};
+    auto [gx, gy] = grid(dev_.features(), (rows + tile - 1) / tile);
+    cl.dispatch(k, {w, xr, y}, p, gx, gy);
 }
 
 void Kernels::stage_chain(CommandList& cl, View x, View sync, uint32_t n, uint32_t round0,

@@ -177,6 +177,17 @@ class Kernels {
     };
     StreamShape stream_shape;
     void stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off);
+    // The GEMV speed report's tiled GEMV (shaders/gemv_tile.comp): W (rows x cols of Q4_K or
+    // Q6_K, cols a multiple of 256) held in tiles of `tile` rows by tile_rows() from its GGUF
+    // blocks, over x rounded to bytes at float x_off of xr (the layout of a GemvRounding), into
+    // y[y_off ..] (=|+=). threads: the workgroup (a multiple of tile); ablate: gemv_tile.comp
+    // ABLATE.
+    static std::vector<uint8_t> tile_rows(QType t, const uint8_t* w, uint32_t rows, uint32_t cols,
+                                          uint32_t tile);
+    bool gemv_tile_supported(QType t) const;
+    void gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
+                   uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
+                   uint32_t tile, uint32_t ablate = 0);
     // The stage speed report's chain (shaders/stage_chain.comp): rounds round0 .. round0 +
     // rounds - 1 over x (vectors of n, round r reads vector r and writes r + 1) in one dispatch
     // of `groups` workgroups, handing each round on inside the dispatch through sync[r]; a wait

@@ -1,0 +1,229 @@
+// The tiled Q4_K GEMV of the speed report (Kernels::gemv_tile, shaders/gemv_tile.comp): against
+// the CPU's products over the same rounded x, outputs poisoned, every row checked, NaN failing;
+// then (DELTALLM_VK_SPEED=1) its time beside the launcher's GEMV over the same bytes.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "quant/quant.h"
+#include "vk_test.h"
+
+namespace dl::vk {
+namespace {
+
+using test::randn;
+
+// x rounded to bytes in the layout a GemvRounding writes (gemv.comp, top): the bytes, then each
+// 16-value block's scale and scale · sum of its bytes; and the rounded values themselves.
+struct Rounded {
+    std::vector<float> layout, values;
+};
+Rounded round_on_host(const std::vector<float>& x) {
+    const uint32_t n = (uint32_t)x.size();
+    Rounded r{std::vector<float>(Kernels::rounding_floats(n)), std::vector<float>(n)};
+    std::vector<uint32_t> words(n / 4);
+    for (uint32_t b = 0; b < n / 16; ++b) {
+        float amax = 0.f;
+        for (uint32_t i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(x[16 * b + i]));
+        const float id = amax > 0.f ? 127.f / amax : 0.f, d = amax / 127.f;
+        int sum = 0;
+        for (uint32_t i = 0; i < 16; ++i) {
+            const int q = (int)std::nearbyint(x[16 * b + i] * id);
+            sum += q;
+            r.values[16 * b + i] = d * (float)q;
+            words[4 * b + i / 4] |= (uint32_t)(uint8_t)(int8_t)q << (8 * (i % 4));
+        }
+        r.layout[n / 4 + 2 * b] = d;
+        r.layout[n / 4 + 2 * b + 1] = d * (float)sum;
+    }
+    std::memcpy(r.layout.data(), words.data(), words.size() * 4);
+    return r;
+}
+
+// Random rows of type t in their GGUF blocks (the tiled form is made from those, not from the
+// device's own layout of Q6_K rows), and the values they hold.
+test::QuantizedRows gguf_rows(QType t, const std::vector<float>& w, uint32_t rows, uint32_t cols) {
+    const size_t rb = row_size(t, cols);
+    test::QuantizedRows q{std::vector<uint8_t>(rb * rows), std::vector<float>((size_t)rows * cols)};
+    for (uint32_t r = 0; r < rows; ++r) {
+        quant::quantize(t, w.data() + (size_t)r * cols, q.blocks.data() + r * rb, cols);
+        quant::dequantize(t, q.blocks.data() + r * rb, q.values.data() + (size_t)r * cols, cols);
+    }
+    return q;
+}
+
+struct TileCase {
+    QType type;
+    uint32_t rows, cols, threads, tile;
+};
+
+class GemvTile : public ::testing::TestWithParam<TileCase> {};
+
+// Rows past the last whole tile, column runs more than a workgroup's slots (each slot then
+// takes several), write and accumulate.
+TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
+    VK_TEST_DEVICE();
+    const auto [t, rows, cols, threads, tile] = GetParam();
+    if (!K.gemv_tile_supported(t)) GTEST_SKIP() << "no integer dot products on this device";
+    auto [wq, deq] = gguf_rows(t, randn((size_t)rows * cols, 5 + rows), rows, cols);
+    Buffer w = test::to_device(dev, Kernels::tile_rows(t, wq.data(), rows, cols, tile));
+    const std::vector<float> x = randn(cols, 7 + cols);
+    const Rounded xr = round_on_host(x);
+    // The rounding at float 8 of its buffer, behind a poisoned margin the kernel must not read
+    // as x.
+    std::vector<float> xbuf(8, std::bit_cast<float>(test::kPoison));
+    xbuf.insert(xbuf.end(), xr.layout.begin(), xr.layout.end());
+    Buffer xb = test::to_device(dev, xbuf);
+    std::vector<double> ref(rows), mag(rows);
+    for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t i = 0; i < cols; ++i) {
+            ref[r] += (double)deq[(size_t)r * cols + i] * xr.values[i];
+            mag[r] += std::fabs((double)deq[(size_t)r * cols + i] * xr.values[i]);
+        }
+    const uint32_t y_off = 3, total = y_off + rows + 5;
+    for (bool acc : {false, true}) {
+        Buffer y = test::poisoned(dev, total);
+        const std::vector<float> init = randn(rows, 9, 3.f);
+        if (acc) dev.upload(y, y_off * 4, init.data(), rows * 4);
+        test::run(dev, [&](CommandList& cl) {
+            K.gemv_tile(cl, t, view(w), rows, cols, view(xb), 8, view(y), y_off, acc, threads,
+                        tile);
+        });
+        const auto out = test::from_device<float>(dev, y, total);
+        const std::string what = fmt::format("{} {}x{} by {} in {}{}", qtype_name(t), rows, cols,
+                                             tile, threads, acc ? " acc" : "");
+        for (uint32_t i = 0; i < total; ++i) {
+            if (i >= y_off && i < y_off + rows) continue;
+            ASSERT_EQ(test::bits(out[i]), test::kPoison) << what << ": wrote outside y at " << i;
+        }
+        for (uint32_t r = 0; r < rows; ++r) {
+            const double want = ref[r] + (acc ? init[r] : 0.0);
+            ASSERT_TRUE(std::isfinite(out[y_off + r])) << what << " row " << r;
+            ASSERT_NEAR(out[y_off + r], want, 1e-5 * mag[r] + 1e-5) << what << " row " << r;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvTile,
+                         ::testing::Values(TileCase{QType::Q4_K, 32, 256, 64, 32},
+                                           TileCase{QType::Q4_K, 45, 512, 64, 32},
+                                           TileCase{QType::Q4_K, 70, 1280, 64, 32},
+                                           TileCase{QType::Q4_K, 33, 1024, 256, 32},
+                                           TileCase{QType::Q4_K, 20, 768, 32, 16},
+                                           TileCase{QType::Q6_K, 32, 256, 64, 32},
+                                           TileCase{QType::Q6_K, 45, 768, 64, 32},
+                                           TileCase{QType::Q6_K, 33, 1280, 256, 32},
+                                           TileCase{QType::Q6_K, 20, 512, 32, 16},
+                                           TileCase{QType::Q6_K, 9, 256, 512, 8}));
+
+// The tiled GEMV beside the launcher's (Kernels::gemv over the same x rounded by the GEMV
+// before, the device's own rows), on decode-sized matrices; us a GEMV behind a barrier each,
+// weights copied past the last-level cache, every row of the last run checked.
+TEST(GemvSpeed, Tile) {
+    VK_SPEED_DEVICE();
+    const Features& f = dev.features();
+    constexpr uint32_t kDistinct = 64;
+    struct Shape {
+        QType t;
+        uint32_t rows, cols;
+    };
+    for (const Shape& sh : {Shape{QType::Q4_K, 4096, 4096}, Shape{QType::Q4_K, 12288, 4096},
+                            Shape{QType::Q4_K, 24576, 4096}, Shape{QType::Q4_K, 65536, 4096},
+                            Shape{QType::Q4_K, 4096, 12288}, Shape{QType::Q6_K, 8192, 4096},
+                            Shape{QType::Q6_K, 4096, 12288}, Shape{QType::Q6_K, 65536, 4096},
+                            Shape{QType::Q6_K, 248320, 4096}}) {
+        const auto [t, rows, cols] = sh;
+        if (!K.gemv_tile_supported(t)) GTEST_SKIP() << "no integer dot products on this device";
+        const std::vector<float> wf = randn((size_t)kDistinct * cols, rows);
+        const auto [gq, deq] = gguf_rows(t, wf, kDistinct, cols);
+        const auto [dq, deq2] = test::quantize_rows(t, wf, kDistinct, cols);  // the device's rows
+        const uint64_t rb = row_size(t, cols), bytes = rb * rows;
+        std::vector<uint8_t> gguf(bytes), own(bytes + 16, 0);
+        for (uint32_t r = 0; r < rows; ++r) {
+            std::copy_n(gq.data() + (r % kDistinct) * rb, rb, gguf.data() + r * rb);
+            std::copy_n(dq.data() + (r % kDistinct) * rb, rb, own.data() + r * rb);
+        }
+        const std::vector<float> x = randn(cols, 3);
+        const Rounded xr = round_on_host(x);
+        Buffer xb = test::to_device(dev, xr.layout);
+        std::vector<double> ref(kDistinct), mag(kDistinct);
+        for (uint32_t r = 0; r < kDistinct; ++r)
+            for (uint32_t i = 0; i < cols; ++i) {
+                ref[r] += (double)deq[(size_t)r * cols + i] * xr.values[i];
+                mag[r] += std::fabs((double)deq[(size_t)r * cols + i] * xr.values[i]);
+            }
+        const uint32_t copies =
+            f.cpu ? 1 : (uint32_t)std::clamp<uint64_t>((1024ull << 20) / bytes, 1, 64);
+        const uint32_t runs = f.cpu ? 2 : 100;
+        Buffer y = test::poisoned(dev, rows);
+        struct Config {
+            uint32_t threads, tile, ablate;  // threads 0: the launcher's GEMV
+        };
+        std::vector<Config> configs = {{0, 0, 0}};
+        for (uint32_t tile : {16u, 32u})
+            for (uint32_t threads : {256u, 512u, 1024u}) configs.push_back({threads, tile, 0});
+        configs.push_back({512, 32, 2});
+        uint32_t tiled_as = 0;
+        std::vector<Buffer> w;
+        for (const Config& c : configs) {
+            const uint32_t as = c.threads ? c.tile : 1;
+            if (as != tiled_as) {
+                w.clear();
+                const std::vector<uint8_t> data =
+                    c.threads ? Kernels::tile_rows(t, gguf.data(), rows, cols, c.tile) : own;
+                for (uint32_t i = 0; i < copies; ++i) w.push_back(test::to_device(dev, data));
+                tiled_as = as;
+            }
+            dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
+            CommandList cl(dev);
+            cl.enable_timestamps(1);
+            cl.begin(true);
+            for (uint32_t i = 0; i < runs; ++i) {
+                if (c.threads) {
+                    K.gemv_tile(cl, t, view(w[i % copies]), rows, cols, view(xb), 0, view(y), 0,
+                                false, c.threads, c.tile, c.ablate);
+                } else {
+                    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
+                    Kernels::GemvRounding rd;
+                    rd.x_rounded = true;
+                    K.gemv(cl, t, view(w[i % copies]), rows, cols, view(xb), 0, view(y), 0, false,
+                           {}, &rd);
+                }
+                cl.barrier();
+            }
+            cl.mark("gemv");
+            cl.end();
+            double best_ms = 1e30;
+            for (int rep = 0; rep < 3; ++rep) {
+                const auto t0 = std::chrono::steady_clock::now();
+                cl.submit_and_wait();
+                const double wall =
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count();
+                const auto ts = cl.times();
+                best_ms = std::min(best_ms, ts.empty() ? wall : ts[0].second);
+            }
+            const double us = best_ms * 1e3 / runs;
+            const std::string how = c.threads
+                                        ? fmt::format("tiles of {} in {}{}", c.tile, c.threads,
+                                                      c.ablate ? ", no decode" : "")
+                                        : std::string("launcher");
+            fmt::print("GEMV {} {} x {}, {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s\n", qtype_name(t),
+                       rows, cols, how, bytes / 1e6, us, bytes / (us * 1e3));
+            if (c.ablate) continue;  // wrong by design
+            const auto out = test::from_device<float>(dev, y, rows);
+            for (uint32_t r = 0; r < rows; ++r) {
+                const uint32_t d = r % kDistinct;
+                ASSERT_NEAR(out[r], ref[d], 1e-5 * mag[d] + 1e-5) << how << " row " << r;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace dl::vk
