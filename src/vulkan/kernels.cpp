@@ -707,21 +707,26 @@ std::vector<uint8_t> Kernels::tile_rows(QType t, const uint8_t* w, uint32_t rows
 }
 
 bool Kernels::gemv_tile_supported(QType t) const {
-    return dev_.features().integer_dot && (t == QType::Q4_K || t == QType::Q6_K);
+    const Features& f = dev_.features();
+    return f.integer_dot && f.subgroup_arithmetic && (t == QType::Q4_K || t == QType::Q6_K);
 }
 
 void Kernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                         uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
-                        uint32_t tile, uint32_t ablate) {
-    if (cols % 256 || !tile || threads % tile || x_off % 4 || !gemv_tile_supported(t))
+                        uint32_t tile, uint32_t ablate, View norm_w, uint32_t grid_cap) {
+    const Features& f = dev_.features();
+    const bool norm = norm_w.buffer != VK_NULL_HANDLE;
+    if (cols % 256 || !tile || threads % tile || x_off % 4 || !gemv_tile_supported(t) ||
+        (norm && (norm_w.offset % 16 || norm_w.range < (uint64_t)cols * 4)))
         fail("no tiled GEMV over {} x {} {} in workgroups of {} by {}", rows, cols, qtype_name(t),
              threads, tile);
     const Kernel& k =
-        pipes_.get(std::string("gemv_tile_") + type_suffix(t), 3, sizeof(GemvTilePush),
-                   {wg_size(threads), tile, ablate, cols / 256});
+        pipes_.get(std::string("gemv_tile_") + type_suffix(t), 4, sizeof(GemvTilePush),
+                   {wg_size(threads), tile, ablate, cols / 256, norm ? 1u : 0u});
     GemvTilePush p{cols, rows, x_off, y_off, accumulate ? 1u : 0u};
-    auto [gx, gy] = grid(dev_.features(), (rows + tile - 1) / tile);
-    cl.dispatch(k, {w, xr, y}, p, gx, gy);
+    const uint32_t tiles = (rows + tile - 1) / tile;
+    auto [gx, gy] = grid(f, grid_cap ? std::min(grid_cap, tiles) : tiles);
+    cl.dispatch(k, {w, xr, y, norm ? norm_w : xr}, p, gx, gy);
 }
 
 void Kernels::stage_chain(CommandList& cl, View x, View sync, uint32_t n, uint32_t round0,

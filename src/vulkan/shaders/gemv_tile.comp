@@ -20,6 +20,8 @@
 
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_integer_dot_product : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 512;
@@ -29,13 +31,19 @@ layout(constant_id = 1) const uint TILE = 32;
 layout(constant_id = 2) const uint ABLATE = 0;
 // 256-value column runs a row (ncols / 256): the size of the shared copy of x.
 layout(constant_id = 3) const uint NB = 16;
+// 1: x is the residual stream before its RMSNorm (floats at x_off, the norm weights binding 3),
+// normalized and rounded by each workgroup as gemv.comp NORM_IN does; 0: x rounded already.
+layout(constant_id = 4) const uint NORM_IN = 0;
+const float NORM_EPS = 1e-6;
 const uint SLOTS = WG / TILE;
 
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 layout(std430, binding = 1) readonly buffer XQ4 { uvec4 gxq4[]; };
 layout(std430, binding = 1) readonly buffer XD2 { vec2 gxd2[]; };
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
+layout(std430, binding = 3) readonly buffer NormW { vec4 nin_w4[]; };
 
 layout(push_constant) uniform Push {
     uint ncols;
@@ -48,6 +56,36 @@ layout(push_constant) uniform Push {
 shared uvec4 sxq[NB * 16];
 shared vec2 sxd[NB * 16];
 shared float red[WG];
+
+// NORM_IN: x · w rounded by 16-value blocks into sxq / sxd, a thread a block, the sum of squares
+// of x left in red (reduced by the caller's barrier and sum).
+float round_x() {
+    float ss = 0.0;
+    for (uint e = gl_LocalInvocationID.x; e < 16u * NB; e += WG) {
+        vec4 v[4];
+        float amax = 0.0;
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+            v[i] = x4[(p.x_off >> 2) + 4u * e + i];
+            ss += dot(v[i], v[i]);
+            v[i] *= nin_w4[4u * e + i];
+            vec4 a = abs(v[i]);
+            amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+        }
+        float id = amax > 0.0 ? 127.0 / amax : 0.0;
+        uvec4 w;
+        int sum = 0;
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+            ivec4 q = ivec4(roundEven(v[i] * id));
+            sum += q.x + q.y + q.z + q.w;
+            w[i] = (uint(q.x) & 0xffu) | ((uint(q.y) & 0xffu) << 8) | ((uint(q.z) & 0xffu) << 16) |
+                   (uint(q.w) << 24);
+        }
+        float d = amax / 127.0;
+        sxq[e] = w;
+        sxd[e] = vec2(d, d * float(sum));
+    }
+    return ss;
+}
 
 // Scale and min of sub-blocks 2j and 2j+1 from the 12 scale bytes in words s.yzw of the block
 // header (gemv.comp k4_pair).
@@ -156,30 +194,54 @@ void load_run(uint tile, uint nb, uint run, uint lane, out uvec4 f[NF], out uint
 
 void main() {
     uint t = gl_LocalInvocationID.x, lane = t % TILE, slot = t / TILE;
-    uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint grid = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    uint tiles = (p.nrows + TILE - 1u) / TILE;
     uint nb = p.ncols / 256u, nr = nb * RUNS_A_BLOCK;
     uvec4 f[NF];
     uint d16;
-    uint run = slot;
+    // A grid smaller than the tiles walks them (tile wg, wg + grid, ...) over the x it rounded.
+    uint tile = wg, run = slot;
     if (run < nr) load_run(tile, nb, run, lane, f, d16);
-    for (uint i = t; i < nb * 16u; i += WG) {
-        sxq[i] = gxq4[(p.x_off >> 2) + i];
-        sxd[i] = gxd2[((p.x_off + p.ncols / 4u) >> 1) + i];
+    float scale = 1.0;
+    if (NORM_IN != 0u) {
+        float part = subgroupAdd(round_x());
+        if (subgroupElect()) red[gl_SubgroupID] = part;
+        barrier();
+        float ss = 0.0;
+        for (uint i = 0u; i < gl_NumSubgroups; ++i) ss += red[i];
+        scale = inversesqrt(ss / float(p.ncols) + NORM_EPS);
+        barrier();  // red is the slots' sums below
+    } else {
+        for (uint i = t; i < nb * 16u; i += WG) {
+            sxq[i] = gxq4[(p.x_off >> 2) + i];
+            sxd[i] = gxd2[((p.x_off + p.ncols / 4u) >> 1) + i];
+        }
+        barrier();
     }
-    barrier();
-    float acc = 0.0;
-    while (run < nr) {
-        acc += run_dot(f, d16, run);
-        run += SLOTS;
-        if (run < nr) load_run(tile, nb, run, lane, f, d16);
+    for (; tile < tiles; tile += grid) {
+        if (tile != wg) {
+            run = slot;
+            if (run < nr) load_run(tile, nb, run, lane, f, d16);
+        }
+        float acc = 0.0;
+        while (run < nr) {
+            acc += run_dot(f, d16, run);
+            run += SLOTS;
+            if (run < nr) load_run(tile, nb, run, lane, f, d16);
+        }
+        red[t] = acc;
+        barrier();
+        if (slot == 0u) {
+            float s = 0.0;
+            for (uint i = 0u; i < SLOTS; ++i) s += red[i * TILE + lane];
+            s *= scale;
+            uint row = tile * TILE + lane;
+            if (row < p.nrows) {
+                uint o = p.y_off + row;
+                y[o] = p.mode != 0u ? y[o] + s : s;
+            }
+        }
+        barrier();  // red is rewritten by the next tile
     }
-    red[t] = acc;
-    barrier();
-    if (slot != 0u) return;
-    float s = 0.0;
-    for (uint i = 0u; i < SLOTS; ++i) s += red[i * TILE + lane];
-    uint row = tile * TILE + lane;
-    if (row >= p.nrows) return;
-    uint o = p.y_off + row;
-    y[o] = p.mode != 0u ? y[o] + s : s;
 }
