@@ -180,7 +180,8 @@ class Kernels {
     // The GEMV speed report's tiled GEMV (shaders/gemv_tile.comp): W (rows x cols of Q4_K or
     // Q6_K, cols a multiple of 256) held in tiles of `tile` rows by tile_rows() from its GGUF
     // blocks, over x rounded to bytes at float x_off of xr (the layout of a GemvRounding), into
-    // y[y_off ..] (=|+=). threads: the workgroup (a multiple of tile); ablate: gemv_tile.comp
+    // y[y_off ..] (=|+=). threads: the workgroup (a multiple of tile, not only a power of two:
+    // threads / tile slots of runs); ablate: gemv_tile.comp
     // ABLATE. With norm_w, x at float x_off of xr is the residual stream before an RMSNorm of
     // those weights, normalized and rounded by each workgroup (gemv_tile.comp NORM_IN). grid: at
     // most that many workgroups, each walking its tiles (0: a workgroup a tile).

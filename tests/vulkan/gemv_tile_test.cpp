@@ -128,21 +128,19 @@ TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, GemvTile,
-                         ::testing::Values(TileCase{QType::Q4_K, 32, 256, 64, 32},
-                                           TileCase{QType::Q4_K, 45, 512, 64, 32},
-                                           TileCase{QType::Q4_K, 70, 1280, 64, 32},
-                                           TileCase{QType::Q4_K, 33, 1024, 256, 32},
-                                           TileCase{QType::Q4_K, 20, 768, 32, 16},
-                                           TileCase{QType::Q6_K, 32, 256, 64, 32},
-                                           TileCase{QType::Q6_K, 45, 768, 64, 32},
-                                           TileCase{QType::Q6_K, 33, 1280, 256, 32},
-                                           TileCase{QType::Q6_K, 20, 512, 32, 16},
-                                           TileCase{QType::Q6_K, 9, 256, 512, 8},
-                                           TileCase{QType::Q4_K, 45, 512, 64, 32, true},
-                                           TileCase{QType::Q4_K, 100, 1280, 64, 16, true, 3},
-                                           TileCase{QType::Q6_K, 70, 768, 64, 32, true, 2},
-                                           TileCase{QType::Q6_K, 65, 512, 128, 16, false, 2}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, GemvTile,
+    ::testing::Values(
+        TileCase{QType::Q4_K, 32, 256, 64, 32}, TileCase{QType::Q4_K, 45, 512, 64, 32},
+        TileCase{QType::Q4_K, 70, 1280, 64, 32}, TileCase{QType::Q4_K, 33, 1024, 256, 32},
+        TileCase{QType::Q4_K, 20, 768, 32, 16}, TileCase{QType::Q6_K, 32, 256, 64, 32},
+        TileCase{QType::Q6_K, 45, 768, 64, 32}, TileCase{QType::Q6_K, 33, 1280, 256, 32},
+        TileCase{QType::Q6_K, 20, 512, 32, 16}, TileCase{QType::Q6_K, 9, 256, 512, 8},
+        TileCase{QType::Q4_K, 45, 512, 64, 32, true},
+        TileCase{QType::Q4_K, 100, 1280, 64, 16, true, 3},
+        TileCase{QType::Q6_K, 70, 768, 64, 32, true, 2},
+        TileCase{QType::Q6_K, 65, 512, 128, 16, false, 2}, TileCase{QType::Q4_K, 21, 1536, 48, 8},
+        TileCase{QType::Q6_K, 17, 768, 48, 8}));
 
 // The tiled GEMV beside the launcher's (Kernels::gemv over the same x rounded by the GEMV
 // before, the device's own rows), on decode-sized matrices; us a GEMV behind a barrier each,
@@ -207,6 +205,13 @@ TEST(GemvSpeed, Tile) {
         for (uint32_t tile : {16u, 32u})
             for (uint32_t threads : {256u, 512u, 1024u}) configs.push_back({threads, tile, 0});
         configs.push_back({512, 32, 2});
+        // Long rows: a slot a run (a Q4_K block, half a Q6_K block), so no thread waits on a
+        // second run's loads, in tiles of 8 or 16.
+        const uint32_t row_runs = cols / 256 * (t == QType::Q6_K ? 2 : 1);
+        if (cols >= 8192)
+            for (uint32_t tile : {8u, 16u})
+                if (tile * row_runs <= f.max_workgroup_invocations)
+                    configs.push_back({tile * row_runs, tile, 0});
         configs.push_back({0, 0, 0, true});
         for (uint32_t threads : {256u, 512u}) {
             configs.push_back({threads, 32, 0, true});
