@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -233,40 +232,26 @@ TEST(GemvSpeed, Tile) {
         for (const Config& c : configs) {
             const std::vector<Buffer>& w = copies_of[c.threads ? c.tile : 0];
             dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
-            CommandList cl(dev);
-            cl.enable_timestamps(1);
-            cl.begin(true);
-            for (uint32_t i = 0; i < runs; ++i) {
-                if (c.threads) {
-                    K.gemv_tile(cl, t, view(w[i % copies]), rows, cols, view(c.norm ? xf : xb), 0,
-                                view(y), 0, false, c.threads, c.tile, c.ablate,
-                                c.norm ? view(nwb) : View{}, c.grid);
-                } else if (c.norm) {
+            uint32_t i = 0;  // the run: its copy of the weights
+            const double us =
+                1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                    const View wi = view(w[i++ % copies]);
+                    if (c.threads) {
+                        K.gemv_tile(cl, t, wi, rows, cols, view(c.norm ? xf : xb), 0, view(y), 0,
+                                    false, c.threads, c.tile, c.ablate, c.norm ? view(nwb) : View{},
+                                    c.grid);
+                        return;
+                    }
                     test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
-                    K.gemv_normed(cl, t, view(w[i % copies]), rows, cols, view(xf), 0, view(y), 0,
-                                  false, Kernels::GemvNormIn{view(nwb), 1e-6f});
-                } else {
-                    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
+                    if (c.norm) {
+                        K.gemv_normed(cl, t, wi, rows, cols, view(xf), 0, view(y), 0, false,
+                                      Kernels::GemvNormIn{view(nwb), 1e-6f});
+                        return;
+                    }
                     Kernels::GemvRounding rd;
                     rd.x_rounded = true;
-                    K.gemv(cl, t, view(w[i % copies]), rows, cols, view(xb), 0, view(y), 0, false,
-                           {}, &rd);
-                }
-                cl.barrier();
-            }
-            cl.mark("gemv");
-            cl.end();
-            double best_ms = 1e30;
-            for (int rep = 0; rep < 3; ++rep) {
-                const auto t0 = std::chrono::steady_clock::now();
-                cl.submit_and_wait();
-                const double wall =
-                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                        .count();
-                const auto ts = cl.times();
-                best_ms = std::min(best_ms, ts.empty() ? wall : ts[0].second);
-            }
-            const double us = best_ms * 1e3 / runs;
+                    K.gemv(cl, t, wi, rows, cols, view(xb), 0, view(y), 0, false, {}, &rd);
+                });
             const std::string how =
                 (c.threads ? fmt::format("tiles of {} in {}{}", c.tile, c.threads,
                                          c.ablate ? ", no decode" : "")

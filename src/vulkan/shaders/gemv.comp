@@ -287,19 +287,7 @@ void q6_slice(uint rb, uint blk, uint part, out uvec4 v[2], out vec2 sc, out flo
 #endif
 
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
-// Scale and min of sub-blocks 2j and 2j+1 (j = part/2) from the 12 scale bytes in words s.yzw
-// of the block header: 6-bit values, the upper four packed with their top bits in bytes 0-7.
-void k4_pair(uvec4 s, uint j, out vec2 sc, out vec2 mn) {
-    uint sh = 8u * ((2u * j) & 3u);
-    uint a = s.y >> sh, b = s.z >> sh, c = s.w >> sh;
-    if (j < 2u) {
-        sc = vec2(uvec2(a, a >> 8) & 63u);
-        mn = vec2(uvec2(b, b >> 8) & 63u);
-    } else {
-        sc = vec2((uvec2(c, c >> 8) & 0xfu) | (uvec2(a >> 2, a >> 10) & 0x30u));
-        mn = vec2((uvec2(c >> 4, c >> 12) & 0xfu) | (uvec2(b >> 2, b >> 10) & 0x30u));
-    }
-}
+#include "k4_scales.glsl"
 #endif
 
 #if defined(WTYPE_Q4_K)
@@ -409,22 +397,7 @@ float gin_factor(uint e) {
 }
 #endif
 
-// Four values of x rounded by the factor id (127 over the largest magnitude of their block, 0
-// for a block of zeros): the signed bytes packed in a word, and their sum.
-uint round4(vec4 v, float id, out int sum) {
-    ivec4 q = ivec4(roundEven(v * id));
-    sum = q.x + q.y + q.z + q.w;
-    return (uint(q.x) & 0xffu) | ((uint(q.y) & 0xffu) << 8) | ((uint(q.z) & 0xffu) << 16) |
-           (uint(q.w) << 24);
-}
-
-// A block's rounding factor from its largest magnitude. A non-finite value makes the block's
-// scale NaN, so every row it meets is NaN, as with the float path (the rounded bytes themselves
-// are then meaningless).
-float round_factor(inout float amax, bool finite) {
-    if (!finite) amax = uintBitsToFloat(0x7fc00000u);
-    return finite && amax > 0.0 ? 127.0 / amax : 0.0;
-}
+#include "round_bytes.glsl"
 
 #if defined(SUBGROUP)
 // quantize_x where subgroups hold 4+ invocations: four adjacent ones round a block, four values

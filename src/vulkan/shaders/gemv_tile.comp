@@ -57,6 +57,9 @@ shared uvec4 sxq[NB * 16];
 shared vec2 sxd[NB * 16];
 shared float red[WG];
 
+#include "k4_scales.glsl"
+#include "round_bytes.glsl"
+
 // NORM_IN: x · w rounded by 16-value blocks into sxq / sxd, a thread a block, the sum of squares
 // of x left in red (reduced by the caller's barrier and sum).
 float round_x() {
@@ -64,21 +67,22 @@ float round_x() {
     for (uint e = gl_LocalInvocationID.x; e < 16u * NB; e += WG) {
         vec4 v[4];
         float amax = 0.0;
+        bool finite = true;
         [[unroll]] for (uint i = 0u; i < 4u; ++i) {
             v[i] = x4[(p.x_off >> 2) + 4u * e + i];
             ss += dot(v[i], v[i]);
             v[i] *= nin_w4[4u * e + i];
             vec4 a = abs(v[i]);
             amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+            finite = finite && !any(isnan(v[i])) && !any(isinf(v[i]));
         }
-        float id = amax > 0.0 ? 127.0 / amax : 0.0;
+        float id = round_factor(amax, finite);
         uvec4 w;
         int sum = 0;
         [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-            ivec4 q = ivec4(roundEven(v[i] * id));
-            sum += q.x + q.y + q.z + q.w;
-            w[i] = (uint(q.x) & 0xffu) | ((uint(q.y) & 0xffu) << 8) | ((uint(q.z) & 0xffu) << 16) |
-                   (uint(q.w) << 24);
+            int s4;
+            w[i] = round4(v[i], id, s4);
+            sum += s4;
         }
         float d = amax / 127.0;
         sxq[e] = w;
@@ -87,19 +91,6 @@ float round_x() {
     return ss;
 }
 
-// Scale and min of sub-blocks 2j and 2j+1 from the 12 scale bytes in words s.yzw of the block
-// header (gemv.comp k4_pair).
-void k4_pair(uvec4 s, uint j, out vec2 sc, out vec2 mn) {
-    uint sh = 8u * ((2u * j) & 3u);
-    uint a = s.y >> sh, b = s.z >> sh, c = s.w >> sh;
-    if (j < 2u) {
-        sc = vec2(uvec2(a, a >> 8) & 63u);
-        mn = vec2(uvec2(b, b >> 8) & 63u);
-    } else {
-        sc = vec2((uvec2(c, c >> 8) & 0xfu) | (uvec2(a >> 2, a >> 10) & 0x30u));
-        mn = vec2((uvec2(c >> 4, c >> 12) & 0xfu) | (uvec2(b >> 2, b >> 10) & 0x30u));
-    }
-}
 
 int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
 
