@@ -713,20 +713,24 @@ bool Kernels::gemv_tile_supported(QType t) const {
 
 void Kernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                         uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
-                        uint32_t tile, uint32_t ablate, View norm_w, uint32_t grid_cap) {
+                        uint32_t tile, uint32_t ablate, View norm_w, uint32_t grid_cap,
+                        uint32_t ksplit) {
     const Features& f = dev_.features();
     const bool norm = norm_w.buffer != VK_NULL_HANDLE;
     if (cols % 256 || !tile || threads % tile || threads > f.max_workgroup_invocations ||
         x_off % 4 || !gemv_tile_supported(t) ||
-        (norm && (norm_w.offset % 16 || norm_w.range < (uint64_t)cols * 4)))
+        (norm && (norm_w.offset % 16 || norm_w.range < (uint64_t)cols * 4)) || !ksplit ||
+        (ksplit > 1 && (!accumulate || norm || grid_cap)))
         fail("no tiled GEMV over {} x {} {} in workgroups of {} by {}", rows, cols, qtype_name(t),
              threads, tile);
     const Kernel& k =
         pipes_.get(std::string("gemv_tile_") + type_suffix(t), 4, sizeof(GemvTilePush),
-                   {threads, tile, ablate, cols / 256, norm ? 1u : 0u});
+                   {threads, tile, ablate, cols / 256, norm ? 1u : 0u, ksplit});
     GemvTilePush p{cols, rows, x_off, y_off, accumulate ? 1u : 0u};
     const uint32_t tiles = (rows + tile - 1) / tile;
-    auto [gx, gy] = grid(f, grid_cap ? std::min(grid_cap, tiles) : tiles);
+    auto [gx, gy] = grid(f, ksplit > 1 ? tiles * ksplit
+                            : grid_cap ? std::min(grid_cap, tiles)
+                                       : tiles);
     cl.dispatch(k, {w, xr, y, norm ? norm_w : xr}, p, gx, gy);
 }
 

@@ -184,13 +184,16 @@ class Kernels {
     // threads / tile slots of runs); ablate: gemv_tile.comp
     // ABLATE. With norm_w, x at float x_off of xr is the residual stream before an RMSNorm of
     // those weights, normalized and rounded by each workgroup (gemv_tile.comp NORM_IN). grid: at
-    // most that many workgroups, each walking its tiles (0: a workgroup a tile).
+    // most that many workgroups, each walking its tiles (0: a workgroup a tile). ksplit > 1 (with
+    // accumulate, without norm_w or grid): that many workgroups a tile, each adding its share
+    // of the row's runs to y by atomics.
     static std::vector<uint8_t> tile_rows(QType t, const uint8_t* w, uint32_t rows, uint32_t cols,
                                           uint32_t tile);
     bool gemv_tile_supported(QType t) const;
     void gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
-                   uint32_t tile, uint32_t ablate = 0, View norm_w = {}, uint32_t grid = 0);
+                   uint32_t tile, uint32_t ablate = 0, View norm_w = {}, uint32_t grid = 0,
+                   uint32_t ksplit = 1);
     // The stage speed report's chain (shaders/stage_chain.comp): rounds round0 .. round0 +
     // rounds - 1 over x (vectors of n, round r reads vector r and writes r + 1) in one dispatch
     // of `groups` workgroups, handing each round on inside the dispatch through sync[r]; a wait

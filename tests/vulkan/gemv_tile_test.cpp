@@ -60,8 +60,9 @@ test::QuantizedRows gguf_rows(QType t, const std::vector<float>& w, uint32_t row
 struct TileCase {
     QType type;
     uint32_t rows, cols, threads, tile;
-    bool norm = false;  // x before an RMSNorm, normalized and rounded by the kernel
-    uint32_t grid = 0;  // workgroups walking the tiles (0: a workgroup a tile)
+    bool norm = false;    // x before an RMSNorm, normalized and rounded by the kernel
+    uint32_t grid = 0;    // workgroups walking the tiles (0: a workgroup a tile)
+    uint32_t ksplit = 1;  // workgroups a tile, adding their parts by atomics (accumulate only)
 };
 
 // The factor 1 / sqrt(mean(x²) + eps) the sums over x before an RMSNorm take.
@@ -77,7 +78,7 @@ class GemvTile : public ::testing::TestWithParam<TileCase> {};
 // takes several), write and accumulate.
 TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
     VK_TEST_DEVICE();
-    const auto [t, rows, cols, threads, tile, norm, grid] = GetParam();
+    const auto [t, rows, cols, threads, tile, norm, grid, ksplit] = GetParam();
     if (!K.gemv_tile_supported(t)) GTEST_SKIP() << "no integer dot products on this device";
     auto [wq, deq] = gguf_rows(t, randn((size_t)rows * cols, 5 + rows), rows, cols);
     Buffer w = test::to_device(dev, Kernels::tile_rows(t, wq.data(), rows, cols, tile));
@@ -104,17 +105,19 @@ TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
     }
     const uint32_t y_off = 3, total = y_off + rows + 5;
     for (bool acc : {false, true}) {
+        if (ksplit > 1 && !acc) continue;
         Buffer y = test::poisoned(dev, total);
         const std::vector<float> init = randn(rows, 9, 3.f);
         if (acc) dev.upload(y, y_off * 4, init.data(), rows * 4);
         test::run(dev, [&](CommandList& cl) {
             K.gemv_tile(cl, t, view(w), rows, cols, view(xb), 8, view(y), y_off, acc, threads, tile,
-                        0, norm ? view(nwb) : View{}, grid);
+                        0, norm ? view(nwb) : View{}, grid, ksplit);
         });
         const auto out = test::from_device<float>(dev, y, total);
-        const std::string what = fmt::format(
-            "{} {}x{} by {} in {}{}{}{}", qtype_name(t), rows, cols, tile, threads,
-            norm ? " norm" : "", grid ? fmt::format(" grid {}", grid) : "", acc ? " acc" : "");
+        const std::string what =
+            fmt::format("{} {}x{} by {} in {}{}{}{}{}", qtype_name(t), rows, cols, tile, threads,
+                        norm ? " norm" : "", grid ? fmt::format(" grid {}", grid) : "",
+                        ksplit > 1 ? fmt::format(" split {}", ksplit) : "", acc ? " acc" : "");
         for (uint32_t i = 0; i < total; ++i) {
             if (i >= y_off && i < y_off + rows) continue;
             ASSERT_EQ(test::bits(out[i]), test::kPoison) << what << ": wrote outside y at " << i;
@@ -139,7 +142,8 @@ INSTANTIATE_TEST_SUITE_P(
         TileCase{QType::Q4_K, 100, 1280, 64, 16, true, 3},
         TileCase{QType::Q6_K, 70, 768, 64, 32, true, 2},
         TileCase{QType::Q6_K, 65, 512, 128, 16, false, 2}, TileCase{QType::Q4_K, 21, 1536, 48, 8},
-        TileCase{QType::Q6_K, 17, 768, 48, 8}));
+        TileCase{QType::Q6_K, 17, 768, 48, 8}, TileCase{QType::Q4_K, 45, 1280, 64, 32, false, 0, 3},
+        TileCase{QType::Q6_K, 33, 768, 64, 16, false, 0, 4}));
 
 // The tiled GEMV beside the launcher's (Kernels::gemv over the same x rounded by the GEMV
 // before, the device's own rows), on decode-sized matrices; us a GEMV behind a barrier each,
@@ -198,7 +202,7 @@ TEST(GemvSpeed, Tile) {
         struct Config {
             uint32_t threads, tile, ablate;  // threads 0: the launcher's GEMV
             bool norm = false;
-            uint32_t grid = 0;
+            uint32_t grid = 0, ksplit = 1;
         };
         std::vector<Config> configs = {{0, 0, 0}};
         for (uint32_t tile : {16u, 32u})
@@ -211,6 +215,12 @@ TEST(GemvSpeed, Tile) {
             for (uint32_t tile : {8u, 16u})
                 if (tile * row_runs <= f.max_workgroup_invocations)
                     configs.push_back({tile * row_runs, tile, 0});
+        // And tiles of 32 with each row's runs split over 2-4 workgroups (their sums added by
+        // atomics: the runs accumulate into y, which is then not checked).
+        if (cols >= 8192)
+            for (uint32_t ks : {2u, 3u, 4u})
+                for (uint32_t threads : {256u, 512u})
+                    configs.push_back({threads, 32, 0, false, 0, ks});
         configs.push_back({0, 0, 0, true});
         for (uint32_t threads : {256u, 512u}) {
             configs.push_back({threads, 32, 0, true});
@@ -238,8 +248,8 @@ TEST(GemvSpeed, Tile) {
                     const View wi = view(w[i++ % copies]);
                     if (c.threads) {
                         K.gemv_tile(cl, t, wi, rows, cols, view(c.norm ? xf : xb), 0, view(y), 0,
-                                    false, c.threads, c.tile, c.ablate, c.norm ? view(nwb) : View{},
-                                    c.grid);
+                                    c.ksplit > 1, c.threads, c.tile, c.ablate,
+                                    c.norm ? view(nwb) : View{}, c.grid, c.ksplit);
                         return;
                     }
                     test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
@@ -257,10 +267,11 @@ TEST(GemvSpeed, Tile) {
                                          c.ablate ? ", no decode" : "")
                            : std::string("launcher")) +
                 (c.norm ? ", x before its norm" : "") +
-                (c.grid ? fmt::format(", {} workgroups walking", c.grid) : "");
+                (c.grid ? fmt::format(", {} workgroups walking", c.grid) : "") +
+                (c.ksplit > 1 ? fmt::format(", rows split over {} workgroups", c.ksplit) : "");
             fmt::print("GEMV {} {} x {}, {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s\n", qtype_name(t),
                        rows, cols, how, bytes / 1e6, us, bytes / (us * 1e3));
-            if (c.ablate) continue;  // wrong by design
+            if (c.ablate || c.ksplit > 1) continue;  // wrong by design, or summed over the runs
             const auto out = test::from_device<float>(dev, y, rows);
             for (uint32_t r = 0; r < rows; ++r) {
                 const uint32_t d = r % kDistinct;

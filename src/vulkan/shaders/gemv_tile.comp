@@ -35,6 +35,10 @@ layout(constant_id = 3) const uint NB = 16;
 // normalized and rounded by each workgroup as gemv.comp NORM_IN does; 0: x rounded already.
 layout(constant_id = 4) const uint NORM_IN = 0;
 const float NORM_EPS = 1e-6;
+// KSPLIT > 1 (the speed report's experiment for long rows): KSPLIT workgroups a tile, each taking
+// its share of the runs, adding their rows' sums to y by atomics (mode 1 only), in whatever order
+// they finish.
+layout(constant_id = 5) const uint KSPLIT = 1;
 const uint SLOTS = WG / TILE;
 
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
@@ -43,6 +47,7 @@ layout(std430, binding = 1) readonly buffer XQ4 { uvec4 gxq4[]; };
 layout(std430, binding = 1) readonly buffer XD2 { vec2 gxd2[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
+layout(std430, binding = 2) buffer YU { uint yu[]; };
 layout(std430, binding = 3) readonly buffer NormW { vec4 nin_w4[]; };
 
 layout(push_constant) uniform Push {
@@ -192,8 +197,16 @@ void main() {
     uvec4 f[NF];
     uint d16;
     // A grid smaller than the tiles walks them (tile wg, wg + grid, ...) over the x it rounded.
-    uint tile = wg, run = slot;
-    if (run < nr) load_run(tile, nb, run, lane, f, d16);
+    uint tile = wg, run = slot, first = 0u, last = nr;
+    if (KSPLIT > 1u) {  // no walking: the grid is every tile's parts
+        uint share = (nr + KSPLIT - 1u) / KSPLIT;
+        tile = wg / KSPLIT;
+        first = (wg % KSPLIT) * share;
+        last = min(nr, first + share);
+        run = first + slot;
+        grid = tiles;  // one pass
+    }
+    if (run < last) load_run(tile, nb, run, lane, f, d16);
     float scale = 1.0;
     if (NORM_IN != 0u) {
         float part = subgroupAdd(round_x());
@@ -204,22 +217,24 @@ void main() {
         scale = inversesqrt(ss / float(p.ncols) + NORM_EPS);
         barrier();  // red is the slots' sums below
     } else {
-        for (uint i = t; i < nb * 16u; i += WG) {
+        // The x blocks of this workgroup's runs (all of x but under KSPLIT).
+        uint e0 = first / RUNS_A_BLOCK * 16u, e1 = (last + RUNS_A_BLOCK - 1u) / RUNS_A_BLOCK * 16u;
+        for (uint i = e0 + t; i < e1; i += WG) {
             sxq[i] = gxq4[(p.x_off >> 2) + i];
             sxd[i] = gxd2[((p.x_off + p.ncols / 4u) >> 1) + i];
         }
         barrier();
     }
-    for (; tile < tiles; tile += grid) {
-        if (tile != wg) {
+    for (; tile < tiles; tile += grid) {  // (under KSPLIT, once)
+        if (tile != wg && KSPLIT == 1u) {
             run = slot;
-            if (run < nr) load_run(tile, nb, run, lane, f, d16);
+            if (run < last) load_run(tile, nb, run, lane, f, d16);
         }
         float acc = 0.0;
-        while (run < nr) {
+        while (run < last) {
             acc += run_dot(f, d16, run);
             run += SLOTS;
-            if (run < nr) load_run(tile, nb, run, lane, f, d16);
+            if (run < last) load_run(tile, nb, run, lane, f, d16);
         }
         red[t] = acc;
         barrier();
@@ -230,7 +245,16 @@ void main() {
             uint row = tile * TILE + lane;
             if (row < p.nrows) {
                 uint o = p.y_off + row;
-                y[o] = p.mode != 0u ? y[o] + s : s;
+                if (KSPLIT > 1u) {
+                    uint old = yu[o];
+                    for (;;) {
+                        uint got = atomicCompSwap(yu[o], old, floatBitsToUint(uintBitsToFloat(old) + s));
+                        if (got == old) break;
+                        old = got;
+                    }
+                } else {
+                    y[o] = p.mode != 0u ? y[o] + s : s;
+                }
             }
         }
         barrier();  // red is rewritten by the next tile
