@@ -3,7 +3,7 @@
 # report's rows of 12288 values with each tile's runs over 2-4 workgroups (gemv_tile.comp
 # KSPLIT), and the token's bound of 2026-12-02-tiled-bound.sh with DLX_SPLIT (the down
 # projections so split), on a build with 2026-12-02-tiled-split.patch applied (the bound's patch
-# and DLX_SPLIT; not in the tree).
+# and DLX_SPLIT; not in the tree) against a228fa5.
 # Device: one call carrying .gl and .devrun that runs this script.
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
