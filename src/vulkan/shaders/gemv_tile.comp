@@ -1,6 +1,7 @@
 // y = W·x for Q4_K or Q6_K weights (WTYPE_*) held in row tiles (the GEMV speed report's tiled
 // form), over x rounded to bytes by the GEMV before it (gemv.comp XPRE's layout: the bytes, 16 a
-// block, then each block's scale and scaled sum).
+// block, then each block's scale and scaled sum) or, under NORM_IN, over the residual stream
+// before its RMSNorm.
 //
 // The tiled form (Kernels::tile_rows): rows in tiles of TILE; a tile's blocks of one 256-value
 // column run (kb) lie together as fields of 16 bytes, each field of the TILE rows side by side.
@@ -13,9 +14,10 @@
 //
 // A workgroup takes one tile: WG / TILE slots of TILE invocations, slot s taking the runs s,
 // s + WG / TILE, ... (Q4_K: a run is a block; Q6_K: half a block, 128 values, so a thread holds
-// seven loads, not thirteen); x (all of it, rounded) is copied to shared memory once the first
-// run's loads are requested, and the slots' sums meet in shared memory at the end: one barrier
-// before the products, one before the sum, none between runs.
+// seven loads, not thirteen); x (rounded, as much of it as the workgroup's runs meet) is copied
+// to shared memory, or rounded there from the floats under NORM_IN, once the first run's loads
+// are requested, and the slots' sums meet in shared memory at the end: one barrier before the
+// products, one before the sum, none between runs.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -32,7 +34,8 @@ layout(constant_id = 2) const uint ABLATE = 0;
 // 256-value column runs a row (ncols / 256): the size of the shared copy of x.
 layout(constant_id = 3) const uint NB = 16;
 // 1: x is the residual stream before its RMSNorm (floats at x_off, the norm weights binding 3),
-// normalized and rounded by each workgroup as gemv.comp NORM_IN does; 0: x rounded already.
+// normalized and rounded by each workgroup as gemv.comp NORM_IN does, with the speed report's
+// epsilon; 0: x rounded already.
 layout(constant_id = 4) const uint NORM_IN = 0;
 const float NORM_EPS = 1e-6;
 // KSPLIT > 1 (the speed report's experiment for long rows): KSPLIT workgroups a tile, each taking
