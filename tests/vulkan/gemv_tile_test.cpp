@@ -45,18 +45,6 @@ Rounded round_on_host(const std::vector<float>& x) {
     return r;
 }
 
-// Random rows of type t in their GGUF blocks (the tiled form is made from those, not from the
-// device's own layout of Q6_K rows), and the values they hold.
-test::QuantizedRows gguf_rows(QType t, const std::vector<float>& w, uint32_t rows, uint32_t cols) {
-    const size_t rb = row_size(t, cols);
-    test::QuantizedRows q{std::vector<uint8_t>(rb * rows), std::vector<float>((size_t)rows * cols)};
-    for (uint32_t r = 0; r < rows; ++r) {
-        quant::quantize(t, w.data() + (size_t)r * cols, q.blocks.data() + r * rb, cols);
-        quant::dequantize(t, q.blocks.data() + r * rb, q.values.data() + (size_t)r * cols, cols);
-    }
-    return q;
-}
-
 struct TileCase {
     QType type;
     uint32_t rows, cols, threads, tile;
@@ -80,7 +68,8 @@ TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
     VK_TEST_DEVICE();
     const auto [t, rows, cols, threads, tile, norm, grid, ksplit] = GetParam();
     if (!K.gemv_tile_supported(t)) GTEST_SKIP() << "no integer dot products on this device";
-    auto [wq, deq] = gguf_rows(t, randn((size_t)rows * cols, 5 + rows), rows, cols);
+    auto [wq, deq] =
+        test::quantize_rows(t, randn((size_t)rows * cols, 5 + rows), rows, cols, false);
     Buffer w = test::to_device(dev, Kernels::tile_rows(t, wq.data(), rows, cols, tile));
     const std::vector<float> x = randn(cols, 7 + cols), nw = randn(cols, 2 + cols, 0.5f);
     std::vector<float> xw(cols);
@@ -164,7 +153,7 @@ TEST(GemvSpeed, Tile) {
         const auto [t, rows, cols] = sh;
         if (!K.gemv_tile_supported(t)) GTEST_SKIP() << "no integer dot products on this device";
         const std::vector<float> wf = randn((size_t)kDistinct * cols, rows);
-        const auto [gq, deq] = gguf_rows(t, wf, kDistinct, cols);
+        const auto [gq, deq] = test::quantize_rows(t, wf, kDistinct, cols, false);
         const auto [dq, deq2] = test::quantize_rows(t, wf, kDistinct, cols);  // the device's rows
         const uint64_t rb = row_size(t, cols), bytes = rb * rows;
         std::vector<uint8_t> gguf(bytes), own(bytes + 16, 0);

@@ -172,14 +172,15 @@ Buffer to_device(Device& dev, const std::vector<T>& v, size_t pad_bytes = 0) {
 }
 
 // Rows of weights w (rows × cols) in type t's GGUF blocks, in the byte order the device holds
-// them (weight_layout.h), with a spare word past the last block as the plan keeps after a
-// matrix, and the blocks dequantized again on the CPU: the exact values a kernel multiplies.
+// them (weight_layout.h; with device_layout false, in the GGUF order), with a spare word past
+// the last block as the plan keeps after a matrix, and the blocks dequantized again on the CPU:
+// the exact values a kernel multiplies.
 struct QuantizedRows {
     std::vector<uint8_t> blocks;
     std::vector<float> values;
 };
 inline QuantizedRows quantize_rows(QType t, const std::vector<float>& w, uint32_t rows,
-                                   uint32_t cols) {
+                                   uint32_t cols, bool device_layout = true) {
     const size_t rb = row_size(t, cols);
     QuantizedRows q{std::vector<uint8_t>((rb * rows + 3) / 4 * 4 + 4, 0),
                     std::vector<float>((size_t)rows * cols)};
@@ -187,7 +188,7 @@ inline QuantizedRows quantize_rows(QType t, const std::vector<float>& w, uint32_
         quant::quantize(t, w.data() + (size_t)r * cols, q.blocks.data() + r * rb, cols);
         quant::dequantize(t, q.blocks.data() + r * rb, q.values.data() + (size_t)r * cols, cols);
     }
-    if (relaid(t)) {
+    if (device_layout && relaid(t)) {
         std::vector<uint8_t> gguf(q.blocks.begin(), q.blocks.begin() + rb * rows);
         to_device_layout(t, cols, rows, gguf.data(), q.blocks.data());
     }
