@@ -60,6 +60,23 @@ float rms_factor(const std::vector<float>& x) {
     return (float)(1.0 / std::sqrt(ss / (double)x.size() + 1e-6));
 }
 
+// Each row's sum of its values deq times the rounded x, times factor, and the sum of the terms'
+// magnitudes (for the tolerance).
+struct Products {
+    std::vector<double> ref, mag;
+};
+Products products(const std::vector<float>& deq, uint32_t rows, uint32_t cols,
+                  const std::vector<float>& x, double factor) {
+    Products p{std::vector<double>(rows), std::vector<double>(rows)};
+    for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t i = 0; i < cols; ++i) {
+            const double v = (double)deq[(size_t)r * cols + i] * x[i] * factor;
+            p.ref[r] += v;
+            p.mag[r] += std::fabs(v);
+        }
+    return p;
+}
+
 class GemvTile : public ::testing::TestWithParam<TileCase> {};
 
 // Rows past the last whole tile, column runs more than a workgroup's slots (each slot then
@@ -83,15 +100,7 @@ TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
     xbuf.insert(xbuf.end(), xin.begin(), xin.end());
     Buffer xb = test::to_device(dev, xbuf);
     Buffer nwb = test::to_device(dev, nw);
-    std::vector<double> ref(rows), mag(rows);
-    for (uint32_t r = 0; r < rows; ++r) {
-        for (uint32_t i = 0; i < cols; ++i) {
-            ref[r] += (double)deq[(size_t)r * cols + i] * xr.values[i];
-            mag[r] += std::fabs((double)deq[(size_t)r * cols + i] * xr.values[i]);
-        }
-        ref[r] *= factor;
-        mag[r] *= factor;
-    }
+    const auto [ref, mag] = products(deq, rows, cols, xr.values, factor);
     const uint32_t y_off = 3, total = y_off + rows + 5;
     for (bool acc : {false, true}) {
         if (ksplit > 1 && !acc) continue;
@@ -154,7 +163,8 @@ TEST(GemvSpeed, Tile) {
         if (!K.gemv_tile_supported(t)) GTEST_SKIP() << "no integer dot products on this device";
         const std::vector<float> wf = randn((size_t)kDistinct * cols, rows);
         const auto [gq, deq] = test::quantize_rows(t, wf, kDistinct, cols, false);
-        const auto [dq, deq2] = test::quantize_rows(t, wf, kDistinct, cols);  // the device's rows
+        const std::vector<uint8_t> dq =
+            test::quantize_rows(t, wf, kDistinct, cols).blocks;  // the device's rows
         const uint64_t rb = row_size(t, cols), bytes = rb * rows;
         std::vector<uint8_t> gguf(bytes), own(bytes + 16, 0);
         for (uint32_t r = 0; r < rows; ++r) {
@@ -164,12 +174,7 @@ TEST(GemvSpeed, Tile) {
         const std::vector<float> x = randn(cols, 3);
         const Rounded xr = round_on_host(x);
         Buffer xb = test::to_device(dev, xr.layout);
-        std::vector<double> ref(kDistinct), mag(kDistinct);
-        for (uint32_t r = 0; r < kDistinct; ++r)
-            for (uint32_t i = 0; i < cols; ++i) {
-                ref[r] += (double)deq[(size_t)r * cols + i] * xr.values[i];
-                mag[r] += std::fabs((double)deq[(size_t)r * cols + i] * xr.values[i]);
-            }
+        const auto [ref, mag] = products(deq, kDistinct, cols, xr.values, 1.0);
         const uint32_t copies =
             f.cpu ? 1 : (uint32_t)std::clamp<uint64_t>((512ull << 20) / bytes, 1, 64);
         const uint32_t runs = f.cpu ? 2 : 100;
@@ -182,12 +187,7 @@ TEST(GemvSpeed, Tile) {
         for (uint32_t i = 0; i < cols; ++i) xw[i] = x[i] * nw[i];
         const Rounded xn = round_on_host(xw);
         const double factor = rms_factor(x);
-        std::vector<double> refn(kDistinct), magn(kDistinct);
-        for (uint32_t r = 0; r < kDistinct; ++r)
-            for (uint32_t i = 0; i < cols; ++i) {
-                refn[r] += (double)deq[(size_t)r * cols + i] * xn.values[i] * factor;
-                magn[r] += std::fabs((double)deq[(size_t)r * cols + i] * xn.values[i] * factor);
-            }
+        const auto [refn, magn] = products(deq, kDistinct, cols, xn.values, factor);
         struct Config {
             uint32_t threads, tile, ablate;  // threads 0: the launcher's GEMV
             bool norm = false;

@@ -516,8 +516,6 @@ void quantize_x() {
 #endif
 }
 
-int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
-
 // Block e of the rounded x (its bytes; its scale and scaled sum): from shared memory, or under
 // XPRE from the rounding the GEMV before wrote (see the top).
 uvec4 xq_at(uint e) { return XPRE != 0u ? gxq4[(p.x_off >> 2) + e] : xq[e]; }

@@ -99,9 +99,6 @@ float round_x() {
     return ss;
 }
 
-
-int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
-
 #if defined(WTYPE_Q4_K)
 const uint NF = 9u;  // loads a run
 const uint RUNS_A_BLOCK = 1u;
@@ -109,7 +106,7 @@ const uint RUNS_A_BLOCK = 1u;
 float run_dot(uvec4 f[NF], uint d16, uint kb) {
     if ((ABLATE & 2u) != 0u) {
         uvec4 a = f[0];
-        [[unroll]] for (uint i = 1u; i < 9u; ++i) a ^= f[i];
+        [[unroll]] for (uint i = 1u; i < NF; ++i) a ^= f[i];
         return float((a.x ^ a.y ^ a.z ^ a.w) & 1u);
     }
     uvec4 hd = f[0];

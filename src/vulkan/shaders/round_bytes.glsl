@@ -1,5 +1,5 @@
 // x rounded to signed bytes in blocks of 16 values (gemv.comp, top), for the shaders that round
-// it (gemv.comp, gemv_tile.comp).
+// it and meet it in integer dot products (gemv.comp, gemv_tile.comp; GL_EXT_integer_dot_product).
 
 // Four values of x rounded by the factor id (127 over the largest magnitude of their block, 0
 // for a block of zeros): the signed bytes packed in a word, and their sum.
@@ -17,3 +17,6 @@ float round_factor(inout float amax, bool finite) {
     if (!finite) amax = uintBitsToFloat(0x7fc00000u);
     return finite && amax > 0.0 ? 127.0 / amax : 0.0;
 }
+
+// Four packed signed bytes of weights (or offsets) against four of x.
+int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
