@@ -105,24 +105,24 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
 
     // Weights in their block formats, slab by slab.
     for (uint64_t size : P.slabs) w->slabs.push_back(D.create_buffer(size, MemoryKind::device));
-    // Rows the device holds in another byte order (weight_layout.h) go through a host buffer
-    // of whole rows, at most 64 MiB at a time.
-    std::vector<uint8_t> relaid_rows;
+    // Rows the device holds in tiles (weight_layout.h) go through a host buffer of whole tiles,
+    // about 64 MiB at a time.
+    std::vector<uint8_t> tiles;
     for (const Placement& pl : P.matrices) {
         const Tensor& t = *pl.tensor;
         const auto* src = static_cast<const uint8_t*>(t.data);
-        if (!relaid(t.type)) {
+        if (!tiled(t.type)) {
             D.upload(w->slabs[pl.slab], pl.offset, src, pl.bytes);
             continue;
         }
-        const uint64_t rb = row_size(t.type, t.ne[0]), rows = pl.bytes / rb;
-        DL_ASSERT(rows * rb == pl.bytes);
-        const uint64_t chunk = std::max<uint64_t>(1, (64ull << 20) / rb);
+        const uint64_t rb = row_size(t.type, t.ne[0]), rows = (uint64_t)t.rows();
+        DL_ASSERT(device_bytes(t.type, t.ne[0], rows) == pl.bytes);
+        const uint64_t chunk = std::max<uint64_t>(1, (64ull << 20) / (rb * kTileRows)) * kTileRows;
         for (uint64_t r = 0; r < rows; r += chunk) {
-            const uint64_t n = std::min(chunk, rows - r);
-            relaid_rows.resize(n * rb);
-            to_device_layout(t.type, (uint32_t)t.ne[0], n, src + r * rb, relaid_rows.data());
-            D.upload(w->slabs[pl.slab], pl.offset + r * rb, relaid_rows.data(), n * rb);
+            const uint64_t n = std::min(chunk, rows - r), bytes = device_bytes(t.type, t.ne[0], n);
+            tiles.resize(bytes);
+            to_device_layout(t.type, (uint32_t)t.ne[0], n, src + r * rb, tiles.data());
+            D.upload(w->slabs[pl.slab], pl.offset + r * rb, tiles.data(), bytes);
         }
     }
 

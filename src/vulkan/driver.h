@@ -1,7 +1,6 @@
 // The resident driver: an Executor that runs the whole forward pass of a model on one Vulkan
-// device. Weights are uploaded once in their GGUF block formats (per the residency plan; Q6_K
-// rows reordered by field, weight_layout.h);
-// each session records its decode *token command* once — embedding, every layer, the head and
+// device. Weights are uploaded once in their GGUF block formats (per the residency plan; Q4_K
+// and Q6_K rows held in tiles, weight_layout.h); each session records its decode *token command* once — embedding, every layer, the head and
 // argmax — and replays it per token, reading the position and token id from a small
 // host-visible buffer. Prefill runs in windows of plan.window rows, one recorded command per
 // window size: GEMM tiles over the native blocks, attention and the DeltaNet scan over the rows.

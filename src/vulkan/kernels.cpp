@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "vulkan/spirv_shared.h"
+#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 
@@ -399,8 +400,10 @@ void Kernels::gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint3
 void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
                           uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y,
                           uint32_t y_off, const GemvNormIn* norm, const GemvRounding* rounding) {
-    const uint64_t bytes = row_size(t, cols) * rows;
-    if (g_off % 4 || u_off % 4 || std::max(g_off, u_off) + bytes > w.range ||
+    // Matrices held in tiles are found by row handles (tiled_rows.glsl), to which the offsets
+    // are added: multiples of 32 there.
+    const uint64_t bytes = device_bytes(t, cols, rows), align = tiled(t) ? 32 : 4;
+    if (g_off % align || u_off % align || std::max(g_off, u_off) + bytes > w.range ||
         std::max(g_off, u_off) > UINT32_MAX)
         fail("the SwiGLU GEMV pair at bytes {} and {} does not lie in its weight view", g_off,
              u_off);
@@ -577,11 +580,10 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
             "the norm weights of a GEMV over a norm's input are not a 16-byte aligned view of "
             "{} floats",
             cols);
-    // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide, and for Q6_K,
-    // whose rows the device holds by field (weight_layout.h), the row length too.
+    // 16-byte vector loads need 16-byte aligned starts; the views' offsets decide (the fields of
+    // blocks held in tiles, weight_layout.h, are 16-byte aligned from the matrix's start).
     const uint32_t row_bytes = (uint32_t)row_size(t, cols), mode = accumulate ? 1u : 0u;
-    uint32_t w16 = w.offset % 16 == 0 && (!pair || (pair[0] % 16 == 0 && pair[1] % 16 == 0)) &&
-                   (t != QType::Q6_K || row_bytes % 16 == 0);
+    uint32_t w16 = w.offset % 16 == 0 && (!pair || (pair[0] % 16 == 0 && pair[1] % 16 == 0));
     uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 ? 1 : 0;
     std::string name = mod;
     if (fuse) name += "_norm";
@@ -604,11 +606,9 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     // rounded there is none.
     const uint32_t x_pre = rounding && rounding->x_rounded ? 1 : 0;
     const uint32_t xblocks = xp == GemvX::global || x_pre ? 1 : cols / 32;
-    // gemv.comp W2: Q6_K rows of an odd number of blocks start only 2-byte aligned.
-    const uint32_t w2 = t == QType::Q6_K && row_bytes % 4 != 0;
     const uint32_t eps = std::bit_cast<uint32_t>(norm ? norm->eps : gated ? gated->eps : 0.f);
     std::vector<uint32_t> spec = {wg * groups, kRows, w16,  x16, xblocks, gemv_ablate,
-                                  groups,      w2,    wide, eps, x_pre,   round_out};
+                                  groups,      wide,  eps,  x_pre, round_out};
     if (gated) spec.insert(spec.end(), {gated->head, gated->groups});
     // Weights, x, y, and NORM_IN's norm weights.
     auto plain = [&](const auto& push) {

@@ -11,6 +11,7 @@
 #include "quant/quant.h"
 #include "vulkan/chain.h"
 #include "vulkan/kernels.h"
+#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 
@@ -127,14 +128,16 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         add("ssm_out", L.ssm_out);
     }
     mats.push_back({"output", model.output, -1});
+    // What a matrix takes on the device (weight_layout.h: tiles are padded to whole tiles).
+    auto bytes_of = [](const Tensor* t) { return device_bytes(t->type, t->cols(), t->rows()); };
     for (const auto& [what, t, in] : mats) {
         if (!Kernels::gemv_supports(t->type))
             return Decline{fmt::format("{} in {} has no device kernel", what, qtype_name(t->type))};
-        if (t->nbytes > slab_limit)
+        if (bytes_of(t) > slab_limit)
             return Decline{fmt::format(
                 "{} ({}) holds {}, more than one storage buffer of this device can span ({}; {} "
                 "> {} bytes)",
-                what, t->name, human_bytes(t->nbytes), human_bytes(slab_limit), t->nbytes,
+                what, t->name, human_bytes(bytes_of(t)), human_bytes(slab_limit), bytes_of(t),
                 slab_limit)};
         if (t->cols() > (1 << 24) || t->rows() > (1 << 30))
             return Decline{
@@ -152,33 +155,34 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     // same type and row length as the one before it goes right after it, with no gap, where that
     // one's bytes end on the binding alignment: each still starts where it can be bound alone,
     // and together they are one matrix of their rows, which the token command reads in one GEMV
-    // (ResidentDriver::record_token).
+    // (ResidentDriver::record_token). Rows held in tiles join only after whole tiles.
     for (size_t i = 0; i < mats.size(); ++i) {
         const Tensor* t = mats[i].t;
+        const uint64_t tb = bytes_of(t);
         if (p.find(t)) continue;
         if (i > 0 && mats[i].mixer_in >= 0 && mats[i - 1].mixer_in == mats[i].mixer_in) {
             const Tensor* prev = mats[i - 1].t;
             const Placement& pp = p.matrices.back();
             if (pp.tensor == prev && prev->type == t->type && prev->cols() == t->cols() &&
-                pp.bytes % kAlign == 0 && pp.slab + 1 == p.slabs.size() &&
-                pp.offset + pp.bytes + t->nbytes + 4 <= slab_limit) {
+                (!tiled(t->type) || prev->rows() % kTileRows == 0) && pp.bytes % kAlign == 0 &&
+                pp.slab + 1 == p.slabs.size() && pp.offset + pp.bytes + tb + 4 <= slab_limit) {
                 const uint64_t off = pp.offset + pp.bytes;
-                p.matrices.push_back({t, pp.slab, off, t->nbytes});
-                p.slabs.back() = off + t->nbytes + 4;
+                p.matrices.push_back({t, pp.slab, off, tb});
+                p.slabs.back() = off + tb + 4;
                 continue;
             }
         }
-        uint64_t need = t->nbytes;
+        uint64_t need = tb;
         if (mats[i].what.ends_with("ffn_gate") && i + 1 < mats.size() &&
             mats[i + 1].what.ends_with("ffn_up"))
-            need = align_up(t->nbytes + 4, kAlign) + mats[i + 1].t->nbytes;
-        if (need > slab_limit) need = t->nbytes;
+            need = align_up(tb + 4, kAlign) + bytes_of(mats[i + 1].t);
+        if (need > slab_limit) need = tb;
         if (p.slabs.empty() || align_up(p.slabs.back(), kAlign) + need > slab_limit)
             p.slabs.push_back(0);
         uint64_t off = align_up(p.slabs.back(), kAlign);
-        p.matrices.push_back({t, (uint32_t)(p.slabs.size() - 1), off, t->nbytes});
-        // Blocks of 18, 34 or 210 bytes are read as 32-bit words: keep 4 spare bytes after each.
-        p.slabs.back() = off + t->nbytes + 4;
+        p.matrices.push_back({t, (uint32_t)(p.slabs.size() - 1), off, tb});
+        // Blocks of 18 or 34 bytes are read as 32-bit words: keep 4 spare bytes after each.
+        p.slabs.back() = off + tb + 4;
     }
     for (uint64_t& s : p.slabs) s = align_up(s, kAlign);
     for (uint64_t s : p.slabs) p.weight_bytes += s;

@@ -4,35 +4,37 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "quant/blocks.h"
 #include "quant/types.h"
 
 namespace dl::vk {
 
-bool relaid(QType t) {
-    return t == QType::Q6_K;
+bool tiled(QType t) {
+    return t == QType::Q4_K || t == QType::Q6_K;
+}
+
+uint64_t device_bytes(QType t, uint64_t cols, uint64_t rows) {
+    if (tiled(t)) rows = (rows + kTileRows - 1) / kTileRows * kTileRows;
+    return row_size(t, cols) * rows;
 }
 
 void to_device_layout(QType t, uint32_t cols, uint64_t rows, const uint8_t* src, uint8_t* dst) {
     const uint64_t rb = row_size(t, cols);
-    if (!relaid(t)) {
+    if (!tiled(t)) {
         std::memcpy(dst, src, rb * rows);
         return;
     }
-    using quant::block_q6_K;
     DL_ASSERT(cols % QK_K == 0);
-    const uint64_t nb = cols / QK_K;
+    const uint64_t nb = cols / QK_K, bs = rb / nb, fields = bs / 16;
+    std::memset(dst, 0, device_bytes(t, cols, rows));
     for (uint64_t r = 0; r < rows; ++r) {
-        const auto* b = reinterpret_cast<const block_q6_K*>(src + r * rb);
-        uint8_t* ql = dst + r * rb;
-        uint8_t* qh = ql + 128 * nb;
-        uint8_t* sc = qh + 64 * nb;
-        uint8_t* d = sc + 16 * nb;
-        for (uint64_t i = 0; i < nb; ++i) {
-            std::memcpy(ql + 128 * i, b[i].ql, 128);
-            std::memcpy(qh + 64 * i, b[i].qh, 64);
-            std::memcpy(sc + 16 * i, b[i].scales, 16);
-            std::memcpy(d + 2 * i, &b[i].d, 2);
+        const uint64_t lane = r % kTileRows;
+        uint8_t* tile = dst + r / kTileRows * kTileRows * rb;
+        for (uint64_t kb = 0; kb < nb; ++kb) {
+            const uint8_t* block = src + r * rb + kb * bs;
+            uint8_t* chunk = tile + kb * bs * kTileRows;
+            for (uint64_t f = 0; f < fields; ++f)
+                std::memcpy(chunk + (f * kTileRows + lane) * 16, block + f * 16, 16);
+            if (bs % 16) std::memcpy(chunk + fields * 16 * kTileRows + lane * 2, block + fields * 16, 2);
         }
     }
 }

@@ -1,14 +1,21 @@
 // The byte order of a weight matrix on the device. Every block format keeps its GGUF rows byte
-// for byte except Q6_K, whose rows the driver lays out by field: a row of nb blocks becomes the
-// nb 128-byte runs of low nibbles (ql), then the nb 64-byte runs of high bits (qh), the nb
-// 16-byte runs of scales and the nb f16 d, the same 210·nb bytes. A GGUF Q6_K block is 210
-// bytes, so its fields start at every even offset and the kernels assembled each 8-byte run
-// from three word loads; laid out by field, a row whose length is a multiple of 16 bytes (a
-// multiple of 2048 values) has every run 16-byte aligned, and the eight threads of a block read
-// one 16-byte vector of nibbles and one of high bits each. On an H200:
-// the 248k-row Q6_K head GEMV 294 -> 249 us, a 4096 x 12288 one 81 -> 57 us, decode +3 % on
-// Qwen3.5-9B Q4_K_M (docs/PERF.md 2026-11-30, late). Shaders that read Q6_K read this layout:
-// blocks.glsl and gemv.comp through shaders/q6_k_layout.glsl, gemm_cm2.comp in its own words.
+// for byte except Q4_K and Q6_K, the formats of nearly every byte of a Q4_K_M file, whose rows
+// the device holds in tiles of kTileRows rows:
+//  - a matrix of R rows is ceil(R / kTileRows) tiles, the last one padded with zero rows, so it
+//    takes device_bytes() bytes, up to kTileRows - 1 rows more than its GGUF bytes;
+//  - a tile of rows of nb blocks is nb chunks, one a 256-value column block kb, each as many
+//    bytes as the tile's blocks of that column (kTileRows · 144 for Q4_K, kTileRows · 210 for
+//    Q6_K);
+//  - inside a chunk, each 16-byte field of a block (bytes 16f .. 16f + 15 of its GGUF bytes:
+//    Q4_K's header, then its eight words of nibbles; Q6_K's eight words of low nibbles, four of
+//    high bits, its sixteen scales) lies side by side for the tile's rows, field f of lane l (the
+//    row's place in its tile) at 16 (f · kTileRows + l); Q6_K's f16 d, the last two bytes of its
+//    block, lie after the 13 fields, lane by lane.
+// So a GEMV that gives each invocation one row's whole block reads, with a subgroup of
+// kTileRows, one contiguous 512 bytes a load instruction, and holds every load of a block in
+// flight at once: on an H200 the tiled Q4_K GEMV streamed at 4.55 TB/s past its fixed cost where
+// the rows in GGUF order streamed at 3.2 (docs/PERF.md 2026-12-02, afternoon). Every field is
+// 16-byte aligned wherever the matrix is. Readers find a field through shaders/tiled_rows.glsl.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +24,19 @@
 
 namespace dl::vk {
 
-// True where the device holds rows of type t in another byte order than the GGUF file.
-bool relaid(QType t);
+// Rows a tile.
+inline constexpr uint32_t kTileRows = 32;
+
+// True where the device holds rows of type t in tiles rather than in GGUF order.
+bool tiled(QType t);
+
+// The bytes the device holds for `rows` rows of `cols` values of type t.
+uint64_t device_bytes(QType t, uint64_t cols, uint64_t rows);
 
 // `rows` rows of `cols` values of type t from their GGUF bytes (src) into the device's byte
-// order (dst, as many bytes; src and dst must not overlap).
+// order (dst, device_bytes(t, cols, rows) bytes; src and dst must not overlap). A matrix may be
+// laid out in parts of whole tiles: part p of its rows goes to device_bytes(t, cols, first row
+// of p) bytes into its device bytes.
 void to_device_layout(QType t, uint32_t cols, uint64_t rows, const uint8_t* src, uint8_t* dst);
 
 }  // namespace dl::vk

@@ -299,9 +299,8 @@ TEST_P(GemvFusedModule, MatchesReference) {
         name += "_norm";
         if (s.subgroup) name += "_sg";
         uint32_t x16 = a.x_off % 4 == 0 ? 1 : 0;
-        uint32_t w2 = mm.type == QType::Q6_K && p.row_bytes % 4 != 0;  // gemv.comp W2
         const Kernel& k =
-            pipes.get(name, 5, sizeof(Push), {s.wg, s.rows_per_group, 0, x16, 1, 0, 1, w2});
+            pipes.get(name, 5, sizeof(Push), {s.wg, s.rows_per_group, 0, x16, 1, 0, 1});
         uint32_t groups = (mm.rows + s.rows_per_group - 1) / s.rows_per_group + s.extra_groups;
         cl.dispatch(k, {w, act, act, nw, cnt}, p, groups);
     };

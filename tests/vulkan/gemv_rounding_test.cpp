@@ -144,7 +144,7 @@ TEST(GemvRoundOutModule, WritesTheRoundingOfItsRows) {
                     } p{cols, rows, (uint32_t)row_size(t, cols), 0, y_off, acc ? 1u : 0u, xr_off};
                     const Kernel& k =
                         pipes.get(name, 3, sizeof(Push),
-                                  {wg, k_rows, 1, 1, cols / 32, 0, groups, 0, 0, 0, 0, 1});
+                                  {wg, k_rows, 1, 1, cols / 32, 0, groups, 0, 0, 0, 1});
                     cl.dispatch(k, {w, x, y}, p, (rows + k_rows * groups - 1) / (k_rows * groups));
                 },
                 t, rows, cols);

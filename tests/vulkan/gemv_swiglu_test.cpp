@@ -36,7 +36,7 @@ void run_pair(Device& dev, Kernels& K, const PairCase& c, Kernels::GemvX xp, boo
         test::quantize_rows(c.type, randn((size_t)c.rows * c.cols, seed, 0.5f), c.rows, c.cols);
     auto u =
         test::quantize_rows(c.type, randn((size_t)c.rows * c.cols, seed + 1, 0.5f), c.rows, c.cols);
-    const size_t bytes = row_size(c.type, c.cols) * c.rows;
+    const size_t bytes = device_bytes(c.type, c.cols, c.rows);
     std::vector<uint8_t> wbuf(std::max(c.g_off, c.u_off) + bytes + 64, 0xff);
     std::copy_n(g.blocks.data(), bytes, wbuf.begin() + c.g_off);
     std::copy_n(u.blocks.data(), bytes, wbuf.begin() + c.u_off);
@@ -101,11 +101,14 @@ TEST(GemvSwiglu, MatchesReferenceEveryFormat) {
                     QType::Q6_K}) {
         const uint32_t blk = block_size(t) > 1 ? (uint32_t)block_size(t) : 32;
         const uint32_t cols = 2 * std::max(blk, 128u), rows = 37;
-        const uint32_t bytes = (uint32_t)row_size(t, cols) * rows;
+        const uint32_t bytes = (uint32_t)device_bytes(t, cols, rows);
         const uint32_t aligned = (bytes + 255) / 256 * 256;
+        // Matrices held in tiles lie at multiples of 32 bytes (their rows' handles,
+        // tiled_rows.glsl), the others at multiples of 4.
+        const uint32_t a = tiled(t) ? 32 : 4, a16 = tiled(t) ? 32 : 16;
         for (const PairCase& c : {PairCase{t, rows, cols, 0, aligned},          // gate, then up
-                                  PairCase{t, rows, cols, aligned + 256, 16},   // up first
-                                  PairCase{t, 5, cols, 4, 4 + aligned + 8}}) {  // 4-byte aligned
+                                  PairCase{t, rows, cols, aligned + 256, a16},  // up first
+                                  PairCase{t, 5, cols, a, a + aligned + 2 * a}}) {
             for (Kernels::GemvX xp : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
                 run_pair(dev, K, c, xp);
                 if (HasFatalFailure()) return;
@@ -130,7 +133,8 @@ TEST(GemvSwiglu, MatchesReferenceEveryFormat) {
     }
 }
 
-// A pair that does not lie in its view is a clear error, not a read past the binding.
+// A pair that does not lie in its view, or not where its rows can be found, is a clear error,
+// not a read past the binding.
 TEST(GemvSwiglu, RefusesAPairOutsideItsView) {
     VK_TEST_DEVICE();
     Buffer w = dev.create_buffer(4096, MemoryKind::device);
@@ -141,6 +145,12 @@ TEST(GemvSwiglu, RefusesAPairOutsideItsView) {
                  Error);
     EXPECT_THROW(K.gemv_swiglu(cl, QType::F32, view(w), 2, 1024, 2, 128, view(a), 0, view(a), 512),
                  Error);
+    // Q4_K rows are held in tiles (weight_layout.h): a matrix 16 bytes past a multiple of 32
+    // cannot be found by its rows' handles (a tile of 256-value rows: 4608 bytes).
+    Buffer tiles = dev.create_buffer(16384, MemoryKind::device);
+    EXPECT_THROW(
+        K.gemv_swiglu(cl, QType::Q4_K, view(tiles), 16, 8192, 1, 256, view(a), 0, view(a), 512),
+        Error);
     cl.end();
 }
 

@@ -5,6 +5,7 @@
 
 #include "model/tiny_model.h"
 #include "vulkan/plan.h"
+#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 namespace {
@@ -86,8 +87,8 @@ TEST(VulkanPlan, KeepsEachLayersGateAndUpInOneSlab) {
 }
 
 // A mixer's input projections of one type and row length lie back to back, where the one
-// before ends on the binding alignment, so the token command reads such a run in one GEMV; each
-// still starts where it can be bound alone.
+// before ends on the binding alignment (and, held in tiles, on a whole tile of rows), so the
+// token command reads such a run in one GEMV; each still starts where it can be bound alone.
 TEST(VulkanPlan, PutsAMixersInputProjectionsBackToBack) {
     dl::test::TinySpec s = q4_k_spec();
     s.q4_k_m = true;  // Q6_K qkv and attn_v in every other layer: runs broken by the type
@@ -105,7 +106,9 @@ TEST(VulkanPlan, PutsAMixersInputProjectionsBackToBack) {
             ASSERT_TRUE(a && b);
             EXPECT_EQ(b->offset % 256, 0u) << in[i + 1]->name;
             const bool joins = in[i]->type == in[i + 1]->type &&
-                               in[i]->cols() == in[i + 1]->cols() && a->bytes % 256 == 0;
+                               in[i]->cols() == in[i + 1]->cols() && a->bytes % 256 == 0 &&
+                               (!tiled(in[i]->type) || in[i]->rows() % kTileRows == 0);
+            EXPECT_EQ(a->bytes, device_bytes(in[i]->type, in[i]->cols(), in[i]->rows()));
             if (joins) {
                 EXPECT_EQ(b->slab, a->slab) << in[i + 1]->name;
                 EXPECT_EQ(b->offset, a->offset + a->bytes) << in[i + 1]->name;

@@ -141,7 +141,7 @@ TEST(SpirvShared, GemvAsDeclaredAndCoveredByTheLaunchersEstimate) {
                 const bool rounds = c.bytes && !c.epilogue;
                 if (round && !rounds) continue;
                 const uint32_t xblocks = c.bytes ? cols / 32 : 1;
-                const uint32_t spec[] = {wg, rows, 1, 1, xblocks, 0, 1, 0, 0, 0, 0, round};
+                const uint32_t spec[] = {wg, rows, 1, 1, xblocks, 0, 1, 0, 0, 0, round};
                 const uint64_t nr = c.pair ? 2 * rows : rows;
                 const uint64_t want =
                     (c.bytes ? 48ull * xblocks : 0) + (c.norm_in ? 4ull * wg : 0) + 4ull * nr * wg +

@@ -172,9 +172,9 @@ Buffer to_device(Device& dev, const std::vector<T>& v, size_t pad_bytes = 0) {
 }
 
 // Rows of weights w (rows × cols) in type t's GGUF blocks, in the byte order the device holds
-// them (weight_layout.h; with device_layout false, in the GGUF order), with a spare word past
-// the last block as the plan keeps after a matrix, and the blocks dequantized again on the CPU:
-// the exact values a kernel multiplies.
+// them (weight_layout.h: tiles of rows, the last padded; with device_layout false, in the GGUF
+// order), with a spare word past the last block as the plan keeps after a matrix, and the
+// blocks dequantized again on the CPU: the exact values a kernel multiplies.
 struct QuantizedRows {
     std::vector<uint8_t> blocks;
     std::vector<float> values;
@@ -182,22 +182,24 @@ struct QuantizedRows {
 inline QuantizedRows quantize_rows(QType t, const std::vector<float>& w, uint32_t rows,
                                    uint32_t cols, bool device_layout = true) {
     const size_t rb = row_size(t, cols);
-    QuantizedRows q{std::vector<uint8_t>((rb * rows + 3) / 4 * 4 + 4, 0),
-                    std::vector<float>((size_t)rows * cols)};
+    std::vector<uint8_t> gguf(rb * rows);
+    QuantizedRows q{{}, std::vector<float>((size_t)rows * cols)};
     for (uint32_t r = 0; r < rows; ++r) {
-        quant::quantize(t, w.data() + (size_t)r * cols, q.blocks.data() + r * rb, cols);
-        quant::dequantize(t, q.blocks.data() + r * rb, q.values.data() + (size_t)r * cols, cols);
+        quant::quantize(t, w.data() + (size_t)r * cols, gguf.data() + r * rb, cols);
+        quant::dequantize(t, gguf.data() + r * rb, q.values.data() + (size_t)r * cols, cols);
     }
-    if (device_layout && relaid(t)) {
-        std::vector<uint8_t> gguf(q.blocks.begin(), q.blocks.begin() + rb * rows);
+    const size_t bytes = device_layout ? device_bytes(t, cols, rows) : gguf.size();
+    q.blocks.assign((bytes + 3) / 4 * 4 + 4, 0);
+    if (device_layout)
         to_device_layout(t, cols, rows, gguf.data(), q.blocks.data());
-    }
+    else
+        std::copy(gguf.begin(), gguf.end(), q.blocks.begin());
     return q;
 }
 
 // One small matrix (type, rows, cols) of each weight format the kernels read, and Q6_K rows of
-// one, three and eight blocks (the device holds Q6_K rows by field, weight_layout.h: rows of
-// one block keep the GGUF order, rows of an odd number start only 2-byte aligned).
+// one, three and eight blocks; the Q4_K and Q6_K ones fill part of one tile of rows
+// (weight_layout.h).
 inline std::vector<std::tuple<QType, uint32_t, uint32_t>> small_matrices() {
     return {{QType::F32, 5, 40},   {QType::F16, 5, 24},   {QType::Q4_0, 7, 96},
             {QType::Q8_0, 3, 64},  {QType::Q4_K, 5, 512}, {QType::Q5_K, 3, 256},

@@ -121,8 +121,8 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{QType::F16, 65, 40}, GemmCase{QType::Q4_0, 70, 96},
                       GemmCase{QType::Q8_0, 33, 96}, GemmCase{QType::Q4_K, 70, 256},
                       GemmCase{QType::Q5_K, 33, 512}, GemmCase{QType::Q6_K, 64, 256},
-                      // Q6_K rows of several blocks, held by field (weight_layout.h); rows of
-                      // an odd number of them alternate between two alignments.
+                      // Q6_K rows of several blocks in two tiles of rows, the second one
+                      // row (weight_layout.h).
                       GemmCase{QType::Q6_K, 33, 768},
                       // Rows of whole unrolled steps (K of 512), so the NV tiles that lie
                       // inside the matrices take their unclamped loop beside clamped edge tiles.

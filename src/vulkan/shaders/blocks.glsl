@@ -1,11 +1,12 @@
-// Reading GGUF weight blocks in their native layout from a buffer of 32-bit words. Blocks of 18,
-// 34 or 210 bytes are not word aligned, so bytes and halves are extracted by shifts; this needs no
-// 8- or 16-bit storage feature and runs on every Vulkan device. Every format is read in units of
+// Reading GGUF weight blocks in the device's layout (weight_layout.h: GGUF rows, or tiles of rows
+// for Q4_K and Q6_K) from a buffer of 32-bit words. Blocks of 18 or 34 bytes are not word
+// aligned, so bytes and halves are extracted by shifts; this needs no 8- or 16-bit storage
+// feature and runs on every Vulkan device. Every format is read in units of
 // 32 consecutive elements, so one GEMV loop serves all of them.
 //
 // The including shader declares `readonly buffer ... { uint wq[]; }` before including this file.
 
-#include "q6_k_layout.glsl"
+#include "tiled_rows.glsl"
 
 uint w_u8(uint off) { return (wq[off >> 2] >> ((off & 3u) * 8u)) & 0xffu; }
 // off must be even (true for every half inside a GGUF block, as blocks have even sizes).
@@ -17,19 +18,9 @@ uint w_u32(uint off) {
     uint hi = w_u16(off + 2u);
     return lo | (hi << 16);
 }
-// 8 / 16 bytes at an even offset as little-endian words: aligned word loads joined by funnel
-// shifts. load16_a2 reads the word past the run only when the offset is 2 mod 4 (it then holds
-// the run's last bytes), so no byte beyond the run's last word is touched. load8_a2 reads the
-// three words either way, so all of them are requested before the threads of a subgroup, whose
-// rows may alternate between the two alignments, part ways; it serves only the scale runs of
-// Q6_K rows laid out by field (weight_layout.h), whose third word lies inside the row or is the
-// spare word the plan keeps past a matrix.
-uvec2 load8_a2(uint off) {
-    uint i = off >> 2;
-    uint w0 = wq[i], w1 = wq[i + 1u], w2 = wq[i + 2u];
-    if ((off & 2u) == 0u) return uvec2(w0, w1);
-    return uvec2((w0 >> 16) | (w1 << 16), (w1 >> 16) | (w2 << 16));
-}
+// 16 bytes at an even offset as little-endian words: aligned word loads joined by funnel
+// shifts. It reads the word past the run only when the offset is 2 mod 4 (it then holds the
+// run's last bytes), so no byte beyond the run's last word is touched.
 uvec4 load16_a2(uint off) {
     uint i = off >> 2;
     uvec4 w = uvec4(wq[i], wq[i + 1u], wq[i + 2u], wq[i + 3u]);
@@ -41,6 +32,16 @@ uvec4 load16_a2(uint off) {
 ivec4 s8x4(uint v) { return ivec4(int(v << 24) >> 24, int(v << 16) >> 24, int(v << 8) >> 24, int(v) >> 24); }
 uvec4 u8x4(uint v) { return uvec4(v & 0xffu, (v >> 8) & 0xffu, (v >> 16) & 0xffu, v >> 24); }
 
+// The handle of row r of a matrix of rows of row_bytes bytes, which quad_values and unit_values
+// take: its first byte, or for the formats the device holds in tiles (Q4_K, Q6_K) its tiled_row.
+uint w_row(uint r, uint row_bytes) {
+#if defined(WTYPE_Q4_K) || defined(WTYPE_Q6_K)
+    return tiled_row(r, row_bytes);
+#else
+    return r * row_bytes;
+#endif
+}
+
 // 6-bit scale and min number j (0..7) of a Q4_K / Q5_K block whose 12 scale bytes start at s.
 uvec2 k4_scale_min(uint s, uint j) {
     if (j < 4u) return uvec2(w_u8(s + j) & 63u, w_u8(s + j + 4u) & 63u);
@@ -48,8 +49,8 @@ uvec2 k4_scale_min(uint s, uint j) {
     return uvec2((a & 0xfu) | ((b >> 6) << 4), (a >> 4) | ((c >> 6) << 4));
 }
 
-// The 4 values of quad q (elements 32u + 4q .. 32u + 4q + 3) of unit u of the row starting at
-// byte `row`, for the format chosen by the WTYPE_* define. Reading a quad at a time lets eight
+// The 4 values of quad q (elements 32u + 4q .. 32u + 4q + 3) of unit u of the row with handle
+// `row` (w_row), for the format chosen by the WTYPE_* define. Reading a quad at a time lets eight
 // threads share one unit (the GEMM tiles); unit_values() below reads all eight. F32/F16 rows may
 // end inside a unit: their reads are clamped to the row (callers ignore values past ncols).
 #if defined(WTYPE_F32)
@@ -79,15 +80,16 @@ vec4 quad_values(uint row, uint u, uint q, uint ncols) {
     return vec4(s8x4(w_u32(b + 2u + 4u * q))) * w_f16(b);
 }
 #elif defined(WTYPE_Q4_K)
-// block (256 elements, 144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes
-// of nibbles. Sub-block sb (32 elements) uses scale/min sb; its nibbles are the low (sb even) or
-// high (sb odd) halves of the 32 bytes at 16 + 32*(sb/2). value = d*scale*q - dmin*min.
+// block (256 elements, 144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales and mins (the
+// header, field 0), 128 bytes of nibbles. Sub-block sb (32 elements) uses scale/min sb; its
+// nibbles are the low (sb even) or high (sb odd) halves of the 32 bytes at 16 + 32*(sb/2).
+// value = d*scale*q - dmin*min. Rows in tiles (tiled_rows.glsl).
 vec4 quad_values(uint row, uint u, uint q, uint ncols) {
-    uint b = row + (u >> 3) * 144u;
+    uint b = tiled_byte(row, u >> 3, 144u, 0u);
     uint sb = u & 7u;
     uvec2 sm = k4_scale_min(b + 4u, sb);
     float d = w_f16(b) * float(sm.x), m = w_f16(b + 2u) * float(sm.y);
-    uint x = wq[(b + 16u + (sb >> 1) * 32u + 4u * q) >> 2];  // 144-byte blocks keep words aligned
+    uint x = wq[tiled_byte(row, u >> 3, 144u, 16u + (sb >> 1) * 32u + 4u * q) >> 2];
     return vec4((u8x4(x) >> ((sb & 1u) * 4u)) & 0xfu) * d - m;
 }
 #elif defined(WTYPE_Q5_K)
@@ -104,19 +106,17 @@ vec4 quad_values(uint row, uint u, uint q, uint ncols) {
 }
 #elif defined(WTYPE_Q6_K)
 // block (256 elements, 210 bytes): 128 bytes of low nibbles ql, 64 bytes of 2-bit highs qh, 16
-// signed scales, f16 d; the device holds a row of nb = ncols / 256 blocks by field
-// (weight_layout.h): the nb ql runs, the nb qh runs, the nb scale runs, the nb d. Element
-// 128h + 32k + l (half h, quarter k, l < 32) of block i is the low (k < 2) or high (k >= 2)
-// nibble of ql_i[64h + 32(k&1) + l] with bits 2k..2k+1 of qh_i[32h + l] on top, minus 32, times
-// d_i * scale_i[8h + 2k + l/16].
+// signed scales, f16 d; rows in tiles (tiled_rows.glsl). Element 128h + 32k + l (half h,
+// quarter k, l < 32) is the low (k < 2) or high (k >= 2) nibble of ql[64h + 32(k&1) + l] with
+// bits 2k..2k+1 of qh[32h + l] on top, minus 32, times d * scale[8h + 2k + l/16].
 vec4 quad_values(uint row, uint u, uint q, uint ncols) {
-    uvec4 f = uvec4(row) + q6_runs(ncols / 256u, u >> 3);
-    uint sb = u & 7u;
+    uint i = u >> 3, sb = u & 7u;
     uint h = sb >> 2, k = sb & 3u;
-    uvec4 lo = (u8x4(w_u32(f.x + 64u * h + 32u * (k & 1u) + 4u * q)) >> ((k >> 1) * 4u)) & 0xfu;
-    uvec4 hi = (u8x4(w_u32(f.y + 32u * h + 4u * q)) >> (2u * k)) & 3u;
-    float sc = float(int(w_u8(f.z + 8u * h + 2u * k + (q >> 2)) << 24) >> 24);
-    return vec4(ivec4(lo | (hi << 4)) - 32) * (w_f16(f.w) * sc);
+    uvec4 lo = (u8x4(wq[tiled_byte(row, i, 210u, 64u * h + 32u * (k & 1u) + 4u * q) >> 2]) >>
+                ((k >> 1) * 4u)) & 0xfu;
+    uvec4 hi = (u8x4(wq[tiled_byte(row, i, 210u, 128u + 32u * h + 4u * q) >> 2]) >> (2u * k)) & 3u;
+    float sc = float(int(w_u8(tiled_byte(row, i, 210u, 192u + 8u * h + 2u * k + (q >> 2))) << 24) >> 24);
+    return vec4(ivec4(lo | (hi << 4)) - 32) * (w_f16(tiled_byte(row, i, 210u, 208u)) * sc);
 }
 #endif
 

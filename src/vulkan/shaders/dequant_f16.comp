@@ -24,7 +24,7 @@ void main() {
     if (c >= p.rows * per_row) return;
     uint r = c / per_row, e = (c % per_row) * 8u;
     uint u = e / 32u, q = (e % 32u) / 4u;
-    vec4 a = quad_values(r * p.row_bytes, u, q, p.cols);
-    vec4 b = quad_values(r * p.row_bytes, u, q + 1u, p.cols);
+    vec4 a = quad_values(w_row(r, p.row_bytes), u, q, p.cols);
+    vec4 b = quad_values(w_row(r, p.row_bytes), u, q + 1u, p.cols);
     h[c] = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }

@@ -46,7 +46,7 @@ void main() {
         for (uint d = t; d < BN * 16u; d += WG) {
             uint nn = d >> 4, uu = u0 + ((d >> 3) & 1u), q = d & 7u;
             uint row = min(n0 + nn, p.N - 1u);
-            vec4 v = uu < units ? quad_values(row * p.row_bytes, uu, q, p.K) : vec4(0.0);
+            vec4 v = uu < units ? quad_values(w_row(row, p.row_bytes), uu, q, p.K) : vec4(0.0);
             uint kk = (d & 15u) * 4u;
             Bs[kk * BN + nn] = v.x;
             Bs[(kk + 1u) * BN + nn] = v.y;

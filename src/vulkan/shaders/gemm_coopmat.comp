@@ -53,7 +53,7 @@ void stage(uint u, uint b) {
     for (uint i = t; i < BN * 4u; i += WG) {
         if (ABLATE == 1u) break;
         uint r = i >> 2, c = i & 3u;
-        uint rb = min(n0 + r, p.N - 1u) * p.row_bytes;
+        uint rb = w_row(min(n0 + r, p.N - 1u), p.row_bytes);
         vec4 qa = quad_values(rb, u, 2u * c, p.K), qb = quad_values(rb, u, 2u * c + 1u, p.K);
         Bs4[(b * BN + r) * LD4 + c] = uvec4(packHalf2x16(qa.xy), packHalf2x16(qa.zw),
                                             packHalf2x16(qb.xy), packHalf2x16(qb.zw));

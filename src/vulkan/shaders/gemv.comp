@@ -7,13 +7,14 @@
 //    k-quants, 1 for the 32-element formats). Thread t of the workgroup takes slices t, t + WG,
 //    ..., so adjacent threads read adjacent pieces of the same run of blocks: a subgroup of 32
 //    covers 4 whole Q4_K blocks (576 contiguous bytes) per step, every byte fetched once.
-//  - Q4_K and Q5_K blocks (144 / 176 bytes) stay 16-byte aligned when the tensor is, so a slice
-//    is one uvec4 of nibbles plus the block's 16-byte header (d, dmin, scales; the 8 threads of a
-//    block read the same header, one transaction). Q6_K rows are laid out by field on the device
-//    (weight_layout.h): a slice is one uvec4 of low nibbles and one of high bits, 16-byte aligned
-//    where the rows' length is a multiple of 16 (W16). Blocks of 18 and 34 bytes, and Q6_K rows
-//    of an odd number of blocks (W2), are only 2-byte aligned: they are read as aligned words joined
-//    by funnel shifts (load8_a2 / load16_a2).
+//  - Q5_K blocks (176 bytes) stay 16-byte aligned when the tensor is, so a slice is one uvec4 of
+//    nibbles plus the block's 16-byte header (d, dmin, scales; the 8 threads of a block read the
+//    same header, one transaction). Q4_K and Q6_K rows are held in tiles (weight_layout.h), every
+//    16-byte field of a block 16-byte aligned: a Q4_K slice is the header and one uvec4 of
+//    nibbles, a Q6_K slice one uvec4 of low nibbles and one of high bits (the tiled GEMV,
+//    gemv_tile.comp, reads the tiles faster; this kernel serves the forms and devices it does
+//    not). Blocks of 18 and 34 bytes are only 2-byte aligned: they are read as aligned words
+//    joined by funnel shifts (load16_a2).
 //  - Each workgroup computes ROWS rows with one x slice: x is read once per slice (as vec4 when
 //    x + x_off is 16-byte aligned) and reused for every row, and each thread has ROWS independent
 //    weight loads in flight per step. WG adapts to the row length (launcher) so short rows do not
@@ -103,8 +104,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;   // threads, a power of two
 layout(constant_id = 1) const uint ROWS = 4;   // rows per workgroup (of each matrix)
-layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte aligned (Q6_K:
-                                               // and so is every row)
+layout(constant_id = 2) const uint W16 = 1;    // 1: the weight view is 16-byte aligned
 layout(constant_id = 3) const uint X16 = 1;    // 1: x + x_off is 16-byte aligned
 layout(constant_id = 4) const uint XBLOCKS = 1;  // X_INT8: 32-value runs of x (ncols / 32)
 // The GEMV speed report's ablations (results then wrong): bit 0 leaves out the reads of x (every
@@ -120,25 +120,23 @@ layout(constant_id = 5) const uint ABLATE = 0;
 // lies in one group whatever order the implementation forms subgroups in.
 layout(constant_id = 6) const uint GROUPS = 1;
 const uint GW = WG / GROUPS;
-// Q6_K: 1 where rows start only 2-byte aligned (an odd number of blocks a row), else word aligned.
-layout(constant_id = 7) const uint W2 = 0;
 // Q4_K / Q6_K over x in bytes: 1 makes a slice 64 weights instead of 32 (Q4_K: the 32 bytes of
 // nibbles of a sub-block pair, under one header; Q6_K: values 0-31 of quarters c and c + 2 of a
 // half, under one pair of scale words), so a thread pays a slice's fixed work (header, scales,
 // the float terms) once for twice the weights.
-layout(constant_id = 8) const uint WIDE = 0;
+layout(constant_id = 7) const uint WIDE = 0;
 // NORM_IN: the RMSNorm's epsilon.
-layout(constant_id = 9) const float NORM_EPS = 1e-6;
+layout(constant_id = 8) const float NORM_EPS = 1e-6;
 // X_INT8 without NORM_IN: 1 where x_off points at x rounded by the GEMV that wrote it (XPRE,
 // see the top).
-layout(constant_id = 10) const uint XPRE = 0;
+layout(constant_id = 9) const uint XPRE = 0;
 // X_INT8 without NORM_EPILOGUE: 1 rounds the rows stored to bytes at y[xr_off ..] (see the
 // top). The row blocks (GROUPS · ROWS rows) are whole 16-value blocks (the launcher checks).
-layout(constant_id = 11) const uint ROUND_OUT = 0;
+layout(constant_id = 10) const uint ROUND_OUT = 0;
 // GATED_IN: the value head size and the column groups a head (see the top); the epsilon is
 // NORM_EPS.
-layout(constant_id = 12) const uint GIN_DV = 128;
-layout(constant_id = 13) const uint GIN_G = 1;
+layout(constant_id = 11) const uint GIN_DV = 128;
+layout(constant_id = 12) const uint GIN_G = 1;
 #if defined(GATED_IN) && (!defined(X_INT8) || defined(NORM_IN) || defined(NORM_EPILOGUE) || defined(SWIGLU_PAIR))
 #error "GATED_IN is for the plain byte path"
 #endif
@@ -259,25 +257,21 @@ uint slice_x(uint blk, uint part, uint i) {
 #endif
 
 #if defined(WTYPE_Q6_K)
-// 16 bytes of a Q6_K row's runs at byte offset o (only 2-byte aligned where W2 is set).
-uvec4 q6_load16(uint o) { return W2 != 0u ? load16_a2(o) : load16(o); }
-
-// Slice part = 4h + 2c + f of block blk of a Q6_K row laid out by field (weight_layout.h; the row
-// starts at byte rb): bytes 32c + 16f .. +15 of the half's 64 bytes of low nibbles, which hold
+// Slice part = 4h + 2c + f of block blk of the Q6_K row with handle rb (tiled_rows.glsl): bytes
+// 32c + 16f .. +15 of the half's 64 bytes of low nibbles, which hold
 // values l = 16f .. 16f + 15 of quarters c (low nibbles) and c + 2 (high nibbles), and the 16
 // bytes of high bits of those l. v[0] and v[1] are the two quarters' 6-bit values, four a word;
 // sc their scales; d the block's.
 void q6_slice(uint rb, uint blk, uint part, out uvec4 v[2], out vec2 sc, out float d) {
     uint h = part >> 2, c = (part >> 1) & 1u, f = part & 1u;
-    uvec4 runs = uvec4(rb) + q6_runs(p.row_bytes / 210u, blk);
-    uint o_ql = runs.x + 16u * part;
-    uint o_qh = runs.y + 32u * h + 16u * f;
-    uint o_sc = runs.z + 8u * h;
+    uint o_ql = tiled_byte(rb, blk, 210u, 16u * part);
+    uint o_qh = tiled_byte(rb, blk, 210u, 128u + 32u * h + 16u * f);
+    uint o_sc = tiled_byte(rb, blk, 210u, 192u + 8u * h);
     // The scales are two word loads: as one 8-byte load the 248k-row head GEMV took 20 % longer
     // on an H200.
-    uvec4 ql = q6_load16(o_ql), qh = q6_load16(o_qh);
-    uvec2 s = W2 != 0u ? load8_a2(o_sc) : uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
-    d = w_f16(runs.w);
+    uvec4 ql = load16(o_ql), qh = load16(o_qh);
+    uvec2 s = uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
+    d = w_f16(tiled_byte(rb, blk, 210u, 208u));
     v[0] = (ql & 0x0f0f0f0fu) | (((qh >> (2u * c)) & 0x03030303u) << 4);
     v[1] = ((ql >> 4) & 0x0f0f0f0fu) | (((qh >> (2u * c + 4u)) & 0x03030303u) << 4);
     // Scales 8h + 2c + f and 8h + 2(c + 2) + f: byte 2c + f of each word of the half's eight.
@@ -292,9 +286,8 @@ void q6_slice(uint rb, uint blk, uint part, out uvec4 v[2], out vec2 sc, out flo
 
 #if defined(WTYPE_Q4_K)
 float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
-    uint b = rb + blk * 144u;
-    uvec4 hd = load16(b);
-    uvec4 q = load16(b + 16u + 16u * part);
+    uvec4 hd = load16(tiled_byte(rb, blk, 144u, 0u));
+    uvec4 q = load16(tiled_byte(rb, blk, 144u, 16u + 16u * part));
     vec2 sc, mn;
     k4_pair(hd, part >> 1, sc, mn);
     float lo = 0.0, hi = 0.0;
@@ -582,13 +575,13 @@ XSlice x_slice(uint blk, uint part) {
 
 #if defined(WTYPE_Q4_K)
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
-    uint b = rb + blk * 144u;
-    uvec4 hd = load16(b);
+    uvec4 hd = load16(tiled_byte(rb, blk, 144u, 0u));
     vec2 sc, mn;
     int lo = 0, hi = 0;
     if (WIDE != 0u) {
         // Bytes 32·part .. +31 of the nibbles: sub-block 2·part (low) and 2·part + 1 (high).
-        uvec4 q0 = load16(b + 16u + 32u * part), q1 = load16(b + 32u + 32u * part);
+        uvec4 q0 = load16(tiled_byte(rb, blk, 144u, 16u + 32u * part));
+        uvec4 q1 = load16(tiled_byte(rb, blk, 144u, 32u + 32u * part));
         k4_pair(hd, part, sc, mn);
         int lo2 = 0, hi2 = 0;
         [[unroll]] for (uint i = 0; i < 4u; ++i) {
@@ -602,7 +595,7 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
                        sc.y * (x.f.z * float(hi) + x.f.w * float(hi2))) -
                dm.y * dot(mn, vec2(x.g.x + x.g.y, x.g.z + x.g.w));
     }
-    uvec4 q = load16(b + 16u + 16u * part);
+    uvec4 q = load16(tiled_byte(rb, blk, 144u, 16u + 16u * part));
     k4_pair(hd, part >> 1, sc, mn);
     [[unroll]] for (uint i = 0; i < 4u; ++i) {
         lo += dot4(q[i] & 0x0f0f0f0fu, x.a[i]);
@@ -636,12 +629,13 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
 // c + 2's; sc their four scales.
 void q6_slice_wide(uint rb, uint blk, uint part, out uvec4 v[4], out vec4 sc, out float d) {
     uint h = part >> 1, c = part & 1u;
-    uvec4 runs = uvec4(rb) + q6_runs(p.row_bytes / 210u, blk);
-    uint o_ql = runs.x + 32u * part, o_qh = runs.y + 32u * h, o_sc = runs.z + 8u * h;
-    uvec4 ql0 = q6_load16(o_ql), ql1 = q6_load16(o_ql + 16u);
-    uvec4 qh0 = q6_load16(o_qh), qh1 = q6_load16(o_qh + 16u);
-    uvec2 s = W2 != 0u ? load8_a2(o_sc) : uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
-    d = w_f16(runs.w);
+    uvec4 ql0 = load16(tiled_byte(rb, blk, 210u, 32u * part));
+    uvec4 ql1 = load16(tiled_byte(rb, blk, 210u, 32u * part + 16u));
+    uvec4 qh0 = load16(tiled_byte(rb, blk, 210u, 128u + 32u * h));
+    uvec4 qh1 = load16(tiled_byte(rb, blk, 210u, 144u + 32u * h));
+    uint o_sc = tiled_byte(rb, blk, 210u, 192u + 8u * h);
+    uvec2 s = uvec2(wq[o_sc >> 2], wq[(o_sc >> 2) + 1u]);
+    d = w_f16(tiled_byte(rb, blk, 210u, 208u));
     v[0] = (ql0 & 0x0f0f0f0fu) | (((qh0 >> (2u * c)) & 0x03030303u) << 4);
     v[1] = (ql1 & 0x0f0f0f0fu) | (((qh1 >> (2u * c)) & 0x03030303u) << 4);
     v[2] = ((ql0 >> 4) & 0x0f0f0f0fu) | (((qh0 >> (2u * c + 4u)) & 0x03030303u) << 4);
@@ -956,10 +950,12 @@ void main() {
 #endif
 
         // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
+        // rb: the rows' handles (blocks.glsl w_row), the pair's matrix offsets (multiples of 32
+        // bytes) added.
         uint rb[NR];
         float acc[NR];
         [[unroll]] for (uint r = 0; r < NR; ++r) {
-            rb[r] = min(row0 + r % ROWS, p.nrows - 1u) * p.row_bytes;
+            rb[r] = w_row(min(row0 + r % ROWS, p.nrows - 1u), p.row_bytes);
 #if defined(SWIGLU_PAIR)
             rb[r] += r < ROWS ? p.g_off : p.u_off;
 #endif
@@ -1003,9 +999,10 @@ void main() {
 #if defined(WTYPE_Q4_K)
             if ((ABLATE & 2u) != 0u) {
                 [[unroll]] for (uint r = 0; r < NR; ++r) {
-                    uint b = rb[r] + blk * 144u;
-                    uvec4 hd = load16(b), q = load16(b + 16u + (16u << WIDE) * part);
-                    if (WIDE != 0u) q ^= load16(b + 32u + 32u * part);  // the slice's 32 bytes
+                    uvec4 hd = load16(tiled_byte(rb[r], blk, 144u, 0u));
+                    uvec4 q = load16(tiled_byte(rb[r], blk, 144u, 16u + (16u << WIDE) * part));
+                    if (WIDE != 0u)  // the slice's 32 bytes
+                        q ^= load16(tiled_byte(rb[r], blk, 144u, 32u + 32u * part));
                     acc[r] += float(dot4(hd.x ^ q.x ^ q.y ^ q.z ^ q.w, xs.a.x));
                 }
                 continue;
@@ -1026,8 +1023,8 @@ void main() {
 #if defined(WTYPE_Q4_K)
             if ((ABLATE & 2u) != 0u) {
                 [[unroll]] for (uint r = 0; r < NR; ++r) {
-                    uint b = rb[r] + blk * 144u;
-                    uvec4 hd = load16(b), q = load16(b + 16u + 16u * part);
+                    uvec4 hd = load16(tiled_byte(rb[r], blk, 144u, 0u));
+                    uvec4 q = load16(tiled_byte(rb[r], blk, 144u, 16u + 16u * part));
                     uint folded = (hd.x ^ q.x ^ q.y ^ q.z ^ q.w) & 0x3fffffffu;
                     acc[r] += uintBitsToFloat(folded | 0x3f000000u) * xv[0].x;
                 }

@@ -28,7 +28,7 @@ void main() {
     uint units = (p.ncols + 31u) / 32u;
     for (uint u = gl_LocalInvocationID.x; u < units; u += 64u) {
         vec4 v[8];
-        unit_values(id * p.row_bytes, u, p.ncols, v);
+        unit_values(w_row(id, p.row_bytes), u, p.ncols, v);
         uint ob = p.out_off + r * p.ncols + u * 32u;
         uint m = min(32u, p.ncols - u * 32u);
         for (uint e = 0; e < m; ++e) outv[ob + e] = v[e >> 2][e & 3u];
