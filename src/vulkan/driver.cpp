@@ -165,6 +165,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels->gemv_waves = opts.gemv_waves;
     w->kernels->attn_one_split = opts.attn_one_split;
     w->kernels->gemv_wide = opts.gemv_wide;
+    w->kernels->gemv_tiled = opts.gemv_tiled;
     w->kernels->gemv_balance = opts.gemv_balance;
     w->kernels->gemv_slots = opts.gemv_slots;
     w->kernels->gemm_tile = opts.gemm_tile;
@@ -280,6 +281,12 @@ Kernels::GemvWide DriverOptions::gemv_wide_from_env() {
     using W = Kernels::GemvWide;
     return choice_from_env<W>("DELTALLM_VK_GEMV_WIDE",
                               {{"auto", W::automatic}, {"off", W::off}, {"all", W::all}});
+}
+
+Kernels::GemvTiled DriverOptions::gemv_tiled_from_env() {
+    using T = Kernels::GemvTiled;
+    return choice_from_env<T>("DELTALLM_VK_GEMV_TILED",
+                              {{"auto", T::automatic}, {"off", T::off}, {"all", T::all}});
 }
 
 uint32_t DriverOptions::deltanet_columns_from_env() {

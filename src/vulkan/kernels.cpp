@@ -59,7 +59,7 @@ struct StreamReadPush {
     uint32_t n, groups, out_off;
 };
 struct GemvTilePush {
-    uint32_t ncols, nrows, x_off, y_off, mode;
+    uint32_t ncols, nrows, x_off, y_off, mode, g_off, u_off, xr_off, gin_off;
 };
 struct StageChainPush {
     uint32_t n, round0, rounds, spin_limit, flag, skew;
@@ -540,6 +540,7 @@ Kernels::GemvLaunch Kernels::gemv_launch(QType t, uint32_t rows, uint32_t cols, 
 bool Kernels::gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
                           GemvPart share) const {
     if (!gemv_module(t)) return false;
+    if (gemv_tiled_for(t, cols)) return rows % 16 == 0;  // tile_route
     const GemvLaunch l = gemv_launch(t, rows, cols, false, pair, norm, share, true);
     return l.x == GemvX::bytes && rows % 16 == 0 && l.k_rows * l.groups % 16 == 0;
 }
@@ -553,6 +554,9 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     DL_ASSERT(!(rounding && fuse && rounding->out_off != kNone));
     const Features& f = dev_.features();
     const bool round_out = rounding && rounding->out_off != kNone;
+    if (!fuse && tile_route(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, pair, norm,
+                            rounding, gated))
+        return;
     const GemvLaunch l = gemv_launch(t, rows, cols, fuse, pair, norm, share, round_out);
     const GemvX xp = l.x;
     const uint32_t wg = l.wg, kRows = l.k_rows, groups = l.groups, wide = l.wide;
@@ -708,30 +712,111 @@ std::vector<uint8_t> Kernels::tile_rows(QType t, const uint8_t* w, uint32_t rows
 
 bool Kernels::gemv_tile_supported(QType t) const {
     const Features& f = dev_.features();
-    return f.integer_dot && f.subgroup_arithmetic && (t == QType::Q4_K || t == QType::Q6_K);
+    return f.integer_dot && f.subgroup_arithmetic && f.subgroup_shuffle &&
+           f.min_subgroup_size >= 4 && (t == QType::Q4_K || t == QType::Q6_K);
+}
+
+bool Kernels::gemv_tiled_for(QType t, uint32_t cols) const {
+    if (gemv_tiled == GemvTiled::off || !tiled(t) || !gemv_tile_supported(t) || cols % 256 ||
+        gemv_x_for(t, cols) != GemvX::bytes)
+        return false;
+    // Over the 9B's 12288-value down projection rows a tile's workgroup takes three runs a slot
+    // and too few workgroups fill the device (docs/PERF.md 2026-12-02, afternoon).
+    return gemv_tiled == GemvTiled::all || cols <= 8192;
+}
+
+bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                         uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                         const uint32_t* pair, const GemvNormIn* norm,
+                         const GemvRounding* rounding, const GemvGatedIn* gated) {
+    if (!gemv_tiled_for(t, cols) || w.offset % 16) return false;
+    TileForm form;
+    form.pair = pair;
+    if (rounding && rounding->out_off != kNone) {
+        if (rows % 16) return false;
+        form.xr_off = rounding->out_off;
+    }
+    if (rounding && rounding->x_rounded) {
+        if (norm || gated || x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
+            (uint64_t)(x_off + rounding_floats(cols)) * 4 > x.range)
+            return false;  // gemv_record refuses it
+    } else {
+        if (x.offset % 16 || x_off % 4) return false;
+        form.xmode = norm ? 1 : gated ? 3 : 2;
+        if (norm) {
+            form.eps = norm->eps;
+            form.norm_w = norm->norm_w;
+            if (form.norm_w.offset % 16 || form.norm_w.range < (uint64_t)cols * 4) return false;
+        }
+        if (gated) {
+            if (gated->head % 16 || !gated->groups || cols % gated->head) return false;
+            form.eps = gated->eps;
+            form.gated = gated;
+        }
+    }
+    // A slot a run, up to eight slots of 32 (four a matrix for a pair, half the slots on each):
+    // 256 invocations measured fastest over 4096-value rows (docs/PERF.md 2026-12-02,
+    // afternoon).
+    const uint32_t runs = cols / 256 * (t == QType::Q6_K ? 2 : 1);
+    uint32_t slots = 1;
+    while (slots < runs && slots < (pair ? 4u : 8u)) slots *= 2;
+    const uint32_t threads = kTileRows * slots * (pair ? 2 : 1);
+    const uint64_t shared = (uint64_t)cols / 16 * 24 + 4ull * threads + 4ull * kTileRows;
+    const Features& f = dev_.features();
+    if (threads > f.max_workgroup_invocations || shared > f.max_shared_memory) return false;
+    tile_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, threads, kTileRows, 0,
+                gemv_grid, 1, form);
+    return true;
 }
 
 void Kernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                         uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
                         uint32_t tile, uint32_t ablate, View norm_w, uint32_t grid_cap,
                         uint32_t ksplit) {
-    const Features& f = dev_.features();
     const bool norm = norm_w.buffer != VK_NULL_HANDLE;
+    TileForm form;
+    if (norm) {
+        form.xmode = 1;
+        form.eps = 1e-6f;
+        form.norm_w = norm_w;
+    }
+    tile_record(cl, t, w, rows, cols, xr, x_off, y, y_off, accumulate, threads, tile, ablate,
+                grid_cap, ksplit, form);
+}
+
+void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                          uint32_t threads, uint32_t tile, uint32_t ablate, uint32_t grid_cap,
+                          uint32_t ksplit, const TileForm& form) {
+    const Features& f = dev_.features();
+    const bool norm = form.xmode == 1, pair = form.pair != nullptr, round_out = form.xr_off != kNone;
+    const uint32_t g_off = pair ? form.pair[0] : 0, u_off = pair ? form.pair[1] : 0;
+    const uint32_t nb = cols / 256, tiles = (rows + tile - 1) / tile;
+    const uint64_t bytes = (uint64_t)tiles * tile * row_size(t, cols);
     if (cols % 256 || !tile || threads % tile || threads > f.max_workgroup_invocations ||
-        x_off % 4 || !gemv_tile_supported(t) ||
-        (norm && (norm_w.offset % 16 || norm_w.range < (uint64_t)cols * 4)) || !ksplit ||
-        (ksplit > 1 && (!accumulate || norm || grid_cap)))
+        x_off % 4 || !gemv_tile_supported(t) || w.offset % 16 || g_off % 32 || u_off % 32 ||
+        std::max(g_off, u_off) + bytes > w.range ||
+        (form.xmode != 0 && (x.offset % 16 || (uint64_t)(x_off + cols) * 4 > x.range)) ||
+        (norm && (form.norm_w.offset % 16 || form.norm_w.range < (uint64_t)cols * 4)) ||
+        (pair && ((threads / tile) % 2 || accumulate)) || !ksplit ||
+        (round_out && (rows % 16 || tile % 16 || form.xr_off % 4 ||
+                       (uint64_t)(form.xr_off + rounding_floats(rows)) * 4 > y.range)) ||
+        (form.gated && (form.gated->head % 16 || !form.gated->groups)) ||
+        (ksplit > 1 && (!accumulate || form.xmode != 0 || grid_cap || pair || round_out)))
         fail("no tiled GEMV over {} x {} {} in workgroups of {} by {}", rows, cols, qtype_name(t),
              threads, tile);
-    const Kernel& k =
-        pipes_.get(std::string("gemv_tile_") + type_suffix(t), 4, sizeof(GemvTilePush),
-                   {threads, tile, ablate, cols / 256, norm ? 1u : 0u, ksplit});
-    GemvTilePush p{cols, rows, x_off, y_off, accumulate ? 1u : 0u};
-    const uint32_t tiles = (rows + tile - 1) / tile;
+    std::vector<uint32_t> spec = {threads,    tile,          ablate, nb,
+                                  form.xmode, ksplit,        std::bit_cast<uint32_t>(form.eps),
+                                  pair,       round_out ? 1u : 0u};
+    if (form.gated) spec.insert(spec.end(), {form.gated->head, form.gated->groups});
+    const Kernel& k = pipes_.get(std::string("gemv_tile_") + type_suffix(t), 4,
+                                 sizeof(GemvTilePush), spec);
+    GemvTilePush p{cols,  rows,  x_off,  y_off, accumulate ? 1u : 0u, g_off,
+                   u_off, round_out ? form.xr_off : 0, form.gated ? form.gated->ss_off : 0};
     auto [gx, gy] = grid(f, ksplit > 1 ? tiles * ksplit
                             : grid_cap ? std::min(grid_cap, tiles)
                                        : tiles);
-    cl.dispatch(k, {w, xr, y, norm ? norm_w : xr}, p, gx, gy);
+    cl.dispatch(k, {w, x, y, norm ? form.norm_w : x}, p, gx, gy);
 }
 
 void Kernels::stage_chain(CommandList& cl, View x, View sync, uint32_t n, uint32_t round0,

@@ -91,6 +91,16 @@ class Kernels {
     GemvWide gemv_wide = GemvWide::automatic;
     // For tests: at most this many workgroups for every GEMV (0: no such limit).
     uint32_t gemv_grid = 0;
+    // Which GEMVs over Q4_K and Q6_K rows (held in tiles, weight_layout.h) run on the tiled GEMV
+    // (shaders/gemv_tile.comp) rather than gemv.comp, where the device has integer dot products,
+    // subgroup arithmetic and shuffles in subgroups of 4+ and the GEMV reads x in bytes (every
+    // form but the norm epilogue): `automatic` those over rows of up to 8192 values (what
+    // measured fastest, gemv_tiled_for), `all` every one, `off` none.
+    enum class GemvTiled { off, automatic, all };
+    GemvTiled gemv_tiled = GemvTiled::automatic;
+    // Whether a GEMV over rows of cols values of type t that reads x in bytes runs on the tiled
+    // GEMV here (gemv_tiled, the device's features).
+    bool gemv_tiled_for(QType t, uint32_t cols) const;
     // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
     // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
     // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks
@@ -189,6 +199,7 @@ class Kernels {
     // of the row's runs to y by atomics.
     static std::vector<uint8_t> tile_rows(QType t, const uint8_t* w, uint32_t rows, uint32_t cols,
                                           uint32_t tile);
+    // The device can run the tiled GEMV over weights of type t (features, not shapes).
     bool gemv_tile_supported(QType t) const;
     void gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
@@ -452,6 +463,27 @@ class Kernels {
     };
     GemvLaunch gemv_launch(QType t, uint32_t rows, uint32_t cols, bool fuse, bool pair, bool norm,
                            GemvPart share, bool round_out) const;
+    // The tiled GEMV's form (shaders/gemv_tile.comp): XMODE, the norm's epsilon and weights
+    // (XMODE 1) or the gated norm's terms (XMODE 3), a pair's matrix offsets, ROUND_OUT's
+    // offset (kNone: none).
+    struct TileForm {
+        uint32_t xmode = 0;
+        float eps = 0;
+        View norm_w;
+        const GemvGatedIn* gated = nullptr;
+        const uint32_t* pair = nullptr;
+        uint32_t xr_off = kNone;
+    };
+    void tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                     uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
+                     uint32_t tile, uint32_t ablate, uint32_t grid_cap, uint32_t ksplit,
+                     const TileForm& form);
+    // The GEMVs gemv_record hands to the tiled GEMV (gemv_tiled_for, and a form and views it
+    // takes): records it and returns true, else records nothing.
+    bool tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, const uint32_t* pair,
+                    const GemvNormIn* norm, const GemvRounding* rounding,
+                    const GemvGatedIn* gated);
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvFusion* fuse, const uint32_t* pair = nullptr,

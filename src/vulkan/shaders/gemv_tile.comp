@@ -1,29 +1,45 @@
-// y = W·x for Q4_K or Q6_K weights (WTYPE_*) held in row tiles (the GEMV speed report's tiled
-// form), over x rounded to bytes by the GEMV before it (gemv.comp XPRE's layout: the bytes, 16 a
-// block, then each block's scale and scaled sum) or, under NORM_IN, over the residual stream
-// before its RMSNorm.
+// y = W·x for Q4_K or Q6_K weights (WTYPE_*) held in row tiles (weight_layout.h, the device's
+// layout of these formats with TILE = 32; the speed report also lays out other tile sizes,
+// Kernels::tile_rows), batch 1. The decode token command's GEMV over these formats where the
+// device has integer dot products, subgroup arithmetic and shuffles (Kernels::gemv_record).
 //
-// The tiled form (Kernels::tile_rows): rows in tiles of TILE; a tile's blocks of one 256-value
-// column run (kb) lie together as fields of 16 bytes, each field of the TILE rows side by side.
-// Q4_K: nine fields (the header, then the eight 16-byte words of nibbles). Q6_K: the eight words
-// of low nibbles, the four of high bits, the sixteen scales, then the TILE f16 d side by side
-// (210 · TILE bytes, as many as the blocks). So invocation lane of a tile reads its row's block
-// as independent loads, each of them one contiguous TILE · 16 bytes with its neighbours: every
+// The tiled form: rows in tiles of TILE; a tile's blocks of one 256-value column run (kb) lie
+// together as fields of 16 bytes, each field of the TILE rows side by side. Q4_K: nine fields
+// (the header, then the eight 16-byte words of nibbles). Q6_K: the eight words of low nibbles,
+// the four of high bits, the sixteen scales, then the TILE f16 d side by side (210 · TILE
+// bytes, as many as the blocks). So invocation lane of a tile reads its row's block as
+// independent loads, each of them one contiguous TILE · 16 bytes with its neighbours: every
 // load instruction of a subgroup is coalesced, every load of a run is in flight at once, and no
 // row is split across invocations.
 //
 // A workgroup takes one tile: WG / TILE slots of TILE invocations, slot s taking the runs s,
 // s + WG / TILE, ... (Q4_K: a run is a block; Q6_K: half a block, 128 values, so a thread holds
-// seven loads, not thirteen); x (rounded, as much of it as the workgroup's runs meet) is copied
-// to shared memory, or rounded there from the floats under NORM_IN, once the first run's loads
-// are requested, and the slots' sums meet in shared memory at the end: one barrier before the
-// products, one before the sum, none between runs.
+// seven loads, not thirteen); x is made ready in shared memory (XMODE, below) once the first
+// run's loads are requested, and the slots' sums meet in shared memory at the end: one barrier
+// before the products, one before the sum, none between runs.
+//
+// x (XMODE), always as gemv.comp's X_INT8 path has it, rounded to signed bytes by 16-value
+// blocks with the same rounding (round_bytes.glsl), so the two kernels compute the same sums:
+//  0: rounded already by the GEMV before (gemv.comp XPRE's layout: the bytes, 16 a block, then
+//     each block's scale and scaled sum), copied to shared memory;
+//  1: the residual stream before its RMSNorm (gemv.comp NORM_IN; the norm weights binding 3),
+//     normalized and rounded by each workgroup;
+//  2: floats, rounded by each workgroup;
+//  3: a Gated DeltaNet layer's output before its gated norm (gemv.comp GATED_IN).
+// Four adjacent invocations of a subgroup round a block, combined by shuffles (the launcher
+// requires subgroups of 4+).
+//
+// The fused forms of the token command: PAIR, the FFN gate and up matrices (at byte offsets
+// g_off and u_off of the view, multiples of 32) and the SwiGLU, half the slots on each matrix:
+// y = silu(G·x) · (U·x); ROUND_OUT, the rows also written rounded as a GEMV that reads them
+// under XMODE 0 takes them (at float xr_off of y's binding; whole 16-row blocks).
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_integer_dot_product : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 512;
@@ -33,22 +49,30 @@ layout(constant_id = 1) const uint TILE = 32;
 layout(constant_id = 2) const uint ABLATE = 0;
 // 256-value column runs a row (ncols / 256): the size of the shared copy of x.
 layout(constant_id = 3) const uint NB = 16;
-// 1: x is the residual stream before its RMSNorm (floats at x_off, the norm weights binding 3),
-// normalized and rounded by each workgroup as gemv.comp NORM_IN does, with the speed report's
-// epsilon; 0: x rounded already.
-layout(constant_id = 4) const uint NORM_IN = 0;
-const float NORM_EPS = 1e-6;
+// How x comes (see the top).
+layout(constant_id = 4) const uint XMODE = 0;
 // KSPLIT > 1 (the speed report's experiment for long rows): KSPLIT workgroups a tile, each taking
 // its share of the runs, adding their rows' sums to y by atomics (mode 1 only), in whatever order
 // they finish.
 layout(constant_id = 5) const uint KSPLIT = 1;
+// XMODE 1 and 3: the norm's epsilon.
+layout(constant_id = 6) const float NORM_EPS = 1e-6;
+layout(constant_id = 7) const uint PAIR = 0;
+layout(constant_id = 8) const uint ROUND_OUT = 0;
+// XMODE 3: the value head size and the column groups of a head whose sums of squares lie at
+// gin_off (gemv.comp GATED_IN).
+layout(constant_id = 9) const uint GIN_DV = 128;
+layout(constant_id = 10) const uint GIN_G = 1;
 const uint SLOTS = WG / TILE;
+// Slots a matrix: a pair's gate rows take the first half, its up rows the second.
+const uint MSLOTS = PAIR != 0u ? SLOTS / 2u : SLOTS;
 
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 layout(std430, binding = 1) readonly buffer XQ4 { uvec4 gxq4[]; };
 layout(std430, binding = 1) readonly buffer XD2 { vec2 gxd2[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
+layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 2) buffer YU { uint yu[]; };
 layout(std430, binding = 3) readonly buffer NormW { vec4 nin_w4[]; };
@@ -56,9 +80,13 @@ layout(std430, binding = 3) readonly buffer NormW { vec4 nin_w4[]; };
 layout(push_constant) uniform Push {
     uint ncols;
     uint nrows;
-    uint x_off;  // in floats: where the rounding of x starts
+    uint x_off;  // in floats: where x (or its rounding) starts
     uint y_off;  // in floats
     uint mode;   // 0: y = W·x, 1: y += W·x
+    uint g_off;  // bytes: where the matrix (a pair's gate matrix) starts in the view
+    uint u_off;  // PAIR: where the up matrix starts
+    uint xr_off;   // ROUND_OUT: where the rounding of y goes, in floats
+    uint gin_off;  // XMODE 3: the column groups' sums of squares, in floats of the x binding
 } p;
 
 shared uvec4 sxq[NB * 16];
@@ -68,33 +96,43 @@ shared float red[WG];
 #include "k4_scales.glsl"
 #include "round_bytes.glsl"
 
-// NORM_IN: x · w rounded by 16-value blocks into sxq / sxd, a thread a block, the sum of squares
-// of x left in red (reduced by the caller's barrier and sum).
-float round_x() {
+// XMODE 3: the gated norm's factor of the head that 16-value block e of x lies in.
+float gin_factor(uint e) {
+    uint h = 16u * e / GIN_DV;
     float ss = 0.0;
-    for (uint e = gl_LocalInvocationID.x; e < 16u * NB; e += WG) {
-        vec4 v[4];
-        float amax = 0.0;
-        bool finite = true;
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-            v[i] = x4[(p.x_off >> 2) + 4u * e + i];
-            ss += dot(v[i], v[i]);
-            v[i] *= nin_w4[4u * e + i];
-            vec4 a = abs(v[i]);
-            amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
-            finite = finite && !any(isnan(v[i])) && !any(isinf(v[i]));
+    for (uint g = 0u; g < GIN_G; ++g) ss += x[p.gin_off + h * GIN_G + g];
+    return inversesqrt(ss / float(GIN_DV) + NORM_EPS);
+}
+
+// XMODE 1-3: x (times the norm weights under XMODE 1) rounded by 16-value blocks into sxq /
+// sxd, four invocations of a subgroup a block, a quad of values each; returns this thread's sum
+// of squares of x (XMODE 1).
+float round_x() {
+    uint lane = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+    float ss = 0.0;
+    for (uint i = lane; i < 64u * NB; i += WG) {
+        vec4 v = x4[(p.x_off >> 2) + i];
+        if (XMODE == 1u) {
+            ss += dot(v, v);
+            v *= nin_w4[i];
         }
-        float id = round_factor(amax, finite);
-        uvec4 w;
-        int sum = 0;
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-            int s4;
-            w[i] = round4(v[i], id, s4);
-            sum += s4;
+        vec4 a = abs(v);
+        float amax = max(max(a.x, a.y), max(a.z, a.w));
+        uint bad = any(isnan(v)) || any(isinf(v)) ? 1u : 0u;
+        [[unroll]] for (uint m = 1u; m < 4u; m <<= 1) {
+            amax = max(amax, subgroupShuffleXor(amax, m));
+            bad |= subgroupShuffleXor(bad, m);
         }
+        float id = round_factor(amax, bad == 0u);
+        int sum;
+        uint w = round4(v, id, sum);
+        sum += subgroupShuffleXor(sum, 1u);
+        sum += subgroupShuffleXor(sum, 2u);
+        uint e = i >> 2, j = i & 3u;
+        sxq[e][j] = w;
         float d = amax / 127.0;
-        sxq[e] = w;
-        sxd[e] = vec2(d, d * float(sum));
+        if (XMODE == 3u) d *= gin_factor(e);
+        if (j == 0u) sxd[e] = vec2(d, d * float(sum));
     }
     return ss;
 }
@@ -135,8 +173,9 @@ float run_dot(uvec4 f[NF], uint d16, uint kb) {
     return dm.x * s - dm.y * m;
 }
 
-void load_run(uint tile, uint nb, uint run, uint lane, out uvec4 f[NF], out uint d16) {
-    uint base = (tile * nb + run) * 9u * TILE + lane;
+// Run `run` of row lane of tile `tile` of the matrix at 16-byte word m16 of the view.
+void load_run(uint m16, uint tile, uint nb, uint run, uint lane, out uvec4 f[NF], out uint d16) {
+    uint base = m16 + (tile * nb + run) * 9u * TILE + lane;
     [[unroll]] for (uint i = 0u; i < 9u; ++i) f[i] = wq4[base + i * TILE];
     d16 = 0u;
 }
@@ -176,9 +215,9 @@ float run_dot(uvec4 f[NF], uint d16, uint run) {
     return unpackHalf2x16(d16).x * s;
 }
 
-void load_run(uint tile, uint nb, uint run, uint lane, out uvec4 f[NF], out uint d16) {
+void load_run(uint m16, uint tile, uint nb, uint run, uint lane, out uvec4 f[NF], out uint d16) {
     uint kb = run >> 1, h = run & 1u;
-    uint chunk = (tile * nb + kb) * 210u * TILE;  // bytes
+    uint chunk = 16u * m16 + (tile * nb + kb) * 210u * TILE;  // bytes
     uint base = chunk / 16u + lane;
     [[unroll]] for (uint i = 0u; i < 4u; ++i) f[i] = wq4[base + (4u * h + i) * TILE];
     [[unroll]] for (uint i = 0u; i < 2u; ++i) f[4u + i] = wq4[base + (8u + 2u * h + i) * TILE];
@@ -188,34 +227,71 @@ void load_run(uint tile, uint nb, uint run, uint lane, out uvec4 f[NF], out uint
 }
 #endif
 
+// ROUND_OUT: shared copy of the tile's stored rows.
+shared float rov[TILE];
+
+// ROUND_OUT: the tile's rows in rov rounded as gemv.comp's round_out rounds them, one thread a
+// 16-value block, into y[xr_off ..]: block e's bytes in words xr_off + 4e .. + 3, its scale and
+// scaled sum at xr_off + nrows / 4 + 2e.
+void round_out(uint tile, uint t) {
+    uint e = (tile * TILE) / 16u + t;
+    if (t >= TILE / 16u || 16u * e >= p.nrows) return;
+    float amax = 0.0;
+    bool finite = true;
+    vec4 vb[4];
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        uint j = 16u * t + 4u * i;
+        vb[i] = vec4(rov[j], rov[j + 1u], rov[j + 2u], rov[j + 3u]);
+        vec4 a = abs(vb[i]);
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+        finite = finite && !any(isnan(vb[i])) && !any(isinf(vb[i]));
+    }
+    float id = round_factor(amax, finite);
+    int s0 = 0;
+    uint o = p.xr_off, n = p.nrows;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        int sum;
+        yu[o + 4u * e + i] = round4(vb[i], id, sum);
+        s0 += sum;
+    }
+    float d = amax / 127.0;
+    y[o + n / 4u + 2u * e] = d;
+    y[o + n / 4u + 2u * e + 1u] = d * float(s0);
+}
+
 void main() {
     uint t = gl_LocalInvocationID.x, lane = t % TILE, slot = t / TILE;
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint grid = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
     uint tiles = (p.nrows + TILE - 1u) / TILE;
     uint nb = p.ncols / 256u, nr = nb * RUNS_A_BLOCK;
+    // This slot's matrix (a pair's gate or up rows) and its place among the matrix's slots.
+    uint mslot = slot % MSLOTS;
+    uint m16 = (slot < MSLOTS ? p.g_off : p.u_off) >> 4;
     uvec4 f[NF];
     uint d16;
     // A grid smaller than the tiles walks them (tile wg, wg + grid, ...) over the x it rounded.
-    uint tile = wg, run = slot, first = 0u, last = nr;
+    uint tile = wg, run = mslot, first = 0u, last = nr;
     if (KSPLIT > 1u) {  // no walking: the grid is every tile's parts
         uint share = (nr + KSPLIT - 1u) / KSPLIT;
         tile = wg / KSPLIT;
         first = (wg % KSPLIT) * share;
         last = min(nr, first + share);
-        run = first + slot;
+        run = first + mslot;
         grid = tiles;  // one pass
     }
-    if (run < last) load_run(tile, nb, run, lane, f, d16);
+    if (run < last) load_run(m16, tile, nb, run, lane, f, d16);
     float scale = 1.0;
-    if (NORM_IN != 0u) {
+    if (XMODE != 0u) {
         float part = subgroupAdd(round_x());
-        if (subgroupElect()) red[gl_SubgroupID] = part;
+        if (XMODE == 1u && subgroupElect()) red[gl_SubgroupID] = part;
         barrier();
-        float ss = 0.0;
-        for (uint i = 0u; i < gl_NumSubgroups; ++i) ss += red[i];
-        scale = inversesqrt(ss / float(p.ncols) + NORM_EPS);
-        barrier();  // red is the slots' sums below
+        if (XMODE == 1u) {
+            float ss = 0.0;
+            for (uint i = 0u; i < gl_NumSubgroups; ++i) ss += red[i];
+            scale = inversesqrt(ss / float(p.ncols) + NORM_EPS);
+            barrier();  // red is the slots' sums below
+        }
     } else {
         // The x blocks of this workgroup's runs (all of x but under KSPLIT).
         uint e0 = first / RUNS_A_BLOCK * 16u, e1 = (last + RUNS_A_BLOCK - 1u) / RUNS_A_BLOCK * 16u;
@@ -227,22 +303,29 @@ void main() {
     }
     for (; tile < tiles; tile += grid) {  // (under KSPLIT, once)
         if (tile != wg && KSPLIT == 1u) {
-            run = slot;
-            if (run < last) load_run(tile, nb, run, lane, f, d16);
+            run = mslot;
+            if (run < last) load_run(m16, tile, nb, run, lane, f, d16);
         }
         float acc = 0.0;
         while (run < last) {
             acc += run_dot(f, d16, run);
-            run += SLOTS;
-            if (run < last) load_run(tile, nb, run, lane, f, d16);
+            run += MSLOTS;
+            if (run < last) load_run(m16, tile, nb, run, lane, f, d16);
         }
         red[t] = acc;
         barrier();
+        uint row = tile * TILE + lane;
         if (slot == 0u) {
             float s = 0.0;
-            for (uint i = 0u; i < SLOTS; ++i) s += red[i * TILE + lane];
+            for (uint i = 0u; i < MSLOTS; ++i) s += red[i * TILE + lane];
             s *= scale;
-            uint row = tile * TILE + lane;
+            if (PAIR != 0u) {
+                float u = 0.0;
+                for (uint i = MSLOTS; i < SLOTS; ++i) u += red[i * TILE + lane];
+                u *= scale;
+                s = s / (1.0 + exp(-s)) * u;  // swiglu.comp's formula
+            }
+            float v = s;  // the value stored
             if (row < p.nrows) {
                 uint o = p.y_off + row;
                 if (KSPLIT > 1u) {
@@ -253,10 +336,16 @@ void main() {
                         old = got;
                     }
                 } else {
-                    y[o] = p.mode != 0u ? y[o] + s : s;
+                    if (p.mode != 0u) v += y[o];
+                    y[o] = v;
                 }
             }
+            if (ROUND_OUT != 0u) rov[lane] = v;
         }
-        barrier();  // red is rewritten by the next tile
+        barrier();  // red is rewritten by the next tile (and rov is read below)
+        if (ROUND_OUT != 0u) {
+            round_out(tile, t);
+            barrier();
+        }
     }
 }
