@@ -68,9 +68,9 @@ const std::vector<Var>& all() {
          "workgroups a multiprocessor for the Vulkan decode GEMVs over x in bytes, each taking "
          "several row blocks, where the device reports its multiprocessors (0: a workgroup a "
          "row block)"},
-        {"DELTALLM_VK_GEMV_TILED", "string", "auto",
-         "which Vulkan decode GEMVs over Q4_K and Q6_K rows run on the tiled GEMV: auto (rows of "
-         "up to 8192 values), off (none) or all"},
+        {"DELTALLM_VK_GEMV_TILED", "string", "on",
+         "Vulkan decode GEMVs over Q4_K and Q6_K rows on the tiled GEMV where the device has its "
+         "features: on, or off (gemv.comp reads the tiles)"},
         {"DELTALLM_VK_GEMV_WIDE", "string", "auto",
          "which Vulkan decode GEMVs over x in bytes take slices of 64 weights: auto (Q4_K, and "
          "Q6_K over rows of 8192+ values), off or all (every Q4_K and Q6_K one)"},

@@ -81,7 +81,7 @@ struct DriverOptions {
     // Kernels::gemv_wide (DELTALLM_VK_GEMV_WIDE: auto, off or all).
     Kernels::GemvWide gemv_wide = gemv_wide_from_env();
     static Kernels::GemvWide gemv_wide_from_env();
-    // Kernels::gemv_tiled (DELTALLM_VK_GEMV_TILED: auto, off or all).
+    // Kernels::gemv_tiled (DELTALLM_VK_GEMV_TILED: on or off).
     Kernels::GemvTiled gemv_tiled = gemv_tiled_from_env();
     static Kernels::GemvTiled gemv_tiled_from_env();
     // Kernels::gemm_tile (DELTALLM_VK_GEMM_TILE, "BMxBNxBK[xWG]"; empty: chosen by the rows).

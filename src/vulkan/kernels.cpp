@@ -717,12 +717,10 @@ bool Kernels::gemv_tile_supported(QType t) const {
 }
 
 bool Kernels::gemv_tiled_for(QType t, uint32_t cols) const {
-    if (gemv_tiled == GemvTiled::off || !tiled(t) || !gemv_tile_supported(t) || cols % 256 ||
-        gemv_x_for(t, cols) != GemvX::bytes)
-        return false;
-    // Over the 9B's 12288-value down projection rows a tile's workgroup takes three runs a slot
-    // and too few workgroups fill the device (docs/PERF.md 2026-12-02, afternoon).
-    return gemv_tiled == GemvTiled::all || cols <= 8192;
+    // On an H200 every shape measured faster on it than on gemv.comp reading the tiles, the
+    // 9B's 12288-value down projection rows too (docs/PERF.md 2026-12-02, evening).
+    return gemv_tiled != GemvTiled::off && tiled(t) && gemv_tile_supported(t) && cols % 256 == 0 &&
+           gemv_x_for(t, cols) == GemvX::bytes;
 }
 
 bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,

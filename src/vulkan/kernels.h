@@ -94,10 +94,9 @@ class Kernels {
     // Which GEMVs over Q4_K and Q6_K rows (held in tiles, weight_layout.h) run on the tiled GEMV
     // (shaders/gemv_tile.comp) rather than gemv.comp, where the device has integer dot products,
     // subgroup arithmetic and shuffles in subgroups of 4+ and the GEMV reads x in bytes (every
-    // form but the norm epilogue): `automatic` those over rows of up to 8192 values (what
-    // measured fastest, gemv_tiled_for), `all` every one, `off` none.
-    enum class GemvTiled { off, automatic, all };
-    GemvTiled gemv_tiled = GemvTiled::automatic;
+    // form but the norm epilogue): `on` every one, `off` none.
+    enum class GemvTiled { off, on };
+    GemvTiled gemv_tiled = GemvTiled::on;
     // Whether a GEMV over rows of cols values of type t that reads x in bytes runs on the tiled
     // GEMV here (gemv_tiled, the device's features).
     bool gemv_tiled_for(QType t, uint32_t cols) const;

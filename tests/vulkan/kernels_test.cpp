@@ -151,14 +151,29 @@ TEST_P(GemvXPaths, GlobalMatchesReference) {
     VK_TEST_DEVICE();
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::global);
 }
+// Q4_K and Q6_K rows (held in tiles) on the tiled GEMV and on gemv.comp (Kernels::gemv_tiled);
+// the tiled GEMV reads x from floats only 16-byte aligned, so x_off 5 takes gemv.comp either way.
 TEST_P(GemvXPaths, BytesMatchRoundedReference) {
     VK_TEST_DEVICE();
+    for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
+        test::Scoped tiled(K.gemv_tiled, route);
+        check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
+        if (HasFatalFailure() || IsSkipped()) return;
+    }
+}
+// The tiled GEMV over a grid of fewer workgroups than tiles: each walks every grid-th tile over
+// the x it rounded once.
+TEST_P(GemvXPaths, BytesOnTheTiledGemvOverASmallGridMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
+    test::Scoped grid(K.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 // Workgroups of several row groups over one rounded x (Kernels::gemv_groups): rows of the last
 // workgroup's later groups past the end, groups reduced apart.
 TEST_P(GemvXPaths, BytesInRowGroupsMatchRoundedReference) {
     VK_TEST_DEVICE();
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
     test::Scoped groups(K.gemv_groups, 4);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
@@ -172,6 +187,7 @@ TEST_P(GemvXPaths, GlobalOverASmallGridMatchesReference) {
 }
 TEST_P(GemvXPaths, BytesInRowGroupsOverASmallGridMatchRoundedReference) {
     VK_TEST_DEVICE();
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
     test::Scoped groups(K.gemv_groups, 4);
     test::Scoped grid(K.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
@@ -182,16 +198,19 @@ TEST_P(GemvXPaths, BytesInRowGroupsOverASmallGridMatchRoundedReference) {
 // rows of 8192+ values), alone and over a small grid.
 TEST_P(GemvXPaths, BytesInNarrowSlicesMatchRoundedReference) {
     VK_TEST_DEVICE();
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
     test::Scoped wide(K.gemv_wide, Kernels::GemvWide::off);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 TEST_P(GemvXPaths, BytesInWideSlicesMatchRoundedReference) {
     VK_TEST_DEVICE();
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
     test::Scoped wide(K.gemv_wide, Kernels::GemvWide::all);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
     VK_TEST_DEVICE();
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
     test::Scoped wide(K.gemv_wide, Kernels::GemvWide::all);
     test::Scoped groups(K.gemv_groups, 4);
     test::Scoped grid(K.gemv_grid, 3);
@@ -202,6 +221,7 @@ TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
 // group, down to one, in workgroups of 4 row groups, over narrow and wide slices.
 TEST_P(GemvXPaths, BytesBalancedOverFewSlotsMatchRoundedReference) {
     VK_TEST_DEVICE();
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
     test::Scoped slots(K.gemv_slots, 3);
     test::Scoped groups(K.gemv_groups, 4);
     for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
@@ -215,6 +235,7 @@ TEST_P(GemvXPaths, BytesBalancedOverFewSlotsMatchRoundedReference) {
 // its part of the grid: every row written, none past them.
 TEST_P(GemvXPaths, BytesSharingAStageMatchRoundedReference) {
     VK_TEST_DEVICE();
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
     test::Scoped groups(K.gemv_groups, 4);
     for (uint32_t slots : {3u, 16u})
         for (float part : {0.3f, 0.7f}) {
@@ -292,10 +313,15 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
                                View x, uint32_t x_off, View y, uint32_t y_off, bool acc) {
         K.gemv_normed(cl, t, w, rows, cols, x, x_off, y, y_off, acc, {view(nb), eps});
     };
-    for (uint32_t x_off : {5u, 8u})
-        check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, &nw, eps);
-    test::Scoped groups(K.gemv_groups, 4);
+    for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
+        test::Scoped tiled(K.gemv_tiled, route);
+        for (uint32_t x_off : {5u, 8u})
+            check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, &nw, eps);
+    }
     test::Scoped grid(K.gemv_grid, 3);
+    check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);  // the tiled GEMV's walk
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.gemv_groups, 4);
     for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
         test::Scoped w(K.gemv_wide, wide);
         check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);
@@ -338,8 +364,11 @@ TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
                                    View x, uint32_t xo, View y, uint32_t y_off, bool acc) {
             K.gemv_gated(cl, t, w, rows, cols, x, xo, y, y_off, acc, gin);
         };
-        check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &g);
-        if (HasFatalFailure()) return;
+        for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
+            test::Scoped tiled(K.gemv_tiled, route);
+            check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &g);
+            if (HasFatalFailure()) return;
+        }
     }
 }
 
@@ -413,7 +442,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // Many workgroups; rows that take several passes of the workgroup.
                       GemvCase{QType::Q4_K, 4096, 1024}, GemvCase{QType::Q4_K, 21, 12288},
                       GemvCase{QType::Q6_K, 9, 12288}, GemvCase{QType::Q8_0, 5, 12288},
-                      GemvCase{QType::Q5_K, 6, 12288}),
+                      GemvCase{QType::Q5_K, 6, 12288},
+                      // The 9B's rows of 4096 values (eight slots of runs on the tiled GEMV),
+                      // a tile and a row past two.
+                      GemvCase{QType::Q4_K, 33, 4096}, GemvCase{QType::Q6_K, 65, 4096}),
     test::TypeRowsColsName());
 
 // gemv.comp's other shapes, dispatched directly: the shared-memory reduction (the module without
