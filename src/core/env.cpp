@@ -44,6 +44,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMV_PRE_ROUND", "bool", "1",
          "Vulkan decode: the FFN gate and up GEMVs round their output to bytes for the down "
          "projection, which then does not round x itself (0: it does)"},
+        {"DELTALLM_VK_GEMV_ROUND_H", "bool", "1",
+         "Vulkan decode: the GEMV that writes the residual stream also rounds it to bytes for the "
+         "next norm's readers, where they run on the tiled GEMV (0: each reader rounds it)"},
         {"DELTALLM_VK_MERGE_IN", "bool", "1",
          "Vulkan decode: each run of a mixer's input projections of one type that lie back to "
          "back is one GEMV (0: a GEMV each)"},

@@ -72,6 +72,7 @@ struct ResidentDriver::Session : SessionState {
     // GEMVs of the token command that read x rounded by the GEMV before (gemv_pre_round_).
     uint32_t rounded_reads = 0;
     uint32_t gated_reads = 0;  // CommandCounts::gated_reads of the token command
+    uint32_t normed_roundings = 0;
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
     Buffer head_counter;
@@ -183,6 +184,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->fused_decode_ = opts.fused_decode;
     d->gemv_norm_in_ = opts.gemv_norm_in;
     d->gemv_pre_round_ = opts.gemv_pre_round;
+    d->gemv_round_h_ = opts.gemv_round_h;
     d->merge_in_ = opts.merge_in;
     d->gated_in_ = opts.gated_in;
     d->expand_ahead_ = opts.expand_ahead;
@@ -201,6 +203,10 @@ bool DriverOptions::fused_decode_from_env() {
 
 bool DriverOptions::gemv_norm_in_from_env() {
     return env::get_bool("DELTALLM_VK_GEMV_NORM_IN");
+}
+
+bool DriverOptions::gemv_round_h_from_env() {
+    return env::get_bool("DELTALLM_VK_GEMV_ROUND_H");
 }
 
 bool DriverOptions::gemv_pre_round_from_env() {
@@ -491,12 +497,25 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     };
     // The norm the GEMVs reading xn apply to h themselves (none: xn holds the normalized h).
     const Tensor* pending = nullptr;
+    // h rounded to bytes times the pending norm's weights at A.h_bytes by the GEMV that wrote
+    // it, for its readers (Kernels::GemvRounding::out_norm): where that GEMV and every reader of
+    // the norm run on the tiled GEMV (gemv_round_h_).
+    bool h_rounded = false;
+    auto rounds_h = [&](const Tensor* writer, const Tensor* norm_w) {
+        if (!gemv_round_h_ || !norm_w || writer->rows() % 16 ||
+            !K.gemv_tiled_for(writer->type, (uint32_t)writer->cols()))
+            return false;
+        for (const Tensor* t : readers.at(norm_w))
+            if (!K.gemv_tiled_for(t->type, (uint32_t)t->cols())) return false;
+        return true;
+    };
     auto pending_norm = [&] { return Kernels::GemvNormIn{norm_weights(pending), hp.rms_eps}; };
     // The FFN activations rounded to bytes at A.ffn_bytes by the pair that wrote them, for the
     // down projection (gemv_pre_round_).
     bool ffn_rounded = false;
     s->rounded_reads = 0;
     s->gated_reads = 0;
+    s->normed_roundings = 0;
     // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
     // (gated_in_; none: the step applied it).
     std::optional<Kernels::GemvGatedIn> gated;
@@ -505,7 +524,10 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
                        vk::GemvPart share = {}) {
         if (!pending) return K.gemv(cl, t, w, rows, cols, act, A.xn, y, y_off, false, share);
-        K.gemv_normed(cl, t, w, rows, cols, act, A.h, y, y_off, false, pending_norm(), share);
+        Kernels::GemvRounding r;
+        r.x_rounded = h_rounded;
+        K.gemv_normed(cl, t, w, rows, cols, act, h_rounded ? A.h_bytes : A.h, y, y_off, false,
+                      pending_norm(), share, h_rounded ? &r : nullptr);
     };
     auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
         gemv_xn(t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), y, y_off);
@@ -571,17 +593,25 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             x_off = A.ffn_bytes;
             ++s->rounded_reads;
         }
+        // The new h rounded for the readers of the next norm.
+        h_rounded = pending && rounds_h(t, pending);
+        if (h_rounded) {
+            r.out_off = A.h_bytes;
+            r.out_norm = norm_weights(pending);
+            ++s->normed_roundings;
+        }
+        const bool with_r = r.x_rounded || h_rounded;
         if (gated) {  // the step chose it where the next norm is its readers' (chain.deltanet)
             DL_ASSERT(pending);
             K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
-                         act, x_off, act, A.h, true, *gated);
+                         act, x_off, act, A.h, true, *gated, with_r ? &r : nullptr);
             gated.reset();
             ++s->gated_reads;
             stage(role);
             return;
         }
         if (pending || !fused_decode_) {
-            gemv(t, x_off, act, A.h, true, r.x_rounded ? &r : nullptr);
+            gemv(t, x_off, act, A.h, true, with_r ? &r : nullptr);
             stage(role);
             if (pending) return;
             norm(norm_w, A.h, A.xn);
@@ -645,10 +675,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
                 K.gemv_path(down->type, (uint32_t)down->rows(), (uint32_t)down->cols(), false,
                             false, !normed_by_readers(next_norm)) == Kernels::GemvX::bytes;
             Kernels::GemvRounding r;
-            r.out_off = A.ffn_bytes;
+            if (ffn_rounded) r.out_off = A.ffn_bytes;
+            r.x_rounded = pending && h_rounded;
+            const uint32_t x_off = !pending ? A.xn : h_rounded ? A.h_bytes : A.h;
             K.gemv_swiglu(cl, L.ffn_gate->type, W.rows(g->slab, lo, hi - lo), g->offset - lo,
-                          u->offset - lo, rows, cols, act, pending ? A.h : A.xn, act, A.ffn,
-                          pending ? &nin : nullptr, ffn_rounded ? &r : nullptr);
+                          u->offset - lo, rows, cols, act, x_off, act, A.ffn,
+                          pending ? &nin : nullptr, ffn_rounded || r.x_rounded ? &r : nullptr);
             stage("gemv ffn");
             return;
         }
@@ -1018,7 +1050,8 @@ int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
 
 ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const SessionState& st) const {
     const Session& s = static_cast<const Session&>(st);
-    return {s.token_cmd->n_dispatches(), s.token_cmd->n_barriers(), s.rounded_reads, s.gated_reads};
+    return {s.token_cmd->n_dispatches(), s.token_cmd->n_barriers(), s.rounded_reads, s.gated_reads,
+            s.normed_roundings};
 }
 
 bool ResidentDriver::samples_on_device(const SamplerParams& p) const {

@@ -41,6 +41,12 @@ struct DriverOptions {
     // projection does not round x (DELTALLM_VK_GEMV_PRE_ROUND; off: it rounds x itself).
     bool gemv_pre_round = gemv_pre_round_from_env();
     static bool gemv_pre_round_from_env();
+    // With norms taken by their readers: the GEMV that writes the residual stream also rounds
+    // it to bytes times the next norm's weights, with each block's sum of squares, where it and
+    // every reader of that norm run on the tiled GEMV (Kernels::GemvRounding::out_norm), so the
+    // readers neither read the floats nor round them (DELTALLM_VK_GEMV_ROUND_H).
+    bool gemv_round_h = gemv_round_h_from_env();
+    static bool gemv_round_h_from_env();
     // The token command reads each run of a mixer's input projections that the plan put back to
     // back (same type and row length) in one GEMV (DELTALLM_VK_MERGE_IN; off: a GEMV each).
     bool merge_in = merge_in_from_env();
@@ -146,6 +152,7 @@ class ResidentDriver final : public Executor {
         uint32_t dispatches = 0, barriers = 0;
         uint32_t rounded_reads = 0;  // GEMVs over x rounded by the GEMV before them
         uint32_t gated_reads = 0;    // GEMVs that apply a DeltaNet step's gated norm
+        uint32_t normed_roundings = 0;  // GEMVs that round h for the next norm's readers
     };
     CommandCounts token_command_counts(const SessionState& s) const;
 
@@ -176,6 +183,7 @@ class ResidentDriver final : public Executor {
     bool fused_decode_ = true;
     bool gemv_norm_in_ = true;
     bool gemv_pre_round_ = true;
+    bool gemv_round_h_ = true;
     bool merge_in_ = true;
     bool gated_in_ = true;
     bool expand_ahead_ = true;

@@ -413,9 +413,9 @@ void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint
 
 void Kernels::gemv_gated(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                         const GemvGatedIn& g) {
+                         const GemvGatedIn& g, const GemvRounding* rounding) {
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr, {},
-                nullptr, &g);
+                rounding, &g);
 }
 
 bool Kernels::gemv_gates(QType t, uint32_t cols) const {
@@ -557,6 +557,9 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     if (!fuse && tile_route(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, pair, norm,
                             rounding, gated))
         return;
+    if (round_out && rounding->out_norm.buffer != VK_NULL_HANDLE)
+        fail("a GEMV ({} x {} {}) rounds its rows times a norm's weights only on the tiled GEMV",
+             rows, cols, qtype_name(t));
     const GemvLaunch l = gemv_launch(t, rows, cols, fuse, pair, norm, share, round_out);
     const GemvX xp = l.x;
     const uint32_t wg = l.wg, kRows = l.k_rows, groups = l.groups, wide = l.wide;
@@ -733,11 +736,20 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
     if (rounding && rounding->out_off != kNone) {
         if (rows % 16) return false;
         form.xr_off = rounding->out_off;
+        form.round_norm = rounding->out_norm;
+        if (form.round_norm.buffer != VK_NULL_HANDLE &&
+            (norm || form.round_norm.range < (uint64_t)rows * 4))
+            return false;  // gemv_record refuses it
     }
     if (rounding && rounding->x_rounded) {
-        if (norm || gated || x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
-            (uint64_t)(x_off + rounding_floats(cols)) * 4 > x.range)
+        const uint32_t floats = norm ? normed_rounding_floats(cols) : rounding_floats(cols);
+        if (gated || x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
+            (uint64_t)(x_off + floats) * 4 > x.range)
             return false;  // gemv_record refuses it
+        if (norm) {  // rounded times the norm weights by the GEMV that wrote it
+            form.xmode = 4;
+            form.eps = norm->eps;
+        }
     } else {
         if (x.offset % 16 || x_off % 4) return false;
         form.xmode = norm ? 1 : gated ? 3 : 2;
@@ -788,17 +800,24 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
                           uint32_t ksplit, const TileForm& form) {
     const Features& f = dev_.features();
     const bool norm = form.xmode == 1, pair = form.pair != nullptr, round_out = form.xr_off != kNone;
+    const bool round_norm = form.round_norm.buffer != VK_NULL_HANDLE;
     const uint32_t g_off = pair ? form.pair[0] : 0, u_off = pair ? form.pair[1] : 0;
     const uint32_t nb = cols / 256, tiles = (rows + tile - 1) / tile;
     const uint64_t bytes = (uint64_t)tiles * tile * row_size(t, cols);
     if (cols % 256 || !tile || threads % tile || threads > f.max_workgroup_invocations ||
         x_off % 4 || !gemv_tile_supported(t) || w.offset % 16 || g_off % 32 || u_off % 32 ||
         std::max(g_off, u_off) + bytes > w.range ||
-        (form.xmode != 0 && (x.offset % 16 || (uint64_t)(x_off + cols) * 4 > x.range)) ||
+        (form.xmode != 0 && form.xmode != 4 &&
+         (x.offset % 16 || (uint64_t)(x_off + cols) * 4 > x.range)) ||
+        (form.xmode == 4 && (uint64_t)(x_off + normed_rounding_floats(cols)) * 4 > x.range) ||
         (norm && (form.norm_w.offset % 16 || form.norm_w.range < (uint64_t)cols * 4)) ||
         (pair && ((threads / tile) % 2 || accumulate)) || !ksplit ||
         (round_out && (rows % 16 || tile % 16 || form.xr_off % 4 ||
-                       (uint64_t)(form.xr_off + rounding_floats(rows)) * 4 > y.range)) ||
+                       (uint64_t)(form.xr_off + (round_norm ? normed_rounding_floats(rows)
+                                                            : rounding_floats(rows))) *
+                               4 >
+                           y.range)) ||
+        (round_norm && (!round_out || norm || form.round_norm.range < (uint64_t)rows * 4)) ||
         (form.gated && (form.gated->head % 16 || !form.gated->groups)) ||
         (ksplit > 1 && (!accumulate || form.xmode != 0 || grid_cap || pair || round_out)))
         fail("no tiled GEMV over {} x {} {} in workgroups of {} by {}", rows, cols, qtype_name(t),
@@ -806,7 +825,8 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     std::vector<uint32_t> spec = {threads,    tile,          ablate, nb,
                                   form.xmode, ksplit,        std::bit_cast<uint32_t>(form.eps),
                                   pair,       round_out ? 1u : 0u};
-    if (form.gated) spec.insert(spec.end(), {form.gated->head, form.gated->groups});
+    spec.insert(spec.end(), {form.gated ? form.gated->head : 128, form.gated ? form.gated->groups : 1,
+                             round_norm ? 1u : 0u});
     const Kernel& k = pipes_.get(std::string("gemv_tile_") + type_suffix(t), 4,
                                  sizeof(GemvTilePush), spec);
     GemvTilePush p{cols,  rows,  x_off,  y_off, accumulate ? 1u : 0u, g_off,
@@ -814,7 +834,7 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     auto [gx, gy] = grid(f, ksplit > 1 ? tiles * ksplit
                             : grid_cap ? std::min(grid_cap, tiles)
                                        : tiles);
-    cl.dispatch(k, {w, x, y, norm ? form.norm_w : x}, p, gx, gy);
+    cl.dispatch(k, {w, x, y, norm ? form.norm_w : round_norm ? form.round_norm : x}, p, gx, gy);
 }
 
 void Kernels::stage_chain(CommandList& cl, View x, View sync, uint32_t n, uint32_t round0,

@@ -33,8 +33,14 @@ class Kernels {
         bool x_rounded = false;
         // This GEMV also rounds its rows to y[out_off ..] (kNone: it does not).
         uint32_t out_off = kNone;
+        // With out_off, on the tiled GEMV only (gemv_tiled_for): the rows rounded times these
+        // norm weights, each 16-value block's sum of squares of the rows after the scales
+        // (normed_rounding_floats), for readers over that norm's input (gemv_normed with
+        // x_rounded), which then neither read the floats nor round them.
+        View out_norm;
     };
     static uint32_t rounding_floats(uint32_t n) { return n / 4 + n / 8; }
+    static uint32_t normed_rounding_floats(uint32_t n) { return n / 4 + n / 8 + n / 16; }
     // y[y_off + r] (=|+=) sum_c W[r, c] · x[x_off + c] for r < rows; W is rows × cols of type t.
     // share: the part of its stage's weight bytes this GEMV reads where other GEMVs run beside
     // it in the stage (1: alone in it), which sets how much of the device its shape may take
@@ -154,7 +160,8 @@ class Kernels {
         float eps = 0;
     };
     void gemv_gated(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, const GemvGatedIn& g);
+                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, const GemvGatedIn& g,
+                    const GemvRounding* rounding = nullptr);
     bool gemv_gates(QType t, uint32_t cols) const;
     // y[y_off + r] = silu(G[r]·x) · (U[r]·x) for r < rows: the FFN gate and up projections and
     // the SwiGLU in one dispatch (gemv.comp SWIGLU_PAIR). G and U (rows × cols of type t each)
@@ -472,6 +479,7 @@ class Kernels {
         const GemvGatedIn* gated = nullptr;
         const uint32_t* pair = nullptr;
         uint32_t xr_off = kNone;
+        View round_norm;  // ROUND_NORM's weights
     };
     void tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,

@@ -68,6 +68,8 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     // Past everything a stage overwrites, 16-byte aligned.
     a.ffn_bytes = (end + 3) / 4 * 4;
     end = a.ffn_bytes + Kernels::rounding_floats((uint32_t)hp.n_ff);
+    a.h_bytes = (end + 3) / 4 * 4;
+    end = a.h_bytes + Kernels::normed_rounding_floats((uint32_t)hp.n_embd);
     a.total = end;
     return a;
 }

@@ -47,6 +47,9 @@ struct ActLayout {
     // The FFN activations rounded to bytes by the GEMV that writes them (Kernels::GemvRounding),
     // one row.
     uint32_t ffn_bytes = 0;
+    // The residual stream rounded to bytes times the next norm's weights by the GEMV that
+    // writes it (GemvRounding::out_norm), one row.
+    uint32_t h_bytes = 0;
     uint32_t total = 0;
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);

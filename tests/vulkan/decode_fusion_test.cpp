@@ -20,7 +20,8 @@ namespace {
 using dl::test::TinySpec;
 
 DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, bool norm_in = true,
-                      bool merge_in = true, bool pre_round = true, bool gated_in = true) {
+                      bool merge_in = true, bool pre_round = true, bool gated_in = true,
+                      bool round_h = true) {
     DriverOptions o;
     o.device.robust = ::dl::vk::test::robust();
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
@@ -33,6 +34,7 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
     o.merge_in = merge_in;
     o.gemv_pre_round = pre_round;
     o.gated_in = gated_in;
+    o.gemv_round_h = round_h;
     return o;
 }
 
@@ -114,6 +116,47 @@ TEST(VulkanDecodeFusion, NormsInTheirReadersEqualEpilogues) {
     }
 }
 
+// Over x in bytes, the residual stream rounded to bytes times the next norm's weights by the
+// GEMV that writes it (its blocks' sums of squares beside), against each reader rounding it:
+// the same dispatches and stages, the same bytes, but the norm's sum of squares added in
+// another order, so over tokens a byte near a half may go either way, as between the norm
+// paths above (their tolerance, the greedy token not compared). Where the tiled GEMV runs, the
+// writers whose next norm's readers all run on it round h.
+TEST(VulkanDecodeFusion, ResidualRoundedByItsWritersEqualsRoundedByItsReaders) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    for (auto [t, tol] : {std::pair{QType::Q8_0, 2e-2}, std::pair{QType::Q4_K, 3e-2}}) {
+        for (const char* arch : {"qwen35", "qwen3"}) {
+            const TinySpec spec = test::parity_spec(arch, t);
+            auto model = dl::test::tiny_model(spec);
+            const auto bytes = Kernels::GemvX::bytes;
+            auto writers = ResidentDriver::create(
+                model, options(true, bytes, true, true, true, true, true));
+            auto readers = ResidentDriver::create(
+                model, options(true, bytes, true, true, true, true, false));
+            ASSERT_TRUE(writers.ok()) << writers.reason();
+            ASSERT_TRUE(readers.ok()) << readers.reason();
+            auto sw = (*writers)->new_session(32), sr = (*readers)->new_session(32);
+            const auto cw = (*writers)->token_command_counts(*sw);
+            const auto cr = (*readers)->token_command_counts(*sr);
+            const std::string what = std::string(arch) + " " + std::string(qtype_name(t));
+            EXPECT_EQ(cw.barriers, cr.barriers) << what;
+            EXPECT_EQ(cw.dispatches, cr.dispatches) << what;
+            EXPECT_EQ(cr.normed_roundings, 0u) << what;
+            // Q4_K rows are held in tiles; the tiled GEMV's features (Kernels::gemv_tile_supported).
+            const Features& f = dev.features();
+            if (t == QType::Q4_K && f.integer_dot && f.subgroup_arithmetic && f.subgroup_shuffle &&
+                f.min_subgroup_size >= 4)
+                EXPECT_GT(cw.normed_roundings, 0u) << what;
+            else
+                EXPECT_EQ(cw.normed_roundings, 0u) << what;
+            expect_same_decode(**writers, *sw, **readers, *sr, {1, 7, 42, 3, 3, 79, 0, 15}, tol,
+                               what, false);
+            if (HasFatalFailure()) return;
+        }
+    }
+}
+
 // Over x in bytes, the FFN activations rounded to bytes by the gate and up pair that writes
 // them, for the down projection, against a down projection that rounds them itself: the same
 // dispatches and stages, every layer's down projection (plain, or with the norm epilogue where
@@ -128,10 +171,11 @@ TEST(VulkanDecodeFusion, FfnRoundedByThePairEqualsRoundedByTheDownProjection) {
                 const TinySpec spec = test::parity_spec(arch, t);
                 auto model = dl::test::tiny_model(spec);
                 const auto bytes = Kernels::GemvX::bytes;
-                auto once =
-                    ResidentDriver::create(model, options(true, bytes, norm_in, true, true));
-                auto each =
-                    ResidentDriver::create(model, options(true, bytes, norm_in, true, false));
+                // h rounded by its writers or not on both sides (its own test below).
+                auto once = ResidentDriver::create(
+                    model, options(true, bytes, norm_in, true, true, true, false));
+                auto each = ResidentDriver::create(
+                    model, options(true, bytes, norm_in, true, false, true, false));
                 ASSERT_TRUE(once.ok()) << once.reason();
                 ASSERT_TRUE(each.ok()) << each.reason();
                 auto so = (*once)->new_session(32), se = (*each)->new_session(32);

@@ -25,14 +25,19 @@
 //  1: the residual stream before its RMSNorm (gemv.comp NORM_IN; the norm weights binding 3),
 //     normalized and rounded by each workgroup;
 //  2: floats, rounded by each workgroup;
-//  3: a Gated DeltaNet layer's output before its gated norm (gemv.comp GATED_IN).
+//  3: a Gated DeltaNet layer's output before its gated norm (gemv.comp GATED_IN);
+//  4: the residual stream before its RMSNorm, rounded already times the norm weights by the GEMV
+//     that wrote it (ROUND_NORM), with each block's sum of squares after the rounding: the
+//     rounding is blind to the norm's common factor, which is taken from the sums here.
 // Four adjacent invocations of a subgroup round a block, combined by shuffles (the launcher
 // requires subgroups of 4+).
 //
 // The fused forms of the token command: PAIR, the FFN gate and up matrices (at byte offsets
 // g_off and u_off of the view, multiples of 32) and the SwiGLU, half the slots on each matrix:
 // y = silu(G·x) · (U·x); ROUND_OUT, the rows also written rounded as a GEMV that reads them
-// under XMODE 0 takes them (at float xr_off of y's binding; whole 16-row blocks).
+// under XMODE 0 takes them (at float xr_off of y's binding; whole 16-row blocks); with
+// ROUND_NORM, the rows times the next RMSNorm's weights (binding 3), each block's sum of squares
+// of the rows after the scales, for a reader under XMODE 4 (Kernels::normed_rounding_floats).
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -63,6 +68,7 @@ layout(constant_id = 8) const uint ROUND_OUT = 0;
 // gin_off (gemv.comp GATED_IN).
 layout(constant_id = 9) const uint GIN_DV = 128;
 layout(constant_id = 10) const uint GIN_G = 1;
+layout(constant_id = 11) const uint ROUND_NORM = 0;
 const uint SLOTS = WG / TILE;
 // Slots a matrix: a pair's gate rows take the first half, its up rows the second.
 const uint MSLOTS = PAIR != 0u ? SLOTS / 2u : SLOTS;
@@ -76,6 +82,7 @@ layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 2) buffer YU { uint yu[]; };
 layout(std430, binding = 3) readonly buffer NormW { vec4 nin_w4[]; };
+layout(std430, binding = 3) readonly buffer NormW1 { float nin_w[]; };
 
 layout(push_constant) uniform Push {
     uint ncols;
@@ -236,12 +243,17 @@ shared float rov[TILE];
 void round_out(uint tile, uint t) {
     uint e = (tile * TILE) / 16u + t;
     if (t >= TILE / 16u || 16u * e >= p.nrows) return;
-    float amax = 0.0;
+    float amax = 0.0, ss = 0.0;
     bool finite = true;
     vec4 vb[4];
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
         uint j = 16u * t + 4u * i;
         vb[i] = vec4(rov[j], rov[j + 1u], rov[j + 2u], rov[j + 3u]);
+        if (ROUND_NORM != 0u) {
+            ss += dot(vb[i], vb[i]);
+            uint w = 16u * e + 4u * i;
+            vb[i] *= vec4(nin_w[w], nin_w[w + 1u], nin_w[w + 2u], nin_w[w + 3u]);
+        }
         vec4 a = abs(vb[i]);
         amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
         finite = finite && !any(isnan(vb[i])) && !any(isinf(vb[i]));
@@ -257,6 +269,7 @@ void round_out(uint tile, uint t) {
     float d = amax / 127.0;
     y[o + n / 4u + 2u * e] = d;
     y[o + n / 4u + 2u * e + 1u] = d * float(s0);
+    if (ROUND_NORM != 0u) y[o + n / 4u + n / 8u + e] = ss;
 }
 
 void main() {
@@ -282,7 +295,7 @@ void main() {
     }
     if (run < last) load_run(m16, tile, nb, run, lane, f, d16);
     float scale = 1.0;
-    if (XMODE != 0u) {
+    if (XMODE != 0u && XMODE != 4u) {
         float part = subgroupAdd(round_x());
         if (XMODE == 1u && subgroupElect()) red[gl_SubgroupID] = part;
         barrier();
@@ -299,7 +312,20 @@ void main() {
             sxq[i] = gxq4[(p.x_off >> 2) + i];
             sxd[i] = gxd2[((p.x_off + p.ncols / 4u) >> 1) + i];
         }
+        if (XMODE == 4u) {  // the blocks' sums of squares
+            float part = 0.0;
+            uint o = p.x_off + p.ncols / 4u + p.ncols / 8u;
+            for (uint i = t; i < p.ncols / 16u; i += WG) part += x[o + i];
+            part = subgroupAdd(part);
+            if (subgroupElect()) red[gl_SubgroupID] = part;
+        }
         barrier();
+        if (XMODE == 4u) {
+            float ss = 0.0;
+            for (uint i = 0u; i < gl_NumSubgroups; ++i) ss += red[i];
+            scale = inversesqrt(ss / float(p.ncols) + NORM_EPS);
+            barrier();  // red is the slots' sums below
+        }
     }
     for (; tile < tiles; tile += grid) {  // (under KSPLIT, once)
         if (tile != wg && KSPLIT == 1u) {
