@@ -272,8 +272,42 @@ void round_out(uint tile, uint t) {
     if (ROUND_NORM != 0u) y[o + n / 4u + n / 8u + e] = ss;
 }
 
+// ROUND_OUT where subgroups hold 16+ invocations: each slot-0 lane rounds v, the value of its
+// row, with the other 15 of its 16-row block by shuffles (no barrier, no shared memory); nw is
+// the row's next norm weight under ROUND_NORM. The same bytes as round_out; the block's sum of
+// squares is added in another order.
+void round_out_lanes(uint row, uint lane, float v, float nw) {
+    uint e = row / 16u, j = lane & 15u;
+    float xv = ROUND_NORM != 0u ? v * nw : v, ss = v * v;
+    float amax = abs(xv);
+    uint bad = isnan(xv) || isinf(xv) ? 1u : 0u;
+    [[unroll]] for (uint m = 1u; m < 16u; m <<= 1) {
+        amax = max(amax, subgroupShuffleXor(amax, m));
+        bad |= subgroupShuffleXor(bad, m);
+        ss += subgroupShuffleXor(ss, m);
+    }
+    float id = round_factor(amax, bad == 0u);
+    int q = int(roundEven(xv * id)), sum = q;
+    uint w = (uint(q) & 0xffu) << (8u * (j & 3u));
+    [[unroll]] for (uint m = 1u; m < 16u; m <<= 1) sum += subgroupShuffleXor(sum, m);
+    w |= subgroupShuffleXor(w, 1u);
+    w |= subgroupShuffleXor(w, 2u);
+    if (16u * e >= p.nrows) return;
+    uint o = p.xr_off, n = p.nrows;
+    if ((j & 3u) == 0u) yu[o + 4u * e + j / 4u] = w;
+    if (j == 0u) {
+        float d = amax / 127.0;
+        y[o + n / 4u + 2u * e] = d;
+        y[o + n / 4u + 2u * e + 1u] = d * float(sum);
+        if (ROUND_NORM != 0u) y[o + n / 4u + n / 8u + e] = ss;
+    }
+}
+
 void main() {
-    uint t = gl_LocalInvocationID.x, lane = t % TILE, slot = t / TILE;
+    // Invocations counted by subgroup, so a slot's TILE lanes lie in whole subgroups in order
+    // where subgroups hold up to TILE (round_out_lanes).
+    uint t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+    uint lane = t % TILE, slot = t / TILE;
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint grid = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
     uint tiles = (p.nrows + TILE - 1u) / TILE;
@@ -332,6 +366,14 @@ void main() {
             run = mslot;
             if (run < last) load_run(m16, tile, nb, run, lane, f, d16);
         }
+        // The slot-0 lanes' row: its residual (mode 1) and next norm weight (ROUND_NORM)
+        // requested now, so their latency passes under the weights' loads.
+        uint row = tile * TILE + lane;
+        float res = 0.0, nw = 1.0;
+        if (slot == 0u && row < p.nrows) {
+            if (p.mode != 0u && KSPLIT == 1u) res = y[p.y_off + row];
+            if (ROUND_NORM != 0u) nw = nin_w[row];
+        }
         float acc = 0.0;
         while (run < last) {
             acc += run_dot(f, d16, run);
@@ -340,7 +382,6 @@ void main() {
         }
         red[t] = acc;
         barrier();
-        uint row = tile * TILE + lane;
         if (slot == 0u) {
             float s = 0.0;
             for (uint i = 0u; i < MSLOTS; ++i) s += red[i * TILE + lane];
@@ -362,14 +403,15 @@ void main() {
                         old = got;
                     }
                 } else {
-                    if (p.mode != 0u) v += y[o];
+                    if (p.mode != 0u) v += res;
                     y[o] = v;
                 }
             }
-            if (ROUND_OUT != 0u) rov[lane] = v;
+            if (ROUND_OUT != 0u && gl_SubgroupSize >= 16u) round_out_lanes(row, lane, v, nw);
+            if (ROUND_OUT != 0u && gl_SubgroupSize < 16u) rov[lane] = v;
         }
         barrier();  // red is rewritten by the next tile (and rov is read below)
-        if (ROUND_OUT != 0u) {
+        if (ROUND_OUT != 0u && gl_SubgroupSize < 16u) {
             round_out(tile, t);
             barrier();
         }
