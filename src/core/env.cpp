@@ -71,6 +71,9 @@ const std::vector<Var>& all() {
          "workgroups a multiprocessor for the Vulkan decode GEMVs over x in bytes, each taking "
          "several row blocks, where the device reports its multiprocessors (0: a workgroup a "
          "row block)"},
+        {"DELTALLM_VK_GEMV_SPLIT", "int", "0",
+         "Vulkan decode: workgroups a tile of the tiled GEMVs that add to the residual stream "
+         "split its rows' runs over (0: by the device's multiprocessors, up to 4; 1: none)"},
         {"DELTALLM_VK_GEMV_TILED", "string", "on",
          "Vulkan decode GEMVs over Q4_K and Q6_K rows on the tiled GEMV where the device has its "
          "features: on, or off (gemv.comp reads the tiles)"},

@@ -69,6 +69,8 @@ struct ResidentDriver::Session : SessionState {
     // The word the norm epilogues of the token command count their workgroups on (0 between
     // dispatches; see Kernels::gemv_fused).
     Buffer gemv_counter;
+    // The scratch of the tiled GEMVs that split their rows over workgroups (Kernels::gemv_split).
+    Buffer gemv_split;
     // GEMVs of the token command that read x rounded by the GEMV before (gemv_pre_round_).
     uint32_t rounded_reads = 0;
     uint32_t gated_reads = 0;  // CommandCounts::gated_reads of the token command
@@ -167,6 +169,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->kernels->attn_one_split = opts.attn_one_split;
     w->kernels->gemv_wide = opts.gemv_wide;
     w->kernels->gemv_tiled = opts.gemv_tiled;
+    w->kernels->gemv_split_parts = opts.gemv_split;
     w->kernels->gemv_balance = opts.gemv_balance;
     w->kernels->gemv_slots = opts.gemv_slots;
     w->kernels->gemm_tile = opts.gemm_tile;
@@ -262,6 +265,12 @@ uint32_t DriverOptions::gemv_groups_from_env() {
 uint32_t DriverOptions::gemv_waves_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_WAVES");
     if (v < 0 || v > 64) fail("DELTALLM_VK_GEMV_WAVES={}: use 0 to 64", v);
+    return (uint32_t)v;
+}
+
+uint32_t DriverOptions::gemv_split_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMV_SPLIT");
+    if (v < 0 || v > 4) fail("DELTALLM_VK_GEMV_SPLIT={}: use 0 to 4", v);
     return (uint32_t)v;
 }
 
@@ -423,6 +432,9 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
                                   MemoryKind::device);
     s->gemv_counter = D.create_buffer(16, MemoryKind::device);
     D.fill(s->gemv_counter, 0, 16, 0);
+    const uint64_t split = Kernels::split_bytes((uint32_t)hp.n_embd);
+    s->gemv_split = D.create_buffer(split, MemoryKind::device);
+    D.fill(s->gemv_split, 0, split, 0);
     const uint64_t head_words =
         std::max<uint64_t>({(uint64_t)hp.ssm_n_v_heads, (uint64_t)hp.n_head, 4});
     s->head_counter = D.create_buffer(head_words * 4, MemoryKind::device);
@@ -694,6 +706,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
 
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
+    // The GEMVs that add to h are alone in their stages: they may split over one scratch.
+    K.gemv_split = view(s->gemv_split);
     // tok[0] = position, tok[1] = token id, tok[2] = the argmax.
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, tok, 1, act, A.h, 1);
@@ -717,6 +731,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     }
     cl.mark("head");
     cl.end();
+    K.gemv_split = {};
 }
 
 // The command of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in

@@ -87,6 +87,9 @@ struct DriverOptions {
     // Kernels::gemv_wide (DELTALLM_VK_GEMV_WIDE: auto, off or all).
     Kernels::GemvWide gemv_wide = gemv_wide_from_env();
     static Kernels::GemvWide gemv_wide_from_env();
+    // Kernels::gemv_split_parts (DELTALLM_VK_GEMV_SPLIT: 0 by the device, 1 none, 2-4).
+    uint32_t gemv_split = gemv_split_from_env();
+    static uint32_t gemv_split_from_env();
     // Kernels::gemv_tiled (DELTALLM_VK_GEMV_TILED: on or off).
     Kernels::GemvTiled gemv_tiled = gemv_tiled_from_env();
     static Kernels::GemvTiled gemv_tiled_from_env();

@@ -719,6 +719,11 @@ bool Kernels::gemv_tile_supported(QType t) const {
            f.min_subgroup_size >= 4 && (t == QType::Q4_K || t == QType::Q6_K);
 }
 
+uint64_t Kernels::split_bytes(uint32_t rows) {
+    const uint64_t tiles = (rows + kTileRows - 1) / kTileRows;
+    return (tiles + tiles * 4 * kTileRows) * 4;
+}
+
 bool Kernels::gemv_tiled_for(QType t, uint32_t cols) const {
     // On an H200 every shape measured faster on it than on gemv.comp reading the tiles, the
     // 9B's 12288-value down projection rows too (docs/PERF.md 2026-12-02, evening).
@@ -764,27 +769,40 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
             form.gated = gated;
         }
     }
-    // A slot a run, up to eight slots of 32 (four a matrix for a pair, half the slots on each):
-    // 256 invocations measured fastest over 4096-value rows (docs/PERF.md 2026-12-02,
-    // afternoon).
+    // A GEMV that adds to y over fewer tiles than the device has multiprocessors splits its
+    // rows' runs over up to four workgroups a tile (gemv_split).
+    const Features& f = dev_.features();
     const uint32_t runs = cols / 256 * (t == QType::Q6_K ? 2 : 1);
+    const uint32_t tiles = (rows + kTileRows - 1) / kTileRows;
+    uint32_t parts = 1;
+    if (accumulate && gemv_split.buffer != VK_NULL_HANDLE && !pair && !gemv_grid &&
+        gemv_split.range >= split_bytes(rows)) {
+        parts = gemv_split_parts ? gemv_split_parts
+                : f.sm_count     ? std::min<uint32_t>(4, (f.sm_count + tiles - 1) / tiles)
+                                 : 1;
+        parts = std::max<uint32_t>(1, std::min(parts, runs));
+    }
+    form.split = gemv_split;
+    // A slot a run of its part, up to eight slots of 32 (four a matrix for a pair, half the
+    // slots on each): 256 invocations measured fastest over 4096-value rows (docs/PERF.md
+    // 2026-12-02, afternoon).
     uint32_t slots = 1;
-    while (slots < runs && slots < (pair ? 4u : 8u)) slots *= 2;
+    while (slots * parts < runs && slots < (pair ? 4u : 8u)) slots *= 2;
     const uint32_t threads = kTileRows * slots * (pair ? 2 : 1);
     const uint64_t shared = (uint64_t)cols / 16 * 24 + 4ull * threads + 4ull * kTileRows;
-    const Features& f = dev_.features();
     if (threads > f.max_workgroup_invocations || shared > f.max_shared_memory) return false;
     tile_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, threads, kTileRows, 0,
-                gemv_grid, 1, form);
+                gemv_grid, parts, form);
     return true;
 }
 
 void Kernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                         uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
                         uint32_t tile, uint32_t ablate, View norm_w, uint32_t grid_cap,
-                        uint32_t ksplit) {
+                        uint32_t ksplit, View split) {
     const bool norm = norm_w.buffer != VK_NULL_HANDLE;
     TileForm form;
+    form.split = split;
     if (norm) {
         form.xmode = 1;
         form.eps = 1e-6f;
@@ -819,7 +837,8 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
                            y.range)) ||
         (round_norm && (!round_out || norm || form.round_norm.range < (uint64_t)rows * 4)) ||
         (form.gated && (form.gated->head % 16 || !form.gated->groups)) ||
-        (ksplit > 1 && (!accumulate || form.xmode != 0 || grid_cap || pair || round_out)))
+        (ksplit > 1 &&
+         (grid_cap || pair || form.split.range < (uint64_t)(tiles + tiles * ksplit * tile) * 4)))
         fail("no tiled GEMV over {} x {} {} in workgroups of {} by {}", rows, cols, qtype_name(t),
              threads, tile);
     std::vector<uint32_t> spec = {threads,    tile,          ablate, nb,
@@ -827,14 +846,17 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
                                   pair,       round_out ? 1u : 0u};
     spec.insert(spec.end(), {form.gated ? form.gated->head : 128, form.gated ? form.gated->groups : 1,
                              round_norm ? 1u : 0u});
-    const Kernel& k = pipes_.get(std::string("gemv_tile_") + type_suffix(t), 4,
+    const Kernel& k = pipes_.get(std::string("gemv_tile_") + type_suffix(t), 5,
                                  sizeof(GemvTilePush), spec);
     GemvTilePush p{cols,  rows,  x_off,  y_off, accumulate ? 1u : 0u, g_off,
                    u_off, round_out ? form.xr_off : 0, form.gated ? form.gated->ss_off : 0};
     auto [gx, gy] = grid(f, ksplit > 1 ? tiles * ksplit
                             : grid_cap ? std::min(grid_cap, tiles)
                                        : tiles);
-    cl.dispatch(k, {w, x, y, norm ? form.norm_w : round_norm ? form.round_norm : x}, p, gx, gy);
+    cl.dispatch(k,
+                {w, x, y, norm ? form.norm_w : round_norm ? form.round_norm : x,
+                 ksplit > 1 ? form.split : y},
+                p, gx, gy);
 }
 
 void Kernels::stage_chain(CommandList& cl, View x, View sync, uint32_t n, uint32_t round0,

@@ -103,6 +103,15 @@ class Kernels {
     // form but the norm epilogue): `on` every one, `off` none.
     enum class GemvTiled { off, on };
     GemvTiled gemv_tiled = GemvTiled::on;
+    // The tiled GEMVs that add to y (the token command's output and down projections, alone
+    // in their stages) and whose tiles are fewer than the device's multiprocessors split each
+    // tile's runs over up to four workgroups, the last to finish adding the parts in order
+    // (gemv_tile.comp KSPLIT), where gemv_split is set: a zeroed scratch view of at least
+    // split_bytes(rows) for every such GEMV, used by one at a time (it is zero again after
+    // each). gemv_split_parts: force that many parts (tests; 0: by the device).
+    View gemv_split;
+    uint32_t gemv_split_parts = 0;
+    static uint64_t split_bytes(uint32_t rows);
     // Whether a GEMV over rows of cols values of type t that reads x in bytes runs on the tiled
     // GEMV here (gemv_tiled, the device's features).
     bool gemv_tiled_for(QType t, uint32_t cols) const;
@@ -200,9 +209,9 @@ class Kernels {
     // threads / tile slots of runs); ablate: gemv_tile.comp
     // ABLATE. With norm_w, x at float x_off of xr is the residual stream before an RMSNorm of
     // those weights, normalized and rounded by each workgroup (gemv_tile.comp NORM_IN). grid: at
-    // most that many workgroups, each walking its tiles (0: a workgroup a tile). ksplit > 1 (with
-    // accumulate, without norm_w or grid): that many workgroups a tile, each adding its share
-    // of the row's runs to y by atomics.
+    // most that many workgroups, each walking its tiles (0: a workgroup a tile). ksplit > 1 (without
+    // grid): that many workgroups a tile, each taking its share of the row's runs, the last to
+    // finish adding the parts in order through split (zeroed, split_bytes(rows) at least).
     static std::vector<uint8_t> tile_rows(QType t, const uint8_t* w, uint32_t rows, uint32_t cols,
                                           uint32_t tile);
     // The device can run the tiled GEMV over weights of type t (features, not shapes).
@@ -210,7 +219,7 @@ class Kernels {
     void gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
                    uint32_t tile, uint32_t ablate = 0, View norm_w = {}, uint32_t grid = 0,
-                   uint32_t ksplit = 1);
+                   uint32_t ksplit = 1, View split = {});
     // The stage speed report's chain (shaders/stage_chain.comp): rounds round0 .. round0 +
     // rounds - 1 over x (vectors of n, round r reads vector r and writes r + 1) in one dispatch
     // of `groups` workgroups, handing each round on inside the dispatch through sync[r]; a wait
@@ -480,6 +489,7 @@ class Kernels {
         const uint32_t* pair = nullptr;
         uint32_t xr_off = kNone;
         View round_norm;  // ROUND_NORM's weights
+        View split;       // KSPLIT's scratch
     };
     void tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,

@@ -50,7 +50,7 @@ struct TileCase {
     uint32_t rows, cols, threads, tile;
     bool norm = false;    // x before an RMSNorm, normalized and rounded by the kernel
     uint32_t grid = 0;    // workgroups walking the tiles (0: a workgroup a tile)
-    uint32_t ksplit = 1;  // workgroups a tile, adding their parts by atomics (accumulate only)
+    uint32_t ksplit = 1;  // workgroups a tile, the last to finish adding the parts in order
 };
 
 // The factor 1 / sqrt(mean(x²) + eps) the sums over x before an RMSNorm take.
@@ -102,15 +102,24 @@ TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
     Buffer nwb = test::to_device(dev, nw);
     const auto [ref, mag] = products(deq, rows, cols, xr.values, factor);
     const uint32_t y_off = 3, total = y_off + rows + 5;
+    // The split's scratch, zeroed, and zero again after each dispatch (its counters reset).
+    const uint32_t tiles = (rows + tile - 1) / tile;
+    const uint64_t split_words = tiles + (uint64_t)tiles * std::max(ksplit, 1u) * tile;
+    Buffer split = dev.create_buffer(split_words * 4, MemoryKind::device);
+    dev.fill(split, 0, split_words * 4, 0);
     for (bool acc : {false, true}) {
-        if (ksplit > 1 && !acc) continue;
         Buffer y = test::poisoned(dev, total);
         const std::vector<float> init = randn(rows, 9, 3.f);
         if (acc) dev.upload(y, y_off * 4, init.data(), rows * 4);
         test::run(dev, [&](CommandList& cl) {
             K.gemv_tile(cl, t, view(w), rows, cols, view(xb), 8, view(y), y_off, acc, threads, tile,
-                        0, norm ? view(nwb) : View{}, grid, ksplit);
+                        0, norm ? view(nwb) : View{}, grid, ksplit, view(split));
         });
+        if (ksplit > 1) {
+            const auto counts = test::from_device<uint32_t>(dev, split, tiles);
+            for (uint32_t i = 0; i < tiles; ++i)
+                ASSERT_EQ(counts[i], 0u) << "tile " << i << "'s count not reset";
+        }
         const auto out = test::from_device<float>(dev, y, total);
         const std::string what =
             fmt::format("{} {}x{} by {} in {}{}{}{}{}", qtype_name(t), rows, cols, tile, threads,
@@ -141,7 +150,8 @@ INSTANTIATE_TEST_SUITE_P(
         TileCase{QType::Q6_K, 70, 768, 64, 32, true, 2},
         TileCase{QType::Q6_K, 65, 512, 128, 16, false, 2}, TileCase{QType::Q4_K, 21, 1536, 48, 8},
         TileCase{QType::Q6_K, 17, 768, 48, 8}, TileCase{QType::Q4_K, 45, 1280, 64, 32, false, 0, 3},
-        TileCase{QType::Q6_K, 33, 768, 64, 16, false, 0, 4}));
+        TileCase{QType::Q6_K, 33, 768, 64, 16, false, 0, 4},
+        TileCase{QType::Q4_K, 40, 1024, 64, 32, true, 0, 2}));
 
 // The tiled GEMV beside the launcher's (Kernels::gemv over the same x rounded by the GEMV
 // before, the device's own rows), on decode-sized matrices; us a GEMV behind a barrier each,
@@ -204,8 +214,8 @@ TEST(GemvSpeed, Tile) {
             for (uint32_t tile : {8u, 16u})
                 if (tile * row_runs <= f.max_workgroup_invocations)
                     configs.push_back({tile * row_runs, tile, 0});
-        // And tiles of 32 with each row's runs split over 2-4 workgroups (their sums added by
-        // atomics: the runs accumulate into y, which is then not checked).
+        // And tiles of 32 with each row's runs split over 2-4 workgroups (the runs accumulate
+        // into y, which is then not checked).
         if (cols >= 8192)
             for (uint32_t ks : {2u, 3u, 4u})
                 for (uint32_t threads : {256u, 512u})
@@ -228,6 +238,10 @@ TEST(GemvSpeed, Tile) {
             for (uint32_t i = 0; i < copies; ++i)
                 copies_of[as].push_back(test::to_device(dev, data));
         }
+        // The splits' scratch, zero again after every dispatch.
+        const uint64_t split_bytes = ((uint64_t)rows + (uint64_t)rows * 4) * 4 + 4096;
+        Buffer split = dev.create_buffer(split_bytes, MemoryKind::device);
+        dev.fill(split, 0, split_bytes, 0);
         for (const Config& c : configs) {
             const std::vector<Buffer>& w = copies_of[c.threads ? c.tile : 0];
             dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
@@ -238,7 +252,7 @@ TEST(GemvSpeed, Tile) {
                     if (c.threads) {
                         K.gemv_tile(cl, t, wi, rows, cols, view(c.norm ? xf : xb), 0, view(y), 0,
                                     c.ksplit > 1, c.threads, c.tile, c.ablate,
-                                    c.norm ? view(nwb) : View{}, c.grid, c.ksplit);
+                                    c.norm ? view(nwb) : View{}, c.grid, c.ksplit, view(split));
                         return;
                     }
                     test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);

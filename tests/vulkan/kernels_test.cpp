@@ -161,6 +161,27 @@ TEST_P(GemvXPaths, BytesMatchRoundedReference) {
         if (HasFatalFailure() || IsSkipped()) return;
     }
 }
+// The tiled GEMV with each tile's runs split over 2 and 3 workgroups (Kernels::gemv_split, the
+// GEMVs that add to y), the last part to finish adding the parts: over 3, a Q4_K row of one
+// block leaves parts with no runs. The scratch must be zero again after each GEMV.
+TEST_P(GemvXPaths, BytesOnTheTiledGemvSplitOverWorkgroupsMatchRoundedReference) {
+    VK_TEST_DEVICE();
+    const GemvCase c = GetParam();
+    const uint64_t bytes = Kernels::split_bytes(c.rows);
+    Buffer split = dev.create_buffer(bytes, MemoryKind::device);
+    dev.fill(split, 0, bytes, 0);
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
+    test::Scoped scratch(K.gemv_split, view(split));
+    for (uint32_t parts : {2u, 3u}) {
+        test::Scoped n(K.gemv_split_parts, parts);
+        check_gemv_path(K, dev, c, Kernels::GemvX::bytes);
+        if (HasFatalFailure() || IsSkipped()) return;
+        const auto words = test::from_device<uint32_t>(dev, split, bytes / 4);
+        for (size_t i = 0; i < words.size() && i < (c.rows + 31) / 32; ++i)
+            ASSERT_EQ(words[i], 0u) << "tile " << i << "'s count not reset";
+    }
+}
+
 // The tiled GEMV over a grid of fewer workgroups than tiles: each walks every grid-th tile over
 // the x it rounded once.
 TEST_P(GemvXPaths, BytesOnTheTiledGemvOverASmallGridMatchRoundedReference) {

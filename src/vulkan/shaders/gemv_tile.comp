@@ -56,9 +56,9 @@ layout(constant_id = 2) const uint ABLATE = 0;
 layout(constant_id = 3) const uint NB = 16;
 // How x comes (see the top).
 layout(constant_id = 4) const uint XMODE = 0;
-// KSPLIT > 1 (the speed report's experiment for long rows): KSPLIT workgroups a tile, each taking
-// its share of the runs, adding their rows' sums to y by atomics (mode 1 only), in whatever order
-// they finish.
+// KSPLIT > 1: KSPLIT workgroups a tile, each taking its share of the runs (short GEMVs, whose
+// tiles are fewer than the device's multiprocessors); the last to finish adds the parts' sums
+// in part order (binding 4).
 layout(constant_id = 5) const uint KSPLIT = 1;
 // XMODE 1 and 3: the norm's epsilon.
 layout(constant_id = 6) const float NORM_EPS = 1e-6;
@@ -83,6 +83,10 @@ layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 2) buffer YU { uint yu[]; };
 layout(std430, binding = 3) readonly buffer NormW { vec4 nin_w4[]; };
 layout(std430, binding = 3) readonly buffer NormW1 { float nin_w[]; };
+// KSPLIT: a word a tile counting its parts that finished (0 between dispatches), then each
+// tile's parts' sums of its rows, from word `tiles`.
+layout(std430, binding = 4) coherent buffer Split { uint split_u[]; };
+layout(std430, binding = 4) coherent buffer SplitF { float split_f[]; };
 
 layout(push_constant) uniform Push {
     uint ncols;
@@ -236,6 +240,7 @@ void load_run(uint m16, uint tile, uint nb, uint run, uint lane, out uvec4 f[NF]
 
 // ROUND_OUT: shared copy of the tile's stored rows.
 shared float rov[TILE];
+shared uint last_part;  // KSPLIT: 1 in the tile's last part to finish
 
 // ROUND_OUT: the tile's rows in rov rounded as gemv.comp's round_out rounds them, one thread a
 // 16-value block, into y[xr_off ..]: block e's bytes in words xr_off + 4e .. + 3, its scale and
@@ -371,7 +376,7 @@ void main() {
         uint row = tile * TILE + lane;
         float res = 0.0, nw = 1.0;
         if (slot == 0u && row < p.nrows) {
-            if (p.mode != 0u && KSPLIT == 1u) res = y[p.y_off + row];
+            if (p.mode != 0u) res = y[p.y_off + row];
             if (ROUND_NORM != 0u) nw = nin_w[row];
         }
         float acc = 0.0;
@@ -382,9 +387,27 @@ void main() {
         }
         red[t] = acc;
         barrier();
-        if (slot == 0u) {
-            float s = 0.0;
+        float s = 0.0;  // the slot-0 lanes: the row's sum (this part's, under KSPLIT)
+        if (slot == 0u)
             for (uint i = 0u; i < MSLOTS; ++i) s += red[i * TILE + lane];
+        if (KSPLIT > 1u) {
+            // Each part leaves its rows' sums in the split buffer; the last part to arrive adds
+            // them in part order, so the rows do not depend on which part finished first.
+            uint base = tiles + tile * KSPLIT * TILE;
+            if (slot == 0u) split_f[base + (wg % KSPLIT) * TILE + lane] = s;
+            memoryBarrierBuffer();
+            barrier();
+            if (t == 0u) last_part = atomicAdd(split_u[tile], 1u) == KSPLIT - 1u ? 1u : 0u;
+            barrier();
+            if (last_part == 0u) return;
+            memoryBarrierBuffer();
+            if (slot == 0u) {
+                s = 0.0;
+                for (uint k = 0u; k < KSPLIT; ++k) s += split_f[base + k * TILE + lane];
+            }
+            if (t == 0u) split_u[tile] = 0u;  // ready for the next dispatch
+        }
+        if (slot == 0u) {
             s *= scale;
             if (PAIR != 0u) {
                 float u = 0.0;
@@ -394,18 +417,8 @@ void main() {
             }
             float v = s;  // the value stored
             if (row < p.nrows) {
-                uint o = p.y_off + row;
-                if (KSPLIT > 1u) {
-                    uint old = yu[o];
-                    for (;;) {
-                        uint got = atomicCompSwap(yu[o], old, floatBitsToUint(uintBitsToFloat(old) + s));
-                        if (got == old) break;
-                        old = got;
-                    }
-                } else {
-                    if (p.mode != 0u) v += res;
-                    y[o] = v;
-                }
+                if (p.mode != 0u) v += res;
+                y[p.y_off + row] = v;
             }
             if (ROUND_OUT != 0u && gl_SubgroupSize >= 16u) round_out_lanes(row, lane, v, nw);
             if (ROUND_OUT != 0u && gl_SubgroupSize < 16u) rov[lane] = v;
