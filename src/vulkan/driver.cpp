@@ -188,6 +188,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->gemv_norm_in_ = opts.gemv_norm_in;
     d->gemv_pre_round_ = opts.gemv_pre_round;
     d->gemv_round_h_ = opts.gemv_round_h;
+    d->gemv_round_h_min_ = opts.gemv_round_h_min;
     d->merge_in_ = opts.merge_in;
     d->gated_in_ = opts.gated_in;
     d->expand_ahead_ = opts.expand_ahead;
@@ -515,6 +516,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     bool h_rounded = false;
     auto rounds_h = [&](const Tensor* writer, const Tensor* norm_w) {
         if (!gemv_round_h_ || !norm_w || writer->rows() % 16 ||
+            writer->rows() < (int64_t)gemv_round_h_min_ ||
             !K.gemv_tiled_for(writer->type, (uint32_t)writer->cols()))
             return false;
         for (const Tensor* t : readers.at(norm_w))

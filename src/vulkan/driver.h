@@ -47,6 +47,10 @@ struct DriverOptions {
     // readers neither read the floats nor round them (DELTALLM_VK_GEMV_ROUND_H).
     bool gemv_round_h = gemv_round_h_from_env();
     static bool gemv_round_h_from_env();
+    // ... over an h of at least this many values: on an H200 the 9B's readers (4096) gained
+    // more than its writers lost (tg128 +3 %), the 0.8B's (1024) gained nothing (docs/PERF.md
+    // 2026-12-02, evening). Tests lower it.
+    uint32_t gemv_round_h_min = 2048;
     // The token command reads each run of a mixer's input projections that the plan put back to
     // back (same type and row length) in one GEMV (DELTALLM_VK_MERGE_IN; off: a GEMV each).
     bool merge_in = merge_in_from_env();
@@ -187,6 +191,7 @@ class ResidentDriver final : public Executor {
     bool gemv_norm_in_ = true;
     bool gemv_pre_round_ = true;
     bool gemv_round_h_ = true;
+    uint32_t gemv_round_h_min_ = 2048;
     bool merge_in_ = true;
     bool gated_in_ = true;
     bool expand_ahead_ = true;

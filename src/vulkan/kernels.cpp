@@ -770,7 +770,10 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
         }
     }
     // A GEMV that adds to y over fewer tiles than the device has multiprocessors splits its
-    // rows' runs over up to four workgroups a tile (gemv_split).
+    // rows' runs over up to four workgroups a tile (gemv_split), where its rows hold 12+ runs
+    // and each part 3+. On an H200 (docs/PERF.md 2026-12-02, evening) the down projections
+    // gained (9B 572 -> 519 us a token, 0.8B 200 -> 182) and the 0.8B's output projections,
+    // 8 runs in parts of 2, lost (169 -> 245).
     const Features& f = dev_.features();
     const uint32_t runs = cols / 256 * (t == QType::Q6_K ? 2 : 1);
     const uint32_t tiles = (rows + kTileRows - 1) / kTileRows;
@@ -780,7 +783,8 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
         parts = gemv_split_parts ? gemv_split_parts
                 : f.sm_count     ? std::min<uint32_t>(4, (f.sm_count + tiles - 1) / tiles)
                                  : 1;
-        parts = std::max<uint32_t>(1, std::min(parts, runs));
+        parts = runs >= 12 ? std::max<uint32_t>(1, std::min(parts, runs / 3)) : 1;
+        if (gemv_split_parts) parts = std::min(gemv_split_parts, runs);
     }
     form.split = gemv_split;
     // A slot a run of its part, up to eight slots of 32 (four a matrix for a pair, half the

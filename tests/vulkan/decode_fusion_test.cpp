@@ -35,6 +35,7 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
     o.gemv_pre_round = pre_round;
     o.gated_in = gated_in;
     o.gemv_round_h = round_h;
+    o.gemv_round_h_min = 0;  // the tiny models' h
     return o;
 }
 
