@@ -301,8 +301,7 @@ Kernels::GemvWide DriverOptions::gemv_wide_from_env() {
 
 Kernels::GemvTiled DriverOptions::gemv_tiled_from_env() {
     using T = Kernels::GemvTiled;
-    return choice_from_env<T>("DELTALLM_VK_GEMV_TILED",
-                              {{"on", T::on}, {"off", T::off}});
+    return choice_from_env<T>("DELTALLM_VK_GEMV_TILED", {{"on", T::on}, {"off", T::off}});
 }
 
 uint32_t DriverOptions::deltanet_columns_from_env() {

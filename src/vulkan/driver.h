@@ -1,9 +1,10 @@
 // The resident driver: an Executor that runs the whole forward pass of a model on one Vulkan
 // device. Weights are uploaded once in their GGUF block formats (per the residency plan; Q4_K
-// and Q6_K rows held in tiles, weight_layout.h); each session records its decode *token command* once — embedding, every layer, the head and
-// argmax — and replays it per token, reading the position and token id from a small
-// host-visible buffer. Prefill runs in windows of plan.window rows, one recorded command per
-// window size: GEMM tiles over the native blocks, attention and the DeltaNet scan over the rows.
+// and Q6_K rows held in tiles, weight_layout.h); each session records its decode *token command*
+// once — embedding, every layer, the head and argmax — and replays it per token, reading the
+// position and token id from a small host-visible buffer. Prefill runs in windows of plan.window
+// rows, one recorded command per window size: GEMM tiles over the native blocks, attention and the
+// DeltaNet scan over the rows.
 #pragma once
 
 #include <map>
@@ -157,8 +158,8 @@ class ResidentDriver final : public Executor {
     // command, the one without the logits copy.
     struct CommandCounts {
         uint32_t dispatches = 0, barriers = 0;
-        uint32_t rounded_reads = 0;  // GEMVs over x rounded by the GEMV before them
-        uint32_t gated_reads = 0;    // GEMVs that apply a DeltaNet step's gated norm
+        uint32_t rounded_reads = 0;     // GEMVs over x rounded by the GEMV before them
+        uint32_t gated_reads = 0;       // GEMVs that apply a DeltaNet step's gated norm
         uint32_t normed_roundings = 0;  // GEMVs that round h for the next norm's readers
     };
     CommandCounts token_command_counts(const SessionState& s) const;

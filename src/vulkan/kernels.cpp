@@ -614,8 +614,8 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     const uint32_t x_pre = rounding && rounding->x_rounded ? 1 : 0;
     const uint32_t xblocks = xp == GemvX::global || x_pre ? 1 : cols / 32;
     const uint32_t eps = std::bit_cast<uint32_t>(norm ? norm->eps : gated ? gated->eps : 0.f);
-    std::vector<uint32_t> spec = {wg * groups, kRows, w16,  x16, xblocks, gemv_ablate,
-                                  groups,      wide,  eps,  x_pre, round_out};
+    std::vector<uint32_t> spec = {wg * groups, kRows, w16, x16,   xblocks,  gemv_ablate,
+                                  groups,      wide,  eps, x_pre, round_out};
     if (gated) spec.insert(spec.end(), {gated->head, gated->groups});
     // Weights, x, y, and NORM_IN's norm weights.
     auto plain = [&](const auto& push) {
@@ -733,8 +733,8 @@ bool Kernels::gemv_tiled_for(QType t, uint32_t cols) const {
 
 bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                         const uint32_t* pair, const GemvNormIn* norm,
-                         const GemvRounding* rounding, const GemvGatedIn* gated) {
+                         const uint32_t* pair, const GemvNormIn* norm, const GemvRounding* rounding,
+                         const GemvGatedIn* gated) {
     if (!gemv_tiled_for(t, cols) || w.offset % 16) return false;
     TileForm form;
     form.pair = pair;
@@ -751,7 +751,8 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
         if (gated || x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
             (uint64_t)(x_off + floats) * 4 > x.range)
             return false;  // gemv_record refuses it
-        if (norm) {  // rounded times the norm weights by the GEMV that wrote it
+        // Over a norm's input: rounded times the norm weights by the GEMV that wrote it.
+        if (norm) {
             form.xmode = 4;
             form.eps = norm->eps;
         }
@@ -817,11 +818,12 @@ void Kernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_
 }
 
 void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                          uint32_t threads, uint32_t tile, uint32_t ablate, uint32_t grid_cap,
-                          uint32_t ksplit, const TileForm& form) {
+                          uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
+                          uint32_t tile, uint32_t ablate, uint32_t grid_cap, uint32_t ksplit,
+                          const TileForm& form) {
     const Features& f = dev_.features();
-    const bool norm = form.xmode == 1, pair = form.pair != nullptr, round_out = form.xr_off != kNone;
+    const bool norm = form.xmode == 1, pair = form.pair != nullptr,
+               round_out = form.xr_off != kNone;
     const bool round_norm = form.round_norm.buffer != VK_NULL_HANDLE;
     const uint32_t g_off = pair ? form.pair[0] : 0, u_off = pair ? form.pair[1] : 0;
     const uint32_t nb = cols / 256, tiles = (rows + tile - 1) / tile;
@@ -845,20 +847,36 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
          (grid_cap || pair || form.split.range < (uint64_t)(tiles + tiles * ksplit * tile) * 4)))
         fail("no tiled GEMV over {} x {} {} in workgroups of {} by {}", rows, cols, qtype_name(t),
              threads, tile);
-    std::vector<uint32_t> spec = {threads,    tile,          ablate, nb,
-                                  form.xmode, ksplit,        std::bit_cast<uint32_t>(form.eps),
-                                  pair,       round_out ? 1u : 0u};
-    spec.insert(spec.end(), {form.gated ? form.gated->head : 128, form.gated ? form.gated->groups : 1,
-                             round_norm ? 1u : 0u});
-    const Kernel& k = pipes_.get(std::string("gemv_tile_") + type_suffix(t), 5,
-                                 sizeof(GemvTilePush), spec);
-    GemvTilePush p{cols,  rows,  x_off,  y_off, accumulate ? 1u : 0u, g_off,
-                   u_off, round_out ? form.xr_off : 0, form.gated ? form.gated->ss_off : 0};
+    std::vector<uint32_t> spec = {threads,
+                                  tile,
+                                  ablate,
+                                  nb,
+                                  form.xmode,
+                                  ksplit,
+                                  std::bit_cast<uint32_t>(form.eps),
+                                  pair,
+                                  round_out ? 1u : 0u};
+    spec.insert(spec.end(), {form.gated ? form.gated->head : 128,
+                             form.gated ? form.gated->groups : 1, round_norm ? 1u : 0u});
+    const Kernel& k =
+        pipes_.get(std::string("gemv_tile_") + type_suffix(t), 5, sizeof(GemvTilePush), spec);
+    GemvTilePush p{cols,
+                   rows,
+                   x_off,
+                   y_off,
+                   accumulate ? 1u : 0u,
+                   g_off,
+                   u_off,
+                   round_out ? form.xr_off : 0,
+                   form.gated ? form.gated->ss_off : 0};
     auto [gx, gy] = grid(f, ksplit > 1 ? tiles * ksplit
                             : grid_cap ? std::min(grid_cap, tiles)
                                        : tiles);
     cl.dispatch(k,
-                {w, x, y, norm ? form.norm_w : round_norm ? form.round_norm : x,
+                {w, x, y,
+                 norm         ? form.norm_w
+                 : round_norm ? form.round_norm
+                              : x,
                  ksplit > 1 ? form.split : y},
                 p, gx, gy);
 }

@@ -209,9 +209,9 @@ class Kernels {
     // threads / tile slots of runs); ablate: gemv_tile.comp
     // ABLATE. With norm_w, x at float x_off of xr is the residual stream before an RMSNorm of
     // those weights, normalized and rounded by each workgroup (gemv_tile.comp NORM_IN). grid: at
-    // most that many workgroups, each walking its tiles (0: a workgroup a tile). ksplit > 1 (without
-    // grid): that many workgroups a tile, each taking its share of the row's runs, the last to
-    // finish adding the parts in order through split (zeroed, split_bytes(rows) at least).
+    // most that many workgroups, each walking its tiles (0: a workgroup a tile). ksplit > 1
+    // (without grid): that many workgroups a tile, each taking its share of the row's runs, the
+    // last to finish adding the parts in order through split (zeroed, split_bytes(rows) at least).
     static std::vector<uint8_t> tile_rows(QType t, const uint8_t* w, uint32_t rows, uint32_t cols,
                                           uint32_t tile);
     // The device can run the tiled GEMV over weights of type t (features, not shapes).
@@ -499,8 +499,7 @@ class Kernels {
     // takes): records it and returns true, else records nothing.
     bool tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                     uint32_t x_off, View y, uint32_t y_off, bool accumulate, const uint32_t* pair,
-                    const GemvNormIn* norm, const GemvRounding* rounding,
-                    const GemvGatedIn* gated);
+                    const GemvNormIn* norm, const GemvRounding* rounding, const GemvGatedIn* gated);
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvFusion* fuse, const uint32_t* pair = nullptr,

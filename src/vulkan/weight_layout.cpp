@@ -34,7 +34,8 @@ void to_device_layout(QType t, uint32_t cols, uint64_t rows, const uint8_t* src,
             uint8_t* chunk = tile + kb * bs * kTileRows;
             for (uint64_t f = 0; f < fields; ++f)
                 std::memcpy(chunk + (f * kTileRows + lane) * 16, block + f * 16, 16);
-            if (bs % 16) std::memcpy(chunk + fields * 16 * kTileRows + lane * 2, block + fields * 16, 2);
+            if (bs % 16)
+                std::memcpy(chunk + fields * 16 * kTileRows + lane * 2, block + fields * 16, 2);
         }
     }
 }

@@ -131,10 +131,10 @@ TEST(VulkanDecodeFusion, ResidualRoundedByItsWritersEqualsRoundedByItsReaders) {
             const TinySpec spec = test::parity_spec(arch, t);
             auto model = dl::test::tiny_model(spec);
             const auto bytes = Kernels::GemvX::bytes;
-            auto writers = ResidentDriver::create(
-                model, options(true, bytes, true, true, true, true, true));
-            auto readers = ResidentDriver::create(
-                model, options(true, bytes, true, true, true, true, false));
+            auto writers =
+                ResidentDriver::create(model, options(true, bytes, true, true, true, true, true));
+            auto readers =
+                ResidentDriver::create(model, options(true, bytes, true, true, true, true, false));
             ASSERT_TRUE(writers.ok()) << writers.reason();
             ASSERT_TRUE(readers.ok()) << readers.reason();
             auto sw = (*writers)->new_session(32), sr = (*readers)->new_session(32);
@@ -144,7 +144,8 @@ TEST(VulkanDecodeFusion, ResidualRoundedByItsWritersEqualsRoundedByItsReaders) {
             EXPECT_EQ(cw.barriers, cr.barriers) << what;
             EXPECT_EQ(cw.dispatches, cr.dispatches) << what;
             EXPECT_EQ(cr.normed_roundings, 0u) << what;
-            // Q4_K rows are held in tiles; the tiled GEMV's features (Kernels::gemv_tile_supported).
+            // Q4_K rows are held in tiles; the tiled GEMV's features
+            // (Kernels::gemv_tile_supported).
             const Features& f = dev.features();
             if (t == QType::Q4_K && f.integer_dot && f.subgroup_arithmetic && f.subgroup_shuffle &&
                 f.min_subgroup_size >= 4)

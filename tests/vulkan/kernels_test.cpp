@@ -341,7 +341,7 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
     }
     test::Scoped grid(K.gemv_grid, 3);
     check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);  // the tiled GEMV's walk
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);        // gemv.comp's shapes
     test::Scoped groups(K.gemv_groups, 4);
     for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
         test::Scoped w(K.gemv_wide, wide);
