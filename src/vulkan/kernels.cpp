@@ -781,11 +781,10 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
     uint32_t parts = 1;
     if (accumulate && gemv_split.buffer != VK_NULL_HANDLE && !pair && !gemv_grid &&
         gemv_split.range >= split_bytes(rows)) {
-        parts = gemv_split_parts ? gemv_split_parts
-                : f.sm_count     ? std::min<uint32_t>(4, (f.sm_count + tiles - 1) / tiles)
-                                 : 1;
-        parts = runs >= 12 ? std::max<uint32_t>(1, std::min(parts, runs / 3)) : 1;
-        if (gemv_split_parts) parts = std::min(gemv_split_parts, runs);
+        if (gemv_split_parts)
+            parts = std::min(gemv_split_parts, runs);
+        else if (f.sm_count && runs >= 12)
+            parts = std::min({4u, (f.sm_count + tiles - 1) / tiles, runs / 3});
     }
     form.split = gemv_split;
     // A slot a run of its part, up to eight slots of 32 (four a matrix for a pair, half the
