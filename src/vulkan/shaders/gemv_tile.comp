@@ -60,7 +60,7 @@ layout(constant_id = 4) const uint XMODE = 0;
 // tiles are fewer than the device's multiprocessors); the last to finish adds the parts' sums
 // in part order (binding 4).
 layout(constant_id = 5) const uint KSPLIT = 1;
-// XMODE 1 and 3: the norm's epsilon.
+// XMODE 1, 3 and 4: the norm's epsilon.
 layout(constant_id = 6) const float NORM_EPS = 1e-6;
 layout(constant_id = 7) const uint PAIR = 0;
 layout(constant_id = 8) const uint ROUND_OUT = 0;
