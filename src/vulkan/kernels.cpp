@@ -696,20 +696,8 @@ std::vector<uint8_t> Kernels::tile_rows(QType t, const uint8_t* w, uint32_t rows
                                         uint32_t tile) {
     if ((t != QType::Q4_K && t != QType::Q6_K) || cols % 256 || !tile)
         fail("no tiled form of {} rows of {} {}", rows, cols, qtype_name(t));
-    // A block's fields of 16 bytes lie at 16 f in its GGUF bytes (Q4_K: the header, then the
-    // nibbles; Q6_K: the low nibbles, the high bits, the scales), Q6_K's d after them.
-    const uint32_t nb = cols / 256, tiles = (rows + tile - 1) / tile;
-    const uint32_t bs = t == QType::Q4_K ? 144 : 210, nf = bs / 16;
-    const uint64_t rb = (uint64_t)nb * bs;
-    std::vector<uint8_t> out((uint64_t)tiles * nb * bs * tile, 0);
-    for (uint32_t r = 0; r < rows; ++r)
-        for (uint32_t kb = 0; kb < nb; ++kb) {
-            const uint8_t* src = w + r * rb + kb * bs;
-            uint8_t* chunk = out.data() + ((uint64_t)(r / tile) * nb + kb) * bs * tile;
-            for (uint32_t f = 0; f < nf; ++f)
-                std::copy_n(src + f * 16, 16, chunk + ((uint64_t)f * tile + r % tile) * 16);
-            if (bs % 16) std::copy_n(src + nf * 16, 2, chunk + nf * 16 * tile + (r % tile) * 2);
-        }
+    std::vector<uint8_t> out((uint64_t)(rows + tile - 1) / tile * tile * row_size(t, cols));
+    to_tiles(t, cols, rows, tile, w, out.data());
     return out;
 }
 

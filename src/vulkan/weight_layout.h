@@ -39,4 +39,10 @@ uint64_t device_bytes(QType t, uint64_t cols, uint64_t rows);
 // of p) bytes into its device bytes.
 void to_device_layout(QType t, uint32_t cols, uint64_t rows, const uint8_t* src, uint8_t* dst);
 
+// The same tiled order for tiles of any number of rows (to_device_layout's for kTileRows; the
+// GEMV speed report also measures others): `rows` Q4_K or Q6_K rows into dst, ceil(rows / tile)
+// tiles of `tile` rows, the last padded with zero rows.
+void to_tiles(QType t, uint32_t cols, uint64_t rows, uint32_t tile, const uint8_t* src,
+              uint8_t* dst);
+
 }  // namespace dl::vk
