@@ -53,6 +53,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GATED_IN", "bool", "1",
          "Vulkan decode: a DeltaNet layer's output projection applies the layer's gated RMSNorm "
          "as it reads the step's output, where it reads x in bytes (0: the step applies it)"},
+        {"DELTALLM_VK_GATED_ROUNDED", "bool", "1",
+         "Vulkan decode: with DELTALLM_VK_GATED_IN, the DeltaNet step rounds its output to bytes "
+         "for an output projection on the tiled GEMV (0: the projection rounds the floats)"},
         {"DELTALLM_VK_GEMV_BALANCE", "bool", "1",
          "Vulkan decode: a GEMV alone in its stage takes fewer rows a workgroup where that evens "
          "out its row blocks over the device (0: the fixed shapes)"},

@@ -74,6 +74,7 @@ struct ResidentDriver::Session : SessionState {
     // GEMVs of the token command that read x rounded by the GEMV before (gemv_pre_round_).
     uint32_t rounded_reads = 0;
     uint32_t gated_reads = 0;  // CommandCounts::gated_reads of the token command
+    uint32_t gated_rounded = 0;
     uint32_t normed_roundings = 0;
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
@@ -191,6 +192,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->gemv_round_h_min_ = opts.gemv_round_h_min;
     d->merge_in_ = opts.merge_in;
     d->gated_in_ = opts.gated_in;
+    d->gated_rounded_ = opts.gated_rounded;
     d->expand_ahead_ = opts.expand_ahead;
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
@@ -223,6 +225,10 @@ bool DriverOptions::merge_in_from_env() {
 
 bool DriverOptions::gated_in_from_env() {
     return env::get_bool("DELTALLM_VK_GATED_IN");
+}
+
+bool DriverOptions::gated_rounded_from_env() {
+    return env::get_bool("DELTALLM_VK_GATED_ROUNDED");
 }
 
 bool DriverOptions::gemv_balance_from_env() {
@@ -528,10 +534,13 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     bool ffn_rounded = false;
     s->rounded_reads = 0;
     s->gated_reads = 0;
+    s->gated_rounded = 0;
     s->normed_roundings = 0;
     // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
     // (gated_in_; none: the step applied it).
     std::optional<Kernels::GemvGatedIn> gated;
+    // ... over the step's output rounded to bytes at A.y_bytes (gated_rounded_).
+    bool gated_rounded = false;
     // W · xn (rows of cols values of type t at view w) into y[y_off ..]; share: its part of
     // its stage's weight bytes (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
@@ -613,12 +622,18 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             r.out_norm = norm_weights(pending);
             ++s->normed_roundings;
         }
+        if (gated_rounded) {  // the step rounded its output (chain.deltanet)
+            r.x_rounded = true;
+            x_off = A.y_bytes;
+            ++s->gated_rounded;
+        }
         const bool with_r = r.x_rounded || h_rounded;
         if (gated) {  // the step chose it where the next norm is its readers' (chain.deltanet)
             DL_ASSERT(pending);
             K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
                          act, x_off, act, A.h, true, *gated, with_r ? &r : nullptr);
             gated.reset();
+            gated_rounded = false;
             ++s->gated_reads;
             stage(role);
             return;
@@ -658,7 +673,14 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         if (gated_in_ && normed_by_readers(L.ffn_norm) &&
             K.gemv_gates(L.ssm_out->type, (uint32_t)L.ssm_out->cols()) && a.d_v % 16 == 0) {
             a.ss_off = A.y_ss;
-            gated = Kernels::GemvGatedIn{A.y_ss, a.d_v, K.deltanet_groups(a.d_v, true), a.eps};
+            const uint32_t groups = K.deltanet_groups(a.d_v, true);
+            gated = Kernels::GemvGatedIn{A.y_ss, a.d_v, groups, a.eps};
+            gated_rounded = gated_rounded_ && (a.d_v / groups) % 16 == 0 &&
+                            K.gemv_tiled_for(L.ssm_out->type, (uint32_t)L.ssm_out->cols());
+            if (gated_rounded) {
+                a.round_y = true;
+                a.y_off = A.y_bytes;
+            }
         }
         K.deltanet_step(cl, a, act, prm, view(s->ring[il]), view(s->state[il]), tok,
                         view(s->head_counter));
@@ -1066,7 +1088,11 @@ int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
 
 ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const SessionState& st) const {
     const Session& s = static_cast<const Session&>(st);
-    return {s.token_cmd->n_dispatches(), s.token_cmd->n_barriers(), s.rounded_reads, s.gated_reads,
+    return {s.token_cmd->n_dispatches(),
+            s.token_cmd->n_barriers(),
+            s.rounded_reads,
+            s.gated_reads,
+            s.gated_rounded,
             s.normed_roundings};
 }
 

@@ -61,6 +61,11 @@ struct DriverOptions {
     // head waits for the others (DELTALLM_VK_GATED_IN; off: the step applies it).
     bool gated_in = gated_in_from_env();
     static bool gated_in_from_env();
+    // With gated_in: where that projection runs on the tiled GEMV, the step also rounds its
+    // output to bytes (Kernels::DeltaNetStep::round_y), so the projection's workgroups copy
+    // bytes instead of each rounding the floats (DELTALLM_VK_GATED_ROUNDED; off: they round).
+    bool gated_rounded = gated_rounded_from_env();
+    static bool gated_rounded_from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
     // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
     // of its own, for measurements).
@@ -160,6 +165,7 @@ class ResidentDriver final : public Executor {
         uint32_t dispatches = 0, barriers = 0;
         uint32_t rounded_reads = 0;     // GEMVs over x rounded by the GEMV before them
         uint32_t gated_reads = 0;       // GEMVs that apply a DeltaNet step's gated norm
+        uint32_t gated_rounded = 0;     // ... over the step's output rounded by the step
         uint32_t normed_roundings = 0;  // GEMVs that round h for the next norm's readers
     };
     CommandCounts token_command_counts(const SessionState& s) const;
@@ -195,6 +201,7 @@ class ResidentDriver final : public Executor {
     uint32_t gemv_round_h_min_ = 2048;
     bool merge_in_ = true;
     bool gated_in_ = true;
+    bool gated_rounded_ = true;
     bool expand_ahead_ = true;
     bool gemm_groups_ = true;
 };

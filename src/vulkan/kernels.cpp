@@ -187,15 +187,22 @@ void Kernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, Vi
     const bool norm_out = a.ss_off != kNone;
     const uint32_t cw =
         a.d_v / deltanet_groups(a.d_v, norm_out || counter.buffer != VK_NULL_HANDLE);
+    if (a.round_y && (!norm_out || cw % 16))
+        fail(
+            "the DeltaNet step rounds y only leaving its norm to the reader, in groups of 16+ "
+            "columns (not {})",
+            cw);
     const uint32_t ks = deltanet_step_parts(f, a.d_k, cw);
     if (cw == a.d_v || norm_out) counter = tok;  // bound, never read
     // The q and k norms' sums in one subgroup reduction and one barrier, where the tree took
     // 2 · (log2(WG) + 2) barriers: 9B decode profile on an H200, deltanet 273.8 -> 256.9 us a
     // token (docs/PERF.md 2026-12-01, evening).
     const bool sg = deltanet_subgroups && f.subgroup_arithmetic;
-    const Kernel& k =
-        pipes_.get(sg ? "deltanet_step_sg" : "deltanet_step", 6, sizeof(DeltaNetPush),
-                   {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks, norm_out ? 1u : 0u});
+    const Kernel& k = pipes_.get(sg ? "deltanet_step_sg" : "deltanet_step", 6, sizeof(DeltaNetPush),
+                                 {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks,
+                                  a.round_y  ? 2u
+                                  : norm_out ? 1u
+                                             : 0u});
     DeltaNetPush p{a.n_k_heads,
                    a.n_v_heads,
                    a.qkv_off,
@@ -712,11 +719,20 @@ uint64_t Kernels::split_bytes(uint32_t rows) {
     return (tiles + tiles * 4 * kTileRows) * 4;
 }
 
+// gemv_tile.comp's shared memory for rows of `cols` values in workgroups of `threads`: the
+// copy of x (16 bytes and a scale pair a 16-value block), the slots' sums, the rows to round.
+static uint64_t tile_shared_bytes(uint32_t cols, uint32_t threads) {
+    return (uint64_t)cols / 16 * 24 + 4ull * threads + 4ull * kTileRows;
+}
+
 bool Kernels::gemv_tiled_for(QType t, uint32_t cols) const {
     // On an H200 every shape measured faster on it than on gemv.comp reading the tiles, the
-    // 9B's 12288-value down projection rows too (docs/PERF.md 2026-12-02, evening).
+    // 9B's 12288-value down projection rows too (docs/PERF.md 2026-12-02, evening). Its
+    // workgroups hold x whole (tile_route: at most kTileMaxThreads invocations).
+    const Features& f = dev_.features();
     return gemv_tiled != GemvTiled::off && tiled(t) && gemv_tile_supported(t) && cols % 256 == 0 &&
-           gemv_x_for(t, cols) == GemvX::bytes;
+           gemv_x_for(t, cols) == GemvX::bytes && kTileMaxThreads <= f.max_workgroup_invocations &&
+           tile_shared_bytes(cols, kTileMaxThreads) <= f.max_shared_memory;
 }
 
 bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
@@ -734,15 +750,22 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
             (norm || form.round_norm.range < (uint64_t)rows * 4))
             return false;  // gemv_record refuses it
     }
+    if (gated && (gated->head % 16 || !gated->groups || cols % gated->head)) return false;
     if (rounding && rounding->x_rounded) {
         const uint32_t floats = norm ? normed_rounding_floats(cols) : rounding_floats(cols);
-        if (gated || x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
+        if (x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
             (uint64_t)(x_off + floats) * 4 > x.range)
             return false;  // gemv_record refuses it
         // Over a norm's input: rounded times the norm weights by the GEMV that wrote it.
         if (norm) {
             form.xmode = 4;
             form.eps = norm->eps;
+        }
+        // Over a DeltaNet output rounded by the step, before its gated norm.
+        if (gated) {
+            form.xmode = 5;
+            form.eps = gated->eps;
+            form.gated = gated;
         }
     } else {
         if (x.offset % 16 || x_off % 4) return false;
@@ -753,7 +776,6 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
             if (form.norm_w.offset % 16 || form.norm_w.range < (uint64_t)cols * 4) return false;
         }
         if (gated) {
-            if (gated->head % 16 || !gated->groups || cols % gated->head) return false;
             form.eps = gated->eps;
             form.gated = gated;
         }
@@ -781,8 +803,7 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
     uint32_t slots = 1;
     while (slots * parts < runs && slots < (pair ? 4u : 8u)) slots *= 2;
     const uint32_t threads = kTileRows * slots * (pair ? 2 : 1);
-    const uint64_t shared = (uint64_t)cols / 16 * 24 + 4ull * threads + 4ull * kTileRows;
-    if (threads > f.max_workgroup_invocations || shared > f.max_shared_memory) return false;
+    DL_ASSERT(threads <= kTileMaxThreads);  // so gemv_tiled_for found it fits
     tile_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, threads, kTileRows, 0,
                 gemv_grid, parts, form);
     return true;
@@ -818,8 +839,10 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     if (cols % 256 || !tile || threads % tile || threads > f.max_workgroup_invocations ||
         x_off % 4 || !gemv_tile_supported(t) || w.offset % 16 || g_off % 32 || u_off % 32 ||
         std::max(g_off, u_off) + bytes > w.range ||
-        (form.xmode != 0 && form.xmode != 4 &&
+        (form.xmode >= 1 && form.xmode <= 3 &&
          (x.offset % 16 || (uint64_t)(x_off + cols) * 4 > x.range)) ||
+        (form.xmode == 5 &&
+         (x.offset % 16 || (uint64_t)(x_off + rounding_floats(cols)) * 4 > x.range)) ||
         (form.xmode == 4 && (uint64_t)(x_off + normed_rounding_floats(cols)) * 4 > x.range) ||
         (norm && (form.norm_w.offset % 16 || form.norm_w.range < (uint64_t)cols * 4)) ||
         (pair && ((threads / tile) % 2 || accumulate)) || !ksplit ||

@@ -113,8 +113,10 @@ class Kernels {
     uint32_t gemv_split_parts = 0;
     static uint64_t split_bytes(uint32_t rows);
     // Whether a GEMV over rows of cols values of type t that reads x in bytes runs on the tiled
-    // GEMV here (gemv_tiled, the device's features).
+    // GEMV here (gemv_tiled, the device's features and shared memory).
     bool gemv_tiled_for(QType t, uint32_t cols) const;
+    // The tiled GEMV's largest workgroup in the token command: eight slots of a tile's 32 rows.
+    static constexpr uint32_t kTileMaxThreads = 256;
     // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
     // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
     // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks
@@ -163,7 +165,9 @@ class Kernels {
     // reader (DeltaNetStep::ss_off; gemv.comp GATED_IN): x holds o · norm_w · silu(z), and
     // x[ss_off ..] the sums of squares of o of each of a head's `groups` column groups; each
     // value head of `head` values is scaled by 1 / sqrt(mean(o²) + eps) as x is rounded to
-    // bytes. Only where gemv_x_for(t, cols) is `bytes` (gemv_gates).
+    // bytes. Only where gemv_x_for(t, cols) is `bytes` (gemv_gates). With rounding->x_rounded,
+    // x is that rounded by the step already (DeltaNetStep::round_y; on the tiled GEMV only,
+    // gemv_tiled_for), its blocks' scales multiplied by the heads' factors.
     struct GemvGatedIn {
         uint32_t ss_off = 0, head = 0, groups = 0;
         float eps = 0;
@@ -256,6 +260,10 @@ class Kernels {
         // holding o · norm_w · silu(z) and act[ss_off ..] each column group's sum of squares of
         // o, n_v_heads × deltanet_groups(d_v, true) floats (kNone: the step applies the norm).
         uint32_t ss_off = kNone;
+        // With ss_off: y_off receives those columns rounded to bytes (rounding_floats(n_v_heads
+        // · d_v) floats, the layout of GemvRounding) instead of floats, for the tiled GEMV that
+        // reads them with x_rounded (gemv_gated); needs column groups of 16 or more.
+        bool round_y = false;
     };
     // Returns a Decline when the shape has no kernel (d_v over the workgroup limit ...).
     static std::optional<Decline> deltanet_step_supported(const Features& f, uint32_t d_k,

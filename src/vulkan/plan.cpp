@@ -70,6 +70,10 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     end = a.ffn_bytes + Kernels::rounding_floats((uint32_t)hp.n_ff);
     a.h_bytes = (end + 3) / 4 * 4;
     end = a.h_bytes + Kernels::normed_rounding_floats((uint32_t)hp.n_embd);
+    if (hp.ssm_n_v_heads > 0) {
+        a.y_bytes = (end + 3) / 4 * 4;
+        end = a.y_bytes + Kernels::rounding_floats((uint32_t)hp.ssm_d_inner);
+    }
     a.total = end;
     return a;
 }

@@ -50,6 +50,9 @@ struct ActLayout {
     // The residual stream rounded to bytes times the next norm's weights by the GEMV that
     // writes it (GemvRounding::out_norm), one row.
     uint32_t h_bytes = 0;
+    // DeltaNet: the decode step's output rounded to bytes for the output projection
+    // (Kernels::DeltaNetStep::round_y), one row.
+    uint32_t y_bytes = 0;
     uint32_t total = 0;
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);

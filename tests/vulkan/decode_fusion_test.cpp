@@ -21,7 +21,7 @@ using dl::test::TinySpec;
 
 DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, bool norm_in = true,
                       bool merge_in = true, bool pre_round = true, bool gated_in = true,
-                      bool round_h = true) {
+                      bool round_h = true, bool gated_rounded = true) {
     DriverOptions o;
     o.device.robust = ::dl::vk::test::robust();
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
@@ -35,6 +35,7 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
     o.gemv_pre_round = pre_round;
     o.gated_in = gated_in;
     o.gemv_round_h = round_h;
+    o.gated_rounded = gated_rounded;
     o.gemv_round_h_min = 0;  // the tiny models' h
     return o;
 }
@@ -233,6 +234,48 @@ TEST(VulkanDecodeFusion, GatedNormInTheOutputProjectionEqualsTheStepsOwn) {
         EXPECT_GT(recurrent, 0) << what;
         EXPECT_EQ(cg.gated_reads, (uint32_t)recurrent) << what;
         expect_same_decode(**gated, *sg, **step, *ss, {1, 7, 42, 3, 3, 79, 0, 15}, tol, what,
+                           false);
+        if (HasFatalFailure()) return;
+    }
+}
+
+// With the gated norm in the output projection, the DeltaNet step's output rounded to bytes by
+// the step (DeltaNetStep::round_y) where that projection runs on the tiled GEMV, against the
+// projection's workgroups rounding the floats: the same dispatches and stages, every DeltaNet
+// layer's projection over the step's rounding, and the same bytes; the block scales are taken
+// times the heads' factors in another order (d · f and d · sum · f, against d · f · sum), so h
+// differs in its last bits, and the tolerance is the one above, the greedy token not compared.
+TEST(VulkanDecodeFusion, GatedOutputRoundedByTheStepEqualsRoundedByTheProjection) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    for (auto [t, q4_k_m] : {std::pair{QType::Q4_K, false}, std::pair{QType::Q4_K, true},
+                             std::pair{QType::Q8_0, false}}) {
+        TinySpec spec = test::parity_spec("qwen35", t);
+        spec.q4_k_m = q4_k_m;
+        auto model = dl::test::tiny_model(spec);
+        const auto bytes = Kernels::GemvX::bytes;
+        auto step =
+            ResidentDriver::create(model, options(true, bytes, true, true, true, true, true, true));
+        auto proj = ResidentDriver::create(
+            model, options(true, bytes, true, true, true, true, true, false));
+        ASSERT_TRUE(step.ok()) << step.reason();
+        ASSERT_TRUE(proj.ok()) << proj.reason();
+        auto ss = (*step)->new_session(32), sp = (*proj)->new_session(32);
+        const auto cs = (*step)->token_command_counts(*ss);
+        const auto cp = (*proj)->token_command_counts(*sp);
+        const std::string what = std::string(qtype_name(t)) + (q4_k_m ? " Q4_K_M mix" : "");
+        EXPECT_EQ(cs.barriers, cp.barriers) << what;
+        EXPECT_EQ(cs.dispatches, cp.dispatches) << what;
+        EXPECT_EQ(cs.gated_reads, cp.gated_reads) << what;
+        EXPECT_EQ(cp.gated_rounded, 0u) << what;
+        int64_t recurrent = 0;
+        for (int64_t il = 0; il < model->hp.n_layer; ++il) recurrent += model->hp.is_recurrent(il);
+        // Q4_K output projections on the tiled GEMV's features (Kernels::gemv_tile_supported).
+        const Features& f = dev.features();
+        const bool tiled = t == QType::Q4_K && f.subgroup_arithmetic && f.subgroup_shuffle &&
+                           f.min_subgroup_size >= 4;
+        EXPECT_EQ(cs.gated_rounded, tiled ? (uint32_t)recurrent : 0u) << what;
+        expect_same_decode(**step, *ss, **proj, *sp, {1, 7, 42, 3, 3, 79, 0, 15}, 3e-2, what,
                            false);
         if (HasFatalFailure()) return;
     }

@@ -3,6 +3,9 @@
 // state carry over, with H_v != H_k so the value-to-key head pairing (h mod H_k) is exercised.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cpu/deltanet.h"
@@ -20,9 +23,13 @@ using test::randn;
 // Kernels::deltanet_subgroups (the workgroup sums through subgroup sums, where the device has
 // them, or the shared-memory tree). norm_out: the step leaves the gated norm to its reader
 // (DeltaNetStep::ss_off): y then holds o · w · silu(z) and the sums of squares of o of each
-// column group follow it, and the norm those give must be the CPU chain's.
+// column group follow it, and the norm those give must be the CPU chain's. round_y (with
+// norm_out): y holds those values rounded to bytes by 16-value blocks (DeltaNetStep::round_y,
+// the layout of Kernels::GemvRounding), which times their block scales and the heads' factors
+// must be the CPU chain's output to within half a rounding step, each block's largest byte
+// ±127 and its scaled sum the scale times the sum of its bytes.
 void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, uint32_t columns,
-              bool subgroups, bool norm_out = false) {
+              bool subgroups, bool norm_out = false, bool round_y = false) {
     VK_TEST_DEVICE();
     test::Scoped cols(K.deltanet_columns, columns);
     test::Scoped sgs(K.deltanet_subgroups, subgroups);
@@ -65,6 +72,7 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, ui
     Kernels::DeltaNetStep args{hk,    hv,    dk,       dv,     KC,      qkv_off,  z_off, b_off,
                                a_off, y_off, conv_off, dt_off, a_off_p, norm_off, eps};
     if (norm_out) args.ss_off = ss_off;
+    args.round_y = round_y;
     for (int t = 0; t < tokens; ++t) {
         std::vector<float> qkv = randn(conv_dim, rng), z = randn(inner, rng), b = randn(hv, rng),
                            a = randn(hv, rng, 2.f);
@@ -94,15 +102,43 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, ui
         dn::gated_norm(shape, 1, o.data(), z.data(), norm.data(), eps, y.data());
         if (norm_out) {
             // The reader's norm from what the step left: each head's factor from its groups'
-            // sums, times o · w · silu(z).
+            // sums, times o · w · silu(z) (or its rounding).
             for (uint32_t i = ss_off; i < n_act; ++i)
                 ASSERT_TRUE(std::isfinite(out[i])) << "token " << t << " sum " << i - ss_off;
+            std::vector<float> f(hv);
             for (uint32_t h = 0; h < hv; ++h) {
                 float ss = 0.f;
                 for (uint32_t g = 0; g < groups; ++g) ss += out[ss_off + h * groups + g];
-                const float f = 1.f / std::sqrt(ss / (float)dv + eps);
-                for (uint32_t j = 0; j < dv; ++j) out[y_off + h * dv + j] *= f;
+                f[h] = 1.f / std::sqrt(ss / (float)dv + eps);
             }
+            if (round_y) {
+                const uint32_t scales = y_off + inner / 4;
+                for (uint32_t e = 0; e < inner / 16; ++e) {
+                    const float d = out[scales + 2 * e], ds = out[scales + 2 * e + 1];
+                    ASSERT_TRUE(std::isfinite(d) && std::isfinite(ds))
+                        << "token " << t << " block " << e;
+                    int8_t q[16];
+                    std::memcpy(q, &out[y_off + 4 * e], 16);
+                    int sum = 0, qmax = 0;
+                    for (int j = 0; j < 16; ++j) {
+                        sum += q[j];
+                        qmax = std::max(qmax, std::abs((int)q[j]));
+                    }
+                    ASSERT_TRUE(qmax == 127 || d == 0.f) << "token " << t << " block " << e;
+                    ASSERT_NEAR(ds, d * (float)sum, 1e-5 * (1 + std::fabs(d * sum)))
+                        << "token " << t << " block " << e;
+                    const float fh = f[16 * e / dv];
+                    for (uint32_t j = 0; j < 16; ++j) {
+                        const float want = y[16 * e + j];
+                        ASSERT_NEAR(q[j] * d * fh, want,
+                                    0.5f * d * fh + 2e-4 * (1 + std::fabs(want)))
+                            << "token " << t << " y[" << 16 * e + j << "]";
+                    }
+                }
+                continue;
+            }
+            for (uint32_t h = 0; h < hv; ++h)
+                for (uint32_t j = 0; j < dv; ++j) out[y_off + h * dv + j] *= f[h];
         }
         for (uint32_t i = 0; i < inner; ++i) {
             ASSERT_TRUE(std::isfinite(out[y_off + i])) << "token " << t << " y[" << i << "]";
@@ -142,6 +178,17 @@ TEST(VulkanDeltaNet, StepLeavesTheGatedNormToItsReader) {
         run_case(2, 4, 64, 64, 6, 32, sg, true);
         run_case(2, 4, 64, 64, 6, 0, sg, true);
         run_case(2, 4, 64, 64, 6, 16, sg, true);
+    }
+}
+
+// ... and y rounded to bytes by the step, in column groups of 16 and more (blocks that start
+// inside a head and groups of one block each).
+TEST(VulkanDeltaNet, StepRoundsItsOutputForItsReader) {
+    for (bool sg : {true, false}) {
+        run_case(2, 4, 128, 128, 4, 32, sg, true, true);
+        run_case(3, 3, 16, 64, 5, 0, sg, true, true);
+        run_case(2, 4, 64, 64, 6, 16, sg, true, true);
+        run_case(2, 4, 64, 32, 6, 0, sg, true, true);
     }
 }
 

@@ -18,33 +18,6 @@ namespace {
 
 using test::randn;
 
-// x rounded to bytes in the layout a GemvRounding writes (gemv.comp, top): the bytes, then each
-// 16-value block's scale and scale · sum of its bytes; and the rounded values themselves.
-struct Rounded {
-    std::vector<float> layout, values;
-};
-Rounded round_on_host(const std::vector<float>& x) {
-    const uint32_t n = (uint32_t)x.size();
-    Rounded r{std::vector<float>(Kernels::rounding_floats(n)), std::vector<float>(n)};
-    std::vector<uint32_t> words(n / 4);
-    for (uint32_t b = 0; b < n / 16; ++b) {
-        float amax = 0.f;
-        for (uint32_t i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(x[16 * b + i]));
-        const float id = amax > 0.f ? 127.f / amax : 0.f, d = amax / 127.f;
-        int sum = 0;
-        for (uint32_t i = 0; i < 16; ++i) {
-            const int q = (int)std::nearbyint(x[16 * b + i] * id);
-            sum += q;
-            r.values[16 * b + i] = d * (float)q;
-            words[4 * b + i / 4] |= (uint32_t)(uint8_t)(int8_t)q << (8 * (i % 4));
-        }
-        r.layout[n / 4 + 2 * b] = d;
-        r.layout[n / 4 + 2 * b + 1] = d * (float)sum;
-    }
-    std::memcpy(r.layout.data(), words.data(), words.size() * 4);
-    return r;
-}
-
 struct TileCase {
     QType type;
     uint32_t rows, cols, threads, tile;
@@ -91,7 +64,7 @@ TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
     const std::vector<float> x = randn(cols, 7 + cols), nw = randn(cols, 2 + cols, 0.5f);
     std::vector<float> xw(cols);
     for (uint32_t i = 0; i < cols; ++i) xw[i] = x[i] * nw[i];
-    const Rounded xr = round_on_host(norm ? xw : x);
+    const test::Rounded xr = test::rounding_layout(norm ? xw : x);
     const double factor = norm ? rms_factor(x) : 1.0;
     // x (its rounding, or the floats before the norm) at float 8 of its buffer, behind a
     // poisoned margin the kernel must not read as x.
@@ -182,7 +155,7 @@ TEST(GemvSpeed, Tile) {
             std::copy_n(dq.data() + (r % kDistinct) * rb, rb, own.data() + r * rb);
         }
         const std::vector<float> x = randn(cols, 3);
-        const Rounded xr = round_on_host(x);
+        const test::Rounded xr = test::rounding_layout(x);
         Buffer xb = test::to_device(dev, xr.layout);
         const auto [ref, mag] = products(deq, kDistinct, cols, xr.values, 1.0);
         const uint32_t copies =
@@ -195,7 +168,7 @@ TEST(GemvSpeed, Tile) {
         Buffer xf = test::to_device(dev, x), nwb = test::to_device(dev, nw);
         std::vector<float> xw(cols);
         for (uint32_t i = 0; i < cols; ++i) xw[i] = x[i] * nw[i];
-        const Rounded xn = round_on_host(xw);
+        const test::Rounded xn = test::rounding_layout(xw);
         const double factor = rms_factor(x);
         const auto [refn, magn] = products(deq, kDistinct, cols, xn.values, factor);
         struct Config {

@@ -48,9 +48,12 @@ void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, u
     // Away from unit scale where a norm follows, so a missing or doubled normalization shows.
     std::vector<float> x = given ? given->buffer : randn(cols + x_off, 99, norm_w ? 3.f : 1.f);
     const uint32_t y_off = 3;
-    std::vector<float> xr(x.begin() + x_off, x.begin() + x_off + cols), dx(cols, 0.f);
-    if (norm_w) xr = test::rms_normed(x.data() + x_off, *norm_w, eps);
-    if (given) xr = given->values;
+    // (A given buffer may be shorter than x_off + cols floats: x rounded to bytes.)
+    std::vector<float> xr = given ? given->values
+                            : norm_w
+                                ? test::rms_normed(x.data() + x_off, *norm_w, eps)
+                                : std::vector<float>(x.begin() + x_off, x.begin() + x_off + cols);
+    std::vector<float> dx(cols, 0.f);
     if (x_bytes)
         std::tie(xr, dx) = [&] {
             auto b = test::round_x_bytes(xr.data(), cols);
@@ -353,7 +356,9 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
 // GATED_IN): x = o · w · silu(z) per value column, each head's column groups' sums of squares of
 // o after it, and the reference the gated norm itself, o / sqrt(mean over the head of o² + eps)
 // · w · silu(z). Heads of 16 to 128 values in 1 to 4 groups; o away from unit scale, so a factor
-// missing, doubled or taken from the wrong head shows.
+// missing, doubled or taken from the wrong head shows. On the tiled GEMV also over x rounded to
+// bytes by the step already (DeltaNetStep::round_y, GemvRounding::x_rounded), the sums after
+// the rounding.
 TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
     VK_TEST_DEVICE();
     const GemvCase c = GetParam();
@@ -390,6 +395,25 @@ TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
             check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &g);
             if (HasFatalFailure()) return;
         }
+        if (x_off % 4 || !K.gemv_tiled_for(c.type, c.cols)) continue;
+        // The same values rounded by the step: o · w · silu(z) in bytes, then the sums.
+        const test::Rounded r = test::rounding_layout(
+            std::vector<float>(g.buffer.begin() + x_off, g.buffer.begin() + x_off + c.cols));
+        GivenX gr;
+        gr.buffer.assign(x_off, std::bit_cast<float>(test::kPoison));
+        gr.buffer.insert(gr.buffer.end(), r.layout.begin(), r.layout.end());
+        Kernels::GemvGatedIn ginr = gin;
+        ginr.ss_off = (uint32_t)gr.buffer.size();
+        for (double v : ss) gr.buffer.push_back((float)v);
+        gr.values = g.values;
+        const GemvRecord recr = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
+                                    View x, uint32_t xo, View y, uint32_t y_off, bool acc) {
+            Kernels::GemvRounding rd;
+            rd.x_rounded = true;
+            K.gemv_gated(cl, t, w, rows, cols, x, xo, y, y_off, acc, ginr, &rd);
+        };
+        check_gemv(dev, recr, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &gr);
+        if (HasFatalFailure()) return;
     }
 }
 

@@ -101,14 +101,14 @@ TEST(SpirvShared, DecodeAttentionAsDeclared) {
 }
 
 // deltanet_step.comp's: red (WG floats), qs and ks (d_k floats each), part_sum (2 · KS · CW
-// floats) and last_group; the same in its subgroup module.
+// floats), last_group and gated (CW floats); the same in its subgroup module.
 TEST(SpirvShared, DeltaNetStepAsDeclared) {
     for (const char* name : {"deltanet_step", "deltanet_step_sg"}) {
         for (auto [cw, ks, dk, dv] :
              {std::tuple{128u, 4u, 128u, 128u}, std::tuple{32u, 4u, 128u, 128u},
               std::tuple{64u, 1u, 32u, 64u}}) {
             const uint32_t spec[] = {cw * ks, dk, 4, dv, cw, ks};
-            const uint64_t want = 4ull * cw * ks + 8ull * dk + 8ull * ks * cw + 4;
+            const uint64_t want = 4ull * cw * ks + 8ull * dk + 8ull * ks * cw + 4 + 4ull * cw;
             EXPECT_EQ(workgroup_bytes(find_module(name), spec), want)
                 << name << " cw " << cw << " ks " << ks;
         }

@@ -229,6 +229,34 @@ inline BytesX round_x_bytes(const float* x, size_t n) {
     return b;
 }
 
+// x rounded to bytes in the layout a GemvRounding writes (gemv.comp, top): the bytes, then each
+// 16-value block's scale and scale · sum of its bytes (Kernels::rounding_floats(n) floats); and
+// the rounded values themselves.
+struct Rounded {
+    std::vector<float> layout, values;
+};
+inline Rounded rounding_layout(const std::vector<float>& x) {
+    const uint32_t n = (uint32_t)x.size();
+    Rounded r{std::vector<float>(Kernels::rounding_floats(n)), std::vector<float>(n)};
+    std::vector<uint32_t> words(n / 4);
+    for (uint32_t b = 0; b < n / 16; ++b) {
+        float amax = 0.f;
+        for (uint32_t i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(x[16 * b + i]));
+        const float id = amax > 0.f ? 127.f / amax : 0.f, d = amax / 127.f;
+        int sum = 0;
+        for (uint32_t i = 0; i < 16; ++i) {
+            const int q = (int)std::nearbyint(x[16 * b + i] * id);
+            sum += q;
+            r.values[16 * b + i] = d * (float)q;
+            words[4 * b + i / 4] |= (uint32_t)(uint8_t)(int8_t)q << (8 * (i % 4));
+        }
+        r.layout[n / 4 + 2 * b] = d;
+        r.layout[n / 4 + 2 * b + 1] = d * (float)sum;
+    }
+    std::memcpy(r.layout.data(), words.data(), words.size() * 4);
+    return r;
+}
+
 // x · w / sqrt(mean(x²) + eps) (rms_norm.comp's formula; the mean in double).
 inline std::vector<float> rms_normed(const float* x, const std::vector<float>& w, float eps) {
     double ss = 0;

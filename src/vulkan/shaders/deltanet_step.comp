@@ -20,7 +20,11 @@
 // NORM_OUT leaves the gated RMSNorm to the GEMV that reads y (gemv.comp GATED_IN): each column
 // group stores o · w · silu(z) for its columns and the sum of squares of its o, and no workgroup
 // waits for the others. A head's norm factor 1 / sqrt(mean(o²) + eps) is common to its columns,
-// so the reader applies it to the scale of each 16-value block it rounds.
+// so the reader applies it to the scale of each 16-value block it rounds. NORM_OUT 2 stores
+// those columns rounded to bytes instead (round_bytes.glsl, the layout gemv_tile.comp reads under
+// XMODE 5: block e's four words of bytes at y_off + 4e, its scale and scaled sum at y_off +
+// n / 4 + 2e for the n = H_v · d_v values), so the projection's workgroups copy bytes rather
+// than each rounding all of y: one thread a 16-column block of the group's columns.
 //
 // The conv ring holds K rows of conv_dim inputs; input t lives in row t mod K, so this token
 // writes row pos mod K while every other workgroup reads only the other rows: no race between
@@ -40,11 +44,13 @@ layout(constant_id = 2) const uint KCONV = 4;
 layout(constant_id = 3) const uint DV = 128;   // value head size
 layout(constant_id = 4) const uint CW = 128;   // value columns a workgroup (divides DV)
 layout(constant_id = 5) const uint KS = 1;     // parts of a column's d_k rows (divides DK)
-layout(constant_id = 6) const uint NORM_OUT = 0;  // 1: the reader applies the gated norm (above)
+// 1: the reader applies the gated norm (above); 2: so, over y rounded here (CW a multiple of 16).
+layout(constant_id = 6) const uint NORM_OUT = 0;
 
 const uint KR = DK / KS;  // state rows a thread holds
 
 layout(std430, binding = 0) coherent buffer Act { float act[]; };    // qkv, z, beta/alpha in; y out
+layout(std430, binding = 0) coherent buffer ActU { uint act_u[]; };  // NORM_OUT 2: y's bytes
 layout(std430, binding = 1) readonly buffer Params { float prm[]; };  // conv taps, dt_bias, ssm_a, norm
 layout(std430, binding = 2) buffer Ring { float ring[]; };           // [K][conv_dim]
 layout(std430, binding = 3) buffer State { float S[]; };             // [H_v][d_k][d_v]
@@ -72,7 +78,10 @@ shared float qs[DK];
 shared float ks[DK];
 shared float part_sum[2][KS][CW];  // one set of partials for each of the two column sums
 shared uint last_group;
+shared float gated[CW];  // NORM_OUT 2: the group's columns, for their rounding
 #include "reduce.glsl"
+#define ROUND_ONLY
+#include "round_bytes.glsl"
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
@@ -151,9 +160,24 @@ void main() {
     o = column_sum(o, col, part, 1u) * qn;
 
     if (NORM_OUT != 0u) {
-        float ss = wg_sum(part == 0u ? o * o : 0.0);
-        if (part == 0u) act[p.y_off + h * DV + j] = o * prm[p.norm_off + j] * silu(gz);
+        float g = o * prm[p.norm_off + j] * silu(gz);
+        if (NORM_OUT == 1u && part == 0u) act[p.y_off + h * DV + j] = g;
+        if (NORM_OUT == 2u && part == 0u) gated[col] = g;
+        float ss = wg_sum(part == 0u ? o * o : 0.0);  // (its barriers publish `gated`)
         if (t == 0u) act[p.ss_off + h * (DV / CW) + cg] = ss;
+        if (NORM_OUT == 2u && t < CW / 16u) {
+            vec4 v[4];
+            [[unroll]] for (uint i = 0u; i < 4u; ++i)
+                v[i] = vec4(gated[16u * t + 4u * i], gated[16u * t + 4u * i + 1u],
+                            gated[16u * t + 4u * i + 2u], gated[16u * t + 4u * i + 3u]);
+            float d;
+            int sum;
+            uvec4 w = round16(v, d, sum);
+            uint e = (h * DV + cg * CW) / 16u + t, n = p.n_v_heads * DV;
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) act_u[p.y_off + 4u * e + i] = w[i];
+            act[p.y_off + n / 4u + 2u * e] = d;
+            act[p.y_off + n / 4u + 2u * e + 1u] = d * float(sum);
+        }
         return;
     }
     if (CW == DV) {  // the whole head is here

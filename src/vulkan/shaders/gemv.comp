@@ -463,31 +463,19 @@ void quantize_x() {
 #endif
     for (uint e = gl_LocalInvocationID.x; e < 2u * XBLOCKS; e += WG) {
         vec4 v[4];
-        float amax = 0.0;
-        bool finite = true;
         [[unroll]] for (uint i = 0; i < 4u; ++i) {
             v[i] = xload4(16u * e + 4u * i);
 #if defined(NORM_IN)
             ss += dot(v[i], v[i]);
             v[i] *= nin_w4[4u * e + i];
 #endif
-            vec4 a = abs(v[i]);
-            amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
-            finite = finite && !any(isnan(v[i])) && !any(isinf(v[i]));
         }
-        float id = round_factor(amax, finite);
-        uint w[4];
-        int s0 = 0;
-        [[unroll]] for (uint i = 0; i < 4u; ++i) {
-            int sum;
-            w[i] = round4(v[i], id, sum);
-            s0 += sum;
-        }
-        float d = amax / 127.0;
+        float d;
+        int s0;
+        xq[e] = round16(v, d, s0);
 #if defined(GATED_IN)
         d *= gin_factor(e);
 #endif
-        xq[e] = uvec4(w[0], w[1], w[2], w[3]);
         xd[e] = vec2(d, d * float(s0));
     }
 #if defined(NORM_IN)
@@ -872,25 +860,16 @@ void round_out(uint blk, uint grp, uint lt, float v) {
 #endif
     uint b = gl_LocalInvocationID.x, e = first / 16u + b;
     if (b >= GROUPS * ROWS / 16u || 16u * e >= p.nrows) return;
-    float amax = 0.0;
-    bool finite = true;
     vec4 vb[4];
     [[unroll]] for (uint i = 0; i < 4u; ++i) {
         uint j = 16u * b + 4u * i;
         vb[i] = vec4(ro_v[j], ro_v[j + 1u], ro_v[j + 2u], ro_v[j + 3u]);
-        vec4 a = abs(vb[i]);
-        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
-        finite = finite && !any(isnan(vb[i])) && !any(isinf(vb[i]));
     }
-    float id = round_factor(amax, finite);
-    int s0 = 0;
+    float d;
+    int s0;
+    uvec4 w = round16(vb, d, s0);
     uint o = p.xr_off, n = p.nrows;
-    [[unroll]] for (uint i = 0; i < 4u; ++i) {
-        int sum;
-        yw[o + 4u * e + i] = round4(vb[i], id, sum);
-        s0 += sum;
-    }
-    float d = amax / 127.0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) yw[o + 4u * e + i] = w[i];
     y[o + n / 4u + 2u * e] = d;
     y[o + n / 4u + 2u * e + 1u] = d * float(s0);
 }

@@ -28,7 +28,10 @@
 //  3: a Gated DeltaNet layer's output before its gated norm (gemv.comp GATED_IN);
 //  4: the residual stream before its RMSNorm, rounded already times the norm weights by the GEMV
 //     that wrote it (ROUND_NORM), with each block's sum of squares after the rounding: the
-//     rounding is blind to the norm's common factor, which is taken from the sums here.
+//     rounding is blind to the norm's common factor, which is taken from the sums here;
+//  5: a Gated DeltaNet layer's output before its gated norm, rounded already by the step
+//     (deltanet_step.comp NORM_OUT 2; the layout of 0), each block's scale times its head's
+//     factor as under 3.
 // Four adjacent invocations of a subgroup round a block, combined by shuffles (the launcher
 // requires subgroups of 4+).
 //
@@ -64,8 +67,8 @@ layout(constant_id = 5) const uint KSPLIT = 1;
 layout(constant_id = 6) const float NORM_EPS = 1e-6;
 layout(constant_id = 7) const uint PAIR = 0;
 layout(constant_id = 8) const uint ROUND_OUT = 0;
-// XMODE 3: the value head size and the column groups of a head whose sums of squares lie at
-// gin_off (gemv.comp GATED_IN).
+// XMODE 3 and 5: the value head size and the column groups of a head whose sums of squares lie
+// at gin_off (gemv.comp GATED_IN).
 layout(constant_id = 9) const uint GIN_DV = 128;
 layout(constant_id = 10) const uint GIN_G = 1;
 layout(constant_id = 11) const uint ROUND_NORM = 0;
@@ -97,7 +100,7 @@ layout(push_constant) uniform Push {
     uint g_off;  // bytes: where the matrix (a pair's gate matrix) starts in the view
     uint u_off;  // PAIR: where the up matrix starts
     uint xr_off;   // ROUND_OUT: where the rounding of y goes, in floats
-    uint gin_off;  // XMODE 3: the column groups' sums of squares, in floats of the x binding
+    uint gin_off;  // XMODE 3, 5: the column groups' sums of squares, in floats of the x binding
 } p;
 
 shared uvec4 sxq[NB * 16];
@@ -107,7 +110,7 @@ shared float red[WG];
 #include "k4_scales.glsl"
 #include "round_bytes.glsl"
 
-// XMODE 3: the gated norm's factor of the head that 16-value block e of x lies in.
+// XMODE 3 and 5: the gated norm's factor of the head that 16-value block e of x lies in.
 float gin_factor(uint e) {
     uint h = 16u * e / GIN_DV;
     float ss = 0.0;
@@ -248,8 +251,7 @@ shared uint last_part;  // KSPLIT: 1 in the tile's last part to finish
 void round_out(uint tile, uint t) {
     uint e = (tile * TILE) / 16u + t;
     if (t >= TILE / 16u || 16u * e >= p.nrows) return;
-    float amax = 0.0, ss = 0.0;
-    bool finite = true;
+    float ss = 0.0;
     vec4 vb[4];
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
         uint j = 16u * t + 4u * i;
@@ -259,19 +261,12 @@ void round_out(uint tile, uint t) {
             uint w = 16u * e + 4u * i;
             vb[i] *= vec4(nin_w[w], nin_w[w + 1u], nin_w[w + 2u], nin_w[w + 3u]);
         }
-        vec4 a = abs(vb[i]);
-        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
-        finite = finite && !any(isnan(vb[i])) && !any(isinf(vb[i]));
     }
-    float id = round_factor(amax, finite);
-    int s0 = 0;
+    float d;
+    int s0;
+    uvec4 w = round16(vb, d, s0);
     uint o = p.xr_off, n = p.nrows;
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-        int sum;
-        yu[o + 4u * e + i] = round4(vb[i], id, sum);
-        s0 += sum;
-    }
-    float d = amax / 127.0;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) yu[o + 4u * e + i] = w[i];
     y[o + n / 4u + 2u * e] = d;
     y[o + n / 4u + 2u * e + 1u] = d * float(s0);
     if (ROUND_NORM != 0u) y[o + n / 4u + n / 8u + e] = ss;
@@ -334,7 +329,7 @@ void main() {
     }
     if (run < last) load_run(m16, tile, nb, run, lane, f, d16);
     float scale = 1.0;
-    if (XMODE != 0u && XMODE != 4u) {
+    if (XMODE >= 1u && XMODE <= 3u) {
         float part = subgroupAdd(round_x());
         if (XMODE == 1u && subgroupElect()) red[gl_SubgroupID] = part;
         barrier();
@@ -349,7 +344,8 @@ void main() {
         uint e0 = first / RUNS_A_BLOCK * 16u, e1 = (last + RUNS_A_BLOCK - 1u) / RUNS_A_BLOCK * 16u;
         for (uint i = e0 + t; i < e1; i += WG) {
             sxq[i] = gxq4[(p.x_off >> 2) + i];
-            sxd[i] = gxd2[((p.x_off + p.ncols / 4u) >> 1) + i];
+            vec2 d = gxd2[((p.x_off + p.ncols / 4u) >> 1) + i];
+            sxd[i] = XMODE == 5u ? d * gin_factor(i) : d;
         }
         if (XMODE == 4u) {  // the blocks' sums of squares
             float part = 0.0;

@@ -1,5 +1,6 @@
 // x rounded to signed bytes in blocks of 16 values (gemv.comp, top), for the shaders that round
-// it and meet it in integer dot products (gemv.comp, gemv_tile.comp; GL_EXT_integer_dot_product).
+// it (gemv.comp, gemv_tile.comp, deltanet_step.comp) and meet it in integer dot products (the
+// GEMVs: GL_EXT_integer_dot_product; a shader that only rounds defines ROUND_ONLY first).
 
 // Four values of x rounded by the factor id (127 over the largest magnitude of their block, 0
 // for a block of zeros): the signed bytes packed in a word, and their sum.
@@ -18,5 +19,29 @@ float round_factor(inout float amax, bool finite) {
     return finite && amax > 0.0 ? 127.0 / amax : 0.0;
 }
 
+// A block of 16 values (four quads) rounded: its bytes in four words, its scale d (its largest
+// magnitude / 127; NaN where a value is not finite) and the sum of its bytes.
+uvec4 round16(vec4 v[4], out float d, out int sum) {
+    float amax = 0.0;
+    bool finite = true;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        vec4 a = abs(v[i]);
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+        finite = finite && !any(isnan(v[i])) && !any(isinf(v[i]));
+    }
+    float id = round_factor(amax, finite);
+    uvec4 w;
+    sum = 0;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        int s;
+        w[i] = round4(v[i], id, s);
+        sum += s;
+    }
+    d = amax / 127.0;
+    return w;
+}
+
+#if !defined(ROUND_ONLY)
 // Four packed signed bytes of weights (or offsets) against four of x.
 int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
+#endif
