@@ -476,8 +476,9 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
 }
 
 // The decode token command of a session: the whole forward pass of one token at tok[0] (id
-// tok[1]), the head into the device logits, the choice of the next token (tok[2]; parameters at
-// tok[kSampleParams..]) and, when asked, the copy of the logits to the host.
+// tok[1]), the head into the device logits, and then either the choice of the next token
+// (tok[2]; parameters at tok[kSampleParams..]) or, when asked, the copy of the logits to the
+// host.
 void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_logits) {
     Session* s = &session;
     const Hparams& hp = model_->hp;
@@ -746,13 +747,17 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     record_layers(*model_, A, chain);
     gemv_in(model_->output, view(s->logits_dev), 0);
     stage("head");
-    K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams,
-             view(s->sample_scratch));
+    // The logits to the host, or the token's choice from them on the device: whoever asks for
+    // the logits chooses from them itself (decode), so that command does not also sample.
     if (copy_logits) {
         cl.transfer_barrier();
         cl.copy(s->logits_dev, 0, s->logits, 0, (uint64_t)hp.n_vocab * 4);
+        cl.mark("logits");
+    } else {
+        K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams,
+                 view(s->sample_scratch));
+        cl.mark("sample");
     }
-    cl.mark("head");
     cl.end();
     K.gemv_split = {};
 }
