@@ -40,6 +40,17 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
     return o;
 }
 
+// The features the tiled GEMV needs (Kernels::gemv_tile_supported), stated here apart from it.
+bool tiled_gemv_here(const Features& f) {
+    return f.integer_dot && f.subgroup_arithmetic && f.subgroup_shuffle && f.min_subgroup_size >= 4;
+}
+
+uint32_t recurrent_layers(const Model& m) {
+    uint32_t n = 0;
+    for (int64_t il = 0; il < m.hp.n_layer; ++il) n += m.hp.is_recurrent(il) ? 1 : 0;
+    return n;
+}
+
 // Decodes toks on two drivers' sessions side by side: a's logits finite, at most
 // tol · (1 + max |logit of b|) from b's, and (same_greedy) the same greedy token. Two paths that
 // round x to bytes from differently rounded floats may break a random tiny model's near ties
@@ -145,11 +156,8 @@ TEST(VulkanDecodeFusion, ResidualRoundedByItsWritersEqualsRoundedByItsReaders) {
             EXPECT_EQ(cw.barriers, cr.barriers) << what;
             EXPECT_EQ(cw.dispatches, cr.dispatches) << what;
             EXPECT_EQ(cr.normed_roundings, 0u) << what;
-            // Q4_K rows are held in tiles; the tiled GEMV's features
-            // (Kernels::gemv_tile_supported).
-            const Features& f = dev.features();
-            if (t == QType::Q4_K && f.integer_dot && f.subgroup_arithmetic && f.subgroup_shuffle &&
-                f.min_subgroup_size >= 4)
+            // Q4_K rows are held in tiles.
+            if (t == QType::Q4_K && tiled_gemv_here(dev.features()))
                 EXPECT_GT(cw.normed_roundings, 0u) << what;
             else
                 EXPECT_EQ(cw.normed_roundings, 0u) << what;
@@ -229,10 +237,8 @@ TEST(VulkanDecodeFusion, GatedNormInTheOutputProjectionEqualsTheStepsOwn) {
         EXPECT_EQ(cg.barriers, cs.barriers) << what;
         EXPECT_EQ(cg.dispatches, cs.dispatches) << what;
         EXPECT_EQ(cs.gated_reads, 0u) << what;
-        int64_t recurrent = 0;
-        for (int64_t il = 0; il < model->hp.n_layer; ++il) recurrent += model->hp.is_recurrent(il);
-        EXPECT_GT(recurrent, 0) << what;
-        EXPECT_EQ(cg.gated_reads, (uint32_t)recurrent) << what;
+        EXPECT_GT(recurrent_layers(*model), 0u) << what;
+        EXPECT_EQ(cg.gated_reads, recurrent_layers(*model)) << what;
         expect_same_decode(**gated, *sg, **step, *ss, {1, 7, 42, 3, 3, 79, 0, 15}, tol, what,
                            false);
         if (HasFatalFailure()) return;
@@ -268,13 +274,9 @@ TEST(VulkanDecodeFusion, GatedOutputRoundedByTheStepEqualsRoundedByTheProjection
         EXPECT_EQ(cs.dispatches, cp.dispatches) << what;
         EXPECT_EQ(cs.gated_reads, cp.gated_reads) << what;
         EXPECT_EQ(cp.gated_rounded, 0u) << what;
-        int64_t recurrent = 0;
-        for (int64_t il = 0; il < model->hp.n_layer; ++il) recurrent += model->hp.is_recurrent(il);
-        // Q4_K output projections on the tiled GEMV's features (Kernels::gemv_tile_supported).
-        const Features& f = dev.features();
-        const bool tiled = t == QType::Q4_K && f.subgroup_arithmetic && f.subgroup_shuffle &&
-                           f.min_subgroup_size >= 4;
-        EXPECT_EQ(cs.gated_rounded, tiled ? (uint32_t)recurrent : 0u) << what;
+        // Q4_K output projections on the tiled GEMV.
+        const bool tiled = t == QType::Q4_K && tiled_gemv_here(dev.features());
+        EXPECT_EQ(cs.gated_rounded, tiled ? recurrent_layers(*model) : 0u) << what;
         expect_same_decode(**step, *ss, **proj, *sp, {1, 7, 42, 3, 3, 79, 0, 15}, 3e-2, what,
                            false);
         if (HasFatalFailure()) return;
