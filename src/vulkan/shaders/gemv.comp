@@ -390,6 +390,9 @@ float gin_factor(uint e) {
 }
 #endif
 
+#if defined(SUBGROUP)
+#define ROUND_LANES  // quantize_x_lanes
+#endif
 #include "round_bytes.glsl"
 
 #if defined(SUBGROUP)
@@ -413,21 +416,10 @@ void quantize_x_lanes() {
         ss += dot(v, v);
         v *= nin_w4[i];
 #endif
-        vec4 a = abs(v);
-        float amax = max(max(a.x, a.y), max(a.z, a.w));
-        uint bad = any(isnan(v)) || any(isinf(v)) ? 1u : 0u;
-        [[unroll]] for (uint m = 1u; m < 4u; m <<= 1) {
-            amax = max(amax, subgroupShuffleXor(amax, m));
-            bad |= subgroupShuffleXor(bad, m);
-        }
-        float id = round_factor(amax, bad == 0u);
+        float d;
         int sum;
-        uint w = round4(v, id, sum);
-        sum += subgroupShuffleXor(sum, 1u);
-        sum += subgroupShuffleXor(sum, 2u);
         uint e = i >> 2, j = i & 3u;
-        xq[e][j] = w;
-        float d = amax / 127.0;
+        xq[e][j] = round_quad_lanes(v, d, sum);
 #if defined(GATED_IN)
         d *= gf;
 #endif

@@ -32,8 +32,8 @@
 //  5: a Gated DeltaNet layer's output before its gated norm, rounded already by the step
 //     (deltanet_step.comp NORM_OUT 2; the layout of 0), each block's scale times its head's
 //     factor as under 3.
-// Four adjacent invocations of a subgroup round a block, combined by shuffles (the launcher
-// requires subgroups of 4+).
+// Four adjacent invocations of a subgroup round a block, combined by shuffles (round_quad_lanes;
+// the launcher requires subgroups of 4+).
 //
 // The fused forms of the token command: PAIR, the FFN gate and up matrices (at byte offsets
 // g_off and u_off of the view, multiples of 32) and the SwiGLU, half the slots on each matrix:
@@ -108,6 +108,7 @@ shared vec2 sxd[NB * 16];
 shared float red[WG];
 
 #include "k4_scales.glsl"
+#define ROUND_LANES  // round_x
 #include "round_bytes.glsl"
 
 // XMODE 3 and 5: the gated norm's factor of the head that 16-value block e of x lies in.
@@ -130,21 +131,10 @@ float round_x() {
             ss += dot(v, v);
             v *= nin_w4[i];
         }
-        vec4 a = abs(v);
-        float amax = max(max(a.x, a.y), max(a.z, a.w));
-        uint bad = any(isnan(v)) || any(isinf(v)) ? 1u : 0u;
-        [[unroll]] for (uint m = 1u; m < 4u; m <<= 1) {
-            amax = max(amax, subgroupShuffleXor(amax, m));
-            bad |= subgroupShuffleXor(bad, m);
-        }
-        float id = round_factor(amax, bad == 0u);
+        float d;
         int sum;
-        uint w = round4(v, id, sum);
-        sum += subgroupShuffleXor(sum, 1u);
-        sum += subgroupShuffleXor(sum, 2u);
         uint e = i >> 2, j = i & 3u;
-        sxq[e][j] = w;
-        float d = amax / 127.0;
+        sxq[e][j] = round_quad_lanes(v, d, sum);
         if (XMODE == 3u) d *= gin_factor(e);
         if (j == 0u) sxd[e] = vec2(d, d * float(sum));
     }

@@ -41,6 +41,28 @@ uvec4 round16(vec4 v[4], out float d, out int sum) {
     return w;
 }
 
+#if defined(ROUND_LANES)
+// A quad of a 16-value block rounded by the four adjacent invocations of a subgroup that hold the
+// block's four quads (GL_KHR_shader_subgroup_shuffle; the includer defines ROUND_LANES): their
+// largest magnitude and sums combined by shuffles. Returns this quad's word of bytes; d and sum
+// are the block's (as round16's), the same in all four.
+uint round_quad_lanes(vec4 v, out float d, out int sum) {
+    vec4 a = abs(v);
+    float amax = max(max(a.x, a.y), max(a.z, a.w));
+    uint bad = any(isnan(v)) || any(isinf(v)) ? 1u : 0u;
+    [[unroll]] for (uint m = 1u; m < 4u; m <<= 1) {
+        amax = max(amax, subgroupShuffleXor(amax, m));
+        bad |= subgroupShuffleXor(bad, m);
+    }
+    float id = round_factor(amax, bad == 0u);
+    uint w = round4(v, id, sum);
+    sum += subgroupShuffleXor(sum, 1u);
+    sum += subgroupShuffleXor(sum, 2u);
+    d = amax / 127.0;
+    return w;
+}
+#endif
+
 #if !defined(ROUND_ONLY)
 // Four packed signed bytes of weights (or offsets) against four of x.
 int dot4(uint w, uint xw) { return dotPacked4x8EXT(int(w), int(xw)); }
