@@ -544,6 +544,29 @@ Kernels::GemvLaunch Kernels::gemv_launch(QType t, uint32_t rows, uint32_t cols, 
     return {xp, wg, kRows, groups, wide, grid_cap};
 }
 
+// Where a GEMV reads a rounding of n values (GemvRounding's layout; normed: with the blocks'
+// sums of squares) at float off of view v: its words 16-byte aligned, its scale pairs 8-byte
+// aligned, all of it inside the view.
+static bool rounding_readable(View v, uint32_t off, uint32_t n, bool normed) {
+    const uint32_t floats =
+        normed ? Kernels::normed_rounding_floats(n) : Kernels::rounding_floats(n);
+    return v.offset % 16 == 0 && off % 4 == 0 && (off + n / 4) % 2 == 0 &&
+           (uint64_t)(off + floats) * 4 <= v.range;
+}
+
+// Where a GEMV writes the rounding of its n rows: whole 16-value blocks, its words 16-byte
+// aligned from the view's start, all of it inside the view.
+static bool rounding_writable(View v, uint32_t off, uint32_t n, bool normed) {
+    const uint32_t floats =
+        normed ? Kernels::normed_rounding_floats(n) : Kernels::rounding_floats(n);
+    return n % 16 == 0 && off % 4 == 0 && (uint64_t)(off + floats) * 4 <= v.range;
+}
+
+// A gated norm over rows of cols values: heads of whole 16-value blocks that divide the rows.
+static bool gated_fits(const Kernels::GemvGatedIn& g, uint32_t cols) {
+    return g.head % 16 == 0 && g.groups > 0 && cols % g.head == 0;
+}
+
 bool Kernels::gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
                           GemvPart share) const {
     if (!gemv_module(t)) return false;
@@ -571,17 +594,15 @@ void Kernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
     const GemvX xp = l.x;
     const uint32_t wg = l.wg, kRows = l.k_rows, groups = l.groups, wide = l.wide;
     if (rounding && rounding->x_rounded &&
-        (xp != GemvX::bytes || norm || x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
-         (uint64_t)(x_off + rounding_floats(cols)) * 4 > x.range))
+        (xp != GemvX::bytes || norm || !rounding_readable(x, x_off, cols, false)))
         fail("a GEMV over rounded x ({} x {} {}) at float {} cannot read it here", rows, cols,
              qtype_name(t), x_off);
-    if (round_out &&
-        (xp != GemvX::bytes || rows % 16 || kRows * groups % 16 || rounding->out_off % 4 ||
-         (uint64_t)(rounding->out_off + rounding_floats(rows)) * 4 > y.range))
+    if (round_out && (xp != GemvX::bytes || kRows * groups % 16 ||
+                      !rounding_writable(y, rounding->out_off, rows, false)))
         fail("a GEMV ({} x {} {}) cannot round its rows to float {} here", rows, cols,
              qtype_name(t), rounding->out_off);
-    if (gated && (xp != GemvX::bytes || fuse || pair || norm || rounding || gated->head % 16 ||
-                  gated->groups == 0 || cols % gated->head))
+    if (gated &&
+        (xp != GemvX::bytes || fuse || pair || norm || rounding || !gated_fits(*gated, cols)))
         fail("a GEMV over a DeltaNet output before its gated norm ({} x {} {}) cannot run here",
              rows, cols, qtype_name(t));
     if (norm && xp != GemvX::bytes)
@@ -742,20 +763,18 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
     if (!gemv_tiled_for(t, cols) || w.offset % 16) return false;
     TileForm form;
     form.pair = pair;
+    // What this kernel cannot take is left to gemv_record, which refuses it.
     if (rounding && rounding->out_off != kNone) {
-        if (rows % 16) return false;
         form.xr_off = rounding->out_off;
         form.round_norm = rounding->out_norm;
-        if (form.round_norm.buffer != VK_NULL_HANDLE &&
-            (norm || form.round_norm.range < (uint64_t)rows * 4))
-            return false;  // gemv_record refuses it
+        const bool round_norm = form.round_norm.buffer != VK_NULL_HANDLE;
+        if (!rounding_writable(y, form.xr_off, rows, round_norm) ||
+            (round_norm && (norm || form.round_norm.range < (uint64_t)rows * 4)))
+            return false;
     }
-    if (gated && (gated->head % 16 || !gated->groups || cols % gated->head)) return false;
+    if (gated && !gated_fits(*gated, cols)) return false;
     if (rounding && rounding->x_rounded) {
-        const uint32_t floats = norm ? normed_rounding_floats(cols) : rounding_floats(cols);
-        if (x.offset % 16 || x_off % 4 || (x_off + cols / 4) % 2 ||
-            (uint64_t)(x_off + floats) * 4 > x.range)
-            return false;  // gemv_record refuses it
+        if (!rounding_readable(x, x_off, cols, norm != nullptr)) return false;
         // Over a norm's input: rounded times the norm weights by the GEMV that wrote it.
         if (norm) {
             form.xmode = 4;
@@ -841,18 +860,13 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
         std::max(g_off, u_off) + bytes > w.range ||
         (form.xmode >= 1 && form.xmode <= 3 &&
          (x.offset % 16 || (uint64_t)(x_off + cols) * 4 > x.range)) ||
-        (form.xmode == 5 &&
-         (x.offset % 16 || (uint64_t)(x_off + rounding_floats(cols)) * 4 > x.range)) ||
-        (form.xmode == 4 && (uint64_t)(x_off + normed_rounding_floats(cols)) * 4 > x.range) ||
+        ((form.xmode == 0 || form.xmode >= 4) &&
+         !rounding_readable(x, x_off, cols, form.xmode == 4)) ||
         (norm && (form.norm_w.offset % 16 || form.norm_w.range < (uint64_t)cols * 4)) ||
         (pair && ((threads / tile) % 2 || accumulate)) || !ksplit ||
-        (round_out && (rows % 16 || tile % 16 || form.xr_off % 4 ||
-                       (uint64_t)(form.xr_off + (round_norm ? normed_rounding_floats(rows)
-                                                            : rounding_floats(rows))) *
-                               4 >
-                           y.range)) ||
+        (round_out && (tile % 16 || !rounding_writable(y, form.xr_off, rows, round_norm))) ||
         (round_norm && (!round_out || norm || form.round_norm.range < (uint64_t)rows * 4)) ||
-        (form.gated && (form.gated->head % 16 || !form.gated->groups)) ||
+        (form.gated && !gated_fits(*form.gated, cols)) ||
         (ksplit > 1 &&
          (grid_cap || pair || form.split.range < (uint64_t)(tiles + tiles * ksplit * tile) * 4)))
         fail("no tiled GEMV over {} x {} {} in workgroups of {} by {}", rows, cols, qtype_name(t),
