@@ -732,7 +732,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     cl.begin(true);
     // The GEMVs that add to h are alone in their stages: they may split over one scratch.
     K.gemv_split = view(s->gemv_split);
-    // tok[0] = position, tok[1] = token id, tok[2] = the argmax.
+    // tok[0] = position, tok[1] = token id, tok[2] = the chosen token.
     K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
                (uint32_t)model_->tok_embd->rows(), E, tok, 1, act, A.h, 1);
     stage("embed");

@@ -1,10 +1,11 @@
 // The resident driver: an Executor that runs the whole forward pass of a model on one Vulkan
 // device. Weights are uploaded once in their GGUF block formats (per the residency plan; Q4_K
 // and Q6_K rows held in tiles, weight_layout.h); each session records its decode *token command*
-// once — embedding, every layer, the head and argmax — and replays it per token, reading the
-// position and token id from a small host-visible buffer. Prefill runs in windows of plan.window
-// rows, one recorded command per window size: GEMM tiles over the native blocks, attention and the
-// DeltaNet scan over the rows.
+// once — embedding, every layer, the head and the token's choice (or, in a second command, the
+// logits' copy to the host) — and replays it per token, reading the position and token id from a
+// small host-visible buffer. Prefill runs in windows of plan.window rows, one recorded command
+// per window size: GEMM tiles over the native blocks, attention and the DeltaNet scan over the
+// rows.
 #pragma once
 
 #include <map>

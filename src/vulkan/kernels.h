@@ -487,7 +487,7 @@ class Kernels {
     GemvLaunch gemv_launch(QType t, uint32_t rows, uint32_t cols, bool fuse, bool pair, bool norm,
                            GemvPart share, bool round_out) const;
     // The tiled GEMV's form (shaders/gemv_tile.comp): XMODE, the norm's epsilon and weights
-    // (XMODE 1) or the gated norm's terms (XMODE 3), a pair's matrix offsets, ROUND_OUT's
+    // (XMODE 1) or the gated norm's terms (XMODE 3 and 5), a pair's matrix offsets, ROUND_OUT's
     // offset (kNone: none).
     struct TileForm {
         uint32_t xmode = 0;
