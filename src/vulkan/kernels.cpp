@@ -821,8 +821,18 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
     // 2026-12-02, afternoon).
     uint32_t slots = 1;
     while (slots * parts < runs && slots < (pair ? 4u : 8u)) slots *= 2;
+    // Two parts of eight slots as one workgroup of sixteen: on an H200 the 4096-value output
+    // projections took 9B 339 -> 305 us a token, Qwen3-8B 389 -> 329, and the 12288-value down
+    // projections 9B 531 -> 520 (docs/PERF.md 2026-12-03).
+    if (gemv_wide_tiles && parts == 2 && slots == 8 &&
+        kTileWideThreads <= f.max_workgroup_invocations &&
+        tile_shared_bytes(cols, kTileWideThreads) <= f.max_shared_memory) {
+        parts = 1;
+        slots = 16;
+    }
     const uint32_t threads = kTileRows * slots * (pair ? 2 : 1);
-    DL_ASSERT(threads <= kTileMaxThreads);  // so gemv_tiled_for found it fits
+    // So gemv_tiled_for (or the test above, for a wide tile) found it fits.
+    DL_ASSERT(threads <= (slots == 16 ? kTileWideThreads : kTileMaxThreads));
     tile_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, threads, kTileRows, 0,
                 gemv_grid, parts, form);
     return true;

@@ -111,12 +111,19 @@ class Kernels {
     // each). gemv_split_parts: force that many parts (tests; 0: by the device).
     View gemv_split;
     uint32_t gemv_split_parts = 0;
+    // A tile that would be split over two workgroups of eight slots (its rows of 16+ runs) is
+    // taken by one workgroup of sixteen instead, where the device has workgroups of
+    // kTileWideThreads: as many invocations a tile, and no parts to add. false keeps the two
+    // parts (tests).
+    bool gemv_wide_tiles = true;
     static uint64_t split_bytes(uint32_t rows);
     // Whether a GEMV over rows of cols values of type t that reads x in bytes runs on the tiled
     // GEMV here (gemv_tiled, the device's features and shared memory).
     bool gemv_tiled_for(QType t, uint32_t cols) const;
     // The tiled GEMV's largest workgroup in the token command: eight slots of a tile's 32 rows.
     static constexpr uint32_t kTileMaxThreads = 256;
+    // The workgroup of a tile of sixteen slots (gemv_wide_tiles).
+    static constexpr uint32_t kTileWideThreads = 512;
     // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
     // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
     // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks

@@ -166,7 +166,9 @@ TEST_P(GemvXPaths, BytesMatchRoundedReference) {
 }
 // The tiled GEMV with each tile's runs split over 2 and 3 workgroups (Kernels::gemv_split, the
 // GEMVs that add to y), the last part to finish adding the parts: over 3, a Q4_K row of one
-// block leaves parts with no runs. The scratch must be zero again after each GEMV.
+// block leaves parts with no runs. Then 2 parts where rows of 16+ runs take one workgroup of
+// sixteen slots instead (Kernels::gemv_wide_tiles; the 12288-value rows). The scratch must be
+// zero again after each GEMV.
 TEST_P(GemvXPaths, BytesOnTheTiledGemvSplitOverWorkgroupsMatchRoundedReference) {
     VK_TEST_DEVICE();
     const GemvCase c = GetParam();
@@ -175,8 +177,9 @@ TEST_P(GemvXPaths, BytesOnTheTiledGemvSplitOverWorkgroupsMatchRoundedReference) 
     dev.fill(split, 0, bytes, 0);
     test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
     test::Scoped scratch(K.gemv_split, view(split));
-    for (uint32_t parts : {2u, 3u}) {
+    for (auto [parts, wide] : {std::pair{2u, false}, std::pair{3u, false}, std::pair{2u, true}}) {
         test::Scoped n(K.gemv_split_parts, parts);
+        test::Scoped w(K.gemv_wide_tiles, wide);
         check_gemv_path(K, dev, c, Kernels::GemvX::bytes);
         if (HasFatalFailure() || IsSkipped()) return;
         const auto words = test::from_device<uint32_t>(dev, split, bytes / 4);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# docs/PERF.md, "2026-12-03": weights read into the device's L2 in the tail of the GEMV stage
+# before their reader (2026-12-03-l2-prefetch.patch: DLX_PF bit 4, the output projection's
+# weights after the input projections; bit 8, the first DLX_PF_MB MiB of the down projection
+# after the FFN pair; bit 16, the first DLX_PF_MB MiB of the next layer's first input projection
+# after the down projection). Profile and tg128. Device: one call carrying .gl and .devrun on the
+# packed binaries of `scripts/vk/device_reports.sh prepare` (built with the patch).
+cd "$(dirname "$0")/../../.."
+. docs/perf/experiments/device.sh
+synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q3"
+prof() { env $2 $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -r 1 --profile 2>&1 | grep -A16 "profile, decode" | grep -E "decode|gemv|head|deltanet|attention" | sed 's/  */ /g' | tr '\n' ' '; }
+tgb() { env $2 $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 | grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '; }
+DELTALLM_VK_KERNEL_STATS=1 $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 4 -r 1 2>&1 | grep "kernel stream_read" | cut -c1-300
+for m in ${MODELS:-q9 q3 q08}; do
+    for c in ${CASES:-"DLX_PF=0" "DLX_PF=4" "DLX_PF=8 DLX_PF_MB=8" "DLX_PF=8 DLX_PF_MB=16" "DLX_PF=16 DLX_PF_MB=8" "DLX_PF=28 DLX_PF_MB=8" "DLX_PF=0" "DLX_PF=4"}; do
+        echo "[$m] $c: $(prof $m "$c")"
+    done
+done
+for r in 1 2; do
+    for m in ${MODELS:-q9 q3 q08}; do
+        for c in ${TGCASES:-"DLX_PF=0" "DLX_PF=4" "DLX_PF=28 DLX_PF_MB=8"}; do echo "[$m] tg128 $c: $(tgb $m "$c")"; done
+    done
+done
