@@ -75,6 +75,7 @@ struct ResidentDriver::Session : SessionState {
     uint32_t rounded_reads = 0;
     uint32_t gated_reads = 0;  // CommandCounts::gated_reads of the token command
     uint32_t gated_rounded = 0;
+    uint32_t attn_rounded = 0;
     uint32_t normed_roundings = 0;
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
@@ -193,6 +194,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->merge_in_ = opts.merge_in;
     d->gated_in_ = opts.gated_in;
     d->gated_rounded_ = opts.gated_rounded;
+    d->attn_rounded_ = opts.attn_rounded;
     d->expand_ahead_ = opts.expand_ahead;
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
@@ -229,6 +231,10 @@ bool DriverOptions::gated_in_from_env() {
 
 bool DriverOptions::gated_rounded_from_env() {
     return env::get_bool("DELTALLM_VK_GATED_ROUNDED");
+}
+
+bool DriverOptions::attn_rounded_from_env() {
+    return env::get_bool("DELTALLM_VK_ATTN_ROUNDED");
 }
 
 bool DriverOptions::gemv_balance_from_env() {
@@ -536,12 +542,16 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     s->rounded_reads = 0;
     s->gated_reads = 0;
     s->gated_rounded = 0;
+    s->attn_rounded = 0;
     s->normed_roundings = 0;
     // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
     // (gated_in_; none: the step applied it).
     std::optional<Kernels::GemvGatedIn> gated;
     // ... over the step's output rounded to bytes at A.y_bytes (gated_rounded_).
     bool gated_rounded = false;
+    // The attention layer just recorded rounded its output to bytes at A.o_bytes for its output
+    // projection (attn_rounded_).
+    bool attn_rounded = false;
     // W · xn (rows of cols values of type t at view w) into y[y_off ..]; share: its part of
     // its stage's weight bytes (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
@@ -628,6 +638,13 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             x_off = A.y_bytes;
             ++s->gated_rounded;
         }
+        if (attn_rounded) {  // the attention rounded its output (chain.attention)
+            DL_ASSERT(x_off == A.o);
+            r.x_rounded = true;
+            x_off = A.o_bytes;
+            attn_rounded = false;
+            ++s->attn_rounded;
+        }
         const bool with_r = r.x_rounded || h_rounded;
         if (gated) {  // the step chose it where the next norm is its readers' (chain.deltanet)
             DL_ASSERT(pending);
@@ -690,6 +707,9 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         Kernels::Attention a = at;
         a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
         a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+        attn_rounded = attn_rounded_ && a.head_dim % 16 == 0 &&
+                       K.gemv_tiled_for(L.wo->type, (uint32_t)L.wo->cols());
+        if (attn_rounded) a.round_off = A.o_bytes;
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
                     tok, view(s->head_counter));
     };
@@ -1098,7 +1118,8 @@ ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const Session
             s.rounded_reads,
             s.gated_reads,
             s.gated_rounded,
-            s.normed_roundings};
+            s.normed_roundings,
+            s.attn_rounded};
 }
 
 bool ResidentDriver::samples_on_device(const SamplerParams& p) const {

@@ -67,6 +67,12 @@ struct DriverOptions {
     // bytes instead of each rounding the floats (DELTALLM_VK_GATED_ROUNDED; off: they round).
     bool gated_rounded = gated_rounded_from_env();
     static bool gated_rounded_from_env();
+    // Where an attention layer's output projection runs on the tiled GEMV, the decode attention
+    // also rounds its output to bytes (Kernels::Attention::round_off), so the projection's
+    // workgroups copy bytes instead of each rounding the floats (DELTALLM_VK_ATTN_ROUNDED; off:
+    // they round).
+    bool attn_rounded = attn_rounded_from_env();
+    static bool attn_rounded_from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
     // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
     // of its own, for measurements).
@@ -168,6 +174,7 @@ class ResidentDriver final : public Executor {
         uint32_t gated_reads = 0;       // GEMVs that apply a DeltaNet step's gated norm
         uint32_t gated_rounded = 0;     // ... over the step's output rounded by the step
         uint32_t normed_roundings = 0;  // GEMVs that round h for the next norm's readers
+        uint32_t attn_rounded = 0;      // GEMVs over the attention's output rounded by it
     };
     CommandCounts token_command_counts(const SessionState& s) const;
 
@@ -203,6 +210,7 @@ class ResidentDriver final : public Executor {
     bool merge_in_ = true;
     bool gated_in_ = true;
     bool gated_rounded_ = true;
+    bool attn_rounded_ = true;
     bool expand_ahead_ = true;
     bool gemm_groups_ = true;
 };

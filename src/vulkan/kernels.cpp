@@ -85,6 +85,7 @@ struct AttnDecodePush {
     uint32_t q_stride, k_off, v_off, qn_off, kn_off, freq_off, n_rot;
     float eps;
     uint32_t interleaved, one_split;
+    uint32_t ro_off;
 };
 
 const char* type_suffix(QType t) {
@@ -246,6 +247,9 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
     DL_ASSERT(counter.buffer != VK_NULL_HANDLE && counter.range >= (uint64_t)a.n_head * 4);
+    const uint32_t round_o = a.round_off != kNone;
+    if (round_o && a.head_dim % 16)
+        fail("the decode attention rounds heads of a multiple of 16 values, not {}", a.head_dim);
     // Query heads a workgroup: up to four of one key/value head (each cache row read once for
     // them), at most 512 query values (g · head_dim), as many as the shared memory holds. On an
     // H200 the 9B's attention, which runs every fourth layer, took twice as long in the token as
@@ -259,7 +263,7 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     uint32_t wg = f.max_workgroup_invocations >= 256 ? 256 : 128;
     // attn_decode.comp's shared memory for g heads a workgroup of wg threads.
     auto shared = [&](uint32_t gg, uint32_t w) {
-        auto b = module_shared_bytes("attn_decode", {w, a.head_dim, gg});
+        auto b = module_shared_bytes("attn_decode", {w, a.head_dim, gg, 1, 0, round_o});
         if (!b) fail("this build cannot size the shared memory of its decode attention");
         return *b;
     };
@@ -284,15 +288,15 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     const uint32_t rows_a_thread = kAttnSplit * (a.head_dim / 2) / wg;
     const uint32_t vstep = std::clamp<uint32_t>(rows_a_thread, 1, 32);
     const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread <= 32;
-    const Kernel& dec =
-        pipes_.get("attn_decode", 7, sizeof(AttnDecodePush), {wg, a.head_dim, g, vstep, vpre});
-    AttnDecodePush dp{a.n_head,      a.n_kv,        a.head_dim,
-                      a.q_off,       n_split,       1.0f / std::sqrt((float)a.head_dim),
-                      a.gate_off,    a.gate_stride, a.o_off,
-                      a.q_stride,    a.k_off,       a.v_off,
-                      a.q_norm_off,  a.k_norm_off,  a.freq_off,
-                      a.n_rot,       a.eps,         a.interleaved ? 1u : 0u,
-                      attn_one_split};
+    const Kernel& dec = pipes_.get("attn_decode", 7, sizeof(AttnDecodePush),
+                                   {wg, a.head_dim, g, vstep, vpre, round_o});
+    AttnDecodePush dp{a.n_head,       a.n_kv,        a.head_dim,
+                      a.q_off,        n_split,       1.0f / std::sqrt((float)a.head_dim),
+                      a.gate_off,     a.gate_stride, a.o_off,
+                      a.q_stride,     a.k_off,       a.v_off,
+                      a.q_norm_off,   a.k_norm_off,  a.freq_off,
+                      a.n_rot,        a.eps,         a.interleaved ? 1u : 0u,
+                      attn_one_split, a.round_off};
     DL_ASSERT(partials.range >= attention_partials(a) * 4);
     cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter, params}, dp, a.n_head / g,
                 n_split);

@@ -316,6 +316,10 @@ class Kernels {
         float eps;
         bool interleaved = false;              // rope pairs (2j, 2j+1) (llama) instead of NeoX
         uint32_t max_splits = kAttnMaxSplits;  // fewer only to test long walks on short caches
+        // Decode: act, the output also rounded to bytes there (rounding_floats(n_head · head_dim)
+        // floats, the layout a GEMV reads with GemvRounding::x_rounded), or kNone. Heads of a
+        // multiple of 16 values.
+        uint32_t round_off = kNone;
     };
     static std::optional<Decline> attention_supported(const Features& f, uint32_t head_dim,
                                                       uint32_t n_head, uint32_t n_kv);

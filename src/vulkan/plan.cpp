@@ -74,6 +74,8 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         a.y_bytes = (end + 3) / 4 * 4;
         end = a.y_bytes + Kernels::rounding_floats((uint32_t)hp.ssm_d_inner);
     }
+    a.o_bytes = (end + 3) / 4 * 4;
+    end = a.o_bytes + Kernels::rounding_floats(ow);
     a.total = end;
     return a;
 }

@@ -53,6 +53,9 @@ struct ActLayout {
     // DeltaNet: the decode step's output rounded to bytes for the output projection
     // (Kernels::DeltaNetStep::round_y), one row.
     uint32_t y_bytes = 0;
+    // Attention: the decode attention's output rounded to bytes for the output projection
+    // (Kernels::Attention::round_off), one row.
+    uint32_t o_bytes = 0;
     uint32_t total = 0;
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);

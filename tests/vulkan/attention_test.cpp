@@ -1,9 +1,10 @@
 // Decode attention (q/k norm + partial NeoX rope + F16 KV store, split-K attention, combine with
-// the sigmoid gate) against the CPU chain's ops over many tokens, so several splits fill up and
-// grouped-query heads share their key/value head.
+// the sigmoid gate, and the output's rounding to bytes where asked) against the CPU chain's ops
+// over many tokens, so several splits fill up and grouped-query heads share their key/value head.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "cpu/ops.h"
@@ -17,6 +18,7 @@ struct AttnCase {
     bool norms, gate, interleaved = false;
     uint32_t max_splits = Kernels::kAttnMaxSplits;
     uint32_t one_split = 0;  // Kernels::attn_one_split (0: every context split as it comes)
+    bool round = false;      // the output also rounded to bytes (Attention::round_off)
 };
 
 class Attention : public ::testing::TestWithParam<AttnCase> {};
@@ -34,10 +36,11 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
     };
     const uint32_t hd = c.head_dim;
     const uint32_t q_stride = c.gate ? 2 * hd : hd;
-    // act: q projection | k | v | prepared q | output
+    // act: q projection | k | v | prepared q | output | its rounding
     const uint32_t q_off = 0, k_off = c.n_head * q_stride, v_off = k_off + c.n_kv * hd,
                    qo_off = v_off + c.n_kv * hd, o_off = qo_off + c.n_head * hd,
-                   n_act = o_off + c.n_head * hd;
+                   ro_off = o_off + c.n_head * hd,
+                   n_act = ro_off + Kernels::rounding_floats(c.n_head * hd);
     // params: q norm | k norm | inverse frequencies
     std::vector<float> qn = randn(hd), kn = randn(hd), inv(c.n_rot / 2);
     cpu::rope_inv_freq(base, c.n_rot, nullptr, inv.data());
@@ -65,7 +68,8 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
                          2 * hd,
                          eps,
                          c.interleaved,
-                         c.max_splits};
+                         c.max_splits,
+                         c.round ? ro_off : Kernels::kNone};
     Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
     size_t cache_words = (size_t)c.n_ctx * c.n_kv * hd / 2;
     Buffer kc = test::poisoned(dev, cache_words), vc = test::poisoned(dev, cache_words);
@@ -128,6 +132,34 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
                     << "token " << t << " head " << h << " dim " << d;
             }
         }
+        if (c.round) {
+            // Each 16-value block of the output (checked above) in bytes: its largest magnitude
+            // at 127, every value within half a step, the scaled sum of its bytes.
+            const uint32_t n = c.n_head * hd, scales = ro_off + n / 4;
+            for (uint32_t e = 0; e < n / 16; ++e) {
+                const float d = out[scales + 2 * e], ds = out[scales + 2 * e + 1];
+                ASSERT_TRUE(std::isfinite(d) && std::isfinite(ds))
+                    << "token " << t << " block " << e;
+                int8_t q[16];
+                std::memcpy(q, &out[ro_off + 4 * e], 16);
+                int sum = 0, qmax = 0;
+                float amax = 0.f;
+                for (int j = 0; j < 16; ++j) {
+                    sum += q[j];
+                    qmax = std::max(qmax, std::abs((int)q[j]));
+                    amax = std::max(amax, std::fabs(out[o_off + 16 * e + j]));
+                }
+                ASSERT_EQ(qmax, 127) << "token " << t << " block " << e;
+                ASSERT_NEAR(d, amax / 127.f, 1e-6f * amax) << "token " << t << " block " << e;
+                ASSERT_NEAR(ds, d * (float)sum, 1e-5 * (1 + std::fabs(d * sum)))
+                    << "token " << t << " block " << e;
+                for (uint32_t j = 0; j < 16; ++j) {
+                    const float v = out[o_off + 16 * e + j];
+                    ASSERT_NEAR(q[j] * d, v, 0.5f * d * (1 + 1e-4f))
+                        << "token " << t << " output " << 16 * e + j;
+                }
+            }
+        }
     }
     // Cache rows past the last token are never written.
     auto kback = test::from_device<uint32_t>(dev, kc, cache_words);
@@ -137,33 +169,39 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, Attention,
-    ::testing::Values(AttnCase{4, 2, 64, 32, 150, 70, true, false},  // qwen3-like
-                      AttnCase{4, 1, 256, 64, 80, 66, true, true},   // qwen35 gated
-                      // Four query heads of one key/value head in a workgroup (heads of 256
-                      // take two).
-                      AttnCase{8, 2, 128, 64, 150, 70, true, false},        // qwen3-8b-like
-                      AttnCase{2, 2, 128, 128, 64, 9, false, false, true},  // llama
-                      AttnCase{3, 1, 20, 20, 80, 67, false, true},  // rows not 16-byte aligned
-                      // Rows of 48 words: value rows in steps, not loaded ahead of the scores.
-                      AttnCase{4, 2, 96, 32, 140, 70, true, false},
-                      // Two splits over up to five chunks: a split walks several chunks (its
-                      // online softmax rescales), the last one a short one.
-                      AttnCase{8, 4, 64, 64, 300, 260, true, false, false, 2},
-                      // Three splits, query heads of one key/value head three to a group.
-                      AttnCase{6, 2, 32, 16, 200, 140, false, true, false, 3},
-                      // One split (no merge) while the context has up to two or three chunks,
-                      // then split as above.
-                      AttnCase{4, 1, 256, 64, 300, 260, true, true, false, Kernels::kAttnMaxSplits,
-                               2},
-                      AttnCase{8, 2, 128, 64, 450, 400, true, false, false, 4, 3}),
+    ::testing::Values(
+        AttnCase{4, 2, 64, 32, 150, 70, true, false},  // qwen3-like
+        AttnCase{4, 1, 256, 64, 80, 66, true, true},   // qwen35 gated
+        // Four query heads of one key/value head in a workgroup (heads of 256
+        // take two).
+        AttnCase{8, 2, 128, 64, 150, 70, true, false},        // qwen3-8b-like
+        AttnCase{2, 2, 128, 128, 64, 9, false, false, true},  // llama
+        AttnCase{3, 1, 20, 20, 80, 67, false, true},          // rows not 16-byte aligned
+        // Rows of 48 words: value rows in steps, not loaded ahead of the scores.
+        AttnCase{4, 2, 96, 32, 140, 70, true, false},
+        // Two splits over up to five chunks: a split walks several chunks (its
+        // online softmax rescales), the last one a short one.
+        AttnCase{8, 4, 64, 64, 300, 260, true, false, false, 2},
+        // Three splits, query heads of one key/value head three to a group.
+        AttnCase{6, 2, 32, 16, 200, 140, false, true, false, 3},
+        // One split (no merge) while the context has up to two or three chunks,
+        // then split as above.
+        AttnCase{4, 1, 256, 64, 300, 260, true, true, false, Kernels::kAttnMaxSplits, 2},
+        AttnCase{8, 2, 128, 64, 450, 400, true, false, false, 4, 3},
+        // The output also rounded to bytes: one split, then merged from several
+        // (heads of 256 two a workgroup, of 128 four, of 64 two of one kv head).
+        AttnCase{4, 1, 256, 64, 300, 200, true, true, false, Kernels::kAttnMaxSplits, 2, true},
+        AttnCase{8, 2, 128, 64, 450, 400, true, false, false, 4, 3, true},
+        AttnCase{4, 2, 64, 32, 150, 70, true, false, false, Kernels::kAttnMaxSplits, 0, true}),
     [](const auto& info) {
         const AttnCase& c = info.param;
         // fmt, not string +: GCC 12 warns (-Wrestrict) on that chain of temporaries.
-        return fmt::format("h{}kv{}d{}{}{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "",
-                           c.max_splits < Kernels::kAttnMaxSplits
-                               ? fmt::format("_{}splits", c.max_splits)
-                               : std::string(),
-                           c.one_split ? fmt::format("_one{}", c.one_split) : std::string());
+        return fmt::format(
+            "h{}kv{}d{}{}{}{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "",
+            c.max_splits < Kernels::kAttnMaxSplits ? fmt::format("_{}splits", c.max_splits)
+                                                   : std::string(),
+            c.one_split ? fmt::format("_one{}", c.one_split) : std::string(),
+            c.round ? "_rounded" : "");
     });
 
 TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {

@@ -3,6 +3,7 @@
 // logits up to F32 rounding, token after token, and three stages fewer per layer in the 9B's
 // layer pattern. The norms applied by the GEMVs that read them (DriverOptions::gemv_norm_in)
 // against the norm epilogues, over x in bytes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,7 +22,7 @@ using dl::test::TinySpec;
 
 DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, bool norm_in = true,
                       bool merge_in = true, bool pre_round = true, bool gated_in = true,
-                      bool round_h = true, bool gated_rounded = true) {
+                      bool round_h = true, bool gated_rounded = true, bool attn_rounded = true) {
     DriverOptions o;
     o.device.robust = ::dl::vk::test::robust();
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
@@ -36,6 +37,7 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
     o.gated_in = gated_in;
     o.gemv_round_h = round_h;
     o.gated_rounded = gated_rounded;
+    o.attn_rounded = attn_rounded;
     o.gemv_round_h_min = 0;  // the tiny models' h
     return o;
 }
@@ -280,6 +282,47 @@ TEST(VulkanDecodeFusion, GatedOutputRoundedByTheStepEqualsRoundedByTheProjection
         expect_same_decode(**step, *ss, **proj, *sp, {1, 7, 42, 3, 3, 79, 0, 15}, 3e-2, what,
                            false);
         if (HasFatalFailure()) return;
+    }
+}
+
+// The decode attention's output rounded to bytes by the attention (Attention::round_off) where
+// its output projection runs on the tiled GEMV, against the projection's workgroups rounding the
+// floats: the same dispatches and stages, every attention layer's projection over the
+// attention's rounding, and the same bytes and scales (round16 and the lanes' rounding are the
+// same arithmetic), so the logits agree to F32 rounding and the greedy tokens are the same.
+TEST(VulkanDecodeFusion, AttentionOutputRoundedByTheAttentionEqualsRoundedByTheProjection) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    for (const char* arch : {"qwen35", "qwen3", "llama"}) {
+        for (auto [t, q4_k_m] : {std::pair{QType::Q4_K, false}, std::pair{QType::Q4_K, true},
+                                 std::pair{QType::Q8_0, false}}) {
+            TinySpec spec = test::parity_spec(arch, t);
+            spec.q4_k_m = q4_k_m;
+            auto model = dl::test::tiny_model(spec);
+            const auto bytes = Kernels::GemvX::bytes;
+            auto att = ResidentDriver::create(
+                model, options(true, bytes, true, true, true, true, true, true, true));
+            auto proj = ResidentDriver::create(
+                model, options(true, bytes, true, true, true, true, true, true, false));
+            ASSERT_TRUE(att.ok()) << att.reason();
+            ASSERT_TRUE(proj.ok()) << proj.reason();
+            auto sa = (*att)->new_session(32), sp = (*proj)->new_session(32);
+            const auto ca = (*att)->token_command_counts(*sa);
+            const auto cp = (*proj)->token_command_counts(*sp);
+            const std::string what =
+                fmt::format("{} {}{}", arch, qtype_name(t), q4_k_m ? " Q4_K_M mix" : "");
+            EXPECT_EQ(ca.barriers, cp.barriers) << what;
+            EXPECT_EQ(ca.dispatches, cp.dispatches) << what;
+            EXPECT_EQ(cp.attn_rounded, 0u) << what;
+            // Q4_K output projections on the tiled GEMV, heads of 64.
+            const bool tiled = t == QType::Q4_K && tiled_gemv_here(dev.features());
+            const uint32_t attention_layers =
+                (uint32_t)model->hp.n_layer - recurrent_layers(*model);
+            EXPECT_GT(attention_layers, 0u) << what;
+            EXPECT_EQ(ca.attn_rounded, tiled ? attention_layers : 0u) << what;
+            expect_same_decode(**att, *sa, **proj, *sp, {1, 7, 42, 3, 3, 79, 0, 15}, 1e-6, what);
+            if (HasFatalFailure()) return;
+        }
     }
 }
 

@@ -85,18 +85,22 @@ TEST(SpirvShared, MalformedModulesNeverReadPastTheirWords) {
 
 // attn_decode.comp's declarations for g heads of head_dim values in workgroups of wg threads:
 // qs (g · hd/2 vec2), sc (g · 64/4 vec4), red (g · max(wg, 2 · 64) floats), hm, hl, ha (g floats
-// each), ored (g · wg vec2), last_split, knew and vnew (hd/2 words each).
-uint64_t attn_declared(uint64_t wg, uint64_t hd, uint64_t g) {
+// each), ored (g · wg vec2), last_split, knew and vnew (hd/2 words each), ro (g · hd floats when
+// the output is rounded, else one).
+uint64_t attn_declared(uint64_t wg, uint64_t hd, uint64_t g, bool round) {
     return g * hd / 2 * 8 + g * 16 * 16 + g * std::max<uint64_t>(wg, 128) * 4 + 3 * g * 4 +
-           g * wg * 8 + 4 + hd * 4;
+           g * wg * 8 + 4 + hd * 4 + (round ? g * hd : 1) * 4;
 }
 
 TEST(SpirvShared, DecodeAttentionAsDeclared) {
     for (auto [wg, hd, g] : {std::tuple{256u, 256u, 2u}, std::tuple{128u, 128u, 4u},
                              std::tuple{256u, 64u, 1u}, std::tuple{64u, 64u, 8u}}) {
-        const uint32_t spec[] = {wg, hd, g, 8, 1};
-        EXPECT_EQ(workgroup_bytes(find_module("attn_decode"), spec), attn_declared(wg, hd, g))
-            << wg << " " << hd << " " << g;
+        for (uint32_t round : {0u, 1u}) {
+            const uint32_t spec[] = {wg, hd, g, 8, 1, round};
+            EXPECT_EQ(workgroup_bytes(find_module("attn_decode"), spec),
+                      attn_declared(wg, hd, g, round != 0))
+                << wg << " " << hd << " " << g << " " << round;
+        }
     }
 }
 

@@ -39,6 +39,12 @@
 // when kn_off is given) into shared memory and reads that row from there; the first head group of
 // each key/value head also stores it to the cache. No workgroup reads row pos from the cache, so
 // the store races with no read.
+//
+// ROUND_O: the workgroup that writes a head group's output also rounds it to signed bytes by
+// 16-value blocks (round_bytes.glsl: block e's four words of bytes at ro_off + 4e, its scale and
+// scaled sum at ro_off + n / 4 + 2e, n = n_head · HD), the layout an output projection reads
+// under gemv_tile.comp XMODE 0, so that projection's workgroups copy bytes rather than each
+// rounding all of the output: one thread a block, after the outputs meet in shared memory.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -51,6 +57,7 @@ layout(constant_id = 3) const uint VSTEP = 8;  // value rows a thread loads at o
 // 1: a thread's value rows of the chunk (VSTEP · RQ >= CH, the launcher sees to it) are loaded
 // before the scores, so their latency passes under the scores' loads and reductions.
 layout(constant_id = 4) const uint VPRE = 0;
+layout(constant_id = 5) const uint ROUND_O = 0;  // 1: the output rounded too (see the top)
 
 const uint CH = 64u;    // cache rows a chunk
 const uint MAXS = 64u;  // splits at most (Kernels::kAttnMaxSplits)
@@ -64,6 +71,7 @@ const uint OPT = (G * HD + WG - 1u) / WG;   // outputs a thread at the merge
 const uint MSTEP = 8u;                      // splits whose partials a merge step loads at once
 
 layout(std430, binding = 0) buffer Act { float act[]; };
+layout(std430, binding = 0) buffer ActU { uint act_u[]; };  // ROUND_O: the output's bytes
 // The caches are read through readonly views; row pos is stored through the writeonly ones (the
 // same memory; that row is never read through the others in this dispatch).
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
@@ -90,6 +98,7 @@ layout(push_constant) uniform Push {
     float eps;
     uint interleaved;      // 0: NeoX pairs (qwen); 1: pairs (2j, 2j + 1) (llama)
     uint one_split;        // contexts of up to this many chunks: one split, no merge
+    uint ro_off;           // ROUND_O: act, the output's rounding
 } p;
 
 shared vec2 qs[G * HD2];      // the G queries
@@ -101,7 +110,10 @@ shared float hm[G], hl[G], ha[G];  // a head's running max and sum, and this chu
 shared vec2 ored[G * WG];
 shared uint last_split;
 shared uint knew[HD2], vnew[HD2];  // the token's own key and value row
+shared float ro[ROUND_O != 0u ? G * HD : 1u];  // ROUND_O: the group's outputs
 #include "reduce.glsl"
+#define ROUND_ONLY
+#include "round_bytes.glsl"
 
 float score_at(uint g, uint j) { return sc[(g * CH + j) >> 2][j & 3u]; }
 // The merge's rows of red: head g's split maxima (then their weights), and its split sums.
@@ -112,6 +124,26 @@ uint merge_l(uint g, uint s) { return g * 2u * MAXS + MAXS + s; }
 void write_output(uint h, uint dd, float o) {
     if (p.gate_off != 0xffffffffu) o *= 1.0 / (1.0 + exp(-act[p.gate_off + h * p.gate_stride + dd]));
     act[p.o_off + h * HD + dd] = o;
+    if (ROUND_O != 0u) ro[(h % G) * HD + dd] = o;
+}
+
+// ROUND_O: the outputs of heads h0 .. h0 + G - 1 (in ro) rounded, a thread a 16-value block. Every
+// invocation of the workgroup calls it (a barrier first).
+void round_output(uint h0, uint t) {
+    barrier();
+    for (uint b = t; b < G * HD / 16u; b += WG) {
+        vec4 v[4];
+        [[unroll]] for (uint i = 0u; i < 4u; ++i)
+            v[i] = vec4(ro[16u * b + 4u * i], ro[16u * b + 4u * i + 1u], ro[16u * b + 4u * i + 2u],
+                        ro[16u * b + 4u * i + 3u]);
+        float d;
+        int sum;
+        uvec4 w = round16(v, d, sum);
+        uint e = h0 * HD / 16u + b, n = p.n_head * HD;
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) act_u[p.ro_off + 4u * e + i] = w[i];
+        act[p.ro_off + n / 4u + 2u * e] = d;
+        act[p.ro_off + n / 4u + 2u * e + 1u] = d * float(sum);
+    }
 }
 
 // Word w of key/value head kvh in cache row `row` ([n_ctx][n_kv][HD2] words).
@@ -333,7 +365,10 @@ void main() {
         part[b + 2u + 2u * w] = sum.x;
         part[b + 3u + 2u * w] = sum.y;
     }
-    if (live == 1u) return;
+    if (live == 1u) {
+        if (ROUND_O != 0u) round_output(h0, t);
+        return;
+    }
     if (t < G) {
         part[part_base(h0 + t, s)] = hm[t];
         part[part_base(h0 + t, s) + 1u] = hl[t];
@@ -396,4 +431,5 @@ void main() {
         write_output(h0 + g, i % HD, acc[k] * hl[g]);
     }
     if (t == 0u) atomicExchange(counter[hg], 0u);
+    if (ROUND_O != 0u) round_output(h0, t);
 }
