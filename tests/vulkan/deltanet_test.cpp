@@ -1,6 +1,7 @@
 // The fused Gated DeltaNet decode step against the CPU chain's DeltaNet pieces (conv + SiLU,
 // q/k l2 norm, gates, delta rule, gated RMSNorm), over several tokens so the conv ring and the
 // state carry over, with H_v != H_k so the value-to-key head pairing (h mod H_k) is exercised.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,26 +113,16 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, ui
                 f[h] = 1.f / std::sqrt(ss / (float)dv + eps);
             }
             if (round_y) {
-                const uint32_t scales = y_off + inner / 4;
                 for (uint32_t e = 0; e < inner / 16; ++e) {
-                    const float d = out[scales + 2 * e], ds = out[scales + 2 * e + 1];
-                    ASSERT_TRUE(std::isfinite(d) && std::isfinite(ds))
-                        << "token " << t << " block " << e;
-                    int8_t q[16];
-                    std::memcpy(q, &out[y_off + 4 * e], 16);
-                    int sum = 0, qmax = 0;
-                    for (int j = 0; j < 16; ++j) {
-                        sum += q[j];
-                        qmax = std::max(qmax, std::abs((int)q[j]));
-                    }
-                    ASSERT_TRUE(qmax == 127 || d == 0.f) << "token " << t << " block " << e;
-                    ASSERT_NEAR(ds, d * (float)sum, 1e-5 * (1 + std::fabs(d * sum)))
-                        << "token " << t << " block " << e;
+                    test::RoundedBlock b;
+                    test::read_rounded_block(out, y_off, inner, e,
+                                             fmt::format("token {} block {}", t, e), b);
+                    if (::testing::Test::HasFatalFailure()) return;
                     const float fh = f[16 * e / dv];
                     for (uint32_t j = 0; j < 16; ++j) {
                         const float want = y[16 * e + j];
-                        ASSERT_NEAR(q[j] * d * fh, want,
-                                    0.5f * d * fh + 2e-4 * (1 + std::fabs(want)))
+                        ASSERT_NEAR(b.q[j] * b.d * fh, want,
+                                    0.5f * b.d * fh + 2e-4 * (1 + std::fabs(want)))
                             << "token " << t << " y[" << 16 * e + j << "]";
                     }
                 }

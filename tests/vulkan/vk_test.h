@@ -257,6 +257,29 @@ inline Rounded rounding_layout(const std::vector<float>& x) {
     return r;
 }
 
+// Block e of a rounding of n values that a kernel wrote in that layout at buf[off ..]: its bytes
+// and scale, after the checks every such block must pass (a finite scale and scaled sum, its
+// largest byte at ±127 unless the scale is 0, the scaled sum that of its bytes). Fatal failures
+// carry `what`; the caller checks HasFatalFailure().
+struct RoundedBlock {
+    int8_t q[16];
+    float d;
+};
+inline void read_rounded_block(const std::vector<float>& buf, uint32_t off, uint32_t n, uint32_t e,
+                               const std::string& what, RoundedBlock& b) {
+    const float d = buf[off + n / 4 + 2 * e], ds = buf[off + n / 4 + 2 * e + 1];
+    ASSERT_TRUE(std::isfinite(d) && std::isfinite(ds)) << what;
+    std::memcpy(b.q, &buf[off + 4 * e], 16);
+    int sum = 0, qmax = 0;
+    for (int j = 0; j < 16; ++j) {
+        sum += b.q[j];
+        qmax = std::max(qmax, std::abs((int)b.q[j]));
+    }
+    ASSERT_TRUE(qmax == 127 || d == 0.f) << what;
+    ASSERT_NEAR(ds, d * (float)sum, 1e-5 * (1 + std::fabs(d * sum))) << what;
+    b.d = d;
+}
+
 // x · w / sqrt(mean(x²) + eps) (rms_norm.comp's formula; the mean in double).
 inline std::vector<float> rms_normed(const float* x, const std::vector<float>& w, float eps) {
     double ss = 0;

@@ -113,6 +113,7 @@ shared uint knew[HD2], vnew[HD2];  // the token's own key and value row
 shared float ro[ROUND_O != 0u ? G * HD : 1u];  // ROUND_O: the group's outputs
 #include "reduce.glsl"
 #define ROUND_ONLY
+#define ROUND_TO_ACT
 #include "round_bytes.glsl"
 
 float score_at(uint g, uint j) { return sc[(g * CH + j) >> 2][j & 3u]; }
@@ -136,13 +137,7 @@ void round_output(uint h0, uint t) {
         [[unroll]] for (uint i = 0u; i < 4u; ++i)
             v[i] = vec4(ro[16u * b + 4u * i], ro[16u * b + 4u * i + 1u], ro[16u * b + 4u * i + 2u],
                         ro[16u * b + 4u * i + 3u]);
-        float d;
-        int sum;
-        uvec4 w = round16(v, d, sum);
-        uint e = h0 * HD / 16u + b, n = p.n_head * HD;
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) act_u[p.ro_off + 4u * e + i] = w[i];
-        act[p.ro_off + n / 4u + 2u * e] = d;
-        act[p.ro_off + n / 4u + 2u * e + 1u] = d * float(sum);
+        store_rounded_block(v, p.ro_off, p.n_head * HD, h0 * HD / 16u + b);
     }
 }
 

@@ -81,6 +81,7 @@ shared uint last_group;
 shared float gated[CW];  // NORM_OUT 2: the group's columns, for their rounding
 #include "reduce.glsl"
 #define ROUND_ONLY
+#define ROUND_TO_ACT
 #include "round_bytes.glsl"
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
@@ -170,13 +171,7 @@ void main() {
             [[unroll]] for (uint i = 0u; i < 4u; ++i)
                 v[i] = vec4(gated[16u * t + 4u * i], gated[16u * t + 4u * i + 1u],
                             gated[16u * t + 4u * i + 2u], gated[16u * t + 4u * i + 3u]);
-            float d;
-            int sum;
-            uvec4 w = round16(v, d, sum);
-            uint e = (h * DV + cg * CW) / 16u + t, n = p.n_v_heads * DV;
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) act_u[p.y_off + 4u * e + i] = w[i];
-            act[p.y_off + n / 4u + 2u * e] = d;
-            act[p.y_off + n / 4u + 2u * e + 1u] = d * float(sum);
+            store_rounded_block(v, p.y_off, p.n_v_heads * DV, (h * DV + cg * CW) / 16u + t);
         }
         return;
     }

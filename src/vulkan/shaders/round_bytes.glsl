@@ -42,6 +42,20 @@ uvec4 round16(vec4 v[4], out float d, out int sum) {
     return w;
 }
 
+#if defined(ROUND_TO_ACT)
+// Block e of a rounding of n values at act[off ..] (the includer's float and word views of its
+// binding, act and act_u; gemv.comp XPRE's layout): the 16 values v rounded, their four words of
+// bytes at off + 4e, the scale and scaled sum at off + n / 4 + 2e.
+void store_rounded_block(vec4 v[4], uint off, uint n, uint e) {
+    float d;
+    int sum;
+    uvec4 w = round16(v, d, sum);
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) act_u[off + 4u * e + i] = w[i];
+    act[off + n / 4u + 2u * e] = d;
+    act[off + n / 4u + 2u * e + 1u] = d * float(sum);
+}
+#endif
+
 #if defined(ROUND_LANES)
 // A quad of a 16-value block rounded by the four adjacent invocations of a subgroup that hold the
 // block's four quads (GL_KHR_shader_subgroup_shuffle; the includer defines ROUND_LANES): their
