@@ -123,6 +123,16 @@ void main() {
     bool qk_owner = h < p.n_k_heads && cg == 0u;
     // NORM_OUT: the column's gate input, requested now so its latency passes under the conv.
     float gz = NORM_OUT != 0u ? act[p.z_off + h * DV + j] : 0.0;
+    // The state values this thread updates and the gates' inputs, requested now too: none of
+    // them depends on the conv (H200, Qwen3.5-9B decode, deltanet 200 -> 195 us a token,
+    // docs/PERF.md 2026-12-03).
+    uint i0 = part * KR;
+    uint sb = h * DK * DV + i0 * DV + j;  // S[h][i0 + r][j] at sb + r * DV
+    float sv[KR];
+    [[unroll]] for (uint r = 0; r < KR; ++r) sv[r] = S[sb + r * DV];
+    float braw = act[p.b_off + h];
+    float a = act[p.a_off + h] + prm[p.dt_off + h];
+    float ssa = prm[p.ssma_off + h];
 
     float qq = 0.0, kk = 0.0;
     for (uint i = t; i < DK; i += WG) {
@@ -139,16 +149,11 @@ void main() {
     float qn = inversesqrt(qk.x + 1e-6) * inversesqrt(float(DK));
     float kn = inversesqrt(qk.y + 1e-6);
 
-    float beta = 1.0 / (1.0 + exp(-act[p.b_off + h]));
-    float a = act[p.a_off + h] + prm[p.dt_off + h];
+    float beta = 1.0 / (1.0 + exp(-braw));
     float sp = a > 20.0 ? a : log(1.0 + exp(a));  // softplus, PyTorch's threshold
-    float decay = exp(sp * prm[p.ssma_off + h]);
+    float decay = exp(sp * ssa);
 
-    uint i0 = part * KR;
-    uint sb = h * DK * DV + i0 * DV + j;  // S[h][i0 + r][j] at sb + r * DV
-    float sv[KR];
     float sk = 0.0;
-    [[unroll]] for (uint r = 0; r < KR; ++r) sv[r] = S[sb + r * DV];
     [[unroll]] for (uint r = 0; r < KR; ++r) sk += sv[r] * ks[i0 + r];
     sk = column_sum(sk, col, part, 0u);
     float d = beta * (v - decay * sk * kn);
