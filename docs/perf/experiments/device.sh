@@ -4,6 +4,9 @@
 #   B, T          the packed deltallm and test_vulkan
 #   synth M ...   each "ARCH SHAPE NAME" synthesized once, Q4_K_M, into /tmp/NAME.gguf
 #   tg NAME       decode tg128 of /tmp/NAME.gguf over two runs: the t/s column (mean ± deviation)
+#   prof NAME [VAR=VALUE ...]  the decode profile of tg128 (one run) under those variables, on
+#                 one line: the token and its roles, us
+#   tgb NAME [VAR=VALUE ...]   tg as above, under those variables
 PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
@@ -21,4 +24,17 @@ synth() {
 tg() {
     $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 |
         grep -E "tg128|rror" | cut -d'|' -f8
+}
+prof() {
+    local m=$1
+    shift
+    env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -r 1 --profile 2>&1 |
+        grep -A16 "profile, decode" | grep -E "decode|gemv|head|deltanet|attention" |
+        sed 's/  */ /g' | tr '\n' ' '
+}
+tgb() {
+    local m=$1
+    shift
+    env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 |
+        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
 }
