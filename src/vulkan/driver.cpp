@@ -547,11 +547,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
     // (gated_in_; none: the step applied it).
     std::optional<Kernels::GemvGatedIn> gated;
-    // ... over the step's output rounded to bytes at A.y_bytes (gated_rounded_).
-    bool gated_rounded = false;
-    // The attention layer just recorded rounded its output to bytes at A.o_bytes for its output
-    // projection (attn_rounded_).
-    bool attn_rounded = false;
+    // Where the mixer just recorded left its output rounded to bytes for its output projection,
+    // and the count of such projections that one adds to: the DeltaNet step at A.y_bytes
+    // (gated_rounded_), the attention at A.o_bytes (attn_rounded_); kNone: the projection rounds
+    // the floats.
+    uint32_t mixer_bytes = Kernels::kNone;
+    uint32_t* mixer_count = nullptr;
     // W · xn (rows of cols values of type t at view w) into y[y_off ..]; share: its part of
     // its stage's weight bytes (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
@@ -633,17 +634,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             r.out_norm = norm_weights(pending);
             ++s->normed_roundings;
         }
-        if (gated_rounded) {  // the step rounded its output (chain.deltanet)
+        if (mixer_bytes != Kernels::kNone) {  // (chain.deltanet, chain.attention)
+            DL_ASSERT(x_off == A.y || x_off == A.o);
             r.x_rounded = true;
-            x_off = A.y_bytes;
-            ++s->gated_rounded;
-        }
-        if (attn_rounded) {  // the attention rounded its output (chain.attention)
-            DL_ASSERT(x_off == A.o);
-            r.x_rounded = true;
-            x_off = A.o_bytes;
-            attn_rounded = false;
-            ++s->attn_rounded;
+            x_off = mixer_bytes;
+            ++*mixer_count;
+            mixer_bytes = Kernels::kNone;
         }
         const bool with_r = r.x_rounded || h_rounded;
         if (gated) {  // the step chose it where the next norm is its readers' (chain.deltanet)
@@ -651,7 +647,6 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
                          act, x_off, act, A.h, true, *gated, with_r ? &r : nullptr);
             gated.reset();
-            gated_rounded = false;
             ++s->gated_reads;
             stage(role);
             return;
@@ -693,11 +688,11 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
             a.ss_off = A.y_ss;
             const uint32_t groups = K.deltanet_groups(a.d_v, true);
             gated = Kernels::GemvGatedIn{A.y_ss, a.d_v, groups, a.eps};
-            gated_rounded = gated_rounded_ && (a.d_v / groups) % 16 == 0 &&
-                            K.gemv_tiled_for(L.ssm_out->type, (uint32_t)L.ssm_out->cols());
-            if (gated_rounded) {
+            if (gated_rounded_ && (a.d_v / groups) % 16 == 0 &&
+                K.gemv_tiled_for(L.ssm_out->type, (uint32_t)L.ssm_out->cols())) {
                 a.round_y = true;
-                a.y_off = A.y_bytes;
+                a.y_off = mixer_bytes = A.y_bytes;
+                mixer_count = &s->gated_rounded;
             }
         }
         K.deltanet_step(cl, a, act, prm, view(s->ring[il]), view(s->state[il]), tok,
@@ -707,9 +702,11 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         Kernels::Attention a = at;
         a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
         a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
-        attn_rounded = attn_rounded_ && a.head_dim % 16 == 0 &&
-                       K.gemv_tiled_for(L.wo->type, (uint32_t)L.wo->cols());
-        if (attn_rounded) a.round_off = A.o_bytes;
+        if (attn_rounded_ && a.head_dim % 16 == 0 &&
+            K.gemv_tiled_for(L.wo->type, (uint32_t)L.wo->cols())) {
+            a.round_off = mixer_bytes = A.o_bytes;
+            mixer_count = &s->attn_rounded;
+        }
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
                     tok, view(s->head_counter));
     };
