@@ -834,11 +834,16 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
         parts = 1;
         slots = 16;
     }
-    const uint32_t threads = kTileRows * slots * (pair ? 2 : 1);
+    // (tile_record refuses what the speed report's settings make unfit.)
+    if (gemv_tile_slots) slots = gemv_tile_slots;
+    uint32_t tile = gemv_work_tile ? gemv_work_tile : kTileRows;
+    form.layout_tile = kTileRows;
+    const uint32_t threads = tile * slots * (pair ? 2 : 1);
     // So gemv_tiled_for (or the test above, for a wide tile) found it fits.
-    DL_ASSERT(threads <= (slots == 16 ? kTileWideThreads : kTileMaxThreads));
-    tile_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, threads, kTileRows, 0,
-                gemv_grid, parts, form);
+    DL_ASSERT(gemv_tile_slots || gemv_work_tile ||
+              threads <= (slots == 16 ? kTileWideThreads : kTileMaxThreads));
+    tile_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, threads, tile, 0, gemv_grid,
+                parts, form);
     return true;
 }
 
@@ -867,11 +872,12 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
                round_out = form.xr_off != kNone;
     const bool round_norm = form.round_norm.buffer != VK_NULL_HANDLE;
     const uint32_t g_off = pair ? form.pair[0] : 0, u_off = pair ? form.pair[1] : 0;
+    const uint32_t ltile = form.layout_tile ? form.layout_tile : tile;
     const uint32_t nb = cols / 256, tiles = (rows + tile - 1) / tile;
-    const uint64_t bytes = (uint64_t)tiles * tile * row_size(t, cols);
-    if (cols % 256 || !tile || threads % tile || threads > f.max_workgroup_invocations ||
-        x_off % 4 || !gemv_tile_supported(t) || w.offset % 16 || g_off % 32 || u_off % 32 ||
-        std::max(g_off, u_off) + bytes > w.range ||
+    const uint64_t bytes = (uint64_t)((rows + ltile - 1) / ltile) * ltile * row_size(t, cols);
+    if (cols % 256 || !tile || ltile % tile || threads % tile ||
+        threads > f.max_workgroup_invocations || x_off % 4 || !gemv_tile_supported(t) ||
+        w.offset % 16 || g_off % 32 || u_off % 32 || std::max(g_off, u_off) + bytes > w.range ||
         (form.xmode >= 1 && form.xmode <= 3 &&
          (x.offset % 16 || (uint64_t)(x_off + cols) * 4 > x.range)) ||
         ((form.xmode == 0 || form.xmode >= 4) &&
@@ -895,7 +901,7 @@ void Kernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint3
                                   pair,
                                   round_out ? 1u : 0u};
     spec.insert(spec.end(), {form.gated ? form.gated->head : 128,
-                             form.gated ? form.gated->groups : 1, round_norm ? 1u : 0u});
+                             form.gated ? form.gated->groups : 1, round_norm ? 1u : 0u, ltile});
     const Kernel& k =
         pipes_.get(std::string("gemv_tile_") + type_suffix(t), 5, sizeof(GemvTilePush), spec);
     GemvTilePush p{cols,

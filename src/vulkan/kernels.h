@@ -116,6 +116,12 @@ class Kernels {
     // kTileWideThreads: as many invocations a tile, and no parts to add. false keeps the two
     // parts (tests).
     bool gemv_wide_tiles = true;
+    // For the speed report only: slots a matrix of every tiled GEMV gemv_record records (a power
+    // of two; 0: by the rule of tile_route).
+    uint32_t gemv_tile_slots = 0;
+    // For the speed report only: rows a workgroup of those GEMVs takes, a divisor of kTileRows
+    // (part of a tile of the weights' layout; 0: kTileRows).
+    uint32_t gemv_work_tile = 0;
     static uint64_t split_bytes(uint32_t rows);
     // Whether a GEMV over rows of cols values of type t that reads x in bytes runs on the tiled
     // GEMV here (gemv_tiled, the device's features and shared memory).
@@ -507,8 +513,9 @@ class Kernels {
         const GemvGatedIn* gated = nullptr;
         const uint32_t* pair = nullptr;
         uint32_t xr_off = kNone;
-        View round_norm;  // ROUND_NORM's weights
-        View split;       // KSPLIT's scratch
+        View round_norm;           // ROUND_NORM's weights
+        View split;                // KSPLIT's scratch
+        uint32_t layout_tile = 0;  // rows of a tile of the weights' layout (0: the tile's)
     };
     void tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,

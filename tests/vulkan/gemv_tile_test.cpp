@@ -8,10 +8,12 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "quant/quant.h"
 #include "vk_test.h"
+#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 namespace {
@@ -125,6 +127,77 @@ INSTANTIATE_TEST_SUITE_P(
         TileCase{QType::Q6_K, 17, 768, 48, 8}, TileCase{QType::Q4_K, 45, 1280, 64, 32, false, 0, 3},
         TileCase{QType::Q6_K, 33, 768, 64, 16, false, 0, 4},
         TileCase{QType::Q4_K, 40, 1024, 64, 32, true, 0, 2}));
+
+// Workgroups that take part of a tile of the weights' layout (Kernels::gemv_work_tile;
+// gemv_tile.comp LAYOUT_TILE): 16 rows of each 32-row tile, over rows that end inside a layout
+// tile, alone and as the FFN pair with its rows rounded, against the CPU's products over the same
+// rounded x and the same GEMV in whole tiles; outputs poisoned.
+TEST(GemvTileParts, HalfTilesMatchTheProducts) {
+    VK_TEST_DEVICE();
+    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
+    for (QType t : {QType::Q4_K, QType::Q6_K}) {
+        const uint32_t rows = 80, cols = 768;  // two layout tiles and half of a third
+        if (!K.gemv_tiled_for(t, cols)) GTEST_SKIP() << "no tiled GEMV on this device";
+        std::vector<uint8_t> w;
+        std::vector<float> deq;
+        for (uint32_t k = 0; k < 2; ++k) {  // gate, then up
+            auto [q, d] =
+                test::quantize_rows(t, randn((size_t)rows * cols, 31 + k), rows, cols, false);
+            const auto tiled = Kernels::tile_rows(t, q.data(), rows, cols, kTileRows);
+            w.insert(w.end(), tiled.begin(), tiled.end());
+            deq.insert(deq.end(), d.begin(), d.end());
+        }
+        const uint64_t mbytes = w.size() / 2;
+        Buffer wb = test::to_device(dev, w);
+        const test::Rounded xr = test::rounding_layout(randn(cols, 33));
+        Buffer xb = test::to_device(dev, xr.layout);
+        const auto [g, gm] = products(std::vector<float>(deq.begin(), deq.begin() + rows * cols),
+                                      rows, cols, xr.values, 1.0);
+        const auto [u, um] = products(std::vector<float>(deq.begin() + rows * cols, deq.end()),
+                                      rows, cols, xr.values, 1.0);
+        Kernels::GemvRounding rd;
+        rd.x_rounded = true;
+        for (uint32_t tile : {16u, 0u})
+            for (uint32_t slots : {1u, 2u, 4u}) {
+                test::Scoped ts(K.gemv_tile_slots, slots), tw(K.gemv_work_tile, tile);
+                const std::string what = fmt::format("{} in tiles of {}, {} slots a matrix",
+                                                     qtype_name(t), tile ? tile : 32, slots);
+                Buffer y = test::poisoned(dev, rows);
+                test::run(dev, [&](CommandList& cl) {
+                    K.gemv(cl, t, view(wb), rows, cols, view(xb), 0, view(y), 0, false, {}, &rd);
+                });
+                auto out = test::from_device<float>(dev, y, rows);
+                for (uint32_t r = 0; r < rows; ++r) {
+                    ASSERT_TRUE(std::isfinite(out[r])) << what << " row " << r;
+                    ASSERT_NEAR(out[r], g[r], 1e-5 * gm[r] + 1e-5) << what << " row " << r;
+                }
+                // The pair, its rows also rounded after them.
+                Kernels::GemvRounding rp = rd;
+                rp.out_off = rows;
+                Buffer yp = test::poisoned(dev, rows + Kernels::rounding_floats(rows));
+                test::run(dev, [&](CommandList& cl) {
+                    K.gemv_swiglu(cl, t, view(wb), 0, mbytes, rows, cols, view(xb), 0, view(yp), 0,
+                                  nullptr, &rp);
+                });
+                out = test::from_device<float>(dev, yp, rows + Kernels::rounding_floats(rows));
+                for (uint32_t r = 0; r < rows; ++r) {
+                    const double want = g[r] / (1 + std::exp(-g[r])) * u[r];
+                    const double tol =
+                        1e-5 * (gm[r] * std::fabs(u[r]) + um[r] * std::fabs(g[r])) + 1e-5;
+                    ASSERT_TRUE(std::isfinite(out[r])) << what << " pair row " << r;
+                    ASSERT_NEAR(out[r], want, tol) << what << " pair row " << r;
+                }
+                for (uint32_t e = 0; e < rows / 16; ++e) {
+                    test::RoundedBlock b{};
+                    test::read_rounded_block(out, rows, rows, e, what, b);
+                    if (HasFatalFailure()) return;
+                    for (uint32_t j = 0; j < 16; ++j)
+                        ASSERT_NEAR(b.d * b.q[j], out[16 * e + j], 0.51f * b.d + 1e-6f)
+                            << what << " pair row " << 16 * e + j << " rounded";
+                }
+            }
+    }
+}
 
 // The tiled GEMV beside the launcher's (Kernels::gemv over the same x rounded by the GEMV
 // before, the device's own rows), on decode-sized matrices; us a GEMV behind a barrier each,
@@ -256,6 +329,221 @@ TEST(GemvSpeed, Tile) {
                 else
                     ASSERT_NEAR(out[r], ref[d], 1e-5 * mag[d] + 1e-5) << how << " row " << r;
             }
+        }
+    }
+}
+
+// The decode token's tiled GEMV stages in the forms the token records them (Kernels::gemv_swiglu
+// and gemv with their GemvRounding, as in ResidentDriver's token command), each beside the same
+// bytes as one plain GEMV over x rounded already, and with the form's parts taken away one at a
+// time: what each part of a form costs. The FFN pair of a 9B (two 12288 x 4096 Q4_K matrices):
+// x rounded times the norm weights with the blocks' sums of squares (XMODE 4) and its rows
+// rounded for the down projection (ROUND_OUT); then with eight slots a matrix. The down
+// projection (4096 x 12288, Q4_K and Q6_K) and the output projection (4096 x 4096 Q4_K): added
+// to y, with the new y rounded times the next norm's weights (ROUND_NORM). The token form's
+// rows are checked against the CPU's on the last run.
+TEST(GemvSpeed, TokenForms) {
+    VK_SPEED_DEVICE();
+    const Features& f = dev.features();
+    // (A CPU device takes x in bytes only when asked.)
+    test::Scoped bytes_x(K.gemv_x, f.cpu ? Kernels::GemvX::bytes : K.gemv_x);
+    if (!K.gemv_tile_supported(QType::Q4_K) || !K.gemv_tiled_for(QType::Q4_K, 4096))
+        GTEST_SKIP() << "no tiled GEMV on this device";
+    constexpr uint32_t kDistinct = 64;
+    const uint32_t runs = f.cpu ? 2 : 100;
+    using R = Kernels::GemvRounding;
+    // One matrix of `rows` x cols in tiles (a pair: two, the up rows after the gate rows), its
+    // copies past the last-level cache, and the CPU's dequantized distinct rows of each.
+    struct Mat {
+        std::vector<Buffer> copies;
+        std::vector<float> deq;  // kDistinct rows a matrix, the matrices one after the other
+        uint64_t bytes = 0;      // one matrix
+    };
+    auto make = [&](QType t, uint32_t rows, uint32_t cols, uint32_t matrices) {
+        Mat m;
+        std::vector<uint8_t> all;
+        for (uint32_t k = 0; k < matrices; ++k) {
+            const std::vector<float> wf = randn((size_t)kDistinct * cols, 11 + k + rows);
+            const auto [gq, deq] = test::quantize_rows(t, wf, kDistinct, cols, false);
+            const uint64_t rb = row_size(t, cols);
+            std::vector<uint8_t> gguf(rb * rows);
+            for (uint32_t r = 0; r < rows; ++r)
+                std::copy_n(gq.data() + (r % kDistinct) * rb, rb, gguf.data() + r * rb);
+            const std::vector<uint8_t> tiled = Kernels::tile_rows(t, gguf.data(), rows, cols, 32);
+            m.bytes = tiled.size();
+            all.insert(all.end(), tiled.begin(), tiled.end());
+            m.deq.insert(m.deq.end(), deq.begin(), deq.end());
+        }
+        const uint32_t copies =
+            f.cpu ? 1 : (uint32_t)std::clamp<uint64_t>((512ull << 20) / all.size(), 1, 64);
+        for (uint32_t i = 0; i < copies; ++i) m.copies.push_back(test::to_device(dev, all));
+        return m;
+    };
+    // x rounded (the layout of a GemvRounding) and, after it, x rounded times the norm weights
+    // with each block's sum of squares of x (normed_rounding_floats), for a reader over that
+    // norm's input (XMODE 4).
+    auto x_layouts = [&](uint32_t cols, std::vector<float>& plain, std::vector<float>& normed,
+                         double& factor) {
+        const std::vector<float> x = randn(cols, 21 + cols), nw = randn(cols, 22 + cols, 0.5f);
+        std::vector<float> xw(cols);
+        for (uint32_t i = 0; i < cols; ++i) xw[i] = x[i] * nw[i];
+        const test::Rounded xr = test::rounding_layout(x), xn = test::rounding_layout(xw);
+        std::vector<float> layout = xn.layout;
+        for (uint32_t b = 0; b < cols / 16; ++b) {
+            double ss = 0;
+            for (uint32_t i = 0; i < 16; ++i) ss += (double)x[16 * b + i] * x[16 * b + i];
+            layout.push_back((float)ss);
+        }
+        factor = rms_factor(x);
+        std::vector<float> buf = xr.layout;
+        buf.insert(buf.end(), layout.begin(), layout.end());
+        plain = xr.values;
+        normed = xn.values;
+        return buf;  // plain at float 0, normed at rounding_floats(cols)
+    };
+    struct Row {
+        std::string what;
+        std::function<void(CommandList&, View)> record;  // over one copy of the weights
+        uint32_t slots = 0;                              // gemv_tile_slots
+        uint32_t tile = 0;                               // gemv_work_tile
+    };
+    auto time = [&](const Mat& m, const Row& row) {
+        test::Scoped slots(K.gemv_tile_slots, row.slots);
+        test::Scoped tile(K.gemv_work_tile, row.tile);
+        uint32_t i = 0;
+        const double us = 1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                              row.record(cl, view(m.copies[i++ % m.copies.size()]));
+                          });
+        return us;
+    };
+
+    // The FFN pair.
+    {
+        const uint32_t rows = 12288, cols = 4096;
+        const Mat m = make(QType::Q4_K, rows, cols, 2);
+        std::vector<float> xv, xnv;
+        double factor = 0;
+        Buffer xb = test::to_device(dev, x_layouts(cols, xv, xnv, factor));
+        const uint32_t xn_off = Kernels::rounding_floats(cols);
+        const std::vector<float> nw = randn(cols, 23, 0.5f);  // only read for its factor's place
+        Buffer nwb = test::to_device(dev, nw);
+        const uint32_t out_off = rows;
+        Buffer y = test::poisoned(dev, 2 * rows + Kernels::rounding_floats(rows));
+        const Kernels::GemvNormIn nin{view(nwb), 1e-6f};
+        auto pair = [&](bool normed, bool round) {
+            return [&, normed, round](CommandList& cl, View w) {
+                R r;
+                r.x_rounded = true;
+                if (round) r.out_off = out_off;
+                K.gemv_swiglu(cl, QType::Q4_K, w, 0, m.bytes, rows, cols, view(xb),
+                              normed ? xn_off : 0, view(y), 0, normed ? &nin : nullptr, &r);
+            };
+        };
+        const std::vector<Row> forms = {
+            {"one GEMV over both matrices' rows, x rounded",
+             [&](CommandList& cl, View w) {
+                 R r;
+                 r.x_rounded = true;
+                 K.gemv(cl, QType::Q4_K, w, 2 * rows, cols, view(xb), 0, view(y), 0, false, {}, &r);
+             }},
+            {"pair, x rounded", pair(false, false)},
+            {"pair, x rounded, rows rounded", pair(false, true)},
+            {"pair, x normed", pair(true, false)},
+            {"pair, x normed, rows rounded (the token's)", pair(true, true)},
+            {"pair, x normed, rows rounded, 8 slots a matrix", pair(true, true), 8},
+            {"pair, x normed, rows rounded, 2 slots a matrix", pair(true, true), 2},
+            {"pair, x normed, rows rounded, half tiles, 8 slots a matrix", pair(true, true), 8, 16},
+            {"pair, x normed, rows rounded, half tiles, 4 slots a matrix", pair(true, true), 4, 16},
+        };
+        for (const Row& row : forms) {
+            const double us = time(m, row);
+            fmt::print(
+                "token form: FFN pair Q4_K 2 x {} x {}, {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s\n",
+                rows, cols, row.what, 2 * m.bytes / 1e6, us, 2 * m.bytes / (us * 1e3));
+        }
+        // The token's form and the half tiles, last run: silu(g) · u over x normed, every row.
+        for (size_t fi : {size_t{4}, forms.size() - 2}) {
+            dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
+            {
+                test::Scoped slots(K.gemv_tile_slots, forms[fi].slots);
+                test::Scoped tile(K.gemv_work_tile, forms[fi].tile);
+                test::run(dev, [&](CommandList& cl) { forms[fi].record(cl, view(m.copies[0])); });
+            }
+            const auto out = test::from_device<float>(dev, y, rows);
+            const auto [g, gm] = products(
+                std::vector<float>(m.deq.begin(), m.deq.begin() + (size_t)kDistinct * cols),
+                kDistinct, cols, xnv, factor);
+            const auto [u, um] =
+                products(std::vector<float>(m.deq.begin() + (size_t)kDistinct * cols, m.deq.end()),
+                         kDistinct, cols, xnv, factor);
+            for (uint32_t r = 0; r < rows; ++r) {
+                const uint32_t d = r % kDistinct;
+                const double want = g[d] / (1 + std::exp(-g[d])) * u[d];
+                const double tol =
+                    2e-4 * (gm[d] * std::fabs(u[d]) + um[d] * std::fabs(g[d])) + 1e-5;
+                ASSERT_TRUE(std::isfinite(out[r])) << "row " << r;
+                ASSERT_NEAR(out[r], want, tol) << "FFN pair row " << r << ", " << forms[fi].what;
+            }
+        }
+    }
+
+    // GEMVs that add to y: the down projections and an output projection.
+    struct Shape {
+        QType t;
+        uint32_t rows, cols;
+        const char* name;
+    };
+    for (const Shape& sh : {Shape{QType::Q4_K, 4096, 12288, "down projection"},
+                            Shape{QType::Q6_K, 4096, 12288, "down projection"},
+                            Shape{QType::Q4_K, 4096, 4096, "output projection"}}) {
+        const auto [t, rows, cols, name] = sh;
+        if (!K.gemv_tiled_for(t, cols)) continue;
+        const Mat m = make(t, rows, cols, 1);
+        std::vector<float> xv, xnv;
+        double factor = 0;
+        Buffer xb = test::to_device(dev, x_layouts(cols, xv, xnv, factor));
+        const std::vector<float> nw = randn(rows, 24, 0.5f), init = randn(rows, 25, 2.f);
+        Buffer nwb = test::to_device(dev, nw);
+        const uint32_t out_off = rows;
+        Buffer y = test::poisoned(dev, rows + Kernels::normed_rounding_floats(rows));
+        dev.upload(y, 0, init.data(), rows * 4);
+        Buffer split = dev.create_buffer(Kernels::split_bytes(rows), MemoryKind::device);
+        dev.fill(split, 0, Kernels::split_bytes(rows), 0);
+        test::Scoped scratch(K.gemv_split, view(split));
+        auto add = [&](bool acc, bool round, bool wide = true) {
+            return [&, acc, round, wide](CommandList& cl, View w) {
+                test::Scoped wt(K.gemv_wide_tiles, wide);
+                R r;
+                r.x_rounded = true;
+                if (round) {
+                    r.out_off = out_off;
+                    r.out_norm = view(nwb);
+                }
+                K.gemv(cl, t, w, rows, cols, view(xb), 0, view(y), 0, acc, {}, &r);
+            };
+        };
+        const std::vector<Row> forms = {
+            {"x rounded, y written", add(false, false)},
+            {"x rounded, added to y", add(true, false)},
+            {"x rounded, added to y, y rounded times a norm's weights (the token's)",
+             add(true, true)},
+            {"the token's, in parts of eight slots", add(true, true, false)},
+        };
+        for (const Row& row : forms) {
+            const double us = time(m, row);
+            fmt::print("token form: {} {} {} x {}, {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s\n", name,
+                       qtype_name(t), rows, cols, row.what, m.bytes / 1e6, us,
+                       m.bytes / (us * 1e3));
+        }
+        // The token's form once over y = init: every row against init + W · x.
+        dev.upload(y, 0, init.data(), rows * 4);
+        test::run(dev, [&](CommandList& cl) { forms[2].record(cl, view(m.copies[0])); });
+        const auto out = test::from_device<float>(dev, y, rows);
+        const auto [ref, mag] = products(m.deq, kDistinct, cols, xv, 1.0);
+        for (uint32_t r = 0; r < rows; ++r) {
+            const uint32_t d = r % kDistinct;
+            ASSERT_TRUE(std::isfinite(out[r])) << name << " row " << r;
+            ASSERT_NEAR(out[r], init[r] + ref[d], 1e-5 * mag[d] + 1e-4) << name << " row " << r;
         }
     }
 }

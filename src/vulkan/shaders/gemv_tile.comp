@@ -72,6 +72,11 @@ layout(constant_id = 8) const uint ROUND_OUT = 0;
 layout(constant_id = 9) const uint GIN_DV = 128;
 layout(constant_id = 10) const uint GIN_G = 1;
 layout(constant_id = 11) const uint ROUND_NORM = 0;
+// Rows of a tile of the weights' layout (0: TILE). A workgroup takes TILE of them, a part of a
+// layout tile when TILE is less: its loads then cover TILE · 16 contiguous bytes.
+layout(constant_id = 12) const uint LAYOUT_TILE = 0;
+const uint LTILE = LAYOUT_TILE != 0u ? LAYOUT_TILE : TILE;
+const uint SUB = LTILE / TILE;  // workgroup tiles a layout tile
 const uint SLOTS = WG / TILE;
 // Slots a matrix: a pair's gate rows take the first half, its up rows the second.
 const uint MSLOTS = PAIR != 0u ? SLOTS / 2u : SLOTS;
@@ -179,8 +184,8 @@ float run_dot(uvec4 f[NF], uint d16, uint kb) {
 
 // Run `run` of row lane of tile `tile` of the matrix at 16-byte word m16 of the view.
 void load_run(uint m16, uint tile, uint nb, uint run, uint lane, out uvec4 f[NF], out uint d16) {
-    uint base = m16 + (tile * nb + run) * 9u * TILE + lane;
-    [[unroll]] for (uint i = 0u; i < 9u; ++i) f[i] = wq4[base + i * TILE];
+    uint base = m16 + (tile / SUB * nb + run) * 9u * LTILE + tile % SUB * TILE + lane;
+    [[unroll]] for (uint i = 0u; i < 9u; ++i) f[i] = wq4[base + i * LTILE];
     d16 = 0u;
 }
 #else  // WTYPE_Q6_K
@@ -221,12 +226,13 @@ float run_dot(uvec4 f[NF], uint d16, uint run) {
 
 void load_run(uint m16, uint tile, uint nb, uint run, uint lane, out uvec4 f[NF], out uint d16) {
     uint kb = run >> 1, h = run & 1u;
-    uint chunk = 16u * m16 + (tile * nb + kb) * 210u * TILE;  // bytes
-    uint base = chunk / 16u + lane;
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) f[i] = wq4[base + (4u * h + i) * TILE];
-    [[unroll]] for (uint i = 0u; i < 2u; ++i) f[4u + i] = wq4[base + (8u + 2u * h + i) * TILE];
-    f[6] = wq4[base + 12u * TILE];
-    uint db = chunk + 208u * TILE + 2u * lane;
+    uint chunk = 16u * m16 + (tile / SUB * nb + kb) * 210u * LTILE;  // bytes
+    uint l = tile % SUB * TILE + lane;  // the row's place in its layout tile
+    uint base = chunk / 16u + l;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) f[i] = wq4[base + (4u * h + i) * LTILE];
+    [[unroll]] for (uint i = 0u; i < 2u; ++i) f[4u + i] = wq4[base + (8u + 2u * h + i) * LTILE];
+    f[6] = wq4[base + 12u * LTILE];
+    uint db = chunk + 208u * LTILE + 2u * l;
     d16 = (wq[db >> 2] >> (8u * (db & 2u))) & 0xffffu;
 }
 #endif
