@@ -6,10 +6,12 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg, gemvrows, stream, sass)
+# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg, gemvrows, forms, stream, sass)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # gemvrows: GemvSpeed.Rows (the launcher's shape against the number of rows, each gemv_wide)
+# forms:   GemvSpeed.TokenForms (the token's tiled GEMV stages in their own forms, part by part),
+#          with the registers the driver's compiler gives each of its kernels
 # stream:  GemvSpeed.Stream (the device's read rate against threads and loads in flight, and
 #          with workgroups that loop over chunks behind barriers, as the GEMVs do)
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work),
@@ -153,6 +155,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
         gemm) report 'GemmSpeed*' ;;
         gemv) report 'GemvSpeed.Report' ;;
         gemvrows) report 'GemvSpeed.Rows' ;;
+        forms) DELTALLM_VK_KERNEL_STATS=1 DELTALLM_LOG=info report 'GemvSpeed.TokenForms' ;;
         stream) report 'GemvSpeed.Stream' ;;
         gemvbase)
             echo "base:" && report 'GemvSpeed*' "$tv.base"

@@ -353,13 +353,15 @@ TEST(GemvSpeed, TokenForms) {
     const uint32_t runs = f.cpu ? 2 : 100;
     using R = Kernels::GemvRounding;
     // One matrix of `rows` x cols in tiles (a pair: two, the up rows after the gate rows), its
-    // copies past the last-level cache, and the CPU's dequantized distinct rows of each.
+    // copies over `span` bytes, back to back in slabs of 1 GiB as the token's weights lie in the
+    // weight arena (no buffer of its own a copy), and the CPU's dequantized distinct rows of each.
     struct Mat {
-        std::vector<Buffer> copies;
+        std::vector<Buffer> slabs;
+        std::vector<View> copies;
         std::vector<float> deq;  // kDistinct rows a matrix, the matrices one after the other
         uint64_t bytes = 0;      // one matrix
     };
-    auto make = [&](QType t, uint32_t rows, uint32_t cols, uint32_t matrices) {
+    auto make = [&](QType t, uint32_t rows, uint32_t cols, uint32_t matrices, uint64_t span) {
         Mat m;
         std::vector<uint8_t> all;
         for (uint32_t k = 0; k < matrices; ++k) {
@@ -374,9 +376,17 @@ TEST(GemvSpeed, TokenForms) {
             all.insert(all.end(), tiled.begin(), tiled.end());
             m.deq.insert(m.deq.end(), deq.begin(), deq.end());
         }
-        const uint32_t copies =
-            f.cpu ? 1 : (uint32_t)std::clamp<uint64_t>((512ull << 20) / all.size(), 1, 64);
-        for (uint32_t i = 0; i < copies; ++i) m.copies.push_back(test::to_device(dev, all));
+        const uint64_t stride = (all.size() + 255) / 256 * 256;
+        const uint32_t copies = f.cpu ? 1 : (uint32_t)std::clamp<uint64_t>(span / stride, 1, 1024);
+        const uint32_t per_slab = (uint32_t)std::max<uint64_t>((1ull << 30) / stride, 1);
+        for (uint32_t i = 0; i < copies; ++i) {
+            if (i % per_slab == 0)
+                m.slabs.push_back(
+                    dev.create_buffer(std::min(copies - i, per_slab) * stride, MemoryKind::device));
+            Buffer& b = m.slabs.back();
+            dev.upload(b, (i % per_slab) * stride, all.data(), all.size());
+            m.copies.push_back(view(b, (i % per_slab) * stride, all.size()));
+        }
         return m;
     };
     // x rounded (the layout of a GemvRounding) and, after it, x rounded times the norm weights
@@ -406,13 +416,15 @@ TEST(GemvSpeed, TokenForms) {
         std::function<void(CommandList&, View)> record;  // over one copy of the weights
         uint32_t slots = 0;                              // gemv_tile_slots
         uint32_t tile = 0;                               // gemv_work_tile
+        bool big = false;  // over copies spanning kBig bytes (a 9B's weights), not 512 MiB
     };
+    const uint64_t kSmall = 512ull << 20, kBig = 5ull << 30;
     auto time = [&](const Mat& m, const Row& row) {
         test::Scoped slots(K.gemv_tile_slots, row.slots);
         test::Scoped tile(K.gemv_work_tile, row.tile);
         uint32_t i = 0;
         const double us = 1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                              row.record(cl, view(m.copies[i++ % m.copies.size()]));
+                              row.record(cl, m.copies[i++ % m.copies.size()]);
                           });
         return us;
     };
@@ -420,7 +432,8 @@ TEST(GemvSpeed, TokenForms) {
     // The FFN pair.
     {
         const uint32_t rows = 12288, cols = 4096;
-        const Mat m = make(QType::Q4_K, rows, cols, 2);
+        const Mat m = make(QType::Q4_K, rows, cols, 2, kSmall);
+        const Mat big = f.cpu ? Mat{} : make(QType::Q4_K, rows, cols, 2, kBig);
         std::vector<float> xv, xnv;
         double factor = 0;
         Buffer xb = test::to_device(dev, x_layouts(cols, xv, xnv, factor));
@@ -439,7 +452,7 @@ TEST(GemvSpeed, TokenForms) {
                               normed ? xn_off : 0, view(y), 0, normed ? &nin : nullptr, &r);
             };
         };
-        const std::vector<Row> forms = {
+        std::vector<Row> forms = {
             {"one GEMV over both matrices' rows, x rounded",
              [&](CommandList& cl, View w) {
                  R r;
@@ -454,20 +467,29 @@ TEST(GemvSpeed, TokenForms) {
             {"pair, x normed, rows rounded, 2 slots a matrix", pair(true, true), 2},
             {"pair, x normed, rows rounded, half tiles, 8 slots a matrix", pair(true, true), 8, 16},
             {"pair, x normed, rows rounded, half tiles, 4 slots a matrix", pair(true, true), 4, 16},
+            {"pair, x normed, rows rounded, 2 slots a matrix, copies over 5 GiB", pair(true, true),
+             2, 0, true},
+            {"pair, x normed, rows rounded (the token's), copies over 5 GiB", pair(true, true), 0,
+             0, true},
         };
+        const Row one = forms[0];
+        forms.insert(forms.end() - 1, one);
+        forms[forms.size() - 2].what += ", copies over 5 GiB";
+        forms[forms.size() - 2].big = true;
         for (const Row& row : forms) {
-            const double us = time(m, row);
+            if (row.big && f.cpu) continue;
+            const double us = time(row.big ? big : m, row);
             fmt::print(
                 "token form: FFN pair Q4_K 2 x {} x {}, {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s\n",
                 rows, cols, row.what, 2 * m.bytes / 1e6, us, 2 * m.bytes / (us * 1e3));
         }
         // The token's form and the half tiles, last run: silu(g) · u over x normed, every row.
-        for (size_t fi : {size_t{4}, forms.size() - 2}) {
+        for (size_t fi : {size_t{4}, size_t{7}}) {
             dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
             {
                 test::Scoped slots(K.gemv_tile_slots, forms[fi].slots);
                 test::Scoped tile(K.gemv_work_tile, forms[fi].tile);
-                test::run(dev, [&](CommandList& cl) { forms[fi].record(cl, view(m.copies[0])); });
+                test::run(dev, [&](CommandList& cl) { forms[fi].record(cl, m.copies[0]); });
             }
             const auto out = test::from_device<float>(dev, y, rows);
             const auto [g, gm] = products(
@@ -498,7 +520,8 @@ TEST(GemvSpeed, TokenForms) {
                             Shape{QType::Q4_K, 4096, 4096, "output projection"}}) {
         const auto [t, rows, cols, name] = sh;
         if (!K.gemv_tiled_for(t, cols)) continue;
-        const Mat m = make(t, rows, cols, 1);
+        const Mat m = make(t, rows, cols, 1, kSmall);
+        const Mat big = f.cpu ? Mat{} : make(t, rows, cols, 1, kBig);
         std::vector<float> xv, xnv;
         double factor = 0;
         Buffer xb = test::to_device(dev, x_layouts(cols, xv, xnv, factor));
@@ -528,16 +551,19 @@ TEST(GemvSpeed, TokenForms) {
             {"x rounded, added to y, y rounded times a norm's weights (the token's)",
              add(true, true)},
             {"the token's, in parts of eight slots", add(true, true, false)},
+            {"x rounded, y written, copies over 5 GiB", add(false, false), 0, 0, true},
+            {"the token's, copies over 5 GiB", add(true, true), 0, 0, true},
         };
         for (const Row& row : forms) {
-            const double us = time(m, row);
+            if (row.big && f.cpu) continue;
+            const double us = time(row.big ? big : m, row);
             fmt::print("token form: {} {} {} x {}, {}: {:.1f} MB, {:.2f} us, {:.1f} GB/s\n", name,
                        qtype_name(t), rows, cols, row.what, m.bytes / 1e6, us,
                        m.bytes / (us * 1e3));
         }
         // The token's form once over y = init: every row against init + W · x.
         dev.upload(y, 0, init.data(), rows * 4);
-        test::run(dev, [&](CommandList& cl) { forms[2].record(cl, view(m.copies[0])); });
+        test::run(dev, [&](CommandList& cl) { forms[2].record(cl, m.copies[0]); });
         const auto out = test::from_device<float>(dev, y, rows);
         const auto [ref, mag] = products(m.deq, kDistinct, cols, xv, 1.0);
         for (uint32_t r = 0; r < rows; ++r) {

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -356,7 +358,10 @@ inline void run(Device& dev, const std::function<void(CommandList&)>& record) {
 }
 
 // Speed reports: `runs` recordings of `record`, a barrier after each, timed on the device in one
-// command; the best of three submissions, in milliseconds a run (0 without timestamps).
+// command; the best of three submissions, in milliseconds a run (0 without timestamps). The
+// command is first submitted untimed until a quarter of a second has passed (at most 200 times):
+// a GPU left idle, as by the uploads before a report's rows, runs at a lower clock for a while,
+// and three submissions of a few milliseconds would be timed there.
 inline double device_ms_per_run(Device& dev, uint32_t runs,
                                 const std::function<void(CommandList&)>& record) {
     CommandList cl(dev);
@@ -368,6 +373,11 @@ inline double device_ms_per_run(Device& dev, uint32_t runs,
     }
     cl.mark("runs");
     cl.end();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int warm = 0; warm < 200 && !dev.features().cpu &&
+                       std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250);
+         ++warm)
+        cl.submit_and_wait();
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
         cl.submit_and_wait();
