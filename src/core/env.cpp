@@ -32,6 +32,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_BOUNDS_CHECKS", "bool", "0",
          "keep the driver's bounds checks on the Vulkan kernels' storage buffers (by default they "
          "are left out where the device has VK_EXT_pipeline_robustness)"},
+        {"DELTALLM_VK_WAIT_SPIN_US", "int", "20000",
+         "how long the host polls a submitted Vulkan command's fence before it blocks on it, in "
+         "microseconds (0: block at once; polling sees a decoded token's end sooner)"},
         {"DELTALLM_VK_PROFILE", "bool", "0",
          "time each kernel role on the device and print the table when the model closes"},
         {"DELTALLM_VK_DECODE_FUSION", "bool", "1",

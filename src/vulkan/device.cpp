@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -459,6 +459,8 @@ DeviceOptions DeviceOptions::from_env() {
     o.kernel_stats = env::get_bool("DELTALLM_VK_KERNEL_STATS");
     o.bounds_checks = env::get_bool("DELTALLM_VK_BOUNDS_CHECKS");
     o.pipeline_cache_dir = env::get_string("DELTALLM_PIPELINE_CACHE");
+    o.wait_spin_us = env::get_int("DELTALLM_VK_WAIT_SPIN_US");
+    if (o.wait_spin_us < 0) fail("DELTALLM_VK_WAIT_SPIN_US={}: use 0 or more", o.wait_spin_us);
     return o;
 }
 
@@ -730,6 +732,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceOptions& opts) {
         return Decline{"cannot create a Vulkan command pool"};
     auto fi = make<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
     vkCreateFence(d->device_, &fi, nullptr, &d->fence_);
+    d->spin_us_ = opts.wait_spin_us;
 
     // Pipeline cache: the file is keyed by vendor, device and the driver's cache UUID.
     std::vector<char> blob;
@@ -889,7 +892,18 @@ void Device::submit_and_wait(VkCommandBuffer cb) {
     si.pCommandBuffers = &cb;
     VkResult r = vkQueueSubmit(queue_, 1, &si, fence_);
     if (r != VK_SUCCESS) fail("Vulkan queue submit failed on {} ({})", f_.name, result_name(r));
-    r = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+    // The driver's blocking wait wakes this thread 0.1-0.25 ms after the device signals the
+    // fence (an H200: a tenth of a 9B's decoded token), where polling the fence's status sees it
+    // within microseconds (docs/PERF.md, 2026-12-03 night). So poll, for at most spin_us_, then
+    // block: a long command (a prefill window) does not keep a core spinning.
+    r = VK_NOT_READY;
+    if (spin_us_ > 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+        while ((r = vkGetFenceStatus(device_, fence_)) == VK_NOT_READY &&
+               std::chrono::steady_clock::now() < until) {
+        }
+    }
+    if (r == VK_NOT_READY) r = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
     vkResetFences(device_, 1, &fence_);
     if (r != VK_SUCCESS) fail("waiting for {} failed ({})", f_.name, result_name(r));
 }

@@ -129,8 +129,11 @@ struct DeviceOptions {
     // Log what the driver's compiler reports of each pipeline (registers ...), where the device
     // has VK_KHR_pipeline_executable_properties (DELTALLM_VK_KERNEL_STATS).
     bool kernel_stats = false;
+    // How long a wait for a submitted command polls the fence before it blocks, in microseconds
+    // (0: it blocks at once; DELTALLM_VK_WAIT_SPIN_US).
+    int64_t wait_spin_us = 20000;
     // Options from the environment (DELTALLM_VK_DEVICE, _VARIANT, _VALIDATION, _KERNEL_STATS,
-    // _BOUNDS_CHECKS, DELTALLM_PIPELINE_CACHE).
+    // _BOUNDS_CHECKS, _WAIT_SPIN_US, DELTALLM_PIPELINE_CACHE).
     static DeviceOptions from_env();
 };
 
@@ -258,6 +261,7 @@ class Device {
     uint32_t queue_family_ = 0;
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
+    int64_t spin_us_ = 0;  // DeviceOptions::wait_spin_us
     VkPipelineCache cache_ = VK_NULL_HANDLE;
     std::string cache_path_;
     VkPhysicalDeviceMemoryProperties mem_{};

@@ -101,6 +101,7 @@ namespace dl::vk {
     X(vkCreateFence)                 \
     X(vkDestroyFence)                \
     X(vkWaitForFences)               \
+    X(vkGetFenceStatus)              \
     X(vkResetFences)
 
 #define DL_VK_DECLARE(f) extern PFN_##f f;

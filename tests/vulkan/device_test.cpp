@@ -2,8 +2,11 @@
 // embedded SPIR-V modules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "vk_test.h"
@@ -159,6 +162,43 @@ TEST(VulkanDevice, BoundsChecksAreLeftOutOnlyWhereTheDeviceAllows) {
             Pipelines pipes(**d);
             EXPECT_NO_THROW(pipes.get("gemv_q4_k", 3, 28, {64, 2}));
         }
+}
+
+// A wait for a submitted command polls its fence for DeviceOptions::wait_spin_us, then blocks:
+// never (0), at once after a poll that finds the work unfinished (1 us), or not at all for work
+// shorter than the poll (a second). Each wait returns with the command's writes done.
+TEST(VulkanDevice, WaitsForEveryCommandWhetherItPollsOrBlocks) {
+    VK_TEST_DEVICE();
+    for (int64_t spin : {int64_t{0}, int64_t{1}, int64_t{1000000}}) {
+        DeviceOptions o;
+        o.wait_spin_us = spin;
+        auto d = Device::open(o);
+        ASSERT_TRUE(d.ok()) << d.reason();
+        Device& dv = **d;
+        // 24 MiB: more than one staging chunk, so each upload and download is several waits.
+        const size_t n = (24u << 20) / 4;
+        Buffer b = dv.create_buffer(n * 4, MemoryKind::device);
+        for (uint32_t round = 0; round < 3; ++round) {
+            const uint32_t word = 0x01010101u * (round + 1) + (uint32_t)spin;
+            dv.fill(b, 0, n * 4, word);
+            std::vector<uint32_t> v(n);
+            dv.download(b, 0, v.data(), n * 4);
+            ASSERT_EQ(std::count(v.begin(), v.end(), word), (std::ptrdiff_t)n)
+                << "spin " << spin << ", round " << round;
+        }
+    }
+}
+
+TEST(VulkanDevice, ANegativePollTimeIsRefused) {
+    const char* was = std::getenv("DELTALLM_VK_WAIT_SPIN_US");
+    const std::string saved = was ? was : "";
+    setenv("DELTALLM_VK_WAIT_SPIN_US", "-5", 1);
+    EXPECT_THROW(DeviceOptions::from_env(), Error);
+    if (was)
+        setenv("DELTALLM_VK_WAIT_SPIN_US", saved.c_str(), 1);
+    else
+        unsetenv("DELTALLM_VK_WAIT_SPIN_US");
+    EXPECT_EQ(DeviceOptions::from_env().wait_spin_us, was ? std::stoll(saved) : 20000);
 }
 
 // DELTALLM_VK_KERNEL_STATS: on a device that can report them, every pipeline carries what the
