@@ -762,17 +762,20 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
         stage("norm");
     }
     record_layers(*model_, A, chain);
-    gemv_in(model_->output, view(s->logits_dev), 0);
-    stage("head");
-    // The logits to the host, or the token's choice from them on the device: whoever asks for
-    // the logits chooses from them itself (decode), so that command does not also sample.
+    // The logits for the host, written by the head into host memory (as the window command's
+    // last row is): a copy after the head took a stage of its own, tg128 -2 % on an H200
+    // (docs/PERF.md, 2026-12-03 night). Or the token's choice from them on the device: whoever
+    // asks for the logits chooses from them itself (decode), so that command does not also
+    // sample.
+    gemv_in(model_->output, view(copy_logits ? s->logits : s->logits_dev), 0);
     if (copy_logits) {
-        cl.transfer_barrier();
-        cl.copy(s->logits_dev, 0, s->logits, 0, (uint64_t)hp.n_vocab * 4);
-        cl.mark("logits");
+        cl.host_barrier();
+        cl.mark("head");
     } else {
+        stage("head");
         K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams,
                  view(s->sample_scratch));
+        cl.host_barrier();
         cl.mark("sample");
     }
     cl.end();
@@ -950,6 +953,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all) {
         K.gemv(cl, head->type, W.matrix(plan_, head), (uint32_t)head->rows(),
                (uint32_t)head->cols(), act, A.xn + (m - 1) * E, view(s.logits), 0, false);
     }
+    cl.host_barrier();
     cl.mark("head");
     cl.end();
     if (group != groups.size())

@@ -279,6 +279,15 @@ void CommandList::transfer_barrier() {
     ++n_barriers_;
 }
 
+void CommandList::host_barrier() {
+    auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    ++n_barriers_;
+}
+
 void CommandList::copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off,
                        uint64_t n) {
     VkBufferCopy c{src_off, dst_off, n};
