@@ -122,11 +122,14 @@ struct DriverOptions {
     static Kernels::DeltaNetScan deltanet_scan_from_env();
 };
 
-// Device milliseconds by kernel role, summed over submits, per phase (decode, prefill).
+// Device milliseconds by kernel role, summed over submits, per phase (decode, prefill); and of
+// the submits timed whole (CommandList::kWhole), whose stages write no timestamps of their own.
 struct Profile {
     struct Phase {
         int64_t tokens = 0;
         std::map<std::string, double> ms;
+        int64_t whole_tokens = 0;
+        double whole_ms = 0;
     };
     std::map<std::string, Phase> phases;
     void add(const std::string& phase, int64_t tokens,
@@ -145,6 +148,8 @@ class ResidentDriver final : public Executor {
     const Model& model() const override { return *model_; }
     const Plan& plan() const { return plan_; }
     Device& device() { return *dev_; }
+    // What --profile has timed so far (null without it).
+    const Profile* profile() const { return profile_.get(); }
 
     // n_ctx is capped by the plan's context (the largest that fits the device).
     std::unique_ptr<SessionState> new_session(int64_t n_ctx) override;
@@ -193,7 +198,8 @@ class ResidentDriver final : public Executor {
     };
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
-    void record_token(Session& s, CommandList& cl, bool copy_logits);
+    // whole: under --profile, the command timed as a whole, not stage by stage.
+    void record_token(Session& s, CommandList& cl, bool copy_logits, bool whole = false);
     CommandList& window_command(Session& s, uint32_t m, bool all);
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 

@@ -196,6 +196,10 @@ void CommandList::begin(bool reusable) {
 
 void CommandList::end() {
     if (tracing_ && !traced_dispatches_.empty()) trace_stage("(after the last mark)");
+    if (queries_ && !each_stage_) {
+        labels_ = {kWhole};
+        vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
+    }
     if (vkEndCommandBuffer(cb_) != VK_SUCCESS) fail("recording a Vulkan command buffer failed");
 }
 
@@ -294,8 +298,10 @@ void CommandList::copy(const Buffer& src, uint64_t src_off, const Buffer& dst, u
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &c);
 }
 
-void CommandList::enable_timestamps(uint32_t max_marks) {
+void CommandList::enable_timestamps(uint32_t max_marks, bool each_stage) {
     if (!dev_.features().timestamps || queries_) return;
+    each_stage_ = each_stage;
+    if (!each_stage) max_marks = 1;
     auto qi = make<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qi.queryCount = max_marks + 1;
@@ -311,7 +317,7 @@ void CommandList::trace_stage(const std::string& label) {
 
 void CommandList::mark(const std::string& label) {
     if (tracing_) trace_stage(label);
-    if (!queries_ || labels_.size() >= max_marks_) return;
+    if (!queries_ || !each_stage_ || labels_.size() >= max_marks_) return;
     labels_.push_back(label);
     vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_,
                         (uint32_t)labels_.size());

@@ -96,8 +96,11 @@ class CommandList {
     void copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t n);
     // Timestamps for --profile: mark(label) after a stretch of work (a no-op unless enabled);
     // times() after a submit gives the milliseconds of each stretch since the previous mark (or
-    // begin).
-    void enable_timestamps(uint32_t max_marks);
+    // begin). each_stage false: no mark writes one; times() gives the whole command as one
+    // stretch, kWhole. On an H200 a timestamp after every stage of a 9B's token lengthened it by
+    // a tenth (docs/PERF.md, 2026-12-03 night), so the profile times some tokens whole.
+    void enable_timestamps(uint32_t max_marks, bool each_stage = true);
+    static constexpr const char* kWhole = "(whole)";
     void mark(const std::string& label);
     std::vector<std::pair<std::string, double>> times();
 
@@ -126,6 +129,7 @@ class CommandList {
     uint32_t n_barriers_ = 0;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     uint32_t max_marks_ = 0;
+    bool each_stage_ = true;
     std::vector<std::string> labels_;
     bool tracing_;
     std::vector<std::string> trace_, traced_dispatches_;

@@ -159,6 +159,43 @@ TEST(VulkanDriver, GreedyTokenAndPrefillAgreeWithDecode) {
     EXPECT_THROW(d.decode(*a, (int32_t)model->hp.n_vocab, lg), Error);
 }
 
+// --profile times every other token whole (no timestamp a stage) and the others stage by stage;
+// both commands compute what the unprofiled driver's do.
+TEST(VulkanDriver, ProfiledTokensAreTimedBothWaysAndComputeTheSame) {
+    VK_TEST_DEVICE();
+    if (!dev.features().timestamps) GTEST_SKIP() << "no timestamps";
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    DriverOptions o = test_options();
+    o.profile = false;
+    auto plain = ResidentDriver::create(model, o);
+    o.profile = true;
+    auto timed = ResidentDriver::create(model, o);
+    ASSERT_TRUE(plain.ok() && timed.ok());
+    ASSERT_EQ((*plain)->profile(), nullptr);
+    auto a = (*plain)->new_session(32), b = (*timed)->new_session(32);
+    std::vector<float> la, lb;
+    for (int32_t t : {3, 14, 15, 9, 26, 5}) {
+        (*plain)->decode(*a, t, la);
+        (*timed)->decode(*b, t, lb);
+        ASSERT_EQ(la, lb) << "token " << t;
+    }
+    for (int i = 0, ta = 7, tb = 7; i < 4; ++i) {
+        ta = (*plain)->decode_greedy(*a, ta);
+        tb = (*timed)->decode_greedy(*b, tb);
+        ASSERT_EQ(ta, tb) << "greedy token " << i;
+    }
+    const Profile* p = (*timed)->profile();
+    ASSERT_NE(p, nullptr);
+    const Profile::Phase& d = p->phases.at("decode");
+    EXPECT_EQ(d.tokens, 5);
+    EXPECT_EQ(d.whole_tokens, 5);
+    EXPECT_GT(d.whole_ms, 0);
+    EXPECT_GT(d.ms.at("gemv ffn"), 0);
+    EXPECT_GT(d.ms.at("head"), 0);
+    EXPECT_EQ(d.ms.count(CommandList::kWhole), 0u);
+    EXPECT_NE(p->report().find("timed whole"), std::string::npos) << p->report();
+}
+
 // 40 greedy tokens after a prompt prefilled in windows: the token chosen on the device (only its
 // id returns) against the CPU chain's argmax, each fed its own choice. On F32 weights all 40
 // must agree. On Q8_0 the CPU chain rounds activations to 8 bits, so the two may part where the

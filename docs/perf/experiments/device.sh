@@ -29,7 +29,7 @@ prof() {
     local m=$1
     shift
     env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -r 1 --profile 2>&1 |
-        grep -A16 "profile, decode" | grep -E "decode|gemv|head|deltanet|attention" |
+        grep -A16 "profile, decode" | grep -E "decode|whole|gemv|head|deltanet|attention" |
         sed 's/  */ /g' | tr '\n' ' '
 }
 tgb() {
