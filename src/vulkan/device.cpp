@@ -954,15 +954,19 @@ void Device::download(const Buffer& src, uint64_t src_off, void* dst, uint64_t n
         one_shot([&](VkCommandBuffer cb) {
             VkBufferCopy c{src_off + done, 0, chunk};
             vkCmdCopyBuffer(cb, src.handle(), staging_.handle(), 1, &c);
-            auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-            mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-            mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-            vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
-                                 1, &mb, 0, nullptr, 0, nullptr);
+            record_host_barrier(cb);
         });
         std::memcpy(p + done, staging_.mapped(), chunk);
         done += chunk;
     }
+}
+
+void record_host_barrier(VkCommandBuffer cb) {
+    auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 void Device::fill(const Buffer& dst, uint64_t off, uint64_t n, uint32_t word) {

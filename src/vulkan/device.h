@@ -176,6 +176,10 @@ struct View {
     uint64_t offset = 0;
     uint64_t range = 0;
 };
+// Records a barrier that makes the earlier shader and transfer writes of cb visible to host
+// reads once its fence has signalled (a fence alone orders only device accesses).
+void record_host_barrier(VkCommandBuffer cb);
+
 inline View view(const Buffer& b) {
     return {b.handle(), 0, b.size()};
 }

@@ -364,8 +364,7 @@ std::string Profile::report() const {
         for (const auto& [role, ms] : p.ms) total += ms;
         out += fmt::format(
             "vulkan profile, {}: {} tokens timed a stage at a time, {:.3f} ms on the device "
-            "({:.1f} "
-            "us a token)\n",
+            "({:.1f} us a token)\n",
             name, p.tokens, total, p.tokens ? 1e3 * total / p.tokens : 0.0);
         if (p.whole_tokens > 0 && p.tokens > 0) {
             const double whole = 1e3 * p.whole_ms / p.whole_tokens;
@@ -506,9 +505,9 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
 }
 
 // The decode token command of a session: the whole forward pass of one token at tok[0] (id
-// tok[1]), the head into the device logits, and then either the choice of the next token
-// (tok[2]; parameters at tok[kSampleParams..]) or, when asked, the copy of the logits to the
-// host.
+// tok[1]), then either the head into the device logits and the choice of the next token from
+// them (tok[2]; parameters at tok[kSampleParams..]) or, when asked, the head into the host's
+// logits.
 void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_logits, bool whole) {
     Session* s = &session;
     const Hparams& hp = model_->hp;

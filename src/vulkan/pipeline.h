@@ -89,9 +89,8 @@ class CommandList {
     void barrier();
     // The same with transfers (copy()) on either side.
     void transfer_barrier();
-    // Makes every earlier shader and transfer write visible to the host once the command's fence
-    // has signalled (a fence alone orders only device accesses): the last command of a list whose
-    // results the host reads from mapped memory.
+    // record_host_barrier: the last command of a list whose results the host reads from mapped
+    // memory.
     void host_barrier();
     void copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t n);
     // Timestamps for --profile: mark(label) after a stretch of work (a no-op unless enabled);
