@@ -744,10 +744,10 @@ uint64_t Kernels::split_bytes(uint32_t rows) {
     return (tiles + tiles * 4 * kTileRows) * 4;
 }
 
-// gemv_tile.comp's shared memory for rows of `cols` values in workgroups of `threads`: the
-// copy of x (16 bytes and a scale pair a 16-value block), the slots' sums, the rows to round.
-static uint64_t tile_shared_bytes(uint32_t cols, uint32_t threads) {
-    return (uint64_t)cols / 16 * 24 + 4ull * threads + 4ull * kTileRows;
+// The copy of x (16 bytes and a scale pair a 16-value block), the slots' sums, the rows to round
+// and the split's flag.
+uint64_t Kernels::gemv_tile_shared_bytes(uint32_t cols, uint32_t threads) {
+    return (uint64_t)cols / 16 * 24 + 4ull * threads + 4ull * kTileRows + 4;
 }
 
 bool Kernels::gemv_tiled_for(QType t, uint32_t cols) const {
@@ -757,7 +757,7 @@ bool Kernels::gemv_tiled_for(QType t, uint32_t cols) const {
     const Features& f = dev_.features();
     return gemv_tiled != GemvTiled::off && tiled(t) && gemv_tile_supported(t) && cols % 256 == 0 &&
            gemv_x_for(t, cols) == GemvX::bytes && kTileMaxThreads <= f.max_workgroup_invocations &&
-           tile_shared_bytes(cols, kTileMaxThreads) <= f.max_shared_memory;
+           gemv_tile_shared_bytes(cols, kTileMaxThreads) <= f.max_shared_memory;
 }
 
 bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
@@ -830,7 +830,7 @@ bool Kernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32
     // projections 9B 531 -> 520 (docs/PERF.md 2026-12-03).
     if (gemv_wide_tiles && parts == 2 && slots == 8 &&
         kTileWideThreads <= f.max_workgroup_invocations &&
-        tile_shared_bytes(cols, kTileWideThreads) <= f.max_shared_memory) {
+        gemv_tile_shared_bytes(cols, kTileWideThreads) <= f.max_shared_memory) {
         parts = 1;
         slots = 16;
     }

@@ -123,6 +123,8 @@ class Kernels {
     // (part of a tile of the weights' layout; 0: kTileRows).
     uint32_t gemv_work_tile = 0;
     static uint64_t split_bytes(uint32_t rows);
+    // gemv_tile.comp's shared memory for rows of `cols` values in workgroups of `threads`.
+    static uint64_t gemv_tile_shared_bytes(uint32_t cols, uint32_t threads);
     // Whether a GEMV over rows of cols values of type t that reads x in bytes runs on the tiled
     // GEMV here (gemv_tiled, the device's features and shared memory).
     bool gemv_tiled_for(QType t, uint32_t cols) const;

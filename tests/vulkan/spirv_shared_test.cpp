@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vulkan/kernels.h"
@@ -100,6 +101,20 @@ TEST(SpirvShared, DecodeAttentionAsDeclared) {
             EXPECT_EQ(workgroup_bytes(find_module("attn_decode"), spec),
                       attn_declared(wg, hd, g, round != 0))
                 << wg << " " << hd << " " << g << " " << round;
+        }
+    }
+}
+
+// gemv_tile.comp's, which Kernels::gemv_tile_shared_bytes gives where it decides that the tiled
+// GEMV fits: sxq and sxd (24 bytes a 16-value block of x), red (WG floats), rov (TILE floats)
+// and last_part.
+TEST(SpirvShared, TiledGemvAsDeclared) {
+    for (const char* name : {"gemv_tile_q4_k", "gemv_tile_q6_k"}) {
+        for (auto [wg, nb] : {std::pair{256u, 16u}, std::pair{512u, 48u}, std::pair{128u, 4u}}) {
+            const uint32_t spec[] = {wg, 32, 0, nb};
+            EXPECT_EQ(workgroup_bytes(find_module(name), spec),
+                      Kernels::gemv_tile_shared_bytes(256 * nb, wg))
+                << name << " " << wg << " " << nb;
         }
     }
 }
