@@ -508,7 +508,7 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
 // tok[1]), then either the head into the device logits and the choice of the next token from
 // them (tok[2]; parameters at tok[kSampleParams..]) or, when asked, the head into the host's
 // logits.
-void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_logits, bool whole) {
+void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_logits, bool whole) {
     Session* s = &session;
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
@@ -790,8 +790,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool copy_l
     // (docs/PERF.md, 2026-12-03 night). Or the token's choice from them on the device: whoever
     // asks for the logits chooses from them itself (decode), so that command does not also
     // sample.
-    gemv_in(model_->output, view(copy_logits ? s->logits : s->logits_dev), 0);
-    if (copy_logits) {
+    gemv_in(model_->output, view(host_logits ? s->logits : s->logits_dev), 0);
+    if (host_logits) {
         cl.host_barrier();
         cl.mark("head");
     } else {

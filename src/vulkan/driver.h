@@ -199,7 +199,7 @@ class ResidentDriver final : public Executor {
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
     // whole: under --profile, the command timed as a whole, not stage by stage.
-    void record_token(Session& s, CommandList& cl, bool copy_logits, bool whole = false);
+    void record_token(Session& s, CommandList& cl, bool host_logits, bool whole = false);
     CommandList& window_command(Session& s, uint32_t m, bool all);
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
