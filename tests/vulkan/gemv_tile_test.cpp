@@ -199,6 +199,89 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
     }
 }
 
+// A GEMV over a norm's input rounded already times the norm weights, with each block's sum of
+// squares of x after the rounding (GemvRounding::x_rounded over gemv_normed and the FFN pair;
+// gemv_tile.comp XMODE 4), the norm's factor taken from the sums: against the CPU's products.
+// Rows of up to 8448 values, whose blocks' sums outnumber a workgroup's invocations (several
+// loads a thread) at every slot count, down to one slot (32 invocations, 17 loads); outputs
+// poisoned, NaN failing.
+TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
+    VK_TEST_DEVICE();
+    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
+    const uint32_t rows = 70;  // two tiles and part of a third
+    for (QType t : {QType::Q4_K, QType::Q6_K})
+        for (uint32_t cols : {1280u, 8448u}) {
+            if (!K.gemv_tiled_for(t, cols)) GTEST_SKIP() << "no tiled GEMV on this device";
+            std::vector<uint8_t> w;
+            std::vector<float> deq;
+            for (uint32_t k = 0; k < 2; ++k) {  // gate, then up
+                auto [q, d] = test::quantize_rows(t, randn((size_t)rows * cols, 61 + k + cols),
+                                                  rows, cols, false);
+                const auto tiled_rows = Kernels::tile_rows(t, q.data(), rows, cols, kTileRows);
+                w.insert(w.end(), tiled_rows.begin(), tiled_rows.end());
+                deq.insert(deq.end(), d.begin(), d.end());
+            }
+            const uint64_t mbytes = w.size() / 2;
+            Buffer wb = test::to_device(dev, w);
+            // x and the norm weights away from unit scale, so a factor summed over part of the
+            // blocks shows.
+            const std::vector<float> x = randn(cols, 63 + cols, 2.f), nw = randn(cols, 64, 0.5f);
+            std::vector<float> xw(cols);
+            for (uint32_t i = 0; i < cols; ++i) xw[i] = x[i] * nw[i];
+            const test::Rounded xn = test::rounding_layout(xw);
+            std::vector<float> xbuf(8, std::bit_cast<float>(test::kPoison));  // x at float 8
+            xbuf.insert(xbuf.end(), xn.layout.begin(), xn.layout.end());
+            for (uint32_t b = 0; b < cols / 16; ++b) {
+                double ss = 0;
+                for (uint32_t i = 0; i < 16; ++i) ss += (double)x[16 * b + i] * x[16 * b + i];
+                xbuf.push_back((float)ss);
+            }
+            Buffer xb = test::to_device(dev, xbuf);
+            Buffer nwb = test::to_device(dev, nw);
+            const Kernels::GemvNormIn nin{view(nwb), 1e-6f};
+            const double factor = rms_factor(x);
+            const auto [g, gm] =
+                products(std::vector<float>(deq.begin(), deq.begin() + (size_t)rows * cols), rows,
+                         cols, xn.values, factor);
+            const auto [u, um] =
+                products(std::vector<float>(deq.begin() + (size_t)rows * cols, deq.end()), rows,
+                         cols, xn.values, factor);
+            Kernels::GemvRounding rd;
+            rd.x_rounded = true;
+            for (uint32_t slots : {0u, 1u, 2u}) {  // 0: the launcher's
+                test::Scoped ts(K.gemv_tile_slots, slots);
+                const std::string what =
+                    fmt::format("{} {} x {}, {} slots", qtype_name(t), rows, cols, slots);
+                Buffer y = test::poisoned(dev, rows + 4);
+                test::run(dev, [&](CommandList& cl) {
+                    K.gemv_normed(cl, t, view(wb), rows, cols, view(xb), 8, view(y), 2, false, nin,
+                                  {}, &rd);
+                });
+                auto out = test::from_device<float>(dev, y, rows + 4);
+                for (uint32_t i : {0u, 1u, rows + 2, rows + 3})
+                    ASSERT_EQ(test::bits(out[i]), test::kPoison) << what << ": wrote at " << i;
+                for (uint32_t r = 0; r < rows; ++r) {
+                    ASSERT_TRUE(std::isfinite(out[2 + r])) << what << " row " << r;
+                    ASSERT_NEAR(out[2 + r], g[r], 1e-5 * gm[r] + 1e-5) << what << " row " << r;
+                }
+                Buffer yp = test::poisoned(dev, rows);
+                test::run(dev, [&](CommandList& cl) {
+                    K.gemv_swiglu(cl, t, view(wb), 0, mbytes, rows, cols, view(xb), 8, view(yp), 0,
+                                  &nin, &rd);
+                });
+                out = test::from_device<float>(dev, yp, rows);
+                for (uint32_t r = 0; r < rows; ++r) {
+                    const double want = g[r] / (1 + std::exp(-g[r])) * u[r];
+                    const double tol =
+                        1e-5 * (gm[r] * std::fabs(u[r]) + um[r] * std::fabs(g[r])) + 1e-5;
+                    ASSERT_TRUE(std::isfinite(out[r])) << what << " pair row " << r;
+                    ASSERT_NEAR(out[r], want, tol) << what << " pair row " << r;
+                }
+            }
+        }
+}
+
 // The tiled GEMV beside the launcher's (Kernels::gemv over the same x rounded by the GEMV
 // before, the device's own rows), on decode-sized matrices; us a GEMV behind a barrier each,
 // weights copied past the last-level cache, every row of the last run checked.

@@ -80,6 +80,8 @@ const uint SUB = LTILE / TILE;  // workgroup tiles a layout tile
 const uint SLOTS = WG / TILE;
 // Slots a matrix: a pair's gate rows take the first half, its up rows the second.
 const uint MSLOTS = PAIR != 0u ? SLOTS / 2u : SLOTS;
+// XMODE 4: the loads a thread makes of the blocks' sums of squares.
+const uint SSQ_LOADS = (NB * 16u + WG - 1u) / WG;
 
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -336,6 +338,16 @@ void main() {
             barrier();  // red is the slots' sums below
         }
     } else {
+        // XMODE 4: the blocks' sums of squares (NB · 16 of them) requested before the copy of x,
+        // so both wait on the L2 together; summed after it.
+        float ssq[SSQ_LOADS];
+        if (XMODE == 4u) {
+            uint o = p.x_off + p.ncols / 4u + p.ncols / 8u;
+            [[unroll]] for (uint k = 0u; k < SSQ_LOADS; ++k) {
+                uint i = t + k * WG;
+                ssq[k] = i < NB * 16u ? x[o + i] : 0.0;
+            }
+        }
         // The x blocks of this workgroup's runs (all of x but under KSPLIT).
         uint e0 = first / RUNS_A_BLOCK * 16u, e1 = (last + RUNS_A_BLOCK - 1u) / RUNS_A_BLOCK * 16u;
         for (uint i = e0 + t; i < e1; i += WG) {
@@ -343,10 +355,9 @@ void main() {
             vec2 d = gxd2[((p.x_off + p.ncols / 4u) >> 1) + i];
             sxd[i] = XMODE == 5u ? d * gin_factor(i) : d;
         }
-        if (XMODE == 4u) {  // the blocks' sums of squares
+        if (XMODE == 4u) {
             float part = 0.0;
-            uint o = p.x_off + p.ncols / 4u + p.ncols / 8u;
-            for (uint i = t; i < p.ncols / 16u; i += WG) part += x[o + i];
+            [[unroll]] for (uint k = 0u; k < SSQ_LOADS; ++k) part += ssq[k];
             part = subgroupAdd(part);
             if (subgroupElect()) red[gl_SubgroupID] = part;
         }
