@@ -197,12 +197,13 @@ void Chain::prefill(SessionState& state, std::span<const int32_t> tokens, Logits
     }
 }
 
-void Chain::decode(SessionState& state, int32_t token, std::vector<float>& logits) {
+std::span<const float> Chain::decode(SessionState& state, int32_t token) {
     ChainSession& s = own(state);
     if (s.n_past + 1 > s.n_ctx) fail("the context of {} tokens is full", s.n_ctx);
     check_tokens(std::span(&token, 1), model_->hp.n_vocab);
-    logits.resize(static_cast<size_t>(model_->hp.n_vocab));
-    forward(s, &token, 1, true, logits.data(), false);
+    s.logits.resize(static_cast<size_t>(model_->hp.n_vocab));
+    forward(s, &token, 1, true, s.logits.data(), false);
+    return s.logits;
 }
 
 bool Chain::truncate(SessionState& state, int64_t n) {

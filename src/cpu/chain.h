@@ -46,7 +46,8 @@ class Chain final : public Executor {
     std::unique_ptr<SessionState> new_session(int64_t n_ctx) override;
     void prefill(SessionState& s, std::span<const int32_t> tokens, LogitsRows rows,
                  std::vector<float>& logits) override;
-    void decode(SessionState& s, int32_t token, std::vector<float>& logits) override;
+    using Executor::decode;
+    std::span<const float> decode(SessionState& s, int32_t token) override;
     // Attention-only models can drop rows; recurrent ones only accept n == n_past.
     bool truncate(SessionState& s, int64_t n) override;
     // Copies of the used KV rows and the conv/DeltaNet state, and back (prefix reuse).

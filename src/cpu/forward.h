@@ -46,6 +46,7 @@ struct ChainSession : SessionState {
     std::vector<float> gate, up;            // FFN
     std::vector<float> rope_cos, rope_sin;  // [window][rope_dims / 2]
     std::vector<float> scores;              // [threads][n_ctx]
+    std::vector<float> logits;              // the last decoded token's (Chain::decode)
     Activations act;
 };
 

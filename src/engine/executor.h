@@ -47,8 +47,15 @@ class Executor {
     // would overflow its context.
     virtual void prefill(SessionState& s, std::span<const int32_t> tokens, LogitsRows rows,
                          std::vector<float>& logits) = 0;
-    // One token; logits receives n_vocab floats.
-    virtual void decode(SessionState& s, int32_t token, std::vector<float>& logits) = 0;
+    // One token; returns its n_vocab logits where the executor left them (the CPU chain's
+    // session, the host-visible memory the Vulkan driver's head wrote: nothing copied), readable
+    // until the session's next prefill, decode or restore.
+    virtual std::span<const float> decode(SessionState& s, int32_t token) = 0;
+    // The same, copied into logits. (Executors bring it in with `using Executor::decode`.)
+    void decode(SessionState& s, int32_t token, std::vector<float>& logits) {
+        const std::span<const float> row = decode(s, token);
+        logits.assign(row.begin(), row.end());
+    }
 
     // Drops tokens after position n (n <= n_past): attention rows are forgotten; recurrent state
     // cannot be rewound, so executors of recurrent models return false unless n == n_past.

@@ -82,14 +82,13 @@ GenerateStats generate(Executor& executor, SessionState& session, Sampler& sampl
                      next);
             continue;
         }
-        executor.decode(session, tok, logits);
+        row = executor.decode(session, tok);
         st.decode_seconds += since(td);
         ++st.n_decoded;
-        if ((int64_t)logits.size() != n_vocab)
-            fail("the {} executor returned {} logits instead of {}", executor.name(), logits.size(),
+        if ((int64_t)row.size() != n_vocab)
+            fail("the {} executor returned {} logits instead of {}", executor.name(), row.size(),
                  n_vocab);
-        if (options.on_logits) options.on_logits(session.n_past - 1, logits);
-        row = logits;
+        if (options.on_logits) options.on_logits(session.n_past - 1, row);
     }
     return st;
 }

@@ -825,6 +825,10 @@ uint32_t Device::memory_type(uint32_t bits, MemoryKind kind) const {
             uint32_t t = find(host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
             return t != UINT32_MAX ? t : find(host);
         }
+        case MemoryKind::host_read: {
+            uint32_t t = find(host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+            return t != UINT32_MAX ? t : find(host);
+        }
     }
     return UINT32_MAX;
 }

@@ -138,9 +138,11 @@ struct DeviceOptions {
 };
 
 enum class MemoryKind {
-    device,    // device-local, filled through staging copies
-    host,      // host-visible and coherent (staging, read-back, per-token values), mapped
-    host_fast  // host-visible and, where the device offers it, device-local too (small buffers)
+    device,     // device-local, filled through staging copies
+    host,       // host-visible and coherent (staging, read-back, per-token values), mapped
+    host_fast,  // host-visible and, where the device offers it, device-local too (small buffers)
+    host_read   // host-visible and, where the device offers it, cached: what the host reads in
+                // place, more than once (the logits decode hands out)
 };
 
 class Device;

@@ -448,7 +448,7 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     s->n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : plan_.n_ctx, plan_.n_ctx);
     const ActLayout A = act_layout(hp, 1);
     s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);
-    s->logits = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::host);
+    s->logits = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::host_read);
     s->logits_dev = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::device);
     s->sample_scratch =
         D.create_buffer(Kernels::sample_scratch_bytes((uint32_t)hp.n_vocab), MemoryKind::device);
@@ -1124,11 +1124,10 @@ void ResidentDriver::run_token(Session& s, int32_t token, bool logits, const Sam
     ++s.n_past;
 }
 
-void ResidentDriver::decode(SessionState& st, int32_t token, std::vector<float>& logits) {
+std::span<const float> ResidentDriver::decode(SessionState& st, int32_t token) {
     Session& s = static_cast<Session&>(st);
     run_token(s, token, true, SampleArgs{});
-    logits.resize((size_t)model_->hp.n_vocab);
-    std::memcpy(logits.data(), s.logits.mapped(), logits.size() * 4);
+    return {static_cast<const float*>(s.logits.mapped()), (size_t)model_->hp.n_vocab};
 }
 
 int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {

@@ -155,7 +155,9 @@ class ResidentDriver final : public Executor {
     std::unique_ptr<SessionState> new_session(int64_t n_ctx) override;
     void prefill(SessionState& s, std::span<const int32_t> tokens, LogitsRows rows,
                  std::vector<float>& logits) override;
-    void decode(SessionState& s, int32_t token, std::vector<float>& logits) override;
+    using Executor::decode;
+    // The logits in the session's host-visible buffer, where the token command's head wrote them.
+    std::span<const float> decode(SessionState& s, int32_t token) override;
     // Device-side copies of the used KV rows, conv rings and DeltaNet states; nothing passes
     // through the host. restore() throws dl::Error for a snapshot of another driver or a session
     // too small for it.

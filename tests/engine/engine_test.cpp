@@ -80,8 +80,8 @@ class FakeGpu : public Executor {
                  std::vector<float>& l) override {
         chain_.prefill(s, t, r, l);
     }
-    void decode(SessionState& s, int32_t t, std::vector<float>& l) override {
-        chain_.decode(s, t, l);
+    std::span<const float> decode(SessionState& s, int32_t t) override {
+        return chain_.decode(s, t);
     }
 
   private:

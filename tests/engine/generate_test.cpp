@@ -35,12 +35,13 @@ class CountingExecutor : public Executor {
             if (rows == LogitsRows::all || i + 1 == tokens.size()) append_row(logits, tokens[i]);
         s.n_past += (int64_t)tokens.size();
     }
-    void decode(SessionState& s, int32_t token, std::vector<float>& logits) override {
+    std::span<const float> decode(SessionState& s, int32_t token) override {
         if (s.n_past + 1 > s.n_ctx) fail("overflow");
         decoded.push_back(token);
-        logits.clear();
-        append_row(logits, token);
+        last_.clear();
+        append_row(last_, token);
         s.n_past += 1;
+        return last_;
     }
 
     std::vector<std::vector<int32_t>> prefills;
@@ -54,6 +55,7 @@ class CountingExecutor : public Executor {
     }
     int64_t n_vocab_;
     Model model_;
+    std::vector<float> last_;  // the last decoded token's logits
 };
 
 SamplerParams greedy() {

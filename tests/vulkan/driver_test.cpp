@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -157,6 +158,38 @@ TEST(VulkanDriver, GreedyTokenAndPrefillAgreeWithDecode) {
     EXPECT_THROW(d.decode(*c, 1, lg), Error);
     EXPECT_THROW(d.decode(*a, -1, lg), Error);
     EXPECT_THROW(d.decode(*a, (int32_t)model->hp.n_vocab, lg), Error);
+}
+
+// decode hands out the logits where the executor left them: a session's stay as they were while
+// another session decodes, until its own next decode; they are the values its copying form
+// returns for the same tokens; on the driver and the CPU chain alike.
+TEST(VulkanDriver, DecodedLogitsStayTheSessionsOwnUntilItsNextDecode) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    auto drv = ResidentDriver::create(model, test_options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    cpu::Chain chain(model);
+    for (Executor* ex : {static_cast<Executor*>(drv->get()), static_cast<Executor*>(&chain)}) {
+        auto a = ex->new_session(16), b = ex->new_session(16);
+        // The copying form over the same tokens, in sessions of their own.
+        auto c = ex->new_session(16), d = ex->new_session(16);
+        std::vector<float> copy_a, copy_b;
+        ex->decode(*c, 5, copy_a);
+        const std::span<const float> ra = ex->decode(*a, 5);
+        ASSERT_EQ(ra.size(), (size_t)model->hp.n_vocab) << ex->name();
+        ASSERT_TRUE(std::equal(ra.begin(), ra.end(), copy_a.begin())) << ex->name();
+        const std::vector<float> before(ra.begin(), ra.end());
+        const std::span<const float> rb = ex->decode(*b, 9);
+        ex->decode(*d, 9, copy_b);
+        ASSERT_TRUE(std::equal(rb.begin(), rb.end(), copy_b.begin())) << ex->name();
+        ASSERT_FALSE(std::equal(rb.begin(), rb.end(), before.begin())) << ex->name();
+        EXPECT_TRUE(std::equal(ra.begin(), ra.end(), before.begin()))
+            << ex->name() << ": another session's decode overwrote a's logits";
+        // a's next decode replaces them, where they were.
+        const std::span<const float> ra2 = ex->decode(*a, 9);
+        EXPECT_EQ(ra2.data(), ra.data()) << ex->name();
+        EXPECT_FALSE(std::equal(ra2.begin(), ra2.end(), before.begin())) << ex->name();
+    }
 }
 
 // --profile times every other token whole (no timestamp a stage) and the others stage by stage;
