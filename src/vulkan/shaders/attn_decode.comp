@@ -38,7 +38,9 @@
 // only one that reads row pos, prepares the token's own key and value row the same way (k norm
 // when kn_off is given) into shared memory and reads that row from there; the first head group of
 // each key/value head also stores it to the cache. No workgroup reads row pos from the cache, so
-// the store races with no read.
+// the store races with no read. What the preparation and the gates read is requested before any
+// of it is waited on: at a short context the kernel is a chain of latencies, and each load
+// waited on alone was a link of it.
 //
 // ROUND_O: the workgroup that writes a head group's output also rounds it to signed bytes by
 // 16-value blocks (round_bytes.glsl: block e's four words of bytes at ro_off + 4e, its scale and
@@ -68,6 +70,8 @@ const uint HD8 = VEC ? HD2 / 4u : 1u;       // a row's 16-byte vectors (at least
 const uint KI = VEC ? (HD8 + TPR - 1u) / TPR : (HD2 + TPR - 1u) / TPR;  // a thread's share
 const uint RQ = WG / HD2;                   // row groups of the value phase
 const uint OPT = (G * HD + WG - 1u) / WG;   // outputs a thread at the merge
+const uint QW = (G * HD2 + WG - 1u) / WG;   // query words a thread rotates (and outputs' pairs)
+const uint KW = (HD2 + WG - 1u) / WG;       // words of the token's key and value a thread
 const uint MSTEP = 8u;                      // splits whose partials a merge step loads at once
 
 layout(std430, binding = 0) buffer Act { float act[]; };
@@ -121,9 +125,15 @@ float score_at(uint g, uint j) { return sc[(g * CH + j) >> 2][j & 3u]; }
 uint merge_m(uint g, uint s) { return g * 2u * MAXS + s; }
 uint merge_l(uint g, uint s) { return g * 2u * MAXS + MAXS + s; }
 
-// Dim dd of head h's output, normalised: times sigmoid(gate) where the model gates it.
-void write_output(uint h, uint dd, float o) {
-    if (p.gate_off != 0xffffffffu) o *= 1.0 / (1.0 + exp(-act[p.gate_off + h * p.gate_stride + dd]));
+// The gate's logit of dim dd of head h (qwen35's gated attention; 0 where ungated).
+float gate_logit(uint h, uint dd) {
+    return p.gate_off != 0xffffffffu ? act[p.gate_off + h * p.gate_stride + dd] : 0.0;
+}
+
+// Dim dd of head h's output, normalised: times sigmoid(gate) where the model gates it (gl, the
+// gate's logit).
+void write_output(uint h, uint dd, float o, float gl) {
+    if (p.gate_off != 0xffffffffu) o *= 1.0 / (1.0 + exp(-gl));
     act[p.o_off + h * HD + dd] = o;
     if (ROUND_O != 0u) ro[(h % G) * HD + dd] = o;
 }
@@ -150,40 +160,51 @@ uint part_base(uint h, uint s) { return (h * p.n_split + s) * (HD + 2u); }
 // The heads being prepared lie in ored, seen as floats, until the walk needs it.
 float scratch(uint i) { return ored[i >> 1][i & 1u]; }
 
-// Element i of the head at scratch[b ..] after the rotary embedding at position pos.
-float roped(uint b, uint i, uint pos) {
+// The rotary frequency of element i of a head (0 past the rotated dims).
+float rope_freq(uint i) {
+    if (i >= p.n_rot) return 0.0;
+    const uint half_rot = p.n_rot / 2u;
+    const uint pair = p.interleaved != 0u ? i / 2u : (i < half_rot ? i : i - half_rot);
+    return prm[p.freq_off + pair];
+}
+
+// Element i of the head at scratch[b ..] after the rotary embedding at position pos; f is
+// rope_freq(i).
+float roped(uint b, uint i, uint pos, float f) {
     float x = scratch(b + i);
     if (i >= p.n_rot) return x;
     const uint half_rot = p.n_rot / 2u;
     const bool inter = p.interleaved != 0u;
     const bool first = inter ? (i & 1u) == 0u : i < half_rot;
-    const uint pair = inter ? i / 2u : (first ? i : i - half_rot);
     const uint partner = inter ? (first ? i + 1u : i - 1u) : (first ? i + half_rot : i - half_rot);
-    const float ang = float(pos) * prm[p.freq_off + pair];
+    const float ang = float(pos) * f;
     return x * cos(ang) + (first ? -sin(ang) : sin(ang)) * scratch(b + partner);
 }
 
-// RMSNorm (weights at nw, ~0u: none) of `heads` heads of HD values, head k read from
-// act[src + k * stride ..], each by WG / heads consecutive invocations, into scratch[k * HD ..].
-// The caller's barrier makes them visible.
-// A thread holds its values between the two passes: at most NE of them (heads <= G).
+// RMSNorm (weights at nw, ~0u: none) of `heads` heads of HD values, each by WG / heads
+// consecutive invocations. A thread holds at most NE values of them (heads <= G).
 const uint NE = (G * HD + WG - 1u) / WG;
-void normed_heads(uint heads, uint src, uint stride, uint nw) {
+// This thread's values of head k read from act[src + k * stride ..], and their norm weights.
+void load_heads(uint heads, uint src, uint stride, uint nw, out float x[NE], out float w[NE]) {
     const uint tph = WG / heads, k = gl_LocalInvocationID.x / tph, l = gl_LocalInvocationID.x % tph;
-    float x[NE];
-    float ss = 0.0;
     [[unroll]] for (uint e = 0; e < NE; ++e) {
         uint i = l + e * tph;
         x[e] = i < HD ? act[src + k * stride + i] : 0.0;
-        ss += x[e] * x[e];
+        w[e] = i < HD && nw != 0xffffffffu ? prm[nw + i] : 1.0;
     }
+}
+// The heads normed from what load_heads gave, into scratch[k * HD ..]; the caller's barrier
+// makes them visible.
+void normed_heads(uint heads, uint nw, float x[NE], float w[NE]) {
+    const uint tph = WG / heads, k = gl_LocalInvocationID.x / tph, l = gl_LocalInvocationID.x % tph;
+    float ss = 0.0;
+    [[unroll]] for (uint e = 0; e < NE; ++e) ss += x[e] * x[e];
     const float tot = seg_sum(ss, tph);  // every invocation takes part (uniform control flow)
     const float sc = nw != 0xffffffffu ? inversesqrt(tot / float(HD) + p.eps) : 1.0;
     [[unroll]] for (uint e = 0; e < NE; ++e) {
         uint i = l + e * tph;
         if (i >= HD) break;
-        float w = nw != 0xffffffffu ? prm[nw + i] : 1.0;
-        ored[(k * HD + i) >> 1][i & 1u] = x[e] * sc * w;
+        ored[(k * HD + i) >> 1][i & 1u] = x[e] * sc * w[e];
     }
 }
 
@@ -214,6 +235,26 @@ void load_keys(uint c, uint n_rows, uint pos, uint kvh, uint j, uint share, out 
 void main() {
     const uint hg = gl_WorkGroupID.x, s = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
     const uint h0 = hg * G, kvh = h0 / (p.n_head / p.n_kv);
+    // What the preparation and a one-split walk's output read, and no stage of this dispatch
+    // writes, is requested before anything waits on a load (the position included), so their
+    // latencies pass together, not one after another: the G raw queries and the token's raw key
+    // with their norm weights, the rotary frequencies of the elements this thread rotates, its
+    // words of the token's value row, and the gates' logits of the outputs it writes.
+    float qx[NE], qw[NE], kx[NE], kw[NE];
+    load_heads(G, p.q_off + h0 * p.q_stride, p.q_stride, p.qn_off, qx, qw);
+    load_heads(1u, p.k_off + kvh * HD, 0u, p.kn_off, kx, kw);
+    vec2 qf[QW], gates[QW];  // query word i = t + k · WG: its elements' frequencies, its gates
+    [[unroll]] for (uint k = 0; k < QW; ++k) {
+        uint i = min(t + k * WG, G * HD2 - 1u), w = i % HD2, h = h0 + i / HD2;
+        qf[k] = vec2(rope_freq(2u * w), rope_freq(2u * w + 1u));
+        gates[k] = vec2(gate_logit(h, 2u * w), gate_logit(h, 2u * w + 1u));
+    }
+    vec2 kf[KW], vn[KW];  // key / value word w = t + k · WG: its frequencies, its values
+    [[unroll]] for (uint k = 0; k < KW; ++k) {
+        uint w = min(t + k * WG, HD2 - 1u);
+        kf[k] = vec2(rope_freq(2u * w), rope_freq(2u * w + 1u));
+        vn[k] = vec2(act[p.v_off + kvh * HD + 2u * w], act[p.v_off + kvh * HD + 2u * w + 1u]);
+    }
     const uint pos = tok[0], n_rows = pos + 1u;
     const uint chunks = (n_rows + CH - 1u) / CH;
     const uint cps = chunks <= p.one_split ? chunks : (chunks + p.n_split - 1u) / p.n_split;
@@ -222,21 +263,25 @@ void main() {
     const uint c0 = s * cps, c1 = min(c0 + cps, chunks);
 
     // The G queries: normed into the scratch, rotated into qs.
-    normed_heads(G, p.q_off + h0 * p.q_stride, p.q_stride, p.qn_off);
+    normed_heads(G, p.qn_off, qx, qw);
     barrier();
-    for (uint i = t; i < G * HD2; i += WG) {
+    [[unroll]] for (uint k = 0; k < QW; ++k) {
+        uint i = t + k * WG;
+        if (i >= G * HD2) break;
         uint b = (i / HD2) * HD, w = i % HD2;
-        qs[i] = vec2(roped(b, 2u * w, pos), roped(b, 2u * w + 1u, pos));
+        qs[i] = vec2(roped(b, 2u * w, pos, qf[k].x), roped(b, 2u * w + 1u, pos, qf[k].y));
     }
     if (s == live - 1u) {  // uniform per workgroup: the split that reads row pos
         barrier();         // the scratch is read above
-        normed_heads(1u, p.k_off + kvh * HD, 0u, p.kn_off);
+        normed_heads(1u, p.kn_off, kx, kw);
         barrier();
         const bool owner = h0 % (p.n_head / p.n_kv) == 0u;  // the first group of kvh
-        for (uint w = t; w < HD2; w += WG) {
-            knew[w] = packHalf2x16(vec2(roped(0u, 2u * w, pos), roped(0u, 2u * w + 1u, pos)));
-            vnew[w] = packHalf2x16(vec2(act[p.v_off + kvh * HD + 2u * w],
-                                        act[p.v_off + kvh * HD + 2u * w + 1u]));
+        [[unroll]] for (uint k = 0; k < KW; ++k) {
+            uint w = t + k * WG;
+            if (w >= HD2) break;
+            knew[w] = packHalf2x16(
+                vec2(roped(0u, 2u * w, pos, kf[k].x), roped(0u, 2u * w + 1u, pos, kf[k].y)));
+            vnew[w] = packHalf2x16(vn[k]);
             if (owner) {
                 kcw[cache_word(pos, kvh, w)] = knew[w];
                 vcw[cache_word(pos, kvh, w)] = vnew[w];
@@ -346,14 +391,16 @@ void main() {
         [[unroll]] for (uint g = 0; g < G; ++g) ored[(g * RQ + vq) * HD2 + vw] = o[g];
     }
     barrier();
-    for (uint i = t; i < G * HD2; i += WG) {
+    [[unroll]] for (uint k = 0; k < QW; ++k) {
+        uint i = t + k * WG;
+        if (i >= G * HD2) break;
         uint g = i / HD2, w = i % HD2;
         vec2 sum = vec2(0.0);
         for (uint q = 0; q < RQ; ++q) sum += ored[(g * RQ + q) * HD2 + w];
         if (live == 1u) {
             const float inv_l = 1.0 / hl[g];
-            write_output(h0 + g, 2u * w, sum.x * inv_l);
-            write_output(h0 + g, 2u * w + 1u, sum.y * inv_l);
+            write_output(h0 + g, 2u * w, sum.x * inv_l, gates[k].x);
+            write_output(h0 + g, 2u * w + 1u, sum.y * inv_l, gates[k].y);
             continue;
         }
         uint b = part_base(h0 + g, s);
@@ -423,7 +470,7 @@ void main() {
         uint i = t + k * WG;
         if (i >= G * HD) break;
         uint g = i / HD;
-        write_output(h0 + g, i % HD, acc[k] * hl[g]);
+        write_output(h0 + g, i % HD, acc[k] * hl[g], gate_logit(h0 + g, i % HD));
     }
     if (t == 0u) atomicExchange(counter[hg], 0u);
     if (ROUND_O != 0u) round_output(h0, t);
