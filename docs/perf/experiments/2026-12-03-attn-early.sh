@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # docs/PERF.md, "2026-12-03 (15:00)": the decode attention requests what its preparation and
 # output read (the raw query and key heads, their norm weights, the rotary frequencies, the value
-# row, the gates) before it waits on any of them; in the first form (EARLY=chunk) the first
-# chunk's keys and values too.
+# row, the gates) before it waits on any of them (6133a41). The first call ran a first form that
+# also requested the first chunk's keys and values first (2026-12-03-attn-chunk-early.patch,
+# against 6133a41; not kept).
 # Against the build before (e3463e3), packed as the base:
 #   BASE_BUILD=<build of e3463e3> BUILD_DIR=build-vk scripts/vk/device_reports.sh prepare
 # Two alternating rounds of the decode profile (a token timed whole every other token) and tg128
