@@ -52,6 +52,19 @@ Products products(const std::vector<float>& deq, uint32_t rows, uint32_t cols,
     return p;
 }
 
+// The FFN pair's rows against silu(G·x) · (U·x) from the products (g and u, with their terms'
+// magnitudes gm and um for the tolerance), NaN failing.
+void check_pair_rows(const std::vector<float>& out, const std::vector<double>& g,
+                     const std::vector<double>& gm, const std::vector<double>& u,
+                     const std::vector<double>& um, uint32_t rows, const std::string& what) {
+    for (uint32_t r = 0; r < rows; ++r) {
+        const double want = g[r] / (1 + std::exp(-g[r])) * u[r];
+        const double tol = 1e-5 * (gm[r] * std::fabs(u[r]) + um[r] * std::fabs(g[r])) + 1e-5;
+        ASSERT_TRUE(std::isfinite(out[r])) << what << " pair row " << r;
+        ASSERT_NEAR(out[r], want, tol) << what << " pair row " << r;
+    }
+}
+
 class GemvTile : public ::testing::TestWithParam<TileCase> {};
 
 // Rows past the last whole tile, column runs more than a workgroup's slots (each slot then
@@ -180,13 +193,8 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
                                   nullptr, &rp);
                 });
                 out = test::from_device<float>(dev, yp, rows + Kernels::rounding_floats(rows));
-                for (uint32_t r = 0; r < rows; ++r) {
-                    const double want = g[r] / (1 + std::exp(-g[r])) * u[r];
-                    const double tol =
-                        1e-5 * (gm[r] * std::fabs(u[r]) + um[r] * std::fabs(g[r])) + 1e-5;
-                    ASSERT_TRUE(std::isfinite(out[r])) << what << " pair row " << r;
-                    ASSERT_NEAR(out[r], want, tol) << what << " pair row " << r;
-                }
+                check_pair_rows(out, g, gm, u, um, rows, what);
+                if (HasFatalFailure()) return;
                 for (uint32_t e = 0; e < rows / 16; ++e) {
                     test::RoundedBlock b{};
                     test::read_rounded_block(out, rows, rows, e, what, b);
@@ -270,14 +278,8 @@ TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
                     K.gemv_swiglu(cl, t, view(wb), 0, mbytes, rows, cols, view(xb), 8, view(yp), 0,
                                   &nin, &rd);
                 });
-                out = test::from_device<float>(dev, yp, rows);
-                for (uint32_t r = 0; r < rows; ++r) {
-                    const double want = g[r] / (1 + std::exp(-g[r])) * u[r];
-                    const double tol =
-                        1e-5 * (gm[r] * std::fabs(u[r]) + um[r] * std::fabs(g[r])) + 1e-5;
-                    ASSERT_TRUE(std::isfinite(out[r])) << what << " pair row " << r;
-                    ASSERT_NEAR(out[r], want, tol) << what << " pair row " << r;
-                }
+                check_pair_rows(test::from_device<float>(dev, yp, rows), g, gm, u, um, rows, what);
+                if (HasFatalFailure()) return;
             }
         }
 }
