@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -150,17 +149,7 @@ void report(Device& dev, Kernels& K, const SpeedCase& c, bool spread = true) {
         ablate_scope.reset();
         wide_scope.reset();
         const Kernels::GemvShape shape = cf.shape;
-        double best_ms = 1e30;
-        for (int rep = 0; rep < 3; ++rep) {
-            auto t0 = std::chrono::steady_clock::now();
-            cl.submit_and_wait();
-            double wall =
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                    .count();
-            auto ts = cl.times();
-            best_ms = std::min(best_ms, ts.empty() ? wall : ts[0].second);
-        }
-        double us = best_ms * 1e3 / runs;
+        const double us = test::best_of_three_ms(dev, cl, true) * 1e3 / runs;
         const std::string how =
             (i8 ? std::string(", x in bytes") : std::string()) +
             (shape.threads ? fmt::format(", {} threads x {} rows", shape.threads, shape.rows)

@@ -357,11 +357,35 @@ inline void run(Device& dev, const std::function<void(CommandList&)>& record) {
     cl.submit_and_wait();
 }
 
+// A speed report's recorded command, timed: first submitted untimed until a quarter of a second
+// has passed (at most 200 times; a GPU left idle, as by the uploads before a report's rows, runs
+// at a lower clock for a while, and three submissions of a few milliseconds would be timed
+// there), then the best of three submissions in milliseconds, by its first mark. Without device
+// timestamps: 0, or the host's clock around the submission where `wall` is asked for.
+inline double best_of_three_ms(Device& dev, CommandList& cl, bool wall = false) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int warm = 0; warm < 200 && !dev.features().cpu &&
+                       std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250);
+         ++warm)
+        cl.submit_and_wait();
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+        const auto t1 = std::chrono::steady_clock::now();
+        cl.submit_and_wait();
+        const double host_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1)
+                .count();
+        auto ts = cl.times();
+        if (!ts.empty())
+            best = std::min(best, ts[0].second);
+        else if (wall)
+            best = std::min(best, host_ms);
+    }
+    return best < 1e30 ? best : 0.0;
+}
+
 // Speed reports: `runs` recordings of `record`, a barrier after each, timed on the device in one
-// command; the best of three submissions, in milliseconds a run (0 without timestamps). The
-// command is first submitted untimed until a quarter of a second has passed (at most 200 times):
-// a GPU left idle, as by the uploads before a report's rows, runs at a lower clock for a while,
-// and three submissions of a few milliseconds would be timed there.
+// command (best_of_three_ms), in milliseconds a run (0 without timestamps).
 inline double device_ms_per_run(Device& dev, uint32_t runs,
                                 const std::function<void(CommandList&)>& record) {
     CommandList cl(dev);
@@ -373,18 +397,7 @@ inline double device_ms_per_run(Device& dev, uint32_t runs,
     }
     cl.mark("runs");
     cl.end();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int warm = 0; warm < 200 && !dev.features().cpu &&
-                       std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250);
-         ++warm)
-        cl.submit_and_wait();
-    double best = 1e30;
-    for (int rep = 0; rep < 3; ++rep) {
-        cl.submit_and_wait();
-        auto ts = cl.times();
-        if (!ts.empty()) best = std::min(best, ts[0].second);
-    }
-    return best < 1e30 ? best / runs : 0.0;
+    return best_of_three_ms(dev, cl) / runs;
 }
 
 inline uint32_t bits(float f) {
