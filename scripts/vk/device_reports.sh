@@ -6,7 +6,8 @@
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
 # (other parts, not in the default list: attn, prefill, dn, tg, tests, groups, tiles, ahead, ppab,
-# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg, gemvrows, forms, stream, sass)
+# tgab, stages, decode, tgbase, ppbase, gemvbase, tgcfg, gemvrows, forms, stream, sass,
+# attnafter)
 # gemm:    GemmSpeed.Report (every tile family and NV tile size, with and without the F16 expansion)
 # gemv:    GemvSpeed.Report (the launcher's shape and a spread of workgroup shapes)
 # gemvrows: GemvSpeed.Rows (the launcher's shape against the number of rows, each gemv_wide)
@@ -14,6 +15,8 @@
 #          with the registers the driver's compiler gives each of its kernels
 # stream:  GemvSpeed.Stream (the device's read rate against threads and loads in flight, and
 #          with workgroups that loop over chunks behind barriers, as the GEMVs do)
+# attnafter: DecodeAttentionSpeed.AfterOtherWork (the decode attention right after itself, after a
+#          stream that overwrites the L2, after GEMVs of six block types, after both)
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work),
 #          StageSpeed.Stream (a stage that only streams 1-512 MiB: its fixed cost and rate) and
 #          StageSpeed.Chain (a chain of dependent stages without weights, handed on by dispatches
@@ -176,6 +179,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
             done
             ;;
         stages) report 'StageSpeed*' ;;
+        attnafter) report 'DecodeAttentionSpeed.AfterOtherWork' ;;
         decode)
             for am in "qwen35 9b" "qwen3 8b"; do
                 echo "$am decode profile:"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "cpu/ops.h"
@@ -203,33 +204,33 @@ TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {
     EXPECT_FALSE(Kernels::attention_supported(dev.features(), 256, 16, 4).has_value());
 }
 
-// What one layer's decode attention (Kernels::attention: one dispatch, the preparation of the
-// queries and the new row, the split attention with its merge) costs on this device at each
-// position of a context as long as a server would give a session, for the attention layers of
-// Qwen3.5-9B (16 query heads over 4 key/value heads of 256, gated) and Qwen3-8B (32 over 8 of
-// 128). Run only with DELTALLM_VK_SPEED=1. The cache holds random F16 rows; only the time is
-// reported.
-TEST(DecodeAttentionSpeed, Report) {
-    VK_SPEED_DEVICE();
-    struct Shape {
-        const char* name;
-        uint32_t n_head, n_kv, head_dim, n_rot;
-        bool gate;
-    };
-    const bool cpu = dev.features().cpu;
-    const uint32_t n_ctx = cpu ? 1024 : 32768;
-    for (const Shape& s :
-         {Shape{"qwen35-9b", 16, 4, 256, 64, true}, Shape{"qwen3-8b", 32, 8, 128, 128, false}}) {
-        const uint32_t hd = s.head_dim, q_stride = s.gate ? 2 * hd : hd;
-        const uint32_t k_off = s.n_head * q_stride, v_off = k_off + s.n_kv * hd,
-                       qo_off = v_off + s.n_kv * hd, o_off = qo_off + s.n_head * hd,
-                       n_act = o_off + s.n_head * hd;
+// One decode attention layer of a real model's shape over a cache of n_ctx random F16 rows, for
+// the speed reports: the activations, norm weights and frequencies, caches, partials, the
+// position's word and the split counters, and record() to record the layer at a context.
+struct AttnLayer {
+    const char* name;
+    uint32_t n_head, n_kv, head_dim, n_rot;
+    bool gate;
+};
+struct AttnBench {
+    AttnLayer s;
+    uint32_t q_stride, k_off, v_off, qo_off, o_off, n_act;
+    Buffer pb, act, kc, vc, tok, counter, part;
+
+    AttnBench(Device& dev, const AttnLayer& shape, uint32_t n_ctx) : s(shape) {
+        const uint32_t hd = s.head_dim;
+        q_stride = s.gate ? 2 * hd : hd;
+        k_off = s.n_head * q_stride;
+        v_off = k_off + s.n_kv * hd;
+        qo_off = v_off + s.n_kv * hd;
+        o_off = qo_off + s.n_head * hd;
+        n_act = o_off + s.n_head * hd;
         std::vector<float> params = test::randn(2 * hd, 7);
         std::vector<float> inv(s.n_rot / 2);
         cpu::rope_inv_freq(1e7f, s.n_rot, nullptr, inv.data());
         params.insert(params.end(), inv.begin(), inv.end());
-        Buffer pb = test::to_device(dev, params);
-        Buffer act = test::to_device(dev, test::randn(n_act, 9));
+        pb = test::to_device(dev, params);
+        act = test::to_device(dev, test::randn(n_act, 9));
         // Random F16 rows: pairs of halves of N(0, 1) values.
         const size_t words = (size_t)n_ctx * s.n_kv * hd / 2;
         std::vector<float> r = test::randn(2 * words, 11);
@@ -239,25 +240,52 @@ TEST(DecodeAttentionSpeed, Report) {
             cpu::to_f16(&r[2 * i], h, 2);
             packed[i] = h[0] | (uint32_t)h[1] << 16;
         }
-        Buffer kc = test::to_device(dev, packed), vc = test::to_device(dev, packed);
-        Buffer tok = dev.create_buffer(16, MemoryKind::host);
-        Buffer counter = dev.create_buffer((size_t)s.n_head * 4, MemoryKind::device);
+        kc = test::to_device(dev, packed);
+        vc = test::to_device(dev, packed);
+        tok = dev.create_buffer(16, MemoryKind::host);
+        counter = dev.create_buffer((size_t)s.n_head * 4, MemoryKind::device);
         dev.fill(counter, 0, (size_t)s.n_head * 4, 0);
-        auto args = [&](uint32_t ctx) {
-            return Kernels::Attention{
-                s.n_head, s.n_kv, hd,    s.n_rot, ctx,   0,
-                q_stride, k_off,  v_off, qo_off,  o_off, s.gate ? hd : Kernels::kNone,
-                q_stride, 0,      hd,    2 * hd,  1e-6f, false};
-        };
-        Buffer part =
-            dev.create_buffer(Kernels::attention_partials(args(n_ctx)) * 4, MemoryKind::device);
+        part = dev.create_buffer(Kernels::attention_partials(args(n_ctx)) * 4, MemoryKind::device);
+    }
+    Kernels::Attention args(uint32_t ctx) const {
+        const uint32_t hd = s.head_dim;
+        return Kernels::Attention{
+            s.n_head, s.n_kv, hd,    s.n_rot, ctx,   0,
+            q_stride, k_off,  v_off, qo_off,  o_off, s.gate ? hd : Kernels::kNone,
+            q_stride, 0,      hd,    2 * hd,  1e-6f, false};
+    }
+    void at(uint32_t pos) { static_cast<uint32_t*>(tok.mapped())[0] = pos; }
+    void record(Kernels& K, CommandList& cl, uint32_t ctx) {
+        K.attention(cl, args(ctx), view(act), view(pb), view(kc), view(vc), view(part), view(tok),
+                    view(counter));
+    }
+    // Every output finite, every split counter back at 0.
+    void check(Device& dev) {
+        const std::vector<float> out = test::from_device<float>(dev, act, n_act);
+        for (uint32_t i = o_off; i < n_act; ++i) ASSERT_TRUE(std::isfinite(out[i])) << i;
+        for (uint32_t v : test::from_device<uint32_t>(dev, counter, s.n_head)) ASSERT_EQ(v, 0u);
+    }
+};
+const AttnLayer kQwen35_9b{"qwen35-9b", 16, 4, 256, 64, true};
+const AttnLayer kQwen3_8b{"qwen3-8b", 32, 8, 128, 128, false};
+
+// What one layer's decode attention (Kernels::attention: one dispatch, the preparation of the
+// queries and the new row, the split attention with its merge) costs on this device at each
+// position of a context as long as a server would give a session, for the attention layers of
+// Qwen3.5-9B (16 query heads over 4 key/value heads of 256, gated) and Qwen3-8B (32 over 8 of
+// 128). Run only with DELTALLM_VK_SPEED=1. The cache holds random F16 rows; only the time is
+// reported.
+TEST(DecodeAttentionSpeed, Report) {
+    VK_SPEED_DEVICE();
+    const bool cpu = dev.features().cpu;
+    const uint32_t n_ctx = cpu ? 1024 : 32768;
+    for (const AttnLayer& s : {kQwen35_9b, kQwen3_8b}) {
+        AttnBench b(dev, s, n_ctx);
         const uint32_t runs = cpu ? 4 : 200;
         auto time_at = [&](uint32_t pos, uint32_t ctx) {
-            static_cast<uint32_t*>(tok.mapped())[0] = pos;
-            return 1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                       K.attention(cl, args(ctx), view(act), view(pb), view(kc), view(vc),
-                                   view(part), view(tok), view(counter));
-                   });
+            b.at(pos);
+            return 1e3 * test::device_ms_per_run(dev, runs,
+                                                 [&](CommandList& cl) { b.record(K, cl, ctx); });
         };
         std::string line =
             fmt::format("{} decode attention, context {}, us a layer at:", s.name, n_ctx);
@@ -266,9 +294,86 @@ TEST(DecodeAttentionSpeed, Report) {
         fmt::print("{}\n", line);
         fmt::print("{} decode attention at 128 in a context of 192: {:.1f} us\n", s.name,
                    time_at(127, 192));
-        const std::vector<float> out = test::from_device<float>(dev, act, n_act);
-        for (uint32_t i = o_off; i < n_act; ++i) ASSERT_TRUE(std::isfinite(out[i])) << i;
-        for (uint32_t v : test::from_device<uint32_t>(dev, counter, s.n_head)) ASSERT_EQ(v, 0u);
+        b.check(dev);
+    }
+}
+
+// Where the decode attention's cost after other work comes from (in a Qwen3.5 token it runs
+// every fourth layer, after about 600 MB of weights and some forty dispatches of other
+// kernels): the L2 having lost its code to the data streamed between, or the multiprocessors'
+// instruction caches having lost it to other kernels' code. Each layer's attention at position
+// 128 of a context of 192 is timed alone (its stretch between two marks, a timestamp's cost in
+// each row alike) right after itself; after a stream over 256 MiB (a small kernel, the L2
+// overwritten five times); after GEMVs of six block types over 4096-row matrices (their code on
+// every multiprocessor, 5 MB of data); and after both. Run only with DELTALLM_VK_SPEED=1.
+TEST(DecodeAttentionSpeed, AfterOtherWork) {
+    VK_SPEED_DEVICE();
+    const bool cpu = dev.features().cpu;
+    const uint64_t stream_bytes = cpu ? (4ull << 20) : (256ull << 20);
+    Buffer big = dev.create_buffer(stream_bytes, MemoryKind::device);
+    dev.fill(big, 0, stream_bytes, 0x3c003c00u);
+    Buffer sink = dev.create_buffer((uint64_t)K.stream_read_groups(stream_bytes) * 4 + 256,
+                                    MemoryKind::device);
+    // The GEMVs: 4096 x 256 of each type the token command reads (random blocks; only time).
+    const uint32_t rows = cpu ? 64 : 4096, cols = 256;
+    std::vector<std::pair<QType, Buffer>> mats;
+    for (QType t : {QType::Q4_K, QType::Q5_K, QType::Q6_K, QType::Q8_0, QType::Q4_0, QType::F16}) {
+        if (!Kernels::gemv_supports(t)) continue;
+        std::vector<uint8_t> w(row_size(t, cols) * rows);
+        std::mt19937 rng(5);
+        for (auto& v : w) v = (uint8_t)(rng() & 0x3b);  // F16 halves stay finite
+        mats.emplace_back(t, test::to_device(dev, w));
+    }
+    Buffer gx = test::to_device(dev, test::randn(cols, 13));
+    Buffer gy = dev.create_buffer((uint64_t)rows * 4, MemoryKind::device);
+    const uint32_t rounds = cpu ? 2 : 50;
+    for (const AttnLayer& s : {kQwen35_9b, kQwen3_8b}) {
+        AttnBench b(dev, s, 192);
+        b.at(127);
+        // us of the attention's stretches, after `before` (none: right after itself).
+        auto time_after = [&](const std::function<void(CommandList&)>& before) {
+            CommandList cl(dev);
+            cl.enable_timestamps(2 * rounds + 2);
+            cl.begin(true);
+            for (uint32_t r = 0; r < rounds; ++r) {
+                if (before) before(cl);
+                cl.barrier();
+                cl.mark("before");
+                b.record(K, cl, 192);
+                cl.barrier();
+                cl.mark("attention");
+            }
+            cl.end();
+            double best = 1e30;
+            for (int rep = 0; rep < 3; ++rep) {
+                cl.submit_and_wait();
+                double sum = 0;
+                for (const auto& [label, ms] : cl.times())
+                    if (label == "attention") sum += ms;
+                best = std::min(best, sum);
+            }
+            return best * 1e3 / rounds;
+        };
+        auto stream = [&](CommandList& cl) {
+            K.stream_read(cl, view(big), stream_bytes, view(sink), 0);
+        };
+        auto gemvs = [&](CommandList& cl) {
+            for (auto& [t, w] : mats) {
+                K.gemv(cl, t, view(w), rows, cols, view(gx), 0, view(gy), 0, false);
+                cl.barrier();
+            }
+        };
+        time_after(stream);  // warm-up (a device left idle runs slowly for a while)
+        fmt::print(
+            "{} decode attention at 128 of 192, us (a timestamp included): after itself {:.1f}, "
+            "after a stream over {} MiB {:.1f}, after {} GEMVs {:.1f}, after both {:.1f}\n",
+            s.name, time_after(nullptr), stream_bytes >> 20, time_after(stream), mats.size(),
+            time_after(gemvs), time_after([&](CommandList& cl) {
+                stream(cl);
+                cl.barrier();
+                gemvs(cl);
+            }));
+        b.check(dev);
     }
 }
 
