@@ -49,7 +49,7 @@ class Executor {
                          std::vector<float>& logits) = 0;
     // One token; returns its n_vocab logits where the executor left them (the CPU chain's
     // session, the host-visible memory the Vulkan driver's head wrote: nothing copied), readable
-    // until the session's next prefill, decode or restore.
+    // until that session's next prefill, decode, decode_sample or restore.
     virtual std::span<const float> decode(SessionState& s, int32_t token) = 0;
     // The same, copied into logits. (Executors bring it in with `using Executor::decode`.)
     void decode(SessionState& s, int32_t token, std::vector<float>& logits) {

@@ -71,7 +71,7 @@ const uint KI = VEC ? (HD8 + TPR - 1u) / TPR : (HD2 + TPR - 1u) / TPR;  // a thr
 const uint RQ = WG / HD2;                   // row groups of the value phase
 const uint OPT = (G * HD + WG - 1u) / WG;   // outputs a thread at the merge
 const uint QW = (G * HD2 + WG - 1u) / WG;   // query words a thread rotates (and outputs' pairs)
-const uint KW = (HD2 + WG - 1u) / WG;       // words of the token's key and value a thread
+const uint KW = (HD2 + WG - 1u) / WG;       // a thread's words of the token's key (and value)
 const uint MSTEP = 8u;                      // splits whose partials a merge step loads at once
 
 layout(std430, binding = 0) buffer Act { float act[]; };
