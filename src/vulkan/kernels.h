@@ -306,6 +306,11 @@ class Kernels {
     // them, times sigmoid(gate) when gate_off is given, into act[o_off..].
     static constexpr uint32_t kAttnSplit = 64;
     static constexpr uint32_t kAttnMaxSplits = 64;  // attn_decode.comp MAXS
+    // Rows a key or value cache of a context of n_ctx rows holds for Kernels::attention: whole
+    // chunks, since a chunk's value rows are read without a clamp to the live ones.
+    static uint64_t attention_cache_rows(uint64_t n_ctx) {
+        return (n_ctx + kAttnSplit - 1) / kAttnSplit * kAttnSplit;
+    }
     // A context of up to this many chunks of kAttnSplit rows is walked by one split, which
     // writes the output itself (no partials, no merge); longer ones are dealt to the splits.
     // H200, tg128 from an empty context: Qwen3-8B 366.7 -> 379.4 t/s at 2 (373.9 at 0, where only

@@ -37,8 +37,9 @@
 // interleaved, (2j, 2j + 1)), so no preparation stage runs before it. The last live split, the
 // only one that reads row pos, prepares the token's own key and value row the same way (k norm
 // when kn_off is given) into shared memory and reads that row from there; the first head group of
-// each key/value head also stores it to the cache. No workgroup reads row pos from the cache, so
-// the store races with no read. What the preparation and the gates read is requested before any
+// each key/value head also stores it to the cache. No workgroup uses row pos from the cache: the
+// value rows read whole chunks at a time (VPRE) read it, racing with that store, and leave it
+// unused. What the preparation and the gates read is requested before any
 // of it is waited on: at a short context the kernel is a chain of latencies, and each load
 // waited on alone was a link of it.
 //
@@ -307,10 +308,14 @@ void main() {
         // Scores: rows past the live ones are read clamped and masked below.
         float d[G];
         [[unroll]] for (uint g = 0; g < G; ++g) d[g] = 0.0;
+        // VPRE: the rows are read whole chunks at a time, past the live ones too (the caches
+        // hold whole chunks, Kernels::attention_cache_rows), at one stride from one address;
+        // rows past n_use are not used below, row pos among them.
+        const uint n_use = r0 + n_live == n_rows ? n_live - 1u : n_live;
         uint vraw[VSTEP];
         if (VPRE != 0u && vq < RQ) {
-            [[unroll]] for (uint u = 0; u < VSTEP; ++u)
-                vraw[u] = value_word(r0 + min(vq + u * RQ, n_live - 1u), pos, kvh, vw);
+            const uint vb = cache_word(r0 + vq, kvh, vw), vs = RQ * p.n_kv * HD2;
+            [[unroll]] for (uint u = 0; u < VSTEP; ++u) vraw[u] = vc[vb + u * vs];
         }
         if (VEC) {
             [[unroll]] for (uint i = 0; i < KI; ++i) {
@@ -365,9 +370,14 @@ void main() {
             if (VPRE != 0u) {
                 [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
                     uint jr = vq + u * RQ;
-                    if (jr >= n_live) break;
+                    if (jr >= n_use) break;
                     vec2 v = unpackHalf2x16(vraw[u]);
                     [[unroll]] for (uint g = 0; g < G; ++g) o[g] += score_at(g, jr) * v;
+                }
+                // Row pos (the last live row of the last chunk) from shared memory.
+                if (n_use < n_live && n_use % RQ == vq) {
+                    vec2 v = unpackHalf2x16(vnew[vw]);
+                    [[unroll]] for (uint g = 0; g < G; ++g) o[g] += score_at(g, n_use) * v;
                 }
             }
             for (uint j0 = vq; VPRE == 0u && j0 < n_live; j0 += VSTEP * RQ) {
