@@ -287,7 +287,8 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     // 512 threads, fewer rows a thread, both were slower).
     const uint32_t rows_a_thread = kAttnSplit * (a.head_dim / 2) / wg;
     const uint32_t vstep = std::clamp<uint32_t>(rows_a_thread, 1, 32);
-    const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread <= 32;
+    const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread >= 1 && rows_a_thread <= 32 &&
+                          rows_a_thread * wg == kAttnSplit * (a.head_dim / 2);
     const uint64_t cache_bytes = attention_cache_rows(a.n_ctx) * a.n_kv * a.head_dim * 2;
     if (k_cache.range < cache_bytes || v_cache.range < cache_bytes)
         fail("the decode attention's caches hold {} and {} bytes, not the {} of {} rows",

@@ -59,6 +59,7 @@ layout(constant_id = 2) const uint G = 1;     // query heads a workgroup (of one
 layout(constant_id = 3) const uint VSTEP = 8;  // value rows a thread loads at once (its rows of a chunk)
 // 1: a thread's value rows of the chunk (VSTEP · RQ >= CH, the launcher sees to it) are loaded
 // before the scores, so their latency passes under the scores' loads and reductions.
+// VSTEP · WG / HD2 = CH then (the launcher sees to it).
 layout(constant_id = 4) const uint VPRE = 0;
 layout(constant_id = 5) const uint ROUND_O = 0;  // 1: the output rounded too (see the top)
 
@@ -299,37 +300,43 @@ void main() {
     const uint vw = t % HD2, vq = t / HD2;    // values: word vw of row group vq (live if < RQ)
     vec2 o[G];
     [[unroll]] for (uint g = 0; g < G; ++g) o[g] = vec2(0.0);
-    // VEC: this chunk's keys, requested while the chunk before formed its weights and values.
+    // VEC: this chunk's keys, requested while the chunk before formed its weights and values;
+    // the first chunk's in a round of their own before the walk (c = c0 - 1), so the loads'
+    // code is there once.
     uvec4 keys[KI];
-    if (VEC && c0 < c1) load_keys(c0, n_rows, pos, kvh, j, share, keys);
-
-    for (uint c = c0; c < c1; ++c) {
+    for (int ci = int(c0) - (VEC ? 1 : 0); ci < int(c1); ++ci) {
+        const uint c = uint(ci);
+        const bool walk = ci >= int(c0);  // uniform
         const uint r0 = c * CH, n_live = min(CH, n_rows - r0);
         // Scores: rows past the live ones are read clamped and masked below.
         float d[G];
         [[unroll]] for (uint g = 0; g < G; ++g) d[g] = 0.0;
-        // VPRE: the rows are read whole chunks at a time, past the live ones too (the caches
-        // hold whole chunks, Kernels::attention_cache_rows), at one stride from one address;
-        // rows past n_use are not used below, row pos among them.
+        // VPRE: a thread's rows vq · VSTEP .. + VSTEP - 1 of the chunk (VSTEP · RQ = CH), read
+        // past the live ones too (the caches hold whole chunks, Kernels::attention_cache_rows),
+        // at one stride from one address; rows from n_use on count as zeros below, row pos
+        // among them.
         const uint n_use = r0 + n_live == n_rows ? n_live - 1u : n_live;
         uint vraw[VSTEP];
-        if (VPRE != 0u && vq < RQ) {
-            const uint vb = cache_word(r0 + vq, kvh, vw), vs = RQ * p.n_kv * HD2;
+        if (VPRE != 0u && walk && vq < RQ) {
+            const uint vb = cache_word(r0 + vq * VSTEP, kvh, vw), vs = p.n_kv * HD2;
             [[unroll]] for (uint u = 0; u < VSTEP; ++u) vraw[u] = vc[vb + u * vs];
         }
         if (VEC) {
-            [[unroll]] for (uint i = 0; i < KI; ++i) {
-                uint v = share + i * TPR;
-                if (v >= HD8) continue;
-                vec2 k0 = unpackHalf2x16(keys[i].x), k1 = unpackHalf2x16(keys[i].y);
-                vec2 k2 = unpackHalf2x16(keys[i].z), k3 = unpackHalf2x16(keys[i].w);
-                [[unroll]] for (uint g = 0; g < G; ++g) {
-                    uint q = g * HD2 + 4u * v;
-                    d[g] += dot(k0, qs[q]) + dot(k1, qs[q + 1u]) + dot(k2, qs[q + 2u]) +
-                            dot(k3, qs[q + 3u]);
+            if (walk) {
+                [[unroll]] for (uint i = 0; i < KI; ++i) {
+                    uint v = share + i * TPR;
+                    if (v >= HD8) continue;
+                    vec2 k0 = unpackHalf2x16(keys[i].x), k1 = unpackHalf2x16(keys[i].y);
+                    vec2 k2 = unpackHalf2x16(keys[i].z), k3 = unpackHalf2x16(keys[i].w);
+                    [[unroll]] for (uint g = 0; g < G; ++g) {
+                        uint q = g * HD2 + 4u * v;
+                        d[g] += dot(k0, qs[q]) + dot(k1, qs[q + 1u]) + dot(k2, qs[q + 2u]) +
+                                dot(k3, qs[q + 3u]);
+                    }
                 }
             }
             if (c + 1u < c1) load_keys(c + 1u, n_rows, pos, kvh, j, share, keys);
+            if (!walk) continue;
         } else {
             const uint krow = r0 + min(j, n_live - 1u), base = cache_word(krow, kvh, 0u);
             [[unroll]] for (uint i = 0; i < KI; ++i) {
@@ -368,14 +375,20 @@ void main() {
         if (vq < RQ) {
             [[unroll]] for (uint g = 0; g < G; ++g) o[g] *= ha[g];
             if (VPRE != 0u) {
-                [[unroll]] for (uint u = 0; u < VSTEP; ++u) {
-                    uint jr = vq + u * RQ;
-                    if (jr >= n_use) break;
-                    vec2 v = unpackHalf2x16(vraw[u]);
-                    [[unroll]] for (uint g = 0; g < G; ++g) o[g] += score_at(g, jr) * v;
+                // No branch a row: the weights of four rows a vec4 read where VSTEP allows.
+                const uint j0 = vq * VSTEP;
+                [[unroll]] for (uint u = 0; u < VSTEP; u += VSTEP % 4u == 0u ? 4u : 1u) {
+                    [[unroll]] for (uint g = 0; g < G; ++g) {
+                        vec4 w = VSTEP % 4u == 0u ? sc[(g * CH + j0 + u) >> 2]
+                                                  : vec4(score_at(g, j0 + u), 0.0, 0.0, 0.0);
+                        [[unroll]] for (uint e = 0; e < (VSTEP % 4u == 0u ? 4u : 1u); ++e) {
+                            vec2 v = unpackHalf2x16(j0 + u + e < n_use ? vraw[u + e] : 0u);
+                            o[g] += w[e] * v;
+                        }
+                    }
                 }
                 // Row pos (the last live row of the last chunk) from shared memory.
-                if (n_use < n_live && n_use % RQ == vq) {
+                if (n_use < n_live && n_use / VSTEP == vq) {
                     vec2 v = unpackHalf2x16(vnew[vw]);
                     [[unroll]] for (uint g = 0; g < G; ++g) o[g] += score_at(g, n_use) * v;
                 }
