@@ -27,9 +27,10 @@
 //    125 registers, which its grid of two workgroups a multiprocessor still fits);
 //  - the chunk's max and the rescale of each head by one thread a head (vec4 reads of the scores),
 //    then the weights e^(score - m) by every thread;
-//  - values: thread t takes word t % HD2 of the rows t / HD2, + RQ, ... (RQ = WG / HD2 row
-//    groups), the loads of all its rows of the chunk (up to VSTEP) in flight at once, and
-//    accumulates all G heads from each load.
+//  - values: thread t takes word t % HD2 of row group t / HD2 (RQ = WG / HD2 groups): under
+//    VPRE the group's block of VSTEP consecutive rows, all loaded at once before the scores;
+//    otherwise the rows t / HD2, + RQ, ..., VSTEP loads in flight at a time. It accumulates all
+//    G heads from each load.
 // The row groups' outputs are summed through shared memory once, at the end of the split.
 //
 // The kernel prepares its queries itself from the raw projections (per-head RMSNorm of q when
@@ -57,9 +58,9 @@ layout(constant_id = 0) const uint WG = 256;  // threads: a multiple of CH, at l
 layout(constant_id = 1) const uint HD = 128;  // head_dim (even)
 layout(constant_id = 2) const uint G = 1;     // query heads a workgroup (of one key/value head)
 layout(constant_id = 3) const uint VSTEP = 8;  // value rows a thread loads at once (its rows of a chunk)
-// 1: a thread's value rows of the chunk (VSTEP · RQ >= CH, the launcher sees to it) are loaded
-// before the scores, so their latency passes under the scores' loads and reductions.
-// VSTEP · WG / HD2 = CH then (the launcher sees to it).
+// 1: a thread's value rows of the chunk, a block of VSTEP (VSTEP · RQ = CH, the launcher sees to
+// it), are loaded before the scores, so their latency passes under the scores' loads and
+// reductions.
 layout(constant_id = 4) const uint VPRE = 0;
 layout(constant_id = 5) const uint ROUND_O = 0;  // 1: the output rounded too (see the top)
 
