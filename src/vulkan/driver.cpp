@@ -481,8 +481,7 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
             D.fill(s->state.back(), 0, s->state.back().size(), 0);
             D.fill(s->ring.back(), 0, s->ring.back().size(), 0);
         } else {
-            uint64_t bytes =
-                Kernels::attention_cache_rows((uint64_t)s->n_ctx) * hp.n_head_kv * hd * 2;
+            const uint64_t bytes = Kernels::attention_cache_bytes(s->n_ctx, hp.n_head_kv, hd);
             s->k_cache.push_back(D.create_buffer(bytes, MemoryKind::device));
             s->v_cache.push_back(D.create_buffer(bytes, MemoryKind::device));
             s->state.emplace_back();

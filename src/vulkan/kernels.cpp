@@ -289,10 +289,12 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     const uint32_t vstep = std::clamp<uint32_t>(rows_a_thread, 1, 32);
     const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread >= 1 && rows_a_thread <= 32 &&
                           rows_a_thread * wg == kAttnSplit * (a.head_dim / 2);
-    const uint64_t cache_bytes = attention_cache_rows(a.n_ctx) * a.n_kv * a.head_dim * 2;
+    const uint64_t cache_bytes = attention_cache_bytes(a.n_ctx, a.n_kv, a.head_dim);
     if (k_cache.range < cache_bytes || v_cache.range < cache_bytes)
-        fail("the decode attention's caches hold {} and {} bytes, not the {} of {} rows",
-             k_cache.range, v_cache.range, cache_bytes, attention_cache_rows(a.n_ctx));
+        fail(
+            "the decode attention's caches hold {} and {} bytes, not the {} a context of {} rows "
+            "takes",
+            k_cache.range, v_cache.range, cache_bytes, a.n_ctx);
     const Kernel& dec = pipes_.get("attn_decode", 7, sizeof(AttnDecodePush),
                                    {wg, a.head_dim, g, vstep, vpre, round_o});
     AttnDecodePush dp{a.n_head,       a.n_kv,        a.head_dim,

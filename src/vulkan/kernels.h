@@ -306,10 +306,11 @@ class Kernels {
     // them, times sigmoid(gate) when gate_off is given, into act[o_off..].
     static constexpr uint32_t kAttnSplit = 64;
     static constexpr uint32_t kAttnMaxSplits = 64;  // attn_decode.comp MAXS
-    // Rows a key or value cache of a context of n_ctx rows holds for Kernels::attention: whole
-    // chunks, since a chunk's value rows are read without a clamp to the live ones.
-    static uint64_t attention_cache_rows(uint64_t n_ctx) {
-        return (n_ctx + kAttnSplit - 1) / kAttnSplit * kAttnSplit;
+    // Bytes of a key or value cache ([rows][n_kv][head_dim] F16) of a context of n_ctx rows for
+    // Kernels::attention: whole chunks of rows, since a chunk's value rows are read without a
+    // clamp to the live ones.
+    static uint64_t attention_cache_bytes(uint64_t n_ctx, uint64_t n_kv, uint64_t head_dim) {
+        return (n_ctx + kAttnSplit - 1) / kAttnSplit * kAttnSplit * n_kv * head_dim * 2;
     }
     // A context of up to this many chunks of kAttnSplit rows is walked by one split, which
     // writes the output itself (no partials, no merge); longer ones are dealt to the splits.

@@ -292,9 +292,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     p.budget_bytes = budget;
     auto kv_for = [&](int64_t n_ctx) {
         return (uint64_t)n_attn * 2 *
-               align_up(
-                   Kernels::attention_cache_rows((uint64_t)n_ctx) * hp.n_head_kv * hp.head_dim * 2,
-                   kAlign);
+               align_up(Kernels::attention_cache_bytes(n_ctx, hp.n_head_kv, hp.head_dim), kAlign);
     };
     auto partials_for = [&](int64_t n_ctx) {
         uint64_t splits = Kernels::attention_splits((uint32_t)std::min<int64_t>(n_ctx, 1 << 30));

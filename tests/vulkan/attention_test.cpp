@@ -72,9 +72,9 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
                          c.max_splits,
                          c.round ? ro_off : Kernels::kNone};
     Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
-    // Whole chunks of rows (Kernels::attention_cache_rows), poisoned: those past the live rows
+    // Whole chunks of rows (Kernels::attention_cache_bytes), poisoned: those past the live rows
     // are read, and must not reach the output.
-    size_t cache_words = Kernels::attention_cache_rows(c.n_ctx) * c.n_kv * hd / 2;
+    size_t cache_words = Kernels::attention_cache_bytes(c.n_ctx, c.n_kv, hd) / 4;
     Buffer kc = test::poisoned(dev, cache_words), vc = test::poisoned(dev, cache_words);
     Buffer part = dev.create_buffer(Kernels::attention_partials(a) * 4, MemoryKind::device);
     Buffer tok = dev.create_buffer(16, MemoryKind::host);
@@ -234,7 +234,7 @@ struct AttnBench {
         pb = test::to_device(dev, params);
         act = test::to_device(dev, test::randn(n_act, 9));
         // Random F16 rows: pairs of halves of N(0, 1) values.
-        const size_t words = Kernels::attention_cache_rows(n_ctx) * s.n_kv * hd / 2;
+        const size_t words = Kernels::attention_cache_bytes(n_ctx, s.n_kv, hd) / 4;
         std::vector<float> r = test::randn(2 * words, 11);
         std::vector<uint32_t> packed(words);
         for (size_t i = 0; i < words; ++i) {

@@ -313,7 +313,7 @@ void main() {
         float d[G];
         [[unroll]] for (uint g = 0; g < G; ++g) d[g] = 0.0;
         // VPRE: a thread's rows vq · VSTEP .. + VSTEP - 1 of the chunk (VSTEP · RQ = CH), read
-        // past the live ones too (the caches hold whole chunks, Kernels::attention_cache_rows),
+        // past the live ones too (the caches hold whole chunks, Kernels::attention_cache_bytes),
         // at one stride from one address; rows from n_use on count as zeros below, row pos
         // among them.
         const uint n_use = r0 + n_live == n_rows ? n_live - 1u : n_live;
