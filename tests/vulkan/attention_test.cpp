@@ -303,78 +303,17 @@ TEST(DecodeAttentionSpeed, Report) {
 // Where the decode attention's cost after other work comes from (in a Qwen3.5 token it runs
 // every fourth layer, after about 600 MB of weights and some forty dispatches of other
 // kernels): the L2 having lost its code to the data streamed between, or the multiprocessors'
-// instruction caches having lost it to other kernels' code. Each layer's attention at position
-// 128 of a context of 192 is timed alone (its stretch between two marks, a timestamp's cost in
-// each row alike) right after itself; after a stream over 256 MiB (a small kernel, the L2
-// overwritten five times); after GEMVs of six block types over 4096-row matrices (their code on
-// every multiprocessor, 5 MB of data); and after both. Run only with DELTALLM_VK_SPEED=1.
+// instruction caches having lost it to other kernels' code (test::OtherWork). Each layer's
+// attention at position 128 of a context of 192. Run only with DELTALLM_VK_SPEED=1.
 TEST(DecodeAttentionSpeed, AfterOtherWork) {
     VK_SPEED_DEVICE();
-    const bool cpu = dev.features().cpu;
-    const uint64_t stream_bytes = cpu ? (4ull << 20) : (256ull << 20);
-    Buffer big = dev.create_buffer(stream_bytes, MemoryKind::device);
-    dev.fill(big, 0, stream_bytes, 0x3c003c00u);
-    Buffer sink = dev.create_buffer((uint64_t)K.stream_read_groups(stream_bytes) * 4 + 256,
-                                    MemoryKind::device);
-    // The GEMVs: 4096 x 256 of each type the token command reads (random blocks; only time).
-    const uint32_t rows = cpu ? 64 : 4096, cols = 256;
-    std::vector<std::pair<QType, Buffer>> mats;
-    for (QType t : {QType::Q4_K, QType::Q5_K, QType::Q6_K, QType::Q8_0, QType::Q4_0, QType::F16}) {
-        if (!Kernels::gemv_supports(t)) continue;
-        std::vector<uint8_t> w(row_size(t, cols) * rows);
-        std::mt19937 rng(5);
-        for (auto& v : w) v = (uint8_t)(rng() & 0x3b);  // F16 halves stay finite
-        mats.emplace_back(t, test::to_device(dev, w));
-    }
-    Buffer gx = test::to_device(dev, test::randn(cols, 13));
-    Buffer gy = dev.create_buffer((uint64_t)rows * 4, MemoryKind::device);
-    const uint32_t rounds = cpu ? 2 : 50;
+    test::OtherWork other(dev, K);
+    const uint32_t rounds = dev.features().cpu ? 2 : 50;
     for (const AttnLayer& s : {kQwen35_9b, kQwen3_8b}) {
         AttnBench b(dev, s, 192);
         b.at(127);
-        // us of the attention's stretches, after `before` (none: right after itself).
-        auto time_after = [&](const std::function<void(CommandList&)>& before) {
-            CommandList cl(dev);
-            cl.enable_timestamps(2 * rounds + 2);
-            cl.begin(true);
-            for (uint32_t r = 0; r < rounds; ++r) {
-                if (before) before(cl);
-                cl.barrier();
-                cl.mark("before");
-                b.record(K, cl, 192);
-                cl.barrier();
-                cl.mark("attention");
-            }
-            cl.end();
-            double best = 1e30;
-            for (int rep = 0; rep < 3; ++rep) {
-                cl.submit_and_wait();
-                double sum = 0;
-                for (const auto& [label, ms] : cl.times())
-                    if (label == "attention") sum += ms;
-                best = std::min(best, sum);
-            }
-            return best * 1e3 / rounds;
-        };
-        auto stream = [&](CommandList& cl) {
-            K.stream_read(cl, view(big), stream_bytes, view(sink), 0);
-        };
-        auto gemvs = [&](CommandList& cl) {
-            for (auto& [t, w] : mats) {
-                K.gemv(cl, t, view(w), rows, cols, view(gx), 0, view(gy), 0, false);
-                cl.barrier();
-            }
-        };
-        time_after(stream);  // warm-up (a device left idle runs slowly for a while)
-        fmt::print(
-            "{} decode attention at 128 of 192, us (a timestamp included): after itself {:.1f}, "
-            "after a stream over {} MiB {:.1f}, after {} GEMVs {:.1f}, after both {:.1f}\n",
-            s.name, time_after(nullptr), stream_bytes >> 20, time_after(stream), mats.size(),
-            time_after(gemvs), time_after([&](CommandList& cl) {
-                stream(cl);
-                cl.barrier();
-                gemvs(cl);
-            }));
+        fmt::print("{} decode attention at 128 of 192, us (a timestamp included): {}\n", s.name,
+                   other.report(rounds, [&](CommandList& cl) { b.record(K, cl, 192); }));
         b.check(dev);
     }
 }
