@@ -15,8 +15,9 @@
 #          with the registers the driver's compiler gives each of its kernels
 # stream:  GemvSpeed.Stream (the device's read rate against threads and loads in flight, and
 #          with workgroups that loop over chunks behind barriers, as the GEMVs do)
-# attnafter: DecodeAttentionSpeed.AfterOtherWork (the decode attention right after itself, after a
-#          stream that overwrites the L2, after GEMVs of six block types, after both)
+# attnafter: DecodeAttentionSpeed.AfterOtherWork and DeltaNetStepSpeed.AfterOtherWork (the decode
+#          attention and the DeltaNet decode step right after themselves, after a stream that
+#          overwrites the L2, after GEMVs of six block types, after both)
 # stages:  StageSpeed.Report (what a stage of the token command costs whatever its work),
 #          StageSpeed.Stream (a stage that only streams 1-512 MiB: its fixed cost and rate) and
 #          StageSpeed.Chain (a chain of dependent stages without weights, handed on by dispatches
@@ -179,7 +180,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
             done
             ;;
         stages) report 'StageSpeed*' ;;
-        attnafter) report 'DecodeAttentionSpeed.AfterOtherWork' ;;
+        attnafter) report 'DecodeAttentionSpeed.AfterOtherWork:DeltaNetStepSpeed.AfterOtherWork' ;;
         decode)
             for am in "qwen35 9b" "qwen3 8b"; do
                 echo "$am decode profile:"
