@@ -27,8 +27,10 @@
 // than each rounding all of y: one thread a 16-column block of the group's columns.
 //
 // The conv ring holds K rows of conv_dim inputs; input t lives in row t mod K, so this token
-// writes row pos mod K while every other workgroup reads only the other rows: no race between
-// workgroups sharing a q/k head. A fresh session's ring is zero, which is the causal padding.
+// writes row pos mod K and uses only the other rows. Every workgroup reads all K rows of its
+// channels (conv_load), so one sharing a q/k head may read row pos mod K while the head's owner
+// stores it: that value is never used. A fresh session's ring is zero, which is the causal
+// padding.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -86,17 +88,33 @@ shared float gated[CW];  // NORM_OUT 2: the group's columns, for their rounding
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
-// Conv output of channel c at this position; the raw input x goes to ring row pos mod K when
-// this workgroup owns the channel.
-float conv(uint c, uint pos, bool owner) {
+// A conv channel's inputs: its raw input x this token, every one of the ring's K rows and its K
+// taps. All of them are requested before any is used, none depends on the position (read from
+// tok), and the ring's new row is stored only after them (a load after a store to the same
+// buffer waits for the store): with the conv's inputs cold in memory, the loads of the q, k and
+// v channels took three round trips in turn.
+void conv_load(uint c, out float x, out float rows[KCONV], out float taps[KCONV]) {
     uint conv_dim = 2u * p.n_k_heads * DK + p.n_v_heads * DV;
-    float x = act[p.qkv_off + c];
-    float s = prm[p.conv_off + c * KCONV + KCONV - 1u] * x;
-    for (uint t = 0; t + 1u < KCONV; ++t) {
-        // input pos-K+1+t lives in row (pos+1+t) mod K
-        s += prm[p.conv_off + c * KCONV + t] * ring[((pos + 1u + t) % KCONV) * conv_dim + c];
+    x = act[p.qkv_off + c];
+    [[unroll]] for (uint r = 0u; r < KCONV; ++r) {
+        rows[r] = ring[r * conv_dim + c];
+        taps[r] = prm[p.conv_off + c * KCONV + r];
     }
-    if (owner) ring[(pos % KCONV) * conv_dim + c] = x;
+}
+
+// The conv + SiLU of a channel at this position from its inputs. Input pos - K + 1 + t lives in
+// ring row (pos + 1 + t) mod K, so row r takes tap t = (r - pos - 1) mod K, and the row with t =
+// K - 1 (row pos mod K) is the one this token replaces by x: read, never used (its owner may be
+// storing x there now).
+float conv_out(float x, float rows[KCONV], float taps[KCONV], uint pos) {
+    float s = taps[KCONV - 1u] * x;
+    uint r0 = (pos + 1u) % KCONV;
+    [[unroll]] for (uint r = 0u; r < KCONV; ++r) {
+        uint t = (r + KCONV - r0) % KCONV;
+        float tap = 0.0;
+        [[unroll]] for (uint u = 0u; u + 1u < KCONV; ++u) tap = t == u ? taps[u] : tap;
+        s += t + 1u < KCONV ? tap * rows[r] : 0.0;
+    }
     return silu(s);
 }
 
@@ -134,16 +152,29 @@ void main() {
     float a = act[p.a_off + h] + prm[p.dt_off + h];
     float ssa = prm[p.ssma_off + h];
 
+    // The conv's inputs (conv_load): v's channel, then this thread's q and k channels.
+    uint conv_dim = 2u * p.n_k_heads * DK + p.n_v_heads * DV, row = pos % KCONV;
+    uint cv = 2u * p.n_k_heads * DK + h * DV + j;
+    float xv, rv[KCONV], tv[KCONV];
+    conv_load(cv, xv, rv, tv);
     float qq = 0.0, kk = 0.0;
     for (uint i = t; i < DK; i += WG) {
-        float q = conv(hk * DK + i, pos, qk_owner);
-        float k = conv(p.n_k_heads * DK + hk * DK + i, pos, qk_owner);
+        uint cq = hk * DK + i, ck = p.n_k_heads * DK + cq;
+        float xq, rq[KCONV], tq[KCONV], xk, rk[KCONV], tk[KCONV];
+        conv_load(cq, xq, rq, tq);
+        conv_load(ck, xk, rk, tk);
+        float q = conv_out(xq, rq, tq, pos), k = conv_out(xk, rk, tk, pos);
+        if (qk_owner) {
+            ring[row * conv_dim + cq] = xq;
+            ring[row * conv_dim + ck] = xk;
+        }
         qs[i] = q;
         ks[i] = k;
         qq += q * q;
         kk += k * k;
     }
-    float v = conv(2u * p.n_k_heads * DK + h * DV + j, pos, part == 0u);
+    float v = conv_out(xv, rv, tv, pos);
+    if (part == 0u) ring[row * conv_dim + cv] = xv;
     // l2norm as the reference: x * rsqrt(sum(x²) + 1e-6)
     vec2 qk = wg_sum2(vec2(qq, kk));
     float qn = inversesqrt(qk.x + 1e-6) * inversesqrt(float(DK));
