@@ -11,13 +11,7 @@
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"
-whole() {
-    local m=$1
-    shift
-    env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -r 1 --profile 2>&1 |
-        grep -E "us a token on the device \(the|deltanet|attention|gemv in" | grep -oE "[0-9.]+ us a token on the device \(the|[a-z]+ +[0-9.]+ ms +[0-9.]+% +[0-9.]+ us/token" |
-        awk '{print $1, $(NF-1)}' | sed 's/ device//' | tr '\n' ' '
-}
+export ROLES="deltanet|attention|gemv in"
 $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
 for r in 1 2; do
     for w in 8 0 6 3; do

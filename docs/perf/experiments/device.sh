@@ -7,6 +7,9 @@
 #   prof NAME [VAR=VALUE ...]  the decode profile of tg128 (one run) under those variables, on
 #                 one line: the token and its roles, us
 #   tgb NAME [VAR=VALUE ...]   tg as above, under those variables
+#   whole NAME [VAR=VALUE ...] the decode profile's token timed whole (us, on the device) and the
+#                 roles matching $ROLES (a grep -E pattern, default "deltanet|attention"), us a
+#                 token, on one line
 PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
@@ -37,4 +40,12 @@ tgb() {
     shift
     env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 |
         grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
+}
+whole() {
+    local m=$1
+    shift
+    env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -r 1 --profile 2>&1 |
+        grep -E "us a token on the device \(the|${ROLES:-deltanet|attention}" |
+        grep -oE "[0-9.]+ us a token on the device \(the|[a-z]+ +[0-9.]+ ms +[0-9.]+% +[0-9.]+ us/token" |
+        awk '{print $1, $(NF-1)}' | sed 's/ device//' | tr '\n' ' '
 }
