@@ -93,8 +93,7 @@ float silu(float x) { return x / (1.0 + exp(-x)); }
 // tok), and the ring's new row is stored only after them (a load after a store to the same
 // buffer waits for the store): with the conv's inputs cold in memory, the loads of the q, k and
 // v channels took three round trips in turn.
-void conv_load(uint c, out float x, out float rows[KCONV], out float taps[KCONV]) {
-    uint conv_dim = 2u * p.n_k_heads * DK + p.n_v_heads * DV;
+void conv_load(uint c, uint conv_dim, out float x, out float rows[KCONV], out float taps[KCONV]) {
     x = act[p.qkv_off + c];
     [[unroll]] for (uint r = 0u; r < KCONV; ++r) {
         rows[r] = ring[r * conv_dim + c];
@@ -156,13 +155,13 @@ void main() {
     uint conv_dim = 2u * p.n_k_heads * DK + p.n_v_heads * DV, row = pos % KCONV;
     uint cv = 2u * p.n_k_heads * DK + h * DV + j;
     float xv, rv[KCONV], tv[KCONV];
-    conv_load(cv, xv, rv, tv);
+    conv_load(cv, conv_dim, xv, rv, tv);
     float qq = 0.0, kk = 0.0;
     for (uint i = t; i < DK; i += WG) {
         uint cq = hk * DK + i, ck = p.n_k_heads * DK + cq;
         float xq, rq[KCONV], tq[KCONV], xk, rk[KCONV], tk[KCONV];
-        conv_load(cq, xq, rq, tq);
-        conv_load(ck, xk, rk, tk);
+        conv_load(cq, conv_dim, xq, rq, tq);
+        conv_load(ck, conv_dim, xk, rk, tk);
         float q = conv_out(xq, rq, tq, pos), k = conv_out(xk, rk, tk, pos);
         if (qk_owner) {
             ring[row * conv_dim + cq] = xq;
