@@ -62,6 +62,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_ATTN_ROUNDED", "bool", "1",
          "Vulkan decode: the attention rounds its output to bytes for an output projection on "
          "the tiled GEMV (0: the projection rounds the floats)"},
+        {"DELTALLM_VK_ATTN_GATED_FORM", "bool", "1",
+         "Vulkan decode: a hybrid model's attention layers run their output projection in the "
+         "DeltaNet layers' form (one pipeline, its code warm; 0: a form of their own)"},
         {"DELTALLM_VK_GEMV_BALANCE", "bool", "1",
          "Vulkan decode: a GEMV alone in its stage takes fewer rows a workgroup where that evens "
          "out its row blocks over the device (0: the fixed shapes)"},

@@ -76,6 +76,7 @@ struct ResidentDriver::Session : SessionState {
     uint32_t gated_reads = 0;  // CommandCounts::gated_reads of the token command
     uint32_t gated_rounded = 0;
     uint32_t attn_rounded = 0;
+    uint32_t attn_gated_form = 0;
     uint32_t normed_roundings = 0;
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
@@ -199,6 +200,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->gated_in_ = opts.gated_in;
     d->gated_rounded_ = opts.gated_rounded;
     d->attn_rounded_ = opts.attn_rounded;
+    d->attn_gated_form_ = opts.attn_gated_form;
     d->expand_ahead_ = opts.expand_ahead;
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
@@ -239,6 +241,10 @@ bool DriverOptions::gated_rounded_from_env() {
 
 bool DriverOptions::attn_rounded_from_env() {
     return env::get_bool("DELTALLM_VK_ATTN_ROUNDED");
+}
+
+bool DriverOptions::attn_gated_form_from_env() {
+    return env::get_bool("DELTALLM_VK_ATTN_GATED_FORM");
 }
 
 bool DriverOptions::gemv_balance_from_env() {
@@ -566,6 +572,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     s->gated_reads = 0;
     s->gated_rounded = 0;
     s->attn_rounded = 0;
+    s->attn_gated_form = 0;
     s->normed_roundings = 0;
     // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
     // (gated_in_; none: the step applied it).
@@ -576,6 +583,17 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     // the floats.
     uint32_t mixer_bytes = Kernels::kNone;
     uint32_t* mixer_count = nullptr;
+    // The form of a DeltaNet layer's output projection over the step's rounding (its weights'
+    // type and row length, its gated norm's shape), which a later attention layer's output
+    // projection of the same type and length takes with no factor (attn_gated_form_).
+    struct GatedForm {
+        QType t;
+        int64_t cols;
+        Kernels::GemvGatedIn in;
+    };
+    std::optional<GatedForm> deltanet_form;  // the last DeltaNet layer's, where it has one
+    // Where the attention just recorded rounded its output for a projection in that form.
+    bool attn_in_form = false;
     // W · xn (rows of cols values of type t at view w) into y[y_off ..]; share: its part of
     // its stage's weight bytes (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
@@ -665,6 +683,18 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             mixer_bytes = Kernels::kNone;
         }
         const bool with_r = r.x_rounded || h_rounded;
+        if (attn_in_form) {  // (chain.attention)
+            attn_in_form = false;
+            if (pending && deltanet_form && t->type == deltanet_form->t &&
+                t->cols() == deltanet_form->cols) {
+                K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
+                             (uint32_t)t->cols(), act, x_off, act, A.h, true, deltanet_form->in,
+                             &r);
+                ++s->attn_gated_form;
+                stage(role);
+                return;
+            }
+        }
         if (gated) {  // the step chose it where the next norm is its readers' (chain.deltanet)
             DL_ASSERT(pending);
             K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
@@ -716,6 +746,10 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
                 a.round_y = true;
                 a.y_off = mixer_bytes = A.y_bytes;
                 mixer_count = &s->gated_rounded;
+                if (attn_gated_form_)
+                    deltanet_form =
+                        GatedForm{L.ssm_out->type, L.ssm_out->cols(),
+                                  Kernels::GemvGatedIn{Kernels::kNone, a.d_v, groups, a.eps}};
             }
         }
         K.deltanet_step(cl, a, act, prm, view(s->ring[il]), view(s->state[il]), tok,
@@ -729,6 +763,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             K.gemv_tiled_for(L.wo->type, (uint32_t)L.wo->cols())) {
             a.round_off = mixer_bytes = A.o_bytes;
             mixer_count = &s->attn_rounded;
+            attn_in_form = true;
         }
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
                     tok, view(s->head_counter));
@@ -1144,7 +1179,8 @@ ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const Session
             s.gated_reads,
             s.gated_rounded,
             s.normed_roundings,
-            s.attn_rounded};
+            s.attn_rounded,
+            s.attn_gated_form};
 }
 
 bool ResidentDriver::samples_on_device(const SamplerParams& p) const {

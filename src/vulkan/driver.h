@@ -73,6 +73,13 @@ struct DriverOptions {
     // they round).
     bool attn_rounded = attn_rounded_from_env();
     static bool attn_rounded_from_env();
+    // With attn_rounded and gated_rounded: in a hybrid model, an attention layer's output
+    // projection of the same type and shape as the DeltaNet layers' runs in their form
+    // (Kernels::GemvGatedIn with no factor), so both take one pipeline, whose code the DeltaNet
+    // layers keep warm: on an H200 the attention layers' own pipeline, run one layer in four,
+    // paid for fetching its code every time (DELTALLM_VK_ATTN_GATED_FORM; off: their own form).
+    bool attn_gated_form = attn_gated_form_from_env();
+    static bool attn_gated_form_from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
     // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
     // of its own, for measurements).
@@ -182,6 +189,7 @@ class ResidentDriver final : public Executor {
         uint32_t gated_rounded = 0;     // ... over the step's output rounded by the step
         uint32_t normed_roundings = 0;  // GEMVs that round h for the next norm's readers
         uint32_t attn_rounded = 0;      // GEMVs over the attention's output rounded by it
+        uint32_t attn_gated_form = 0;   // ... in the DeltaNet output projections' form
     };
     CommandCounts token_command_counts(const SessionState& s) const;
 
@@ -219,6 +227,7 @@ class ResidentDriver final : public Executor {
     bool gated_in_ = true;
     bool gated_rounded_ = true;
     bool attn_rounded_ = true;
+    bool attn_gated_form_ = true;
     bool expand_ahead_ = true;
     bool gemm_groups_ = true;
 };

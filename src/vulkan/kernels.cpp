@@ -432,6 +432,9 @@ void Kernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint
 void Kernels::gemv_gated(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                          uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                          const GemvGatedIn& g, const GemvRounding* rounding) {
+    if (g.ss_off == kNone && !(rounding && rounding->x_rounded))
+        fail("a GEMV in the gated form with no factor ({} x {} {}) reads x rounded already", rows,
+             cols, qtype_name(t));
     gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr, {},
                 rounding, &g);
 }

@@ -182,7 +182,10 @@ class Kernels {
     // value head of `head` values is scaled by 1 / sqrt(mean(o²) + eps) as x is rounded to
     // bytes. Only where gemv_x_for(t, cols) is `bytes` (gemv_gates). With rounding->x_rounded,
     // x is that rounded by the step already (DeltaNetStep::round_y; on the tiled GEMV only,
-    // gemv_tiled_for), its blocks' scales multiplied by the heads' factors.
+    // gemv_tiled_for), its blocks' scales multiplied by the heads' factors. With ss_off kNone
+    // (only over x rounded already): no factor, x is another mixer's output rounded, read in the
+    // DeltaNet output projection's form so that both take one pipeline (the attention layers'
+    // output projections of a hybrid model: the code the DeltaNet layers run stays warm).
     struct GemvGatedIn {
         uint32_t ss_off = 0, head = 0, groups = 0;
         float eps = 0;

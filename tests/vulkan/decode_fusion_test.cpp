@@ -326,6 +326,45 @@ TEST(VulkanDecodeFusion, AttentionOutputRoundedByTheAttentionEqualsRoundedByTheP
     }
 }
 
+// A hybrid model's attention layers' output projections in the DeltaNet layers' form (the tiled
+// GEMV over the step's rounding, DeltaNetStep::round_y, with no gated norm factor: one pipeline
+// for both kinds of layer) against a form of their own: the same dispatches and stages, every
+// attention layer's projection in the DeltaNet form where its weights' type and row length are
+// the DeltaNet projections' (the tiny models': 4 heads of 64 and 4 value heads of 64, Q4_K), and
+// the same bytes and scales, so the logits agree to F32 rounding. A factor taken from the sums of
+// squares the DeltaNet step leaves (none were written for the attention) would not.
+TEST(VulkanDecodeFusion, AttentionOutputInTheDeltaNetFormEqualsItsOwnForm) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    for (bool q4_k_m : {false, true}) {
+        TinySpec spec = test::parity_spec("qwen35", QType::Q4_K);
+        spec.q4_k_m = q4_k_m;
+        spec.n_layer = 8;  // two attention layers, each after DeltaNet layers
+        auto model = dl::test::tiny_model(spec);
+        const auto bytes = Kernels::GemvX::bytes;
+        DriverOptions shared = options(true, bytes), own = options(true, bytes);
+        shared.attn_gated_form = true;
+        own.attn_gated_form = false;
+        auto a = ResidentDriver::create(model, shared), b = ResidentDriver::create(model, own);
+        ASSERT_TRUE(a.ok()) << a.reason();
+        ASSERT_TRUE(b.ok()) << b.reason();
+        auto sa = (*a)->new_session(32), sb = (*b)->new_session(32);
+        const auto ca = (*a)->token_command_counts(*sa);
+        const auto cb = (*b)->token_command_counts(*sb);
+        const std::string what = q4_k_m ? "Q4_K_M mix" : "Q4_K";
+        EXPECT_EQ(ca.barriers, cb.barriers) << what;
+        EXPECT_EQ(ca.dispatches, cb.dispatches) << what;
+        EXPECT_EQ(cb.attn_gated_form, 0u) << what;
+        const uint32_t attention_layers = (uint32_t)model->hp.n_layer - recurrent_layers(*model);
+        EXPECT_EQ(attention_layers, 2u) << what;
+        EXPECT_EQ(ca.attn_gated_form, tiled_gemv_here(dev.features()) ? attention_layers : 0u)
+            << what;
+        EXPECT_EQ(ca.attn_rounded, cb.attn_rounded) << what;
+        expect_same_decode(**a, *sa, **b, *sb, {1, 7, 42, 3, 3, 79, 0, 15}, 1e-6, what);
+        if (HasFatalFailure()) return;
+    }
+}
+
 // Each run of a mixer's input projections that lies back to back read in one GEMV, against a
 // GEMV each: fewer dispatches in the same stages, and every row computed as before (the same
 // slices, lanes and sums; x rounded the same way by every workgroup), so the logits agree to F32

@@ -31,7 +31,8 @@
 //     rounding is blind to the norm's common factor, which is taken from the sums here;
 //  5: a Gated DeltaNet layer's output before its gated norm, rounded already by the step
 //     (deltanet_step.comp NORM_OUT 2; the layout of 0), each block's scale times its head's
-//     factor as under 3.
+//     factor as under 3; with gin_off ~0u no factor: x as under 0, in this pipeline (another
+//     mixer's output read in the DeltaNet output projection's form, Kernels::GemvGatedIn).
 // Four adjacent invocations of a subgroup round a block, combined by shuffles (round_quad_lanes;
 // the launcher requires subgroups of 4+).
 //
@@ -108,6 +109,7 @@ layout(push_constant) uniform Push {
     uint u_off;  // PAIR: where the up matrix starts
     uint xr_off;   // ROUND_OUT: where the rounding of y goes, in floats
     uint gin_off;  // XMODE 3, 5: the column groups' sums of squares, in floats of the x binding
+                   // (XMODE 5: ~0u, none)
 } p;
 
 shared uvec4 sxq[NB * 16];
@@ -353,7 +355,7 @@ void main() {
         for (uint i = e0 + t; i < e1; i += WG) {
             sxq[i] = gxq4[(p.x_off >> 2) + i];
             vec2 d = gxd2[((p.x_off + p.ncols / 4u) >> 1) + i];
-            sxd[i] = XMODE == 5u ? d * gin_factor(i) : d;
+            sxd[i] = XMODE == 5u && p.gin_off != 0xffffffffu ? d * gin_factor(i) : d;
         }
         if (XMODE == 4u) {
             float part = 0.0;
