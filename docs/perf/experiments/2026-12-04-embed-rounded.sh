@@ -11,13 +11,7 @@ cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q8b"
 export ROLES="gemv in"
-$B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
-for r in 1 2; do
-    for m in q9 q08 q8b; do
-        echo "round $r $m new  $(whole $m) | tg128 $(tgb $m)"
-        echo "round $r $m base $(B=$P/deltallm.base whole $m) | tg128 $(B=$P/deltallm.base tgb $m)"
-    done
-done
+vs_base q9 q08 q8b
 DELTALLM_VK_TRACE=1 $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 1 -r 1 2>&1 |
     grep -A2 "vk trace: embed" | head -3 | cut -c1-240
 echo "9B greedy ids, 200 tokens (hashed): new / base"

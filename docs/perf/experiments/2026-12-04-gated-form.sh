@@ -12,13 +12,7 @@ cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q8b"
 export ROLES="attention|out"
-$B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
-for r in 1 2; do
-    for m in q9 q08 q8b; do
-        echo "round $r $m new  $(whole $m) | tg128 $(tgb $m)"
-        echo "round $r $m base $(B=$P/deltallm.base whole $m) | tg128 $(B=$P/deltallm.base tgb $m)"
-    done
-done
+vs_base q9 q08 q8b
 for r in 1 2; do
     for m in q9 q08; do
         for c in "X=0" "DLX_ATTN_G=1" "DLX_ATTN_DUAL=8"; do

@@ -10,6 +10,9 @@
 #   whole NAME [VAR=VALUE ...] the decode profile's token timed whole (us, on the device) and the
 #                 roles matching $ROLES (a grep -E pattern, default "deltanet|attention"), us a
 #                 token, on one line
+#   vs_base NAME ...  whole and tgb of this build and of the base build ($P/deltallm.base, packed
+#                 with BASE_BUILD), two rounds over the models, this build first, after the 9B's
+#                 warm-up
 PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
@@ -48,4 +51,14 @@ whole() {
         grep -E "us a token on the device \(the|${ROLES:-deltanet|attention}" |
         grep -oE "[0-9.]+ us a token on the device \(the|[a-z]+ +[0-9.]+ ms +[0-9.]+% +[0-9.]+ us/token" |
         awk '{print $1, $(NF-1)}' | sed 's/ device//' | tr '\n' ' '
+}
+vs_base() {
+    local r m
+    $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
+    for r in 1 2; do
+        for m in "$@"; do
+            echo "round $r $m new  $(whole $m) | tg128 $(tgb $m)"
+            echo "round $r $m base $(B=$P/deltallm.base whole $m) | tg128 $(B=$P/deltallm.base tgb $m)"
+        done
+    done
 }
