@@ -575,7 +575,8 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     s->attn_gated_form = 0;
     s->normed_roundings = 0;
     // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
-    // (gated_in_; none: the step applied it).
+    // (gated_in_; none: the step applied it); or, after an attention layer, that form with no
+    // factor (attn_gated_form_).
     std::optional<Kernels::GemvGatedIn> gated;
     // Where the mixer just recorded left its output rounded to bytes for its output projection,
     // and the count of such projections that one adds to: the DeltaNet step at A.y_bytes
@@ -592,8 +593,6 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         Kernels::GemvGatedIn in;
     };
     std::optional<GatedForm> deltanet_form;  // the last DeltaNet layer's, where it has one
-    // Where the attention just recorded rounded its output for a projection in that form.
-    bool attn_in_form = false;
     // W · xn (rows of cols values of type t at view w) into y[y_off ..]; share: its part of
     // its stage's weight bytes (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
@@ -683,24 +682,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             mixer_bytes = Kernels::kNone;
         }
         const bool with_r = r.x_rounded || h_rounded;
-        if (attn_in_form) {  // (chain.attention)
-            attn_in_form = false;
-            if (pending && deltanet_form && t->type == deltanet_form->t &&
-                t->cols() == deltanet_form->cols) {
-                K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
-                             (uint32_t)t->cols(), act, x_off, act, A.h, true, deltanet_form->in,
-                             &r);
-                ++s->attn_gated_form;
-                stage(role);
-                return;
-            }
-        }
-        if (gated) {  // the step chose it where the next norm is its readers' (chain.deltanet)
+        if (gated) {  // where the next norm is its readers' (chain.deltanet, chain.attention)
             DL_ASSERT(pending);
             K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
                          act, x_off, act, A.h, true, *gated, with_r ? &r : nullptr);
+            ++(gated->ss_off != Kernels::kNone ? s->gated_reads : s->attn_gated_form);
             gated.reset();
-            ++s->gated_reads;
             stage(role);
             return;
         }
@@ -763,7 +750,9 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             K.gemv_tiled_for(L.wo->type, (uint32_t)L.wo->cols())) {
             a.round_off = mixer_bytes = A.o_bytes;
             mixer_count = &s->attn_rounded;
-            attn_in_form = true;
+            if (deltanet_form && L.wo->type == deltanet_form->t &&
+                L.wo->cols() == deltanet_form->cols && normed_by_readers(L.ffn_norm))
+                gated = deltanet_form->in;
         }
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
                     tok, view(s->head_counter));
