@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The greedy choice made by the head's own workgroups (gemv_tile.comp ARGMAX; the greedy token
+# command without the sampling passes and their stage) against the build before (BASE_BUILD),
+# the new build first in each round: the token timed whole and tg128 (the logits command: nothing
+# should move), `run` generating 512 tokens chosen on the device, greedy (the new command) and
+# sampled (unchanged); the greedy ids of both builds over 200 tokens; the driver, sampling, tiled
+# GEMV choice and decode fusion tests under the Khronos validation layer.
+# Here:   BASE_BUILD=/tmp/base3 BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
+# Device: one call carrying .gl and .devrun that runs this script.
+cd "$(dirname "$0")/../../.."
+. docs/perf/experiments/device.sh
+synth "qwen35 9b q9" "qwen35 0.8b q08"
+gen() {  # NAME [run options]: the generation rate of 512 tokens after a 5-token prompt
+    local m=$1
+    shift
+    $B run -m /tmp/$m.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 512 --ignore-eos "$@" \
+        2>&1 >/dev/null | grep -oE "generation .*" | grep -oE "\([0-9.]+ tokens/s" | tr -d '('
+}
+export ROLES="head|sample"
+$B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
+for r in 1 2; do
+    for m in q9 q08; do
+        for b in new base; do
+            bb=$B
+            [ $b = base ] && bb=$P/deltallm.base
+            echo "round $r $m $b $(B=$bb whole $m) | tg128 $(B=$bb tgb $m) | run greedy" \
+                "$(B=$bb gen $m --temp 0) sampled $(B=$bb gen $m --temp 0.8 --top-k 40 --seed 1)"
+        done
+    done
+done
+for m in q9 q08; do
+    for b in new base; do
+        bb=$B
+        [ $b = base ] && bb=$P/deltallm.base
+        $bb run -m /tmp/$m.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 200 --temp 0 \
+            --ignore-eos --print-ids >/tmp/ids_${b}_$m.txt 2>/dev/null
+    done
+    cmp -s /tmp/ids_new_$m.txt /tmp/ids_base_$m.txt && echo "$m greedy ids: the same" ||
+        echo "$m greedy ids: differ"
+done
+DELTALLM_VK_TEST_ROBUST=0 PARTS=suite \
+    FILTER='VulkanDriver.*:DeviceSampling.*:GemvTileArgmax.*:VulkanDecodeFusion.*' \
+    bash scripts/vk/device_reports.sh run 2>&1 | tail -4
