@@ -10,12 +10,6 @@
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"
-gen() {  # NAME [run options]: the generation rate of 512 tokens after a 5-token prompt
-    local m=$1
-    shift
-    $B run -m /tmp/$m.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 512 --ignore-eos "$@" \
-        2>&1 >/dev/null | grep -oE "generation .*" | grep -oE "\([0-9.]+ tokens/s" | tr -d '('
-}
 export ROLES="head|sample"
 $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
 for r in 1 2; do
@@ -28,16 +22,7 @@ for r in 1 2; do
         done
     done
 done
-for m in q9 q08; do
-    for b in new base; do
-        bb=$B
-        [ $b = base ] && bb=$P/deltallm.base
-        $bb run -m /tmp/$m.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 200 --temp 0 \
-            --ignore-eos --print-ids >/tmp/ids_${b}_$m.txt 2>/dev/null
-    done
-    cmp -s /tmp/ids_new_$m.txt /tmp/ids_base_$m.txt && echo "$m greedy ids: the same" ||
-        echo "$m greedy ids: differ"
-done
+same_ids q9 q08
 DELTALLM_VK_TEST_ROBUST=0 PARTS=suite \
     FILTER='VulkanDriver.*:DeviceSampling.*:GemvTileArgmax.*:VulkanDecodeFusion.*' \
     bash scripts/vk/device_reports.sh run 2>&1 | tail -4

@@ -10,12 +10,6 @@
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"
-gen() {  # NAME [run options]: the generation rate of 512 tokens after a 5-token prompt
-    local m=$1
-    shift
-    $B run -m /tmp/$m.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 512 --ignore-eos "$@" \
-        2>&1 >/dev/null | grep -oE "generation .*" | grep -oE "\([0-9.]+ tokens/s" | tr -d '('
-}
 export ROLES="deltanet"
 $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
 for r in 1 2; do

@@ -13,6 +13,9 @@
 #   vs_base NAME ...  whole and tgb of this build and of the base build ($P/deltallm.base, packed
 #                 with BASE_BUILD), two rounds over the models, this build first, after the 9B's
 #                 warm-up
+#   gen NAME [run options]  the generation rate `run` prints for 512 tokens chosen on the device
+#                 after a 5-token prompt (tokens/s)
+#   same_ids NAME ...  whether this build and the base build choose the same 200 greedy tokens
 PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
@@ -60,5 +63,22 @@ vs_base() {
             echo "round $r $m new  $(whole $m) | tg128 $(tgb $m)"
             echo "round $r $m base $(B=$P/deltallm.base whole $m) | tg128 $(B=$P/deltallm.base tgb $m)"
         done
+    done
+}
+gen() {
+    local m=$1
+    shift
+    $B run -m /tmp/$m.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 512 --ignore-eos "$@" \
+        2>&1 >/dev/null | grep -oE "generation .*" | grep -oE "\([0-9.]+ tokens/s" | tr -d '('
+}
+same_ids() {
+    local m
+    for m in "$@"; do
+        $B run -m /tmp/$m.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 200 --temp 0 \
+            --ignore-eos --print-ids >/tmp/ids_new_$m.txt 2>/dev/null
+        $P/deltallm.base run -m /tmp/$m.gguf --device vulkan --prompt-ids 1,2,3,4,5 -n 200 \
+            --temp 0 --ignore-eos --print-ids >/tmp/ids_base_$m.txt 2>/dev/null
+        cmp -s /tmp/ids_new_$m.txt /tmp/ids_base_$m.txt && echo "$m greedy ids: the same" ||
+            echo "$m greedy ids: differ"
     done
 }
