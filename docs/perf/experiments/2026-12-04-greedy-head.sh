@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"
 export ROLES="head|sample"
-$B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
+warm
 for r in 1 2; do
     for m in q9 q08; do
         for b in new base; do
@@ -23,6 +23,4 @@ for r in 1 2; do
     done
 done
 same_ids q9 q08
-DELTALLM_VK_TEST_ROBUST=0 PARTS=suite \
-    FILTER='VulkanDriver.*:DeviceSampling.*:GemvTileArgmax.*:VulkanDecodeFusion.*' \
-    bash scripts/vk/device_reports.sh run 2>&1 | tail -4
+validate 'VulkanDriver.*:DeviceSampling.*:GemvTileArgmax.*:VulkanDecodeFusion.*'

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"
 export ROLES="deltanet"
-$B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
+warm
 for r in 1 2; do
     for m in q9 q08; do
         echo "round $r $m new  $(whole $m) | tg128 $(tgb $m) | run $(gen $m --temp 0)"

@@ -23,6 +23,4 @@ for r in 1 2; do
     done
 done
 same_ids q9 q08
-DELTALLM_VK_TEST_ROBUST=0 PARTS=suite \
-    FILTER='VulkanDecodeFusion.*:VulkanDriver.*:DeviceSampling.*' \
-    bash scripts/vk/device_reports.sh run 2>&1 | tail -4
+validate 'VulkanDecodeFusion.*:VulkanDriver.*:DeviceSampling.*'

@@ -16,6 +16,9 @@
 #   gen NAME [run options]  the generation rate `run` prints for 512 tokens chosen on the device
 #                 after a 5-token prompt (tokens/s)
 #   same_ids NAME ...  whether this build and the base build choose the same 200 greedy tokens
+#   warm          the 9B's decode run once, uncounted (the device brought up to speed)
+#   validate FILTER  the Vulkan tests matching FILTER under the Khronos validation layer, devices
+#                 opened as the engine opens them: their counts and the number of messages
 PARTS=none bash scripts/vk/device_reports.sh run >/dev/null 2>&1
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export LD_LIBRARY_PATH=$PWD/.tools/device-reports/lib
@@ -55,9 +58,16 @@ whole() {
         grep -oE "[0-9.]+ us a token on the device \(the|[a-z]+ +[0-9.]+ ms +[0-9.]+% +[0-9.]+ us/token" |
         awk '{print $1, $(NF-1)}' | sed 's/ device//' | tr '\n' ' '
 }
+warm() {
+    $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
+}
+validate() {
+    DELTALLM_VK_TEST_ROBUST=0 PARTS=suite FILTER="$1" bash scripts/vk/device_reports.sh run 2>&1 |
+        tail -4
+}
 vs_base() {
     local r m
-    $B bench -m /tmp/q9.gguf --device vulkan -p 0 -n 64 -r 2 >/dev/null 2>&1
+    warm
     for r in 1 2; do
         for m in "$@"; do
             echo "round $r $m new  $(whole $m) | tg128 $(tgb $m)"
