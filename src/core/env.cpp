@@ -100,6 +100,9 @@ const std::vector<Var>& all() {
          "contexts of up to this many chunks of 64 cache rows are walked by one workgroup a head "
          "group of the Vulkan decode attention, with no merge (0 to 64; longer contexts are "
          "split)"},
+        {"DELTALLM_VK_ATTN_SHORT", "int", "-1",
+         "positions below which the Vulkan decode token command runs its attention with one query "
+         "head a workgroup (-1: while the extra cache reads stay under 4 MiB a layer; 0: never)"},
         {"DELTALLM_VK_DN_COLUMNS", "int", "32",
          "value columns a workgroup of the Vulkan DeltaNet decode step takes (0: a whole head)"},
         {"DELTALLM_VK_DN_SCAN", "string", "best",

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -83,10 +84,16 @@ struct ResidentDriver::Session : SessionState {
     Buffer head_counter;
     std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
     std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
-    std::unique_ptr<CommandList> token_cmd, token_logits_cmd;
-    // Under --profile, the same commands timed whole, and the tokens run so far: every other
-    // token runs these, so the profile has the token's time without the stages' timestamps.
-    std::unique_ptr<CommandList> token_whole_cmd, token_logits_whole_cmd;
+    // The token commands, by token_slot(): the one that returns only the chosen token and the
+    // one that writes the logits to the host; under --profile the same timed whole (every other
+    // token runs these, so the profile has the token's time without the stages' timestamps);
+    // each in the attention's short-context form for positions below short_until and in its
+    // own form from there (either missing where no position takes it).
+    std::array<std::unique_ptr<CommandList>, 8> token_cmds;
+    static size_t token_slot(bool short_attn, bool logits, bool whole) {
+        return (short_attn ? 4 : 0) + (logits ? 2 : 0) + (whole ? 1 : 0);
+    }
+    int64_t short_until = 0;
     int64_t profiled_tokens = 0;
     // Prefill window commands, by (rows, all logits): recorded on first use, replayed after.
     std::map<std::pair<uint32_t, bool>, std::unique_ptr<CommandList>> window_cmds;
@@ -201,6 +208,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->gated_rounded_ = opts.gated_rounded;
     d->attn_rounded_ = opts.attn_rounded;
     d->attn_gated_form_ = opts.attn_gated_form;
+    d->attn_short_ = opts.attn_short;
     d->expand_ahead_ = opts.expand_ahead;
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
@@ -295,6 +303,12 @@ uint32_t DriverOptions::gemv_split_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_SPLIT");
     if (v < 0 || v > 4) fail("DELTALLM_VK_GEMV_SPLIT={}: use 0 to 4", v);
     return (uint32_t)v;
+}
+
+int64_t DriverOptions::attn_short_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_ATTN_SHORT");
+    if (v < -1) fail("DELTALLM_VK_ATTN_SHORT={}: use -1 (by the cache bytes), 0 or positions", v);
+    return v;
 }
 
 uint32_t DriverOptions::attn_one_split_from_env() {
@@ -496,31 +510,60 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     }
 
     // The token commands: one that copies the logits to the host (decode), one that returns only
-    // the chosen token (greedy and sampled decode).
-    s->token_cmd = std::make_unique<CommandList>(D);
-    s->token_logits_cmd = std::make_unique<CommandList>(D);
-    record_token(*s, *s->token_cmd, false);
-    record_token(*s, *s->token_logits_cmd, true);
-    if (profile_) {
-        s->token_whole_cmd = std::make_unique<CommandList>(D);
-        s->token_logits_whole_cmd = std::make_unique<CommandList>(D);
-        record_token(*s, *s->token_whole_cmd, false, true);
-        record_token(*s, *s->token_logits_whole_cmd, true, true);
+    // the chosen token (greedy and sampled decode); in each attention form some position takes.
+    // The launcher's form first, so its pipelines are created in the order they were before there
+    // was a short form: recorded second, its tokens at 4096 positions ran 1 % slower on an H200
+    // (0.8B; docs/PERF.md 2026-12-04 05:30), though no kernel of it changed.
+    s->short_until = attn_short_positions(s->n_ctx);
+    for (bool short_attn : {false, true}) {
+        if (short_attn ? s->short_until == 0 : s->short_until >= s->n_ctx) continue;
+        for (bool whole : {false, true}) {
+            if (whole && !profile_) continue;
+            for (bool logits : {false, true}) {
+                auto& cmd = s->token_cmds[Session::token_slot(short_attn, logits, whole)];
+                cmd = std::make_unique<CommandList>(D);
+                record_token(*s, *cmd, logits, whole, short_attn);
+            }
+        }
     }
     return s;
+}
+
+int64_t ResidentDriver::attn_short_positions(int64_t n_ctx) const {
+    const Hparams& hp = model_->hp;
+    bool attention = false;
+    for (int64_t il = 0; il < hp.n_layer; ++il) attention |= !hp.is_recurrent(il);
+    if (!attention || attn_short_ == 0) return 0;
+    if (attn_short_ > 0) return std::min(attn_short_, n_ctx);
+    // The launcher's form reads each cache row once for its g query heads, the short form once
+    // a head: (g - 1) more reads of K and V (F16) a position. On an H200 the short form of the
+    // 9B (g 2) was faster up to 1024 positions and slower from 4096, Qwen3-8B's (g 4) faster at
+    // 128 and slower at 1024 (docs/PERF.md 2026-12-04): 4 MiB of extra reads a layer.
+    const Kernels::Attention at =
+        attention_args(hp, act_layout(hp, 1), w_->freq_off, (uint32_t)n_ctx);
+    const uint64_t g = w_->kernels->attention_group(at);
+    if (g <= 1) return 0;
+    const uint64_t extra = (g - 1) * (uint64_t)hp.n_head_kv * (uint64_t)hp.head_dim * 2 * 2;
+    const int64_t chunks = (int64_t)((4ull << 20) / extra / Kernels::kAttnSplit);
+    return std::min<int64_t>(chunks * Kernels::kAttnSplit, n_ctx);
 }
 
 // The decode token command of a session: the whole forward pass of one token at tok[0] (id
 // tok[1]), then either the head into the device logits and the choice of the next token from
 // them (tok[2]; parameters at tok[kSampleParams..]) or, when asked, the head into the host's
 // logits.
-void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_logits, bool whole) {
+void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_logits, bool whole,
+                                  bool short_attn) {
     Session* s = &session;
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
     const ActLayout A = act_layout(hp, 1);
-    const Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
+    Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
+    if (short_attn) {  // its splits sized for the positions it runs at
+        at.n_ctx = (uint32_t)s->short_until;
+        at.heads_a_group = 1;
+    }
     const View act = view(s->act), prm = view(W.params), tok = view(s->tok);
     const uint32_t E = (uint32_t)hp.n_embd;
     auto gemv = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc,
@@ -1141,8 +1184,7 @@ void ResidentDriver::run_token(Session& s, int32_t token, bool logits, const Sam
     t[kSampleParams + 3] = bits(args.min_p);
     t[kSampleParams + 4] = bits(args.u);
     const bool whole = profile_ && s.profiled_tokens++ % 2 == 1;
-    CommandList& cmd = whole ? (logits ? *s.token_logits_whole_cmd : *s.token_whole_cmd)
-                             : (logits ? *s.token_logits_cmd : *s.token_cmd);
+    CommandList& cmd = *s.token_cmds[Session::token_slot(s.n_past < s.short_until, logits, whole)];
     cmd.submit_and_wait();
     if (profile_) profile_->add("decode", 1, cmd.times());
     ++s.n_past;
@@ -1162,14 +1204,13 @@ int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
 
 ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const SessionState& st) const {
     const Session& s = static_cast<const Session&>(st);
-    return {s.token_cmd->n_dispatches(),
-            s.token_cmd->n_barriers(),
-            s.rounded_reads,
-            s.gated_reads,
-            s.gated_rounded,
-            s.normed_roundings,
-            s.attn_rounded,
-            s.attn_gated_form};
+    const CommandList& cmd = *s.token_cmds[Session::token_slot(s.short_until > 0, false, false)];
+    return {cmd.n_dispatches(), cmd.n_barriers(),   s.rounded_reads, s.gated_reads,
+            s.gated_rounded,    s.normed_roundings, s.attn_rounded,  s.attn_gated_form};
+}
+
+int64_t ResidentDriver::short_attention_until(const SessionState& st) const {
+    return static_cast<const Session&>(st).short_until;
 }
 
 bool ResidentDriver::samples_on_device(const SamplerParams& p) const {

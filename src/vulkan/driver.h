@@ -101,6 +101,15 @@ struct DriverOptions {
     // Kernels::attn_one_split (DELTALLM_VK_ATTN_ONE_SPLIT).
     uint32_t attn_one_split = attn_one_split_from_env();
     static uint32_t attn_one_split_from_env();
+    // Positions below which a session's token command runs the decode attention with one query
+    // head a workgroup (Kernels::Attention::heads_a_group), where the launcher takes several: a
+    // second recorded command, so neither form pays for the other. Its kernel has less code,
+    // which a hybrid model's attention, run one layer in four, fetches cold every token (H200,
+    // Qwen3.5-9B: 13-14 us a token at short contexts), but reads each cache row once a query
+    // head. -1: while those extra reads stay under 4 MiB a layer (attn_short_positions()); 0:
+    // never (DELTALLM_VK_ATTN_SHORT).
+    int64_t attn_short = attn_short_from_env();
+    static int64_t attn_short_from_env();
     // Kernels::gemv_balance (DELTALLM_VK_GEMV_BALANCE).
     bool gemv_balance = gemv_balance_from_env();
     static bool gemv_balance_from_env();
@@ -192,6 +201,9 @@ class ResidentDriver final : public Executor {
         uint32_t attn_gated_form = 0;   // ... in the DeltaNet output projections' form
     };
     CommandCounts token_command_counts(const SessionState& s) const;
+    // The positions below which the session's tokens run the attention's short-context form
+    // (DriverOptions::attn_short).
+    int64_t short_attention_until(const SessionState& s) const;
 
     struct Weights;
     struct Session;
@@ -208,8 +220,12 @@ class ResidentDriver final : public Executor {
     };
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
-    // whole: under --profile, the command timed as a whole, not stage by stage.
-    void record_token(Session& s, CommandList& cl, bool host_logits, bool whole = false);
+    // whole: under --profile, the command timed as a whole, not stage by stage. short_attn: the
+    // attention in its short-context form, for positions below s.short_until.
+    void record_token(Session& s, CommandList& cl, bool host_logits, bool whole, bool short_attn);
+    // The positions below which a session of n_ctx tokens runs the short-context token command
+    // (DriverOptions::attn_short; 0: none).
+    int64_t attn_short_positions(int64_t n_ctx) const;
     CommandList& window_command(Session& s, uint32_t m, bool all);
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
@@ -228,6 +244,7 @@ class ResidentDriver final : public Executor {
     bool gated_rounded_ = true;
     bool attn_rounded_ = true;
     bool attn_gated_form_ = true;
+    int64_t attn_short_ = -1;
     bool expand_ahead_ = true;
     bool gemm_groups_ = true;
 };

@@ -242,14 +242,7 @@ uint64_t Kernels::attention_partials(const Attention& a) {
     return (uint64_t)a.n_head * attention_splits(a.n_ctx, a.max_splits) * (a.head_dim + 2);
 }
 
-void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
-                        View v_cache, View partials, View tok, View counter) {
-    if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
-        fail("{}", d->reason);
-    DL_ASSERT(counter.buffer != VK_NULL_HANDLE && counter.range >= (uint64_t)a.n_head * 4);
-    const uint32_t round_o = a.round_off != kNone;
-    if (round_o && a.head_dim % 16)
-        fail("the decode attention rounds heads of a multiple of 16 values, not {}", a.head_dim);
+std::pair<uint32_t, uint32_t> Kernels::attention_shape(const Attention& a) const {
     // Query heads a workgroup: up to four of one key/value head (each cache row read once for
     // them), at most 512 query values (g · head_dim), as many as the shared memory holds. On an
     // H200 the 9B's attention, which runs every fourth layer, took twice as long in the token as
@@ -260,8 +253,17 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     const uint32_t ratio = a.n_head / a.n_kv;
     uint32_t g = ratio % 4 == 0 ? 4 : ratio % 2 == 0 ? 2 : 1;
     while (g > 1 && g * a.head_dim > 512) g /= 2;
+    if (a.heads_a_group) {
+        if (ratio % a.heads_a_group)
+            fail(
+                "the decode attention cannot take {} query heads a workgroup: {} share a key/value "
+                "head",
+                a.heads_a_group, ratio);
+        g = a.heads_a_group;
+    }
     uint32_t wg = f.max_workgroup_invocations >= 256 ? 256 : 128;
     // attn_decode.comp's shared memory for g heads a workgroup of wg threads.
+    const uint32_t round_o = a.round_off != kNone;
     auto shared = [&](uint32_t gg, uint32_t w) {
         auto b = module_shared_bytes("attn_decode", {w, a.head_dim, gg, 1, 0, round_o});
         if (!b) fail("this build cannot size the shared memory of its decode attention");
@@ -273,6 +275,23 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
         else
             wg = 128;
     }
+    return {g, wg};
+}
+
+uint32_t Kernels::attention_group(const Attention& a) const {
+    return attention_shape(a).first;
+}
+
+void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
+                        View v_cache, View partials, View tok, View counter) {
+    if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
+        fail("{}", d->reason);
+    DL_ASSERT(counter.buffer != VK_NULL_HANDLE && counter.range >= (uint64_t)a.n_head * 4);
+    const uint32_t round_o = a.round_off != kNone;
+    if (round_o && a.head_dim % 16)
+        fail("the decode attention rounds heads of a multiple of 16 values, not {}", a.head_dim);
+    const Features& f = dev_.features();
+    const auto [g, wg] = attention_shape(a);
     // Splits: about two workgroups a multiprocessor once the context is long (H200,
     // DecodeAttentionSpeed.Report at 16384 / 32768 positions, us a layer: Qwen3.5-9B, 4 head
     // groups, 64 splits 50 / 79, 128: 59 / 90, 32: 62 / 107; Qwen3-8B, 8 groups, 32 splits

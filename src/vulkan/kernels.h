@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "quant/types.h"
 #include "vulkan/pipeline.h"
@@ -337,11 +338,18 @@ class Kernels {
         // floats, the layout a GEMV reads with GemvRounding::x_rounded), or kNone. Heads of a
         // multiple of 16 values.
         uint32_t round_off = kNone;
+        // Query heads a workgroup: 0 for the launcher's choice (attention_group()), or a divisor
+        // of n_head / n_kv the shared memory holds (1: one head a workgroup, each cache row read
+        // once a query head; less code, for the short contexts of ResidentDriver's token command).
+        uint32_t heads_a_group = 0;
     };
     static std::optional<Decline> attention_supported(const Features& f, uint32_t head_dim,
                                                       uint32_t n_head, uint32_t n_kv);
     // Floats of partials the decode dispatch needs (a scratch buffer of its own).
     static uint64_t attention_partials(const Attention& a);
+    // The query heads a workgroup that attention() takes for `a` on this device (heads_a_group,
+    // or the launcher's choice where that is 0).
+    uint32_t attention_group(const Attention& a) const;
     void attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
                    View v_cache, View partials, View tok, View counter);
     // C[M, N] = A[M, K] · W[N, K]ᵀ (F16 inputs, F32 output) with the given variant's kernel.
@@ -504,6 +512,8 @@ class Kernels {
 
   private:
     uint32_t wg_size(uint32_t want) const;
+    // The decode attention's query heads a workgroup and threads a workgroup for `a`.
+    std::pair<uint32_t, uint32_t> attention_shape(const Attention& a) const;
     StreamShape stream_shape_now() const;  // stream_read's shape (stream_shape or its own)
     // The launcher's shape of a GEMV (gemv_record): how it reads x, threads of a row group,
     // rows a group, row groups a workgroup, wide slices, and the most workgroups (0: the

@@ -20,6 +20,7 @@ struct AttnCase {
     uint32_t max_splits = Kernels::kAttnMaxSplits;
     uint32_t one_split = 0;  // Kernels::attn_one_split (0: every context split as it comes)
     bool round = false;      // the output also rounded to bytes (Attention::round_off)
+    uint32_t group = 0;      // Attention::heads_a_group (0: the launcher's choice)
 };
 
 class Attention : public ::testing::TestWithParam<AttnCase> {};
@@ -70,7 +71,8 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
                          eps,
                          c.interleaved,
                          c.max_splits,
-                         c.round ? ro_off : Kernels::kNone};
+                         c.round ? ro_off : Kernels::kNone,
+                         c.group};
     Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
     // Whole chunks of rows (Kernels::attention_cache_bytes), poisoned: those past the live rows
     // are read, and must not reach the output.
@@ -187,16 +189,21 @@ INSTANTIATE_TEST_SUITE_P(
         // (heads of 256 two a workgroup, of 128 four, of 64 two of one kv head).
         AttnCase{4, 1, 256, 64, 300, 200, true, true, false, Kernels::kAttnMaxSplits, 2, true},
         AttnCase{8, 2, 128, 64, 450, 400, true, false, false, 4, 3, true},
-        AttnCase{4, 2, 64, 32, 150, 70, true, false, false, Kernels::kAttnMaxSplits, 0, true}),
+        AttnCase{4, 2, 64, 32, 150, 70, true, false, false, Kernels::kAttnMaxSplits, 0, true},
+        // One query head a workgroup where the launcher would take two or four (the driver's
+        // short-context form): split and merged, rounded, gated.
+        AttnCase{4, 1, 256, 64, 300, 200, true, true, false, Kernels::kAttnMaxSplits, 2, true, 1},
+        AttnCase{8, 2, 128, 64, 450, 400, true, false, false, 4, 3, true, 1},
+        AttnCase{8, 2, 128, 64, 150, 70, true, false, false, Kernels::kAttnMaxSplits, 0, false, 2}),
     [](const auto& info) {
         const AttnCase& c = info.param;
         // fmt, not string +: GCC 12 warns (-Wrestrict) on that chain of temporaries.
         return fmt::format(
-            "h{}kv{}d{}{}{}{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "",
+            "h{}kv{}d{}{}{}{}{}{}", c.n_head, c.n_kv, c.head_dim, c.gate ? "_gated" : "",
             c.max_splits < Kernels::kAttnMaxSplits ? fmt::format("_{}splits", c.max_splits)
                                                    : std::string(),
             c.one_split ? fmt::format("_one{}", c.one_split) : std::string(),
-            c.round ? "_rounded" : "");
+            c.round ? "_rounded" : "", c.group ? fmt::format("_g{}", c.group) : std::string());
     });
 
 TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <span>
 #include <string>
 #include <utility>
@@ -356,6 +357,58 @@ TEST(VulkanDriver, LlamaRopeFreqsDecodeMatchesCpuChain) {
     check_decode_parity(s, 2e-3);
 }
 
+// The token command runs the decode attention with one query head a workgroup below
+// DriverOptions::attn_short positions and in the launcher's form (two heads of a key/value head
+// a workgroup here) from there: every token's logits against the CPU chain on both sides of the
+// switch, over a context of several chunks of cache rows (several splits in each form).
+void check_short_attention(const std::string& arch) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec(arch));
+    DriverOptions o = test_options();
+    o.plan.n_ctx = 256;
+    o.attn_short = 70;
+    auto drv = ResidentDriver::create(model, o);
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    cpu::Chain chain(model);
+    auto sg = d.new_session(256);
+    auto sc = chain.new_session(256);
+    ASSERT_EQ(d.short_attention_until(*sg), 70);
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int32_t> pick(0, (int32_t)model->hp.n_vocab - 1);
+    std::vector<float> lg, lc;
+    for (int i = 0; i < 140; ++i) {
+        const int32_t t = pick(rng);
+        d.decode(*sg, t, lg);
+        chain.decode(*sc, t, lc);
+        ASSERT_EQ(lg.size(), lc.size());
+        double worst = 0, scale = 0;
+        for (size_t j = 0; j < lg.size(); ++j) {
+            ASSERT_TRUE(std::isfinite(lg[j])) << arch << " token " << i << " logit " << j;
+            worst = std::max(worst, std::fabs((double)lg[j] - lc[j]));
+            scale = std::max(scale, std::fabs((double)lc[j]));
+        }
+        ASSERT_LE(worst, 2e-3 * (1 + scale)) << arch << " token " << i;
+    }
+    // The rule's own choice: the whole of this small context (the extra cache reads of a tiny
+    // model stay far under the bound), and none where switched off.
+    DriverOptions rule = test_options();
+    auto d2 = ResidentDriver::create(model, rule);
+    ASSERT_TRUE(d2.ok()) << d2.reason();
+    EXPECT_EQ((*d2)->short_attention_until(*(*d2)->new_session(100)), 100);
+    rule.attn_short = 0;
+    auto d3 = ResidentDriver::create(model, rule);
+    ASSERT_TRUE(d3.ok()) << d3.reason();
+    EXPECT_EQ((*d3)->short_attention_until(*(*d3)->new_session(100)), 0);
+}
+
+TEST(VulkanDriver, Qwen35ShortContextAttentionMatchesCpuChain) {
+    check_short_attention("qwen35");
+}
+TEST(VulkanDriver, Qwen3ShortContextAttentionMatchesCpuChain) {
+    check_short_attention("qwen3");
+}
+
 // bench's decode floor: a positive, finite rate, and the weights it read named in the report;
 // decoding afterwards is unchanged (the probe only reads).
 TEST(VulkanDriver, MeasuresTheRateItReadsItsWeightsAt) {
@@ -425,6 +478,7 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
             unsetenv("DELTALLM_VK_GEMV_X");
             unsetenv("DELTALLM_VK_DN_COLUMNS");
             unsetenv("DELTALLM_VK_DN_SCAN");
+            unsetenv("DELTALLM_VK_ATTN_SHORT");
         }
     } unset;
     setenv("DELTALLM_VK_GEMM_TILE", "64x128x32", 1);
@@ -449,6 +503,14 @@ TEST(VulkanDriverOptions, TuningVariablesParseOrRefuse) {
     for (const char* bad : {"0", "3", "16", "-1"}) {
         setenv("DELTALLM_VK_GEMV_GROUPS", bad, 1);
         EXPECT_THROW(DriverOptions::gemv_groups_from_env(), Error) << bad;
+    }
+    setenv("DELTALLM_VK_ATTN_SHORT", "-1", 1);
+    EXPECT_EQ(DriverOptions::attn_short_from_env(), -1);
+    setenv("DELTALLM_VK_ATTN_SHORT", "4096", 1);
+    EXPECT_EQ(DriverOptions::attn_short_from_env(), 4096);
+    for (const char* bad : {"-2", "many"}) {
+        setenv("DELTALLM_VK_ATTN_SHORT", bad, 1);
+        EXPECT_THROW(DriverOptions::attn_short_from_env(), Error) << bad;
     }
     setenv("DELTALLM_VK_GEMV_WAVES", "0", 1);
     EXPECT_EQ(DriverOptions::gemv_waves_from_env(), 0u);
