@@ -10,20 +10,12 @@
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"
-tgd() {
-    env ${ENVS:-} $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -d 4096 -r 2 2>&1 |
-        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
-}
-tgp() {
-    env ${ENVS:-} $B bench -m /tmp/$1.gguf --device vulkan -p 2048 -n 128 -r 2 2>&1 |
-        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
-}
 warm
 for r in 1 2; do
     for m in q08 q9; do
         echo "round $r $m tg128 (2049) base $(B=$P/deltallm.base tgp $m) | both $(tgp $m)" \
-            "| lazy $(ENVS=DLX_LAZY=1 tgp $m)"
+            "| lazy $(tgp $m DLX_LAZY=1)"
         echo "round $r $m d4096 base $(B=$P/deltallm.base tgd $m) | both $(tgd $m)" \
-            "| lazy $(ENVS=DLX_LAZY=1 tgd $m)"
+            "| lazy $(tgd $m DLX_LAZY=1)"
     done
 done

@@ -12,20 +12,12 @@
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"
-tgd() {
-    env ${ENVS:-} $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -d 4096 -r 2 2>&1 |
-        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
-}
-tgp() {
-    env ${ENVS:-} $B bench -m /tmp/$1.gguf --device vulkan -p 2048 -n 128 -r 2 2>&1 |
-        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
-}
 warm
 if [ "${ORDER:-1}" = 1 ]; then
     for r in 1 2; do
         for m in q08 q9; do
             echo "round $r $m d4096 base $(B=$P/deltallm.base tgd $m) | short first $(tgd $m)" \
-                "| long first $(ENVS=DLX_LONG_FIRST=1 tgd $m)"
+                "| long first $(tgd $m DLX_LONG_FIRST=1)"
             echo "round $r $m d0 base $(B=$P/deltallm.base tgb $m) | short first $(tgb $m)" \
                 "| long first $(tgb $m DLX_LONG_FIRST=1)"
         done
@@ -35,10 +27,10 @@ fi
 for r in 1 2; do
     for m in q9 q08; do
         echo "round $r $m tg128 (2049) base $(B=$P/deltallm.base tgp $m) | long first $(tgp $m)" \
-            "| short first $(ENVS=DLX_SHORT_FIRST=1 tgp $m)"
+            "| short first $(tgp $m DLX_SHORT_FIRST=1)"
     done
 done
 for m in q08 q9; do
     echo "$m d4096 base $(B=$P/deltallm.base tgd $m) | long first $(tgd $m)" \
-        "| short first $(ENVS=DLX_SHORT_FIRST=1 tgd $m)"
+        "| short first $(tgd $m DLX_SHORT_FIRST=1)"
 done

@@ -9,15 +9,12 @@
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"
-tgd() {
-    env ${ENVS:-} $B bench -m /tmp/$1.gguf --device vulkan -p 0 -n 128 -d 4096 -r 3 2>&1 |
-        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
-}
+export REPS=3
 warm
 for r in 1 2 3; do
     for m in q08 q9; do
         [ -n "$SHORT0" ] && [ $m = q9 ] && continue
         echo "round $r $m base $(B=$P/deltallm.base tgd $m) | new $(tgd $m)" \
-            "${SHORT0:+| new, no short form $(ENVS=DELTALLM_VK_ATTN_SHORT=0 tgd $m)}"
+            "${SHORT0:+| new, no short form $(tgd $m DELTALLM_VK_ATTN_SHORT=0)}"
     done
 done

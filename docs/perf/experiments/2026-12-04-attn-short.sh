@@ -14,12 +14,6 @@ cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q3"
 export ROLES="attention"
-tgd() {
-    local m=$1
-    shift
-    env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -d 4096 -r 2 2>&1 |
-        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
-}
 warm
 for r in 1 2; do
     for m in ${MODELS:-q9 q08}; do

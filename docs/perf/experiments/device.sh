@@ -7,6 +7,9 @@
 #   prof NAME [VAR=VALUE ...]  the decode profile of tg128 (one run) under those variables, on
 #                 one line: the token and its roles, us
 #   tgb NAME [VAR=VALUE ...]   tg as above, under those variables
+#   tgd NAME [VAR=VALUE ...]   tg128 at depth 4096 over ${REPS:-2} runs, under those variables
+#   tgp NAME [VAR=VALUE ...]   tg128 over two runs in a session of 2049 positions (beside pp2048,
+#                 as the comparison runs it), under those variables
 #   whole NAME [VAR=VALUE ...] the decode profile's token timed whole (us, on the device) and the
 #                 roles matching $ROLES (a grep -E pattern, default "deltanet|attention"), us a
 #                 token, on one line
@@ -48,6 +51,18 @@ tgb() {
     local m=$1
     shift
     env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -r 2 --bw-gbps 4800 2>&1 |
+        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
+}
+tgd() {
+    local m=$1
+    shift
+    env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 0 -n 128 -d 4096 -r ${REPS:-2} 2>&1 |
+        grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
+}
+tgp() {
+    local m=$1
+    shift
+    env "$@" $B bench -m /tmp/$m.gguf --device vulkan -p 2048 -n 128 -r 2 2>&1 |
         grep -E "tg128|rror" | cut -d'|' -f8 | tr '\n' ' '
 }
 whole() {
