@@ -799,6 +799,15 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         }
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
                     tok, view(s->head_counter));
+        // The short-context form's pipeline created right after this one, where a command in
+        // that form follows: created when that command was recorded, after all of this one's,
+        // the 9B's tokens in it ran 0.8 % slower on an H200 (docs/PERF.md 2026-12-04 (05:30)).
+        if (!short_attn && s->short_until > 0) {
+            Kernels::Attention one = a;
+            one.n_ctx = (uint32_t)s->short_until;
+            one.heads_a_group = 1;
+            K.prepare_attention(one);
+        }
     };
     chain.ffn_in = [&](const Layer& L, const Tensor* next_norm) {
         // Fused: one GEMV dispatch for both matrices with the SwiGLU as its epilogue, where the

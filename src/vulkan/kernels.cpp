@@ -282,6 +282,24 @@ uint32_t Kernels::attention_group(const Attention& a) const {
     return attention_shape(a).first;
 }
 
+const Kernel& Kernels::attention_kernel(const Attention& a) {
+    const auto [g, wg] = attention_shape(a);
+    // A thread's value rows of a chunk, all loads in flight at once (at most 32), and loaded
+    // before the scores where one step holds them all (H200, us a layer at 16384 / 32768
+    // positions: Qwen3.5-9B 49.0 / 75.5 -> 42.7 / 64.5, Qwen3-8B 46.3 / 76.6 -> 39.3 / 63.3; on
+    // 512 threads, fewer rows a thread, both were slower).
+    const uint32_t rows_a_thread = kAttnSplit * (a.head_dim / 2) / wg;
+    const uint32_t vstep = std::clamp<uint32_t>(rows_a_thread, 1, 32);
+    const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread >= 1 && rows_a_thread <= 32 &&
+                          rows_a_thread * wg == kAttnSplit * (a.head_dim / 2);
+    return pipes_.get("attn_decode", 7, sizeof(AttnDecodePush),
+                      {wg, a.head_dim, g, vstep, vpre, (uint32_t)(a.round_off != kNone)});
+}
+
+void Kernels::prepare_attention(const Attention& a) {
+    attention_kernel(a);
+}
+
 void Kernels::attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
                         View v_cache, View partials, View tok, View counter) {
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
@@ -300,22 +318,13 @@ void Kernels::attention(CommandList& cl, const Attention& a, View act, View para
     const uint32_t target =
         f.sm_count ? std::max<uint32_t>(2 * f.sm_count / groups, 8) : kAttnMaxSplits;
     const uint32_t n_split = attention_splits(a.n_ctx, std::min(a.max_splits, target));
-    // A thread's value rows of a chunk, all loads in flight at once (at most 32), and loaded
-    // before the scores where one step holds them all (H200, us a layer at 16384 / 32768
-    // positions: Qwen3.5-9B 49.0 / 75.5 -> 42.7 / 64.5, Qwen3-8B 46.3 / 76.6 -> 39.3 / 63.3; on
-    // 512 threads, fewer rows a thread, both were slower).
-    const uint32_t rows_a_thread = kAttnSplit * (a.head_dim / 2) / wg;
-    const uint32_t vstep = std::clamp<uint32_t>(rows_a_thread, 1, 32);
-    const uint32_t vpre = wg % (a.head_dim / 2) == 0 && rows_a_thread >= 1 && rows_a_thread <= 32 &&
-                          rows_a_thread * wg == kAttnSplit * (a.head_dim / 2);
     const uint64_t cache_bytes = attention_cache_bytes(a.n_ctx, a.n_kv, a.head_dim);
     if (k_cache.range < cache_bytes || v_cache.range < cache_bytes)
         fail(
             "the decode attention's caches hold {} and {} bytes, not the {} a context of {} rows "
             "takes",
             k_cache.range, v_cache.range, cache_bytes, a.n_ctx);
-    const Kernel& dec = pipes_.get("attn_decode", 7, sizeof(AttnDecodePush),
-                                   {wg, a.head_dim, g, vstep, vpre, round_o});
+    const Kernel& dec = attention_kernel(a);
     AttnDecodePush dp{a.n_head,       a.n_kv,        a.head_dim,
                       a.q_off,        n_split,       1.0f / std::sqrt((float)a.head_dim),
                       a.gate_off,     a.gate_stride, a.o_off,

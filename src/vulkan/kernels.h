@@ -352,6 +352,11 @@ class Kernels {
     uint32_t attention_group(const Attention& a) const;
     void attention(CommandList& cl, const Attention& a, View act, View params, View k_cache,
                    View v_cache, View partials, View tok, View counter);
+    // Creates the pipeline attention() takes for `a` and records nothing. Pipelines are created
+    // in the order they are first asked for, and where they lie mattered on an H200: the driver
+    // asks for its short-context form's attention right after the launcher's (docs/PERF.md
+    // 2026-12-04 (05:30)).
+    void prepare_attention(const Attention& a);
     // C[M, N] = A[M, K] · W[N, K]ᵀ (F16 inputs, F32 output) with the given variant's kernel.
     // Returns false (recording nothing) when the variant cannot run these sizes.
     bool matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m, uint32_t n,
@@ -514,6 +519,7 @@ class Kernels {
     uint32_t wg_size(uint32_t want) const;
     // The decode attention's query heads a workgroup and threads a workgroup for `a`.
     std::pair<uint32_t, uint32_t> attention_shape(const Attention& a) const;
+    const Kernel& attention_kernel(const Attention& a);  // its pipeline
     StreamShape stream_shape_now() const;  // stream_read's shape (stream_shape or its own)
     // The launcher's shape of a GEMV (gemv_record): how it reads x, threads of a row group,
     // rows a group, row groups a workgroup, wide slices, and the most workgroups (0: the
