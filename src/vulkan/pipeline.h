@@ -50,6 +50,7 @@ class Pipelines {
     const Kernel& get(const std::string& name, uint32_t n_bindings, uint32_t push_bytes,
                       std::vector<uint32_t> spec = {});
     Device& device() { return dev_; }
+    size_t size() const { return cache_.size(); }  // pipelines created so far
 
   private:
     std::string statistics(VkPipeline pipeline) const;

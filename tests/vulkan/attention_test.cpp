@@ -8,6 +8,7 @@
 #include <functional>
 #include <random>
 
+#include "core/error.h"
 #include "cpu/ops.h"
 #include "vk_test.h"
 
@@ -205,6 +206,63 @@ INSTANTIATE_TEST_SUITE_P(
             c.one_split ? fmt::format("_one{}", c.one_split) : std::string(),
             c.round ? "_rounded" : "", c.group ? fmt::format("_g{}", c.group) : std::string());
     });
+
+// prepare_attention() creates the very pipeline attention() then records with (the driver relies
+// on it to place the short-context form's pipeline beside the launcher's): one pipeline for the
+// prepared form however often it is recorded, a second one only for the other form; a group size
+// that does not divide the heads of a key/value head is refused.
+TEST(VulkanAttention, PreparedPipelineIsTheOneRecorded) {
+    VK_TEST_DEVICE();
+    Pipelines pipes(dev);
+    Kernels k(dev, pipes);
+    const uint32_t hd = 128, n_head = 8, n_kv = 2, n_ctx = 200;
+    Kernels::Attention a{};
+    a.n_head = n_head;
+    a.n_kv = n_kv;
+    a.head_dim = hd;
+    a.n_rot = 64;
+    a.n_ctx = n_ctx;
+    a.q_stride = hd;
+    a.k_off = n_head * hd;
+    a.v_off = a.k_off + n_kv * hd;
+    a.o_off = a.v_off + n_kv * hd;
+    a.gate_off = Kernels::kNone;
+    a.q_norm_off = Kernels::kNone;
+    a.k_norm_off = Kernels::kNone;
+    a.freq_off = 0;
+    a.eps = 1e-6f;
+    a.round_off = a.o_off + n_head * hd;
+    const uint64_t n_act = a.round_off + Kernels::rounding_floats(n_head * hd);
+    Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
+    Buffer params = dev.create_buffer(256, MemoryKind::device);
+    const uint64_t cache = Kernels::attention_cache_bytes(n_ctx, n_kv, hd);
+    Buffer kc = dev.create_buffer(cache, MemoryKind::device);
+    Buffer vc = dev.create_buffer(cache, MemoryKind::device);
+    Buffer part = dev.create_buffer(Kernels::attention_partials(a) * 4, MemoryKind::device);
+    Buffer tok = dev.create_buffer(16, MemoryKind::host);
+    Buffer counter = dev.create_buffer(n_head * 4, MemoryKind::device);
+    auto record = [&](const Kernels::Attention& x) {
+        CommandList cl(dev);
+        cl.begin(true);
+        k.attention(cl, x, view(act), view(params), view(kc), view(vc), view(part), view(tok),
+                    view(counter));
+        cl.end();
+    };
+    Kernels::Attention one = a;
+    one.heads_a_group = 1;
+    ASSERT_EQ(k.attention_group(one), 1u);
+    ASSERT_GT(k.attention_group(a), 1u);
+    k.prepare_attention(one);
+    EXPECT_EQ(pipes.size(), 1u);
+    record(one);
+    record(one);
+    EXPECT_EQ(pipes.size(), 1u) << "attention() took another pipeline than the one prepared";
+    record(a);
+    EXPECT_EQ(pipes.size(), 2u);
+    Kernels::Attention three = a;
+    three.heads_a_group = 3;
+    EXPECT_THROW(k.prepare_attention(three), Error);
+}
 
 TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {
     VK_TEST_DEVICE();
