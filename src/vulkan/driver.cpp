@@ -513,7 +513,7 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     // the chosen token (greedy and sampled decode); in each attention form some position takes.
     // The launcher's form first, so its pipelines are created in the order they were before there
     // was a short form: recorded second, its tokens at 4096 positions ran 1 % slower on an H200
-    // (0.8B; docs/PERF.md 2026-12-04 05:30), though no kernel of it changed.
+    // (0.8B; docs/PERF.md 2026-12-04 (05:30)), though no kernel of it changed.
     s->short_until = attn_short_positions(s->n_ctx);
     for (bool short_attn : {false, true}) {
         if (short_attn ? s->short_until == 0 : s->short_until >= s->n_ctx) continue;
