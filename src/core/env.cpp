@@ -68,6 +68,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMV_BALANCE", "bool", "1",
          "Vulkan decode: a GEMV alone in its stage takes fewer rows a workgroup where that evens "
          "out its row blocks over the device (0: the fixed shapes)"},
+        {"DELTALLM_VK_EARLY_SUBMIT", "bool", "1",
+         "Vulkan prefill windows: a window's command, recorded on first use, queued in parts as "
+         "it is recorded (0: whole, after its recording)"},
         {"DELTALLM_VK_EXPAND_AHEAD", "bool", "1",
          "Vulkan prefill windows: expand the next GEMM's matrix to F16 beside the current GEMM "
          "(0: each expansion between barriers of its own)"},

@@ -889,11 +889,26 @@ void Device::free_command_buffer(VkCommandBuffer cb) {
     vkFreeCommandBuffers(device_, pool_, 1, &cb);
 }
 
-void Device::submit_and_wait(VkCommandBuffer cb) {
+void Device::submit(VkCommandBuffer cb) {
     std::lock_guard lock(mutex_);
     auto si = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cb;
+    VkResult r = vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE);
+    if (r != VK_SUCCESS) fail("Vulkan queue submit failed on {} ({})", f_.name, result_name(r));
+}
+
+void Device::wait_idle() {
+    std::lock_guard lock(mutex_);
+    VkResult r = vkQueueWaitIdle(queue_);
+    if (r != VK_SUCCESS) fail("waiting for {} failed ({})", f_.name, result_name(r));
+}
+
+void Device::submit_and_wait(const VkCommandBuffer* cbs, uint32_t n) {
+    std::lock_guard lock(mutex_);
+    auto si = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si.commandBufferCount = n;
+    si.pCommandBuffers = cbs;
     VkResult r = vkQueueSubmit(queue_, 1, &si, fence_);
     if (r != VK_SUCCESS) fail("Vulkan queue submit failed on {} ({})", f_.name, result_name(r));
     // The driver's blocking wait wakes this thread 0.1-0.25 ms after the device signals the

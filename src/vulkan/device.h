@@ -210,8 +210,15 @@ class Device {
     void download(const Buffer& src, uint64_t src_off, void* dst, uint64_t n);
     void fill(const Buffer& dst, uint64_t off, uint64_t n, uint32_t word);
 
-    // Runs a recorded command buffer and waits for it. Throws on device loss.
-    void submit_and_wait(VkCommandBuffer cb);
+    // Runs recorded command buffers, in order, and waits for them. Throws on device loss.
+    void submit_and_wait(VkCommandBuffer cb) { submit_and_wait(&cb, 1); }
+    void submit_and_wait(const VkCommandBuffer* cbs, uint32_t n);
+    // Queues a recorded command buffer without waiting for it: work submitted later on this
+    // device's queue (and the barriers recorded in it) runs after it, and a later
+    // submit_and_wait returns only once it is done if that work begins with a barrier.
+    void submit(VkCommandBuffer cb);
+    // Waits until everything submitted to the queue is done.
+    void wait_idle();
     VkCommandBuffer allocate_command_buffer();
     void free_command_buffer(VkCommandBuffer cb);
 

@@ -85,6 +85,11 @@ struct DriverOptions {
     // of its own, for measurements).
     bool expand_ahead = expand_ahead_from_env();
     static bool expand_ahead_from_env();
+    // A prefill window's command, recorded in the window's time on first use, is queued in
+    // parts while it is recorded (CommandList::submit_early) so the device starts on its first
+    // layers at once (DELTALLM_VK_EARLY_SUBMIT; off: queued whole after its recording).
+    bool early_submit = early_submit_from_env();
+    static bool early_submit_from_env();
     // The GEMMs of a window that read the same rows (gemm_groups) run together, their matrices
     // expanded together (DELTALLM_VK_GEMM_GROUPS; off: a barrier between each, for measurements).
     bool gemm_groups = gemm_groups_from_env();
@@ -226,7 +231,10 @@ class ResidentDriver final : public Executor {
     // The positions below which a session of n_ctx tokens runs the short-context token command
     // (DriverOptions::attn_short; 0: none).
     int64_t attn_short_positions(int64_t n_ctx) const;
-    CommandList& window_command(Session& s, uint32_t m, bool all);
+    // The command of a prefill window of m rows (recorded once a session and size). queue: the
+    // window's inputs are in place, so a command recorded now is queued in parts as it is
+    // recorded (DriverOptions::early_submit); its submit_and_wait() then queues the rest.
+    CommandList& window_command(Session& s, uint32_t m, bool all, bool queue = false);
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
     std::shared_ptr<const Model> model_;
@@ -246,6 +254,7 @@ class ResidentDriver final : public Executor {
     bool attn_gated_form_ = true;
     int64_t attn_short_ = -1;
     bool expand_ahead_ = true;
+    bool early_submit_ = true;
     bool gemm_groups_ = true;
 };
 

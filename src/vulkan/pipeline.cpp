@@ -165,8 +165,15 @@ CommandList::CommandList(Device& dev) : dev_(dev), tracing_(env::get_bool("DELTA
 }
 
 CommandList::~CommandList() {
+    if (queued_ > 0) {  // recording failed after parts were queued: they may still run
+        try {
+            dev_.wait_idle();
+        } catch (...) {
+        }
+    }
     release();
     if (queries_) vkDestroyQueryPool(dev_.handle(), queries_, nullptr);
+    for (VkCommandBuffer p : parts_) dev_.free_command_buffer(p);
     dev_.free_command_buffer(cb_);
 }
 
@@ -178,6 +185,12 @@ void CommandList::release() {
 }
 
 void CommandList::begin(bool reusable) {
+    if (queued_ > 0) dev_.wait_idle();
+    queued_ = 0;
+    for (VkCommandBuffer p : parts_) dev_.free_command_buffer(p);
+    parts_.clear();
+    reusable_ = reusable;
+    after_barrier_ = false;
     vkResetCommandBuffer(cb_, 0);
     release();
     n_dispatches_ = 0;
@@ -192,6 +205,34 @@ void CommandList::begin(bool reusable) {
         vkCmdResetQueryPool(cb_, queries_, 0, max_marks_ + 1);
         vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
     }
+}
+
+void CommandList::submit_early() {
+    DL_ASSERT(after_barrier_);
+    if (vkEndCommandBuffer(cb_) != VK_SUCCESS) fail("recording a Vulkan command buffer failed");
+    parts_.push_back(cb_);
+    cb_ = dev_.allocate_command_buffer();
+    dev_.submit(parts_.back());
+    ++queued_;
+    auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    bi.flags = reusable_ ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vkBeginCommandBuffer(cb_, &bi);
+}
+
+void CommandList::submit_and_wait() {
+    if (queued_ > 0) {  // the parts before the last are running already
+        DL_ASSERT(queued_ == parts_.size());
+        queued_ = 0;
+        dev_.submit_and_wait(cb_);
+        return;
+    }
+    if (parts_.empty()) {
+        dev_.submit_and_wait(cb_);
+        return;
+    }
+    std::vector<VkCommandBuffer> all(parts_);
+    all.push_back(cb_);
+    dev_.submit_and_wait(all.data(), (uint32_t)all.size());
 }
 
 void CommandList::end() {
@@ -258,6 +299,7 @@ void CommandList::dispatch(const Kernel& k, std::initializer_list<View> bindings
         vkCmdPushConstants(cb_, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, push);
     vkCmdDispatch(cb_, gx, gy, gz);
     ++n_dispatches_;
+    after_barrier_ = false;
     if (tracing_)
         traced_dispatches_.push_back(
             fmt::format("{}[{}] {}x{}x{}", k.name, fmt::join(k.spec, ","), gx, gy, gz));
@@ -270,6 +312,7 @@ void CommandList::barrier() {
     vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
     ++n_barriers_;
+    after_barrier_ = true;
 }
 
 void CommandList::transfer_barrier() {
@@ -281,6 +324,7 @@ void CommandList::transfer_barrier() {
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     vkCmdPipelineBarrier(cb_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
     ++n_barriers_;
+    after_barrier_ = true;
 }
 
 void CommandList::host_barrier() {
@@ -292,6 +336,7 @@ void CommandList::copy(const Buffer& src, uint64_t src_off, const Buffer& dst, u
                        uint64_t n) {
     VkBufferCopy c{src_off, dst_off, n};
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &c);
+    after_barrier_ = false;
 }
 
 void CommandList::enable_timestamps(uint32_t max_marks, bool each_stage) {

@@ -104,8 +104,16 @@ class CommandList {
     void mark(const std::string& label);
     std::vector<std::pair<std::string, double>> times();
 
-    void submit_and_wait() { dev_.submit_and_wait(cb_); }
-    VkCommandBuffer handle() const { return cb_; }
+    // Runs the command and waits for it: each of its parts in order, or, right after a
+    // recording that queued parts with submit_early, the parts not yet queued.
+    void submit_and_wait();
+    // Ends the part recorded so far and queues it at once, so the device starts on it while the
+    // rest is recorded (a prefill window's command is recorded on first use, in the window's
+    // time); recording goes on in a new part. Only right after barrier() or
+    // transfer_barrier(): the next part's work then waits for this part's, and the wait at the
+    // end covers both. The host's inputs of the command must be in place before the call.
+    void submit_early();
+    uint32_t n_parts() const { return (uint32_t)parts_.size() + 1; }
     uint32_t n_dispatches() const { return n_dispatches_; }
     uint32_t n_barriers() const { return n_barriers_; }  // recorded since begin()
     // The trace of what is recorded (DELTALLM_VK_TRACE, or set_tracing): at each mark, and at
@@ -121,7 +129,11 @@ class CommandList {
     void trace_stage(const std::string& label);
 
     Device& dev_;
-    VkCommandBuffer cb_ = VK_NULL_HANDLE;
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;  // the part being recorded, or the last
+    std::vector<VkCommandBuffer> parts_;   // the parts before it, in order
+    uint32_t queued_ = 0;                  // parts queued by submit_early and not yet waited for
+    bool reusable_ = false;
+    bool after_barrier_ = false;
     std::vector<VkDescriptorPool> pools_;
     uint32_t sets_left_ = 0;
     uint32_t descriptors_left_ = 0;

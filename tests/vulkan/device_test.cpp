@@ -217,5 +217,82 @@ TEST(VulkanDevice, KernelStatisticsWhereTheDeviceReportsThem) {
     EXPECT_EQ(k.statistics.find("no statistics"), std::string::npos) << k.statistics;
 }
 
+// A command queued in parts as it is recorded (CommandList::submit_early), as a prefill window's
+// is on first use: a chain of SwiGLUs, each reading the one before, one part each. The first run
+// queues only the last part at its end; a replay queues every part again, in order; each value of
+// every link is written (the outputs poisoned) and equals the host's chain.
+TEST(VulkanCommandList, PartsQueuedWhileRecordingRunInOrderAndReplay) {
+    VK_TEST_DEVICE();
+    constexpr uint32_t n = 777, links = 5;
+    std::vector<std::vector<float>> u(links, std::vector<float>(n));
+    for (uint32_t l = 0; l < links; ++l)
+        for (uint32_t i = 0; i < n; ++i) u[l][i] = 0.5f + float((i * 7 + l * 3) % 11) / 8.0f;
+    auto chain = [&](const std::vector<float>& x) {
+        std::vector<std::vector<float>> y(links, std::vector<float>(n));
+        for (uint32_t l = 0; l < links; ++l)
+            for (uint32_t i = 0; i < n; ++i) {
+                const float g = l == 0 ? x[i] : y[l - 1][i];
+                y[l][i] = g / (1.0f + std::exp(-g)) * u[l][i];
+            }
+        return y;
+    };
+    std::vector<float> x(n);
+    for (uint32_t i = 0; i < n; ++i) x[i] = (float(i % 13) - 6.0f) / 3.0f;
+    Buffer xb = test::to_device(dev, x);
+    std::vector<Buffer> ub, yb;
+    for (uint32_t l = 0; l < links; ++l) {
+        ub.push_back(test::to_device(dev, u[l]));
+        yb.push_back(test::poisoned(dev, n));
+    }
+    auto check = [&](const std::vector<float>& input, const char* what) {
+        const auto want = chain(input);
+        for (uint32_t l = 0; l < links; ++l) {
+            const auto y = test::from_device<float>(dev, yb[l], n);
+            for (uint32_t i = 0; i < n; ++i)
+                ASSERT_NEAR(y[i], want[l][i], 1e-5f * (1.0f + std::fabs(want[l][i])))
+                    << what << ", link " << l << ", value " << i;
+        }
+    };
+    {
+        CommandList cl(dev);
+        cl.begin(true);
+        for (uint32_t l = 0; l < links; ++l) {
+            K.swiglu(cl, view(l == 0 ? xb : yb[l - 1]), 0, view(ub[l]), 0, view(yb[l]), 0, n);
+            cl.barrier();
+            if (l + 1 < links) cl.submit_early();
+        }
+        cl.host_barrier();
+        cl.end();
+        EXPECT_EQ(cl.n_parts(), links);
+        cl.submit_and_wait();
+        check(x, "first run");
+        for (auto& v : x) v = -0.75f * v + 0.25f;
+        dev.upload(xb, 0, x.data(), n * 4);
+        for (const Buffer& b : yb) dev.fill(b, 0, n * 4, test::kPoison);
+        cl.submit_and_wait();
+        check(x, "replay");
+        for (auto& v : x) v = 0.5f * v - 1.0f;
+        dev.upload(xb, 0, x.data(), n * 4);
+        for (const Buffer& b : yb) dev.fill(b, 0, n * 4, test::kPoison);
+        cl.submit_and_wait();
+        check(x, "second replay");
+    }
+    // Destroyed with parts queued and never waited for (a recording that failed part way): the
+    // queued parts still complete, and nothing of them is freed while they run.
+    for (auto& v : x) v = 1.25f * v;
+    dev.upload(xb, 0, x.data(), n * 4);
+    for (const Buffer& b : yb) dev.fill(b, 0, n * 4, test::kPoison);
+    {
+        CommandList cl(dev);
+        cl.begin(true);
+        for (uint32_t l = 0; l < links; ++l) {
+            K.swiglu(cl, view(l == 0 ? xb : yb[l - 1]), 0, view(ub[l]), 0, view(yb[l]), 0, n);
+            cl.barrier();
+            cl.submit_early();
+        }
+    }
+    check(x, "queued parts of a command never finished");
+}
+
 }  // namespace
 }  // namespace dl::vk
