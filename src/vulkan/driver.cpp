@@ -532,9 +532,9 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
             }
         }
     }
-    log::debug("vulkan: a session of {} positions opened in {:.3f} ms", s->n_ctx,
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                   .count());
+    log::debug(
+        "vulkan: a session of {} positions opened in {:.3f} ms", s->n_ctx,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return s;
 }
 
@@ -1076,9 +1076,9 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     cl.end();
     if (group != groups.size())
         fail("the window recorded {} of its {} GEMM groups", group, groups.size());
-    log::debug("vulkan: the window command of {} rows recorded in {:.3f} ms", m,
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                   .count());
+    log::debug(
+        "vulkan: the window command of {} rows recorded in {:.3f} ms", m,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
 }
 
