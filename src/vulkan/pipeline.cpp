@@ -162,10 +162,11 @@ std::pair<uint32_t, uint32_t> grid(const Features& f, uint64_t n) {
 
 CommandList::CommandList(Device& dev) : dev_(dev), tracing_(env::get_bool("DELTALLM_VK_TRACE")) {
     cb_ = dev_.allocate_command_buffer();
+    parts_.push_back(cb_);
 }
 
 CommandList::~CommandList() {
-    if (queued_ > 0) {  // recording failed after parts were queued: they may still run
+    if (parts_running_) {  // recording failed after parts were queued: they may still run
         try {
             dev_.wait_idle();
         } catch (...) {
@@ -174,7 +175,6 @@ CommandList::~CommandList() {
     release();
     if (queries_) vkDestroyQueryPool(dev_.handle(), queries_, nullptr);
     for (VkCommandBuffer p : parts_) dev_.free_command_buffer(p);
-    dev_.free_command_buffer(cb_);
 }
 
 void CommandList::release() {
@@ -185,10 +185,11 @@ void CommandList::release() {
 }
 
 void CommandList::begin(bool reusable) {
-    if (queued_ > 0) dev_.wait_idle();
-    queued_ = 0;
-    for (VkCommandBuffer p : parts_) dev_.free_command_buffer(p);
-    parts_.clear();
+    if (parts_running_) dev_.wait_idle();
+    parts_running_ = false;
+    for (size_t i = 1; i < parts_.size(); ++i) dev_.free_command_buffer(parts_[i]);
+    parts_.resize(1);
+    cb_ = parts_[0];
     reusable_ = reusable;
     after_barrier_ = false;
     vkResetCommandBuffer(cb_, 0);
@@ -198,41 +199,36 @@ void CommandList::begin(bool reusable) {
     labels_.clear();
     trace_.clear();
     traced_dispatches_.clear();
-    auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-    bi.flags = reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    vkBeginCommandBuffer(cb_, &bi);
+    begin_part();
     if (queries_) {
         vkCmdResetQueryPool(cb_, queries_, 0, max_marks_ + 1);
         vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
     }
 }
 
-void CommandList::submit_early() {
-    DL_ASSERT(after_barrier_);
-    if (vkEndCommandBuffer(cb_) != VK_SUCCESS) fail("recording a Vulkan command buffer failed");
-    parts_.push_back(cb_);
-    cb_ = dev_.allocate_command_buffer();
-    dev_.submit(parts_.back());
-    ++queued_;
+void CommandList::begin_part() {
     auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
     bi.flags = reusable_ ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vkBeginCommandBuffer(cb_, &bi);
 }
 
+void CommandList::submit_early() {
+    DL_ASSERT(after_barrier_);
+    if (vkEndCommandBuffer(cb_) != VK_SUCCESS) fail("recording a Vulkan command buffer failed");
+    dev_.submit(cb_);
+    parts_running_ = true;
+    cb_ = dev_.allocate_command_buffer();
+    parts_.push_back(cb_);
+    begin_part();
+}
+
 void CommandList::submit_and_wait() {
-    if (queued_ > 0) {  // the parts before the last are running already
-        DL_ASSERT(queued_ == parts_.size());
-        queued_ = 0;
+    if (parts_running_) {  // every part but the last is running already
+        parts_running_ = false;
         dev_.submit_and_wait(cb_);
         return;
     }
-    if (parts_.empty()) {
-        dev_.submit_and_wait(cb_);
-        return;
-    }
-    std::vector<VkCommandBuffer> all(parts_);
-    all.push_back(cb_);
-    dev_.submit_and_wait(all.data(), (uint32_t)all.size());
+    dev_.submit_and_wait(parts_.data(), (uint32_t)parts_.size());
 }
 
 void CommandList::end() {

@@ -113,7 +113,7 @@ class CommandList {
     // transfer_barrier(): the next part's work then waits for this part's, and the wait at the
     // end covers both. The host's inputs of the command must be in place before the call.
     void submit_early();
-    uint32_t n_parts() const { return (uint32_t)parts_.size() + 1; }
+    uint32_t n_parts() const { return (uint32_t)parts_.size(); }
     uint32_t n_dispatches() const { return n_dispatches_; }
     uint32_t n_barriers() const { return n_barriers_; }  // recorded since begin()
     // The trace of what is recorded (DELTALLM_VK_TRACE, or set_tracing): at each mark, and at
@@ -127,11 +127,12 @@ class CommandList {
     VkDescriptorSet allocate_set(const Kernel& k);
     void release();
     void trace_stage(const std::string& label);
+    void begin_part();  // begins cb_ as begin() asked (reusable or submitted once)
 
     Device& dev_;
-    VkCommandBuffer cb_ = VK_NULL_HANDLE;  // the part being recorded, or the last
-    std::vector<VkCommandBuffer> parts_;   // the parts before it, in order
-    uint32_t queued_ = 0;                  // parts queued by submit_early and not yet waited for
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;  // the part being recorded, or the last: parts_.back()
+    std::vector<VkCommandBuffer> parts_;   // every part, in order
+    bool parts_running_ = false;           // queued by submit_early and not yet waited for
     bool reusable_ = false;
     bool after_barrier_ = false;
     std::vector<VkDescriptorPool> pools_;
