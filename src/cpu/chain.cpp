@@ -1,5 +1,5 @@
-// The CPU chain's driver: parameter conversion, sessions, and the per-window pass through the
-// trunk (embedding, per layer norm + mixer + SwiGLU FFN with residuals, final norm and head).
+// The CPU chain's driver: parameter conversion, sessions, and the per-window walk of the forward
+// pass's steps (model/forward_pass.h).
 #include "cpu/chain.h"
 
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include "core/threads.h"
 #include "cpu/forward.h"
 #include "cpu/ops.h"
+#include "model/rope.h"
 #include "quant/quant.h"
 
 namespace dl::cpu {
@@ -43,6 +44,7 @@ Chain::Chain(std::shared_ptr<const Model> model, ChainOptions options, ThreadPoo
     const Model& m = *model_;
     const Hparams& hp = m.hp;
     ChainWeights& w = *weights_;
+    w.pass = ForwardPass::build(m);
     w.layers.resize(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const Layer& L = m.layers[il];
@@ -58,13 +60,9 @@ Chain::Chain(std::shared_ptr<const Model> model, ChainOptions options, ThreadPoo
         lp.slot = hp.is_recurrent(il) ? w.n_gdn_layers++ : w.n_attn_layers++;
     }
     w.output_norm = to_f32(m.output_norm);
-    std::vector<float> divisors = to_f32(m.rope_freqs);
-    w.inv_freq.resize(static_cast<size_t>(std::max<int64_t>(1, hp.rope_dims / 2)));
-    rope_inv_freq(hp.rope_base, hp.rope_dims, divisors.empty() ? nullptr : divisors.data(),
-                  w.inv_freq.data());
+    w.inv_freq = rope_inv_freq(m, hp.rope_dims);
     w.gdn = {hp.ssm_n_k_heads, hp.ssm_n_v_heads, hp.ssm_d_state, hp.ssm_d_state};
-    // qwen35's W_q yields [q | gate] per head.
-    w.q_width = hp.n_head * hp.head_dim * (hp.arch == Arch::qwen35 ? 2 : 1);
+    w.q_width = hp.q_width();
     w.kv_width = hp.n_head_kv * hp.head_dim;
 }
 
@@ -273,6 +271,56 @@ bool Chain::restore(SessionState& state, const SessionSnapshot& base) {
     return true;
 }
 
+namespace {
+
+// Where the session keeps the rows of each activation.
+float* rows(ChainSession& s, Act a) {
+    switch (a) {
+        case Act::h:
+            return s.x.data();
+        case Act::xn:
+            return s.xn.data();
+        case Act::q:
+            return s.q.data();
+        case Act::k:
+            return s.k.data();
+        case Act::v:
+            return s.v.data();
+        case Act::o:
+            return s.o.data();
+        case Act::qkv:
+            return s.qkv.data();
+        case Act::z:
+            return s.z.data();
+        case Act::beta:
+            return s.beta.data();
+        case Act::alpha:
+            return s.g.data();
+        case Act::y:
+            return s.y.data();
+        case Act::gate:
+            return s.gate.data();
+        case Act::up:
+            return s.up.data();
+        case Act::ffn:
+            return s.gate.data();  // SwiGLU writes over the gate rows
+        case Act::out:
+            return s.out.data();
+        case Act::logits:
+            break;
+    }
+    fail("the chain keeps no rows for activation {}", act_name(a));
+}
+
+const std::vector<float>& norm_weights(const ChainWeights& w, const Model& m, const Step& st) {
+    if (st.layer < 0) return w.output_norm;
+    const Layer& L = m.layers[st.layer];
+    const LayerParams& lp = w.layers[st.layer];
+    return st.w == L.attn_norm ? lp.attn_norm : lp.ffn_norm;
+}
+
+}  // namespace
+
 void Chain::forward(ChainSession& s, const int32_t* tokens, int64_t T, bool decode, float* logits,
                     bool all_rows) {
     const Model& m = *model_;
@@ -280,44 +328,76 @@ void Chain::forward(ChainSession& s, const int32_t* tokens, int64_t T, bool deco
     const ChainWeights& w = *weights_;
     ThreadPool& pool = *pool_;
     const int64_t E = hp.n_embd;
-    for (int64_t t = 0; t < T; ++t)
-        quant::dequantize(m.tok_embd->type, m.tok_embd->row(tokens[t]), s.x.data() + t * E, E);
-
     Pass p{m, w, options_, s, pool, T, s.n_past, decode};
-    float* x = s.x.data();
-    float* xn = s.xn.data();
-    float* out = s.out.data();
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        const Layer& L = m.layers[il];
-        const LayerParams& lp = w.layers[il];
-        for (int64_t t = 0; t < T; ++t)
-            rmsnorm(x + t * E, lp.attn_norm.data(), xn + t * E, E, hp.rms_eps);
-        if (hp.arch != Arch::qwen35)
-            attention_llama(p, il);
-        else if (hp.is_recurrent(il))
-            deltanet_qwen35(p, il);
-        else
-            attention_qwen35(p, il);
-        for (int64_t i = 0; i < T * E; ++i) x[i] += out[i];
-
-        for (int64_t t = 0; t < T; ++t)
-            rmsnorm(x + t * E, lp.ffn_norm.data(), xn + t * E, E, hp.rms_eps);
-        s.act.set(xn, T, E);
-        matmul(*L.ffn_gate, s.act, s.gate.data(), hp.n_ff, pool);
-        matmul(*L.ffn_up, s.act, s.up.data(), hp.n_ff, pool);
-        swiglu(s.gate.data(), s.up.data(), s.gate.data(), T * hp.n_ff);
-        s.act.set(s.gate.data(), T, hp.n_ff);
-        matmul(*L.ffn_down, s.act, out, E, pool);
-        for (int64_t i = 0; i < T * E; ++i) x[i] += out[i];
+    // The output norm and the head run on the rows whose logits are asked for: every row, the
+    // last, or none.
+    const int64_t first_logit = all_rows ? 0 : T - 1;
+    const Step* prev = nullptr;
+    for (const Step& st : w.pass.steps) {
+        const bool tail = st.layer < 0 && st.op != Op::embed;
+        if (tail && !logits) break;
+        const LayerParams* lp = st.layer >= 0 ? &w.layers[st.layer] : nullptr;
+        switch (st.op) {
+            case Op::embed:
+                for (int64_t t = 0; t < T; ++t)
+                    quant::dequantize(st.w->type, st.w->row(tokens[t]), s.x.data() + t * E, E);
+                break;
+            case Op::rms_norm: {
+                const int64_t first = tail ? first_logit : 0;
+                const float* nw = norm_weights(w, m, st).data();
+                for (int64_t t = first; t < T; ++t)
+                    rmsnorm(s.x.data() + t * E, nw, s.xn.data() + (t - first) * E, E, hp.rms_eps);
+                break;
+            }
+            case Op::project:
+                // Matrices that read the same rows share their conversion to the dot formats.
+                if (!prev || prev->op != Op::project || prev->in != st.in)
+                    s.act.set(rows(s, st.in), T, st.w->cols());
+                matmul(*st.w, s.act, rows(s, st.out), st.w->rows(), pool);
+                break;
+            case Op::residual: {
+                const float* add = rows(s, st.in);
+                for (int64_t i = 0; i < T * E; ++i) s.x[i] += add[i];
+                break;
+            }
+            case Op::qk_norm:
+                qk_norm(p, *lp);
+                break;
+            case Op::rope:
+                rope(p);
+                break;
+            case Op::attention:
+                attention(p, *lp);
+                break;
+            case Op::output_gate:
+                output_gate(p);
+                break;
+            case Op::deltanet_gates:
+                deltanet_gates(p, *lp);
+                break;
+            case Op::deltanet_conv:
+                deltanet_conv(p, *lp);
+                break;
+            case Op::deltanet_qk_norm:
+                deltanet_qk_norm(p);
+                break;
+            case Op::deltanet_scan:
+                deltanet_scan(p, *lp);
+                break;
+            case Op::deltanet_out_norm:
+                deltanet_out_norm(p, *lp);
+                break;
+            case Op::swiglu:
+                swiglu(s.gate.data(), s.up.data(), s.gate.data(), T * hp.n_ff);
+                break;
+            case Op::head:
+                s.act.set(s.xn.data(), T - first_logit, E);
+                matmul(*st.w, s.act, logits, hp.n_vocab, pool);
+                break;
+        }
+        prev = &st;
     }
     s.n_past += T;
-
-    if (!logits) return;
-    const int64_t first = all_rows ? 0 : T - 1, n_rows = T - first;
-    for (int64_t t = first; t < T; ++t)
-        rmsnorm(x + t * E, w.output_norm.data(), xn + (t - first) * E, E, hp.rms_eps);
-    s.act.set(xn, n_rows, E);
-    matmul(*m.output, s.act, logits, hp.n_vocab, pool);
 }
 
 }  // namespace dl::cpu

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/executor.h"
+#include "executor/executor.h"
 
 namespace dl {
 class ThreadPool;

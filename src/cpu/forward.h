@@ -1,7 +1,7 @@
-// What the chain's per-architecture forward files (forward_llama.cpp, forward_qwen35.cpp) share
-// with its driver (chain.cpp): the f32 copies of the small parameters, the session (state and
-// preallocated scratch), and the mixers, each reading the normed input rows s.xn and writing the
-// mixer output rows s.out for the T tokens at positions s.n_past...
+// What the chain's step files (forward_attention.cpp, forward_deltanet.cpp) share with its driver
+// (chain.cpp): the f32 copies of the small parameters, the session (state and preallocated
+// scratch), and the steps of the forward pass (model/forward_pass.h) that are more than a norm or
+// a matrix product, each working on the rows of the T tokens at positions s.n_past...
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include "cpu/chain.h"
 #include "cpu/deltanet.h"
 #include "cpu/matmul.h"
+#include "model/forward_pass.h"
 #include "model/model.h"
 
 namespace dl::cpu {
@@ -21,6 +22,7 @@ struct LayerParams {
 };
 
 struct ChainWeights {
+    ForwardPass pass;  // the steps forward() walks
     std::vector<LayerParams> layers;
     std::vector<float> output_norm;
     std::vector<float> inv_freq;  // rotary pair frequencies
@@ -42,7 +44,7 @@ struct ChainSession : SessionState {
     // Scratch rows, [window][width].
     std::vector<float> x, xn, out;          // residual stream, normed input, mixer/FFN output
     std::vector<float> q, k, v, o;          // attention (q holds [q | gate] per head on qwen35)
-    std::vector<float> qkv, z, beta, g, y;  // DeltaNet
+    std::vector<float> qkv, z, beta, g, y;  // DeltaNet (g holds alpha, then the decay)
     std::vector<float> gate, up;            // FFN
     std::vector<float> rope_cos, rope_sin;  // [window][rope_dims / 2]
     std::vector<float> scores;              // [threads][n_ctx]
@@ -62,25 +64,17 @@ struct Pass {
     bool decode;   // one token through the step form
 };
 
-// llama / qwen3 attention (qwen3: with per-head q/k norms).
-void attention_llama(Pass& p, int64_t il);
-// qwen35: gated attention with partial NeoX rotary, and the Gated DeltaNet mixer.
-void attention_qwen35(Pass& p, int64_t il);
-void deltanet_qwen35(Pass& p, int64_t il);
-
-// Shared by the attention mixers: the normed input rows s.xn through W_q, W_k, W_v into the
-// rows of s.q [T][q_width], s.k and s.v [T][kv_width].
-void project_qkv(Pass& p, const Layer& L);
-// Shared by the attention mixers: for each token, the rotary angles of its position, then for every
-// query head of s.q (head h at h * q_head_stride) and every key head of s.k, the per-head RMS norm
-// (only when the layer has q/k norm weights) and the rotation of the first rope_dims dims, NeoX
-// halves or interleaved pairs.
-void norm_and_rope_qk(Pass& p, const LayerParams& lp, int64_t q_head_stride, bool neox);
-
-// Shared by the attention mixers: stores k, v rows [T][kv_width] at positions pos0.. in the
-// layer's cache, then attends every query head of q (rows of q_stride floats, head h at
-// h * q_head_stride) over its kv head, writing o [T][n_head * head_dim].
-void store_kv_and_attend(Pass& p, int64_t slot, const float* q, int64_t q_stride,
-                         int64_t q_head_stride);
+// The steps of model/forward_pass.h that are more than a norm or a matrix product, each on the
+// window's rows. Attention (forward_attention.cpp):
+void qk_norm(Pass& p, const LayerParams& lp);
+void rope(Pass& p);
+void attention(Pass& p, const LayerParams& lp);  // k, v into the KV cache, then s.o
+void output_gate(Pass& p);
+// Gated DeltaNet (forward_deltanet.cpp):
+void deltanet_gates(Pass& p, const LayerParams& lp);
+void deltanet_conv(Pass& p, const LayerParams& lp);
+void deltanet_qk_norm(Pass& p);
+void deltanet_scan(Pass& p, const LayerParams& lp);
+void deltanet_out_norm(Pass& p, const LayerParams& lp);
 
 }  // namespace dl::cpu

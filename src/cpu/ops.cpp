@@ -25,15 +25,6 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
         for (int64_t i = 0; i < n; ++i) y[i] = x[i] * r;
 }
 
-void rope_inv_freq(float base, int64_t n_rot, const float* freq_divisor, float* inv_freq) {
-    for (int64_t j = 0; j < n_rot / 2; ++j) {
-        // Rounded to float like the reference implementations hold it.
-        double f = std::pow(double(base), -double(2 * j) / double(n_rot));
-        if (freq_divisor) f /= double(freq_divisor[j]);
-        inv_freq[j] = static_cast<float>(f);
-    }
-}
-
 void rope_angles(int64_t pos, const float* inv_freq, int64_t n_rot, float* cos, float* sin) {
     for (int64_t j = 0; j < n_rot / 2; ++j) {
         // The angle is formed in float (pos * inv_freq) as the reference does, then evaluated

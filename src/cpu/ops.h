@@ -10,10 +10,7 @@ namespace dl::cpu {
 // y = x / sqrt(mean(x^2) + eps) * w (w may be null: no scale). y may be x.
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);
 
-// Inverse frequencies of the rotary pairs: theta_j = base^(-2j/n_rot) / freq_divisor[j]
-// (divisors from a llama-3 rope_freqs tensor, or null).
-void rope_inv_freq(float base, int64_t n_rot, const float* freq_divisor, float* inv_freq);
-// cos/sin of pos * inv_freq[j] for the n_rot/2 pairs.
+// cos/sin of pos * inv_freq[j] (model/rope.h) for the n_rot/2 pairs.
 void rope_angles(int64_t pos, const float* inv_freq, int64_t n_rot, float* cos, float* sin);
 // Rotates the first n_rot dims of x; NeoX pairs are (j, j + n_rot/2), interleaved pairs are
 // (2j, 2j + 1). Dims from n_rot on pass through.

@@ -14,13 +14,8 @@ namespace dl {
 
 namespace {
 
-std::vector<DeviceDriver>& drivers() {
-    static std::vector<DeviceDriver> d;
-    return d;
-}
-
 const DeviceDriver* find_driver(std::string_view name) {
-    for (const DeviceDriver& d : drivers())
+    for (const DeviceDriver& d : registered_devices())
         if (d.name == name) return &d;
     return nullptr;
 }
@@ -64,19 +59,6 @@ std::string DeviceSpec::str() const {
             return index < 0 ? "vulkan" : "vulkan:" + std::to_string(index);
     }
     return "?";
-}
-
-void register_device(DeviceDriver driver) {
-    for (DeviceDriver& d : drivers())
-        if (d.name == driver.name) {
-            d = std::move(driver);
-            return;
-        }
-    drivers().push_back(std::move(driver));
-}
-
-const std::vector<DeviceDriver>& registered_devices() {
-    return drivers();
 }
 
 MemoryEstimate estimate_memory(const Model& model, int64_t n_ctx) {

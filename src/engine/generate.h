@@ -7,8 +7,8 @@
 #include <functional>
 #include <span>
 
-#include "engine/executor.h"
 #include "engine/sampler.h"
+#include "executor/executor.h"
 
 namespace dl {
 

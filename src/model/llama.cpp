@@ -11,6 +11,9 @@ void load_llama_like(ModelBuilder& b, bool qk_norm) {
     Hparams& hp = b.model->hp;
     load_attention_hparams(b);
     hp.n_layer = b.positive("block_count");
+    hp.layer_kinds.assign(static_cast<size_t>(hp.n_layer), LayerKind::attention);
+    hp.qk_norm = qk_norm;
+    hp.rope_style = qk_norm ? RopeStyle::neox : RopeStyle::interleaved;
     b.bind_embeddings_and_head();
     const int64_t E = hp.n_embd, D = hp.head_dim;
     b.model->rope_freqs = b.bind("rope_freqs.weight", {hp.rope_dims / 2}, Use::vector, false);

@@ -183,6 +183,11 @@ void load_attention_hparams(ModelBuilder& b) {
     if (hp.rope_dims > hp.head_dim || hp.rope_dims % 2 != 0)
         fail("{}: rope.dimension_count {} does not fit the head size {}", b.file.path(),
              hp.rope_dims, hp.head_dim);
+    if (const gguf::Value* v = b.file.find(b.key("rope.dimension_sections"));
+        v && v->type == gguf::ValueType::ARRAY) {
+        const gguf::Array& a = v->as_array();
+        for (size_t i = 0; i < a.size() && i < 8; ++i) hp.rope_sections.push_back(a.int_at(i));
+    }
 }
 
 std::shared_ptr<const Model> Model::from_file(std::shared_ptr<const gguf::File> file) {

@@ -16,6 +16,20 @@ namespace dl {
 
 enum class Arch { qwen35, qwen3, llama };
 
+// The features of a model that the executors test (never the architecture's name): what each
+// layer's mixer is, how attention rotates and gates, what the feed-forward network is.
+enum class LayerKind : uint8_t {
+    attention,  // softmax attention over a KV cache
+    deltanet,   // Gated DeltaNet: causal conv + the gated delta rule over a recurrent state
+};
+enum class RopeStyle : uint8_t {
+    neox,         // dims j and j + n_rot/2 form a pair (Qwen; files keep q/k rows as trained)
+    interleaved,  // dims 2j and 2j+1 form a pair (llama files, whose q/k rows are permuted)
+};
+enum class FfnKind : uint8_t {
+    swiglu,  // down · (SiLU(gate · x) * (up · x))
+};
+
 // A weight tensor inside the mapped file. ne[0] is the contiguous (input) dimension: a matrix
 // W of [out, in] in the math is stored with ne = {in, out}.
 struct Tensor {
@@ -48,11 +62,24 @@ struct Hparams {
     float rms_eps = 1e-6f;
     float rope_base = 10000.f;
     int64_t rope_dims = 0;  // rotated dims per head (qwen35: 64 of 256)
+    RopeStyle rope_style = RopeStyle::neox;
+    // Multimodal rotary sections (rope.dimension_sections, qwen35): the rotated dims split
+    // between time, height and width positions. Text gives every section the same position,
+    // so for text the rotation is the plain one over rope_dims; kept for what the file says.
+    std::vector<int64_t> rope_sections;
     // llama-3 style frequency scaling: per-pair divisors from the rope_freqs tensor, if present.
     bool tied_embeddings = false;
 
-    // qwen35 (Gated DeltaNet hybrid)
-    std::vector<bool> recurrent;  // per trunk layer: true = GDN layer, false = attention
+    // Attention features.
+    bool attn_output_gate = false;  // W_q yields [q | gate] per head; o *= sigmoid(gate)
+    bool qk_norm = false;           // an RMSNorm of every query and key head before the rotary
+
+    FfnKind ffn_kind = FfnKind::swiglu;
+
+    // The mixer of each trunk layer.
+    std::vector<LayerKind> layer_kinds;
+
+    // Gated DeltaNet layers
     int64_t ssm_conv_kernel = 0;  // 4
     int64_t ssm_d_state = 0;      // d_k = d_v = 128
     int64_t ssm_n_k_heads = 0;    // H_k (ssm.group_count)
@@ -61,7 +88,10 @@ struct Hparams {
     int64_t n_nextn = 0;          // MTP blocks at the end of the file, skipped by the trunk
 
     int64_t conv_dim() const { return 2 * ssm_n_k_heads * ssm_d_state + ssm_d_inner; }
-    bool is_recurrent(int64_t layer) const { return !recurrent.empty() && recurrent[layer]; }
+    LayerKind layer_kind(int64_t layer) const { return layer_kinds[static_cast<size_t>(layer)]; }
+    bool is_recurrent(int64_t layer) const { return layer_kind(layer) == LayerKind::deltanet; }
+    // Width of a query row as W_q writes it: [q | gate] per head with the output gate.
+    int64_t q_width() const { return n_head * head_dim * (attn_output_gate ? 2 : 1); }
 };
 
 struct Layer {

@@ -12,7 +12,7 @@ namespace dl {
 // a layer without attention) when the file has one, else every interval-th layer is attention.
 static void load_layer_pattern(ModelBuilder& b, int64_t n_blocks) {
     Hparams& hp = b.model->hp;
-    hp.recurrent.assign(static_cast<size_t>(hp.n_layer), true);
+    hp.layer_kinds.assign(static_cast<size_t>(hp.n_layer), LayerKind::deltanet);
     const gguf::Value* kv = b.file.find(b.key("attention.head_count_kv"));
     if (kv && kv->type == gguf::ValueType::ARRAY) {
         const gguf::Array& a = kv->as_array();
@@ -24,17 +24,21 @@ static void load_layer_pattern(ModelBuilder& b, int64_t n_blocks) {
             if (n != 0 && n != hp.n_head_kv)
                 fail("{}: layer {} has {} key/value heads; layers must have 0 or {}", b.file.path(),
                      i, n, hp.n_head_kv);
-            hp.recurrent[i] = n == 0;
+            hp.layer_kinds[i] = n == 0 ? LayerKind::deltanet : LayerKind::attention;
         }
         return;
     }
     int64_t interval = b.positive("full_attention_interval", 4);
-    for (int64_t i = 0; i < hp.n_layer; ++i) hp.recurrent[i] = (i + 1) % interval != 0;
+    for (int64_t i = 0; i < hp.n_layer; ++i)
+        hp.layer_kinds[i] = (i + 1) % interval != 0 ? LayerKind::deltanet : LayerKind::attention;
 }
 
 void load_qwen35(ModelBuilder& b) {
     Hparams& hp = b.model->hp;
     load_attention_hparams(b);
+    hp.attn_output_gate = true;
+    hp.qk_norm = true;
+    hp.rope_style = RopeStyle::neox;
     int64_t n_blocks = b.positive("block_count");
     hp.n_nextn = b.get_int("nextn_predict_layers", 0);
     if (hp.n_nextn < 0 || hp.n_nextn >= n_blocks)
@@ -66,7 +70,7 @@ void load_qwen35(ModelBuilder& b) {
         auto blk = [il](const char* what) { return ModelBuilder::blk(il, what); };
         L.attn_norm = b.bind(blk("attn_norm.weight"), {E}, Use::vector);
         b.bind_ffn(il, "post_attention_norm.weight");
-        if (hp.recurrent[il]) {
+        if (hp.is_recurrent(il)) {
             L.ssm_qkv = b.bind(blk("attn_qkv.weight"), {E, hp.conv_dim()}, Use::matrix);
             L.ssm_z = b.bind(blk("attn_gate.weight"), {E, d_inner}, Use::matrix);
             L.ssm_beta = b.bind(blk("ssm_beta.weight"), {E, H_v}, Use::matrix);

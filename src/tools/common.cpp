@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "engine/default_model.h"
+#include "tools/default_model.h"
 
 namespace dl::tools {
 

@@ -7,10 +7,10 @@
 
 #include "core/error.h"
 #include "core/threads.h"
-#include "engine/default_model.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "tools/common.h"
+#include "tools/default_model.h"
 #include "tools/tool.h"
 
 namespace dl::tools {

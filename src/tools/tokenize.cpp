@@ -5,10 +5,10 @@
 #include <iterator>
 
 #include "core/error.h"
-#include "engine/default_model.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/common.h"
+#include "tools/default_model.h"
 #include "tools/tool.h"
 
 namespace dl::tools {

@@ -1,37 +1,94 @@
 // The layer chain shared by the token and window commands (see chain.h).
 #include "vulkan/chain.h"
 
+#include "core/error.h"
+#include "model/forward_pass.h"
+
 namespace dl::vk {
 
-void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) {
-    const Hparams& hp = model.hp;
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        const Layer& L = model.layers[il];
-        const Tensor* next_norm =
-            il + 1 < hp.n_layer ? model.layers[il + 1].attn_norm : model.output_norm;
-        c.inputs(A.xn, hp.n_embd);
-        if (hp.is_recurrent(il)) {
-            c.project(L.ssm_qkv, A.xn, A.qkv);
-            c.project(L.ssm_z, A.xn, A.z);
-            c.project(L.ssm_beta, A.xn, A.beta);
-            c.project(L.ssm_alpha, A.xn, A.alpha);
-            c.stage(c.project_role);
-            c.deltanet(il, L);
-            c.stage("deltanet");
-            c.add_norm(L.ssm_out, A.y, hp.ssm_d_inner, L.ffn_norm);
-        } else {
-            c.project(L.wq, A.xn, A.q);
-            c.project(L.wk, A.xn, A.k);
-            c.project(L.wv, A.xn, A.v);
-            c.stage(c.project_role);
-            c.attention(il, L);
-            c.stage("attention");
-            c.add_norm(L.wo, A.o, hp.n_head * hp.head_dim, L.ffn_norm);
-        }
-        c.inputs(A.xn, hp.n_embd);
-        c.ffn_in(L, next_norm);
-        c.add_norm(L.ffn_down, A.ffn, hp.n_ff, next_norm);
+namespace {
+
+bool is_mixer_step(Op op) {
+    switch (op) {
+        case Op::qk_norm:
+        case Op::rope:
+        case Op::attention:
+        case Op::output_gate:
+        case Op::deltanet_gates:
+        case Op::deltanet_conv:
+        case Op::deltanet_qk_norm:
+        case Op::deltanet_scan:
+        case Op::deltanet_out_norm:
+            return true;
+        default:
+            return false;
     }
+}
+
+}  // namespace
+
+// The steps of the forward pass between the first norm and the head, in the runs the commands
+// record together: a mixer's input projections (one stage), the mixer's steps (one kernel: the
+// attention or the DeltaNet step/scan), a projection with the residual and the norm after it
+// (add_norm), the FFN's gate and up with the SwiGLU (ffn_in).
+void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) {
+    const ForwardPass pass = ForwardPass::build(model);
+    const std::vector<Step>& st = pass.steps;
+    const Hparams& hp = model.hp;
+    auto unexpected = [&](size_t i) {
+        fail("the Vulkan driver has no kernels for the step '{}' of layer {} here",
+             op_name(st[i].op), st[i].layer);
+    };
+    size_t i = 0;
+    while (i < st.size() && st[i].op != Op::rms_norm) ++i;  // the embedding and the first norm
+    ++i;
+    while (i < st.size() && st[i].op != Op::head) {
+        const Step& s = st[i];
+        if (s.op != Op::project) unexpected(i);
+        const Layer& L = model.layers[s.layer];
+        if (s.in == Act::xn && s.out == Act::gate) {  // the FFN
+            if (i + 2 >= st.size() || st[i + 1].out != Act::up || st[i + 2].op != Op::swiglu)
+                unexpected(i);
+            size_t n = i + 3;
+            while (n < st.size() && st[n].op != Op::rms_norm) ++n;
+            if (n == st.size()) unexpected(i);
+            c.inputs(A.xn, hp.n_embd);
+            c.ffn_in(L, st[n].w);
+            i += 3;
+        } else if (s.in == Act::xn) {  // a mixer's input projections, then its steps
+            c.inputs(A.xn, hp.n_embd);
+            for (; i < st.size() && st[i].op == Op::project && st[i].in == Act::xn; ++i)
+                c.project(st[i].w, A.xn, A.at(st[i].out));
+            c.stage(c.project_role);
+            bool deltanet = false, attention = false;
+            for (; i < st.size() && is_mixer_step(st[i].op); ++i) {
+                deltanet |= st[i].op == Op::deltanet_scan;
+                attention |= st[i].op == Op::attention;
+            }
+            if (deltanet == attention) unexpected(i - 1);
+            if (deltanet) {
+                c.deltanet(s.layer, L);
+                c.stage("deltanet");
+            } else {
+                c.attention(s.layer, L);
+                c.stage("attention");
+            }
+        } else {  // an output or down projection: h += W · in, then the next norm
+            if (i + 2 >= st.size() || st[i + 1].op != Op::residual || st[i + 2].op != Op::rms_norm)
+                unexpected(i);
+            c.add_norm(s.w, A.at(s.in), s.w->cols(), st[i + 2].w);
+            i += 3;
+        }
+    }
+}
+
+std::string unsupported_steps(const Model& model) {
+    try {
+        gemm_groups(model, false);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
 }
 
 std::vector<std::vector<const Tensor*>> gemm_groups(const Model& model, bool head) {

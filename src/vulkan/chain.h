@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "model/model.h"
@@ -33,8 +34,12 @@ struct LayerChain {
         add_norm;
 };
 
-// Every layer, from xn (the first attn_norm already applied) to the output norm of h in xn.
+// Every layer, from xn (the first attn_norm already applied) to the output norm of h in xn, as
+// the model's forward pass (model/forward_pass.h) orders its steps. Throws dl::Error for a step
+// the chain has no kernels for.
 void record_layers(const Model& model, const ActLayout& A, const LayerChain& c);
+// Why record_layers cannot record this model (a sentence), or an empty string.
+std::string unsupported_steps(const Model& model);
 
 // The matrices of a window's GEMMs in the order the window command records them, in groups
 // that one stage runs together: they read the same rows and write apart, so no barrier needs

@@ -19,8 +19,8 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "cpu/ops.h"
-#include "engine/engine.h"
+#include "executor/device_driver.h"
+#include "model/rope.h"
 #include "quant/quant.h"
 #include "vulkan/chain.h"
 #include "vulkan/kernels.h"
@@ -160,16 +160,8 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     // Rope inverse frequencies, divided by llama-3's rope_freqs when the model has them: the
     // CPU chain's own table, so both executors rotate by the same angles.
     w->freq_off = (uint32_t)params.size();
-    const int64_t n_rot = std::max<int64_t>(hp.rope_dims, 2);
-    std::vector<float> divisors;
-    if (model->rope_freqs) {
-        divisors.resize((size_t)model->rope_freqs->n_elements());
-        quant::dequantize(model->rope_freqs->type, model->rope_freqs->data, divisors.data(),
-                          (int64_t)divisors.size());
-    }
-    params.resize(params.size() + (size_t)(n_rot / 2));
-    cpu::rope_inv_freq(hp.rope_base, n_rot, divisors.empty() ? nullptr : divisors.data(),
-                       params.data() + w->freq_off);
+    const std::vector<float> inv_freq = rope_inv_freq(*model, std::max<int64_t>(hp.rope_dims, 2));
+    params.insert(params.end(), inv_freq.begin(), inv_freq.end());
     pad();
     w->params = D.create_buffer(params.size() * 4, MemoryKind::device);
     D.upload(w->params, 0, params.data(), params.size() * 4);
@@ -419,7 +411,7 @@ namespace {
 Kernels::Attention attention_args(const Hparams& hp, const ActLayout& A, uint32_t freq_off,
                                   uint32_t n_ctx) {
     const uint32_t hd = (uint32_t)hp.head_dim;
-    const bool gated = hp.arch == Arch::qwen35;
+    const bool gated = hp.attn_output_gate;
     Kernels::Attention at{};
     at.n_head = (uint32_t)hp.n_head;
     at.n_kv = (uint32_t)hp.n_head_kv;
@@ -438,7 +430,7 @@ Kernels::Attention attention_args(const Hparams& hp, const ActLayout& A, uint32_
     at.k_norm_off = Kernels::kNone;
     at.freq_off = freq_off;
     at.eps = hp.rms_eps;
-    at.interleaved = hp.arch == Arch::llama;
+    at.interleaved = hp.rope_style == RopeStyle::interleaved;
     return at;
 }
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/executor.h"
+#include "executor/executor.h"
 #include "model/model.h"
 #include "vulkan/device.h"
 #include "vulkan/kernels.h"

@@ -53,7 +53,7 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
                                           rows);
     }
     const uint32_t hd = (uint32_t)hp.head_dim;
-    const uint32_t qw = (uint32_t)hp.n_head * hd * (hp.arch == Arch::qwen35 ? 2 : 1);
+    const uint32_t qw = (uint32_t)hp.q_width();
     const uint32_t kvw = (uint32_t)hp.n_head_kv * hd, ow = (uint32_t)hp.n_head * hd;
     a.q = base;
     a.k = a.q + qw * rows;
@@ -80,6 +80,43 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     return a;
 }
 
+uint32_t ActLayout::at(Act a) const {
+    switch (a) {
+        case Act::h:
+        case Act::out:
+            return h;  // the projections before a residual add to h
+        case Act::xn:
+            return xn;
+        case Act::q:
+            return q;
+        case Act::k:
+            return k;
+        case Act::v:
+            return v;
+        case Act::o:
+            return o;
+        case Act::qkv:
+            return qkv;
+        case Act::z:
+            return z;
+        case Act::beta:
+            return beta;
+        case Act::alpha:
+            return alpha;
+        case Act::y:
+            return y;
+        case Act::gate:
+            return gate;
+        case Act::up:
+            return up;
+        case Act::ffn:
+            return ffn;
+        case Act::logits:
+            break;
+    }
+    fail("the activation {} has no place in the device's rows", act_name(a));
+}
+
 const Placement* Plan::find(const Tensor* t) const {
     for (const Placement& p : matrices)
         if (p.tensor == t) return &p;
@@ -103,8 +140,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     const Hparams& hp = model.hp;
     Plan p;
     p.variant = variant;
-    if (hp.arch != Arch::qwen35 && hp.arch != Arch::qwen3 && hp.arch != Arch::llama)
-        return Decline{fmt::format("architecture {} has no Vulkan forward pass", hp.arch_name)};
+    if (std::string why = unsupported_steps(model); !why.empty()) return Decline{why};
 
     // Matrices: every one needs a GEMV kernel for its type and must fit one storage binding.
     const uint64_t slab_limit =
@@ -328,7 +364,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         Kernels::Attention at{};
         at.qo_off = a.qo;
         at.o_off = a.o;
-        at.gate_off = hp.arch == Arch::qwen35 ? a.q + (uint32_t)hp.head_dim : Kernels::kNone;
+        at.gate_off = hp.attn_output_gate ? a.q + (uint32_t)hp.head_dim : Kernels::kNone;
         at.head_dim = (uint32_t)hp.head_dim;
         at.n_head = (uint32_t)hp.n_head;
         at.n_kv = (uint32_t)hp.n_head_kv;

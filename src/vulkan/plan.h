@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/align.h"
+#include "model/forward_pass.h"
 #include "model/model.h"
 #include "vulkan/decline.h"
 #include "vulkan/device.h"
@@ -57,6 +58,9 @@ struct ActLayout {
     // (Kernels::Attention::round_off), one row.
     uint32_t o_bytes = 0;
     uint32_t total = 0;
+
+    // Where the rows of a step's activation (model/forward_pass.h) start.
+    uint32_t at(Act a) const;
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "engine/default_model.h"
 #include "engine/engine.h"
+#include "engine/tiny_image.h"
 
 using namespace dl;
 
@@ -23,7 +23,7 @@ TEST(Engine, DeviceNames) {
 }
 
 TEST(Engine, DemoModelDefaults) {
-    auto e = Engine::open_image(default_model_image(), "demo");
+    auto e = Engine::open_image(test::tiny_qwen35_image(), "demo");
     EXPECT_EQ(e->model().hp.arch_name, "qwen35");
     EXPECT_TRUE(e->has_tokenizer());
     EXPECT_EQ(e->n_ctx(), std::min<int64_t>(e->model().hp.n_ctx_train, kDefaultContext));
@@ -35,13 +35,13 @@ TEST(Engine, DemoModelDefaults) {
 
     EngineOptions o;
     o.n_ctx = 64;
-    EXPECT_EQ(Engine::open_image(default_model_image(), "demo", o)->n_ctx(), 64);
+    EXPECT_EQ(Engine::open_image(test::tiny_qwen35_image(), "demo", o)->n_ctx(), 64);
     o.n_ctx = -5;
-    EXPECT_THROW(Engine::open_image(default_model_image(), "demo", o), Error);
+    EXPECT_THROW(Engine::open_image(test::tiny_qwen35_image(), "demo", o), Error);
 }
 
 TEST(Engine, BadImagesAreErrors) {
-    std::vector<uint8_t> img = default_model_image();
+    std::vector<uint8_t> img = test::tiny_qwen35_image();
     img.resize(img.size() / 2);
     EXPECT_THROW(Engine::open_image(img, "half"), Error);
     EXPECT_THROW(Engine::open_image({'n', 'o', 'p', 'e'}, "junk"), Error);
@@ -49,7 +49,7 @@ TEST(Engine, BadImagesAreErrors) {
 }
 
 TEST(Engine, MemoryEstimateByHand) {
-    auto e = Engine::open_image(default_model_image(), "demo");
+    auto e = Engine::open_image(test::tiny_qwen35_image(), "demo");
     const Hparams& hp = e->model().hp;
     int64_t n_attn = 0, n_gdn = 0;
     for (int64_t i = 0; i < hp.n_layer; ++i) (hp.is_recurrent(i) ? n_gdn : n_attn)++;
@@ -106,13 +106,13 @@ TEST(Engine, DriverHookChoosesFallsBackAndRefuses) {
     register_device(d);
 
     EngineOptions o;  // auto
-    auto e = Engine::open_image(default_model_image(), "demo", o);
+    auto e = Engine::open_image(test::tiny_qwen35_image(), "demo", o);
     EXPECT_EQ(e->fallback_reason(), "layer 1: no kernel for this type");
     EXPECT_EQ(e->executor().name(), "cpu");
 
     o.device = DeviceSpec::parse("vulkan:3");
     try {
-        Engine::open_image(default_model_image(), "demo", o);
+        Engine::open_image(test::tiny_qwen35_image(), "demo", o);
         FAIL() << "an explicit device that declines must be an error";
     } catch (const Error& err) {
         EXPECT_NE(std::string(err.what()).find("no kernel for this type"), std::string::npos);
@@ -122,7 +122,7 @@ TEST(Engine, DriverHookChoosesFallsBackAndRefuses) {
     EXPECT_EQ(asked_index, 3);
 
     decline = false;
-    auto g = Engine::open_image(default_model_image(), "demo", o);
+    auto g = Engine::open_image(test::tiny_qwen35_image(), "demo", o);
     EXPECT_EQ(g->executor().name(), "fake-gpu");
     EXPECT_TRUE(g->fallback_reason().empty());
 
@@ -131,16 +131,17 @@ TEST(Engine, DriverHookChoosesFallsBackAndRefuses) {
     register_device(d);
     asked_index = -7;
     o.device = DeviceSpec::parse("auto");
-    auto a = Engine::open_image(default_model_image(), "demo", o);
+    auto a = Engine::open_image(test::tiny_qwen35_image(), "demo", o);
     EXPECT_EQ(a->executor().name(), "cpu");
     EXPECT_EQ(asked_index, -7);
     EXPECT_FALSE(a->fallback_reason().empty());
     o.device = DeviceSpec::parse("vulkan");
-    EXPECT_EQ(Engine::open_image(default_model_image(), "demo", o)->executor().name(), "fake-gpu");
+    EXPECT_EQ(Engine::open_image(test::tiny_qwen35_image(), "demo", o)->executor().name(),
+              "fake-gpu");
     EXPECT_EQ(asked_index, -1);
 
     o.device = DeviceSpec::parse("cpu");  // cpu never asks the driver
     asked_index = -7;
-    Engine::open_image(default_model_image(), "demo", o);
+    Engine::open_image(test::tiny_qwen35_image(), "demo", o);
     EXPECT_EQ(asked_index, -7);
 }

@@ -6,9 +6,9 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "engine/default_model.h"
 #include "engine/engine.h"
 #include "engine/generate.h"
+#include "engine/tiny_image.h"
 
 using namespace dl;
 
@@ -190,7 +190,7 @@ TEST(Generate, AppendsToASessionThatHoldsTokens) {
 TEST(Generate, GreedyOnTheCpuChainMatchesAFreshPrefill) {
     EngineOptions eo;
     eo.device = DeviceSpec::parse("cpu");
-    auto engine = Engine::open_image(default_model_image(), "demo", eo);
+    auto engine = Engine::open_image(test::tiny_qwen35_image(), "demo", eo);
     Executor& ex = engine->executor();
     const int64_t V = engine->model().hp.n_vocab;
     std::vector<int32_t> prompt = engine->tokenizer().encode("Once upon a time", true, false);

@@ -24,6 +24,13 @@ std::string load_error(const TinySpec& s) {
     return "";
 }
 
+// Per trunk layer: true where it is a DeltaNet layer.
+std::vector<bool> recurrent(const Hparams& hp) {
+    std::vector<bool> r;
+    for (LayerKind k : hp.layer_kinds) r.push_back(k == LayerKind::deltanet);
+    return r;
+}
+
 uint64_t file_tensor_bytes(const Model& m) {
     uint64_t n = 0;
     for (const Tensor& t : m.tensors()) n += t.nbytes;
@@ -53,8 +60,12 @@ TEST(Model, Qwen35HparamsAndPattern) {
     EXPECT_FLOAT_EQ(hp.rope_base, 10000.f);
     EXPECT_FLOAT_EQ(hp.rms_eps, 1e-6f);
     std::vector<bool> want{true, true, true, false, true, true, true, false};
-    EXPECT_EQ(hp.recurrent, want);
+    EXPECT_EQ(recurrent(hp), want);
     EXPECT_FALSE(hp.tied_embeddings);
+    EXPECT_TRUE(hp.attn_output_gate);
+    EXPECT_TRUE(hp.qk_norm);
+    EXPECT_EQ(hp.rope_style, RopeStyle::neox);
+    EXPECT_EQ(hp.ffn_kind, FfnKind::swiglu);
     ASSERT_EQ(m->layers.size(), 8u);
     EXPECT_NE(m->layers[0].ssm_qkv, nullptr);
     EXPECT_EQ(m->layers[0].wq, nullptr);
@@ -73,7 +84,7 @@ TEST(Model, ExplicitLayerArrayGivesTheSamePattern) {
     s.per_layer_kv_array = true;
     auto m = test::tiny_model(s);
     std::vector<bool> want{true, true, true, false, true, true, true, false};
-    EXPECT_EQ(m->hp.recurrent, want);
+    EXPECT_EQ(recurrent(m->hp), want);
     EXPECT_EQ(m->hp.n_head_kv, 2);
 }
 
@@ -83,7 +94,7 @@ TEST(Model, OtherIntervalPattern) {
     s.interval = 2;
     auto m = test::tiny_model(s);
     std::vector<bool> want{true, false, true, false, true, false};
-    EXPECT_EQ(m->hp.recurrent, want);
+    EXPECT_EQ(recurrent(m->hp), want);
 }
 
 TEST(Model, TiedHeadUsesTheEmbedding) {
@@ -113,7 +124,10 @@ TEST(Model, Qwen3AndLlama) {
     q3.rope_dims = q3.head_dim;
     auto m3 = test::tiny_model(q3);
     EXPECT_EQ(m3->hp.arch, Arch::qwen3);
-    EXPECT_TRUE(m3->hp.recurrent.empty() || !m3->hp.is_recurrent(0));
+    EXPECT_EQ(recurrent(m3->hp), std::vector<bool>(2, false));
+    EXPECT_TRUE(m3->hp.qk_norm);
+    EXPECT_FALSE(m3->hp.attn_output_gate);
+    EXPECT_EQ(m3->hp.rope_style, RopeStyle::neox);
     EXPECT_NE(m3->layers[1].q_norm, nullptr);
     EXPECT_EQ(m3->layers[1].wq->rows(), 4 * 32);
 
@@ -123,6 +137,9 @@ TEST(Model, Qwen3AndLlama) {
     auto ml = test::tiny_model(ll);
     EXPECT_EQ(ml->hp.arch, Arch::llama);
     EXPECT_EQ(ml->layers[0].q_norm, nullptr);
+    EXPECT_FALSE(ml->hp.qk_norm);
+    EXPECT_FALSE(ml->hp.attn_output_gate);
+    EXPECT_EQ(ml->hp.rope_style, RopeStyle::interleaved);
     ASSERT_NE(ml->rope_freqs, nullptr);
     EXPECT_EQ(ml->rope_freqs->cols(), 16);
     EXPECT_EQ(ml->weight_bytes(), file_tensor_bytes(*ml));

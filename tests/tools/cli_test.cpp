@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "cli_runner.h"
-#include "engine/default_model.h"
+#include "engine/tiny_image.h"
 
 namespace {
 
@@ -227,7 +227,7 @@ TEST(Cli, BadInputIsOneErrorLineAndExitCodeOne) {
     expect_one_error_line(deltallm("run -m " + junk + " -p hi"), "non-GGUF file");
     expect_one_error_line(deltallm("info -m " + junk), "info of a non-GGUF file");
 
-    std::vector<uint8_t> img = dl::default_model_image();
+    std::vector<uint8_t> img = dl::test::tiny_qwen35_image();
     for (size_t keep : {img.size() / 2, img.size() - 1, (size_t)64, (size_t)3}) {
         std::string cut = tmp_dir() + "/cli_truncated.gguf";
         std::ofstream(cut, std::ios::binary).write((const char*)img.data(), (std::streamsize)keep);

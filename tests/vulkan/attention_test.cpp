@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "cpu/ops.h"
+#include "model/rope.h"
 #include "vk_test.h"
 
 namespace dl::vk {
@@ -46,7 +47,7 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
                    n_act = ro_off + Kernels::rounding_floats(c.n_head * hd);
     // params: q norm | k norm | inverse frequencies
     std::vector<float> qn = randn(hd), kn = randn(hd), inv(c.n_rot / 2);
-    cpu::rope_inv_freq(base, c.n_rot, nullptr, inv.data());
+    rope_inv_freq(base, c.n_rot, nullptr, inv.data());
     std::vector<float> params;
     params.insert(params.end(), qn.begin(), qn.end());
     params.insert(params.end(), kn.begin(), kn.end());
@@ -294,7 +295,7 @@ struct AttnBench {
         n_act = o_off + s.n_head * hd;
         std::vector<float> params = test::randn(2 * hd, 7);
         std::vector<float> inv(s.n_rot / 2);
-        cpu::rope_inv_freq(1e7f, s.n_rot, nullptr, inv.data());
+        rope_inv_freq(1e7f, s.n_rot, nullptr, inv.data());
         params.insert(params.end(), inv.begin(), inv.end());
         pb = test::to_device(dev, params);
         act = test::to_device(dev, test::randn(n_act, 9));

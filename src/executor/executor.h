@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "executor/sampler_params.h"
 
 namespace dl {
 

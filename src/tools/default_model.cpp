@@ -1,5 +1,5 @@
 // The default model, made by the convert module's synthesizer with a fixed seed.
-#include "engine/default_model.h"
+#include "tools/default_model.h"
 
 #include "convert/convert.h"
 
