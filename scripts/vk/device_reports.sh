@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The kernel speed reports and per-role profiles behind docs/PERF.md, in one call on the GPU
-# machine. Here (prepare): packs a build's deltallm and test_vulkan (stripped, with the libfmt
-# they link) xz-compressed into .devrun/reports.tar.xz:
+# machine. Here (prepare): packs a build's deltallm, test_vulkan and vk_speed (the speed reports,
+# bench/vk_speed; stripped, with the libfmt they link) xz-compressed into .devrun/reports.tar.xz:
 #   scripts/vk/device_reports.sh prepare [BUILD_DIR=build-vk]
 # There (run), carrying ".gl" and ".devrun":
 #   [PARTS="gemm gemv window profile fusion gemvx windows suite"] scripts/vk/device_reports.sh run
@@ -72,15 +72,23 @@ if [ "${1:-run}" = prepare ]; then
     set -e
     build=${BUILD_DIR:-$repo/build-vk}
     rm -rf "$pack" && mkdir -p "$pack/lib"
-    cp "$build/deltallm" "$build/tests/test_vulkan" "$pack/"
+    cp "$build/deltallm" "$build/tests/test_vulkan" "$build/vk_speed" "$pack/"
     cp -L /lib/x86_64-linux-gnu/libfmt.so.9 "$pack/lib/"
-    strip --strip-unneeded "$pack/deltallm" "$pack/test_vulkan"
+    strip --strip-unneeded "$pack/deltallm" "$pack/test_vulkan" "$pack/vk_speed"
     # Part sass decompresses the driver's pipeline cache with zstd, which that machine may lack.
     if command -v zstd >/dev/null; then cp "$(command -v zstd)" "$pack/"; fi
     if [ -n "${BASE_BUILD:-}" ]; then
         cp "$BASE_BUILD/deltallm" "$pack/deltallm.base"
         cp "$BASE_BUILD/tests/test_vulkan" "$pack/test_vulkan.base"
         strip --strip-unneeded "$pack/deltallm.base" "$pack/test_vulkan.base"
+        # A base build from before the speed reports had a binary of their own ran them from
+        # test_vulkan (with DELTALLM_VK_SPEED=1, which report() still sets).
+        if [ -f "$BASE_BUILD/vk_speed" ]; then
+            cp "$BASE_BUILD/vk_speed" "$pack/vk_speed.base"
+        else
+            cp "$pack/test_vulkan.base" "$pack/vk_speed.base"
+        fi
+        strip --strip-unneeded "$pack/vk_speed.base"
     fi
     mkdir -p "$repo/.devrun"
     tar -C "$repo/.tools" -cf - device-reports | xz -6 -T2 >"$repo/.devrun/reports.tar.xz"
@@ -98,10 +106,11 @@ export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/n
 export LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export DELTALLM_TEST_TMP=$(mktemp -d)
 tv=$pack/test_vulkan
+speed=$pack/vk_speed
 ours=$pack/deltallm
 "$ours" info --devices 2>&1 | tail -4
-report() {  # FILTER [TEST_BINARY]: the speed reports matching FILTER
-    DELTALLM_VK_SPEED=1 timeout 180 "${2:-$tv}" --gtest_filter="$1" 2>&1 | grep -v '^\[\|^Running\|^Note\|^$'
+report() {  # FILTER [BINARY]: the speed reports (vk_speed) matching FILTER
+    DELTALLM_VK_SPEED=1 timeout 180 "${2:-$speed}" --gtest_filter="$1" 2>&1 | grep -v '^\[\|^Running\|^Note\|^$'
 }
 model() {  # synthesizes ARCH SHAPE once, prints its path
     local m=/tmp/$1-$2-q4_k_m.gguf
@@ -162,7 +171,7 @@ for part in ${PARTS:-gemm gemv window profile fusion gemvx windows suite}; do
         forms) DELTALLM_VK_KERNEL_STATS=1 DELTALLM_LOG=info report 'GemvSpeed.TokenForms' ;;
         stream) report 'GemvSpeed.Stream' ;;
         gemvbase)
-            echo "base:" && report 'GemvSpeed*' "$tv.base"
+            echo "base:" && report 'GemvSpeed*' "$speed.base"
             echo "this build:" && report 'GemvSpeed*'
             ;;
         tgbase) vs_base tg128 "qwen35 9b" "qwen3 8b" "qwen35 0.8b" ;;

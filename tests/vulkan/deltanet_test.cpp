@@ -191,59 +191,5 @@ TEST(VulkanDeltaNet, DeclinesValueHeadThatIsNotAPowerOfTwo) {
     EXPECT_FALSE(Kernels::deltanet_step_supported(dev.features(), 128, 128, 4).has_value());
 }
 
-// The decode step of a Qwen3.5 DeltaNet layer in the token's form (its gated norm left to the
-// output projection, y rounded to bytes), timed right after itself and after other work
-// (test::OtherWork): what it pays for running cold, as in a token, where it follows a layer's
-// weights and GEMVs. 16 key heads of 128; 32 value heads (9B) or 16 (0.8B). Run only with
-// DELTALLM_VK_SPEED=1.
-TEST(DeltaNetStepSpeed, AfterOtherWork) {
-    VK_SPEED_DEVICE();
-    test::OtherWork other(dev, K);
-    const uint32_t rounds = dev.features().cpu ? 2 : 50;
-    struct Shape {
-        const char* name;
-        uint32_t hk, hv;
-    };
-    for (const Shape& sh : {Shape{"Qwen3.5-9B", 16, 32}, Shape{"Qwen3.5-0.8B", 16, 16}}) {
-        const uint32_t dk = 128, dv = 128, KC = 4;
-        const dn::Shape shape{sh.hk, sh.hv, dk, dv};
-        const uint32_t conv_dim = (uint32_t)shape.conv_dim(), inner = sh.hv * dv;
-        // Parameters: conv taps | dt_bias | ssm_a (negative) | norm.
-        std::vector<float> params = randn((size_t)conv_dim * KC + 2 * sh.hv + dv, 7, 0.5f);
-        const uint32_t dt_off = conv_dim * KC, a_off_p = dt_off + sh.hv, norm_off = a_off_p + sh.hv;
-        for (uint32_t h = 0; h < sh.hv; ++h) params[a_off_p + h] = -0.5f - 0.01f * (float)h;
-        Buffer pb = test::to_device(dev, params);
-        // act: qkv | z | beta | alpha | y (its rounding) | the column groups' sums of squares.
-        const uint32_t z_off = conv_dim, b_off = z_off + inner, a_off = b_off + sh.hv,
-                       y_off = a_off + sh.hv, ss_off = y_off + inner;
-        const uint32_t groups = K.deltanet_groups(dv, true);
-        std::vector<float> in = randn(ss_off + sh.hv * groups, 8);
-        Buffer act = test::to_device(dev, in);
-        Buffer ring = test::to_device(dev, randn((size_t)KC * conv_dim, 9));
-        Buffer state = test::to_device(dev, randn((size_t)sh.hv * dk * dv, 10, 0.1f));
-        Buffer tok = dev.create_buffer(16, MemoryKind::host);
-        static_cast<uint32_t*>(tok.mapped())[0] = 127;
-        Buffer counter = dev.create_buffer(sh.hv * 4, MemoryKind::device);
-        dev.fill(counter, 0, sh.hv * 4, 0);
-        Kernels::DeltaNetStep args{sh.hk, sh.hv, dk, dv,     KC,      0,        z_off, b_off,
-                                   a_off, y_off, 0,  dt_off, a_off_p, norm_off, 1e-6f};
-        args.ss_off = ss_off;
-        args.round_y = true;
-        // Every output poisoned, then written by the timed runs.
-        dev.fill(act, (uint64_t)y_off * 4, (uint64_t)(inner + sh.hv * groups) * 4, test::kPoison);
-        fmt::print("{} DeltaNet decode step, us (a timestamp included): {}\n", sh.name,
-                   other.report(rounds, [&](CommandList& cl) {
-                       K.deltanet_step(cl, args, view(act), view(pb), view(ring), view(state),
-                                       view(tok), view(counter));
-                   }));
-        const auto out = test::from_device<float>(dev, act, ss_off + sh.hv * groups);
-        const uint32_t scales = y_off + inner / 4;  // each block's scale and scaled sum
-        for (uint32_t i = scales; i < scales + inner / 8; ++i)
-            ASSERT_TRUE(std::isfinite(out[i])) << sh.name << " y's rounding, float " << i - y_off;
-        for (uint32_t i = ss_off; i < ss_off + sh.hv * groups; ++i)
-            ASSERT_TRUE(std::isfinite(out[i])) << sh.name << " sum of squares " << i - ss_off;
-    }
-}
-
 }  // namespace
 }  // namespace dl::vk

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/env.h"
+#include "deltanet_reference.h"
 #include "vk_test.h"
 
 namespace dl::vk {
@@ -31,68 +32,8 @@ struct Case {
     bool aligned = false;
 };
 
-// The layer in double precision, one position at a time.
-struct Reference {
-    uint32_t hk, hv, dk, dv, K, conv_dim;
-    std::vector<double> w, dt, ssm_a, norm;
-    std::vector<std::vector<double>> inputs;  // conv inputs of every position so far
-    std::vector<double> S;                    // [hv][dk][dv]
-    double eps;
-
-    // Returns the normed conv output (q, k normed; v raw) and y of the next position.
-    void step(const float* x, const float* z, const float* bvec, const float* a_row,
-              std::vector<double>& conv_out, std::vector<double>& y) {
-        inputs.emplace_back(x, x + conv_dim);
-        const size_t pos = inputs.size() - 1;
-        conv_out.assign(conv_dim, 0.0);
-        for (uint32_t c = 0; c < conv_dim; ++c) {
-            double s = 0;
-            for (uint32_t t = 0; t < K; ++t) {
-                long q = (long)pos - (long)(K - 1) + t;
-                if (q >= 0) s += w[(size_t)c * K + t] * inputs[q][c];
-            }
-            conv_out[c] = s / (1 + std::exp(-s));
-        }
-        for (uint32_t head = 0; head < 2 * hk; ++head) {
-            double ss = 0;
-            for (uint32_t i = 0; i < dk; ++i)
-                ss += conv_out[head * dk + i] * conv_out[head * dk + i];
-            double sc = 1 / std::sqrt(ss + 1e-6);
-            if (head < hk) sc /= std::sqrt((double)dk);
-            for (uint32_t i = 0; i < dk; ++i) conv_out[head * dk + i] *= sc;
-        }
-        y.assign((size_t)hv * dv, 0.0);
-        for (uint32_t h = 0; h < hv; ++h) {
-            const uint32_t g = h % hk;
-            const double* q = &conv_out[g * dk];
-            const double* k = &conv_out[(hk + g) * dk];
-            const double* v = &conv_out[2 * hk * dk + h * dv];
-            double beta = 1 / (1 + std::exp(-(double)bvec[h]));
-            double ap = a_row[h] + dt[h];
-            double sp = ap > 20 ? ap : std::log1p(std::exp(ap));
-            double decay = std::exp(sp * ssm_a[h]);
-            double* Sh = &S[(size_t)h * dk * dv];
-            for (size_t i = 0; i < (size_t)dk * dv; ++i) Sh[i] *= decay;
-            std::vector<double> o(dv);
-            for (uint32_t j = 0; j < dv; ++j) {
-                double sk = 0;
-                for (uint32_t i = 0; i < dk; ++i) sk += Sh[(size_t)i * dv + j] * k[i];
-                double d = beta * (v[j] - sk);
-                for (uint32_t i = 0; i < dk; ++i) Sh[(size_t)i * dv + j] += k[i] * d;
-                for (uint32_t i = 0; i < dk; ++i) o[j] += Sh[(size_t)i * dv + j] * q[i];
-            }
-            double ss = 0;
-            for (double x2 : o) ss += x2 * x2;
-            double sc = 1 / std::sqrt(ss / dv + eps);
-            for (uint32_t j = 0; j < dv; ++j) {
-                double zz = z[h * dv + j];
-                y[(size_t)h * dv + j] = o[j] * sc * norm[j] * zz / (1 + std::exp(-zz));
-            }
-        }
-    }
-};
-
 using test::randn;
+using test::Reference;
 
 // A mismatch ends the test (through ASSERT_NO_FATAL_FAILURE at each call) instead of flooding.
 void near(float got, double want, double tol, const std::string& what) {
@@ -342,120 +283,6 @@ TEST(DeltaNetWindowDecline, ForcedModuleTheDeviceLacksIsAnError) {
         K.deltanet_rows(cl, args, 2048, view(act), view(b), view(b), view(b), view(b), 1, s),
         Error);
     cl.end();
-}
-
-// Timing of a 512-row window at the Qwen3.5 0.8B and 9B DeltaNet shapes for every scan module
-// the device has: skipped unless DELTALLM_VK_SPEED=1 (meant for a real GPU). Each module's last
-// run is still checked against the double-precision loop, so a fast but wrong kernel fails.
-TEST(DeltaNetWindowSpeed, Report) {
-    VK_SPEED_DEVICE();
-    const Features& f = dev.features();
-    struct Shape {
-        const char* name;
-        uint32_t hk, hv;
-    };
-    for (Shape shp : {Shape{"0.8B", 16, 16}, Shape{"9B", 16, 32}}) {
-        const uint32_t hk = shp.hk, hv = shp.hv, dk = 128, dv = 128, KC = 4, n = 512;
-        const uint32_t conv_dim = 2 * hk * dk + hv * dv, inner = hv * dv;
-        std::mt19937 rng(7);
-        std::vector<float> conv_w = randn((size_t)conv_dim * KC, rng, 0.5f);
-        std::vector<float> dt_bias = randn(hv, rng), ssm_a(hv), norm = randn(dv, rng, 0.3f);
-        for (float& a : ssm_a) a = -std::exp(std::uniform_real_distribution<float>(-2.f, 1.f)(rng));
-        for (float& w : norm) w += 1.f;
-        std::vector<float> params;
-        for (auto* v : {&conv_w, &dt_bias, &ssm_a, &norm})
-            params.insert(params.end(), v->begin(), v->end());
-        const uint32_t dt_off = conv_dim * KC, a_off_p = dt_off + hv, norm_off = a_off_p + hv;
-        Buffer pb = test::to_device(dev, params);
-        const uint32_t z_off = n * conv_dim, b_off = z_off + n * inner, a_off = b_off + n * hv,
-                       y_off = a_off + n * hv, xc_off = y_off + n * inner,
-                       wy_off = xc_off + n * conv_dim,
-                       n_act = wy_off + n * Kernels::deltanet_wy_floats(hv, dk, dv);
-        std::vector<float> in = randn(n_act, rng);
-        Buffer act = test::to_device(dev, in);
-        Buffer ring = dev.create_buffer((size_t)KC * conv_dim * 4, MemoryKind::device);
-        Buffer state = dev.create_buffer((size_t)hv * dk * dv * 4, MemoryKind::device);
-        Buffer tok = dev.create_buffer(16, MemoryKind::host);
-        static_cast<uint32_t*>(tok.mapped())[0] = 0;
-        Kernels::DeltaNetStep args{hk,    hv,    dk, dv,     KC,      0,        z_off, b_off,
-                                   a_off, y_off, 0,  dt_off, a_off_p, norm_off, 1e-6f, wy_off};
-
-        Reference ref{hk, hv, dk, dv, KC, conv_dim, {}, {}, {}, {}, {}, {}, 1e-6};
-        ref.w.assign(conv_w.begin(), conv_w.end());
-        ref.dt.assign(dt_bias.begin(), dt_bias.end());
-        ref.ssm_a.assign(ssm_a.begin(), ssm_a.end());
-        ref.norm.assign(norm.begin(), norm.end());
-        ref.S.assign((size_t)hv * dk * dv, 0.0);
-        std::vector<std::vector<double>> want(n);
-        for (uint32_t r = 0; r < n; ++r) {
-            std::vector<double> xc;
-            ref.step(&in[(size_t)r * conv_dim], &in[z_off + (size_t)r * inner],
-                     &in[b_off + (size_t)r * hv], &in[a_off + (size_t)r * hv], xc, want[r]);
-        }
-
-        // The chunked scan also with other walk shapes (threads a column x columns).
-        std::vector<std::pair<Scan, Kernels::DeltaNetChunkTile>> configs;
-        for (Scan scan : {Scan::chunked, Scan::clustered, Scan::shuffle, Scan::plain})
-            configs.push_back({scan, {}});
-        for (auto [g, c] : {std::pair{8u, 16u}, {16u, 16u}, {32u, 16u}})
-            configs.push_back({Scan::chunked, {g, c}});
-        for (auto [scan, tile] : configs) {
-            if (scan == Scan::clustered && !f.subgroup_clustered) continue;
-            if (scan == Scan::shuffle && !f.subgroup_shuffle) continue;
-            if (scan == Scan::chunked && Kernels::deltanet_chunk_rows(f, dk, dv) == 0) continue;
-            if (tile.groups * tile.cols > f.max_workgroup_invocations) continue;
-            test::Scoped tile_scope(K.deltanet_chunk_tile, tile);
-            // Wake the clocks up (the reference above left the GPU idle): 400 windows in a row.
-            test::run(dev, [&](CommandList& cl) {
-                for (int it = 0; it < 400; ++it) {
-                    K.deltanet_rows(cl, args, xc_off, view(act), view(pb), view(ring), view(state),
-                                    view(tok), n, scan);
-                    cl.barrier();
-                }
-            });
-            std::vector<std::pair<std::string, double>> best;
-            for (int it = 0; it < 4; ++it) {
-                dev.upload(act, 0, in.data(), (size_t)n_act * 4);
-                dev.fill(ring, 0, ring.size(), 0);
-                dev.fill(state, 0, state.size(), 0);
-                CommandList cl(dev);
-                cl.enable_timestamps(8);
-                cl.begin();
-                K.deltanet_rows(cl, args, xc_off, view(act), view(pb), view(ring), view(state),
-                                view(tok), n, scan);
-                cl.mark("dn norm");
-                cl.end();
-                cl.submit_and_wait();
-                auto t = cl.times();
-                if (it == 1) best = t;
-                for (size_t i = 0; it > 1 && i < t.size(); ++i)
-                    best[i].second = std::min(best[i].second, t[i].second);
-            }
-            static const char* const names[] = {"best", "clustered", "shuffle", "plain", "chunked"};
-            std::string line = fmt::format(
-                "DeltaNet window {} rows, {} shape, {} scan{}:", n, shp.name, names[(int)scan],
-                tile.groups ? fmt::format(" {}x{}", tile.groups, tile.cols) : "");
-            double total = 0;
-            for (auto& [label, ms] : best) {
-                line += fmt::format(" {} {:.1f} us", label, ms * 1e3);
-                total += ms;
-            }
-            fmt::print("{}; total {:.1f} us = {:.2f} us per row\n", line, total * 1e3,
-                       total * 1e3 / n);
-            auto out = test::from_device<float>(dev, act, n_act);
-            size_t bad = 0;
-            for (uint32_t r = 0; r < n; ++r)
-                for (uint32_t i = 0; i < inner; ++i) {
-                    const float got = out[y_off + r * inner + i];
-                    const double w = want[r][i];
-                    if (!std::isfinite(got) || std::fabs(got - w) > 1e-3 * (1 + std::fabs(w)))
-                        if (bad++ == 0)
-                            ADD_FAILURE() << names[(int)scan] << " row " << r << " y " << i << ": "
-                                          << got << " against " << w;
-                }
-            EXPECT_EQ(bad, 0u) << names[(int)scan] << ": outputs off the reference";
-        }
-    }
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-01 (late night)": the decode token command
+# The measurements of docs/perf/history.md's entry "2026-12-01 (late night)": the decode token command
 # with its barriers left out, and with its GEMV stages chained by counts. Both changes were
 # measured and not kept; their code is the two patches beside this script (against 09e1731).
 #
-# Here:   git apply docs/perf/experiments/2026-12-01-<name>.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-01-<name>.patch | git apply
 #         BUILD_DIR=build-vk bash scripts/build.sh
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script; it prints the tg128 rows.
 # NAME=no-barriers or NAME=chained-stages picks the rows (the patch applied must match).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-01-no-barriers.patch > 2026-12-01-no-barriers.patch
+#   git show 53ff2ba:docs/perf/experiments/2026-12-01-chained-stages.patch > 2026-12-01-chained-stages.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-02 (forenoon)", with the kept switch
+# The measurements of docs/perf/history.md's entry "2026-12-02 (forenoon)", with the kept switch
 # DELTALLM_VK_ATTN_ONE_SPLIT (the entry's first rows came from a temporary form of it, chunks a
 # split at least, named min1/min2/min4 there): the decode attention against the build before it.
 #

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-02": the barrier between the token
+# The measurements of docs/perf/history.md's entry "2026-12-02": the barrier between the token
 # command's stages as an execution dependency only (DELTALLM_EXP_BARRIER=1) or with shader reads
 # only as its destination access (=2). Measured and not kept; the code is
 # 2026-12-02-barrier-kinds.patch (against b6083d4).
 #
-# Here:   git apply docs/perf/experiments/2026-12-02-barrier-kinds.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-02-barrier-kinds.patch | git apply
 #         BUILD_DIR=build-vk bash scripts/build.sh
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-barrier-kinds.patch > 2026-12-02-barrier-kinds.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-02 (later)": the token command with no
+# The measurements of docs/perf/history.md's entry "2026-12-02 (later)": the token command with no
 # barrier between a layer's input projections and its DeltaNet step or attention. Measured and
 # not kept; the code is 2026-12-02-chained-inputs.patch (against dccacc9), with two switches:
 #   DELTALLM_EXP_NOBAR_IN=1|2   the bound: the barrier left out (1: before the DeltaNet steps,
@@ -8,10 +8,12 @@
 #                               layer and the step (1), the attention (2) or both (3) wait for
 #                               the count in the same stage; +4 keeps the barrier as well
 #
-# Here:   git apply docs/perf/experiments/2026-12-02-chained-inputs.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-02-chained-inputs.patch | git apply
 #         BUILD_DIR=build-vk bash scripts/build.sh
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-chained-inputs.patch > 2026-12-02-chained-inputs.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q38" "qwen35 0.8b q08"

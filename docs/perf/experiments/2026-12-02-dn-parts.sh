@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-02 (late evening)": the decode profile with the token's choice as a role
+# docs/perf/history.md, "2026-12-02 (late evening)": the decode profile with the token's choice as a role
 # of its own ("sample"), and the DeltaNet step with each thread holding at most DLX_DN_KR state
 # values of a column (2026-12-02-dn-parts.patch, not in the tree; 32 is the tree's rule: d_k
 # cut into 4 parts for heads of 128). Device: one call carrying .gl and .devrun on the packed
 # binaries of `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-dn-parts.patch > 2026-12-02-dn-parts.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q8" "qwen35 0.8b q08"

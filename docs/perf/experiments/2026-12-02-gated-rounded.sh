@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-02 (late evening)": the DeltaNet step's output rounded by the step for
+# docs/perf/history.md, "2026-12-02 (late evening)": the DeltaNet step's output rounded by the step for
 # the tiled output projection (DELTALLM_VK_GATED_ROUNDED=1, the default) against the
 # projection's workgroups rounding it (0): the kernel and decode tests under the Khronos
 # validation layer, the decode profile and tg128. Device: one call carrying .gl and .devrun on

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The measurement of docs/PERF.md's entry "2026-12-02 (late morning)", last table: the GEMVs
+# The measurement of docs/perf/history.md's entry "2026-12-02 (late morning)", last table: the GEMVs
 # alone in their stage over rows of 4096+ values kept at two rows a group or more (DLX_KMIN=2),
 # on a build of 6f15df5 with 2026-12-02-kmin.patch applied (not in the tree).
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-kmin.patch > 2026-12-02-kmin.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q8"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The last measurement of docs/PERF.md's entry "2026-12-02 (late evening)": the tree as
+# The last measurement of docs/perf/history.md's entry "2026-12-02 (late evening)": the tree as
 # committed under the Khronos validation layer (the DeltaNet, gated GEMV, tiled GEMV, GEMV path,
 # decode, driver and sampling tests) and its decode profile and tg128. Device: one call carrying
 # .gl and .devrun that runs this script on the packed binaries of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole Vulkan test suite at the head of docs/PERF.md's entry "2026-12-02 (late evening)"
+# The whole Vulkan test suite at the head of docs/perf/history.md's entry "2026-12-02 (late evening)"
 # (every test, every variant the H200 offers) under the Khronos validation layer, devices opened
 # as the engine opens them. Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare`; OUT receives validation.log.

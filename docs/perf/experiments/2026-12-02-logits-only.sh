@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-02 (late evening)": the token command that copies the logits to the host
+# docs/perf/history.md, "2026-12-02 (late evening)": the token command that copies the logits to the host
 # no longer also samples (the caller of decode() chooses from the logits itself), against the
 # same command with the sampling kept (DLX_SAMPLE_TOO=1: 2026-12-02-logits-only.patch on 0bb2920,
 # not in the tree). bench's tg and its profile run that command. Device: one call
 # carrying .gl and .devrun on the packed binaries of `scripts/vk/device_reports.sh prepare`.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-logits-only.patch > 2026-12-02-logits-only.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q8" "qwen35 0.8b q08"

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-02 (morning, later)": the decode profile with
+# The measurements of docs/perf/history.md's entry "2026-12-02 (morning, later)": the decode profile with
 # each input projection's and down projection's stage named by its weight type and layer kind
 # (2026-12-02-roles-by-type.patch, DELTALLM_EXP_ROLES=1), then gemv.comp's weight loads marked
 # nontemporal (2026-12-02-nontemporal.patch: GL_EXT_nontemporal_keyword under the Vulkan memory
 # model) against the build without: the machine code's loads, the logits, the profile and tg128.
 #
-# Here:   git apply docs/perf/experiments/2026-12-02-roles-by-type.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-02-roles-by-type.patch | git apply
 #         (cd build-vk && ninja) && strip -o .devrun/deltallm_nt0 build-vk/deltallm
-#         git apply docs/perf/experiments/2026-12-02-nontemporal.patch
+#         git show 53ff2ba:docs/perf/experiments/2026-12-02-nontemporal.patch | git apply
 #         (cd build-vk && ninja) && BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-nontemporal.patch > 2026-12-02-nontemporal.patch
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-roles-by-type.patch > 2026-12-02-roles-by-type.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 B0=$PWD/.devrun/deltallm_nt0

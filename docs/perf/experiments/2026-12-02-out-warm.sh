@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-02 (late evening)": three experiments of 2026-12-02-out-warm.patch (not
+# docs/perf/history.md, "2026-12-02 (late evening)": three experiments of 2026-12-02-out-warm.patch (not
 # in the tree) on the 9B's decode: the output projections in 512 invocations (DLX_OUT_SLOTS=16),
 # the output projections reading x as if rounded already (DLX_OUT_PRE=1, results wrong: the bound
 # of a producer that rounds), the attention's pipeline run over scratch beside the DeltaNet step
 # before each attention layer (DLX_ATTN_WARM=1); and the DeltaNet step's column groups
 # (DELTALLM_VK_DN_COLUMNS). Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-out-warm.patch > 2026-12-02-out-warm.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"

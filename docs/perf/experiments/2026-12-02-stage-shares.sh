@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-02 (late morning)": the GEMVs that share a
+# The measurements of docs/perf/history.md's entry "2026-12-02 (late morning)": the GEMVs that share a
 # decode stage, each shaped by its part of the stage's bytes (Kernels::shared_shape), against the
 # build before it. The entry's first rows came from two temporary forms not in the tree:
 # 2026-12-02-stage-shares.patch (every GEMV of a stage balanced over its share of the slots and
@@ -12,6 +12,9 @@
 #         BUILD_DIR=build-vk bash scripts/build.sh
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-stage-plan.patch > 2026-12-02-stage-plan.patch
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-stage-shares.patch > 2026-12-02-stage-shares.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 B0=$PWD/.devrun/deltallm_base

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-02": the decode GEMVs copying each row
+# The measurements of docs/perf/history.md's entry "2026-12-02": the decode GEMVs copying each row
 # block's weights into shared memory before the products (DELTALLM_VK_GEMV_STAGE=1), and also
 # requesting the next block's while this one's products run (=2). Measured and not kept; the
 # code is 2026-12-02-staged-gemv.patch (against b6083d4).
 #
-# Here:   git apply docs/perf/experiments/2026-12-02-staged-gemv.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-02-staged-gemv.patch | git apply
 #         BUILD_DIR=build-vk bash scripts/build.sh
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script ($OUT: the machine code).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-staged-gemv.patch > 2026-12-02-staged-gemv.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q38"

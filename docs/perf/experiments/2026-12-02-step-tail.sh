@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-02 (night, later)": the DeltaNet step without
+# The measurements of docs/perf/history.md's entry "2026-12-02 (night, later)": the DeltaNet step without
 # its gated RMSNorm epilogue (DELTALLM_EXP_DN_TAIL=1: each column group stores its raw columns and
 # leaves; results wrong), as the bound of moving that norm into the output projection. The code
 # is 2026-12-02-step-tail.patch (against ebbe206).
 #
-# Here:   git apply docs/perf/experiments/2026-12-02-step-tail.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-02-step-tail.patch | git apply
 #         BUILD_DIR=build-vk bash scripts/build.sh
 #         BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-step-tail.patch > 2026-12-02-step-tail.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"

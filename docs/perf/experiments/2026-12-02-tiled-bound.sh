@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The measurement of docs/PERF.md's entry "2026-12-02 (afternoon)", second table: the token
+# The measurement of docs/perf/history.md's entry "2026-12-02 (afternoon)", second table: the token
 # command with every Q4_K / Q6_K GEMV of whole tiles replaced by the tiled GEMV reading the
 # weights as if tiled (results wrong: a bound of what tiled weights would give the token), on a
 # build of dfc310a with 2026-12-02-tiled-bound.patch applied (DLX_TILED=threads, DLX_TILE=rows).
 # Device: one call carrying .gl and .devrun that runs this script, after the speed report of
 # 2026-12-02-tiled-gemv.sh.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-tiled-bound.patch > 2026-12-02-tiled-bound.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q8" "qwen35 0.8b q08"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-02 (evening)": the engine with Q4_K and Q6_K
+# The measurements of docs/perf/history.md's entry "2026-12-02 (evening)": the engine with Q4_K and Q6_K
 # rows held in tiles and its decode GEMVs on the tiled GEMV (DELTALLM_VK_GEMV_TILED: off puts
 # every GEMV on gemv.comp reading the tiles, auto the rows of up to 8192 values on the tiled
 # GEMV, all every one). Device: one call carrying .gl and .devrun that runs this script on the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The last measurement of docs/PERF.md's entry "2026-12-02 (evening)": the kept form (every
+# The last measurement of docs/perf/history.md's entry "2026-12-02 (evening)": the kept form (every
 # Q4_K / Q6_K decode GEMV on the tiled GEMV, the down projections split over workgroups, h
 # rounded by its writers over 2048+ values) under the Khronos validation layer, and its decode
 # profile and tg128. Device: one call carrying .gl and .devrun that runs this script on the

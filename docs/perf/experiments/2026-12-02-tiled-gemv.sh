@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurement of docs/PERF.md's entry "2026-12-02 (afternoon)": the tiled GEMV
+# The measurement of docs/perf/history.md's entry "2026-12-02 (afternoon)": the tiled GEMV
 # (shaders/gemv_tile.comp) beside the launcher's over the same bytes (GemvSpeed.Tile), and the
 # registers the compiler gave each (DELTALLM_VK_KERNEL_STATS). The whole report goes to
 # $OUT/tile.txt.

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The measurement of docs/PERF.md's entry "2026-12-02 (afternoon)", last table: the speed report
+# The measurement of docs/perf/history.md's entry "2026-12-02 (afternoon)", last table: the speed report
 # with the long rows' tiles of 8 (a slot a run), and the token's bound of
 # 2026-12-02-tiled-bound.sh with DLX_LONG=1 (rows of 8192+ values in tiles of 8) on a build of
 # 31178ce (and this entry's test and kernel change) with
 # 2026-12-02-tiled-long.patch applied (the bound's patch and DLX_LONG; not in the tree).
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-tiled-bound.patch > 2026-12-02-tiled-bound.patch
+#   git show 53ff2ba:docs/perf/experiments/2026-12-02-tiled-long.patch > 2026-12-02-tiled-long.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 DELTALLM_VK_SPEED=1 timeout 300 $T --gtest_brief=1 --gtest_filter='GemvSpeed.Tile' > ${OUT:-/tmp}/tile.txt 2>&1

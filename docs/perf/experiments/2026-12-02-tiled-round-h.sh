@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second measurement of docs/PERF.md's entry "2026-12-02 (evening)": the residual stream
+# The second measurement of docs/perf/history.md's entry "2026-12-02 (evening)": the residual stream
 # rounded once by its writer for the next norm's readers (DELTALLM_VK_GEMV_ROUND_H=1, the
 # default) against each reader rounding it (0), every Q4_K / Q6_K GEMV on the tiled GEMV, and
 # against gemv.comp reading the tiles (DELTALLM_VK_GEMV_TILED=off). Device: one call carrying

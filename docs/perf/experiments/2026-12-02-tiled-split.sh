@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The third measurement of docs/PERF.md's entry "2026-12-02 (evening)": the tiled GEMVs that add
+# The third measurement of docs/perf/history.md's entry "2026-12-02 (evening)": the tiled GEMVs that add
 # to the residual stream split over workgroups where their tiles are fewer than the device's
 # multiprocessors (DELTALLM_VK_GEMV_SPLIT=0, the default) or not (1), with the residual stream
 # rounded by its writers (DELTALLM_VK_GEMV_ROUND_H=1) or by its readers (0). Device: one call

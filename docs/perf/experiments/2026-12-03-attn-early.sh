@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (15:00)": the decode attention requests what its preparation and
+# docs/perf/history.md, "2026-12-03 (15:00)": the decode attention requests what its preparation and
 # output read (the raw query and key heads, their norm weights, the rotary frequencies, the value
 # row, the gates) before it waits on any of them (6133a41). The first call ran a first form that
 # also requested the first chunk's keys and values first (2026-12-03-attn-chunk-early.patch,
@@ -9,6 +9,8 @@
 # Two alternating rounds of the decode profile (a token timed whole every other token) and tg128
 # on the 9B, the 0.8B and Qwen3-8B; then tg128 at a depth of 4096 on the 9B and Qwen3-8B.
 # Device: one call carrying .gl and .devrun.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-attn-chunk-early.patch > 2026-12-03-attn-chunk-early.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q3"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (later)": the decode attention rounds its output to bytes for the
+# docs/perf/history.md, "2026-12-03 (later)": the decode attention rounds its output to bytes for the
 # output projection (DELTALLM_VK_ATTN_ROUNDED=1, the default) against the projection's
 # workgroups rounding the floats (0): greedy tokens (the same bytes either way), the decode
 # profile and tg128 on the 9B (8 attention layers of 32) and Qwen3-8B (36 of 36); then the
@@ -10,6 +10,9 @@
 # alternating). Both patches apply to caf91e1.
 # Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare`.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-dn-early.patch > 2026-12-03-dn-early.patch
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-smem-switch.patch > 2026-12-03-smem-switch.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q3"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-03 (17:40)" for the decode attention's heads'
+# The measurements of docs/perf/history.md's entry "2026-12-03 (17:40)" for the decode attention's heads'
 # sums of squares through subgroup sums (attn_decode_sg, 2026-12-03-attn-sg.patch, not kept): this build against the one before it
 # (BASE_BUILD), the code size the driver's compiler reports, the decode profiles and tg128 in
 # alternating rounds (this build first), the attention alone (this build), and the attention tests under the
 # Khronos validation layer.
 # Here:   (build the base into dir/deltallm and dir/tests/test_vulkan)
-#         git apply docs/perf/experiments/2026-12-03-attn-sg.patch; (cd build-vk && ninja)
+#         git show 53ff2ba:docs/perf/experiments/2026-12-03-attn-sg.patch | git apply; (cd build-vk && ninja)
 #         BASE_BUILD=dir BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-attn-sg.patch > 2026-12-03-attn-sg.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 B0=$P/deltallm.base

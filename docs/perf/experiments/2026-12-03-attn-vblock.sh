@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-03 (17:40)" for the decode attention's value
+# The measurements of docs/perf/history.md's entry "2026-12-03 (17:40)" for the decode attention's value
 # rows taken in a block a thread (their weights four a vec4, rows past the live ones zeroed
 # rather than branched on) and the first chunk's keys requested by the loop's own loads: this
 # build against the one before it (BASE_BUILD), the code size the driver's compiler reports, the

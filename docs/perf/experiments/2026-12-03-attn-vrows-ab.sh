@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second call of docs/PERF.md's entry "2026-12-03 (17:40)": the 9B's decode profile and
+# The second call of docs/perf/history.md's entry "2026-12-03 (17:40)": the 9B's decode profile and
 # tg128 of the build with the attention's value rows at one stride against the one before it
 # (packed as in 2026-12-03-attn-vrows.sh), more rounds, the new build first in each.
 cd "$(dirname "$0")/../../.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-03 (17:40)" for the decode attention's
+# The measurements of docs/perf/history.md's entry "2026-12-03 (17:40)" for the decode attention's
 # value rows read at one stride from one address (the caches hold whole chunks), row pos taken
 # from shared memory after the chunk's other rows: this build against the one before it
 # (BASE_BUILD), the code size the driver's compiler reports, the decode profile and tg128 of

@@ -5,9 +5,12 @@
 # layer's own input projections (3): 2026-12-03-attn-warm-step.patch (2026-12-03-attn-warm.patch
 # with the two placements added), not in the tree. Alternating rounds: the 9B's token timed whole
 # (bench --profile) with its deltanet and attention roles, and tg128; the 0.8B's.
-# Here:   git apply docs/perf/experiments/2026-12-03-attn-warm-step.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-03-attn-warm-step.patch | git apply
 #         (cd build-vk && ninja) && BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-attn-warm.patch > 2026-12-03-attn-warm.patch
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-attn-warm-step.patch > 2026-12-03-attn-warm-step.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03": weights read into the device's L2 cache beside stages that do not
+# docs/perf/history.md, "2026-12-03": weights read into the device's L2 cache beside stages that do not
 # stream them (2026-12-03-l2-prefetch.patch: DLX_PF bit 1, the output projection's weights beside
 # the DeltaNet step or the attention; bit 2, the first DLX_PF_MB MiB of the FFN pair beside the
 # output projection). Profile and tg128. Device: one call carrying .gl and .devrun on the packed
 # binaries of `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-l2-prefetch.patch > 2026-12-03-l2-prefetch.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q3"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The last measurement of docs/PERF.md's entry "2026-12-03 (later)": the tree as committed (the
+# The last measurement of docs/perf/history.md's entry "2026-12-03 (later)": the tree as committed (the
 # attention's output rounded by the attention, the DeltaNet step's state requested first) under
 # the Khronos validation layer (the attention, DeltaNet, decode fusion, GEMV path and driver
 # tests), its greedy tokens, decode profile and tg128.

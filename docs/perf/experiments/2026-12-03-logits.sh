@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (night)": the logits of a decoded token on their way to the host
+# docs/perf/history.md, "2026-12-03 (night)": the logits of a decoded token on their way to the host
 # (2026-12-03-logits.patch, against 7c208ab): DLX_CACHED=1 puts the session's logits in
 # host-cached memory (MemoryKind::readback) instead of the first host-visible coherent type;
 # DLX_HOSTHEAD=1 has the head's GEMV write them there itself instead of a copy after it. tg128
@@ -7,6 +7,8 @@
 # of a greedy run compared.
 # Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-logits.patch > 2026-12-03-logits.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08"

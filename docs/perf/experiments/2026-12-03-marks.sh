@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (night)": what the profile's timestamps add to the token, and what
+# docs/perf/history.md, "2026-12-03 (night)": what the profile's timestamps add to the token, and what
 # the host adds between tokens (2026-12-03-only-roles.patch, against 68de93c: DLX_ONEMARK=1
 # writes the token's last timestamp only, so the profile's one role is the whole token; DLX_SPIN=1
 # polls the token's fence instead of waiting on it; DLX_ONLY as in 2026-12-03-only-roles.sh).
@@ -7,6 +7,8 @@
 # `run` (the token chosen on the device).
 # Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-only-roles.patch > 2026-12-03-only-roles.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-03 (21:00)", second call: against the build of
+# The measurements of docs/perf/history.md's entry "2026-12-03 (21:00)", second call: against the build of
 # 960837e (BASE_BUILD, packed as deltallm.base), this build had
 # - the DeltaNet decode step's norm weight requested with its other inputs (measured, not kept);
 # - a mixer's output projection read into the L2 by the streaming probe's kernel in the mixer's
@@ -7,9 +7,11 @@
 #   caps the reading workgroups): 2026-12-03-mixer-prefetch.patch, not in the tree.
 # Alternating rounds, this build first: the 9B's token timed whole (bench --profile) with its out,
 # deltanet and attention roles, and tg128; then the 0.8B and Qwen3-8B.
-# Here:   git apply docs/perf/experiments/2026-12-03-mixer-prefetch.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-03-mixer-prefetch.patch | git apply
 #         (cd build-vk && ninja) && BASE_BUILD=... BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-mixer-prefetch.patch > 2026-12-03-mixer-prefetch.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q8"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (night)": each GEMV stage of the 9B's token with the other roles'
+# docs/perf/history.md, "2026-12-03 (night)": each GEMV stage of the 9B's token with the other roles'
 # dispatches left out (2026-12-03-only-roles.patch, against 68de93c: DLX_ONLY=roles records the
 # dispatches of those roles only; every stage, its barrier and its timestamp stay; results
 # wrong), against the token as it is: whether a stage costs more in the token than alone because
 # of the kernels between two of its runs.
 # Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-only-roles.patch > 2026-12-03-only-roles.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9"

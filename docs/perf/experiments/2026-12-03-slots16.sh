@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03": the tiled GEMVs that add to h (output and down projections) in one
+# docs/perf/history.md, "2026-12-03": the tiled GEMVs that add to h (output and down projections) in one
 # workgroup of 16 slots a tile instead of two parts of 8 slots (2026-12-03-slots16.patch,
 # DLX_SLOTS16 bit 1: the output projections, 16 runs a row; bit 2: the down projections).
 # Greedy tokens, profile and tg128. Device: one call carrying .gl and .devrun on the packed
 # binaries of `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-slots16.patch > 2026-12-03-slots16.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q3"

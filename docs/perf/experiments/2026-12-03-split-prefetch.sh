@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERF.md's entry "2026-12-03 (21:00)", first call: against the build of
+# The measurements of docs/perf/history.md's entry "2026-12-03 (21:00)", first call: against the build of
 # 31ed8f4 (BASE_BUILD, packed as deltallm.base),
 # - the DeltaNet decode step with its conv's inputs all requested before any store (960837e, in
 #   the tree): DeltaNetStepSpeed.AfterOtherWork of both builds, the token's deltanet role;
@@ -9,9 +9,11 @@
 #   2026-12-03-split-prefetch.patch, not in the tree.
 # Alternating rounds, this build first: the 9B's token timed whole (bench --profile) and tg128;
 # the 0.8B's and Qwen3-8B's.
-# Here:   git apply docs/perf/experiments/2026-12-03-split-prefetch.patch
+# Here:   git show 53ff2ba:docs/perf/experiments/2026-12-03-split-prefetch.patch | git apply
 #         (cd build-vk && ninja) && BASE_BUILD=... BUILD_DIR=build-vk bash scripts/vk/device_reports.sh prepare
 # Device: one call carrying .gl and .devrun that runs this script.
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-split-prefetch.patch > 2026-12-03-split-prefetch.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q8"

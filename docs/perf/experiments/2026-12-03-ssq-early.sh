@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (15:00)": the tiled GEMV requests the blocks' sums of squares of a
+# docs/perf/history.md, "2026-12-03 (15:00)": the tiled GEMV requests the blocks' sums of squares of a
 # normed rounding (XMODE 4) before its copy of x, not after it; decode hands out its logits where
 # the head wrote them (host-cached memory) instead of copying them.
 # Against the build before (2f3215c), packed as the base:

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03": weights read into the device's L2 in the tail of the GEMV stage
+# docs/perf/history.md, "2026-12-03": weights read into the device's L2 in the tail of the GEMV stage
 # before their reader (2026-12-03-l2-prefetch.patch: DLX_PF bit 4, the output projection's
 # weights after the input projections; bit 8, the first DLX_PF_MB MiB of the down projection
 # after the FFN pair; bit 16, the first DLX_PF_MB MiB of the next layer's first input projection
 # after the down projection). Profile and tg128. Device: one call carrying .gl and .devrun on the
 # packed binaries of `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-l2-prefetch.patch > 2026-12-03-l2-prefetch.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q3"

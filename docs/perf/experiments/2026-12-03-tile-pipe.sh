@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03": the tiled GEMV holding its next run's loads in flight while it
+# docs/perf/history.md, "2026-12-03": the tiled GEMV holding its next run's loads in flight while it
 # computes one (2026-12-03-tile-pipe.patch, DLX_TILE_PIPE=1), and the repeat of the L2 prefetch's
 # tg128 (2026-12-03-l2-prefetch.patch, DLX_PF=1). Profile and tg128; the kernels' statistics
 # (registers) of both forms. Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare` (built with both patches).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-l2-prefetch.patch > 2026-12-03-l2-prefetch.patch
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-tile-pipe.patch > 2026-12-03-tile-pipe.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen35 0.8b q08" "qwen3 8b q3"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (evening)": the token's tiled GEMV stages in their own forms and with
+# docs/perf/history.md, "2026-12-03 (evening)": the token's tiled GEMV stages in their own forms and with
 # their parts taken away one at a time (GemvSpeed.TokenForms), with what the driver's compiler
 # reports of each kernel (registers); the same report of the kernels the 9B's token runs; then
 # the FFN pair in half tiles in the token (2026-12-03-pair-half.patch: DLX_PAIR_HALF=S, a
 # workgroup 16 rows of each matrix over S slots a matrix), greedy tokens and profiles A/B.
 # Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-pair-half.patch > 2026-12-03-pair-half.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (last)": what a GEMV stage costs in the token against the same stage
+# docs/perf/history.md, "2026-12-03 (last)": what a GEMV stage costs in the token against the same stage
 # again right after it (2026-12-03-twice.patch, against 292785b: DLX_TWICE=1 records each
 # layer's input projections and FFN pair twice, a barrier between, the second run over the same
 # inputs and outputs, so the tokens stay the same; the profile names the first input stage
 # "gemv in1" and the second "gemv in", the first pair "gemv ffn" and the second "gemv ffn2").
 # Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-twice.patch > 2026-12-03-twice.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q3"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# docs/PERF.md, "2026-12-03 (night)": decode with the fence polled before blocking (the tree's
+# docs/perf/history.md, "2026-12-03 (night)": decode with the fence polled before blocking (the tree's
 # default, DELTALLM_VK_WAIT_SPIN_US=20000) against the blocking wait (=0), on the 9B, Qwen3-8B
 # and 0.8B: tg128 (bench, logits to the host) and `run` (the token chosen on the device); and
 # the profile's marks written at the compute stage (as the tree has them), at the top of the
 # pipe (2026-12-03-only-roles.patch, DLX_TOPMARK=1), or one a token (DLX_ONEMARK=1).
 # Device: one call carrying .gl and .devrun on the packed binaries of
 # `scripts/vk/device_reports.sh prepare` (built with the patch).
+# The experiment patches named here left the tree after 53ff2ba; each is recovered with
+#   git show 53ff2ba:docs/perf/experiments/2026-12-03-only-roles.patch > 2026-12-03-only-roles.patch
 cd "$(dirname "$0")/../../.."
 . docs/perf/experiments/device.sh
 synth "qwen35 9b q9" "qwen3 8b q3" "qwen35 0.8b q08"

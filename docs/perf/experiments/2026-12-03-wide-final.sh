@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The last measurement of docs/PERF.md's entry "2026-12-03": the tree as committed (wide tiles
+# The last measurement of docs/perf/history.md's entry "2026-12-03": the tree as committed (wide tiles
 # for the GEMVs that add to h) under the Khronos validation layer (the tiled GEMV, GEMV
 # path, decode fusion and driver tests) and its decode profile and tg128.
 # Device: one call carrying .gl and .devrun that runs this script on the packed binaries of

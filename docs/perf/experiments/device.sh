@@ -1,7 +1,9 @@
 # Sourced by the experiment scripts beside it, from the repository root on the device machine:
 # unpacks the binaries packed by `scripts/vk/device_reports.sh prepare`, points the Vulkan loader
 # at the NVIDIA driver, and defines
-#   B, T          the packed deltallm and test_vulkan
+#   B, T, S       the packed deltallm, test_vulkan and vk_speed (the speed reports; the scripts
+#                 dated before they left test_vulkan ran them as $T with DELTALLM_VK_SPEED=1:
+#                 today that is $S, the variable still set)
 #   synth M ...   each "ARCH SHAPE NAME" synthesized once, Q4_K_M, into /tmp/NAME.gguf
 #   tg NAME       decode tg128 of /tmp/NAME.gguf over two runs: the t/s column (mean ± deviation)
 #   prof NAME [VAR=VALUE ...]  the decode profile of tg128 (one run) under those variables, on
@@ -29,6 +31,7 @@ export DELTALLM_TEST_TMP=$(mktemp -d)
 P=$PWD/.tools/device-reports
 B=$P/deltallm
 T=$P/test_vulkan
+S=$P/vk_speed
 synth() {
     local m
     for m in "$@"; do

@@ -1,5 +1,5 @@
 // Throughput report of the prefill GEMM tiles (Kernels::gemm) on a 512-row window against
-// Qwen3.5-9B-sized matrices: skipped unless DELTALLM_VK_SPEED=1, as it is meant for a real GPU.
+// Qwen3.5-9B-sized matrices, meant for a real GPU.
 // It prints TFLOP/s for each variant the device runs, and for the cooperative-matrix tiles also
 // with the dequantization or the products left out, which says what bounds the tile. The full
 // runs still check their output against a CPU reference, so a fast but wrong kernel fails.
@@ -13,7 +13,7 @@
 
 #include "core/env.h"
 #include "quant/quant.h"
-#include "vk_test.h"
+#include "speed.h"
 
 namespace dl::vk {
 namespace {

@@ -1,15 +1,14 @@
-// What a stage of the decode token command costs whatever its work (run only with
-// DELTALLM_VK_SPEED=1, as the other speed reports): one one-workgroup dispatch followed by a
-// pipeline barrier, against the same dispatches recorded eight to a stage. The token command of
-// a 9B is about 170 such stages; their fixed cost bounds how close decode can come to the
-// weight-bandwidth floor.
+// What a stage of the decode token command costs whatever its work: one one-workgroup dispatch
+// followed by a pipeline barrier, against the same dispatches recorded eight to a stage. The token
+// command of a 9B is about 170 such stages; their fixed cost bounds how close decode can come to
+// the weight-bandwidth floor.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "vk_test.h"
+#include "speed.h"
 
 namespace dl::vk {
 namespace {

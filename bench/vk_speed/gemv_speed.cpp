@@ -1,5 +1,5 @@
-// Bandwidth report of the decode GEMV (Kernels::gemv) on decode-sized matrices: skipped unless
-// DELTALLM_VK_SPEED=1, as it is meant for a real GPU. It prints the weight bytes streamed per
+// Bandwidth report of the decode GEMV (Kernels::gemv) on decode-sized matrices, meant for a real
+// GPU. It prints the weight bytes streamed per
 // second for each shape and still checks every output row of the last run against a CPU
 // reference, so a fast but wrong kernel fails.
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 
 #include "core/env.h"
 #include "quant/quant.h"
-#include "vk_test.h"
+#include "speed.h"
 
 namespace dl::vk {
 namespace {
