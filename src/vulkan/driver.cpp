@@ -72,13 +72,13 @@ struct ResidentDriver::Session : SessionState {
     Buffer gemv_counter;
     // The scratch of the tiled GEMVs that split their rows over workgroups (Kernels::gemv_split).
     Buffer gemv_split;
-    // GEMVs of the token command that read x rounded by the GEMV before (gemv_pre_round_).
-    uint32_t rounded_reads = 0;
-    uint32_t gated_reads = 0;  // CommandCounts::gated_reads of the token command
-    uint32_t gated_rounded = 0;
-    uint32_t attn_rounded = 0;
-    uint32_t attn_gated_form = 0;
-    uint32_t normed_roundings = 0;
+    // GEMVs of the token command that read x rounded by the GEMV before (fusions_.ffn_q8_out).
+    uint32_t ffn_q8_reads = 0;
+    uint32_t gated_norm_reads = 0;  // CommandCounts::gated_reads of the token command
+    uint32_t deltanet_q8_reads = 0;
+    uint32_t attention_q8_reads = 0;
+    uint32_t shared_output_pipeline = 0;
+    uint32_t residual_q8_writes = 0;
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
     Buffer head_counter;
@@ -90,8 +90,8 @@ struct ResidentDriver::Session : SessionState {
     // each in the attention's short-context form for positions below short_until and in its
     // own form from there (either missing where no position takes it).
     std::array<std::unique_ptr<CommandList>, 8> token_cmds;
-    static size_t token_slot(bool short_attn, bool logits, bool whole) {
-        return (short_attn ? 4 : 0) + (logits ? 2 : 0) + (whole ? 1 : 0);
+    static size_t token_slot(bool short_attention, bool host_logits, bool timed_whole) {
+        return (short_attention ? 4 : 0) + (host_logits ? 2 : 0) + (timed_whole ? 1 : 0);
     }
     int64_t short_until = 0;
     int64_t profiled_tokens = 0;
@@ -190,16 +190,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     }
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
-    d->fused_decode_ = opts.fused_decode;
-    d->gemv_norm_in_ = opts.gemv_norm_in;
-    d->gemv_pre_round_ = opts.gemv_pre_round;
-    d->gemv_round_h_ = opts.gemv_round_h;
-    d->gemv_round_h_min_ = opts.gemv_round_h_min;
-    d->merge_in_ = opts.merge_in;
-    d->gated_in_ = opts.gated_in;
-    d->gated_rounded_ = opts.gated_rounded;
-    d->attn_rounded_ = opts.attn_rounded;
-    d->attn_gated_form_ = opts.attn_gated_form;
+    d->fusions_ = opts.fusions;
     d->attn_short_ = opts.attn_short;
     d->expand_ahead_ = opts.expand_ahead;
     d->early_submit_ = opts.early_submit;
@@ -212,40 +203,26 @@ bool DriverOptions::profile_from_env() {
     return env::get_bool("DELTALLM_VK_PROFILE");
 }
 
-bool DriverOptions::fused_decode_from_env() {
-    return env::get_bool("DELTALLM_VK_DECODE_FUSION");
+Fusions Fusions::from_env() {
+    Fusions f;
+    f.norm_epilogue = env::get_bool("DELTALLM_VK_DECODE_FUSION");
+    f.norm_in_readers = env::get_bool("DELTALLM_VK_GEMV_NORM_IN");
+    f.ffn_q8_out = env::get_bool("DELTALLM_VK_GEMV_PRE_ROUND");
+    f.residual_q8_out = env::get_bool("DELTALLM_VK_GEMV_ROUND_H");
+    f.merged_input_projections = env::get_bool("DELTALLM_VK_MERGE_IN");
+    f.gated_norm_in_output = env::get_bool("DELTALLM_VK_GATED_IN");
+    f.deltanet_q8_out = env::get_bool("DELTALLM_VK_GATED_ROUNDED");
+    f.attention_q8_out = env::get_bool("DELTALLM_VK_ATTN_ROUNDED");
+    f.shared_output_pipeline = env::get_bool("DELTALLM_VK_ATTN_GATED_FORM");
+    return f;
 }
 
-bool DriverOptions::gemv_norm_in_from_env() {
-    return env::get_bool("DELTALLM_VK_GEMV_NORM_IN");
-}
-
-bool DriverOptions::gemv_round_h_from_env() {
-    return env::get_bool("DELTALLM_VK_GEMV_ROUND_H");
-}
-
-bool DriverOptions::gemv_pre_round_from_env() {
-    return env::get_bool("DELTALLM_VK_GEMV_PRE_ROUND");
-}
-
-bool DriverOptions::merge_in_from_env() {
-    return env::get_bool("DELTALLM_VK_MERGE_IN");
-}
-
-bool DriverOptions::gated_in_from_env() {
-    return env::get_bool("DELTALLM_VK_GATED_IN");
-}
-
-bool DriverOptions::gated_rounded_from_env() {
-    return env::get_bool("DELTALLM_VK_GATED_ROUNDED");
-}
-
-bool DriverOptions::attn_rounded_from_env() {
-    return env::get_bool("DELTALLM_VK_ATTN_ROUNDED");
-}
-
-bool DriverOptions::attn_gated_form_from_env() {
-    return env::get_bool("DELTALLM_VK_ATTN_GATED_FORM");
+Fusions Fusions::none() {
+    Fusions f;
+    f.norm_epilogue = f.norm_in_readers = f.ffn_q8_out = f.residual_q8_out = false;
+    f.merged_input_projections = f.gated_norm_in_output = f.deltanet_q8_out = false;
+    f.attention_q8_out = f.shared_output_pipeline = false;
+    return f;
 }
 
 bool DriverOptions::gemv_balance_from_env() {
@@ -515,12 +492,12 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     s->short_until = attn_short_positions(s->n_ctx);
     for (bool short_attn : {false, true}) {
         if (short_attn ? s->short_until == 0 : s->short_until >= s->n_ctx) continue;
-        for (bool whole : {false, true}) {
-            if (whole && !profile_) continue;
+        for (bool timed_whole : {false, true}) {
+            if (timed_whole && !profile_) continue;
             for (bool logits : {false, true}) {
-                auto& cmd = s->token_cmds[Session::token_slot(short_attn, logits, whole)];
+                auto& cmd = s->token_cmds[Session::token_slot(short_attn, logits, timed_whole)];
                 cmd = std::make_unique<CommandList>(D);
-                record_token(*s, *cmd, logits, whole, short_attn);
+                record_token(*s, *cmd, logits, timed_whole, short_attn);
             }
         }
     }
@@ -553,8 +530,8 @@ int64_t ResidentDriver::attn_short_positions(int64_t n_ctx) const {
 // tok[1]), then either the head into the device logits and the choice of the next token from
 // them (tok[2]; parameters at tok[kSampleParams..]) or, when asked, the head into the host's
 // logits.
-void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_logits, bool whole,
-                                  bool short_attn) {
+void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_logits,
+                                  bool timed_whole, bool short_attn) {
     Session* s = &session;
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
@@ -583,25 +560,25 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         cl.mark(role);
     };
     // Norms the GEMVs after them take (Kernels::gemv_normed): where every GEMV that reads a
-    // norm's output takes x in bytes, each normalizes h itself as it rounds it, so the GEMV
+    // norm's output takes x as int8, each normalizes h itself as it quantizes it, so the GEMV
     // before the norm ends with no epilogue (no workgroup waits for all the others, no serial
     // tail) and the first norm takes no stage.
     const auto readers = norm_readers(*model_);
     auto normed_by_readers = [&](const Tensor* norm_w) {
-        if (!fused_decode_ || !gemv_norm_in_) return false;
+        if (!fusions_.norm_epilogue || !fusions_.norm_in_readers) return false;
         for (const Tensor* t : readers.at(norm_w))
             if (K.gemv_x_for(t->type, (uint32_t)t->cols()) != Kernels::GemvX::bytes) return false;
         return true;
     };
     // The norm the GEMVs reading xn apply to h themselves (none: xn holds the normalized h).
     const Tensor* pending = nullptr;
-    // h rounded to bytes times the pending norm's weights at A.h_bytes by the GEMV that wrote
+    // h quantized to int8 times the pending norm's weights at A.h_bytes by the GEMV that wrote
     // it, for its readers (Kernels::GemvRounding::out_norm): where that GEMV and every reader of
-    // the norm run on the tiled GEMV (gemv_round_h_).
+    // the norm run on the tiled GEMV (fusions_.residual_q8_out).
     bool h_rounded = false;
     auto rounds_h = [&](const Tensor* writer, const Tensor* norm_w) {
-        if (!gemv_round_h_ || !norm_w || writer->rows() % 16 ||
-            writer->rows() < (int64_t)gemv_round_h_min_ ||
+        if (!fusions_.residual_q8_out || !norm_w || writer->rows() % 16 ||
+            writer->rows() < (int64_t)fusions_.residual_q8_out_min ||
             !K.gemv_tiled_for(writer->type, (uint32_t)writer->cols()))
             return false;
         for (const Tensor* t : readers.at(norm_w))
@@ -609,34 +586,36 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         return true;
     };
     auto pending_norm = [&] { return Kernels::GemvNormIn{norm_weights(pending), hp.rms_eps}; };
-    // The FFN activations rounded to bytes at A.ffn_bytes by the pair that wrote them, for the
-    // down projection (gemv_pre_round_).
+    // The FFN activations quantized to int8 at A.ffn_bytes by the pair that wrote them, for the
+    // down projection (fusions_.ffn_q8_out).
     bool ffn_rounded = false;
-    s->rounded_reads = 0;
-    s->gated_reads = 0;
-    s->gated_rounded = 0;
-    s->attn_rounded = 0;
-    s->attn_gated_form = 0;
-    s->normed_roundings = 0;
+    s->ffn_q8_reads = 0;
+    s->gated_norm_reads = 0;
+    s->deltanet_q8_reads = 0;
+    s->attention_q8_reads = 0;
+    s->shared_output_pipeline = 0;
+    s->residual_q8_writes = 0;
     // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
-    // (gated_in_; none: the step applied it); or, after an attention layer, that form with no
-    // factor (attn_gated_form_).
+    // (fusions_.gated_norm_in_output; none: the step applied it); or, after an attention layer,
+    // that form with no factor (fusions_.shared_output_pipeline).
     std::optional<Kernels::GemvGatedIn> gated;
-    // Where the mixer just recorded left its output rounded to bytes for its output projection,
+    // Where the mixer just recorded left its output quantized to int8 for its output projection,
     // and the count of such projections that one adds to: the DeltaNet step at A.y_bytes
-    // (gated_rounded_), the attention at A.o_bytes (attn_rounded_); kNone: the projection rounds
-    // the floats.
+    // (fusions_.deltanet_q8_out), the attention at A.o_bytes (fusions_.attention_q8_out); kNone:
+    // the projection rounds the floats.
     uint32_t mixer_bytes = Kernels::kNone;
     uint32_t* mixer_count = nullptr;
     // The form of a DeltaNet layer's output projection over the step's rounding (its weights'
     // type and row length, its gated norm's shape), which a later attention layer's output
-    // projection of the same type and length takes with no factor (attn_gated_form_).
-    struct GatedForm {
+    // projection of the same type and length takes with no factor
+    // (fusions_.shared_output_pipeline).
+    struct DeltaNetOutputForm {
         QType t;
         int64_t cols;
         Kernels::GemvGatedIn in;
     };
-    std::optional<GatedForm> deltanet_form;  // the last DeltaNet layer's, where it has one
+    std::optional<DeltaNetOutputForm>
+        deltanet_output;  // the last DeltaNet layer's, where it has one
     // W · xn (rows of cols values of type t at view w) into y[y_off ..]; share: its part of
     // its stage's weight bytes (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
@@ -652,9 +631,9 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     };
     // A mixer's input projections wait for the end of their stage, where each run of them that
     // lies back to back in one slab (plan()) and writes back to back in act is one GEMV over all
-    // their rows (merge_in_): x is rounded once for the run and the small ones (a DeltaNet
-    // layer's beta and alpha) do not wait behind the large ones' workgroups in a grid of their
-    // own.
+    // their rows (fusions_.merged_input_projections): x is rounded once for the run and the small
+    // ones (a DeltaNet layer's beta and alpha) do not wait behind the large ones' workgroups in a
+    // grid of their own.
     struct InProj {
         const Tensor* t;
         uint32_t y_off;
@@ -674,7 +653,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             uint64_t bytes = first->bytes;
             uint32_t rows = (uint32_t)t->rows();
             size_t j = i + 1;
-            for (; merge_in_ && j < in_proj.size(); ++j) {
+            for (; fusions_.merged_input_projections && j < in_proj.size(); ++j) {
                 const Tensor* u = in_proj[j].t;
                 const Placement* pl = plan_.find(u);
                 if (u->type != t->type || u->cols() != t->cols() || pl->slab != first->slab ||
@@ -709,14 +688,14 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         ffn_rounded = false;
         if (r.x_rounded) {
             x_off = A.ffn_bytes;
-            ++s->rounded_reads;
+            ++s->ffn_q8_reads;
         }
         // The new h rounded for the readers of the next norm.
         h_rounded = pending && rounds_h(t, pending);
         if (h_rounded) {
             r.out_off = A.h_bytes;
             r.out_norm = norm_weights(pending);
-            ++s->normed_roundings;
+            ++s->residual_q8_writes;
         }
         if (mixer_bytes != Kernels::kNone) {  // (chain.deltanet, chain.attention)
             DL_ASSERT(x_off == A.y || x_off == A.o);
@@ -730,12 +709,12 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             DL_ASSERT(pending);
             K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
                          act, x_off, act, A.h, true, *gated, with_r ? &r : nullptr);
-            ++(gated->ss_off != Kernels::kNone ? s->gated_reads : s->attn_gated_form);
+            ++(gated->ss_off != Kernels::kNone ? s->gated_norm_reads : s->shared_output_pipeline);
             gated.reset();
             stage(role);
             return;
         }
-        if (pending || !fused_decode_) {
+        if (pending || !fusions_.norm_epilogue) {
             gemv(t, x_off, act, A.h, true, with_r ? &r : nullptr);
             stage(role);
             if (pending) return;
@@ -765,22 +744,22 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     chain.inputs = [](uint32_t, int64_t) {};
     chain.deltanet = [&](int64_t il, const Layer& L) {
         Kernels::DeltaNetStep a = deltanet_args(A, L);
-        // Where the output projection reads x in bytes and the FFN's norm is its readers' (the
+        // Where the output projection reads x as int8 and the FFN's norm is its readers' (the
         // projection then needs no epilogue of its own).
-        if (gated_in_ && normed_by_readers(L.ffn_norm) &&
+        if (fusions_.gated_norm_in_output && normed_by_readers(L.ffn_norm) &&
             K.gemv_gates(L.ssm_out->type, (uint32_t)L.ssm_out->cols()) && a.d_v % 16 == 0) {
             a.ss_off = A.y_ss;
             const uint32_t groups = K.deltanet_groups(a.d_v, true);
             gated = Kernels::GemvGatedIn{A.y_ss, a.d_v, groups, a.eps};
-            if (gated_rounded_ && (a.d_v / groups) % 16 == 0 &&
+            if (fusions_.deltanet_q8_out && (a.d_v / groups) % 16 == 0 &&
                 K.gemv_tiled_for(L.ssm_out->type, (uint32_t)L.ssm_out->cols())) {
                 a.round_y = true;
                 a.y_off = mixer_bytes = A.y_bytes;
-                mixer_count = &s->gated_rounded;
-                if (attn_gated_form_)
-                    deltanet_form =
-                        GatedForm{L.ssm_out->type, L.ssm_out->cols(),
-                                  Kernels::GemvGatedIn{Kernels::kNone, a.d_v, groups, a.eps}};
+                mixer_count = &s->deltanet_q8_reads;
+                if (fusions_.shared_output_pipeline)
+                    deltanet_output = DeltaNetOutputForm{
+                        L.ssm_out->type, L.ssm_out->cols(),
+                        Kernels::GemvGatedIn{Kernels::kNone, a.d_v, groups, a.eps}};
             }
         }
         K.deltanet_step(cl, a, act, prm, view(s->ring[il]), view(s->state[il]), tok,
@@ -790,13 +769,13 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         Kernels::Attention a = at;
         a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
         a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
-        if (attn_rounded_ && a.head_dim % 16 == 0 &&
+        if (fusions_.attention_q8_out && a.head_dim % 16 == 0 &&
             K.gemv_tiled_for(L.wo->type, (uint32_t)L.wo->cols())) {
             a.round_off = mixer_bytes = A.o_bytes;
-            mixer_count = &s->attn_rounded;
-            if (deltanet_form && L.wo->type == deltanet_form->t &&
-                L.wo->cols() == deltanet_form->cols && normed_by_readers(L.ffn_norm))
-                gated = deltanet_form->in;
+            mixer_count = &s->attention_q8_reads;
+            if (deltanet_output && L.wo->type == deltanet_output->t &&
+                L.wo->cols() == deltanet_output->cols && normed_by_readers(L.ffn_norm))
+                gated = deltanet_output->in;
         }
         K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
                     tok, view(s->head_counter));
@@ -814,17 +793,17 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         // Fused: one GEMV dispatch for both matrices with the SwiGLU as its epilogue, where the
         // plan keeps them in one slab with the same type.
         const Placement *g = plan_.find(L.ffn_gate), *u = plan_.find(L.ffn_up);
-        if (fused_decode_ && L.ffn_gate->type == L.ffn_up->type && g->slab == u->slab &&
+        if (fusions_.norm_epilogue && L.ffn_gate->type == L.ffn_up->type && g->slab == u->slab &&
             L.ffn_gate->ne == L.ffn_up->ne) {
             const Kernels::GemvNormIn nin = pending ? pending_norm() : Kernels::GemvNormIn{};
             const uint64_t lo = std::min(g->offset, u->offset);
             const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
             const uint32_t rows = (uint32_t)L.ffn_gate->rows(), cols = (uint32_t)L.ffn_gate->cols();
-            // The pair rounds its rows for the down projection where that reads them in bytes
+            // The pair quantizes its rows to int8 for the down projection where that reads them so
             // (as a fused GEMV where the norm after it is its epilogue).
             const Tensor* down = L.ffn_down;
             ffn_rounded =
-                gemv_pre_round_ && K.gemv_rounds(L.ffn_gate->type, rows, cols, true, pending) &&
+                fusions_.ffn_q8_out && K.gemv_rounds(L.ffn_gate->type, rows, cols, true, pending) &&
                 K.gemv_path(down->type, (uint32_t)down->rows(), (uint32_t)down->cols(), false,
                             false, !normed_by_readers(next_norm)) == Kernels::GemvX::bytes;
             Kernels::GemvRounding r;
@@ -845,7 +824,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     };
     chain.add_norm = add_norm;
 
-    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16, !whole);
+    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16, !timed_whole);
     cl.begin(true);
     // The GEMVs that add to h are alone in their stages: they may split over one scratch.
     K.gemv_split = view(s->gemv_split);
@@ -1228,8 +1207,9 @@ int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
 ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const SessionState& st) const {
     const Session& s = static_cast<const Session&>(st);
     const CommandList& cmd = *s.token_cmds[Session::token_slot(s.short_until > 0, false, false)];
-    return {cmd.n_dispatches(), cmd.n_barriers(),   s.rounded_reads, s.gated_reads,
-            s.gated_rounded,    s.normed_roundings, s.attn_rounded,  s.attn_gated_form};
+    return {cmd.n_dispatches(),   cmd.n_barriers(),        s.ffn_q8_reads,
+            s.gated_norm_reads,   s.deltanet_q8_reads,     s.residual_q8_writes,
+            s.attention_q8_reads, s.shared_output_pipeline};
 }
 
 int64_t ResidentDriver::short_attention_until(const SessionState& st) const {

@@ -16,6 +16,7 @@
 #include "executor/executor.h"
 #include "model/model.h"
 #include "vulkan/device.h"
+#include "vulkan/fusions.h"
 #include "vulkan/kernels.h"
 #include "vulkan/plan.h"
 
@@ -28,58 +29,8 @@ struct DriverOptions {
     // stderr when the driver closes (--profile, DELTALLM_VK_PROFILE=1).
     bool profile = profile_from_env();
     static bool profile_from_env();
-    // The decode token command runs each RMSNorm as the epilogue of the GEMV before it
-    // (DELTALLM_VK_DECODE_FUSION; off: separate stages). On an H200, 9B: 173.8 t/s against 170.4
-    // with separate stages (two rounds each); 0.8B: equal within the spread.
-    bool fused_decode = fused_decode_from_env();
-    static bool fused_decode_from_env();
-    // With fused_decode: where every GEMV that reads a norm's output takes x in bytes, those
-    // GEMVs apply the norm to h themselves (Kernels::gemv_normed) and the GEMV before it ends
-    // without the epilogue (DELTALLM_VK_GEMV_NORM_IN; off: the epilogue everywhere).
-    bool gemv_norm_in = gemv_norm_in_from_env();
-    static bool gemv_norm_in_from_env();
-    // With fused_decode: the FFN gate and up pair rounds its rows to bytes for the down
-    // projection as well (Kernels::GemvRounding), where both sides' shapes allow, so the down
-    // projection does not round x (DELTALLM_VK_GEMV_PRE_ROUND; off: it rounds x itself).
-    bool gemv_pre_round = gemv_pre_round_from_env();
-    static bool gemv_pre_round_from_env();
-    // With norms taken by their readers: the GEMV that writes the residual stream also rounds
-    // it to bytes times the next norm's weights, with each block's sum of squares, where it and
-    // every reader of that norm run on the tiled GEMV (Kernels::GemvRounding::out_norm), so the
-    // readers neither read the floats nor round them (DELTALLM_VK_GEMV_ROUND_H).
-    bool gemv_round_h = gemv_round_h_from_env();
-    static bool gemv_round_h_from_env();
-    // ... over an h of at least this many values: on an H200 the 9B's readers (4096) gained
-    // more than its writers lost (tg128 +3 %), the 0.8B's (1024) gained nothing (docs/PERF.md
-    // 2026-12-02, evening). Tests lower it.
-    uint32_t gemv_round_h_min = 2048;
-    // The token command reads each run of a mixer's input projections that the plan put back to
-    // back (same type and row length) in one GEMV (DELTALLM_VK_MERGE_IN; off: a GEMV each).
-    bool merge_in = merge_in_from_env();
-    static bool merge_in_from_env();
-    // With gemv_norm_in: where a DeltaNet layer's output projection takes x in bytes, the decode
-    // step leaves its gated RMSNorm to that GEMV (Kernels::gemv_gated), so no column group of a
-    // head waits for the others (DELTALLM_VK_GATED_IN; off: the step applies it).
-    bool gated_in = gated_in_from_env();
-    static bool gated_in_from_env();
-    // With gated_in: where that projection runs on the tiled GEMV, the step also rounds its
-    // output to bytes (Kernels::DeltaNetStep::round_y), so the projection's workgroups copy
-    // bytes instead of each rounding the floats (DELTALLM_VK_GATED_ROUNDED; off: they round).
-    bool gated_rounded = gated_rounded_from_env();
-    static bool gated_rounded_from_env();
-    // Where an attention layer's output projection runs on the tiled GEMV, the decode attention
-    // also rounds its output to bytes (Kernels::Attention::round_off), so the projection's
-    // workgroups copy bytes instead of each rounding the floats (DELTALLM_VK_ATTN_ROUNDED; off:
-    // they round).
-    bool attn_rounded = attn_rounded_from_env();
-    static bool attn_rounded_from_env();
-    // With attn_rounded and gated_rounded: in a hybrid model, an attention layer's output
-    // projection of the same type and shape as the DeltaNet layers' runs in their form
-    // (Kernels::GemvGatedIn with no factor), so both take one pipeline, whose code the DeltaNet
-    // layers keep warm: on an H200 the attention layers' own pipeline, run one layer in four,
-    // paid for fetching its code every time (DELTALLM_VK_ATTN_GATED_FORM; off: their own form).
-    bool attn_gated_form = attn_gated_form_from_env();
-    static bool attn_gated_form_from_env();
+    // The decode token command's fusions (fusions.h).
+    Fusions fusions = Fusions::from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
     // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
     // of its own, for measurements).
@@ -198,12 +149,12 @@ class ResidentDriver final : public Executor {
     // command, the one without the logits copy.
     struct CommandCounts {
         uint32_t dispatches = 0, barriers = 0;
-        uint32_t rounded_reads = 0;     // GEMVs over x rounded by the GEMV before them
-        uint32_t gated_reads = 0;       // GEMVs that apply a DeltaNet step's gated norm
-        uint32_t gated_rounded = 0;     // ... over the step's output rounded by the step
-        uint32_t normed_roundings = 0;  // GEMVs that round h for the next norm's readers
-        uint32_t attn_rounded = 0;      // GEMVs over the attention's output rounded by it
-        uint32_t attn_gated_form = 0;   // ... in the DeltaNet output projections' form
+        uint32_t ffn_q8_reads = 0;            // down projections over the FFN pair's int8 output
+        uint32_t gated_norm_reads = 0;        // GEMVs that apply a DeltaNet step's gated norm
+        uint32_t deltanet_q8_reads = 0;       // ... over the step's int8 output
+        uint32_t residual_q8_writes = 0;      // GEMVs that write h as int8 for the next norm
+        uint32_t attention_q8_reads = 0;      // GEMVs over the attention's int8 output
+        uint32_t shared_output_pipeline = 0;  // ... in the DeltaNet output projections' form
     };
     CommandCounts token_command_counts(const SessionState& s) const;
     // The positions below which the session's tokens run the attention's short-context form
@@ -225,9 +176,10 @@ class ResidentDriver final : public Executor {
     };
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
-    // whole: under --profile, the command timed as a whole, not stage by stage. short_attn: the
-    // attention in its short-context form, for positions below s.short_until.
-    void record_token(Session& s, CommandList& cl, bool host_logits, bool whole, bool short_attn);
+    // timed_whole: under --profile, the command timed as a whole, not stage by stage.
+    // short_attn: the attention in its short-context form, for positions below s.short_until.
+    void record_token(Session& s, CommandList& cl, bool host_logits, bool timed_whole,
+                      bool short_attn);
     // The positions below which a session of n_ctx tokens runs the short-context token command
     // (DriverOptions::attn_short; 0: none).
     int64_t attn_short_positions(int64_t n_ctx) const;
@@ -242,16 +194,7 @@ class ResidentDriver final : public Executor {
     Plan plan_;
     std::unique_ptr<Weights> w_;
     std::unique_ptr<Profile> profile_;
-    bool fused_decode_ = true;
-    bool gemv_norm_in_ = true;
-    bool gemv_pre_round_ = true;
-    bool gemv_round_h_ = true;
-    uint32_t gemv_round_h_min_ = 2048;
-    bool merge_in_ = true;
-    bool gated_in_ = true;
-    bool gated_rounded_ = true;
-    bool attn_rounded_ = true;
-    bool attn_gated_form_ = true;
+    Fusions fusions_;
     int64_t attn_short_ = -1;
     bool expand_ahead_ = true;
     bool early_submit_ = true;

@@ -1,7 +1,7 @@
 // The decode token command with its fusions (the RMSNorms as GEMV epilogues, the FFN gate and up
 // GEMVs with the SwiGLU as one dispatch) against the same command with separate stages: the same
 // logits up to F32 rounding, token after token, and three stages fewer per layer in the 9B's
-// layer pattern. The norms applied by the GEMVs that read them (DriverOptions::gemv_norm_in)
+// layer pattern. The norms applied by the GEMVs that read them (Fusions::norm_in_readers)
 // against the norm epilogues, over x in bytes.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -29,16 +29,16 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
     o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
     o.plan.n_ctx = 64;
     o.plan.window = 0;  // every token goes through the token command
-    o.fused_decode = fused;
+    o.fusions.norm_epilogue = fused;
     o.gemv_x = x;
-    o.gemv_norm_in = norm_in;
-    o.merge_in = merge_in;
-    o.gemv_pre_round = pre_round;
-    o.gated_in = gated_in;
-    o.gemv_round_h = round_h;
-    o.gated_rounded = gated_rounded;
-    o.attn_rounded = attn_rounded;
-    o.gemv_round_h_min = 0;  // the tiny models' h
+    o.fusions.norm_in_readers = norm_in;
+    o.fusions.merged_input_projections = merge_in;
+    o.fusions.ffn_q8_out = pre_round;
+    o.fusions.gated_norm_in_output = gated_in;
+    o.fusions.residual_q8_out = round_h;
+    o.fusions.deltanet_q8_out = gated_rounded;
+    o.fusions.attention_q8_out = attn_rounded;
+    o.fusions.residual_q8_out_min = 0;  // the tiny models' h
     return o;
 }
 
@@ -101,6 +101,33 @@ TEST(VulkanDecodeFusion, FusedLogitsEqualSeparateStages) {
     check_fused_equals_unfused(test::parity_spec("qwen35", QType::Q8_0), 2e-5);
 }
 
+// Every rule of Fusions off records the plain chain: per layer a stage for the input projections,
+// the mixer, the output projection, its norm, the FFN's gate and up, the SwiGLU, the down
+// projection and its norm (8), besides the embedding, the first norm, the head and the choice;
+// no GEMV reads or writes an int8 activation of another's. Its logits are the fused command's up
+// to F32 rounding.
+TEST(VulkanDecodeFusion, NoFusionsRecordsThePlainChain) {
+    VK_TEST_DEVICE();
+    for (const char* arch : {"qwen35", "llama"}) {
+        auto model = dl::test::tiny_model(test::parity_spec(arch, QType::F32));
+        DriverOptions plain_options = options(true);
+        plain_options.fusions = Fusions::none();
+        auto plain = ResidentDriver::create(model, plain_options);
+        auto fused = ResidentDriver::create(model, options(true));
+        ASSERT_TRUE(plain.ok()) << plain.reason();
+        ASSERT_TRUE(fused.ok()) << fused.reason();
+        auto sp = (*plain)->new_session(32), sf = (*fused)->new_session(32);
+        const auto c = (*plain)->token_command_counts(*sp);
+        EXPECT_EQ(c.barriers, 4 + 8 * (uint32_t)model->hp.n_layer) << arch;
+        EXPECT_EQ(c.ffn_q8_reads + c.gated_norm_reads + c.deltanet_q8_reads +
+                      c.residual_q8_writes + c.attention_q8_reads + c.shared_output_pipeline,
+                  0u)
+            << arch;
+        EXPECT_LT((*fused)->token_command_counts(*sf).barriers, c.barriers) << arch;
+        expect_same_decode(**plain, *sp, **fused, *sf, {1, 7, 42, 3, 3, 79, 0, 15}, 2e-5, arch);
+    }
+}
+
 // Over x in bytes, each norm applied by the GEMVs that read it (every workgroup rounding h · w
 // and scaling its rows by the norm's factor) against the norm epilogues (the last workgroup
 // writing the normalized h), token after token; the first norm's stage gone. The two round x to
@@ -157,12 +184,12 @@ TEST(VulkanDecodeFusion, ResidualRoundedByItsWritersEqualsRoundedByItsReaders) {
             const std::string what = std::string(arch) + " " + std::string(qtype_name(t));
             EXPECT_EQ(cw.barriers, cr.barriers) << what;
             EXPECT_EQ(cw.dispatches, cr.dispatches) << what;
-            EXPECT_EQ(cr.normed_roundings, 0u) << what;
+            EXPECT_EQ(cr.residual_q8_writes, 0u) << what;
             // Q4_K rows are held in tiles.
             if (t == QType::Q4_K && tiled_gemv_here(dev.features()))
-                EXPECT_GT(cw.normed_roundings, 0u) << what;
+                EXPECT_GT(cw.residual_q8_writes, 0u) << what;
             else
-                EXPECT_EQ(cw.normed_roundings, 0u) << what;
+                EXPECT_EQ(cw.residual_q8_writes, 0u) << what;
             expect_same_decode(**writers, *sw, **readers, *sr, {1, 7, 42, 3, 3, 79, 0, 15}, tol,
                                what, false);
             if (HasFatalFailure()) return;
@@ -198,8 +225,8 @@ TEST(VulkanDecodeFusion, FfnRoundedByThePairEqualsRoundedByTheDownProjection) {
                                          (norm_in ? " norm in" : " norm epilogue");
                 EXPECT_EQ(co.barriers, ce.barriers) << what;
                 EXPECT_EQ(co.dispatches, ce.dispatches) << what;
-                EXPECT_EQ(ce.rounded_reads, 0u) << what;
-                EXPECT_EQ(co.rounded_reads, (uint32_t)spec.n_layer) << what;
+                EXPECT_EQ(ce.ffn_q8_reads, 0u) << what;
+                EXPECT_EQ(co.ffn_q8_reads, (uint32_t)spec.n_layer) << what;
                 expect_same_decode(**once, *so, **each, *se, {1, 7, 42, 3, 3, 79, 0, 15}, 1e-5,
                                    what);
                 if (HasFatalFailure()) return;
@@ -238,9 +265,9 @@ TEST(VulkanDecodeFusion, GatedNormInTheOutputProjectionEqualsTheStepsOwn) {
         const std::string what = std::string(qtype_name(t)) + (q4_k_m ? " Q4_K_M mix" : "");
         EXPECT_EQ(cg.barriers, cs.barriers) << what;
         EXPECT_EQ(cg.dispatches, cs.dispatches) << what;
-        EXPECT_EQ(cs.gated_reads, 0u) << what;
+        EXPECT_EQ(cs.gated_norm_reads, 0u) << what;
         EXPECT_GT(recurrent_layers(*model), 0u) << what;
-        EXPECT_EQ(cg.gated_reads, recurrent_layers(*model)) << what;
+        EXPECT_EQ(cg.gated_norm_reads, recurrent_layers(*model)) << what;
         expect_same_decode(**gated, *sg, **step, *ss, {1, 7, 42, 3, 3, 79, 0, 15}, tol, what,
                            false);
         if (HasFatalFailure()) return;
@@ -274,11 +301,11 @@ TEST(VulkanDecodeFusion, GatedOutputRoundedByTheStepEqualsRoundedByTheProjection
         const std::string what = std::string(qtype_name(t)) + (q4_k_m ? " Q4_K_M mix" : "");
         EXPECT_EQ(cs.barriers, cp.barriers) << what;
         EXPECT_EQ(cs.dispatches, cp.dispatches) << what;
-        EXPECT_EQ(cs.gated_reads, cp.gated_reads) << what;
-        EXPECT_EQ(cp.gated_rounded, 0u) << what;
+        EXPECT_EQ(cs.gated_norm_reads, cp.gated_norm_reads) << what;
+        EXPECT_EQ(cp.deltanet_q8_reads, 0u) << what;
         // Q4_K output projections on the tiled GEMV.
         const bool tiled = t == QType::Q4_K && tiled_gemv_here(dev.features());
-        EXPECT_EQ(cs.gated_rounded, tiled ? recurrent_layers(*model) : 0u) << what;
+        EXPECT_EQ(cs.deltanet_q8_reads, tiled ? recurrent_layers(*model) : 0u) << what;
         expect_same_decode(**step, *ss, **proj, *sp, {1, 7, 42, 3, 3, 79, 0, 15}, 3e-2, what,
                            false);
         if (HasFatalFailure()) return;
@@ -313,13 +340,13 @@ TEST(VulkanDecodeFusion, AttentionOutputRoundedByTheAttentionEqualsRoundedByTheP
                 fmt::format("{} {}{}", arch, qtype_name(t), q4_k_m ? " Q4_K_M mix" : "");
             EXPECT_EQ(ca.barriers, cp.barriers) << what;
             EXPECT_EQ(ca.dispatches, cp.dispatches) << what;
-            EXPECT_EQ(cp.attn_rounded, 0u) << what;
+            EXPECT_EQ(cp.attention_q8_reads, 0u) << what;
             // Q4_K output projections on the tiled GEMV, heads of 64.
             const bool tiled = t == QType::Q4_K && tiled_gemv_here(dev.features());
             const uint32_t attention_layers =
                 (uint32_t)model->hp.n_layer - recurrent_layers(*model);
             EXPECT_GT(attention_layers, 0u) << what;
-            EXPECT_EQ(ca.attn_rounded, tiled ? attention_layers : 0u) << what;
+            EXPECT_EQ(ca.attention_q8_reads, tiled ? attention_layers : 0u) << what;
             expect_same_decode(**att, *sa, **proj, *sp, {1, 7, 42, 3, 3, 79, 0, 15}, 1e-6, what);
             if (HasFatalFailure()) return;
         }
@@ -343,8 +370,8 @@ TEST(VulkanDecodeFusion, AttentionOutputInTheDeltaNetFormEqualsItsOwnForm) {
         auto model = dl::test::tiny_model(spec);
         const auto bytes = Kernels::GemvX::bytes;
         DriverOptions shared = options(true, bytes), own = options(true, bytes);
-        shared.attn_gated_form = true;
-        own.attn_gated_form = false;
+        shared.fusions.shared_output_pipeline = true;
+        own.fusions.shared_output_pipeline = false;
         auto a = ResidentDriver::create(model, shared), b = ResidentDriver::create(model, own);
         ASSERT_TRUE(a.ok()) << a.reason();
         ASSERT_TRUE(b.ok()) << b.reason();
@@ -354,12 +381,13 @@ TEST(VulkanDecodeFusion, AttentionOutputInTheDeltaNetFormEqualsItsOwnForm) {
         const std::string what = q4_k_m ? "Q4_K_M mix" : "Q4_K";
         EXPECT_EQ(ca.barriers, cb.barriers) << what;
         EXPECT_EQ(ca.dispatches, cb.dispatches) << what;
-        EXPECT_EQ(cb.attn_gated_form, 0u) << what;
+        EXPECT_EQ(cb.shared_output_pipeline, 0u) << what;
         const uint32_t attention_layers = (uint32_t)model->hp.n_layer - recurrent_layers(*model);
         EXPECT_EQ(attention_layers, 2u) << what;
-        EXPECT_EQ(ca.attn_gated_form, tiled_gemv_here(dev.features()) ? attention_layers : 0u)
+        EXPECT_EQ(ca.shared_output_pipeline,
+                  tiled_gemv_here(dev.features()) ? attention_layers : 0u)
             << what;
-        EXPECT_EQ(ca.attn_rounded, cb.attn_rounded) << what;
+        EXPECT_EQ(ca.attention_q8_reads, cb.attention_q8_reads) << what;
         expect_same_decode(**a, *sa, **b, *sb, {1, 7, 42, 3, 3, 79, 0, 15}, 1e-6, what);
         if (HasFatalFailure()) return;
     }

@@ -33,9 +33,10 @@ DriverOptions test_options() {
 }
 
 // x: DriverOptions::gemv_x (bytes: the block-format GEMVs round x to bytes; skipped on devices
-// without integer dot products). gated_in: DriverOptions::gated_in. near_ties: the greedy token
-// is compared only where the CPU chain's best logit leads its runner-up by more than twice the
-// bound, which already fixes it (a byte rounded the other way may break a nearer tie either way).
+// without integer dot products). gated_in: Fusions::gated_norm_in_output. near_ties: the greedy
+// token is compared only where the CPU chain's best logit leads its runner-up by more than twice
+// the bound, which already fixes it (a byte rounded the other way may break a nearer tie either
+// way).
 void check_decode_parity(const TinySpec& spec, double tol,
                          Kernels::GemvX x = Kernels::GemvX::automatic, bool gated_in = true,
                          bool near_ties = false, uint32_t slots = 0) {
@@ -45,7 +46,7 @@ void check_decode_parity(const TinySpec& spec, double tol,
     auto model = dl::test::tiny_model(spec);
     DriverOptions o = test_options();
     o.gemv_x = x;
-    o.gated_in = gated_in;
+    o.fusions.gated_norm_in_output = gated_in;
     o.gemv_slots = slots;
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
@@ -106,7 +107,7 @@ TEST(VulkanDriver, LlamaQ4KDecodeOverBytes) {
     check_decode_parity(test::parity_spec("llama", QType::Q4_K), 3e-2, Kernels::GemvX::bytes);
 }
 // A Q4_K_M mix over bytes, where each DeltaNet layer's output projection applies the step's
-// gated norm (DriverOptions::gated_in), and with the step applying it. Its second and eighth
+// gated norm (Fusions::gated_norm_in_output), and with the step applying it. Its second and eighth
 // tokens are near ties on the CPU chain (0.011 and 0.0005 apart), which the two take either way.
 TEST(VulkanDriver, Qwen35Q4KMixDecodeOverBytes) {
     const TinySpec s = test::parity_spec("qwen35", QType::Q4_K);  // the mix (parity_spec)
