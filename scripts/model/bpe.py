@@ -11,9 +11,11 @@
 #   bpe.py train --corpus build/corpus/train.jsonl --out scripts/model   (tokenizer.json + config)
 #   bpe.py encode --tokenizer scripts/model/tokenizer.json < text        (ids, comma separated)
 #   bpe.py sample --tokenizer ... --heldout build/corpus/heldout.jsonl --out SAMPLE.json
+#   bpe.py tokenize --tokenizer ... --corpus build/corpus/train.jsonl --out train.u16
 #
 # Debian's python3 and python3-regex only (no PyPI).
 import argparse
+import array
 import heapq
 import json
 import os
@@ -137,6 +139,7 @@ class Encoder:
         self.rank = {tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m): r
                      for r, m in enumerate(tok["model"]["merges"])}
         self.special = {t["content"]: t["id"] for t in tok["added_tokens"]}
+        self.cache = {}
 
     def piece(self, p):
         s = list(p)
@@ -154,8 +157,12 @@ class Encoder:
 
     def encode(self, text):
         ids = []
+        cache = self.cache
         for p in pieces(text):
-            ids.extend(self.piece(p))
+            got = cache.get(p)
+            if got is None:
+                got = cache[p] = self.piece(p)
+            ids.extend(got)
         return ids
 
 
@@ -238,6 +245,10 @@ def main():
     s.add_argument("--heldout", required=True, help="heldout.jsonl from corpus.py")
     s.add_argument("--out", required=True)
     s.add_argument("--chars", type=int, default=1500, help="of each source's first document")
+    k = sub.add_parser("tokenize")
+    k.add_argument("--tokenizer", required=True)
+    k.add_argument("--corpus", required=True, help="a .jsonl from corpus.py, or a .txt")
+    k.add_argument("--out", required=True, help="token ids, uint16 little-endian")
     a = ap.parse_args()
     if a.cmd == "train":
         texts = (r["text"] for r in read_jsonl(a.corpus))
@@ -249,6 +260,26 @@ def main():
         with open(a.tokenizer, encoding="utf-8") as f:
             enc = Encoder(json.load(f))
         print(",".join(map(str, enc.encode(sys.stdin.read()))))
+    elif a.cmd == "tokenize":
+        # The training stream: every document's ids followed by <|endoftext|>, as the model
+        # sees a document boundary.
+        with open(a.tokenizer, encoding="utf-8") as f:
+            enc = Encoder(json.load(f))
+        eot = enc.special["<|endoftext|>"]
+        assert max(enc.vocab.values()) < 65536 and eot < 65536
+        out = array.array("H")
+        if a.corpus.endswith(".txt"):  # one text, as `deltallm perplexity -f` tokenizes it
+            with open(a.corpus, encoding="utf-8") as f:
+                out.extend(enc.encode(f.read()))
+        else:
+            for r in read_jsonl(a.corpus):
+                out.extend(enc.encode(r["text"]))
+                out.append(eot)
+        if sys.byteorder != "little":
+            out.byteswap()
+        with open(a.out, "wb") as f:
+            out.tofile(f)
+        print("bpe: %d tokens in %s" % (len(out), a.out))
     else:
         with open(a.tokenizer, encoding="utf-8") as f:
             enc = Encoder(json.load(f))
