@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 out=${CORPUS_DIR:-$here/build/corpus}
 npm_dir=${NPM_DIR:-$here/build/corpus-npm}
-debs=(bible-kjv r-cran-janeaustenr wordnet-base dict-devil)
+debs=(bible-kjv r-cran-janeaustenr wordnet-base dict-devil python3-regex)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
