@@ -124,6 +124,10 @@ class Perplexity : public ::testing::Test {
         Result r = deltallm("convert " + src + " -o " + model_ + " --type f32");
         ASSERT_EQ(r.rc, 0) << r.err;
     }
+    static void TearDownTestSuite() {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
     static std::string dir_, model_, text_;
 };
 std::string Perplexity::dir_, Perplexity::model_, Perplexity::text_;
