@@ -308,7 +308,12 @@ def main():
                 f.write("%d,,%.5f\n" % (s, l))
     plot_losses(os.path.join(a.out, "loss.png"), curve, held_curve)
 
-    ref = reference(model, text_ids, rc, device, os.path.join(a.out, "reference"))
+    # The weights first, so a run cut short by the device's time limit still returns them.
+    if not a.stand_in:
+        folder = os.path.join(a.out, "model")
+        model.save_pretrained(folder, max_shard_size="15MB", safe_serialization=True)
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(HERE, f), folder)
     samples = []
     if not a.stand_in:
         import transformers as tf
@@ -319,15 +324,12 @@ def main():
             new = outp[0, ids.shape[1]:].tolist()
             samples.append({"prompt": p, "prompt_ids": ids[0].tolist(), "greedy_ids": new,
                             "text": tok.decode(new)})
-        folder = os.path.join(a.out, "model")
-        model.save_pretrained(folder, max_shard_size="15MB", safe_serialization=True)
-        for f in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(os.path.join(HERE, f), folder)
     with open(os.path.join(a.out, "samples.json"), "w") as f:
         json.dump(samples, f, ensure_ascii=False, indent=1)
     with open(os.path.join(a.out, "samples.txt"), "w") as f:
         for s in samples:
             f.write("### %s\n%s%s\n\n" % (s["prompt"], s["prompt"], s["text"]))
+    ref = reference(model, text_ids, rc, device, os.path.join(a.out, "reference"))
     metrics = {"parameters": n_params, "steps": step, "train_seconds": train_s, "stop": stop,
                "best_heldout_loss": best, "tokens_seen": step * tc["batch_size"] * tc["seq_len"],
                "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
