@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Trains the project's own small Qwen3.5 (the qwen35 geometry where it matters to the kernels:
 # attention head dim 256 with partial rotary, DeltaNet key/value head dims 128, H_v = 2 H_k, full
-# attention every 4th layer; about 19M parameters, 8k vocabulary) on the corpus of
+# attention every 4th layer; 12.6M parameters, 8k vocabulary) on the corpus of
 # scripts/model/corpus.sh, within one run of the GPU machine (scripts/model/device_train.sh), and
 # writes to OUT:
 #   model/            the Hugging Face folder `deltallm convert` reads (config, safetensors shards
