@@ -314,15 +314,22 @@ def main():
         model.save_pretrained(folder, max_shard_size="15MB", safe_serialization=True)
         for f in ("tokenizer.json", "tokenizer_config.json"):
             shutil.copy(os.path.join(HERE, f), folder)
+    model.float().eval()
     samples = []
     if not a.stand_in:
         import transformers as tf
         tok = tf.PreTrainedTokenizerFast(tokenizer_file=os.path.join(HERE, "tokenizer.json"))
         for p in rc["prompts"]:
-            ids = torch.tensor([tok.encode(p)], device=device)
-            outp = model.generate(ids, max_new_tokens=rc["greedy_tokens"], do_sample=False)
-            new = outp[0, ids.shape[1]:].tolist()
-            samples.append({"prompt": p, "prompt_ids": ids[0].tolist(), "greedy_ids": new,
+            prompt = tok.encode(p)
+            seq = list(prompt)
+            # Plain greedy over whole sequences in float32, never stopping at an end token: what
+            # `deltallm run --temp 0 --ignore-eos -n N` must reproduce.
+            with torch.no_grad():
+                for _ in range(rc["greedy_tokens"]):
+                    logits = model(input_ids=torch.tensor([seq], device=device)).logits
+                    seq.append(int(logits[0, -1].float().argmax()))
+            new = seq[len(prompt):]
+            samples.append({"prompt": p, "prompt_ids": prompt, "greedy_ids": new,
                             "text": tok.decode(new)})
     with open(os.path.join(a.out, "samples.json"), "w") as f:
         json.dump(samples, f, ensure_ascii=False, indent=1)
