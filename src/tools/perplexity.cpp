@@ -68,7 +68,7 @@ int perplexity(PerplexityArgs& a) {
 
     double nll = 0, nll2 = 0, scored_bytes = 0;
     int64_t count = 0;
-    std::vector<float> logits, window_logits((size_t)(c * n_vocab));
+    std::vector<float> logits;
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t k = 0; k < n_chunk; ++k) {
         const int64_t start = k * c;
@@ -77,22 +77,22 @@ int perplexity(PerplexityArgs& a) {
         std::vector<int32_t> window(tokens.begin() + start, tokens.begin() + start + c);
         if (bos_first) window[0] = tok.bos();
         auto session = engine->executor().new_session(c);
+        // The logits at position i predict token i + 1: positions first .. c-2 are scored, each
+        // from the prefill piece that computed it (no window's worth of logits is kept).
         for (int64_t b = 0; b < c; b += batch) {
             const int64_t n = std::min(batch, c - b);
             engine->executor().prefill(*session, std::span(window).subspan((size_t)b, (size_t)n),
                                        LogitsRows::all, logits);
-            std::copy(logits.begin(), logits.end(), window_logits.begin() + b * n_vocab);
-        }
-        // The logits at position i predict token i + 1: positions first .. c-2 are scored.
-        for (int64_t i = first; i < c - 1; ++i) {
-            const int32_t target = tokens[(size_t)(start + i + 1)];
-            const double v = token_nll(
-                std::span<const float>(window_logits).subspan((size_t)(i * n_vocab), n_vocab),
-                target);
-            nll += v;
-            nll2 += v * v;
-            ++count;
-            if (!tok.is_control(target)) scored_bytes += (double)tok.token_text(target).size();
+            for (int64_t i = std::max(b, first); i < std::min(b + n, c - 1); ++i) {
+                const int32_t target = tokens[(size_t)(start + i + 1)];
+                const double v = token_nll(
+                    std::span<const float>(logits).subspan((size_t)((i - b) * n_vocab), n_vocab),
+                    target);
+                nll += v;
+                nll2 += v * v;
+                ++count;
+                if (!tok.is_control(target)) scored_bytes += (double)tok.token_text(target).size();
+            }
         }
         const double s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
