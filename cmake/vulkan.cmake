@@ -95,6 +95,86 @@ if(_rc EQUAL 0)
 endif()
 message(STATUS "Vulkan: integer dot product GEMVs built: ${DELTALLM_VK_INTEGER_DOT}")
 
+# Every GLSL extension a shader requires is probed once with the compiler in use (an empty
+# shader that requires it), so a module whose compiler lacks one of its extensions is left out
+# of the build instead of failing it; the driver asks for modules by name (find_module) and
+# takes another path where one is absent. GL_EXT_integer_dot_product counts as known only when
+# the probe above compiled a product with it (a compiler may know the name but not the
+# signature the GEMVs use).
+set_property(GLOBAL PROPERTY _vk_ext_GL_EXT_integer_dot_product ${DELTALLM_VK_INTEGER_DOT})
+function(dl_vk_extension_known ext out)
+  get_property(known GLOBAL PROPERTY _vk_ext_${ext} SET)
+  if(NOT known)
+    file(WRITE ${_vk_probe_dir}/ext_${ext}.comp
+         "#version 450\n#extension ${ext} : require\nlayout(local_size_x = 1) in;\nvoid main() {}\n")
+    execute_process(COMMAND ${_vk_glslc} --target-env=vulkan1.3 -o ${_vk_probe_dir}/ext_${ext}.spv
+                            ${_vk_probe_dir}/ext_${ext}.comp
+                    RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+    set(ok OFF)
+    if(rc EQUAL 0)
+      set(ok ON)
+    endif()
+    set_property(GLOBAL PROPERTY _vk_ext_${ext} ${ok})
+    if(NOT ok)
+      message(STATUS "Vulkan: this glslc lacks ${ext}")
+    endif()
+  endif()
+  get_property(ok GLOBAL PROPERTY _vk_ext_${ext})
+  set(${out} ${ok} PARENT_SCOPE)
+endfunction()
+
+# The extensions a shader source and the headers it includes require, in any branch of their
+# #if blocks (a superset of what one set of defines needs).
+function(dl_vk_listed_extensions source out)
+  set(todo ${_vk_src}/${source})
+  set(seen)
+  set(exts)
+  while(todo)
+    list(POP_FRONT todo f)
+    if(f IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen ${f})
+    file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*(extension|include)")
+    foreach(l IN LISTS lines)
+      if(l MATCHES "#[ \t]*extension[ \t]+([A-Za-z0-9_]+)[ \t]*:[ \t]*require")
+        list(APPEND exts ${CMAKE_MATCH_1})
+      elseif(l MATCHES "#[ \t]*include[ \t]+\"([^\"]+)\"")
+        list(APPEND todo ${_vk_src}/${CMAKE_MATCH_1})
+      endif()
+    endforeach()
+  endwhile()
+  list(REMOVE_DUPLICATES exts)
+  set(${out} ${exts} PARENT_SCOPE)
+endfunction()
+
+# The extensions among `listed` that the compiler lacks and that the shader needs with these
+# defines: only when one is lacking is the source preprocessed (glslc -E) to see which of its
+# #extension lines survive, so a build with a compiler that knows everything pays nothing.
+function(dl_vk_missing_extensions source dflags listed out)
+  set(missing)
+  foreach(e IN LISTS listed)
+    dl_vk_extension_known(${e} ok)
+    if(NOT ok)
+      list(APPEND missing ${e})
+    endif()
+  endforeach()
+  if(missing)
+    execute_process(COMMAND ${_vk_glslc} -E -I ${_vk_src} ${dflags} ${_vk_src}/${source}
+                    OUTPUT_VARIABLE pre ERROR_QUIET RESULT_VARIABLE rc)
+    if(rc EQUAL 0)
+      set(active)
+      foreach(e IN LISTS missing)
+        if(pre MATCHES "#[ \t]*extension[ \t]+${e}[ \t]*:[ \t]*require")
+          list(APPEND active ${e})
+        endif()
+      endforeach()
+      set(missing ${active})
+    endif()
+  endif()
+  set(${out} ${missing} PARENT_SCOPE)
+endfunction()
+
 # The shader table: NAME SOURCE [DEFINES d1 d2 ...] [VARIANTS v1 v2 ...]. A shader with VARIANTS
 # is built once per listed variant that the compiler supports (named NAME@variant, compiled with
 # -DVARIANT_<VARIANT>=1); one without is scalar-only and named NAME.
@@ -111,6 +191,12 @@ function(dl_vk_compile name source env defines)
   foreach(d ${defines})
     list(APPEND dflags -D${d})
   endforeach()
+  dl_vk_listed_extensions(${source} listed)
+  dl_vk_missing_extensions(${source} "${dflags}" "${listed}" missing)
+  if(missing)
+    set_property(GLOBAL APPEND PROPERTY _vk_skipped "${name} (${missing})")
+    return()
+  endif()
   add_custom_command(
     OUTPUT ${spv}
     COMMAND ${_vk_glslc} --target-env=${env} -O -I ${_vk_src} ${dflags} -o ${spv}.tmp ${_vk_src}/${source}
@@ -236,6 +322,13 @@ dl_vk_shader(sample_chunks sample_chunks.comp)
 dl_vk_shader(sample_cand sample.comp DEFINES CANDIDATES=1)
 dl_vk_shader(matmul_f16 matmul_f16.comp VARIANTS scalar nv_coopmat khr_coopmat nv_coopmat2)
 
+get_property(_vk_skipped GLOBAL PROPERTY _vk_skipped)
+if(_vk_skipped)
+  list(LENGTH _vk_skipped _n)
+  string(REPLACE ";" ", " _vk_skipped "${_vk_skipped}")
+  message(STATUS "Vulkan: ${_n} modules left out, their extensions unknown to this glslc: ${_vk_skipped}")
+endif()
+
 # Embed: one generated .cpp holding every module as a uint32_t array plus a name table.
 set(_vk_embed_cpp ${CMAKE_BINARY_DIR}/vk_spirv/spirv_table.cpp)
 add_custom_command(
@@ -246,6 +339,10 @@ add_custom_command(
   DEPENDS ${_vk_spv_files} ${PROJECT_SOURCE_DIR}/scripts/vk/embed_spirv.cmake
   COMMENT "Embedding SPIR-V modules"
   VERBATIM)
+
+# Every module compiled and embedded, and nothing else: what the build with the system's glslc
+# checks in CI (scripts/test.sh) without compiling the driver's C++ twice.
+add_custom_target(deltallm_vk_shaders DEPENDS ${_vk_embed_cpp})
 
 file(GLOB _vk_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/vulkan/*.cpp)
 add_library(deltallm_vulkan STATIC ${_vk_sources} ${_vk_embed_cpp})

@@ -773,8 +773,10 @@ std::vector<uint8_t> Kernels::tile_rows(QType t, const uint8_t* w, uint32_t rows
 
 bool Kernels::gemv_tile_supported(QType t) const {
     const Features& f = dev_.features();
+    // The module is absent from a build whose glslc lacks integer dot products.
     return f.integer_dot && f.subgroup_arithmetic && f.subgroup_shuffle &&
-           f.min_subgroup_size >= 4 && (t == QType::Q4_K || t == QType::Q6_K);
+           f.min_subgroup_size >= 4 && (t == QType::Q4_K || t == QType::Q6_K) &&
+           !find_module(std::string("gemv_tile_") + type_suffix(t)).empty();
 }
 
 uint64_t Kernels::split_bytes(uint32_t rows) {
