@@ -1,0 +1,87 @@
+// What the resident driver's files share (driver.cpp, session.cpp, token_command.cpp,
+// window_command.cpp; not part of the driver's interface): the weights on the device and a
+// session's buffers and recorded commands.
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "vulkan/driver.h"
+#include "vulkan/pipeline.h"
+
+namespace dl::vk {
+
+struct ResidentDriver::Weights {
+    std::vector<Buffer> slabs;
+    Buffer params;
+    std::map<const Tensor*, uint32_t> param_off;  // float offset of each small tensor
+    uint32_t freq_off = 0;
+    std::unique_ptr<Pipelines> pipes;
+    std::unique_ptr<Kernels> kernels;
+    // Prefill window scratch, shared by the sessions (prefill runs one window at a time):
+    // activations of plan.window rows, their token ids, every row's logits when asked, and the
+    // F16 copy of a GEMM input for the cooperative-matrix tiles.
+    Buffer win_act, win_ids, win_logits, win_x16, win_w16;
+
+    // The bytes of slab `slab` from `offset` that hold `bytes` of matrix rows, with the 4 spare
+    // bytes the plan keeps after every matrix, rounded to whole words.
+    View rows(uint32_t slab, uint64_t offset, uint64_t bytes) const {
+        return view(slabs[slab], offset, (bytes + 7) / 4 * 4);
+    }
+    View matrix(const Plan& p, const Tensor* t) const {
+        const Placement* pl = p.find(t);
+        DL_ASSERT(pl);
+        return rows(pl->slab, pl->offset, pl->bytes);
+    }
+    uint32_t param(const Tensor* t) const {
+        auto it = param_off.find(t);
+        DL_ASSERT(it != param_off.end());
+        return it->second;
+    }
+};
+
+struct ResidentDriver::Session : SessionState {
+    Buffer act, logits, logits_dev, tok, partials;
+    Buffer sample_scratch;  // each vocabulary chunk's candidates (Kernels::sample)
+    // The word the norm epilogues of the token command count their workgroups on (0 between
+    // dispatches; see Kernels::gemv_fused).
+    Buffer gemv_counter;
+    // The scratch of the tiled GEMVs that split their rows over workgroups (Kernels::gemv_split).
+    Buffer gemv_split;
+    // GEMVs of the token command that read x rounded by the GEMV before (fusions_.ffn_q8_out).
+    uint32_t ffn_q8_reads = 0;
+    uint32_t gated_norm_reads = 0;  // CommandCounts::gated_reads of the token command
+    uint32_t deltanet_q8_reads = 0;
+    uint32_t attention_q8_reads = 0;
+    uint32_t shared_output_pipeline = 0;
+    uint32_t residual_q8_writes = 0;
+    // One word a head that the DeltaNet decode step's column groups and the decode attention's
+    // splits count on (0 between dispatches; they are stages apart).
+    Buffer head_counter;
+    std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
+    std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
+    // The token commands, by token_slot(): the one that returns only the chosen token and the
+    // one that writes the logits to the host; under --profile the same timed whole (every other
+    // token runs these, so the profile has the token's time without the stages' timestamps);
+    // each in the attention's short-context form for positions below short_until and in its
+    // own form from there (either missing where no position takes it).
+    std::array<std::unique_ptr<CommandList>, 8> token_cmds;
+    static size_t token_slot(bool short_attention, bool host_logits, bool timed_whole) {
+        return (short_attention ? 4 : 0) + (host_logits ? 2 : 0) + (timed_whole ? 1 : 0);
+    }
+    int64_t short_until = 0;
+    int64_t profiled_tokens = 0;
+    // Prefill window commands, by (rows, all logits): recorded on first use, replayed after.
+    std::map<std::pair<uint32_t, bool>, std::unique_ptr<CommandList>> window_cmds;
+};
+
+// The decode attention's arguments of a layer for an activation layout (token or window) and
+// sessions of n_ctx positions.
+Kernels::Attention attention_args(const Hparams& hp, const ActLayout& A, uint32_t freq_off,
+                                  uint32_t n_ctx);
+
+}  // namespace dl::vk

@@ -1,0 +1,169 @@
+// The driver's options and the decode fusions read from the environment (core/env.cpp's table
+// declares every variable).
+#include "vulkan/driver.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <utility>
+
+#include "core/bytes.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "executor/device_driver.h"
+#include "model/rope.h"
+#include "quant/quant.h"
+#include "vulkan/chain.h"
+#include "vulkan/driver_state.h"
+#include "vulkan/kernels.h"
+#include "vulkan/pipeline.h"
+#include "vulkan/weight_layout.h"
+
+namespace dl::vk {
+
+bool DriverOptions::profile_from_env() {
+    return env::get_bool("DELTALLM_VK_PROFILE");
+}
+
+Fusions Fusions::from_env() {
+    Fusions f;
+    f.norm_epilogue = env::get_bool("DELTALLM_VK_DECODE_FUSION");
+    f.norm_in_readers = env::get_bool("DELTALLM_VK_GEMV_NORM_IN");
+    f.ffn_q8_out = env::get_bool("DELTALLM_VK_GEMV_PRE_ROUND");
+    f.residual_q8_out = env::get_bool("DELTALLM_VK_GEMV_ROUND_H");
+    f.merged_input_projections = env::get_bool("DELTALLM_VK_MERGE_IN");
+    f.gated_norm_in_output = env::get_bool("DELTALLM_VK_GATED_IN");
+    f.deltanet_q8_out = env::get_bool("DELTALLM_VK_GATED_ROUNDED");
+    f.attention_q8_out = env::get_bool("DELTALLM_VK_ATTN_ROUNDED");
+    f.shared_output_pipeline = env::get_bool("DELTALLM_VK_ATTN_GATED_FORM");
+    return f;
+}
+
+Fusions Fusions::none() {
+    Fusions f;
+    f.norm_epilogue = f.norm_in_readers = f.ffn_q8_out = f.residual_q8_out = false;
+    f.merged_input_projections = f.gated_norm_in_output = f.deltanet_q8_out = false;
+    f.attention_q8_out = f.shared_output_pipeline = false;
+    return f;
+}
+
+bool DriverOptions::gemv_balance_from_env() {
+    return env::get_bool("DELTALLM_VK_GEMV_BALANCE");
+}
+
+bool DriverOptions::expand_ahead_from_env() {
+    return env::get_bool("DELTALLM_VK_EXPAND_AHEAD");
+}
+
+bool DriverOptions::early_submit_from_env() {
+    return env::get_bool("DELTALLM_VK_EARLY_SUBMIT");
+}
+
+bool DriverOptions::gemm_groups_from_env() {
+    return env::get_bool("DELTALLM_VK_GEMM_GROUPS");
+}
+
+Kernels::GemmTile DriverOptions::gemm_tile_from_env() {
+    const std::string s = env::get_string("DELTALLM_VK_GEMM_TILE");
+    if (s.empty()) return {};
+    Kernels::GemmTile t;
+    char x1 = 0, x2 = 0, x3 = 0, rest = 0;
+    const int got = std::sscanf(s.c_str(), "%u%c%u%c%u%c%u%c", &t.bm, &x1, &t.bn, &x2, &t.bk, &x3,
+                                &t.wg, &rest);
+    const auto ok = [](uint32_t v) { return v >= 32 && v <= 256 && v % 32 == 0; };
+    const bool wg_ok =
+        got == 5 || (got == 7 && x3 == 'x' && (t.wg == 128 || t.wg == 256 || t.wg == 512));
+    if ((got != 5 && got != 7) || x1 != 'x' || x2 != 'x' || !wg_ok || !ok(t.bm) || !ok(t.bn) ||
+        !ok(t.bk))
+        fail(
+            "DELTALLM_VK_GEMM_TILE='{}': use BMxBNxBK, each a multiple of 32 up to 256, "
+            "optionally xWG with WG invocations (128, 256 or 512)",
+            s);
+    return t;
+}
+
+uint32_t DriverOptions::gemv_groups_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMV_GROUPS");
+    if (v != 1 && v != 2 && v != 4 && v != 8)
+        fail("DELTALLM_VK_GEMV_GROUPS={}: use 1, 2, 4 or 8", v);
+    return (uint32_t)v;
+}
+
+uint32_t DriverOptions::gemv_waves_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMV_WAVES");
+    if (v < 0 || v > 64) fail("DELTALLM_VK_GEMV_WAVES={}: use 0 to 64", v);
+    return (uint32_t)v;
+}
+
+uint32_t DriverOptions::gemv_split_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMV_SPLIT");
+    if (v < 0 || v > 4) fail("DELTALLM_VK_GEMV_SPLIT={}: use 0 to 4", v);
+    return (uint32_t)v;
+}
+
+int64_t DriverOptions::attn_short_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_ATTN_SHORT");
+    if (v < -1) fail("DELTALLM_VK_ATTN_SHORT={}: use -1 (by the cache bytes), 0 or positions", v);
+    return v;
+}
+
+uint32_t DriverOptions::attn_one_split_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_ATTN_ONE_SPLIT");
+    if (v < 0 || v > 64) fail("DELTALLM_VK_ATTN_ONE_SPLIT={}: use 0 to 64", v);
+    return (uint32_t)v;
+}
+
+// The value named by the string variable `var`, or one clear error that lists the names.
+template <typename E>
+static E choice_from_env(const char* var, std::initializer_list<std::pair<const char*, E>> names) {
+    const std::string s = env::get_string(var);
+    std::string all;
+    for (const auto& [name, value] : names) {
+        if (s == name) return value;
+        all += all.empty() ? name : std::string(", ") + name;
+    }
+    fail("{}='{}': use one of {}", var, s, all);
+}
+
+Kernels::GemvWide DriverOptions::gemv_wide_from_env() {
+    using W = Kernels::GemvWide;
+    return choice_from_env<W>("DELTALLM_VK_GEMV_WIDE",
+                              {{"auto", W::automatic}, {"off", W::off}, {"all", W::all}});
+}
+
+Kernels::GemvTiled DriverOptions::gemv_tiled_from_env() {
+    using T = Kernels::GemvTiled;
+    return choice_from_env<T>("DELTALLM_VK_GEMV_TILED", {{"on", T::on}, {"off", T::off}});
+}
+
+uint32_t DriverOptions::deltanet_columns_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_DN_COLUMNS");
+    if (v < 0 || v > 4096) fail("DELTALLM_VK_DN_COLUMNS={}: use 0 to 4096", v);
+    return (uint32_t)v;
+}
+
+Kernels::DeltaNetScan DriverOptions::deltanet_scan_from_env() {
+    using S = Kernels::DeltaNetScan;
+    return choice_from_env<S>("DELTALLM_VK_DN_SCAN", {{"best", S::best},
+                                                      {"chunked", S::chunked},
+                                                      {"shuffle", S::shuffle},
+                                                      {"clustered", S::clustered},
+                                                      {"plain", S::plain}});
+}
+
+Kernels::GemvX DriverOptions::gemv_x_from_env() {
+    using X = Kernels::GemvX;
+    return choice_from_env<X>("DELTALLM_VK_GEMV_X",
+                              {{"auto", X::automatic}, {"global", X::global}, {"bytes", X::bytes}});
+}
+
+}  // namespace dl::vk

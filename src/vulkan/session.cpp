@@ -1,0 +1,197 @@
+// A session of the resident driver: its buffers (activations, KV caches, DeltaNet states and conv
+// rings, the token id word), its recorded token commands, and snapshots of its state in device
+// memory.
+#include "vulkan/driver.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <utility>
+
+#include "core/bytes.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "executor/device_driver.h"
+#include "model/rope.h"
+#include "quant/quant.h"
+#include "vulkan/chain.h"
+#include "vulkan/driver_state.h"
+#include "vulkan/kernels.h"
+#include "vulkan/pipeline.h"
+#include "vulkan/weight_layout.h"
+
+namespace dl::vk {
+
+std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Hparams& hp = model_->hp;
+    Device& D = *dev_;
+    const Weights& W = *w_;
+    auto s = std::make_unique<Session>();
+    s->n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : plan_.n_ctx, plan_.n_ctx);
+    const ActLayout A = act_layout(hp, 1);
+    s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);
+    s->logits = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::host_read);
+    s->logits_dev = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::device);
+    s->sample_scratch =
+        D.create_buffer(Kernels::sample_scratch_bytes((uint32_t)hp.n_vocab), MemoryKind::device);
+    s->tok = D.create_buffer(256, MemoryKind::host_fast);
+    std::memset(s->tok.mapped(), 0, 256);
+
+    const uint32_t hd = (uint32_t)hp.head_dim;
+    const Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
+    s->partials = D.create_buffer(std::max<uint64_t>(Kernels::attention_partials(at) * 4, 16),
+                                  MemoryKind::device);
+    s->gemv_counter = D.create_buffer(16, MemoryKind::device);
+    D.fill(s->gemv_counter, 0, 16, 0);
+    const uint64_t split = Kernels::split_bytes((uint32_t)hp.n_embd);
+    s->gemv_split = D.create_buffer(split, MemoryKind::device);
+    D.fill(s->gemv_split, 0, split, 0);
+    const uint64_t head_words =
+        std::max<uint64_t>({(uint64_t)hp.ssm_n_v_heads, (uint64_t)hp.n_head, 4});
+    s->head_counter = D.create_buffer(head_words * 4, MemoryKind::device);
+    D.fill(s->head_counter, 0, head_words * 4, 0);
+
+    const uint32_t d_v = hp.ssm_n_v_heads ? (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads) : 0;
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.is_recurrent(il)) {
+            s->k_cache.emplace_back();
+            s->v_cache.emplace_back();
+            s->state.push_back(D.create_buffer(
+                (uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4, MemoryKind::device));
+            s->ring.push_back(D.create_buffer((uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4,
+                                              MemoryKind::device));
+            D.fill(s->state.back(), 0, s->state.back().size(), 0);
+            D.fill(s->ring.back(), 0, s->ring.back().size(), 0);
+        } else {
+            const uint64_t bytes = Kernels::attention_cache_bytes(s->n_ctx, hp.n_head_kv, hd);
+            s->k_cache.push_back(D.create_buffer(bytes, MemoryKind::device));
+            s->v_cache.push_back(D.create_buffer(bytes, MemoryKind::device));
+            s->state.emplace_back();
+            s->ring.emplace_back();
+        }
+    }
+
+    // The token commands: one that copies the logits to the host (decode), one that returns only
+    // the chosen token (greedy and sampled decode); in each attention form some position takes.
+    // The launcher's form first, so its pipelines are created in the order they were before there
+    // was a short form: recorded second, its tokens at 4096 positions ran 1 % slower on an H200
+    // (0.8B; docs/PERF.md 2026-12-04 (05:30)), though no kernel of it changed.
+    s->short_until = attn_short_positions(s->n_ctx);
+    for (bool short_attn : {false, true}) {
+        if (short_attn ? s->short_until == 0 : s->short_until >= s->n_ctx) continue;
+        for (bool timed_whole : {false, true}) {
+            if (timed_whole && !profile_) continue;
+            for (bool logits : {false, true}) {
+                auto& cmd = s->token_cmds[Session::token_slot(short_attn, logits, timed_whole)];
+                cmd = std::make_unique<CommandList>(D);
+                record_token(*s, *cmd, logits, timed_whole, short_attn);
+            }
+        }
+    }
+    log::debug(
+        "vulkan: a session of {} positions opened in {:.3f} ms", s->n_ctx,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return s;
+}
+
+int64_t ResidentDriver::attn_short_positions(int64_t n_ctx) const {
+    const Hparams& hp = model_->hp;
+    bool attention = false;
+    for (int64_t il = 0; il < hp.n_layer; ++il) attention |= !hp.is_recurrent(il);
+    if (!attention || attn_short_ == 0) return 0;
+    if (attn_short_ > 0) return std::min(attn_short_, n_ctx);
+    // The launcher's form reads each cache row once for its g query heads, the short form once
+    // a head: (g - 1) more reads of K and V (F16) a position. On an H200 the short form of the
+    // 9B (g 2) was faster up to 1024 positions and slower from 4096, Qwen3-8B's (g 4) faster at
+    // 128 and slower at 1024 (docs/PERF.md 2026-12-04): 4 MiB of extra reads a layer.
+    const Kernels::Attention at =
+        attention_args(hp, act_layout(hp, 1), w_->freq_off, (uint32_t)n_ctx);
+    const uint64_t g = w_->kernels->attention_group(at);
+    if (g <= 1) return 0;
+    const uint64_t extra = (g - 1) * (uint64_t)hp.n_head_kv * (uint64_t)hp.head_dim * 2 * 2;
+    const int64_t chunks = (int64_t)((4ull << 20) / extra / Kernels::kAttnSplit);
+    return std::min<int64_t>(chunks * Kernels::kAttnSplit, n_ctx);
+}
+
+namespace {
+
+struct DeviceSnapshot : SessionSnapshot {
+    const void* owner = nullptr;
+    std::vector<Buffer> k, v, state, ring;  // per layer, empty where the layer has none
+};
+
+}  // namespace
+
+std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st) {
+    const Session& s = static_cast<const Session&>(st);
+    const Hparams& hp = model_->hp;
+    Device& D = *dev_;
+    auto snap = std::make_unique<DeviceSnapshot>();
+    snap->owner = this;
+    snap->n_past = s.n_past;
+    const uint64_t kv_row = (uint64_t)hp.n_head_kv * hp.head_dim * 2;
+    const uint64_t kv_bytes = std::max<uint64_t>((uint64_t)s.n_past * kv_row, 4);
+    CommandList cl(D);
+    cl.begin();
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        snap->k.emplace_back();
+        snap->v.emplace_back();
+        snap->state.emplace_back();
+        snap->ring.emplace_back();
+        if (hp.is_recurrent(il)) {
+            snap->state.back() = D.create_buffer(s.state[il].size(), MemoryKind::device);
+            snap->ring.back() = D.create_buffer(s.ring[il].size(), MemoryKind::device);
+            cl.copy(s.state[il], 0, snap->state.back(), 0, s.state[il].size());
+            cl.copy(s.ring[il], 0, snap->ring.back(), 0, s.ring[il].size());
+        } else if (s.n_past > 0) {
+            snap->k.back() = D.create_buffer(kv_bytes, MemoryKind::device);
+            snap->v.back() = D.create_buffer(kv_bytes, MemoryKind::device);
+            cl.copy(s.k_cache[il], 0, snap->k.back(), 0, (uint64_t)s.n_past * kv_row);
+            cl.copy(s.v_cache[il], 0, snap->v.back(), 0, (uint64_t)s.n_past * kv_row);
+        }
+    }
+    cl.end();
+    cl.submit_and_wait();
+    return snap;
+}
+
+bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
+    Session& s = static_cast<Session&>(st);
+    const auto* snap = dynamic_cast<const DeviceSnapshot*>(&base);
+    if (!snap || snap->owner != this) fail("the snapshot was made by another executor");
+    if (snap->n_past > s.n_ctx)
+        fail("the snapshot holds {} tokens; the session has room for {}", snap->n_past, s.n_ctx);
+    const Hparams& hp = model_->hp;
+    const uint64_t kv_row = (uint64_t)hp.n_head_kv * hp.head_dim * 2;
+    CommandList cl(*dev_);
+    cl.begin();
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.is_recurrent(il)) {
+            cl.copy(snap->state[il], 0, s.state[il], 0, s.state[il].size());
+            cl.copy(snap->ring[il], 0, s.ring[il], 0, s.ring[il].size());
+        } else if (snap->n_past > 0) {
+            cl.copy(snap->k[il], 0, s.k_cache[il], 0, (uint64_t)snap->n_past * kv_row);
+            cl.copy(snap->v[il], 0, s.v_cache[il], 0, (uint64_t)snap->n_past * kv_row);
+        }
+    }
+    cl.end();
+    cl.submit_and_wait();
+    s.n_past = snap->n_past;
+    return true;
+}
+
+// One pass reads every slab once; a first pass warms the pipelines and the page tables, then
+// kPasses back to back are timed. The best of three submissions, so a momentary neighbour does not
+// count. Without device timestamps, the host's clock around a submission (all its passes).
+
+}  // namespace dl::vk

@@ -1,0 +1,225 @@
+// A prefill window's command: the layer chain over up to plan.window rows with GEMM tiles, the
+// attention and the DeltaNet scan over the rows; recorded on a session's first window of a size.
+#include "vulkan/driver.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <utility>
+
+#include "core/bytes.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "executor/device_driver.h"
+#include "model/rope.h"
+#include "quant/quant.h"
+#include "vulkan/chain.h"
+#include "vulkan/driver_state.h"
+#include "vulkan/kernels.h"
+#include "vulkan/pipeline.h"
+#include "vulkan/weight_layout.h"
+
+namespace dl::vk {
+
+// The command of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in
+// the window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs
+// and the row kernels of attention and DeltaNet. Logits of the last row go to the session's
+// logits buffer, or of every row to the window logits buffer when `all`.
+CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bool queue) {
+    auto key = std::make_pair(m, all);
+    auto it = s.window_cmds.find(key);
+    if (it != s.window_cmds.end()) return *it->second;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Hparams& hp = model_->hp;
+    Kernels& K = *w_->kernels;
+    Weights& W = *w_;
+    const Variant var = plan_.variant;
+    const Variant attn_var =
+        Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
+    const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
+    const uint32_t E = (uint32_t)hp.n_embd;
+    auto cmd = std::make_unique<CommandList>(*dev_);
+    CommandList& cl = *cmd;
+    const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
+    const View x16 = W.win_x16 ? view(W.win_x16) : View{};
+    // The GEMMs of one stage (gemm_groups) run together, their matrices expanded to F16 for the
+    // NV tiles one after another in one slot. The expansions run one group ahead: group g + 1's
+    // matrices are expanded into one slot (bandwidth-bound passes) beside group g's GEMMs over
+    // the other (tensor-bound). The barrier that group g + 1 needs after its expansions also
+    // orders group g's GEMMs before group g + 2 is expanded into their slot. Without gemm_groups_
+    // each GEMM is a group of its own.
+    std::vector<std::vector<const Tensor*>> groups;
+    for (auto& g : gemm_groups(*model_, all)) {
+        if (gemm_groups_) {
+            groups.push_back(std::move(g));
+            continue;
+        }
+        for (const Tensor* t : g) groups.push_back({t});
+    }
+    View slot[2];
+    if (W.win_w16) {
+        const uint64_t half = W.win_w16.size() / 2 / kBindAlign * kBindAlign;
+        slot[0] = view(W.win_w16, 0, half);
+        slot[1] = view(W.win_w16, half, half);
+    }
+    // Where each GEMM's expansion goes: a part of its group's slot, or none (not expanded).
+    std::vector<std::vector<View>> w16(groups.size());
+    std::vector<uint32_t> stage_rows(groups.size());  // weight rows of each group's GEMMs
+    for (size_t g = 0; g < groups.size(); ++g) {
+        uint64_t used = 0;
+        for (const Tensor* t : groups[g]) {
+            stage_rows[g] += (uint32_t)t->rows();
+            View part{};
+            if (slot[g % 2].range > used) {
+                part = slot[g % 2];
+                part.offset += used;
+                part.range -= used;
+            }
+            const uint64_t bytes = (uint64_t)t->rows() * t->cols() * 2;
+            if (K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m, part)) {
+                part.range = bytes;
+                used += align_up(bytes, kBindAlign);
+            } else {
+                part = View{};
+            }
+            w16[g].push_back(part);
+        }
+    }
+    auto any_expands = [&](size_t g) {
+        return std::any_of(w16[g].begin(), w16[g].end(), [](const View& v) { return v.range > 0; });
+    };
+    size_t group = 0, member = 0;        // the next GEMM recorded: groups[group][member]
+    size_t expanded = groups.size();     // the group whose matrices were expanded ahead, if any
+    uint32_t barriers_at_expansion = 0;  // barriers recorded before that expansion
+    auto expand = [&](size_t g) {
+        for (size_t j = 0; j < groups[g].size(); ++j) {
+            const Tensor* t = groups[g][j];
+            if (w16[g][j].range > 0)
+                K.dequant_f16(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
+                              (uint32_t)t->cols(), w16[g][j]);
+        }
+        expanded = g;
+        barriers_at_expansion = cl.n_barriers();
+    };
+    auto gemm = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
+        if (group >= groups.size() || groups[group][member] != t)
+            fail("window GEMM {} ({}) out of the recorded order", group, t->name);
+        const size_t g = group, j = member;
+        if (j == 0 && any_expands(g)) {
+            if (expanded != g) {  // not expanded ahead: the slot may still be read
+                cl.barrier();
+                expand(g);
+            }
+            if (cl.n_barriers() == barriers_at_expansion) cl.barrier();
+        }
+        const uint32_t rows = (uint32_t)t->rows(), cols = (uint32_t)t->cols();
+        const bool expanded_here = w16[g][j].range > 0;
+        K.gemm(cl, var, t->type, W.matrix(plan_, t), rows, cols, act, x_off, x16, y, y_off, m, acc,
+               w16[g][j], expanded_here, stage_rows[g]);
+        if (++member < groups[g].size()) return;
+        member = 0;
+        ++group;
+        if (expand_ahead_ && group < groups.size() && any_expands(group)) expand(group);
+    };
+    // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input).
+    auto to_f16 = [&](uint32_t x_off, int64_t cols) {
+        if (!K.gemm_reads_f16(var, (uint32_t)cols)) return;
+        K.f16_copy(cl, act, x_off, x16, m * (uint32_t)cols);
+        cl.barrier();
+        cl.mark("f16 copy");
+    };
+    auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off, uint32_t rows) {
+        K.rms_norm(cl, view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4), act,
+                   x_off, E, act, y_off, E, E, rows, hp.rms_eps);
+    };
+    Kernels::AttentionRows ar{attention_args(hp, A, W.freq_off, (uint32_t)s.n_ctx), 0, 0, 0, 0};
+    ar.q_row = (uint32_t)hp.n_head * ar.a.q_stride;
+    ar.kv_row = (uint32_t)(hp.n_head_kv * hp.head_dim);
+    ar.o_row = (uint32_t)(hp.n_head * hp.head_dim);
+    ar.gate_row = ar.q_row;
+
+    // Queued in parts as recorded: after stages 1, 2, 4, 8, ... so the parts grow as the
+    // device's lead over the recording does (a 9B's window of 512 rows: 2-3 ms of recording, a
+    // layer's work 1.3 ms on an H200).
+    const bool early = queue && early_submit_;
+    uint32_t stages = 0, next_part = 1;
+    auto stage = [&](const char* role) {
+        cl.barrier();
+        cl.mark(role);
+        if (early && ++stages == next_part) {
+            cl.submit_early();
+            next_part *= 2;
+        }
+    };
+    LayerChain chain;
+    chain.stage = stage;
+    chain.project_role = "gemm";
+    chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
+        gemm(t, x_off, act, y_off, false);
+    };
+    chain.inputs = to_f16;
+    chain.deltanet = [&](int64_t il, const Layer& L) {
+        K.deltanet_rows(cl, deltanet_args(A, L), A.conv, act, prm, view(s.ring[il]),
+                        view(s.state[il]), tok, m, K.deltanet_scan);
+    };
+    chain.attention = [&](int64_t il, const Layer& L) {
+        Kernels::AttentionRows a = ar;
+        a.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
+        a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+        K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m,
+                         attn_var);
+    };
+    chain.ffn_in = [&](const Layer& L, const Tensor*) {
+        gemm(L.ffn_gate, A.xn, act, A.gate, false);
+        gemm(L.ffn_up, A.xn, act, A.up, false);
+        stage("gemm");
+        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
+        stage("swiglu");
+    };
+    chain.add_norm = [&](const Tensor* t, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
+        to_f16(x_off, cols);
+        gemm(t, x_off, act, A.h, true);
+        stage("gemm");
+        norm(norm_w, A.h, A.xn, m);
+        stage("norm");
+    };
+
+    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
+    cl.begin(true);
+    if (expand_ahead_ && !groups.empty() && any_expands(0)) expand(0);  // beside the embedding
+    K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
+               (uint32_t)model_->tok_embd->rows(), E, view(W.win_ids), 0, act, A.h, m);
+    stage("embed");
+    norm(model_->layers[0].attn_norm, A.h, A.xn, m);
+    stage("norm");
+    record_layers(*model_, A, chain);
+    // xn holds the output norm of every row.
+    const Tensor* head = model_->output;
+    if (all) {
+        to_f16(A.xn, hp.n_embd);
+        gemm(head, A.xn, view(W.win_logits), 0, false);
+    } else {  // only the last row: one GEMV
+        K.gemv(cl, head->type, W.matrix(plan_, head), (uint32_t)head->rows(),
+               (uint32_t)head->cols(), act, A.xn + (m - 1) * E, view(s.logits), 0, false);
+    }
+    cl.host_barrier();
+    cl.mark("head");
+    cl.end();
+    if (group != groups.size())
+        fail("the window recorded {} of its {} GEMM groups", group, groups.size());
+    log::debug(
+        "vulkan: the window command of {} rows recorded in {:.3f} ms", m,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
+}
+
+}  // namespace dl::vk
