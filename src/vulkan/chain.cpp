@@ -76,7 +76,7 @@ void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) 
         } else {  // an output or down projection: h += W · in, then the next norm
             if (i + 2 >= st.size() || st[i + 1].op != Op::residual || st[i + 2].op != Op::rms_norm)
                 unexpected(i);
-            c.add_norm(s.w, A.at(s.in), s.w->cols(), st[i + 2].w);
+            c.add_norm(s.w, s.in, A.at(s.in), s.w->cols(), st[i + 2].w);
             i += 3;
         }
     }
@@ -107,7 +107,7 @@ std::vector<std::vector<const Tensor*>> gemm_groups(const Model& model, bool hea
         groups.back().push_back(L.ffn_up);
         close();
     };
-    c.add_norm = [&](const Tensor* t, uint32_t, int64_t, const Tensor*) {
+    c.add_norm = [&](const Tensor* t, Act, uint32_t, int64_t, const Tensor*) {
         groups.back().push_back(t);
         close();
     };
@@ -133,7 +133,7 @@ std::map<const Tensor*, std::vector<const Tensor*>> norm_readers(const Model& mo
         readers[cur].push_back(L.ffn_gate);
         readers[cur].push_back(L.ffn_up);
     };
-    c.add_norm = [&](const Tensor*, uint32_t, int64_t, const Tensor* norm_w) { cur = norm_w; };
+    c.add_norm = [&](const Tensor*, Act, uint32_t, int64_t, const Tensor* norm_w) { cur = norm_w; };
     record_layers(model, A, c);
     readers[cur].push_back(model.output);
     return readers;

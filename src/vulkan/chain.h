@@ -29,8 +29,9 @@ struct LayerChain {
     // next_norm: the norm the down projection after it ends with (the next layer's attn_norm or
     // the output norm).
     std::function<void(const Layer& L, const Tensor* next_norm)> ffn_in;
-    // h += W · act[x_off ..] (cols wide), then xn = RMSNorm(h) · norm_w, with the stages between.
-    std::function<void(const Tensor* w, uint32_t x_off, int64_t cols, const Tensor* norm_w)>
+    // h += W · act[x_off ..] (cols wide; the activation `in`), then xn = RMSNorm(h) · norm_w,
+    // with the stages between.
+    std::function<void(const Tensor* w, Act in, uint32_t x_off, int64_t cols, const Tensor* norm_w)>
         add_norm;
 };
 

@@ -276,9 +276,15 @@ int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
 ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const SessionState& st) const {
     const Session& s = static_cast<const Session&>(st);
     const CommandList& cmd = *s.token_cmds[Session::token_slot(s.short_until > 0, false, false)];
-    return {cmd.n_dispatches(),   cmd.n_barriers(),        s.ffn_q8_reads,
-            s.gated_norm_reads,   s.deltanet_q8_reads,     s.residual_q8_writes,
-            s.attention_q8_reads, s.shared_output_pipeline};
+    const TokenPlan p = plan_token(s, false, s.short_until > 0);
+    return {cmd.n_dispatches(),   cmd.n_barriers(),        p.ffn_q8_reads,
+            p.gated_norm_reads,   p.deltanet_q8_reads,     p.residual_q8_writes,
+            p.attention_q8_reads, p.shared_output_pipeline};
+}
+
+TokenPlan ResidentDriver::token_plan(const SessionState& st, bool host_logits,
+                                     bool short_attn) const {
+    return plan_token(static_cast<const Session&>(st), host_logits, short_attn);
 }
 
 int64_t ResidentDriver::short_attention_until(const SessionState& st) const {

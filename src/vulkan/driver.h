@@ -19,6 +19,7 @@
 #include "vulkan/fusions.h"
 #include "vulkan/kernels.h"
 #include "vulkan/plan.h"
+#include "vulkan/token_plan.h"
 
 namespace dl::vk {
 
@@ -157,6 +158,10 @@ class ResidentDriver final : public Executor {
         uint32_t shared_output_pipeline = 0;  // ... in the DeltaNet output projections' form
     };
     CommandCounts token_command_counts(const SessionState& s) const;
+    // The plan of a session's token command (token_plan.h), as its recording followed: the one
+    // that chooses the token on the device, or the one that writes the logits for the host; in
+    // the attention's short-context form where short_attn.
+    TokenPlan token_plan(const SessionState& s, bool host_logits, bool short_attn) const;
     // The positions below which the session's tokens run the attention's short-context form
     // (DriverOptions::attn_short).
     int64_t short_attention_until(const SessionState& s) const;
@@ -176,10 +181,10 @@ class ResidentDriver final : public Executor {
     };
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
-    // timed_whole: under --profile, the command timed as a whole, not stage by stage.
-    // short_attn: the attention in its short-context form, for positions below s.short_until.
-    void record_token(Session& s, CommandList& cl, bool host_logits, bool timed_whole,
-                      bool short_attn);
+    // The token command's plan (token_command.cpp), and its recording. timed_whole: under
+    // --profile, the command timed as a whole, not stage by stage.
+    TokenPlan plan_token(const Session& s, bool host_logits, bool short_attn) const;
+    void record_token(Session& s, CommandList& cl, const TokenPlan& plan, bool timed_whole);
     // The positions below which a session of n_ctx tokens runs the short-context token command
     // (DriverOptions::attn_short; 0: none).
     int64_t attn_short_positions(int64_t n_ctx) const;

@@ -52,13 +52,6 @@ struct ResidentDriver::Session : SessionState {
     Buffer gemv_counter;
     // The scratch of the tiled GEMVs that split their rows over workgroups (Kernels::gemv_split).
     Buffer gemv_split;
-    // GEMVs of the token command that read x rounded by the GEMV before (fusions_.ffn_q8_out).
-    uint32_t ffn_q8_reads = 0;
-    uint32_t gated_norm_reads = 0;  // CommandCounts::gated_reads of the token command
-    uint32_t deltanet_q8_reads = 0;
-    uint32_t attention_q8_reads = 0;
-    uint32_t shared_output_pipeline = 0;
-    uint32_t residual_q8_writes = 0;
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
     Buffer head_counter;

@@ -94,7 +94,7 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
             for (bool logits : {false, true}) {
                 auto& cmd = s->token_cmds[Session::token_slot(short_attn, logits, timed_whole)];
                 cmd = std::make_unique<CommandList>(D);
-                record_token(*s, *cmd, logits, timed_whole, short_attn);
+                record_token(*s, *cmd, plan_token(*s, logits, short_attn), timed_whole);
             }
         }
     }

@@ -26,42 +26,58 @@
 #include "vulkan/driver_state.h"
 #include "vulkan/kernels.h"
 #include "vulkan/pipeline.h"
+#include "vulkan/token_plan.h"
 #include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 
-// The decode token command of a session: the whole forward pass of one token at tok[0] (id
-// tok[1]), then either the head into the device logits and the choice of the next token from
+// The plan of a session's decode token command: the whole forward pass of one token at tok[0]
+// (id tok[1]), then either the head into the device logits and the choice of the next token from
 // them (tok[2]; parameters at tok[kSampleParams..]) or, when asked, the head into the host's
-// logits.
-void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_logits,
-                                  bool timed_whole, bool short_attn) {
-    Session* s = &session;
+// logits. short_attn: the attention in its short-context form (positions below s.short_until).
+TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool short_attn) const {
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
     const ActLayout A = act_layout(hp, 1);
-    Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
+    Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s.n_ctx);
     if (short_attn) {  // its splits sized for the positions it runs at
-        at.n_ctx = (uint32_t)s->short_until;
+        at.n_ctx = (uint32_t)s.short_until;
         at.heads_a_group = 1;
     }
-    const View act = view(s->act), prm = view(W.params), tok = view(s->tok);
-    const uint32_t E = (uint32_t)hp.n_embd;
-    auto gemv = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc,
-                    const Kernels::GemvRounding* rounding = nullptr) {
-        K.gemv(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-               x_off, y, y_off, acc, {}, rounding);
+    using Kind = TokenDispatch::Kind;
+    TokenPlan p;
+    p.stages.emplace_back();  // the stage being planned
+    auto add = [&](TokenDispatch d) { p.stages.back().dispatches.push_back(std::move(d)); };
+    auto stage = [&](const char* role, bool to_host = false) {
+        p.stages.back().role = role;
+        p.stages.back().to_host = to_host;
+        p.stages.emplace_back();
     };
-    auto norm_weights = [&](const Tensor* w) {
-        return view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4);
+    auto matrix = [&](const Tensor* t) {
+        const Placement* pl = plan_.find(t);
+        DL_ASSERT(pl);
+        return PlannedMatrix{
+            t, t->type, pl->slab, pl->offset, pl->bytes, (uint32_t)t->rows(), (uint32_t)t->cols()};
+    };
+    auto gemv = [&](const Tensor* t, uint32_t x_off, uint32_t y_off, bool acc,
+                    std::optional<PlannedQ8> q8 = {}) {
+        TokenDispatch d;
+        d.kind = Kind::gemv;
+        d.m = matrix(t);
+        d.x_off = x_off;
+        d.y_off = y_off;
+        d.accumulate = acc;
+        d.q8 = q8;
+        add(d);
     };
     auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off) {
-        K.rms_norm(cl, norm_weights(w), act, x_off, E, act, y_off, E, E, 1, hp.rms_eps);
-    };
-    auto stage = [&](const char* role) {
-        cl.barrier();
-        cl.mark(role);
+        TokenDispatch d;
+        d.kind = Kind::rms_norm;
+        d.norm = w;
+        d.x_off = x_off;
+        d.y_off = y_off;
+        add(d);
     };
     // Norms the GEMVs after them take (Kernels::gemv_normed): where every GEMV that reads a
     // norm's output takes x as int8, each normalizes h itself as it quantizes it, so the GEMV
@@ -89,150 +105,142 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             if (!K.gemv_tiled_for(t->type, (uint32_t)t->cols())) return false;
         return true;
     };
-    auto pending_norm = [&] { return Kernels::GemvNormIn{norm_weights(pending), hp.rms_eps}; };
     // The FFN activations quantized to int8 at A.ffn_bytes by the pair that wrote them, for the
     // down projection (fusions_.ffn_q8_out).
     bool ffn_rounded = false;
-    s->ffn_q8_reads = 0;
-    s->gated_norm_reads = 0;
-    s->deltanet_q8_reads = 0;
-    s->attention_q8_reads = 0;
-    s->shared_output_pipeline = 0;
-    s->residual_q8_writes = 0;
-    // The gated RMSNorm of the DeltaNet layer just recorded, for its output projection to apply
+    // The gated RMSNorm of the DeltaNet layer just planned, for its output projection to apply
     // (fusions_.gated_norm_in_output; none: the step applied it); or, after an attention layer,
     // that form with no factor (fusions_.shared_output_pipeline).
     std::optional<Kernels::GemvGatedIn> gated;
-    // Where the mixer just recorded left its output quantized to int8 for its output projection,
+    // Where the mixer just planned left its output quantized to int8 for its output projection,
     // and the count of such projections that one adds to: the DeltaNet step at A.y_bytes
     // (fusions_.deltanet_q8_out), the attention at A.o_bytes (fusions_.attention_q8_out); kNone:
-    // the projection rounds the floats.
-    uint32_t mixer_bytes = Kernels::kNone;
+    // the projection quantizes the floats.
+    uint32_t mixer_q8 = Kernels::kNone;
     uint32_t* mixer_count = nullptr;
-    // The form of a DeltaNet layer's output projection over the step's rounding (its weights'
-    // type and row length, its gated norm's shape), which a later attention layer's output
-    // projection of the same type and length takes with no factor
+    // The form of a DeltaNet layer's output projection over the step's int8 output (its
+    // weights' type and row length, its gated norm's shape), which a later attention layer's
+    // output projection of the same type and length takes with no factor
     // (fusions_.shared_output_pipeline).
     struct DeltaNetOutputForm {
         QType t;
         int64_t cols;
         Kernels::GemvGatedIn in;
     };
-    std::optional<DeltaNetOutputForm>
-        deltanet_output;  // the last DeltaNet layer's, where it has one
-    // W · xn (rows of cols values of type t at view w) into y[y_off ..]; share: its part of
-    // its stage's weight bytes (Kernels::gemv).
-    auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
-                       vk::GemvPart share = {}) {
-        if (!pending) return K.gemv(cl, t, w, rows, cols, act, A.xn, y, y_off, false, share);
-        Kernels::GemvRounding r;
-        r.x_rounded = h_rounded;
-        K.gemv_normed(cl, t, w, rows, cols, act, h_rounded ? A.h_bytes : A.h, y, y_off, false,
-                      pending_norm(), share, h_rounded ? &r : nullptr);
-    };
-    auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
-        gemv_xn(t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), y, y_off);
+    std::optional<DeltaNetOutputForm> deltanet_output;  // the last DeltaNet layer's, if any
+    // W · xn into y[y_off ..]; share: its part of its stage's weight bytes (Kernels::gemv).
+    auto gemv_xn = [&](const PlannedMatrix& m, TokenOutput y, uint32_t y_off, float share = 1.f) {
+        TokenDispatch d;
+        d.m = m;
+        d.y = y;
+        d.y_off = y_off;
+        d.share = share;
+        if (!pending) {
+            d.kind = Kind::gemv;
+            d.x_off = A.xn;
+        } else {
+            d.kind = Kind::gemv_normed;
+            d.norm = pending;
+            d.x_off = h_rounded ? A.h_bytes : A.h;
+            if (h_rounded) d.q8 = PlannedQ8{true};
+        }
+        add(d);
     };
     // A mixer's input projections wait for the end of their stage, where each run of them that
     // lies back to back in one slab (plan()) and writes back to back in act is one GEMV over all
-    // their rows (fusions_.merged_input_projections): x is rounded once for the run and the small
-    // ones (a DeltaNet layer's beta and alpha) do not wait behind the large ones' workgroups in a
-    // grid of their own.
+    // their rows (fusions_.merged_input_projections): x is quantized once for the run and the
+    // small ones (a DeltaNet layer's beta and alpha) do not wait behind the large ones'
+    // workgroups in a grid of their own.
     struct InProj {
         const Tensor* t;
         uint32_t y_off;
     };
     std::vector<InProj> in_proj;
     auto flush_in = [&] {
-        struct Run {
-            QType t;
-            View w;
-            uint32_t rows, cols, y_off;
-            uint64_t bytes;
-        };
-        std::vector<Run> runs;
+        std::vector<std::pair<PlannedMatrix, uint32_t>> runs;  // each run and where it writes
         for (size_t i = 0; i < in_proj.size();) {
-            const Tensor* t = in_proj[i].t;
-            const Placement* first = plan_.find(t);
-            uint64_t bytes = first->bytes;
-            uint32_t rows = (uint32_t)t->rows();
+            PlannedMatrix m = matrix(in_proj[i].t);
             size_t j = i + 1;
             for (; fusions_.merged_input_projections && j < in_proj.size(); ++j) {
                 const Tensor* u = in_proj[j].t;
                 const Placement* pl = plan_.find(u);
-                if (u->type != t->type || u->cols() != t->cols() || pl->slab != first->slab ||
-                    pl->offset != first->offset + bytes ||
-                    in_proj[j].y_off != in_proj[i].y_off + rows)
+                if (u->type != m.type || u->cols() != m.cols || pl->slab != m.slab ||
+                    pl->offset != m.offset + m.bytes ||
+                    in_proj[j].y_off != in_proj[i].y_off + m.rows)
                     break;
-                bytes += pl->bytes;
-                rows += (uint32_t)u->rows();
+                m.bytes += pl->bytes;
+                m.rows += (uint32_t)u->rows();
             }
-            runs.push_back({t->type, W.rows(first->slab, first->offset, bytes), rows,
-                            (uint32_t)t->cols(), in_proj[i].y_off, bytes});
+            runs.push_back({m, in_proj[i].y_off});
             i = j;
         }
         // The smallest first: a GEMV recorded after a large one starts only as the large one's
         // workgroups leave, and its own latencies then lengthen the stage past the large one's
         // tail (Qwen3-8B's v after its q and k: tg128 +3 % on an H200, docs/PERF.md).
-        std::stable_sort(runs.begin(), runs.end(),
-                         [](const Run& a, const Run& b) { return a.bytes < b.bytes; });
+        std::stable_sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+            return a.first.bytes < b.first.bytes;
+        });
         uint64_t total = 0;
-        for (const Run& r : runs) total += r.bytes;
-        for (const Run& r : runs)
-            gemv_xn(r.t, r.w, r.rows, r.cols, act, r.y_off,
-                    {runs.size() > 1 ? (float)((double)r.bytes / (double)total) : 1.f});
+        for (const auto& r : runs) total += r.first.bytes;
+        for (const auto& [m, y_off] : runs)
+            gemv_xn(m, TokenOutput::act, y_off,
+                    runs.size() > 1 ? (float)((double)m.bytes / (double)total) : 1.f);
         in_proj.clear();
     };
-    auto add_norm = [&](const Tensor* t, uint32_t x_off, int64_t, const Tensor* norm_w) {
-        const char* role = t->name.find("ffn_down") != std::string::npos ? "gemv down" : "gemv out";
+    auto add_norm = [&](const Tensor* t, Act in, uint32_t x_off, int64_t, const Tensor* norm_w) {
+        const char* role = in == Act::ffn ? "gemv down" : "gemv out";
         pending = normed_by_readers(norm_w) ? norm_w : nullptr;
-        // The FFN pair rounded its rows for this GEMV only where it reads them that way.
-        Kernels::GemvRounding r;
-        r.x_rounded = x_off == A.ffn && ffn_rounded;
+        // The FFN pair quantized its rows for this GEMV only where it reads them that way.
+        PlannedQ8 q8;
+        q8.x_q8 = in == Act::ffn && ffn_rounded;
         ffn_rounded = false;
-        if (r.x_rounded) {
+        if (q8.x_q8) {
             x_off = A.ffn_bytes;
-            ++s->ffn_q8_reads;
+            ++p.ffn_q8_reads;
         }
-        // The new h rounded for the readers of the next norm.
+        // The new h quantized for the readers of the next norm.
         h_rounded = pending && rounds_h(t, pending);
         if (h_rounded) {
-            r.out_off = A.h_bytes;
-            r.out_norm = norm_weights(pending);
-            ++s->residual_q8_writes;
+            q8.out_off = A.h_bytes;
+            q8.out_norm = pending;
+            ++p.residual_q8_writes;
         }
-        if (mixer_bytes != Kernels::kNone) {  // (chain.deltanet, chain.attention)
+        if (mixer_q8 != Kernels::kNone) {  // (chain.deltanet, chain.attention)
             DL_ASSERT(x_off == A.y || x_off == A.o);
-            r.x_rounded = true;
-            x_off = mixer_bytes;
+            q8.x_q8 = true;
+            x_off = mixer_q8;
             ++*mixer_count;
-            mixer_bytes = Kernels::kNone;
+            mixer_q8 = Kernels::kNone;
         }
-        const bool with_r = r.x_rounded || h_rounded;
+        const bool with_q8 = q8.x_q8 || h_rounded;
+        TokenDispatch d;
+        d.m = matrix(t);
+        d.x_off = x_off;
+        d.y_off = A.h;
+        d.accumulate = true;
         if (gated) {  // where the next norm is its readers' (chain.deltanet, chain.attention)
             DL_ASSERT(pending);
-            K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
-                         act, x_off, act, A.h, true, *gated, with_r ? &r : nullptr);
-            ++(gated->ss_off != Kernels::kNone ? s->gated_norm_reads : s->shared_output_pipeline);
+            d.kind = Kind::gemv_gated;
+            d.gated = *gated;
+            if (with_q8) d.q8 = q8;
+            add(d);
+            ++(gated->ss_off != Kernels::kNone ? p.gated_norm_reads : p.shared_output_pipeline);
             gated.reset();
             stage(role);
             return;
         }
         if (pending || !fusions_.norm_epilogue) {
-            gemv(t, x_off, act, A.h, true, with_r ? &r : nullptr);
+            gemv(t, x_off, A.h, true, with_q8 ? std::optional(q8) : std::nullopt);
             stage(role);
             if (pending) return;
             norm(norm_w, A.h, A.xn);
             stage("norm");
             return;
         }
-        Kernels::GemvFusion fu;
-        fu.norm_w = norm_weights(norm_w);
-        fu.counter = view(s->gemv_counter);
-        fu.xn_off = A.xn;
-        fu.eps = hp.rms_eps;
-        K.gemv_fused(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-                     x_off, act, A.h, true, fu, r.x_rounded ? &r : nullptr);
+        d.kind = Kind::gemv_fused;
+        d.norm = norm_w;
+        if (q8.x_q8) d.q8 = q8;
+        add(d);
         stage(role);
     };
     LayerChain chain;
@@ -243,7 +251,7 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     chain.project_role = "gemv in";
     chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
         if (x_off == A.xn) return in_proj.push_back({t, y_off});
-        gemv(t, x_off, act, y_off, false);
+        gemv(t, x_off, y_off, false);
     };
     chain.inputs = [](uint32_t, int64_t) {};
     chain.deltanet = [&](int64_t il, const Layer& L) {
@@ -258,16 +266,19 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             if (fusions_.deltanet_q8_out && (a.d_v / groups) % 16 == 0 &&
                 K.gemv_tiled_for(L.ssm_out->type, (uint32_t)L.ssm_out->cols())) {
                 a.round_y = true;
-                a.y_off = mixer_bytes = A.y_bytes;
-                mixer_count = &s->deltanet_q8_reads;
+                a.y_off = mixer_q8 = A.y_bytes;
+                mixer_count = &p.deltanet_q8_reads;
                 if (fusions_.shared_output_pipeline)
                     deltanet_output = DeltaNetOutputForm{
                         L.ssm_out->type, L.ssm_out->cols(),
                         Kernels::GemvGatedIn{Kernels::kNone, a.d_v, groups, a.eps}};
             }
         }
-        K.deltanet_step(cl, a, act, prm, view(s->ring[il]), view(s->state[il]), tok,
-                        view(s->head_counter));
+        TokenDispatch d;
+        d.kind = Kind::deltanet_step;
+        d.layer = il;
+        d.deltanet = a;
+        add(d);
     };
     chain.attention = [&](int64_t il, const Layer& L) {
         Kernels::Attention a = at;
@@ -275,23 +286,26 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
         if (fusions_.attention_q8_out && a.head_dim % 16 == 0 &&
             K.gemv_tiled_for(L.wo->type, (uint32_t)L.wo->cols())) {
-            a.round_off = mixer_bytes = A.o_bytes;
-            mixer_count = &s->attention_q8_reads;
+            a.round_off = mixer_q8 = A.o_bytes;
+            mixer_count = &p.attention_q8_reads;
             if (deltanet_output && L.wo->type == deltanet_output->t &&
                 L.wo->cols() == deltanet_output->cols && normed_by_readers(L.ffn_norm))
                 gated = deltanet_output->in;
         }
-        K.attention(cl, a, act, prm, view(s->k_cache[il]), view(s->v_cache[il]), view(s->partials),
-                    tok, view(s->head_counter));
+        TokenDispatch d;
+        d.kind = Kind::attention;
+        d.layer = il;
+        d.attention = a;
         // The short-context form's pipeline created right after this one, where a command in
         // that form follows: created when that command was recorded, after all of this one's,
         // the 9B's tokens in it ran 0.8 % slower on an H200 (docs/PERF.md 2026-12-04 (05:30)).
-        if (!short_attn && s->short_until > 0) {
+        if (!short_attn && s.short_until > 0) {
             Kernels::Attention one = a;
-            one.n_ctx = (uint32_t)s->short_until;
+            one.n_ctx = (uint32_t)s.short_until;
             one.heads_a_group = 1;
-            K.prepare_attention(one);
+            d.prepare_after = one;
         }
+        add(d);
     };
     chain.ffn_in = [&](const Layer& L, const Tensor* next_norm) {
         // Fused: one GEMV dispatch for both matrices with the SwiGLU as its epilogue, where the
@@ -299,42 +313,46 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         const Placement *g = plan_.find(L.ffn_gate), *u = plan_.find(L.ffn_up);
         if (fusions_.norm_epilogue && L.ffn_gate->type == L.ffn_up->type && g->slab == u->slab &&
             L.ffn_gate->ne == L.ffn_up->ne) {
-            const Kernels::GemvNormIn nin = pending ? pending_norm() : Kernels::GemvNormIn{};
             const uint64_t lo = std::min(g->offset, u->offset);
             const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
             const uint32_t rows = (uint32_t)L.ffn_gate->rows(), cols = (uint32_t)L.ffn_gate->cols();
-            // The pair quantizes its rows to int8 for the down projection where that reads them so
-            // (as a fused GEMV where the norm after it is its epilogue).
+            // The pair quantizes its rows to int8 for the down projection where that reads them
+            // so (as a fused GEMV where the norm after it is its epilogue).
             const Tensor* down = L.ffn_down;
             ffn_rounded =
                 fusions_.ffn_q8_out && K.gemv_rounds(L.ffn_gate->type, rows, cols, true, pending) &&
                 K.gemv_path(down->type, (uint32_t)down->rows(), (uint32_t)down->cols(), false,
                             false, !normed_by_readers(next_norm)) == Kernels::GemvX::bytes;
-            Kernels::GemvRounding r;
-            if (ffn_rounded) r.out_off = A.ffn_bytes;
-            r.x_rounded = pending && h_rounded;
-            const uint32_t x_off = !pending ? A.xn : h_rounded ? A.h_bytes : A.h;
-            K.gemv_swiglu(cl, L.ffn_gate->type, W.rows(g->slab, lo, hi - lo), g->offset - lo,
-                          u->offset - lo, rows, cols, act, x_off, act, A.ffn,
-                          pending ? &nin : nullptr, ffn_rounded || r.x_rounded ? &r : nullptr);
+            PlannedQ8 q8;
+            if (ffn_rounded) q8.out_off = A.ffn_bytes;
+            q8.x_q8 = pending && h_rounded;
+            TokenDispatch d;
+            d.kind = Kind::gemv_swiglu;
+            d.m = PlannedMatrix{L.ffn_gate, L.ffn_gate->type, g->slab, lo, hi - lo, rows, cols};
+            d.g_off = g->offset - lo;
+            d.u_off = u->offset - lo;
+            d.x_off = !pending ? A.xn : h_rounded ? A.h_bytes : A.h;
+            d.y_off = A.ffn;
+            d.norm = pending;
+            if (ffn_rounded || q8.x_q8) d.q8 = q8;
+            add(d);
             stage("gemv ffn");
             return;
         }
-        gemv_in(L.ffn_gate, act, A.gate);
-        gemv_in(L.ffn_up, act, A.up);
+        gemv_xn(matrix(L.ffn_gate), TokenOutput::act, A.gate);
+        gemv_xn(matrix(L.ffn_up), TokenOutput::act, A.up);
         stage("gemv ffn");
-        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
+        TokenDispatch d;
+        d.kind = Kind::swiglu;
+        add(d);
         stage("swiglu");
     };
     chain.add_norm = add_norm;
 
-    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16, !timed_whole);
-    cl.begin(true);
-    // The GEMVs that add to h are alone in their stages: they may split over one scratch.
-    K.gemv_split = view(s->gemv_split);
-    // tok[0] = position, tok[1] = token id, tok[2] = the chosen token.
-    K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
-               (uint32_t)model_->tok_embd->rows(), E, tok, 1, act, A.h, 1);
+    TokenDispatch embed;
+    embed.kind = Kind::embed;
+    embed.m = matrix(model_->tok_embd);
+    add(embed);
     stage("embed");
     // The first attn_norm; every later norm ends the GEMV before it or is taken by the GEMVs
     // after it.
@@ -350,16 +368,116 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     // (docs/PERF.md, 2026-12-03 night). Or the token's choice from them on the device: whoever
     // asks for the logits chooses from them itself (decode), so that command does not also
     // sample.
-    gemv_in(model_->output, view(host_logits ? s->logits : s->logits_dev), 0);
+    gemv_xn(matrix(model_->output),
+            host_logits ? TokenOutput::host_logits : TokenOutput::device_logits, 0);
     if (host_logits) {
-        cl.host_barrier();
-        cl.mark("head");
+        stage("head", true);
     } else {
         stage("head");
-        K.sample(cl, view(s->logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams,
-                 view(s->sample_scratch));
-        cl.host_barrier();
-        cl.mark("sample");
+        TokenDispatch d;
+        d.kind = Kind::sample;
+        add(d);
+        stage("sample", true);
+    }
+    p.stages.pop_back();  // the empty stage after the last
+    return p;
+}
+
+// Records a token command's plan: each dispatch its launcher, each stage's end a barrier.
+void ResidentDriver::record_token(Session& s, CommandList& cl, const TokenPlan& p,
+                                  bool timed_whole) {
+    const Hparams& hp = model_->hp;
+    Kernels& K = *w_->kernels;
+    const Weights& W = *w_;
+    const ActLayout A = act_layout(hp, 1);
+    const View act = view(s.act), prm = view(W.params), tok = view(s.tok);
+    const uint32_t E = (uint32_t)hp.n_embd;
+    auto norm_weights = [&](const Tensor* w) {
+        return view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4);
+    };
+    auto output = [&](TokenOutput y) {
+        return y == TokenOutput::host_logits     ? view(s.logits)
+               : y == TokenOutput::device_logits ? view(s.logits_dev)
+                                                 : act;
+    };
+    using Kind = TokenDispatch::Kind;
+    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16, !timed_whole);
+    cl.begin(true);
+    // The GEMVs that add to h are alone in their stages: they may split over one scratch.
+    K.gemv_split = view(s.gemv_split);
+    for (const TokenStage& st : p.stages) {
+        for (const TokenDispatch& d : st.dispatches) {
+            const View w = d.m.first ? W.rows(d.m.slab, d.m.offset, d.m.bytes) : View{};
+            Kernels::GemvRounding r;
+            if (d.q8) {
+                r.x_rounded = d.q8->x_q8;
+                r.out_off = d.q8->out_off;
+                if (d.q8->out_norm) r.out_norm = norm_weights(d.q8->out_norm);
+            }
+            const Kernels::GemvRounding* rp = d.q8 ? &r : nullptr;
+            switch (d.kind) {
+                case Kind::embed:  // tok[0] = position, tok[1] = token id
+                    K.get_rows(cl, d.m.type, w, d.m.rows, E, tok, 1, act, A.h, 1);
+                    break;
+                case Kind::rms_norm:
+                    K.rms_norm(cl, norm_weights(d.norm), act, d.x_off, E, act, d.y_off, E, E, 1,
+                               hp.rms_eps);
+                    break;
+                case Kind::gemv:
+                    K.gemv(cl, d.m.type, w, d.m.rows, d.m.cols, act, d.x_off, output(d.y), d.y_off,
+                           d.accumulate, {d.share}, rp);
+                    break;
+                case Kind::gemv_normed:
+                    K.gemv_normed(cl, d.m.type, w, d.m.rows, d.m.cols, act, d.x_off, output(d.y),
+                                  d.y_off, d.accumulate,
+                                  Kernels::GemvNormIn{norm_weights(d.norm), hp.rms_eps}, {d.share},
+                                  rp);
+                    break;
+                case Kind::gemv_fused: {
+                    Kernels::GemvFusion fu;
+                    fu.norm_w = norm_weights(d.norm);
+                    fu.counter = view(s.gemv_counter);
+                    fu.xn_off = A.xn;
+                    fu.eps = hp.rms_eps;
+                    K.gemv_fused(cl, d.m.type, w, d.m.rows, d.m.cols, act, d.x_off, act, d.y_off,
+                                 d.accumulate, fu, rp);
+                    break;
+                }
+                case Kind::gemv_gated:
+                    K.gemv_gated(cl, d.m.type, w, d.m.rows, d.m.cols, act, d.x_off, act, d.y_off,
+                                 d.accumulate, d.gated, rp);
+                    break;
+                case Kind::gemv_swiglu: {
+                    const Kernels::GemvNormIn nin{d.norm ? norm_weights(d.norm) : View{},
+                                                  hp.rms_eps};
+                    K.gemv_swiglu(cl, d.m.type, w, d.g_off, d.u_off, d.m.rows, d.m.cols, act,
+                                  d.x_off, act, d.y_off, d.norm ? &nin : nullptr, rp);
+                    break;
+                }
+                case Kind::swiglu:
+                    K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
+                    break;
+                case Kind::deltanet_step:
+                    K.deltanet_step(cl, d.deltanet, act, prm, view(s.ring[d.layer]),
+                                    view(s.state[d.layer]), tok, view(s.head_counter));
+                    break;
+                case Kind::attention:
+                    K.attention(cl, d.attention, act, prm, view(s.k_cache[d.layer]),
+                                view(s.v_cache[d.layer]), view(s.partials), tok,
+                                view(s.head_counter));
+                    if (d.prepare_after) K.prepare_attention(*d.prepare_after);
+                    break;
+                case Kind::sample:  // the chosen token at tok[2]
+                    K.sample(cl, view(s.logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams,
+                             view(s.sample_scratch));
+                    break;
+            }
+        }
+        if (st.to_host)
+            cl.host_barrier();
+        else
+            cl.barrier();
+        cl.mark(st.role.c_str());
     }
     cl.end();
     K.gemv_split = {};

@@ -185,7 +185,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
         K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
         stage("swiglu");
     };
-    chain.add_norm = [&](const Tensor* t, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
+    chain.add_norm = [&](const Tensor* t, Act, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
         to_f16(x_off, cols);
         gemm(t, x_off, act, A.h, true);
         stage("gemm");

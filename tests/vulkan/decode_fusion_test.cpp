@@ -450,5 +450,88 @@ TEST(VulkanDecodeFusion, ThreeStagesFewerPerLayer) {
     EXPECT_LE(f.barriers, 32u * 5u + 3u + 8u * 2u);  // attention's own two inner barriers
 }
 
+// The token command's plan as a value (token_plan.h): the plain chain's stages in the order of
+// the model's forward pass, and each rule of Fusions, switched off alone, changing the plan of a
+// model where it applies (the Q4_K mix over x as int8, whose tiled GEMVs take every rule here)
+// and leaving every other rule's count as it was.
+TEST(VulkanTokenPlan, ThePlainChainInTheForwardPassOrder) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("llama", QType::F32));
+    DriverOptions o = options(true);
+    o.fusions = Fusions::none();
+    auto d = ResidentDriver::create(model, o);
+    ASSERT_TRUE(d.ok()) << d.reason();
+    auto s = (*d)->new_session(32);
+    const TokenPlan p = (*d)->token_plan(*s, false, false);
+    std::vector<std::string> roles;
+    for (const TokenStage& st : p.stages) roles.push_back(st.role);
+    std::vector<std::string> want = {"embed", "norm"};
+    for (int64_t il = 0; il < model->hp.n_layer; ++il)
+        for (const char* r : {"gemv in", "attention", "gemv out", "norm", "gemv ffn", "swiglu",
+                              "gemv down", "norm"})
+            want.push_back(r);
+    want.push_back("head");
+    want.push_back("sample");
+    EXPECT_EQ(roles, want) << p.describe();
+    EXPECT_TRUE(p.stages.back().to_host);
+    // The host's logits: the head's stage is the last and goes to the host; nothing is sampled.
+    const TokenPlan h = (*d)->token_plan(*s, true, false);
+    ASSERT_EQ(h.stages.size(), p.stages.size() - 1);
+    EXPECT_EQ(h.stages.back().role, "head");
+    EXPECT_TRUE(h.stages.back().to_host);
+    EXPECT_EQ(h.stages.back().dispatches.at(0).y, TokenOutput::host_logits);
+}
+
+TEST(VulkanTokenPlan, EachFusionOffChangesThePlan) {
+    VK_TEST_DEVICE();
+    if (!tiled_gemv_here(dev.features())) GTEST_SKIP() << "no tiled GEMV on this device";
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35", QType::Q4_K));
+    auto plan_with = [&](const Fusions& f) {
+        DriverOptions o = options(true, Kernels::GemvX::bytes);
+        o.fusions = f;
+        o.fusions.residual_q8_out_min = 0;  // the tiny model's h
+        auto d = ResidentDriver::create(model, o);
+        EXPECT_TRUE(d.ok()) << d.reason();
+        auto s = (*d)->new_session(32);
+        return (*d)->token_plan(*s, false, false);
+    };
+    const TokenPlan all = plan_with(Fusions{});
+    // Every counted form is taken with every rule on.
+    EXPECT_GT(all.ffn_q8_reads, 0u);
+    EXPECT_GT(all.gated_norm_reads, 0u);
+    EXPECT_GT(all.deltanet_q8_reads, 0u);
+    EXPECT_GT(all.residual_q8_writes, 0u);
+    EXPECT_GT(all.attention_q8_reads, 0u);
+    EXPECT_GT(all.shared_output_pipeline, 0u);
+    struct Rule {
+        const char* name;
+        bool Fusions::* field;
+        uint32_t TokenPlan::* count;  // the count the rule gives its form, or null
+    };
+    const Rule rules[] = {
+        {"norm_epilogue", &Fusions::norm_epilogue, nullptr},
+        {"norm_in_readers", &Fusions::norm_in_readers, nullptr},
+        {"ffn_q8_out", &Fusions::ffn_q8_out, &TokenPlan::ffn_q8_reads},
+        {"residual_q8_out", &Fusions::residual_q8_out, &TokenPlan::residual_q8_writes},
+        {"merged_input_projections", &Fusions::merged_input_projections, nullptr},
+        {"gated_norm_in_output", &Fusions::gated_norm_in_output, &TokenPlan::gated_norm_reads},
+        {"deltanet_q8_out", &Fusions::deltanet_q8_out, &TokenPlan::deltanet_q8_reads},
+        {"attention_q8_out", &Fusions::attention_q8_out, &TokenPlan::attention_q8_reads},
+        {"shared_output_pipeline", &Fusions::shared_output_pipeline,
+         &TokenPlan::shared_output_pipeline},
+    };
+    for (const Rule& r : rules) {
+        Fusions f;
+        f.*r.field = false;
+        const TokenPlan off = plan_with(f);
+        EXPECT_NE(off.describe(), all.describe()) << r.name;
+        if (r.count) {
+            EXPECT_EQ(off.*r.count, 0u) << r.name;
+        }
+    }
+    // The plan is a function of its inputs: planned twice, it is the same.
+    EXPECT_EQ(plan_with(Fusions{}).describe(), all.describe());
+}
+
 }  // namespace
 }  // namespace dl::vk
