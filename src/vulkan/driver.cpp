@@ -2,31 +2,18 @@
 // (decode through a session's token command, prefill through window commands), and its
 // registration with the engine.
 #include "vulkan/driver.h"
-
 #include <fmt/format.h>
-
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <functional>
-#include <initializer_list>
-#include <map>
-#include <utility>
+#include "core/error.h"
 
 #include "core/bytes.h"
-#include "core/env.h"
-#include "core/error.h"
 #include "core/log.h"
 #include "executor/device_driver.h"
 #include "model/rope.h"
 #include "quant/quant.h"
-#include "vulkan/chain.h"
 #include "vulkan/driver_state.h"
-#include "vulkan/kernels.h"
-#include "vulkan/pipeline.h"
 #include "vulkan/weight_layout.h"
 
 namespace dl::vk {

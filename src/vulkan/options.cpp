@@ -1,32 +1,9 @@
 // The driver's options and the decode fusions read from the environment (core/env.cpp's table
 // declares every variable).
+#include "core/error.h"
 #include "vulkan/driver.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <array>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <initializer_list>
-#include <map>
-#include <utility>
-
-#include "core/bytes.h"
 #include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "executor/device_driver.h"
-#include "model/rope.h"
-#include "quant/quant.h"
-#include "vulkan/chain.h"
-#include "vulkan/driver_state.h"
-#include "vulkan/kernels.h"
-#include "vulkan/pipeline.h"
-#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 

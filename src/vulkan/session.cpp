@@ -1,33 +1,14 @@
 // A session of the resident driver: its buffers (activations, KV caches, DeltaNet states and conv
 // rings, the token id word), its recorded token commands, and snapshots of its state in device
 // memory.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include "core/error.h"
 #include "vulkan/driver.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <array>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <initializer_list>
-#include <map>
-#include <utility>
-
-#include "core/bytes.h"
-#include "core/env.h"
-#include "core/error.h"
 #include "core/log.h"
-#include "executor/device_driver.h"
-#include "model/rope.h"
-#include "quant/quant.h"
-#include "vulkan/chain.h"
 #include "vulkan/driver_state.h"
-#include "vulkan/kernels.h"
-#include "vulkan/pipeline.h"
-#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 

@@ -1,33 +1,12 @@
 // The decode token command: one token's whole forward pass, recorded once a session and replayed
 // per token, with the fusions of Fusions applied where the shapes allow.
+#include <algorithm>
+#include <optional>
+#include "core/error.h"
 #include "vulkan/driver.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <array>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <initializer_list>
-#include <map>
-#include <utility>
-
-#include "core/bytes.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "executor/device_driver.h"
-#include "model/rope.h"
-#include "quant/quant.h"
 #include "vulkan/chain.h"
 #include "vulkan/driver_state.h"
-#include "vulkan/kernels.h"
-#include "vulkan/pipeline.h"
-#include "vulkan/token_plan.h"
-#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 

@@ -1,32 +1,13 @@
 // A prefill window's command: the layer chain over up to plan.window rows with GEMM tiles, the
 // attention and the DeltaNet scan over the rows; recorded on a session's first window of a size.
+#include <algorithm>
+#include <chrono>
+#include "core/error.h"
 #include "vulkan/driver.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <array>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <initializer_list>
-#include <map>
-#include <utility>
-
-#include "core/bytes.h"
-#include "core/env.h"
-#include "core/error.h"
 #include "core/log.h"
-#include "executor/device_driver.h"
-#include "model/rope.h"
-#include "quant/quant.h"
 #include "vulkan/chain.h"
 #include "vulkan/driver_state.h"
-#include "vulkan/kernels.h"
-#include "vulkan/pipeline.h"
-#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 
