@@ -2,13 +2,15 @@
 // (decode through a session's token command, prefill through window commands), and its
 // registration with the engine.
 #include "vulkan/driver.h"
+
 #include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include "core/error.h"
 
 #include "core/bytes.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "executor/device_driver.h"
 #include "model/rope.h"

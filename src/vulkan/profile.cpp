@@ -1,6 +1,8 @@
 // The per-role GPU times of --profile (see driver.h Profile).
 #include <fmt/format.h>
+
 #include <algorithm>
+
 #include "vulkan/driver.h"
 
 namespace dl::vk {

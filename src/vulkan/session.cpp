@@ -2,12 +2,13 @@
 // rings, the token id word), its recorded token commands, and snapshots of its state in device
 // memory.
 #include <algorithm>
+
 #include <chrono>
 #include <cstring>
-#include "core/error.h"
-#include "vulkan/driver.h"
 
+#include "core/error.h"
 #include "core/log.h"
+#include "vulkan/driver.h"
 #include "vulkan/driver_state.h"
 
 namespace dl::vk {
