@@ -869,7 +869,15 @@ Buffer Device::create_buffer(uint64_t size, MemoryKind kind) {
         r = vkMapMemory(device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_);
         if (r != VK_SUCCESS) fail("cannot map a Vulkan buffer ({})", result_name(r));
     }
+    std::lock_guard lock(numbers_mutex_);
+    buffer_numbers_[b.buffer_] = buffers_created_++;
     return b;
+}
+
+int64_t Device::buffer_number(VkBuffer b) const {
+    std::lock_guard lock(numbers_mutex_);
+    auto it = buffer_numbers_.find(b);
+    return it == buffer_numbers_.end() ? -1 : it->second;
 }
 
 VkCommandBuffer Device::allocate_command_buffer() {

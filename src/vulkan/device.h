@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -246,6 +247,10 @@ class Device {
     bool validating() const { return messenger_ != VK_NULL_HANDLE; }
     const std::string& last_validation_message() const { return last_validation_message_; }
     void save_pipeline_cache();
+    // The number of buffer b in the order this device created its buffers (0 first), so that a
+    // trace of recorded commands names bindings the same way in every run; -1 for a buffer it
+    // did not create.
+    int64_t buffer_number(VkBuffer b) const;
 
   private:
     Device() = default;
@@ -280,6 +285,9 @@ class Device {
     VkPhysicalDeviceMemoryProperties mem_{};
     Buffer staging_;
     std::mutex mutex_;  // one submission at a time on the queue
+    mutable std::mutex numbers_mutex_;
+    std::map<VkBuffer, int64_t> buffer_numbers_;  // buffer_number(); a reused handle renumbered
+    int64_t buffers_created_ = 0;
     int validation_errors_ = 0;
     std::string last_validation_message_;
 };

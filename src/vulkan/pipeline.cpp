@@ -296,9 +296,19 @@ void CommandList::dispatch(const Kernel& k, std::initializer_list<View> bindings
     vkCmdDispatch(cb_, gx, gy, gz);
     ++n_dispatches_;
     after_barrier_ = false;
-    if (tracing_)
-        traced_dispatches_.push_back(
-            fmt::format("{}[{}] {}x{}x{}", k.name, fmt::join(k.spec, ","), gx, gy, gz));
+    if (tracing_) {
+        std::string line =
+            fmt::format("{}[{}] {}x{}x{} push", k.name, fmt::join(k.spec, ","), gx, gy, gz);
+        for (uint32_t i = 0; i + 4 <= k.push_bytes; i += 4) {
+            uint32_t word;
+            std::memcpy(&word, static_cast<const char*>(push) + i, 4);
+            line += fmt::format(" {:x}", word);
+        }
+        line += " views";
+        for (const View& v : bindings)
+            line += fmt::format(" b{}+{}:{}", dev_.buffer_number(v.buffer), v.offset, v.range);
+        traced_dispatches_.push_back(std::move(line));
+    }
 }
 
 void CommandList::barrier() {

@@ -118,7 +118,9 @@ class CommandList {
     uint32_t n_barriers() const { return n_barriers_; }  // recorded since begin()
     // The trace of what is recorded (DELTALLM_VK_TRACE, or set_tracing): at each mark, and at
     // end() for what follows the last, one line: the mark's label, then each dispatch since the
-    // mark before as kernel[specialization constants] and its workgroup counts. Each line is also
+    // mark before as kernel[specialization constants], its workgroup counts, its push-constant
+    // words (hex) and its bound views (bBUFFER+OFFSET:RANGE, the buffer numbered in the order the
+    // device created it), so that two recordings can be compared word for word. Each line is also
     // written to stderr; trace() holds those since begin().
     void set_tracing(bool on) { tracing_ = on; }
     const std::vector<std::string>& trace() const { return trace_; }

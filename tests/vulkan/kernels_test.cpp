@@ -597,8 +597,9 @@ TEST(VulkanKernels, RmsNormStridedRows) {
 }
 
 // The trace of a recorded command (DELTALLM_VK_TRACE): a line at each mark with the dispatches
-// since the one before, kernel[specialization constants] and workgroup counts, and one at end()
-// for those after the last mark; nothing while tracing is off, and begin() starts afresh.
+// since the one before, kernel[specialization constants], workgroup counts, push-constant words
+// and bound views, and one at end() for those after the last mark; nothing while tracing is off,
+// and begin() starts afresh.
 TEST(VulkanKernels, CommandTraceNamesEachStagesDispatches) {
     VK_TEST_DEVICE();
     const uint32_t n = 64;
@@ -623,11 +624,19 @@ TEST(VulkanKernels, CommandTraceNamesEachStagesDispatches) {
         ASSERT_EQ(cl.trace().size(), 2u) << pass;
         const std::string& a = cl.trace()[0];
         const std::string& b = cl.trace()[1];
+        // rms_norm's push constants: n, rows, x offset and stride, y offset and stride, eps;
+        // its views: weights, x, y.
+        const std::string views = fmt::format(
+            " views b{}+0:{} b{}+0:{} b{}+0:{}", dev.buffer_number(wb.handle()), n * 4,
+            dev.buffer_number(xb.handle()), 5 * n * 4, dev.buffer_number(y.handle()), 5 * n * 4);
+        const auto push = [&](uint32_t rows) {
+            return fmt::format(" push 40 {:x} 0 40 0 40 358637bd", rows) + views;
+        };
         EXPECT_EQ(a.rfind("norms: rms_norm[", 0), 0u) << a;
-        EXPECT_NE(a.find("] 5x1x1; rms_norm["), std::string::npos) << a;
-        EXPECT_EQ(a.substr(a.size() - 7), "] 4x1x1") << a;
+        EXPECT_NE(a.find("] 5x1x1" + push(5) + "; rms_norm["), std::string::npos) << a;
+        EXPECT_TRUE(a.ends_with("] 4x1x1" + push(4))) << a;
         EXPECT_EQ(b.rfind("(after the last mark): rms_norm[", 0), 0u) << b;
-        EXPECT_EQ(b.substr(b.size() - 7), "] 3x1x1") << b;
+        EXPECT_TRUE(b.ends_with("] 3x1x1" + push(3))) << b;
     }
     cl.set_tracing(false);
 }
