@@ -1,5 +1,6 @@
 // What every family of kernel launchers (kernels_*.h) shares: the device and its pipelines, the
-// workgroup sizes the device allows, and the shared memory a module declares. Kernels
+// workgroup sizes the device allows, the shared memory a module declares, and the knobs of
+// every launcher (Tuning). Kernels
 // (kernels.h) is every family in one object.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "quant/types.h"
+#include "vulkan/kernels_tuning.h"
 #include "vulkan/pipeline.h"
 
 namespace dl::vk {
@@ -19,6 +21,9 @@ class KernelFamily {
     KernelFamily& operator=(const KernelFamily&) = delete;
 
     static constexpr uint32_t kNone = 0xffffffffu;  // an offset that is not given
+
+    // The knobs of every family's launchers (kernels_tuning.h).
+    Tuning tuning;
 
   protected:
     // The largest power of two <= want that the device allows in one workgroup.

@@ -131,13 +131,26 @@ void AttentionKernels::attention(CommandList& cl, const Attention& a, View act, 
             "takes",
             k_cache.range, v_cache.range, cache_bytes, a.n_ctx);
     const Kernel& dec = attention_kernel(a);
-    AttnDecodePush dp{a.n_head,       a.n_kv,        a.head_dim,
-                      a.q_off,        n_split,       1.0f / std::sqrt((float)a.head_dim),
-                      a.gate_off,     a.gate_stride, a.o_off,
-                      a.q_stride,     a.k_off,       a.v_off,
-                      a.q_norm_off,   a.k_norm_off,  a.freq_off,
-                      a.n_rot,        a.eps,         a.interleaved ? 1u : 0u,
-                      attn_one_split, a.round_off};
+    AttnDecodePush dp{a.n_head,
+                      a.n_kv,
+                      a.head_dim,
+                      a.q_off,
+                      n_split,
+                      1.0f / std::sqrt((float)a.head_dim),
+                      a.gate_off,
+                      a.gate_stride,
+                      a.o_off,
+                      a.q_stride,
+                      a.k_off,
+                      a.v_off,
+                      a.q_norm_off,
+                      a.k_norm_off,
+                      a.freq_off,
+                      a.n_rot,
+                      a.eps,
+                      a.interleaved ? 1u : 0u,
+                      tuning.attn_one_split,
+                      a.round_off};
     DL_ASSERT(partials.range >= attention_partials(a) * 4);
     cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter, params}, dp, a.n_head / g,
                 n_split);

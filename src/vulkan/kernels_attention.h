@@ -33,11 +33,6 @@ class AttentionKernels : public virtual KernelFamily {
     static uint64_t attention_cache_bytes(uint64_t n_ctx, uint64_t n_kv, uint64_t head_dim) {
         return (n_ctx + kAttnSplit - 1) / kAttnSplit * kAttnSplit * n_kv * head_dim * 2;
     }
-    // A context of up to this many chunks of kAttnSplit rows is walked by one split, which
-    // writes the output itself (no partials, no merge); longer ones are dealt to the splits.
-    // H200, tg128 from an empty context: Qwen3-8B 366.7 -> 379.4 t/s at 2 (373.9 at 0, where only
-    // one chunk is one split); at 1024 and 4096 rows the same rule as 0 (docs/PERF.md).
-    uint32_t attn_one_split = 2;
     // Splits of the decode attention for a context of n_ctx rows (at most max_splits).
     static uint32_t attention_splits(uint32_t n_ctx, uint32_t max_splits = kAttnMaxSplits);
     struct Attention {
@@ -92,9 +87,7 @@ class AttentionKernels : public virtual KernelFamily {
     // The NV cooperative matrix 2 attention tile: query_vectors = rows · heads (query heads of
     // one key/value head) a workgroup of 256, keys a tile; nullopt where the device, the variant
     // or the head size rule it out.
-    struct AttentionCm2 {
-        uint32_t query_vectors = 0, keys = 0, heads = 0, rows = 0;
-    };
+    using AttentionCm2 = Tuning::AttentionCm2;
     static std::optional<AttentionCm2> attention_cm2(const Features& f, Variant v,
                                                      uint32_t head_dim, uint32_t n_head,
                                                      uint32_t n_kv);
@@ -109,8 +102,6 @@ class AttentionKernels : public virtual KernelFamily {
     enum class WindowAttentionKernel { tiles, cm2, khr };
     static WindowAttentionKernel attention_kernel(const Features& f, Variant v, const Attention& a,
                                                   uint64_t act_offset, bool caches_aligned);
-    // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
-    AttentionCm2 attention_cm2_tile;
     // The KHR cooperative-matrix attention tile: a workgroup of `threads` takes query_vectors =
     // rows · heads (query heads of one key/value head) and stages the cache `keys` rows a tile;
     // its products run in subgroup-scope `shape` matrices (one the device lists for F16 × F16 ->
@@ -137,9 +128,6 @@ class AttentionKernels : public virtual KernelFamily {
     };
     static AttentionTiles attention_tiles(const Features& f, uint32_t head_dim, uint32_t n_head,
                                           uint32_t n_kv, bool shuffles = true);
-    // False: attention_rows() scores without subgroup shuffles even where the device has them
-    // (tests reach both modules with it).
-    bool attention_shuffles = true;
 
   private:
     // The decode attention's query heads a workgroup and threads a workgroup for `a`.

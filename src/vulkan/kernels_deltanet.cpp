@@ -199,9 +199,10 @@ void DeltaNetKernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint
         cl.dispatch(wy, {act, act}, cp2, a.n_v_heads, (n + ch.rows - 1) / ch.rows);
         cl.barrier();
         cl.mark("dn wy");
-        const uint32_t cols = deltanet_chunk_tile.cols ? deltanet_chunk_tile.cols : ch.cols;
-        const uint32_t groups = deltanet_chunk_tile.groups
-                                    ? deltanet_chunk_tile.groups
+        const uint32_t cols =
+            tuning.deltanet_chunk_tile.cols ? tuning.deltanet_chunk_tile.cols : ch.cols;
+        const uint32_t groups = tuning.deltanet_chunk_tile.groups
+                                    ? tuning.deltanet_chunk_tile.groups
                                     : chunk_groups(a.n_v_heads * ((a.d_v + cols - 1) / cols));
         if (groups * cols > f.max_workgroup_invocations ||
             chunk_shared_bytes(a.d_k, ch.rows, cols) > f.max_shared_memory)

@@ -43,12 +43,8 @@ class DeltaNetKernels : public virtual KernelFamily {
     // leave the norm to the reader); otherwise a workgroup takes a whole head.
     void deltanet_step(CommandList& cl, const DeltaNetStep& a, View act, View params, View ring,
                        View state, View tok, View counter = {});
-    uint32_t deltanet_columns = 32;
     // The workgroups a head's d_v value columns are split over (split: a counter or ss_off).
     uint32_t deltanet_groups(uint32_t d_v, bool split) const;
-    // The step's workgroup sums through subgroup sums where the device has subgroup arithmetic
-    // (deltanet_step_sg; off: the shared-memory tree, for tests of both).
-    bool deltanet_subgroups = true;
 
     // A Gated DeltaNet layer over n rows at positions tok[0] ..: conv (carried in the ring)
     // from the input rows at qkv_off into its own n rows of conv_dim at conv_out (the two must
@@ -58,8 +54,7 @@ class DeltaNetKernels : public virtual KernelFamily {
     // fastest measured on an H200: the chunked (WY) form where the device's shared memory holds
     // its chunks, else the token scan with xor shuffles, else with clustered adds, else with
     // one thread per column); a forced module the device lacks is an error.
-    enum class DeltaNetScan { best, clustered, shuffle, plain, chunked };
-    DeltaNetScan deltanet_scan = DeltaNetScan::best;  // what the driver's windows ask for
+    using DeltaNetScan = Tuning::DeltaNetScan;
     static std::optional<Decline> deltanet_rows_supported(const Features& f, uint32_t d_k,
                                                           uint32_t d_v, uint32_t conv_kernel);
     // Rows a chunk of the chunked scan takes on this device for these head sizes (32 or 16),
@@ -69,12 +64,7 @@ class DeltaNetKernels : public virtual KernelFamily {
     // decayed q·k of a chunk and two decays, per value head), for chunks of up to
     // kDeltaNetChunkMax rows.
     static constexpr uint32_t kDeltaNetChunkMax = 32;
-    // The walk over the chunks (deltanet_chunk.comp): threads a value column and value columns
-    // a workgroup; zero: the launcher's choice (the speed report tries others).
-    struct DeltaNetChunkTile {
-        uint32_t groups = 0, cols = 0;
-    };
-    DeltaNetChunkTile deltanet_chunk_tile;
+    using DeltaNetChunkTile = Tuning::DeltaNetChunkTile;
     static uint32_t deltanet_wy_floats(uint32_t n_v_heads, uint32_t d_k, uint32_t d_v) {
         return n_v_heads * (d_k + d_v + kDeltaNetChunkMax + 2);
     }

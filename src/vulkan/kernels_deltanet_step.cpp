@@ -53,9 +53,9 @@ std::optional<Decline> DeltaNetKernels::deltanet_step_supported(const Features& 
 }
 
 uint32_t DeltaNetKernels::deltanet_groups(uint32_t d_v, bool split) const {
-    if (split && deltanet_columns > 0 && deltanet_columns < d_v &&
-        (deltanet_columns & (deltanet_columns - 1)) == 0)
-        return d_v / deltanet_columns;
+    if (split && tuning.deltanet_columns > 0 && tuning.deltanet_columns < d_v &&
+        (tuning.deltanet_columns & (tuning.deltanet_columns - 1)) == 0)
+        return d_v / tuning.deltanet_columns;
     return 1;
 }
 
@@ -78,7 +78,7 @@ void DeltaNetKernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View
     // The q and k norms' sums in one subgroup reduction and one barrier, where the tree took
     // 2 · (log2(WG) + 2) barriers: 9B decode profile on an H200, deltanet 273.8 -> 256.9 us a
     // token (docs/PERF.md 2026-12-01, evening).
-    const bool sg = deltanet_subgroups && f.subgroup_arithmetic;
+    const bool sg = tuning.deltanet_subgroups && f.subgroup_arithmetic;
     const Kernel& k = pipes_.get(sg ? "deltanet_step_sg" : "deltanet_step", 6, sizeof(DeltaNetPush),
                                  {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks,
                                   a.round_y  ? 2u

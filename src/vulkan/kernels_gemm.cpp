@@ -97,7 +97,7 @@ void GemmKernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint
 
 GemmKernels::GemmTile GemmKernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows,
                                                  uint32_t stage_rows) const {
-    if (gemm_tile.bm) return gemm_tile;
+    if (tuning.gemm_tile.bm) return tuning.gemm_tile;
     // GEMMs recorded in one stage run together: their grids fill the device together.
     rows = std::max(rows, stage_rows);
     // Measured on an H200 (GemmSpeed.Report, pp A/B with DELTALLM_VK_GEMM_TILE): F16 weights (or
@@ -125,7 +125,7 @@ bool GemmKernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols,
     if (!cm2_usable(dev_.features(), v) || !gemm_reads_f16(v, cols) || t == QType::F16 ||
         w16.buffer == VK_NULL_HANDLE || w16.range < (uint64_t)rows * cols * 2)
         return false;
-    if (gemm_expand >= 0) return gemm_expand == 1;
+    if (tuning.gemm_expand >= 0) return tuning.gemm_expand == 1;
     // Expanding costs one pass over the matrix whatever the rows; the F16 tiles save about a
     // microsecond a row on a 12288x4096 matrix: worth it from a few dozen rows.
     return n_rows >= kGemmExpandRows;
@@ -159,7 +159,7 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
             p.row_bytes = cols * 2;
         }
         const GemmTile g = gemm_cm2_tile(mt, rows, n_rows, stage_rows);
-        const std::string module = gemm_acc16 && mt == QType::F16
+        const std::string module = tuning.gemm_acc16 && mt == QType::F16
                                        ? "gemm_f16_acc16@nv_coopmat2"
                                        : gemm_module(mt, Variant::nv_coopmat2);
         if (g.wg > f.cm2_max_workgroup || g.wg > f.max_workgroup_invocations)
@@ -171,7 +171,7 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
     }
     const bool khr = f16 && khr_usable(f, v);
     std::vector<uint32_t> spec;
-    if (khr) spec = {8 * f.subgroup_size, gemm_ablate};
+    if (khr) spec = {8 * f.subgroup_size, tuning.gemm_omitted_work};
     const Kernel& k = pipes_.get(gemm_module(t, khr ? Variant::khr_coopmat : Variant::scalar), 3,
                                  sizeof(GemmPush), spec);
     const uint32_t cols_a_tile = khr ? kGemmColsCoopmat : kGemmCols;

@@ -52,24 +52,13 @@ class GemmKernels : public virtual KernelFamily {
     // h[0 .. n) = F16 of x[x_off .. x_off + n), n a multiple of 8 (packed 8 halves a 16-byte
     // chunk).
     void f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t n);
-    // For the GEMM speed report only: 1 leaves out the weight dequantization of the
-    // cooperative-matrix tiles, 2 their products (the results are then wrong). 0 otherwise.
-    uint32_t gemm_ablate = 0;
     // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step, and the
     // workgroup's invocations. gemm() picks one from the weight type and the grid of the
     // matrix's rows (or those of every GEMM recorded in the same stage, stage_rows, when more)
     // by the window's (gemm_cm2_tile); a nonzero gemm_tile forces one (speed report,
     // DELTALLM_VK_GEMM_TILE).
-    struct GemmTile {
-        uint32_t bm = 0, bn = 0, bk = 0, wg = 256;
-    };
-    GemmTile gemm_tile;
-    // For the GEMM speed report only: the NV tiles over F16 weights accumulate in F16.
-    bool gemm_acc16 = false;
+    using GemmTile = Tuning::GemmTile;
     GemmTile gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows, uint32_t stage_rows = 0) const;
-    // Tests and the speed report: 0 never expands W to F16, 1 always does when given a scratch,
-    // -1 (every real use) decides by the window's rows.
-    int gemm_expand = -1;
 };
 
 }  // namespace dl::vk

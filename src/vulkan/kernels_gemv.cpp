@@ -111,7 +111,7 @@ static uint32_t gemv_rows(GemvKernels::GemvX x, uint32_t rows, uint32_t cols) {
 GemvKernels::GemvX GemvKernels::gemv_x_for(QType t, uint32_t cols) const {
     const Features& f = dev_.features();
     if (!block_format(t)) return GemvX::global;
-    GemvX x = gemv_x;
+    GemvX x = tuning.gemv_x;
     if (x == GemvX::automatic) {
         // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30 and 2026-12-01): bytes for
         // every block format over rows of 4096+ (9B 216.5 -> 224.2 t/s against bytes for the
@@ -223,18 +223,19 @@ GemvKernels::GemvLaunch GemvKernels::gemv_launch(QType t, uint32_t rows, uint32_
     // narrow ones (the 0.8B's 1024-value Q4_K rows: 16 wide slices for a group of 32 threads).
     // H200 tg128, three rounds: 0.8B 795.2 / 838.1 / 828.4 -> 862.0 / 898.8 / 804.3 t/s.
     const bool wide_type =
-        gemv_wide == GemvWide::all
+        tuning.gemv_wide == GemvWide::all
             ? t == QType::Q4_K || t == QType::Q6_K
             : (t == QType::Q4_K || (t == QType::Q6_K && cols >= 8192)) &&
                   gemv_slices(t, cols) / 2 >= std::max<uint32_t>(f.max_subgroup_size, 1);
-    const uint32_t wide = xp == GemvX::bytes && gemv_wide != GemvWide::off && wide_type ? 1 : 0;
+    const uint32_t wide =
+        xp == GemvX::bytes && tuning.gemv_wide != GemvWide::off && wide_type ? 1 : 0;
     uint32_t slices = gemv_slices(t, cols) >> wide, want = 32;
     while (want < slices && want < (wide ? 64u : 128u)) want *= 2;
     uint32_t wg = wg_size(want);
     if (wide && kRows > 1) kRows /= 2;
-    if (gemv_shape.threads) {
-        wg = wg_size(gemv_shape.threads);
-        kRows = gemv_shape.rows;
+    if (tuning.gemv_shape.threads) {
+        wg = wg_size(tuning.gemv_shape.threads);
+        kRows = tuning.gemv_shape.rows;
     }
     // Row groups (gemv.comp GROUPS) for the byte path: the rounded x then serves more rows.
     // The Q6_K GEMV with the norm epilogue takes twice as many: an H200's compiler gave it 91
@@ -246,7 +247,7 @@ GemvKernels::GemvLaunch GemvKernels::gemv_launch(QType t, uint32_t rows, uint32_
     // docs/PERF.md 2026-12-01).
     // Groups of fewer than 128 threads (wide slices, short rows) keep a workgroup's invocations
     // with more groups: the 0.8B's 1024-value rows, 32 threads a group, take 16 groups.
-    const uint32_t group_cap = gemv_groups *
+    const uint32_t group_cap = tuning.gemv_groups *
                                (t == QType::Q6_K && (fuse || (norm && rows <= 65536)) ? 2 : 1) *
                                std::max<uint32_t>(128 / wg, 1);
     uint32_t groups = 1;
@@ -276,11 +277,12 @@ GemvKernels::GemvLaunch GemvKernels::gemv_launch(QType t, uint32_t rows, uint32_
     // a stage its share of the slots cost Qwen3-8B 4 % (its q, 256 blocks, then took two rounds).
     // A GEMV that rounds its rows for the next keeps row blocks of whole 16-value blocks.
     uint32_t grid_cap = 0;
-    if (xp == GemvX::bytes && gemv_balance && !gemv_shape.threads) {
+    if (xp == GemvX::bytes && tuning.gemv_balance && !tuning.gemv_shape.threads) {
         const uint32_t slots =
-            gemv_slots   ? gemv_slots
-            : gemv_waves ? f.sm_count * std::max<uint32_t>(1, gemv_waves * 512 / (wg * groups))
-                         : 0;
+            tuning.gemv_slots ? tuning.gemv_slots
+            : tuning.gemv_waves
+                ? f.sm_count * std::max<uint32_t>(1, tuning.gemv_waves * 512 / (wg * groups))
+                : 0;
         uint32_t balanced = kRows;
         if (slots && share.of_stage < 1.f) {
             const SharedShape sh = shared_shape(rows, kRows, groups, slots, share.of_stage);
@@ -323,7 +325,7 @@ bool GemvKernels::gated_fits(const GemvGatedIn& g, uint32_t cols) {
 bool GemvKernels::gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
                               GemvPart share) const {
     if (!gemv_module(t)) return false;
-    if (gemv_tiled_for(t, cols)) return rows % 16 == 0;  // tile_route
+    if (gemv_tiled_for(t, cols)) return rows % 16 == 0;  // record_on_tiled_gemv
     const GemvLaunch l = gemv_launch(t, rows, cols, false, pair, norm, share, true);
     return l.x == GemvX::bytes && rows % 16 == 0 && l.k_rows * l.groups % 16 == 0;
 }
@@ -339,8 +341,8 @@ void GemvKernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, u
     DL_ASSERT(!(rounding && fuse && rounding->out_off != kNone));
     const Features& f = dev_.features();
     const bool round_out = rounding && rounding->out_off != kNone;
-    if (!fuse && tile_route(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, pair, norm,
-                            rounding, gated))
+    if (!fuse && record_on_tiled_gemv(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, pair,
+                                      norm, rounding, gated))
         return;
     if (round_out && rounding->out_norm.buffer != VK_NULL_HANDLE)
         fail("a GEMV ({} x {} {}) rounds its rows times a norm's weights only on the tiled GEMV",
@@ -387,9 +389,9 @@ void GemvKernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, u
     // multiprocessor, 9B 222.6 -> 228.4 t/s, Qwen3-8B 215.7 -> 221.2 (1: 203, 4: 226.5); the
     // F32 path's small workgroups need the whole grid (0.8B: 557 -> 289 at 2).
     uint32_t blocks = (rows + kRows * groups - 1) / (kRows * groups);
-    if (xp == GemvX::bytes && gemv_waves && f.sm_count)
-        blocks = std::min(blocks, gemv_waves * f.sm_count);
-    if (gemv_grid) blocks = std::min(blocks, gemv_grid);
+    if (xp == GemvX::bytes && tuning.gemv_waves && f.sm_count)
+        blocks = std::min(blocks, tuning.gemv_waves * f.sm_count);
+    if (tuning.gemv_grid) blocks = std::min(blocks, tuning.gemv_grid);
     if (l.grid) blocks = std::min(blocks, l.grid);
     auto [gx, gy] = grid(f, blocks);
     // The shared copy of x is sized by the row (a pipeline per row length); over x another GEMV
@@ -397,8 +399,9 @@ void GemvKernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, u
     const uint32_t x_pre = rounding && rounding->x_rounded ? 1 : 0;
     const uint32_t xblocks = xp == GemvX::global || x_pre ? 1 : cols / 32;
     const uint32_t eps = std::bit_cast<uint32_t>(norm ? norm->eps : gated ? gated->eps : 0.f);
-    std::vector<uint32_t> spec = {wg * groups, kRows, w16, x16,   xblocks,  gemv_ablate,
-                                  groups,      wide,  eps, x_pre, round_out};
+    std::vector<uint32_t> spec = {
+        wg * groups, kRows, w16, x16,   xblocks,  tuning.gemv_omitted_work,
+        groups,      wide,  eps, x_pre, round_out};
     if (gated) spec.insert(spec.end(), {gated->head, gated->groups});
     // Weights, x, y, and NORM_IN's norm weights.
     auto plain = [&](const auto& push) {

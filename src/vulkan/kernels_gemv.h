@@ -53,17 +53,6 @@ class GemvKernels : public virtual KernelFamily {
     // for the next GEMV: it reads x in bytes and its row blocks are whole 16-value blocks.
     bool gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
                      GemvPart share = {}) const;
-    // For the GEMV speed report only: a nonzero shape forces threads and rows a workgroup.
-    struct GemvShape {
-        uint32_t threads = 0, rows = 0;
-    };
-    GemvShape gemv_shape;
-    // The byte GEMVs that have the device to themselves take fewer rows a group where that
-    // evens out their row blocks over the device's workgroup slots (balanced_rows;
-    // DELTALLM_VK_GEMV_BALANCE, off for measurements). gemv_slots: the slots counted (0:
-    // gemv_waves workgroups of 512 invocations a multiprocessor; tests set it).
-    bool gemv_balance = true;
-    uint32_t gemv_slots = 0;
     // Rows a group (k_rows, halved while that pays) for `rows` rows in workgroups of `groups`
     // row groups over `slots` slots: a workgroup takes its row blocks in turn, so a GEMV takes
     // as long as its busiest workgroup, rounds · rows a block. A half shape is taken where it
@@ -81,48 +70,17 @@ class GemvKernels : public virtual KernelFamily {
     };
     static SharedShape shared_shape(uint32_t rows, uint32_t k_rows, uint32_t groups, uint32_t slots,
                                     float share);
-    // For the GEMV speed report only: gemv.comp's ABLATE bits (0 otherwise; results then wrong).
-    uint32_t gemv_ablate = 0;
-    // Row groups of the byte-path GEMVs (gemv.comp GROUPS; a power of two, 1: none): a workgroup
-    // of gemv_groups times the threads takes as many times the rows and rounds x once for them.
-    // The Q6_K GEMV with the norm epilogue takes twice gemv_groups (gemv_record says why).
-    uint32_t gemv_groups = 4;
-    // The byte-path GEMVs run on at most gemv_waves workgroups a multiprocessor, where the
-    // device says how many it has (Features::sm_count; 0: a workgroup a row block); each
-    // workgroup then takes every grid-th row block over the x it rounded once (gemv.comp).
-    uint32_t gemv_waves = 2;
-    // Which GEMVs over x in bytes take slices of 64 weights (gemv.comp WIDE) and half the rows a
-    // group: `automatic` Q4_K everywhere and Q6_K over rows of 8192+ values (what measured
-    // fastest, gemv_record), `all` every Q4_K and Q6_K one, `off` none.
-    enum class GemvWide { off, automatic, all };
-    GemvWide gemv_wide = GemvWide::automatic;
-    // For tests: at most this many workgroups for every GEMV (0: no such limit).
-    uint32_t gemv_grid = 0;
-    // Which GEMVs over Q4_K and Q6_K rows (held in tiles, weight_layout.h) run on the tiled GEMV
-    // (shaders/gemv_tile.comp) rather than gemv.comp, where the device has integer dot products,
-    // subgroup arithmetic and shuffles in subgroups of 4+ and the GEMV reads x in bytes (every
-    // form but the norm epilogue): `on` every one, `off` none.
-    enum class GemvTiled { off, on };
-    GemvTiled gemv_tiled = GemvTiled::on;
+    // The knobs' types (kernels_tuning.h) under the names the callers use (Kernels::GemvWide).
+    using GemvShape = Tuning::GemvShape;
+    using GemvWide = Tuning::GemvWide;
+    using GemvTiled = Tuning::GemvTiled;
     // The tiled GEMVs that add to y (the token command's output and down projections, alone
     // in their stages) and whose tiles are fewer than the device's multiprocessors split each
     // tile's runs over up to four workgroups, the last to finish adding the parts in order
     // (gemv_tile.comp KSPLIT), where gemv_split is set: a zeroed scratch view of at least
     // split_bytes(rows) for every such GEMV, used by one at a time (it is zero again after
-    // each). gemv_split_parts: force that many parts (tests; 0: by the device).
+    // each; tuning.gemv_split_parts forces the number of parts).
     View gemv_split;
-    uint32_t gemv_split_parts = 0;
-    // A tile that would be split over two workgroups of eight slots (its rows of 16+ runs) is
-    // taken by one workgroup of sixteen instead, where the device has workgroups of
-    // kTileWideThreads: as many invocations a tile, and no parts to add. false keeps the two
-    // parts (tests).
-    bool gemv_wide_tiles = true;
-    // For the speed report only: slots a matrix of every tiled GEMV gemv_record records (a power
-    // of two; 0: by the rule of tile_route).
-    uint32_t gemv_tile_slots = 0;
-    // For the speed report only: rows a workgroup of those GEMVs takes, a divisor of kTileRows
-    // (part of a tile of the weights' layout; 0: kTileRows).
-    uint32_t gemv_work_tile = 0;
     static uint64_t split_bytes(uint32_t rows);
     // gemv_tile.comp's shared memory for rows of `cols` values in workgroups of `threads`.
     static uint64_t gemv_tile_shared_bytes(uint32_t cols, uint32_t threads);
@@ -133,15 +91,8 @@ class GemvKernels : public virtual KernelFamily {
     static constexpr uint32_t kTileMaxThreads = 256;
     // The workgroup of a tile of sixteen slots (gemv_wide_tiles).
     static constexpr uint32_t kTileWideThreads = 512;
-    // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
-    // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
-    // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks
-    // by row length what measured fastest (gemv_x_for: bytes for rows of 1024+ where integer dot
-    // products are accelerated). Where the device or build
-    // lacks bytes, or x's bytes do not fit the shared memory, it falls back to `global`; F32 / F16
-    // weights always read x globally.
-    enum class GemvX { automatic, global, bytes };
-    GemvX gemv_x = GemvX::automatic;
+    // How the block-format GEMVs read x (Tuning::gemv_x).
+    using GemvX = Tuning::GemvX;
     // The path gemv() takes for these weights with the launcher's own workgroup shape.
     GemvX gemv_x_for(QType t, uint32_t cols) const;
     // How the GEMV of this shape (fused: gemv_fused) reads x: gemv_x_for(t, cols), or F32 where
@@ -206,7 +157,7 @@ class GemvKernels : public virtual KernelFamily {
     // Q6_K, cols a multiple of 256) held in tiles of `tile` rows by tile_rows() from its GGUF
     // blocks, over x rounded to bytes at float x_off of xr (the layout of a GemvRounding), into
     // y[y_off ..] (=|+=). threads: the workgroup (a multiple of tile, not only a power of two:
-    // threads / tile slots of runs); ablate: gemv_tile.comp
+    // threads / tile slots of runs); omitted_work: gemv_tile.comp
     // ABLATE. With norm_w, x at float x_off of xr is the residual stream before an RMSNorm of
     // those weights, normalized and rounded by each workgroup (gemv_tile.comp NORM_IN). grid: at
     // most that many workgroups, each walking its tiles (0: a workgroup a tile). ksplit > 1
@@ -218,7 +169,7 @@ class GemvKernels : public virtual KernelFamily {
     bool gemv_tile_supported(QType t) const;
     void gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
-                   uint32_t tile, uint32_t ablate = 0, View norm_w = {}, uint32_t grid = 0,
+                   uint32_t tile, uint32_t omitted_work = 0, View norm_w = {}, uint32_t grid = 0,
                    uint32_t ksplit = 1, View split = {});
 
     // The GEMV's shared memory for workgroups of wg threads accumulating `rows` rows over x of
@@ -251,13 +202,14 @@ class GemvKernels : public virtual KernelFamily {
     };
     void tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
-                     uint32_t tile, uint32_t ablate, uint32_t grid_cap, uint32_t ksplit,
+                     uint32_t tile, uint32_t omitted_work, uint32_t grid_cap, uint32_t ksplit,
                      const TileForm& form);
     // The GEMVs gemv_record hands to the tiled GEMV (gemv_tiled_for, and a form and views it
     // takes): records it and returns true, else records nothing.
-    bool tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, const uint32_t* pair,
-                    const GemvNormIn* norm, const GemvRounding* rounding, const GemvGatedIn* gated);
+    bool record_on_tiled_gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
+                              View x, uint32_t x_off, View y, uint32_t y_off, bool accumulate,
+                              const uint32_t* pair, const GemvNormIn* norm,
+                              const GemvRounding* rounding, const GemvGatedIn* gated);
     void gemv_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                      uint32_t x_off, View y, uint32_t y_off, bool accumulate,
                      const GemvFusion* fuse, const uint32_t* pair = nullptr,

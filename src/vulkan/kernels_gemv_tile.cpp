@@ -48,17 +48,19 @@ uint64_t GemvKernels::gemv_tile_shared_bytes(uint32_t cols, uint32_t threads) {
 bool GemvKernels::gemv_tiled_for(QType t, uint32_t cols) const {
     // On an H200 every shape measured faster on it than on gemv.comp reading the tiles, the
     // 9B's 12288-value down projection rows too (docs/PERF.md 2026-12-02, evening). Its
-    // workgroups hold x whole (tile_route: at most kTileMaxThreads invocations).
+    // workgroups hold x whole (record_on_tiled_gemv: at most kTileMaxThreads invocations).
     const Features& f = dev_.features();
-    return gemv_tiled != GemvTiled::off && tiled(t) && gemv_tile_supported(t) && cols % 256 == 0 &&
-           gemv_x_for(t, cols) == GemvX::bytes && kTileMaxThreads <= f.max_workgroup_invocations &&
+    return tuning.gemv_tiled != GemvTiled::off && tiled(t) && gemv_tile_supported(t) &&
+           cols % 256 == 0 && gemv_x_for(t, cols) == GemvX::bytes &&
+           kTileMaxThreads <= f.max_workgroup_invocations &&
            gemv_tile_shared_bytes(cols, kTileMaxThreads) <= f.max_shared_memory;
 }
 
-bool GemvKernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                             uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                             const uint32_t* pair, const GemvNormIn* norm,
-                             const GemvRounding* rounding, const GemvGatedIn* gated) {
+bool GemvKernels::record_on_tiled_gemv(CommandList& cl, QType t, View w, uint32_t rows,
+                                       uint32_t cols, View x, uint32_t x_off, View y,
+                                       uint32_t y_off, bool accumulate, const uint32_t* pair,
+                                       const GemvNormIn* norm, const GemvRounding* rounding,
+                                       const GemvGatedIn* gated) {
     if (!gemv_tiled_for(t, cols) || w.offset % 16) return false;
     TileForm form;
     form.pair = pair;
@@ -107,10 +109,10 @@ bool GemvKernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, ui
     const uint32_t runs = cols / 256 * (t == QType::Q6_K ? 2 : 1);
     const uint32_t tiles = (rows + kTileRows - 1) / kTileRows;
     uint32_t parts = 1;
-    if (accumulate && gemv_split.buffer != VK_NULL_HANDLE && !pair && !gemv_grid &&
+    if (accumulate && gemv_split.buffer != VK_NULL_HANDLE && !pair && !tuning.gemv_grid &&
         gemv_split.range >= split_bytes(rows)) {
-        if (gemv_split_parts)
-            parts = std::min(gemv_split_parts, runs);
+        if (tuning.gemv_split_parts)
+            parts = std::min(tuning.gemv_split_parts, runs);
         else if (f.sm_count && runs >= 12)
             parts = std::min({4u, (f.sm_count + tiles - 1) / tiles, runs / 3});
     }
@@ -123,28 +125,28 @@ bool GemvKernels::tile_route(CommandList& cl, QType t, View w, uint32_t rows, ui
     // Two parts of eight slots as one workgroup of sixteen: on an H200 the 4096-value output
     // projections took 9B 339 -> 305 us a token, Qwen3-8B 389 -> 329, and the 12288-value down
     // projections 9B 531 -> 520 (docs/PERF.md 2026-12-03).
-    if (gemv_wide_tiles && parts == 2 && slots == 8 &&
+    if (tuning.gemv_wide_tiles && parts == 2 && slots == 8 &&
         kTileWideThreads <= f.max_workgroup_invocations &&
         gemv_tile_shared_bytes(cols, kTileWideThreads) <= f.max_shared_memory) {
         parts = 1;
         slots = 16;
     }
     // (tile_record refuses what the speed report's settings make unfit.)
-    if (gemv_tile_slots) slots = gemv_tile_slots;
-    uint32_t tile = gemv_work_tile ? gemv_work_tile : kTileRows;
+    if (tuning.gemv_tile_slots) slots = tuning.gemv_tile_slots;
+    uint32_t tile = tuning.gemv_work_tile ? tuning.gemv_work_tile : kTileRows;
     form.layout_tile = kTileRows;
     const uint32_t threads = tile * slots * (pair ? 2 : 1);
     // So gemv_tiled_for (or the test above, for a wide tile) found it fits.
-    DL_ASSERT(gemv_tile_slots || gemv_work_tile ||
+    DL_ASSERT(tuning.gemv_tile_slots || tuning.gemv_work_tile ||
               threads <= (slots == 16 ? kTileWideThreads : kTileMaxThreads));
-    tile_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, threads, tile, 0, gemv_grid,
-                parts, form);
+    tile_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, threads, tile, 0,
+                tuning.gemv_grid, parts, form);
     return true;
 }
 
 void GemvKernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
                             uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                            uint32_t threads, uint32_t tile, uint32_t ablate, View norm_w,
+                            uint32_t threads, uint32_t tile, uint32_t omitted_work, View norm_w,
                             uint32_t grid_cap, uint32_t ksplit, View split) {
     const bool norm = norm_w.buffer != VK_NULL_HANDLE;
     TileForm form;
@@ -154,14 +156,14 @@ void GemvKernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uin
         form.eps = 1e-6f;
         form.norm_w = norm_w;
     }
-    tile_record(cl, t, w, rows, cols, xr, x_off, y, y_off, accumulate, threads, tile, ablate,
+    tile_record(cl, t, w, rows, cols, xr, x_off, y, y_off, accumulate, threads, tile, omitted_work,
                 grid_cap, ksplit, form);
 }
 
 void GemvKernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
                               View x, uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                              uint32_t threads, uint32_t tile, uint32_t ablate, uint32_t grid_cap,
-                              uint32_t ksplit, const TileForm& form) {
+                              uint32_t threads, uint32_t tile, uint32_t omitted_work,
+                              uint32_t grid_cap, uint32_t ksplit, const TileForm& form) {
     const Features& f = dev_.features();
     const bool norm = form.xmode == 1, pair = form.pair != nullptr,
                round_out = form.xr_off != kNone;
@@ -188,7 +190,7 @@ void GemvKernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, u
              threads, tile);
     std::vector<uint32_t> spec = {threads,
                                   tile,
-                                  ablate,
+                                  omitted_work,
                                   nb,
                                   form.xmode,
                                   ksplit,

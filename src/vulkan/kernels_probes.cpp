@@ -22,8 +22,8 @@ struct StageChainPush {
 // stream_read.comp's shape: 256 threads, 8 loads of 16 bytes each, unless the speed report
 // forces another (stream_shape).
 ProbeKernels::StreamShape ProbeKernels::stream_shape_now() const {
-    return {wg_size(stream_shape.threads ? stream_shape.threads : 256),
-            stream_shape.loads ? stream_shape.loads : 8, stream_shape.grid};
+    return {wg_size(tuning.stream_shape.threads ? tuning.stream_shape.threads : 256),
+            tuning.stream_shape.loads ? tuning.stream_shape.loads : 8, tuning.stream_shape.grid};
 }
 
 uint32_t ProbeKernels::stream_read_groups(uint64_t bytes) const {

@@ -16,12 +16,7 @@ class ProbeKernels : public virtual KernelFamily {
     // multiple of 16) once; out[out_off + g] = the XOR of the 16-byte words workgroup g read,
     // folded to one word, for g < stream_read_groups(bytes).
     uint32_t stream_read_groups(uint64_t bytes) const;
-    // For the speed report only: a nonzero shape forces threads a workgroup and loads a thread.
-    struct StreamShape {
-        uint32_t threads = 0, loads = 0;
-        uint32_t grid = 0;  // nonzero: that many workgroups, each looping over the chunks
-    };
-    StreamShape stream_shape;
+    using StreamShape = Tuning::StreamShape;
     void stream_read(CommandList& cl, View src, uint64_t bytes, View out, uint32_t out_off);
     // The stage speed report's chain (shaders/stage_chain.comp): rounds round0 .. round0 +
     // rounds - 1 over x (vectors of n, round r reads vector r and writes r + 1) in one dispatch

@@ -35,7 +35,7 @@ uint64_t SampleKernels::sample_scratch_bytes(uint32_t n) {
 void SampleKernels::sample(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View tok,
                            uint32_t out_idx, uint32_t par, View scratch) {
     uint32_t wg = wg_size(1024);
-    const uint32_t chunk = sample_chunk;
+    const uint32_t chunk = tuning.sample_chunk;
     if (chunk % 256 || chunk == 0)
         fail("a sampling chunk of {} logits: not a multiple of 256", chunk);
     const uint32_t chunks = (n + chunk - 1) / chunk;

@@ -24,9 +24,6 @@ class SampleKernels : public virtual KernelFamily {
     void sample(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View tok,
                 uint32_t out_idx, uint32_t par, View scratch = {});
     static uint64_t sample_scratch_bytes(uint32_t n);
-    // Logits a workgroup of the first pass takes: a multiple of 256 (tests force small ones to
-    // cross chunk boundaries).
-    uint32_t sample_chunk = 4096;
 };
 
 }  // namespace dl::vk

@@ -181,9 +181,9 @@ void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, V
     uint32_t heads = 0, rows = 0;
     if (kernel == WindowAttentionKernel::cm2) {
         AttentionCm2 t = *attention_cm2(f, v, a.head_dim, a.n_head, a.n_kv);
-        if (attention_cm2_tile.query_vectors) {
-            t.keys = attention_cm2_tile.keys;
-            t.query_vectors = attention_cm2_tile.query_vectors;
+        if (tuning.attention_cm2_tile.query_vectors) {
+            t.keys = tuning.attention_cm2_tile.keys;
+            t.query_vectors = tuning.attention_cm2_tile.query_vectors;
             t.rows = t.query_vectors / t.heads;
         }
         att = &pipes_.get("attn_window_cm2@nv_coopmat2", 4, sizeof(AttnWindowPush),
@@ -198,8 +198,8 @@ void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, V
         heads = t.heads;
         rows = t.rows;
     } else {
-        const AttentionTiles t =
-            attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv, attention_shuffles);
+        const AttentionTiles t = attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv,
+                                                 tuning.attention_shuffles);
         att = &pipes_.get(t.shuffle_lanes ? "attn_window_sh" : "attn_window", 4,
                           sizeof(AttnWindowPush),
                           {t.threads, a.head_dim, t.query_vectors, t.keys, t.keys_per_thread,

@@ -294,7 +294,7 @@ TEST_P(DeltaNetChunk, MatchesPlainLoopAcrossChunks) {
     // (what it takes for many workgroups).
     for (uint32_t groups : {0u, 8u}) {
         SCOPED_TRACE(fmt::format("{} threads a column", groups));
-        test::Scoped tile(K.deltanet_chunk_tile, Kernels::DeltaNetChunkTile{groups, 0});
+        test::Scoped tile(K.tuning.deltanet_chunk_tile, Kernels::DeltaNetChunkTile{groups, 0});
         ASSERT_NO_FATAL_FAILURE(run_case(cs, Scan::chunked));
     }
 }
@@ -404,7 +404,7 @@ TEST(DeltaNetWindowSpeed, Report) {
             if (scan == Scan::shuffle && !f.subgroup_shuffle) continue;
             if (scan == Scan::chunked && Kernels::deltanet_chunk_rows(f, dk, dv) == 0) continue;
             if (tile.groups * tile.cols > f.max_workgroup_invocations) continue;
-            test::Scoped tile_scope(K.deltanet_chunk_tile, tile);
+            test::Scoped tile_scope(K.tuning.deltanet_chunk_tile, tile);
             // Wake the clocks up (the reference above left the GPU idle): 400 windows in a row.
             test::run(dev, [&](CommandList& cl) {
                 for (int it = 0; it < 400; ++it) {

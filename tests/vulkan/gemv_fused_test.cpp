@@ -225,7 +225,7 @@ TEST_P(GemvFused, NormEpilogueMatchesReference) {
 
 // The same over x rounded to bytes (Kernels::gemv_x), where the device and the build have it.
 void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX path) {
-    test::Scoped scope(K.gemv_x, path);
+    test::Scoped scope(K.tuning.gemv_x, path);
     if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
     const Matrix m = make_matrix(c.type, c.rows, c.cols, 19 + c.rows + c.cols);
     auto rec = launcher(K);
@@ -235,7 +235,7 @@ void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX
 
 TEST_P(GemvFused, NormEpilogueOverBytesInRowGroups) {
     VK_TEST_DEVICE();
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -243,8 +243,8 @@ TEST_P(GemvFused, NormEpilogueOverBytesInRowGroups) {
 // last of them normalizes every row.
 TEST_P(GemvFused, NormEpilogueOverASmallGrid) {
     VK_TEST_DEVICE();
-    test::Scoped groups(K.gemv_groups, 4);
-    test::Scoped grid(K.gemv_grid, 3);
+    test::Scoped groups(K.tuning.gemv_groups, 4);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
     check_launcher_path(K, dev, GetParam(), 23);
 }
 
@@ -376,7 +376,7 @@ TEST(GemvFusedReplay, CounterResetsBetweenDispatchesAndSubmits) {
 TEST(GemvFusedChain, TwoInARowAndTwoAtOnce) {
     VK_TEST_DEVICE();
     // The tolerance below is for F32 x; the other paths share the epilogue.
-    test::Scoped scope(K.gemv_x, Kernels::GemvX::global);
+    test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::global);
     const uint32_t n = 256;  // h and xn width: both matrices are n × n
     const Matrix m1 = make_matrix(QType::Q4_K, n, n, 29, 0.1f);
     const Matrix m2 = make_matrix(QType::Q6_K, n, n, 31, 0.1f);

@@ -105,7 +105,7 @@ class GemvRoundOut : public ::testing::TestWithParam<RoundCase> {};
 TEST_P(GemvRoundOut, WritesTheRoundingOfItsRows) {
     VK_TEST_DEVICE();
     const auto [t, rows, cols] = GetParam();
-    test::Scoped bytes(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped bytes(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (!K.gemv_rounds(t, rows, cols, false, false)) GTEST_SKIP() << "not on this device or build";
     check_round_out(
         dev,
@@ -177,7 +177,7 @@ class GemvRoundedChain : public ::testing::TestWithParam<LayerCase> {};
 TEST_P(GemvRoundedChain, ReaderOfARoundingMatchesAReaderThatRounds) {
     VK_TEST_DEVICE();
     const auto [t, N, F] = GetParam();
-    test::Scoped bytes(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped bytes(K.tuning.gemv_x, Kernels::GemvX::bytes);
     for (bool norm : {true, false}) {
         if (!K.gemv_rounds(t, F, N, true, norm) ||
             K.gemv_path(t, N, F, false, false) != Kernels::GemvX::bytes)
@@ -248,7 +248,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvRoundedChain,
 // recording.
 TEST(GemvRounding, RefusesWhatItCannotRun) {
     VK_TEST_DEVICE();
-    test::Scoped bytes(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped bytes(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (K.gemv_x_for(QType::Q8_0, 64) != Kernels::GemvX::bytes)
         GTEST_SKIP() << "not on this device or build";
     Buffer w = dev.create_buffer(1 << 16, MemoryKind::device);
@@ -258,7 +258,7 @@ TEST(GemvRounding, RefusesWhatItCannotRun) {
     cl.begin(false);
     auto refuses = [&](uint32_t rows, uint32_t x_off, const Kernels::GemvRounding& r,
                        Kernels::GemvX x = Kernels::GemvX::bytes, bool norm = false) {
-        test::Scoped path(K.gemv_x, x);
+        test::Scoped path(K.tuning.gemv_x, x);
         try {
             if (norm)
                 K.gemv_normed(cl, QType::Q8_0, view(w), rows, 64, view(a), x_off, view(a), 0, false,

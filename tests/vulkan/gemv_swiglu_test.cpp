@@ -54,7 +54,7 @@ void run_pair(Device& dev, Kernels& K, const PairCase& c, Kernels::GemvX xp, boo
     Buffer nb = test::to_device(dev, nw);
     const Kernels::GemvNormIn norm{view(nb), 1e-6f};
 
-    test::Scoped scope(K.gemv_x, xp);
+    test::Scoped scope(K.tuning.gemv_x, xp);
     if (K.gemv_x_for(c.type, c.cols) != xp) return;  // not this path here
     test::run(dev, [&](CommandList& cl) {
         K.gemv_swiglu(cl, c.type, view(w), c.g_off, c.u_off, c.rows, c.cols, view(ab), x_off,
@@ -113,14 +113,14 @@ TEST(GemvSwiglu, MatchesReferenceEveryFormat) {
                 run_pair(dev, K, c, xp);
                 if (HasFatalFailure()) return;
             }
-            test::Scoped groups(K.gemv_groups, 2);  // the byte path in row groups
+            test::Scoped groups(K.tuning.gemv_groups, 2);  // the byte path in row groups
             run_pair(dev, K, c, Kernels::GemvX::bytes);
             if (HasFatalFailure()) return;
             if (Kernels::block_format(t)) {
                 run_pair(dev, K, c, Kernels::GemvX::bytes, true);
                 if (HasFatalFailure()) return;
             }
-            test::Scoped grid(K.gemv_grid, 2);  // workgroups taking several row blocks
+            test::Scoped grid(K.tuning.gemv_grid, 2);  // workgroups taking several row blocks
             for (Kernels::GemvX xp : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
                 run_pair(dev, K, c, xp);
                 if (HasFatalFailure()) return;

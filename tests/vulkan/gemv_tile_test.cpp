@@ -147,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(
 // rounded x and the same GEMV in whole tiles; outputs poisoned.
 TEST(GemvTileParts, HalfTilesMatchTheProducts) {
     VK_TEST_DEVICE();
-    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
     for (QType t : {QType::Q4_K, QType::Q6_K}) {
         const uint32_t rows = 80, cols = 768;  // two layout tiles and half of a third
         if (!K.gemv_tiled_for(t, cols)) GTEST_SKIP() << "no tiled GEMV on this device";
@@ -172,7 +172,7 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
         rd.x_rounded = true;
         for (uint32_t tile : {16u, 0u})
             for (uint32_t slots : {1u, 2u, 4u}) {
-                test::Scoped ts(K.gemv_tile_slots, slots), tw(K.gemv_work_tile, tile);
+                test::Scoped ts(K.tuning.gemv_tile_slots, slots), tw(K.tuning.gemv_work_tile, tile);
                 const std::string what = fmt::format("{} in tiles of {}, {} slots a matrix",
                                                      qtype_name(t), tile ? tile : 32, slots);
                 Buffer y = test::poisoned(dev, rows);
@@ -215,8 +215,8 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
 // poisoned, NaN failing.
 TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
     VK_TEST_DEVICE();
-    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
+    test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::on);
     const uint32_t rows = 70;  // two tiles and part of a third
     for (QType t : {QType::Q4_K, QType::Q6_K})
         for (uint32_t cols : {1280u, 8448u}) {
@@ -258,7 +258,7 @@ TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
             Kernels::GemvRounding rd;
             rd.x_rounded = true;
             for (uint32_t slots : {0u, 1u, 2u}) {  // 0: the launcher's
-                test::Scoped ts(K.gemv_tile_slots, slots);
+                test::Scoped ts(K.tuning.gemv_tile_slots, slots);
                 const std::string what =
                     fmt::format("{} {} x {}, {} slots", qtype_name(t), rows, cols, slots);
                 Buffer y = test::poisoned(dev, rows + 4);
@@ -386,7 +386,7 @@ TEST(GemvSpeed, Tile) {
                                     c.norm ? view(nwb) : View{}, c.grid, c.ksplit, view(split));
                         return;
                     }
-                    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
+                    test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
                     if (c.norm) {
                         K.gemv_normed(cl, t, wi, rows, cols, view(xf), 0, view(y), 0, false,
                                       Kernels::GemvNormIn{view(nwb), 1e-6f});
@@ -431,7 +431,7 @@ TEST(GemvSpeed, TokenForms) {
     VK_SPEED_DEVICE();
     const Features& f = dev.features();
     // (A CPU device takes x in bytes only when asked.)
-    test::Scoped bytes_x(K.gemv_x, f.cpu ? Kernels::GemvX::bytes : K.gemv_x);
+    test::Scoped bytes_x(K.tuning.gemv_x, f.cpu ? Kernels::GemvX::bytes : K.tuning.gemv_x);
     if (!K.gemv_tile_supported(QType::Q4_K) || !K.gemv_tiled_for(QType::Q4_K, 4096))
         GTEST_SKIP() << "no tiled GEMV on this device";
     constexpr uint32_t kDistinct = 64;
@@ -505,8 +505,8 @@ TEST(GemvSpeed, TokenForms) {
     };
     const uint64_t kSmall = 512ull << 20, kBig = 5ull << 30;
     auto time = [&](const Mat& m, const Row& row) {
-        test::Scoped slots(K.gemv_tile_slots, row.slots);
-        test::Scoped tile(K.gemv_work_tile, row.tile);
+        test::Scoped slots(K.tuning.gemv_tile_slots, row.slots);
+        test::Scoped tile(K.tuning.gemv_work_tile, row.tile);
         uint32_t i = 0;
         return 1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
                    row.record(cl, m.copies[i++ % m.copies.size()]);
@@ -571,8 +571,8 @@ TEST(GemvSpeed, TokenForms) {
         for (size_t fi : {size_t{4}, size_t{7}}) {
             dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
             {
-                test::Scoped slots(K.gemv_tile_slots, forms[fi].slots);
-                test::Scoped tile(K.gemv_work_tile, forms[fi].tile);
+                test::Scoped slots(K.tuning.gemv_tile_slots, forms[fi].slots);
+                test::Scoped tile(K.tuning.gemv_work_tile, forms[fi].tile);
                 test::run(dev, [&](CommandList& cl) { forms[fi].record(cl, m.copies[0]); });
             }
             const auto out = test::from_device<float>(dev, y, rows);
@@ -619,7 +619,7 @@ TEST(GemvSpeed, TokenForms) {
         test::Scoped scratch(K.gemv_split, view(split));
         auto add = [&](bool acc, bool round, bool wide = true) {
             return [&, acc, round, wide](CommandList& cl, View w) {
-                test::Scoped wt(K.gemv_wide_tiles, wide);
+                test::Scoped wt(K.tuning.gemv_wide_tiles, wide);
                 R r;
                 r.x_rounded = true;
                 if (round) {

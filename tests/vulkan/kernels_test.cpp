@@ -141,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
 // have them).
 void check_gemv_path(Kernels& K, Device& dev, const GemvCase& c, Kernels::GemvX path,
                      GemvPart share = {}) {
-    test::Scoped scope(K.gemv_x, path);
+    test::Scoped scope(K.tuning.gemv_x, path);
     if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
     const GemvRecord rec = launcher(K, share);
     for (uint32_t x_off : {5u, 8u})
@@ -159,7 +159,7 @@ TEST_P(GemvXPaths, GlobalMatchesReference) {
 TEST_P(GemvXPaths, BytesMatchRoundedReference) {
     VK_TEST_DEVICE();
     for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
-        test::Scoped tiled(K.gemv_tiled, route);
+        test::Scoped tiled(K.tuning.gemv_tiled, route);
         check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
         if (HasFatalFailure() || IsSkipped()) return;
     }
@@ -175,11 +175,11 @@ TEST_P(GemvXPaths, BytesOnTheTiledGemvSplitOverWorkgroupsMatchRoundedReference) 
     const uint64_t bytes = Kernels::split_bytes(c.rows);
     Buffer split = dev.create_buffer(bytes, MemoryKind::device);
     dev.fill(split, 0, bytes, 0);
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::on);
     test::Scoped scratch(K.gemv_split, view(split));
     for (auto [parts, wide] : {std::pair{2u, false}, std::pair{3u, false}, std::pair{2u, true}}) {
-        test::Scoped n(K.gemv_split_parts, parts);
-        test::Scoped w(K.gemv_wide_tiles, wide);
+        test::Scoped n(K.tuning.gemv_split_parts, parts);
+        test::Scoped w(K.tuning.gemv_wide_tiles, wide);
         check_gemv_path(K, dev, c, Kernels::GemvX::bytes);
         if (HasFatalFailure() || IsSkipped()) return;
         const auto words = test::from_device<uint32_t>(dev, split, bytes / 4);
@@ -192,16 +192,16 @@ TEST_P(GemvXPaths, BytesOnTheTiledGemvSplitOverWorkgroupsMatchRoundedReference) 
 // the x it rounded once.
 TEST_P(GemvXPaths, BytesOnTheTiledGemvOverASmallGridMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
-    test::Scoped grid(K.gemv_grid, 3);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::on);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 // Workgroups of several row groups over one rounded x (Kernels::gemv_groups): rows of the last
 // workgroup's later groups past the end, groups reduced apart.
 TEST_P(GemvXPaths, BytesInRowGroupsMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -209,14 +209,14 @@ TEST_P(GemvXPaths, BytesInRowGroupsMatchRoundedReference) {
 // grid-th block over the x it read once, ending with a short block where the rows run out.
 TEST_P(GemvXPaths, GlobalOverASmallGridMatchesReference) {
     VK_TEST_DEVICE();
-    test::Scoped grid(K.gemv_grid, 2);
+    test::Scoped grid(K.tuning.gemv_grid, 2);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::global);
 }
 TEST_P(GemvXPaths, BytesInRowGroupsOverASmallGridMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped groups(K.gemv_groups, 4);
-    test::Scoped grid(K.gemv_grid, 3);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.tuning.gemv_groups, 4);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -225,22 +225,22 @@ TEST_P(GemvXPaths, BytesInRowGroupsOverASmallGridMatchRoundedReference) {
 // rows of 8192+ values), alone and over a small grid.
 TEST_P(GemvXPaths, BytesInNarrowSlicesMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::off);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped wide(K.tuning.gemv_wide, Kernels::GemvWide::off);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 TEST_P(GemvXPaths, BytesInWideSlicesMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::all);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped wide(K.tuning.gemv_wide, Kernels::GemvWide::all);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::all);
-    test::Scoped groups(K.gemv_groups, 4);
-    test::Scoped grid(K.gemv_grid, 3);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped wide(K.tuning.gemv_wide, Kernels::GemvWide::all);
+    test::Scoped groups(K.tuning.gemv_groups, 4);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -248,11 +248,11 @@ TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
 // group, down to one, in workgroups of 4 row groups, over narrow and wide slices.
 TEST_P(GemvXPaths, BytesBalancedOverFewSlotsMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped slots(K.gemv_slots, 3);
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped slots(K.tuning.gemv_slots, 3);
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
-        test::Scoped w(K.gemv_wide, wide);
+        test::Scoped w(K.tuning.gemv_wide, wide);
         check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
     }
 }
@@ -262,11 +262,11 @@ TEST_P(GemvXPaths, BytesBalancedOverFewSlotsMatchRoundedReference) {
 // its part of the grid: every row written, none past them.
 TEST_P(GemvXPaths, BytesSharingAStageMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     for (uint32_t slots : {3u, 16u})
         for (float part : {0.3f, 0.7f}) {
-            test::Scoped sl(K.gemv_slots, slots);
+            test::Scoped sl(K.tuning.gemv_slots, slots);
             check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes, GemvPart{part});
         }
 }
@@ -329,7 +329,7 @@ TEST(GemvBalance, HalvesRowsWhereTheBusiestWorkgroupGainsATenth) {
 TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
     VK_TEST_DEVICE();
     const GemvCase c = GetParam();
-    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (K.gemv_x_for(c.type, c.cols) != Kernels::GemvX::bytes)
         GTEST_SKIP() << "not on this device or build";
     std::vector<float> nw = randn(c.cols, 31, 0.5f);
@@ -341,16 +341,16 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
         K.gemv_normed(cl, t, w, rows, cols, x, x_off, y, y_off, acc, {view(nb), eps});
     };
     for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
-        test::Scoped tiled(K.gemv_tiled, route);
+        test::Scoped tiled(K.tuning.gemv_tiled, route);
         for (uint32_t x_off : {5u, 8u})
             check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, &nw, eps);
     }
-    test::Scoped grid(K.gemv_grid, 3);
-    check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);  // the tiled GEMV's walk
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);        // gemv.comp's shapes
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
+    check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);   // the tiled GEMV's walk
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
-        test::Scoped w(K.gemv_wide, wide);
+        test::Scoped w(K.tuning.gemv_wide, wide);
         check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);
     }
 }
@@ -365,7 +365,7 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
 TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
     VK_TEST_DEVICE();
     const GemvCase c = GetParam();
-    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (!K.gemv_gates(c.type, c.cols)) GTEST_SKIP() << "not on this device or build";
     const uint32_t dv = c.cols % 128 == 0 ? 128 : c.cols % 32 == 0 ? 32 : 16;
     const uint32_t heads = c.cols / dv, groups = dv >= 64 ? 4 : dv == 32 ? 2 : 1;
@@ -394,7 +394,7 @@ TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
             K.gemv_gated(cl, t, w, rows, cols, x, xo, y, y_off, acc, gin);
         };
         for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
-            test::Scoped tiled(K.gemv_tiled, route);
+            test::Scoped tiled(K.tuning.gemv_tiled, route);
             check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &g);
             if (HasFatalFailure()) return;
         }
@@ -441,10 +441,10 @@ TEST(GemvXPaths, NormInRefusesWhatItCannotRun) {
     const Kernels::GemvNormIn norm{view(nw), 1e-6f};
     EXPECT_TRUE(refuses(QType::F32, norm));  // F32 weights read x as floats
     {
-        test::Scoped scope(K.gemv_x, Kernels::GemvX::global);
+        test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::global);
         EXPECT_TRUE(refuses(QType::Q8_0, norm));
     }
-    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (K.gemv_x_for(QType::Q8_0, 256) == Kernels::GemvX::bytes) {
         EXPECT_TRUE(refuses(QType::Q8_0, {view(nw, 0, 128 * 4), 1e-6f}));  // half a row
     }
@@ -459,7 +459,7 @@ TEST(GemvXPaths, NonFiniteXReachesEveryRow) {
     auto [wq, deq] = test::quantize_rows(QType::Q4_K, randn((size_t)rows * cols, 3), rows, cols);
     Buffer w = test::to_device(dev, wq);
     for (Kernels::GemvX path : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
-        test::Scoped scope(K.gemv_x, path);
+        test::Scoped scope(K.tuning.gemv_x, path);
         if (K.gemv_x_for(QType::Q4_K, cols) != path) continue;
         for (float bad : {std::nanf(""), INFINITY}) {
             std::vector<float> x = randn(cols, 4);
