@@ -577,8 +577,17 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     const uint32_t E = (uint32_t)hp.n_embd;
     auto gemv = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc,
                     const Kernels::GemvRounding* rounding = nullptr) {
-        K.gemv(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-               x_off, y, y_off, acc, {}, rounding);
+        K.gemv(cl, {.type = t->type,
+                    .w = W.matrix(plan_, t),
+                    .rows = (uint32_t)t->rows(),
+                    .cols = (uint32_t)t->cols(),
+                    .x = act,
+                    .x_off = x_off,
+                    .y = y,
+                    .y_off = y_off,
+                    .accumulate = acc,
+                    .share = {},
+                    .rounding = rounding});
     };
     auto norm_weights = [&](const Tensor* w) {
         return view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4);
@@ -649,11 +658,32 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     // its stage's weight bytes (Kernels::gemv).
     auto gemv_xn = [&](QType t, View w, uint32_t rows, uint32_t cols, View y, uint32_t y_off,
                        vk::GemvPart share = {}) {
-        if (!pending) return K.gemv(cl, t, w, rows, cols, act, A.xn, y, y_off, false, share);
+        if (!pending)
+            return K.gemv(cl, {.type = t,
+                               .w = w,
+                               .rows = rows,
+                               .cols = cols,
+                               .x = act,
+                               .x_off = A.xn,
+                               .y = y,
+                               .y_off = y_off,
+                               .accumulate = false,
+                               .share = share});
         Kernels::GemvRounding r;
         r.x_rounded = h_rounded;
-        K.gemv_normed(cl, t, w, rows, cols, act, h_rounded ? A.h_bytes : A.h, y, y_off, false,
-                      pending_norm(), share, h_rounded ? &r : nullptr);
+        K.gemv_normed(cl,
+                      {.type = t,
+                       .w = w,
+                       .rows = rows,
+                       .cols = cols,
+                       .x = act,
+                       .x_off = h_rounded ? A.h_bytes : A.h,
+                       .y = y,
+                       .y_off = y_off,
+                       .accumulate = false,
+                       .share = share,
+                       .rounding = h_rounded ? &r : nullptr},
+                      pending_norm());
     };
     auto gemv_in = [&](const Tensor* t, View y, uint32_t y_off) {
         gemv_xn(t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), y, y_off);
@@ -736,8 +766,18 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         const bool with_r = r.x_rounded || h_rounded;
         if (gated) {  // where the next norm is its readers' (chain.deltanet, chain.attention)
             DL_ASSERT(pending);
-            K.gemv_gated(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(),
-                         act, x_off, act, A.h, true, *gated, with_r ? &r : nullptr);
+            K.gemv_gated(cl,
+                         {.type = t->type,
+                          .w = W.matrix(plan_, t),
+                          .rows = (uint32_t)t->rows(),
+                          .cols = (uint32_t)t->cols(),
+                          .x = act,
+                          .x_off = x_off,
+                          .y = act,
+                          .y_off = A.h,
+                          .accumulate = true,
+                          .rounding = with_r ? &r : nullptr},
+                         *gated);
             ++(gated->ss_off != Kernels::kNone ? s->gated_reads : s->attn_gated_form);
             gated.reset();
             stage(role);
@@ -756,8 +796,18 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         fu.counter = view(s->gemv_counter);
         fu.xn_off = A.xn;
         fu.eps = hp.rms_eps;
-        K.gemv_fused(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(), (uint32_t)t->cols(), act,
-                     x_off, act, A.h, true, fu, r.x_rounded ? &r : nullptr);
+        K.gemv_fused(cl,
+                     {.type = t->type,
+                      .w = W.matrix(plan_, t),
+                      .rows = (uint32_t)t->rows(),
+                      .cols = (uint32_t)t->cols(),
+                      .x = act,
+                      .x_off = x_off,
+                      .y = act,
+                      .y_off = A.h,
+                      .accumulate = true,
+                      .rounding = r.x_rounded ? &r : nullptr},
+                     fu);
         stage(role);
     };
     LayerChain chain;
@@ -839,9 +889,17 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
             if (ffn_rounded) r.out_off = A.ffn_bytes;
             r.x_rounded = pending && h_rounded;
             const uint32_t x_off = !pending ? A.xn : h_rounded ? A.h_bytes : A.h;
-            K.gemv_swiglu(cl, L.ffn_gate->type, W.rows(g->slab, lo, hi - lo), g->offset - lo,
-                          u->offset - lo, rows, cols, act, x_off, act, A.ffn,
-                          pending ? &nin : nullptr, ffn_rounded || r.x_rounded ? &r : nullptr);
+            K.gemv_swiglu(cl,
+                          {.type = L.ffn_gate->type,
+                           .w = W.rows(g->slab, lo, hi - lo),
+                           .rows = rows,
+                           .cols = cols,
+                           .x = act,
+                           .x_off = x_off,
+                           .y = act,
+                           .y_off = A.ffn,
+                           .rounding = ffn_rounded || r.x_rounded ? &r : nullptr},
+                          g->offset - lo, u->offset - lo, pending ? &nin : nullptr);
             stage("gemv ffn");
             return;
         }
@@ -1068,8 +1126,15 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
         to_f16(A.xn, hp.n_embd);
         gemm(head, A.xn, view(W.win_logits), 0, false);
     } else {  // only the last row: one GEMV
-        K.gemv(cl, head->type, W.matrix(plan_, head), (uint32_t)head->rows(),
-               (uint32_t)head->cols(), act, A.xn + (m - 1) * E, view(s.logits), 0, false);
+        K.gemv(cl, {.type = head->type,
+                    .w = W.matrix(plan_, head),
+                    .rows = (uint32_t)head->rows(),
+                    .cols = (uint32_t)head->cols(),
+                    .x = act,
+                    .x_off = A.xn + (m - 1) * E,
+                    .y = view(s.logits),
+                    .y_off = 0,
+                    .accumulate = false});
     }
     cl.host_barrier();
     cl.mark("head");

@@ -130,32 +130,26 @@ GemvKernels::GemvX GemvKernels::gemv_x_for(QType t, uint32_t cols) const {
     return x;
 }
 
-void GemvKernels::gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                       uint32_t x_off, View y, uint32_t y_off, bool accumulate, GemvPart share,
-                       const GemvRounding* rounding) {
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr,
-                share, rounding);
+void GemvKernels::gemv(CommandList& cl, const Gemv& g) {
+    gemv_record(cl, g.type, g.w, g.rows, g.cols, g.x, g.x_off, g.y, g.y_off, g.accumulate, nullptr,
+                nullptr, nullptr, g.share, g.rounding);
 }
 
-void GemvKernels::gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                             uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                             const GemvFusion& fuse, const GemvRounding* rounding) {
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, &fuse, nullptr, nullptr, {},
-                rounding);
+void GemvKernels::gemv_fused(CommandList& cl, const Gemv& g, const GemvFusion& fuse) {
+    gemv_record(cl, g.type, g.w, g.rows, g.cols, g.x, g.x_off, g.y, g.y_off, g.accumulate, &fuse,
+                nullptr, nullptr, {}, g.rounding);
 }
 
-void GemvKernels::gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
-                              View x, uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                              const GemvNormIn& norm, GemvPart share,
-                              const GemvRounding* rounding) {
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, &norm,
-                share, rounding);
+void GemvKernels::gemv_normed(CommandList& cl, const Gemv& g, const GemvNormIn& norm) {
+    gemv_record(cl, g.type, g.w, g.rows, g.cols, g.x, g.x_off, g.y, g.y_off, g.accumulate, nullptr,
+                nullptr, &norm, g.share, g.rounding);
 }
 
-void GemvKernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
-                              uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y,
-                              uint32_t y_off, const GemvNormIn* norm,
-                              const GemvRounding* rounding) {
+void GemvKernels::gemv_swiglu(CommandList& cl, const Gemv& g, uint64_t g_off, uint64_t u_off,
+                              const GemvNormIn* norm) {
+    const QType t = g.type;
+    const View w = g.w;
+    const uint32_t rows = g.rows, cols = g.cols;
     // Matrices held in tiles are found by row handles (tiled_rows.glsl), to which the offsets
     // are added: multiples of 32 there.
     const uint64_t bytes = device_bytes(t, cols, rows), align = tiled(t) ? 32 : 4;
@@ -164,17 +158,16 @@ void GemvKernels::gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, 
         fail("the SwiGLU GEMV pair at bytes {} and {} does not lie in its weight view", g_off,
              u_off);
     const uint32_t pair[2] = {(uint32_t)g_off, (uint32_t)u_off};
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, false, nullptr, pair, norm, {}, rounding);
+    gemv_record(cl, t, w, rows, cols, g.x, g.x_off, g.y, g.y_off, false, nullptr, pair, norm, {},
+                g.rounding);
 }
 
-void GemvKernels::gemv_gated(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                             uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                             const GemvGatedIn& g, const GemvRounding* rounding) {
-    if (g.ss_off == kNone && !(rounding && rounding->x_rounded))
-        fail("a GEMV in the gated form with no factor ({} x {} {}) reads x rounded already", rows,
-             cols, qtype_name(t));
-    gemv_record(cl, t, w, rows, cols, x, x_off, y, y_off, accumulate, nullptr, nullptr, nullptr, {},
-                rounding, &g);
+void GemvKernels::gemv_gated(CommandList& cl, const Gemv& g, const GemvGatedIn& gated) {
+    if (gated.ss_off == kNone && !(g.rounding && g.rounding->x_rounded))
+        fail("a GEMV in the gated form with no factor ({} x {} {}) reads x rounded already", g.rows,
+             g.cols, qtype_name(g.type));
+    gemv_record(cl, g.type, g.w, g.rows, g.cols, g.x, g.x_off, g.y, g.y_off, g.accumulate, nullptr,
+                nullptr, nullptr, {}, g.rounding, &gated);
 }
 
 bool GemvKernels::gemv_gates(QType t, uint32_t cols) const {

@@ -42,13 +42,26 @@ class GemvKernels : public virtual KernelFamily {
     };
     static uint32_t rounding_floats(uint32_t n) { return n / 4 + n / 8; }
     static uint32_t normed_rounding_floats(uint32_t n) { return n / 4 + n / 8 + n / 16; }
-    // y[y_off + r] (=|+=) sum_c W[r, c] · x[x_off + c] for r < rows; W is rows × cols of type t.
-    // share: the part of its stage's weight bytes this GEMV reads where other GEMVs run beside
-    // it in the stage (1: alone in it), which sets how much of the device its shape may take
-    // (gemv_balance, shared_shape).
-    void gemv(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-              uint32_t x_off, View y, uint32_t y_off, bool accumulate, GemvPart share = {},
-              const GemvRounding* rounding = nullptr);
+    // The operands of one GEMV of the gemv family (gemv, gemv_fused, gemv_normed, gemv_gated,
+    // gemv_swiglu), written with designated initializers: y[y_off + r] (= or, with accumulate,
+    // +=) sum_c W[r, c] · x[x_off + c] for r < rows, W rows × cols of `type` at the weight view
+    // w. share (gemv and gemv_normed only): the part of its stage's weight bytes this GEMV reads
+    // where other GEMVs run beside it in the stage (1: alone in it), which sets how much of the
+    // device its shape may take (gemv_balance, shared_shape). rounding: x rounded already, or
+    // the rows rounded for the next GEMV (GemvRounding; none: neither).
+    struct Gemv {
+        QType type = QType::F32;
+        View w;
+        uint32_t rows = 0, cols = 0;
+        View x;
+        uint32_t x_off = 0;
+        View y;
+        uint32_t y_off = 0;
+        bool accumulate = false;
+        GemvPart share = {};
+        const GemvRounding* rounding = nullptr;
+    };
+    void gemv(CommandList& cl, const Gemv& g);
     // Whether the GEMV of this shape (norm: gemv_normed; pair: gemv_swiglu) can round its rows
     // for the next GEMV: it reads x in bytes and its row blocks are whole 16-value blocks.
     bool gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
@@ -113,9 +126,7 @@ class GemvKernels : public virtual KernelFamily {
         uint32_t counter_idx = 0, xn_off = 0;
         float eps = 0;
     };
-    void gemv_fused(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, const GemvFusion& fuse,
-                    const GemvRounding* rounding = nullptr);
+    void gemv_fused(CommandList& cl, const Gemv& g, const GemvFusion& fuse);
     // A GEMV over the RMSNorm of x rather than x (gemv.comp NORM_IN): x · norm_w / sqrt(mean(x²)
     // + eps) over the cols values at x_off, normalized by each workgroup as it rounds x to bytes,
     // so the GEMV that wrote x needs no norm epilogue. Only where gemv_x_for(t, cols) is `bytes`;
@@ -124,10 +135,7 @@ class GemvKernels : public virtual KernelFamily {
         View norm_w;
         float eps = 0;
     };
-    void gemv_normed(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                     uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                     const GemvNormIn& norm, GemvPart share = {},
-                     const GemvRounding* rounding = nullptr);
+    void gemv_normed(CommandList& cl, const Gemv& g, const GemvNormIn& norm);
     // A GEMV over a Gated DeltaNet layer's output whose gated RMSNorm the decode step left to its
     // reader (DeltaNetStep::ss_off; gemv.comp GATED_IN): x holds o · norm_w · silu(z), and
     // x[ss_off ..] the sums of squares of o of each of a head's `groups` column groups; each
@@ -142,17 +150,14 @@ class GemvKernels : public virtual KernelFamily {
         uint32_t ss_off = 0, head = 0, groups = 0;
         float eps = 0;
     };
-    void gemv_gated(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                    uint32_t x_off, View y, uint32_t y_off, bool accumulate, const GemvGatedIn& g,
-                    const GemvRounding* rounding = nullptr);
+    void gemv_gated(CommandList& cl, const Gemv& g, const GemvGatedIn& gated);
     bool gemv_gates(QType t, uint32_t cols) const;
     // y[y_off + r] = silu(G[r]·x) · (U[r]·x) for r < rows: the FFN gate and up projections and
-    // the SwiGLU in one dispatch (gemv.comp SWIGLU_PAIR). G and U (rows × cols of type t each)
-    // lie at byte offsets g_off and u_off (multiples of 4) of the weight view w. With `norm`,
-    // over the RMSNorm of x (as gemv_normed).
-    void gemv_swiglu(CommandList& cl, QType t, View w, uint64_t g_off, uint64_t u_off,
-                     uint32_t rows, uint32_t cols, View x, uint32_t x_off, View y, uint32_t y_off,
-                     const GemvNormIn* norm = nullptr, const GemvRounding* rounding = nullptr);
+    // the SwiGLU in one dispatch (gemv.comp SWIGLU_PAIR). G and U (rows × cols of g.type each)
+    // lie at byte offsets g_off and u_off (multiples of 4) of the weight view g.w; g.accumulate
+    // and g.share are not read. With `norm`, over the RMSNorm of x (as gemv_normed).
+    void gemv_swiglu(CommandList& cl, const Gemv& g, uint64_t g_off, uint64_t u_off,
+                     const GemvNormIn* norm = nullptr);
     // The GEMV speed report's tiled GEMV (shaders/gemv_tile.comp): W (rows x cols of Q4_K or
     // Q6_K, cols a multiple of 256) held in tiles of `tile` rows by tile_rows() from its GGUF
     // blocks, over x rounded to bytes at float x_off of xr (the layout of a GemvRounding), into

@@ -181,7 +181,17 @@ void record_launcher(Kernels& K, CommandList& cl, const Matrix& m, View w, View 
     fu.counter_idx = counter_idx;
     fu.xn_off = a.xn_off;
     fu.eps = kEps;
-    K.gemv_fused(cl, m.type, w, m.rows, m.cols, act, a.x_off, act, a.h_off, acc, fu);
+    K.gemv_fused(cl,
+                 {.type = m.type,
+                  .w = w,
+                  .rows = m.rows,
+                  .cols = m.cols,
+                  .x = act,
+                  .x_off = a.x_off,
+                  .y = act,
+                  .y_off = a.h_off,
+                  .accumulate = acc},
+                 fu);
 }
 
 // The launcher as check_fused() records it.
@@ -425,7 +435,17 @@ TEST(GemvFusedChain, TwoInARowAndTwoAtOnce) {
         fu.counter_idx = word;
         fu.xn_off = xno;
         fu.eps = kEps;
-        K.gemv_fused(cl, m.type, view(wb), m.rows, m.cols, act, xo, act, yo, true, fu);
+        K.gemv_fused(cl,
+                     {.type = m.type,
+                      .w = view(wb),
+                      .rows = m.rows,
+                      .cols = m.cols,
+                      .x = act,
+                      .x_off = xo,
+                      .y = act,
+                      .y_off = yo,
+                      .accumulate = true},
+                     fu);
     };
     auto expect_near = [&](const std::vector<float>& out, uint32_t off,
                            const std::vector<double>& want, const char* what) {

@@ -112,7 +112,17 @@ TEST_P(GemvRoundOut, WritesTheRoundingOfItsRows) {
         [&](CommandList& cl, View w, View x, View y, uint32_t y_off, bool acc, uint32_t xr_off) {
             Kernels::GemvRounding r;
             r.out_off = xr_off;
-            K.gemv(cl, t, w, rows, cols, x, 0, y, y_off, acc, {}, &r);
+            K.gemv(cl, {.type = t,
+                        .w = w,
+                        .rows = rows,
+                        .cols = cols,
+                        .x = x,
+                        .x_off = 0,
+                        .y = y,
+                        .y_off = y_off,
+                        .accumulate = acc,
+                        .share = {},
+                        .rounding = &r});
         },
         t, rows, cols);
 }
@@ -202,11 +212,29 @@ TEST_P(GemvRoundedChain, ReaderOfARoundingMatchesAReaderThatRounds) {
             out.out_off = fr;
             in.x_rounded = true;
             test::run(dev, [&](CommandList& cl) {
-                K.gemv_swiglu(cl, t, view(wgu), 0, gb, F, N, a, h, a, ffn, norm ? &nin : nullptr,
-                              once ? &out : nullptr);
+                K.gemv_swiglu(cl,
+                              {.type = t,
+                               .w = view(wgu),
+                               .rows = F,
+                               .cols = N,
+                               .x = a,
+                               .x_off = h,
+                               .y = a,
+                               .y_off = ffn,
+                               .rounding = once ? &out : nullptr},
+                              0, gb, norm ? &nin : nullptr);
                 cl.barrier();
-                K.gemv(cl, t, view(wd), N, F, a, once ? fr : ffn, a, h, true, {},
-                       once ? &in : nullptr);
+                K.gemv(cl, {.type = t,
+                            .w = view(wd),
+                            .rows = N,
+                            .cols = F,
+                            .x = a,
+                            .x_off = once ? fr : ffn,
+                            .y = a,
+                            .y_off = h,
+                            .accumulate = true,
+                            .share = {},
+                            .rounding = once ? &in : nullptr});
             });
             return test::from_device<float>(dev, act, total);
         };
@@ -261,11 +289,31 @@ TEST(GemvRounding, RefusesWhatItCannotRun) {
         test::Scoped path(K.tuning.gemv_x, x);
         try {
             if (norm)
-                K.gemv_normed(cl, QType::Q8_0, view(w), rows, 64, view(a), x_off, view(a), 0, false,
-                              {view(nw), 1e-6f}, {}, &r);
+                K.gemv_normed(cl,
+                              {.type = QType::Q8_0,
+                               .w = view(w),
+                               .rows = rows,
+                               .cols = 64,
+                               .x = view(a),
+                               .x_off = x_off,
+                               .y = view(a),
+                               .y_off = 0,
+                               .accumulate = false,
+                               .share = {},
+                               .rounding = &r},
+                              {view(nw), 1e-6f});
             else
-                K.gemv(cl, QType::Q8_0, view(w), rows, 64, view(a), x_off, view(a), 0, false, {},
-                       &r);
+                K.gemv(cl, {.type = QType::Q8_0,
+                            .w = view(w),
+                            .rows = rows,
+                            .cols = 64,
+                            .x = view(a),
+                            .x_off = x_off,
+                            .y = view(a),
+                            .y_off = 0,
+                            .accumulate = false,
+                            .share = {},
+                            .rounding = &r});
         } catch (const Error& e) {
             return std::string(e.what()).find("round") != std::string::npos;
         }

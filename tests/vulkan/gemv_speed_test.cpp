@@ -137,7 +137,15 @@ void report(Device& dev, Kernels& K, const SpeedCase& c, bool spread = true) {
         cl.enable_timestamps(1);
         cl.begin(true);
         for (uint32_t i = 0; i < runs; ++i) {
-            K.gemv(cl, c.type, view(w[i % copies]), c.rows, c.cols, view(xb), 0, view(y), 0, false);
+            K.gemv(cl, {.type = c.type,
+                        .w = view(w[i % copies]),
+                        .rows = c.rows,
+                        .cols = c.cols,
+                        .x = view(xb),
+                        .x_off = 0,
+                        .y = view(y),
+                        .y_off = 0,
+                        .accumulate = false});
             if (cf.barrier == Barrier::full)
                 cl.transfer_barrier();
             else if (cf.barrier == Barrier::compute)

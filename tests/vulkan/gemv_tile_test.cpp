@@ -177,7 +177,17 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
                                                      qtype_name(t), tile ? tile : 32, slots);
                 Buffer y = test::poisoned(dev, rows);
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemv(cl, t, view(wb), rows, cols, view(xb), 0, view(y), 0, false, {}, &rd);
+                    K.gemv(cl, {.type = t,
+                                .w = view(wb),
+                                .rows = rows,
+                                .cols = cols,
+                                .x = view(xb),
+                                .x_off = 0,
+                                .y = view(y),
+                                .y_off = 0,
+                                .accumulate = false,
+                                .share = {},
+                                .rounding = &rd});
                 });
                 auto out = test::from_device<float>(dev, y, rows);
                 for (uint32_t r = 0; r < rows; ++r) {
@@ -189,8 +199,17 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
                 rp.out_off = rows;
                 Buffer yp = test::poisoned(dev, rows + Kernels::rounding_floats(rows));
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemv_swiglu(cl, t, view(wb), 0, mbytes, rows, cols, view(xb), 0, view(yp), 0,
-                                  nullptr, &rp);
+                    K.gemv_swiglu(cl,
+                                  {.type = t,
+                                   .w = view(wb),
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .x = view(xb),
+                                   .x_off = 0,
+                                   .y = view(yp),
+                                   .y_off = 0,
+                                   .rounding = &rp},
+                                  0, mbytes, nullptr);
                 });
                 out = test::from_device<float>(dev, yp, rows + Kernels::rounding_floats(rows));
                 check_pair_rows(out, g, gm, u, um, rows, what);
@@ -263,8 +282,19 @@ TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
                     fmt::format("{} {} x {}, {} slots", qtype_name(t), rows, cols, slots);
                 Buffer y = test::poisoned(dev, rows + 4);
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemv_normed(cl, t, view(wb), rows, cols, view(xb), 8, view(y), 2, false, nin,
-                                  {}, &rd);
+                    K.gemv_normed(cl,
+                                  {.type = t,
+                                   .w = view(wb),
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .x = view(xb),
+                                   .x_off = 8,
+                                   .y = view(y),
+                                   .y_off = 2,
+                                   .accumulate = false,
+                                   .share = {},
+                                   .rounding = &rd},
+                                  nin);
                 });
                 auto out = test::from_device<float>(dev, y, rows + 4);
                 for (uint32_t i : {0u, 1u, rows + 2, rows + 3})
@@ -275,8 +305,17 @@ TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
                 }
                 Buffer yp = test::poisoned(dev, rows);
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemv_swiglu(cl, t, view(wb), 0, mbytes, rows, cols, view(xb), 8, view(yp), 0,
-                                  &nin, &rd);
+                    K.gemv_swiglu(cl,
+                                  {.type = t,
+                                   .w = view(wb),
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .x = view(xb),
+                                   .x_off = 8,
+                                   .y = view(yp),
+                                   .y_off = 0,
+                                   .rounding = &rd},
+                                  0, mbytes, &nin);
                 });
                 check_pair_rows(test::from_device<float>(dev, yp, rows), g, gm, u, um, rows, what);
                 if (HasFatalFailure()) return;
@@ -388,13 +427,32 @@ TEST(GemvSpeed, Tile) {
                     }
                     test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
                     if (c.norm) {
-                        K.gemv_normed(cl, t, wi, rows, cols, view(xf), 0, view(y), 0, false,
+                        K.gemv_normed(cl,
+                                      {.type = t,
+                                       .w = wi,
+                                       .rows = rows,
+                                       .cols = cols,
+                                       .x = view(xf),
+                                       .x_off = 0,
+                                       .y = view(y),
+                                       .y_off = 0,
+                                       .accumulate = false},
                                       Kernels::GemvNormIn{view(nwb), 1e-6f});
                         return;
                     }
                     Kernels::GemvRounding rd;
                     rd.x_rounded = true;
-                    K.gemv(cl, t, wi, rows, cols, view(xb), 0, view(y), 0, false, {}, &rd);
+                    K.gemv(cl, {.type = t,
+                                .w = wi,
+                                .rows = rows,
+                                .cols = cols,
+                                .x = view(xb),
+                                .x_off = 0,
+                                .y = view(y),
+                                .y_off = 0,
+                                .accumulate = false,
+                                .share = {},
+                                .rounding = &rd});
                 });
             const std::string how =
                 (c.threads ? fmt::format("tiles of {} in {}{}", c.tile, c.threads,
@@ -534,14 +592,33 @@ TEST(GemvSpeed, TokenForms) {
                 R r;
                 r.x_rounded = true;
                 if (round) r.out_off = out_off;
-                K.gemv_swiglu(cl, QType::Q4_K, w, 0, m.bytes, rows, cols, view(xb),
-                              normed ? xn_off : 0, view(y), 0, normed ? &nin : nullptr, &r);
+                K.gemv_swiglu(cl,
+                              {.type = QType::Q4_K,
+                               .w = w,
+                               .rows = rows,
+                               .cols = cols,
+                               .x = view(xb),
+                               .x_off = normed ? xn_off : 0,
+                               .y = view(y),
+                               .y_off = 0,
+                               .rounding = &r},
+                              0, m.bytes, normed ? &nin : nullptr);
             };
         };
         auto one_gemv = [&](CommandList& cl, View w) {
             R r;
             r.x_rounded = true;
-            K.gemv(cl, QType::Q4_K, w, 2 * rows, cols, view(xb), 0, view(y), 0, false, {}, &r);
+            K.gemv(cl, {.type = QType::Q4_K,
+                        .w = w,
+                        .rows = 2 * rows,
+                        .cols = cols,
+                        .x = view(xb),
+                        .x_off = 0,
+                        .y = view(y),
+                        .y_off = 0,
+                        .accumulate = false,
+                        .share = {},
+                        .rounding = &r});
         };
         const std::vector<Row> forms = {
             {"one GEMV over both matrices' rows, x rounded", one_gemv},
@@ -626,7 +703,17 @@ TEST(GemvSpeed, TokenForms) {
                     r.out_off = out_off;
                     r.out_norm = view(nwb);
                 }
-                K.gemv(cl, t, w, rows, cols, view(xb), 0, view(y), 0, acc, {}, &r);
+                K.gemv(cl, {.type = t,
+                            .w = w,
+                            .rows = rows,
+                            .cols = cols,
+                            .x = view(xb),
+                            .x_off = 0,
+                            .y = view(y),
+                            .y_off = 0,
+                            .accumulate = acc,
+                            .share = {},
+                            .rounding = &r});
             };
         };
         const std::vector<Row> forms = {

@@ -101,8 +101,18 @@ void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, u
 // Kernels::gemv as check_gemv records it (share: its part of a stage it shares).
 GemvRecord launcher(Kernels& K, GemvPart share = {}) {
     return [&K, share](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                       uint32_t x_off, View y, uint32_t y_off,
-                       bool acc) { K.gemv(cl, t, w, rows, cols, x, x_off, y, y_off, acc, share); };
+                       uint32_t x_off, View y, uint32_t y_off, bool acc) {
+        K.gemv(cl, {.type = t,
+                    .w = w,
+                    .rows = rows,
+                    .cols = cols,
+                    .x = x,
+                    .x_off = x_off,
+                    .y = y,
+                    .y_off = y_off,
+                    .accumulate = acc,
+                    .share = share});
+    };
 }
 
 class Gemv : public ::testing::TestWithParam<GemvCase> {};
@@ -338,7 +348,17 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
     const float eps = 1e-5f;
     const GemvRecord rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
                                View x, uint32_t x_off, View y, uint32_t y_off, bool acc) {
-        K.gemv_normed(cl, t, w, rows, cols, x, x_off, y, y_off, acc, {view(nb), eps});
+        K.gemv_normed(cl,
+                      {.type = t,
+                       .w = w,
+                       .rows = rows,
+                       .cols = cols,
+                       .x = x,
+                       .x_off = x_off,
+                       .y = y,
+                       .y_off = y_off,
+                       .accumulate = acc},
+                      {view(nb), eps});
     };
     for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
         test::Scoped tiled(K.tuning.gemv_tiled, route);
@@ -391,7 +411,17 @@ TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
         const Kernels::GemvGatedIn gin{ss_off, dv, groups, eps};
         const GemvRecord rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
                                    View x, uint32_t xo, View y, uint32_t y_off, bool acc) {
-            K.gemv_gated(cl, t, w, rows, cols, x, xo, y, y_off, acc, gin);
+            K.gemv_gated(cl,
+                         {.type = t,
+                          .w = w,
+                          .rows = rows,
+                          .cols = cols,
+                          .x = x,
+                          .x_off = xo,
+                          .y = y,
+                          .y_off = y_off,
+                          .accumulate = acc},
+                         gin);
         };
         for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
             test::Scoped tiled(K.tuning.gemv_tiled, route);
@@ -413,7 +443,18 @@ TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
                                     View x, uint32_t xo, View y, uint32_t y_off, bool acc) {
             Kernels::GemvRounding rd;
             rd.x_rounded = true;
-            K.gemv_gated(cl, t, w, rows, cols, x, xo, y, y_off, acc, ginr, &rd);
+            K.gemv_gated(cl,
+                         {.type = t,
+                          .w = w,
+                          .rows = rows,
+                          .cols = cols,
+                          .x = x,
+                          .x_off = xo,
+                          .y = y,
+                          .y_off = y_off,
+                          .accumulate = acc,
+                          .rounding = &rd},
+                         ginr);
         };
         check_gemv(dev, recr, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &gr);
         if (HasFatalFailure()) return;
@@ -432,7 +473,17 @@ TEST(GemvXPaths, NormInRefusesWhatItCannotRun) {
     // The error names the GEMV over a norm's input, whatever else would have failed after it.
     auto refuses = [&](QType t, const Kernels::GemvNormIn& norm) {
         try {
-            K.gemv_normed(cl, t, view(w), 8, 256, view(a), 0, view(a), 512, false, norm);
+            K.gemv_normed(cl,
+                          {.type = t,
+                           .w = view(w),
+                           .rows = 8,
+                           .cols = 256,
+                           .x = view(a),
+                           .x_off = 0,
+                           .y = view(a),
+                           .y_off = 512,
+                           .accumulate = false},
+                          norm);
         } catch (const Error& e) {
             return std::string(e.what()).find("norm's input") != std::string::npos;
         }
@@ -468,7 +519,15 @@ TEST(GemvXPaths, NonFiniteXReachesEveryRow) {
             // Finite before the run (the usual poison is a NaN), so an unwritten row fails.
             Buffer y = test::to_device(dev, std::vector<float>(rows, 1.f));
             test::run(dev, [&](CommandList& cl) {
-                K.gemv(cl, QType::Q4_K, view(w), rows, cols, view(xb), 0, view(y), 0, false);
+                K.gemv(cl, {.type = QType::Q4_K,
+                            .w = view(w),
+                            .rows = rows,
+                            .cols = cols,
+                            .x = view(xb),
+                            .x_off = 0,
+                            .y = view(y),
+                            .y_off = 0,
+                            .accumulate = false});
             });
             auto out = test::from_device<float>(dev, y, rows);
             for (uint32_t r = 0; r < rows; ++r)
