@@ -593,7 +593,16 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
         return view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4);
     };
     auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off) {
-        K.rms_norm(cl, norm_weights(w), act, x_off, E, act, y_off, E, E, 1, hp.rms_eps);
+        K.rms_norm(cl, {.w = norm_weights(w),
+                        .x = act,
+                        .x_off = x_off,
+                        .x_stride = E,
+                        .y = act,
+                        .y_off = y_off,
+                        .y_stride = E,
+                        .n = E,
+                        .nrows = 1,
+                        .eps = hp.rms_eps});
     };
     auto stage = [&](const char* role) {
         cl.barrier();
@@ -916,8 +925,15 @@ void ResidentDriver::record_token(Session& session, CommandList& cl, bool host_l
     // The GEMVs that add to h are alone in their stages: they may split over one scratch.
     K.gemv_split = view(s->gemv_split);
     // tok[0] = position, tok[1] = token id, tok[2] = the chosen token.
-    K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
-               (uint32_t)model_->tok_embd->rows(), E, tok, 1, act, A.h, 1);
+    K.get_rows(cl, {.type = model_->tok_embd->type,
+                    .table = W.matrix(plan_, model_->tok_embd),
+                    .rows = (uint32_t)model_->tok_embd->rows(),
+                    .cols = E,
+                    .ids = tok,
+                    .id_off = 1,
+                    .out = act,
+                    .out_off = A.h,
+                    .n = 1});
     stage("embed");
     // The first attn_norm; every later norm ends the GEMV before it or is taken by the GEMVs
     // after it.
@@ -1056,8 +1072,17 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
         cl.mark("f16 copy");
     };
     auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off, uint32_t rows) {
-        K.rms_norm(cl, view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4), act,
-                   x_off, E, act, y_off, E, E, rows, hp.rms_eps);
+        K.rms_norm(cl,
+                   {.w = view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4),
+                    .x = act,
+                    .x_off = x_off,
+                    .x_stride = E,
+                    .y = act,
+                    .y_off = y_off,
+                    .y_stride = E,
+                    .n = E,
+                    .nrows = rows,
+                    .eps = hp.rms_eps});
     };
     Kernels::AttentionRows ar{attention_args(hp, A, W.freq_off, (uint32_t)s.n_ctx), 0, 0, 0, 0};
     ar.q_row = (uint32_t)hp.n_head * ar.a.q_stride;
@@ -1114,8 +1139,15 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
     if (expand_ahead_ && !groups.empty() && any_expands(0)) expand(0);  // beside the embedding
-    K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
-               (uint32_t)model_->tok_embd->rows(), E, view(W.win_ids), 0, act, A.h, m);
+    K.get_rows(cl, {.type = model_->tok_embd->type,
+                    .table = W.matrix(plan_, model_->tok_embd),
+                    .rows = (uint32_t)model_->tok_embd->rows(),
+                    .cols = E,
+                    .ids = view(W.win_ids),
+                    .id_off = 0,
+                    .out = act,
+                    .out_off = A.h,
+                    .n = m});
     stage("embed");
     norm(model_->layers[0].attn_norm, A.h, A.xn, m);
     stage("norm");

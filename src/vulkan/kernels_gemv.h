@@ -172,10 +172,21 @@ class GemvKernels : public virtual KernelFamily {
                                           uint32_t tile);
     // The device can run the tiled GEMV over weights of type t (features, not shapes).
     bool gemv_tile_supported(QType t) const;
-    void gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
-                   uint32_t x_off, View y, uint32_t y_off, bool accumulate, uint32_t threads,
-                   uint32_t tile, uint32_t omitted_work = 0, View norm_w = {}, uint32_t grid = 0,
-                   uint32_t ksplit = 1, View split = {});
+    struct TiledGemv {
+        QType type = QType::Q4_K;
+        View w;
+        uint32_t rows = 0, cols = 0;
+        View xr;
+        uint32_t x_off = 0;
+        View y;
+        uint32_t y_off = 0;
+        bool accumulate = false;
+        uint32_t threads = 0, tile = 0, omitted_work = 0;
+        View norm_w;
+        uint32_t grid = 0, ksplit = 1;
+        View split;
+    };
+    void gemv_tile(CommandList& cl, const TiledGemv& g);
 
     // The GEMV's shared memory for workgroups of wg threads accumulating `rows` rows over x of
     // `cols` values read through path x, with a margin for what a compiler adds.

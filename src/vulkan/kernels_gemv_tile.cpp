@@ -144,20 +144,17 @@ bool GemvKernels::record_on_tiled_gemv(CommandList& cl, QType t, View w, uint32_
     return true;
 }
 
-void GemvKernels::gemv_tile(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View xr,
-                            uint32_t x_off, View y, uint32_t y_off, bool accumulate,
-                            uint32_t threads, uint32_t tile, uint32_t omitted_work, View norm_w,
-                            uint32_t grid_cap, uint32_t ksplit, View split) {
-    const bool norm = norm_w.buffer != VK_NULL_HANDLE;
+void GemvKernels::gemv_tile(CommandList& cl, const TiledGemv& g) {
+    const bool norm = g.norm_w.buffer != VK_NULL_HANDLE;
     TileForm form;
-    form.split = split;
+    form.split = g.split;
     if (norm) {
         form.xmode = 1;
         form.eps = 1e-6f;
-        form.norm_w = norm_w;
+        form.norm_w = g.norm_w;
     }
-    tile_record(cl, t, w, rows, cols, xr, x_off, y, y_off, accumulate, threads, tile, omitted_work,
-                grid_cap, ksplit, form);
+    tile_record(cl, g.type, g.w, g.rows, g.cols, g.xr, g.x_off, g.y, g.y_off, g.accumulate,
+                g.threads, g.tile, g.omitted_work, g.grid, g.ksplit, form);
 }
 
 void GemvKernels::tile_record(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,

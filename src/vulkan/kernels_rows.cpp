@@ -21,24 +21,23 @@ struct GetRowsPush {
 
 }  // namespace
 
-void RowKernels::get_rows(CommandList& cl, QType t, View table, uint32_t rows, uint32_t cols,
-                          View ids, uint32_t id_off, View out, uint32_t out_off, uint32_t n) {
+void RowKernels::get_rows(CommandList& cl, const GetRows& g) {
+    const QType t = g.type;
+    const uint32_t rows = g.rows, cols = g.cols, id_off = g.id_off, out_off = g.out_off, n = g.n;
     const char* suf = type_suffix(t);
     if (!suf) fail("no row-fetch kernel for a table of type {}", qtype_name(t));
     const Kernel& k = pipes_.get(fmt::format("get_rows_{}", suf), 3, sizeof(GetRowsPush));
     GetRowsPush p{cols, rows, (uint32_t)row_size(t, cols), id_off, out_off, n};
     auto [gx, gy] = grid(dev_.features(), n);
-    cl.dispatch(k, {table, ids, out}, p, gx, gy);
+    cl.dispatch(k, {g.table, g.ids, g.out}, p, gx, gy);
 }
 
-void RowKernels::rms_norm(CommandList& cl, View w, View x, uint32_t x_off, uint32_t x_stride,
-                          View y, uint32_t y_off, uint32_t y_stride, uint32_t n, uint32_t nrows,
-                          float eps) {
+void RowKernels::rms_norm(CommandList& cl, const RmsNorm& r) {
     uint32_t wg = wg_size(256);
     const Kernel& k = pipes_.get("rms_norm", 3, sizeof(NormPush), {wg});
-    NormPush p{n, nrows, x_off, x_stride, y_off, y_stride, eps};
-    auto [gx, gy] = grid(dev_.features(), nrows);
-    cl.dispatch(k, {w, x, y}, p, gx, gy);
+    NormPush p{r.n, r.nrows, r.x_off, r.x_stride, r.y_off, r.y_stride, r.eps};
+    auto [gx, gy] = grid(dev_.features(), r.nrows);
+    cl.dispatch(k, {r.w, r.x, r.y}, p, gx, gy);
 }
 
 void RowKernels::swiglu(CommandList& cl, View g, uint32_t g_off, View u, uint32_t u_off, View y,

@@ -100,8 +100,22 @@ TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
         const std::vector<float> init = randn(rows, 9, 3.f);
         if (acc) dev.upload(y, y_off * 4, init.data(), rows * 4);
         test::run(dev, [&](CommandList& cl) {
-            K.gemv_tile(cl, t, view(w), rows, cols, view(xb), 8, view(y), y_off, acc, threads, tile,
-                        0, norm ? view(nwb) : View{}, grid, ksplit, view(split));
+            K.gemv_tile(cl, {.type = t,
+                             .w = view(w),
+                             .rows = rows,
+                             .cols = cols,
+                             .xr = view(xb),
+                             .x_off = 8,
+                             .y = view(y),
+                             .y_off = y_off,
+                             .accumulate = acc,
+                             .threads = threads,
+                             .tile = tile,
+                             .omitted_work = 0,
+                             .norm_w = norm ? view(nwb) : View{},
+                             .grid = grid,
+                             .ksplit = ksplit,
+                             .split = view(split)});
         });
         if (ksplit > 1) {
             const auto counts = test::from_device<uint32_t>(dev, split, tiles);
@@ -416,44 +430,56 @@ TEST(GemvSpeed, Tile) {
             const std::vector<Buffer>& w = copies_of[c.threads ? c.tile : 0];
             dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
             uint32_t i = 0;  // the run: its copy of the weights
-            const double us =
-                1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                    const View wi = view(w[i++ % copies]);
-                    if (c.threads) {
-                        K.gemv_tile(cl, t, wi, rows, cols, view(c.norm ? xf : xb), 0, view(y), 0,
-                                    c.ksplit > 1, c.threads, c.tile, c.ablate,
-                                    c.norm ? view(nwb) : View{}, c.grid, c.ksplit, view(split));
-                        return;
-                    }
-                    test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
-                    if (c.norm) {
-                        K.gemv_normed(cl,
-                                      {.type = t,
-                                       .w = wi,
-                                       .rows = rows,
-                                       .cols = cols,
-                                       .x = view(xf),
-                                       .x_off = 0,
-                                       .y = view(y),
-                                       .y_off = 0,
-                                       .accumulate = false},
-                                      Kernels::GemvNormIn{view(nwb), 1e-6f});
-                        return;
-                    }
-                    Kernels::GemvRounding rd;
-                    rd.x_rounded = true;
-                    K.gemv(cl, {.type = t,
-                                .w = wi,
-                                .rows = rows,
-                                .cols = cols,
-                                .x = view(xb),
-                                .x_off = 0,
-                                .y = view(y),
-                                .y_off = 0,
-                                .accumulate = false,
-                                .share = {},
-                                .rounding = &rd});
-                });
+            const double us = 1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                                  const View wi = view(w[i++ % copies]);
+                                  if (c.threads) {
+                                      K.gemv_tile(cl, {.type = t,
+                                                       .w = wi,
+                                                       .rows = rows,
+                                                       .cols = cols,
+                                                       .xr = view(c.norm ? xf : xb),
+                                                       .x_off = 0,
+                                                       .y = view(y),
+                                                       .y_off = 0,
+                                                       .accumulate = c.ksplit > 1,
+                                                       .threads = c.threads,
+                                                       .tile = c.tile,
+                                                       .omitted_work = c.ablate,
+                                                       .norm_w = c.norm ? view(nwb) : View{},
+                                                       .grid = c.grid,
+                                                       .ksplit = c.ksplit,
+                                                       .split = view(split)});
+                                      return;
+                                  }
+                                  test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
+                                  if (c.norm) {
+                                      K.gemv_normed(cl,
+                                                    {.type = t,
+                                                     .w = wi,
+                                                     .rows = rows,
+                                                     .cols = cols,
+                                                     .x = view(xf),
+                                                     .x_off = 0,
+                                                     .y = view(y),
+                                                     .y_off = 0,
+                                                     .accumulate = false},
+                                                    Kernels::GemvNormIn{view(nwb), 1e-6f});
+                                      return;
+                                  }
+                                  Kernels::GemvRounding rd;
+                                  rd.x_rounded = true;
+                                  K.gemv(cl, {.type = t,
+                                              .w = wi,
+                                              .rows = rows,
+                                              .cols = cols,
+                                              .x = view(xb),
+                                              .x_off = 0,
+                                              .y = view(y),
+                                              .y_off = 0,
+                                              .accumulate = false,
+                                              .share = {},
+                                              .rounding = &rd});
+                              });
             const std::string how =
                 (c.threads ? fmt::format("tiles of {} in {}{}", c.tile, c.threads,
                                          c.ablate ? ", no decode" : "")

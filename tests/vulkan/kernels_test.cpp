@@ -635,8 +635,16 @@ TEST(VulkanKernels, RmsNormStridedRows) {
     size_t ny = y_off + nrows * y_stride;
     Buffer y = test::poisoned(dev, ny);
     test::run(dev, [&](CommandList& cl) {
-        K.rms_norm(cl, view(wb), view(xb), x_off, x_stride, view(y), y_off, y_stride, n, nrows,
-                   eps);
+        K.rms_norm(cl, {.w = view(wb),
+                        .x = view(xb),
+                        .x_off = x_off,
+                        .x_stride = x_stride,
+                        .y = view(y),
+                        .y_off = y_off,
+                        .y_stride = y_stride,
+                        .n = n,
+                        .nrows = nrows,
+                        .eps = eps});
     });
     auto out = test::from_device<float>(dev, y, ny);
     for (uint32_t r = 0; r < nrows; ++r) {
@@ -667,11 +675,38 @@ TEST(VulkanKernels, CommandTraceNamesEachStagesDispatches) {
     CommandList cl(dev);
     auto record = [&] {
         cl.begin();
-        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 5, 1e-6f);
-        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 4, 1e-6f);
+        K.rms_norm(cl, {.w = view(wb),
+                        .x = view(xb),
+                        .x_off = 0,
+                        .x_stride = n,
+                        .y = view(y),
+                        .y_off = 0,
+                        .y_stride = n,
+                        .n = n,
+                        .nrows = 5,
+                        .eps = 1e-6f});
+        K.rms_norm(cl, {.w = view(wb),
+                        .x = view(xb),
+                        .x_off = 0,
+                        .x_stride = n,
+                        .y = view(y),
+                        .y_off = 0,
+                        .y_stride = n,
+                        .n = n,
+                        .nrows = 4,
+                        .eps = 1e-6f});
         cl.mark("norms");
         cl.barrier();
-        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 3, 1e-6f);
+        K.rms_norm(cl, {.w = view(wb),
+                        .x = view(xb),
+                        .x_off = 0,
+                        .x_stride = n,
+                        .y = view(y),
+                        .y_off = 0,
+                        .y_stride = n,
+                        .n = n,
+                        .nrows = 3,
+                        .eps = 1e-6f});
         cl.end();
     };
     cl.set_tracing(false);
@@ -714,7 +749,15 @@ TEST(VulkanKernels, GetRowsMatchDequantizedRows) {
         const size_t n_out = out_off + (size_t)n * cols + 4;
         Buffer out = test::poisoned(dev, n_out);
         test::run(dev, [&](CommandList& cl) {
-            K.get_rows(cl, t, view(w), rows, cols, view(idb), id_off, view(out), out_off, n);
+            K.get_rows(cl, {.type = t,
+                            .table = view(w),
+                            .rows = rows,
+                            .cols = cols,
+                            .ids = view(idb),
+                            .id_off = id_off,
+                            .out = view(out),
+                            .out_off = out_off,
+                            .n = n});
         });
         auto got = test::from_device<float>(dev, out, n_out);
         for (uint32_t i = 0; i < out_off; ++i)
