@@ -1,7 +1,8 @@
 // What every family of kernel launchers (kernels_*.h) shares: the device and its pipelines, the
 // workgroup sizes the device allows, the shared memory a module declares, and the knobs of
-// every launcher (Tuning). Kernels
-// (kernels.h) is every family in one object.
+// every launcher (Tuning). Kernels (kernels.h) is every family in one object; each family
+// derives from KernelFamily virtually, so that object holds one device, one set of pipelines
+// and one Tuning that every family reads.
 #pragma once
 
 #include <cstdint>
