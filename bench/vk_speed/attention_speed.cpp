@@ -198,8 +198,8 @@ TEST(WindowAttentionSpeed, Report) {
                     t.shuffle_lanes ? fmt::format("scores over {} lanes", t.shuffle_lanes)
                                     : std::string("plain scores"));
             }
-            test::Scoped shuffle_scope(K.attention_shuffles, shuffles);
-            test::Scoped tile_scope(K.attention_cm2_tile, cf.tile);
+            test::Scoped shuffle_scope(K.tuning.attention_shuffles, shuffles);
+            test::Scoped tile_scope(K.tuning.attention_cm2_tile, cf.tile);
             fmt::print("window attention {}: {}\n", m.name, what);
             for (uint32_t start :
                  cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {

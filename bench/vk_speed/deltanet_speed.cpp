@@ -134,7 +134,7 @@ TEST(DeltaNetWindowSpeed, Report) {
             if (scan == Scan::shuffle && !f.subgroup_shuffle) continue;
             if (scan == Scan::chunked && Kernels::deltanet_chunk_rows(f, dk, dv) == 0) continue;
             if (tile.groups * tile.cols > f.max_workgroup_invocations) continue;
-            test::Scoped tile_scope(K.deltanet_chunk_tile, tile);
+            test::Scoped tile_scope(K.tuning.deltanet_chunk_tile, tile);
             // Wake the clocks up (the reference above left the GPU idle): 400 windows in a row.
             test::run(dev, [&](CommandList& cl) {
                 for (int it = 0; it < 400; ++it) {

@@ -85,10 +85,11 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
     Buffer x16 = dev.create_buffer((uint64_t)c.m * c.cols * 2, MemoryKind::device);
     test::run(dev, [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), c.m * c.cols); });
     for (const auto& [v, ablate, tile, expand, acc16] : plans) {
-        test::Scoped tile_scope(K.gemm_tile, tile);
-        test::Scoped expand_scope(K.gemm_expand, expand);
-        test::Scoped acc16_scope(K.gemm_acc16, acc16);
-        std::optional<test::Scoped<uint32_t>> ablate_scope(std::in_place, K.gemm_ablate, ablate);
+        test::Scoped tile_scope(K.tuning.gemm_tile, tile);
+        test::Scoped expand_scope(K.tuning.gemm_expand, expand);
+        test::Scoped acc16_scope(K.tuning.gemm_acc16, acc16);
+        std::optional<test::Scoped<uint32_t>> ablate_scope(std::in_place,
+                                                           K.tuning.gemm_omitted_work, ablate);
         const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
             K.gemm(cl, v, c.type, view(w), c.rows, c.cols, view(xb), 0, view(x16), view(y), 0, c.m,
                    false, view(w16));

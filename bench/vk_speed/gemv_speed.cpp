@@ -123,20 +123,29 @@ void report(Device& dev, Kernels& K, const SpeedCase& c, bool spread = true) {
         }
     for (const Config& cf : configs) {
         const X x = cf.x;
-        std::optional<test::Scoped<X>> x_scope(std::in_place, K.gemv_x, x);
+        std::optional<test::Scoped<X>> x_scope(std::in_place, K.tuning.gemv_x, x);
         if (K.gemv_x_for(c.type, c.cols) != x) continue;
         const bool i8 = x == X::bytes;
-        std::optional<test::Scoped<Kernels::GemvShape>> shape_scope(std::in_place, K.gemv_shape,
-                                                                    cf.shape);
-        std::optional<test::Scoped<uint32_t>> ablate_scope(std::in_place, K.gemv_ablate, cf.ablate);
-        std::optional<test::Scoped<Kernels::GemvWide>> wide_scope(std::in_place, K.gemv_wide,
+        std::optional<test::Scoped<Kernels::GemvShape>> shape_scope(std::in_place,
+                                                                    K.tuning.gemv_shape, cf.shape);
+        std::optional<test::Scoped<uint32_t>> ablate_scope(std::in_place,
+                                                           K.tuning.gemv_omitted_work, cf.ablate);
+        std::optional<test::Scoped<Kernels::GemvWide>> wide_scope(std::in_place, K.tuning.gemv_wide,
                                                                   cf.wide);
         dev.fill(y, 0, (uint64_t)c.rows * 4, test::kPoison);
         CommandList cl(dev);
         cl.enable_timestamps(1);
         cl.begin(true);
         for (uint32_t i = 0; i < runs; ++i) {
-            K.gemv(cl, c.type, view(w[i % copies]), c.rows, c.cols, view(xb), 0, view(y), 0, false);
+            K.gemv(cl, {.type = c.type,
+                        .w = view(w[i % copies]),
+                        .rows = c.rows,
+                        .cols = c.cols,
+                        .x = view(xb),
+                        .x_off = 0,
+                        .y = view(y),
+                        .y_off = 0,
+                        .accumulate = false});
             if (cf.barrier == Barrier::full)
                 cl.transfer_barrier();
             else if (cf.barrier == Barrier::compute)
@@ -212,7 +221,7 @@ TEST(GemvSpeed, Stream) {
     const uint32_t runs = f.cpu ? 1 : 10;
     // Reads with shape sh; checks every chunk's fold when `check`.
     auto measure = [&](Kernels::StreamShape sh, bool check) {
-        test::Scoped<Kernels::StreamShape> scope(K.stream_shape, sh);
+        test::Scoped<Kernels::StreamShape> scope(K.tuning.stream_shape, sh);
         const uint32_t groups = K.stream_read_groups(bytes);
         Buffer out = dev.create_buffer((uint64_t)groups * 4, MemoryKind::host);
         const double ms = test::device_ms_per_run(

@@ -116,25 +116,49 @@ TEST(GemvSpeed, Tile) {
             const std::vector<Buffer>& w = copies_of[c.threads ? c.tile : 0];
             dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
             uint32_t i = 0;  // the run: its copy of the weights
-            const double us =
-                1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                    const View wi = view(w[i++ % copies]);
-                    if (c.threads) {
-                        K.gemv_tile(cl, t, wi, rows, cols, view(c.norm ? xf : xb), 0, view(y), 0,
-                                    c.ksplit > 1, c.threads, c.tile, c.ablate,
-                                    c.norm ? view(nwb) : View{}, c.grid, c.ksplit, view(split));
-                        return;
-                    }
-                    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
-                    if (c.norm) {
-                        K.gemv_normed(cl, t, wi, rows, cols, view(xf), 0, view(y), 0, false,
-                                      Kernels::GemvNormIn{view(nwb), 1e-6f});
-                        return;
-                    }
-                    Kernels::GemvRounding rd;
-                    rd.x_rounded = true;
-                    K.gemv(cl, t, wi, rows, cols, view(xb), 0, view(y), 0, false, {}, &rd);
-                });
+            const double us = 1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                                  const View wi = view(w[i++ % copies]);
+                                  if (c.threads) {
+                                      K.gemv_tile(cl, {.type = t,
+                                                       .w = wi,
+                                                       .rows = rows,
+                                                       .cols = cols,
+                                                       .xr = view(c.norm ? xf : xb),
+                                                       .x_off = 0,
+                                                       .y = view(y),
+                                                       .y_off = 0,
+                                                       .accumulate = c.ksplit > 1,
+                                                       .threads = c.threads,
+                                                       .tile = c.tile,
+                                                       .omitted_work = c.ablate,
+                                                       .norm_w = c.norm ? view(nwb) : View{},
+                                                       .grid = c.grid,
+                                                       .ksplit = c.ksplit,
+                                                       .split = view(split)});
+                                      return;
+                                  }
+                                  test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
+                                  if (c.norm) {
+                                      K.gemv_normed(cl,
+                                                    {.type = t,
+                                                     .w = wi,
+                                                     .rows = rows,
+                                                     .cols = cols,
+                                                     .x = view(xf),
+                                                     .y = view(y)},
+                                                    Kernels::GemvNormIn{view(nwb), 1e-6f});
+                                      return;
+                                  }
+                                  Kernels::GemvRounding rd;
+                                  rd.x_rounded = true;
+                                  K.gemv(cl, {.type = t,
+                                              .w = wi,
+                                              .rows = rows,
+                                              .cols = cols,
+                                              .x = view(xb),
+                                              .y = view(y),
+                                              .rounding = &rd});
+                              });
             const std::string how =
                 (c.threads ? fmt::format("tiles of {} in {}{}", c.tile, c.threads,
                                          c.ablate ? ", no decode" : "")
@@ -170,7 +194,7 @@ TEST(GemvSpeed, TokenForms) {
     VK_SPEED_DEVICE();
     const Features& f = dev.features();
     // (A CPU device takes x in bytes only when asked.)
-    test::Scoped bytes_x(K.gemv_x, f.cpu ? Kernels::GemvX::bytes : K.gemv_x);
+    test::Scoped bytes_x(K.tuning.gemv_x, f.cpu ? Kernels::GemvX::bytes : K.tuning.gemv_x);
     if (!K.gemv_tile_supported(QType::Q4_K) || !K.gemv_tiled_for(QType::Q4_K, 4096))
         GTEST_SKIP() << "no tiled GEMV on this device";
     constexpr uint32_t kDistinct = 64;
@@ -244,8 +268,8 @@ TEST(GemvSpeed, TokenForms) {
     };
     const uint64_t kSmall = 512ull << 20, kBig = 5ull << 30;
     auto time = [&](const Mat& m, const Row& row) {
-        test::Scoped slots(K.gemv_tile_slots, row.slots);
-        test::Scoped tile(K.gemv_work_tile, row.tile);
+        test::Scoped slots(K.tuning.gemv_tile_slots, row.slots);
+        test::Scoped tile(K.tuning.gemv_work_tile, row.tile);
         uint32_t i = 0;
         return 1e3 * test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
                    row.record(cl, m.copies[i++ % m.copies.size()]);
@@ -273,14 +297,28 @@ TEST(GemvSpeed, TokenForms) {
                 R r;
                 r.x_rounded = true;
                 if (round) r.out_off = out_off;
-                K.gemv_swiglu(cl, QType::Q4_K, w, 0, m.bytes, rows, cols, view(xb),
-                              normed ? xn_off : 0, view(y), 0, normed ? &nin : nullptr, &r);
+                K.gemv_swiglu(cl,
+                              {.type = QType::Q4_K,
+                               .w = w,
+                               .rows = rows,
+                               .cols = cols,
+                               .x = view(xb),
+                               .x_off = normed ? xn_off : 0,
+                               .y = view(y),
+                               .rounding = &r},
+                              0, m.bytes, normed ? &nin : nullptr);
             };
         };
         auto one_gemv = [&](CommandList& cl, View w) {
             R r;
             r.x_rounded = true;
-            K.gemv(cl, QType::Q4_K, w, 2 * rows, cols, view(xb), 0, view(y), 0, false, {}, &r);
+            K.gemv(cl, {.type = QType::Q4_K,
+                        .w = w,
+                        .rows = 2 * rows,
+                        .cols = cols,
+                        .x = view(xb),
+                        .y = view(y),
+                        .rounding = &r});
         };
         const std::vector<Row> forms = {
             {"one GEMV over both matrices' rows, x rounded", one_gemv},
@@ -310,8 +348,8 @@ TEST(GemvSpeed, TokenForms) {
         for (size_t fi : {size_t{4}, size_t{7}}) {
             dev.fill(y, 0, (uint64_t)rows * 4, test::kPoison);
             {
-                test::Scoped slots(K.gemv_tile_slots, forms[fi].slots);
-                test::Scoped tile(K.gemv_work_tile, forms[fi].tile);
+                test::Scoped slots(K.tuning.gemv_tile_slots, forms[fi].slots);
+                test::Scoped tile(K.tuning.gemv_work_tile, forms[fi].tile);
                 test::run(dev, [&](CommandList& cl) { forms[fi].record(cl, m.copies[0]); });
             }
             const auto out = test::from_device<float>(dev, y, rows);
@@ -358,14 +396,21 @@ TEST(GemvSpeed, TokenForms) {
         test::Scoped scratch(K.gemv_split, view(split));
         auto add = [&](bool acc, bool round, bool wide = true) {
             return [&, acc, round, wide](CommandList& cl, View w) {
-                test::Scoped wt(K.gemv_wide_tiles, wide);
+                test::Scoped wt(K.tuning.gemv_wide_tiles, wide);
                 R r;
                 r.x_rounded = true;
                 if (round) {
                     r.out_off = out_off;
                     r.out_norm = view(nwb);
                 }
-                K.gemv(cl, t, w, rows, cols, view(xb), 0, view(y), 0, acc, {}, &r);
+                K.gemv(cl, {.type = t,
+                            .w = w,
+                            .rows = rows,
+                            .cols = cols,
+                            .x = view(xb),
+                            .y = view(y),
+                            .accumulate = acc,
+                            .rounding = &r});
             };
         };
         const std::vector<Row> forms = {

@@ -135,7 +135,15 @@ class OtherWork {
     void stream(CommandList& cl) { K_.stream_read(cl, view(big_), stream_bytes_, view(sink_), 0); }
     void gemvs(CommandList& cl) {
         for (auto& [t, w] : mats_) {
-            K_.gemv(cl, t, view(w), rows_, kCols, view(gx_), 0, view(gy_), 0, false);
+            K_.gemv(cl, {.type = t,
+                         .w = view(w),
+                         .rows = rows_,
+                         .cols = kCols,
+                         .x = view(gx_),
+                         .x_off = 0,
+                         .y = view(gy_),
+                         .y_off = 0,
+                         .accumulate = false});
             cl.barrier();
         }
     }

@@ -21,7 +21,16 @@ TEST(StageSpeed, Report) {
     Buffer w = test::to_device(dev, test::randn(n, 5));
     Buffer y = test::poisoned(dev, (size_t)n * kRows);
     auto norm = [&](CommandList& cl, uint32_t row) {
-        K.rms_norm(cl, view(w), view(x), row * n, n, view(y), row * n, n, n, 1, 1e-6f);
+        K.rms_norm(cl, {.w = view(w),
+                        .x = view(x),
+                        .x_off = row * n,
+                        .x_stride = n,
+                        .y = view(y),
+                        .y_off = row * n,
+                        .y_stride = n,
+                        .n = n,
+                        .nrows = 1,
+                        .eps = 1e-6f});
     };
     const uint32_t runs = dev.features().cpu ? 8 : 400;
     // One dispatch a stage (the barrier after each run is device_ms_per_run's).

@@ -94,18 +94,18 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     D.upload(w->params, 0, params.data(), params.size() * 4);
     w->pipes = std::make_unique<Pipelines>(D);
     w->kernels = std::make_unique<Kernels>(D, *w->pipes);
-    w->kernels->gemv_x = opts.gemv_x;
-    w->kernels->deltanet_columns = opts.deltanet_columns;
-    w->kernels->deltanet_scan = opts.deltanet_scan;
-    w->kernels->gemv_groups = opts.gemv_groups;
-    w->kernels->gemv_waves = opts.gemv_waves;
-    w->kernels->attn_one_split = opts.attn_one_split;
-    w->kernels->gemv_wide = opts.gemv_wide;
-    w->kernels->gemv_tiled = opts.gemv_tiled;
-    w->kernels->gemv_split_parts = opts.gemv_split;
-    w->kernels->gemv_balance = opts.gemv_balance;
-    w->kernels->gemv_slots = opts.gemv_slots;
-    w->kernels->gemm_tile = opts.gemm_tile;
+    w->kernels->tuning.gemv_x = opts.gemv_x;
+    w->kernels->tuning.deltanet_columns = opts.deltanet_columns;
+    w->kernels->tuning.deltanet_scan = opts.deltanet_scan;
+    w->kernels->tuning.gemv_groups = opts.gemv_groups;
+    w->kernels->tuning.gemv_waves = opts.gemv_waves;
+    w->kernels->tuning.attn_one_split = opts.attn_one_split;
+    w->kernels->tuning.gemv_wide = opts.gemv_wide;
+    w->kernels->tuning.gemv_tiled = opts.gemv_tiled;
+    w->kernels->tuning.gemv_split_parts = opts.gemv_split;
+    w->kernels->tuning.gemv_balance = opts.gemv_balance;
+    w->kernels->tuning.gemv_slots = opts.gemv_slots;
+    w->kernels->tuning.gemm_tile = opts.gemm_tile;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
                                      MemoryKind::device);

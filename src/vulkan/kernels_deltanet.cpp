@@ -71,7 +71,7 @@ uint64_t chunk_shared_bytes(uint32_t d_k, uint32_t c, uint32_t cols) {
 // the walk makes n / C sequential steps); the widest value slice that fits beside them.
 ChunkShape chunk_shape(const Features& f, uint32_t d_k, uint32_t d_v) {
     if (f.max_workgroup_invocations < kWyThreads || d_k % 4) return {0, 0};
-    for (uint32_t c : {Kernels::kDeltaNetChunkMax, 16u}) {
+    for (uint32_t c : {DeltaNetKernels::kDeltaNetChunkMax, 16u}) {
         if (wy_shared_bytes(d_k, c) > f.max_shared_memory) continue;
         for (uint32_t cols : {32u, 16u, 8u}) {
             const uint32_t cw = std::min(cols, d_v);
@@ -87,8 +87,9 @@ struct ScanShape {
     uint32_t split, cols, chunk;
 };
 
-ScanShape scan_shape(const Features& f, uint32_t d_k, uint32_t d_v, Kernels::DeltaNetScan want) {
-    using S = Kernels::DeltaNetScan;
+ScanShape scan_shape(const Features& f, uint32_t d_k, uint32_t d_v,
+                     DeltaNetKernels::DeltaNetScan want) {
+    using S = DeltaNetKernels::DeltaNetScan;
     // Threads per column: a power of two dividing d_k, never more than the smallest subgroup.
     const uint32_t min_sg = std::max<uint32_t>(f.min_subgroup_size, 1);
     uint32_t split = 8;
@@ -122,12 +123,13 @@ ScanShape scan_shape(const Features& f, uint32_t d_k, uint32_t d_v, Kernels::Del
 
 }  // namespace
 
-uint32_t Kernels::deltanet_chunk_rows(const Features& f, uint32_t d_k, uint32_t d_v) {
+uint32_t DeltaNetKernels::deltanet_chunk_rows(const Features& f, uint32_t d_k, uint32_t d_v) {
     return chunk_shape(f, d_k, d_v).rows;
 }
 
-std::optional<Decline> Kernels::deltanet_rows_supported(const Features& f, uint32_t d_k,
-                                                        uint32_t d_v, uint32_t conv_kernel) {
+std::optional<Decline> DeltaNetKernels::deltanet_rows_supported(const Features& f, uint32_t d_k,
+                                                                uint32_t d_v,
+                                                                uint32_t conv_kernel) {
     if (auto d = deltanet_step_supported(f, d_k, d_v, conv_kernel)) return d;
     // The scan without subgroup operations keeps a whole state column in one thread.
     if (d_k > 256)
@@ -136,9 +138,9 @@ std::optional<Decline> Kernels::deltanet_rows_supported(const Features& f, uint3
     return std::nullopt;
 }
 
-void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t conv_out, View act,
-                            View params, View ring, View state, View tok, uint32_t n,
-                            DeltaNetScan scan_path) {
+void DeltaNetKernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t conv_out,
+                                    View act, View params, View ring, View state, View tok,
+                                    uint32_t n, DeltaNetScan scan_path) {
     const Features& f = dev_.features();
     if (auto d = deltanet_rows_supported(f, a.d_k, a.d_v, a.conv_kernel)) fail("{}", d->reason);
     const uint32_t conv_dim = 2 * a.n_k_heads * a.d_k + a.n_v_heads * a.d_v;
@@ -197,9 +199,10 @@ void Kernels::deltanet_rows(CommandList& cl, const DeltaNetStep& a, uint32_t con
         cl.dispatch(wy, {act, act}, cp2, a.n_v_heads, (n + ch.rows - 1) / ch.rows);
         cl.barrier();
         cl.mark("dn wy");
-        const uint32_t cols = deltanet_chunk_tile.cols ? deltanet_chunk_tile.cols : ch.cols;
-        const uint32_t groups = deltanet_chunk_tile.groups
-                                    ? deltanet_chunk_tile.groups
+        const uint32_t cols =
+            tuning.deltanet_chunk_tile.cols ? tuning.deltanet_chunk_tile.cols : ch.cols;
+        const uint32_t groups = tuning.deltanet_chunk_tile.groups
+                                    ? tuning.deltanet_chunk_tile.groups
                                     : chunk_groups(a.n_v_heads * ((a.d_v + cols - 1) / cols));
         if (groups * cols > f.max_workgroup_invocations ||
             chunk_shared_bytes(a.d_k, ch.rows, cols) > f.max_shared_memory)

@@ -19,6 +19,9 @@ struct GemmPush {
 struct F16CopyPush {
     uint32_t n, x_off;
 };
+struct MatmulPush {
+    uint32_t m, n, k;
+};
 struct DequantPush {
     uint32_t rows, cols, row_bytes;
 };
@@ -61,7 +64,7 @@ bool khr_usable(const Features& f, Variant v) {
 
 }  // namespace
 
-std::optional<Decline> Kernels::gemm_supported(const Features& f, QType t) {
+std::optional<Decline> GemmKernels::gemm_supported(const Features& f, QType t) {
     if (!gemm_type(t))
         return Decline{fmt::format("no GEMM tile kernel for weights of type {}", qtype_name(t))};
     if (f.max_shared_memory < kGemmShared)
@@ -72,19 +75,19 @@ std::optional<Decline> Kernels::gemm_supported(const Features& f, QType t) {
     return std::nullopt;
 }
 
-bool Kernels::gemm_uses_coopmat(const Features& f, Variant v) {
+bool GemmKernels::gemm_uses_coopmat(const Features& f, Variant v) {
     return cm2_usable(f, v) || khr_usable(f, v);
 }
 
-bool Kernels::gemm_uses_cm2(const Features& f, Variant v) {
+bool GemmKernels::gemm_uses_cm2(const Features& f, Variant v) {
     return cm2_usable(f, v);
 }
 
-bool Kernels::gemm_reads_f16(Variant v, uint32_t cols) const {
+bool GemmKernels::gemm_reads_f16(Variant v, uint32_t cols) const {
     return gemm_uses_coopmat(dev_.features(), v) && cols % 8 == 0;
 }
 
-void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t n) {
+void GemmKernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t n) {
     if (n % 8) fail("f16_copy of {} values: not a multiple of 8", n);
     const Kernel& k = pipes_.get("f16_copy", 2, sizeof(F16CopyPush));
     F16CopyPush p{n, x_off};
@@ -92,9 +95,9 @@ void Kernels::f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t
     cl.dispatch(k, {x, h}, p, gx, gy);
 }
 
-Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows,
-                                         uint32_t stage_rows) const {
-    if (gemm_tile.bm) return gemm_tile;
+GemmKernels::GemmTile GemmKernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows,
+                                                 uint32_t stage_rows) const {
+    if (tuning.gemm_tile.bm) return tuning.gemm_tile;
     // GEMMs recorded in one stage run together: their grids fill the device together.
     rows = std::max(rows, stage_rows);
     // Measured on an H200 (GemmSpeed.Report, pp A/B with DELTALLM_VK_GEMM_TILE): F16 weights (or
@@ -117,20 +120,20 @@ Kernels::GemmTile Kernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows
     return g;
 }
 
-bool Kernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
-                           View w16) const {
+bool GemmKernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
+                               View w16) const {
     if (!cm2_usable(dev_.features(), v) || !gemm_reads_f16(v, cols) || t == QType::F16 ||
         w16.buffer == VK_NULL_HANDLE || w16.range < (uint64_t)rows * cols * 2)
         return false;
-    if (gemm_expand >= 0) return gemm_expand == 1;
+    if (tuning.gemm_expand >= 0) return tuning.gemm_expand == 1;
     // Expanding costs one pass over the matrix whatever the rows; the F16 tiles save about a
     // microsecond a row on a 12288x4096 matrix: worth it from a few dozen rows.
     return n_rows >= kGemmExpandRows;
 }
 
-void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,
-                   View x, uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows,
-                   bool accumulate, View w16, bool expanded, uint32_t stage_rows) {
+void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,
+                       View x, uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows,
+                       bool accumulate, View w16, bool expanded, uint32_t stage_rows) {
     const Features& f = dev_.features();
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
     const bool f16 = gemm_reads_f16(v, cols);
@@ -156,7 +159,7 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
             p.row_bytes = cols * 2;
         }
         const GemmTile g = gemm_cm2_tile(mt, rows, n_rows, stage_rows);
-        const std::string module = gemm_acc16 && mt == QType::F16
+        const std::string module = tuning.gemm_acc16 && mt == QType::F16
                                        ? "gemm_f16_acc16@nv_coopmat2"
                                        : gemm_module(mt, Variant::nv_coopmat2);
         if (g.wg > f.cm2_max_workgroup || g.wg > f.max_workgroup_invocations)
@@ -168,7 +171,7 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
     }
     const bool khr = f16 && khr_usable(f, v);
     std::vector<uint32_t> spec;
-    if (khr) spec = {8 * f.subgroup_size, gemm_ablate};
+    if (khr) spec = {8 * f.subgroup_size, tuning.gemm_omitted_work};
     const Kernel& k = pipes_.get(gemm_module(t, khr ? Variant::khr_coopmat : Variant::scalar), 3,
                                  sizeof(GemmPush), spec);
     const uint32_t cols_a_tile = khr ? kGemmColsCoopmat : kGemmCols;
@@ -176,11 +179,30 @@ void Kernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, u
                 (n_rows + kGemmRows - 1) / kGemmRows);
 }
 
-void Kernels::dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View h) {
+void GemmKernels::dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
+                              View h) {
     if (!gemm_type(t) || cols % 8) fail("no F16 expansion of {} rows of {}", qtype_name(t), cols);
     const Kernel& dq = pipes_.get("dequant_f16_" + type_name(t), 2, sizeof(DequantPush));
     DequantPush dp{rows, cols, (uint32_t)row_size(t, cols)};
     auto [gx, gy] = grid(dev_.features(), ((uint64_t)rows * cols / 8 + 63) / 64);
     cl.dispatch(dq, {w, h}, dp, gx, gy);
 }
+
+bool GemmKernels::matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m,
+                             uint32_t n, uint32_t k) {
+    const Features& f = dev_.features();
+    if (!f.supports(v) || !f.storage_16bit || !f.float16) return false;
+    std::string mod = fmt::format("matmul_f16@{}", variant_name(v));
+    std::vector<uint32_t> spec;
+    if (v != Variant::scalar) {
+        // One subgroup per workgroup; the tile kernels need whole 16-element tiles except coopmat2.
+        if (v != Variant::nv_coopmat2 && (m % 16 || n % 16 || k % 16)) return false;
+        spec.push_back(f.subgroup_size);
+    }
+    const Kernel& kk = pipes_.get(mod, 3, sizeof(MatmulPush), spec);
+    MatmulPush p{m, n, k};
+    cl.dispatch(kk, {a, w, c}, p, (n + 15) / 16, (m + 15) / 16);
+    return true;
+}
+
 }  // namespace dl::vk

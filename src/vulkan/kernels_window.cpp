@@ -49,18 +49,17 @@ uint32_t tile_heads(uint32_t group, uint32_t query_vectors) {
 
 }  // namespace
 
-bool Kernels::attention_cm2_aligned(const Attention& a, uint64_t act_offset) {
+bool AttentionKernels::attention_cm2_aligned(const Attention& a, uint64_t act_offset) {
     auto aligned = [&](uint32_t off) { return act_offset % 16 == 0 && off % 4 == 0; };
     return aligned(a.qo_off) && aligned(a.o_off) && (a.gate_off == kNone || aligned(a.gate_off));
 }
 
-std::optional<Kernels::AttentionCm2> Kernels::attention_cm2(const Features& f, Variant v,
-                                                            uint32_t head_dim, uint32_t n_head,
-                                                            uint32_t n_kv) {
+std::optional<AttentionKernels::AttentionCm2> AttentionKernels::attention_cm2(
+    const Features& f, Variant v, uint32_t head_dim, uint32_t n_head, uint32_t n_kv) {
     // The tensor-core tiles need every matrix side a multiple of the device's granularity (at
     // most 32 here, as for the GEMM tiles) and the module built for this variant.
-    if (!gemm_uses_cm2(f, v) || !f.nv_coopmat2_softmax || head_dim % 32 != 0 || head_dim > 256 ||
-        n_kv == 0 || n_head % n_kv != 0)
+    if (!GemmKernels::gemm_uses_cm2(f, v) || !f.nv_coopmat2_softmax || head_dim % 32 != 0 ||
+        head_dim > 256 || n_kv == 0 || n_head % n_kv != 0)
         return std::nullopt;
     AttentionCm2 t;
     // Measured on an H200 (WindowAttentionSpeed; docs/PERF.md): Qwen3-8B's heads of 128 over
@@ -74,7 +73,7 @@ std::optional<Kernels::AttentionCm2> Kernels::attention_cm2(const Features& f, V
     return t;
 }
 
-Variant Kernels::attention_variant(const Features& f, Variant v, uint32_t head_dim) {
+Variant AttentionKernels::attention_variant(const Features& f, Variant v, uint32_t head_dim) {
     // H200, WindowAttentionSpeed, the 9B's heads of 256 over 512 rows at 0 / 3584 / 7680:
     // 0.33 / 2.21 / 4.35 ms on the KHR kernel against 0.54 / 2.85 / 5.42 on NV cooperative
     // matrix 2; at 128 the NV2 tile with 128 query vectors is ahead (0.37 / 1.57 / 2.94 against
@@ -84,9 +83,8 @@ Variant Kernels::attention_variant(const Features& f, Variant v, uint32_t head_d
     return v;
 }
 
-Kernels::WindowAttentionKernel Kernels::attention_kernel(const Features& f, Variant v,
-                                                         const Attention& a, uint64_t act_offset,
-                                                         bool caches_aligned) {
+AttentionKernels::WindowAttentionKernel AttentionKernels::attention_kernel(
+    const Features& f, Variant v, const Attention& a, uint64_t act_offset, bool caches_aligned) {
     // The tensor-core kernel where attention_cm2() allows it and its tensor loads and stores
     // find 16-byte aligned bases; the KHR cooperative-matrix kernel where attention_khr() allows
     // it and the caches start at 16-byte units (it reads them so); the tiles otherwise.
@@ -99,9 +97,8 @@ Kernels::WindowAttentionKernel Kernels::attention_kernel(const Features& f, Vari
     return WindowAttentionKernel::tiles;
 }
 
-std::optional<Kernels::AttentionKhr> Kernels::attention_khr(const Features& f, Variant v,
-                                                            uint32_t head_dim, uint32_t n_head,
-                                                            uint32_t n_kv) {
+std::optional<AttentionKernels::AttentionKhr> AttentionKernels::attention_khr(
+    const Features& f, Variant v, uint32_t head_dim, uint32_t n_head, uint32_t n_kv) {
     // Staged rows are whole 16-byte units of halves; past 256 the output blocks outgrow the
     // registers (see the limit below).
     if (v != Variant::khr_coopmat || !f.supports(v) || n_kv == 0 || n_head % n_kv != 0 ||
@@ -161,8 +158,9 @@ std::optional<Kernels::AttentionKhr> Kernels::attention_khr(const Features& f, V
     return std::nullopt;
 }
 
-void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, View params,
-                             View k_cache, View v_cache, View tok, uint32_t n, Variant v) {
+void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, View act,
+                                      View params, View k_cache, View v_cache, View tok, uint32_t n,
+                                      Variant v) {
     const Attention& a = r.a;
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
@@ -183,9 +181,9 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     uint32_t heads = 0, rows = 0;
     if (kernel == WindowAttentionKernel::cm2) {
         AttentionCm2 t = *attention_cm2(f, v, a.head_dim, a.n_head, a.n_kv);
-        if (attention_cm2_tile.query_vectors) {
-            t.keys = attention_cm2_tile.keys;
-            t.query_vectors = attention_cm2_tile.query_vectors;
+        if (tuning.attention_cm2_tile.query_vectors) {
+            t.keys = tuning.attention_cm2_tile.keys;
+            t.query_vectors = tuning.attention_cm2_tile.query_vectors;
             t.rows = t.query_vectors / t.heads;
         }
         att = &pipes_.get("attn_window_cm2@nv_coopmat2", 4, sizeof(AttnWindowPush),
@@ -200,8 +198,8 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
         heads = t.heads;
         rows = t.rows;
     } else {
-        const AttentionTiles t =
-            attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv, attention_shuffles);
+        const AttentionTiles t = attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv,
+                                                 tuning.attention_shuffles);
         att = &pipes_.get(t.shuffle_lanes ? "attn_window_sh" : "attn_window", 4,
                           sizeof(AttnWindowPush),
                           {t.threads, a.head_dim, t.query_vectors, t.keys, t.keys_per_thread,
@@ -223,8 +221,10 @@ void Kernels::attention_rows(CommandList& cl, const AttentionRows& r, View act, 
     cl.dispatch(*att, {act, k_cache, v_cache, tok}, wp, a.n_head / heads, (n + rows - 1) / rows);
 }
 
-Kernels::AttentionTiles Kernels::attention_tiles(const Features& f, uint32_t head_dim,
-                                                 uint32_t n_head, uint32_t n_kv, bool shuffles) {
+AttentionKernels::AttentionTiles AttentionKernels::attention_tiles(const Features& f,
+                                                                   uint32_t head_dim,
+                                                                   uint32_t n_head, uint32_t n_kv,
+                                                                   bool shuffles) {
     if (auto d = attention_supported(f, head_dim, n_head, n_kv)) fail("{}", d->reason);
     // The output phase gives every dim pair of a head a thread, for qg groups of query vectors:
     // about 128 threads, within what the device allows.

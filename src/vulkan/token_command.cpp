@@ -394,24 +394,46 @@ void ResidentDriver::record_token(Session& s, CommandList& cl, const TokenPlan& 
                 r.out_off = d.q8->out_off;
                 if (d.q8->out_norm) r.out_norm = norm_weights(d.q8->out_norm);
             }
-            const Kernels::GemvRounding* rp = d.q8 ? &r : nullptr;
+            const Kernels::Gemv g{.type = d.m.type,
+                                  .w = w,
+                                  .rows = d.m.rows,
+                                  .cols = d.m.cols,
+                                  .x = act,
+                                  .x_off = d.x_off,
+                                  .y = output(d.y),
+                                  .y_off = d.y_off,
+                                  .accumulate = d.accumulate,
+                                  .share = {d.share},
+                                  .rounding = d.q8 ? &r : nullptr};
             switch (d.kind) {
                 case Kind::embed:  // tok[0] = position, tok[1] = token id
-                    K.get_rows(cl, d.m.type, w, d.m.rows, E, tok, 1, act, A.h, 1);
+                    K.get_rows(cl, {.type = d.m.type,
+                                    .table = w,
+                                    .rows = d.m.rows,
+                                    .cols = E,
+                                    .ids = tok,
+                                    .id_off = 1,
+                                    .out = act,
+                                    .out_off = A.h,
+                                    .n = 1});
                     break;
                 case Kind::rms_norm:
-                    K.rms_norm(cl, norm_weights(d.norm), act, d.x_off, E, act, d.y_off, E, E, 1,
-                               hp.rms_eps);
+                    K.rms_norm(cl, {.w = norm_weights(d.norm),
+                                    .x = act,
+                                    .x_off = d.x_off,
+                                    .x_stride = E,
+                                    .y = act,
+                                    .y_off = d.y_off,
+                                    .y_stride = E,
+                                    .n = E,
+                                    .nrows = 1,
+                                    .eps = hp.rms_eps});
                     break;
                 case Kind::gemv:
-                    K.gemv(cl, d.m.type, w, d.m.rows, d.m.cols, act, d.x_off, output(d.y), d.y_off,
-                           d.accumulate, {d.share}, rp);
+                    K.gemv(cl, g);
                     break;
                 case Kind::gemv_normed:
-                    K.gemv_normed(cl, d.m.type, w, d.m.rows, d.m.cols, act, d.x_off, output(d.y),
-                                  d.y_off, d.accumulate,
-                                  Kernels::GemvNormIn{norm_weights(d.norm), hp.rms_eps}, {d.share},
-                                  rp);
+                    K.gemv_normed(cl, g, Kernels::GemvNormIn{norm_weights(d.norm), hp.rms_eps});
                     break;
                 case Kind::gemv_fused: {
                     Kernels::GemvFusion fu;
@@ -419,19 +441,16 @@ void ResidentDriver::record_token(Session& s, CommandList& cl, const TokenPlan& 
                     fu.counter = view(s.gemv_counter);
                     fu.xn_off = A.xn;
                     fu.eps = hp.rms_eps;
-                    K.gemv_fused(cl, d.m.type, w, d.m.rows, d.m.cols, act, d.x_off, act, d.y_off,
-                                 d.accumulate, fu, rp);
+                    K.gemv_fused(cl, g, fu);
                     break;
                 }
                 case Kind::gemv_gated:
-                    K.gemv_gated(cl, d.m.type, w, d.m.rows, d.m.cols, act, d.x_off, act, d.y_off,
-                                 d.accumulate, d.gated, rp);
+                    K.gemv_gated(cl, g, d.gated);
                     break;
                 case Kind::gemv_swiglu: {
                     const Kernels::GemvNormIn nin{d.norm ? norm_weights(d.norm) : View{},
                                                   hp.rms_eps};
-                    K.gemv_swiglu(cl, d.m.type, w, d.g_off, d.u_off, d.m.rows, d.m.cols, act,
-                                  d.x_off, act, d.y_off, d.norm ? &nin : nullptr, rp);
+                    K.gemv_swiglu(cl, g, d.g_off, d.u_off, d.norm ? &nin : nullptr);
                     break;
                 }
                 case Kind::swiglu:

@@ -120,8 +120,17 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
         cl.mark("f16 copy");
     };
     auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off, uint32_t rows) {
-        K.rms_norm(cl, view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4), act,
-                   x_off, E, act, y_off, E, E, rows, hp.rms_eps);
+        K.rms_norm(cl,
+                   {.w = view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4),
+                    .x = act,
+                    .x_off = x_off,
+                    .x_stride = E,
+                    .y = act,
+                    .y_off = y_off,
+                    .y_stride = E,
+                    .n = E,
+                    .nrows = rows,
+                    .eps = hp.rms_eps});
     };
     Kernels::AttentionRows ar{attention_args(hp, A, W.freq_off, (uint32_t)s.n_ctx), 0, 0, 0, 0};
     ar.q_row = (uint32_t)hp.n_head * ar.a.q_stride;
@@ -151,7 +160,7 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     chain.inputs = to_f16;
     chain.deltanet = [&](int64_t il, const Layer& L) {
         K.deltanet_rows(cl, deltanet_args(A, L), A.conv, act, prm, view(s.ring[il]),
-                        view(s.state[il]), tok, m, K.deltanet_scan);
+                        view(s.state[il]), tok, m, K.tuning.deltanet_scan);
     };
     chain.attention = [&](int64_t il, const Layer& L) {
         Kernels::AttentionRows a = ar;
@@ -178,8 +187,15 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
     if (expand_ahead_ && !groups.empty() && any_expands(0)) expand(0);  // beside the embedding
-    K.get_rows(cl, model_->tok_embd->type, W.matrix(plan_, model_->tok_embd),
-               (uint32_t)model_->tok_embd->rows(), E, view(W.win_ids), 0, act, A.h, m);
+    K.get_rows(cl, {.type = model_->tok_embd->type,
+                    .table = W.matrix(plan_, model_->tok_embd),
+                    .rows = (uint32_t)model_->tok_embd->rows(),
+                    .cols = E,
+                    .ids = view(W.win_ids),
+                    .id_off = 0,
+                    .out = act,
+                    .out_off = A.h,
+                    .n = m});
     stage("embed");
     norm(model_->layers[0].attn_norm, A.h, A.xn, m);
     stage("norm");
@@ -190,8 +206,15 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
         to_f16(A.xn, hp.n_embd);
         gemm(head, A.xn, view(W.win_logits), 0, false);
     } else {  // only the last row: one GEMV
-        K.gemv(cl, head->type, W.matrix(plan_, head), (uint32_t)head->rows(),
-               (uint32_t)head->cols(), act, A.xn + (m - 1) * E, view(s.logits), 0, false);
+        K.gemv(cl, {.type = head->type,
+                    .w = W.matrix(plan_, head),
+                    .rows = (uint32_t)head->rows(),
+                    .cols = (uint32_t)head->cols(),
+                    .x = act,
+                    .x_off = A.xn + (m - 1) * E,
+                    .y = view(s.logits),
+                    .y_off = 0,
+                    .accumulate = false});
     }
     cl.host_barrier();
     cl.mark("head");

@@ -91,11 +91,11 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
     // Record once, replay per token: the position comes from the token buffer.
     CommandList cl(dev);
     cl.begin(true);
-    const uint32_t one_split = K.attn_one_split;
-    K.attn_one_split = c.one_split;
+    const uint32_t one_split = K.tuning.attn_one_split;
+    K.tuning.attn_one_split = c.one_split;
     K.attention(cl, a, view(act), view(pb), view(kc), view(vc), view(part), view(tok),
                 view(counter));
-    K.attn_one_split = one_split;
+    K.tuning.attn_one_split = one_split;
     cl.end();
     for (uint32_t t = 0; t < c.tokens; ++t) {
         std::vector<float> in = randn(n_act);

@@ -31,7 +31,7 @@ TEST_P(WindowAttention, MatchesDoubleReference) {
     VK_TEST_DEVICE();
     const auto [c, path] = GetParam();
     const bool shuffles = path == Path::shuffle;
-    test::Scoped shuffle_scope(K.attention_shuffles, shuffles);
+    test::Scoped shuffle_scope(K.tuning.attention_shuffles, shuffles);
     uint32_t rows_a_group = 0;
     const Variant v = path_variant(path);
     if (path == Path::cm2) {

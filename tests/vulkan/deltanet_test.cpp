@@ -32,8 +32,8 @@ using test::randn;
 void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, uint32_t columns,
               bool subgroups, bool norm_out = false, bool round_y = false) {
     VK_TEST_DEVICE();
-    test::Scoped cols(K.deltanet_columns, columns);
-    test::Scoped sgs(K.deltanet_subgroups, subgroups);
+    test::Scoped cols(K.tuning.deltanet_columns, columns);
+    test::Scoped sgs(K.tuning.deltanet_subgroups, subgroups);
     Buffer counter = dev.create_buffer(hv * 4, MemoryKind::device);
     dev.fill(counter, 0, hv * 4, 0);
     const uint32_t KC = 4;

@@ -235,7 +235,7 @@ TEST_P(DeltaNetChunk, MatchesPlainLoopAcrossChunks) {
     // (what it takes for many workgroups).
     for (uint32_t groups : {0u, 8u}) {
         SCOPED_TRACE(fmt::format("{} threads a column", groups));
-        test::Scoped tile(K.deltanet_chunk_tile, Kernels::DeltaNetChunkTile{groups, 0});
+        test::Scoped tile(K.tuning.deltanet_chunk_tile, Kernels::DeltaNetChunkTile{groups, 0});
         ASSERT_NO_FATAL_FAILURE(run_case(cs, Scan::chunked));
     }
 }

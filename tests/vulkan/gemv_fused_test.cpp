@@ -181,7 +181,17 @@ void record_launcher(Kernels& K, CommandList& cl, const Matrix& m, View w, View 
     fu.counter_idx = counter_idx;
     fu.xn_off = a.xn_off;
     fu.eps = kEps;
-    K.gemv_fused(cl, m.type, w, m.rows, m.cols, act, a.x_off, act, a.h_off, acc, fu);
+    K.gemv_fused(cl,
+                 {.type = m.type,
+                  .w = w,
+                  .rows = m.rows,
+                  .cols = m.cols,
+                  .x = act,
+                  .x_off = a.x_off,
+                  .y = act,
+                  .y_off = a.h_off,
+                  .accumulate = acc},
+                 fu);
 }
 
 // The launcher as check_fused() records it.
@@ -225,7 +235,7 @@ TEST_P(GemvFused, NormEpilogueMatchesReference) {
 
 // The same over x rounded to bytes (Kernels::gemv_x), where the device and the build have it.
 void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX path) {
-    test::Scoped scope(K.gemv_x, path);
+    test::Scoped scope(K.tuning.gemv_x, path);
     if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
     const Matrix m = make_matrix(c.type, c.rows, c.cols, 19 + c.rows + c.cols);
     auto rec = launcher(K);
@@ -235,7 +245,7 @@ void check_norm_path(Kernels& K, Device& dev, const FusedCase& c, Kernels::GemvX
 
 TEST_P(GemvFused, NormEpilogueOverBytesInRowGroups) {
     VK_TEST_DEVICE();
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     check_norm_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -243,8 +253,8 @@ TEST_P(GemvFused, NormEpilogueOverBytesInRowGroups) {
 // last of them normalizes every row.
 TEST_P(GemvFused, NormEpilogueOverASmallGrid) {
     VK_TEST_DEVICE();
-    test::Scoped groups(K.gemv_groups, 4);
-    test::Scoped grid(K.gemv_grid, 3);
+    test::Scoped groups(K.tuning.gemv_groups, 4);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
     check_launcher_path(K, dev, GetParam(), 23);
 }
 
@@ -376,7 +386,7 @@ TEST(GemvFusedReplay, CounterResetsBetweenDispatchesAndSubmits) {
 TEST(GemvFusedChain, TwoInARowAndTwoAtOnce) {
     VK_TEST_DEVICE();
     // The tolerance below is for F32 x; the other paths share the epilogue.
-    test::Scoped scope(K.gemv_x, Kernels::GemvX::global);
+    test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::global);
     const uint32_t n = 256;  // h and xn width: both matrices are n × n
     const Matrix m1 = make_matrix(QType::Q4_K, n, n, 29, 0.1f);
     const Matrix m2 = make_matrix(QType::Q6_K, n, n, 31, 0.1f);
@@ -425,7 +435,17 @@ TEST(GemvFusedChain, TwoInARowAndTwoAtOnce) {
         fu.counter_idx = word;
         fu.xn_off = xno;
         fu.eps = kEps;
-        K.gemv_fused(cl, m.type, view(wb), m.rows, m.cols, act, xo, act, yo, true, fu);
+        K.gemv_fused(cl,
+                     {.type = m.type,
+                      .w = view(wb),
+                      .rows = m.rows,
+                      .cols = m.cols,
+                      .x = act,
+                      .x_off = xo,
+                      .y = act,
+                      .y_off = yo,
+                      .accumulate = true},
+                     fu);
     };
     auto expect_near = [&](const std::vector<float>& out, uint32_t off,
                            const std::vector<double>& want, const char* what) {

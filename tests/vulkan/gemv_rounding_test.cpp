@@ -105,14 +105,24 @@ class GemvRoundOut : public ::testing::TestWithParam<RoundCase> {};
 TEST_P(GemvRoundOut, WritesTheRoundingOfItsRows) {
     VK_TEST_DEVICE();
     const auto [t, rows, cols] = GetParam();
-    test::Scoped bytes(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped bytes(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (!K.gemv_rounds(t, rows, cols, false, false)) GTEST_SKIP() << "not on this device or build";
     check_round_out(
         dev,
         [&](CommandList& cl, View w, View x, View y, uint32_t y_off, bool acc, uint32_t xr_off) {
             Kernels::GemvRounding r;
             r.out_off = xr_off;
-            K.gemv(cl, t, w, rows, cols, x, 0, y, y_off, acc, {}, &r);
+            K.gemv(cl, {.type = t,
+                        .w = w,
+                        .rows = rows,
+                        .cols = cols,
+                        .x = x,
+                        .x_off = 0,
+                        .y = y,
+                        .y_off = y_off,
+                        .accumulate = acc,
+                        .share = {},
+                        .rounding = &r});
         },
         t, rows, cols);
 }
@@ -177,7 +187,7 @@ class GemvRoundedChain : public ::testing::TestWithParam<LayerCase> {};
 TEST_P(GemvRoundedChain, ReaderOfARoundingMatchesAReaderThatRounds) {
     VK_TEST_DEVICE();
     const auto [t, N, F] = GetParam();
-    test::Scoped bytes(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped bytes(K.tuning.gemv_x, Kernels::GemvX::bytes);
     for (bool norm : {true, false}) {
         if (!K.gemv_rounds(t, F, N, true, norm) ||
             K.gemv_path(t, N, F, false, false) != Kernels::GemvX::bytes)
@@ -202,11 +212,29 @@ TEST_P(GemvRoundedChain, ReaderOfARoundingMatchesAReaderThatRounds) {
             out.out_off = fr;
             in.x_rounded = true;
             test::run(dev, [&](CommandList& cl) {
-                K.gemv_swiglu(cl, t, view(wgu), 0, gb, F, N, a, h, a, ffn, norm ? &nin : nullptr,
-                              once ? &out : nullptr);
+                K.gemv_swiglu(cl,
+                              {.type = t,
+                               .w = view(wgu),
+                               .rows = F,
+                               .cols = N,
+                               .x = a,
+                               .x_off = h,
+                               .y = a,
+                               .y_off = ffn,
+                               .rounding = once ? &out : nullptr},
+                              0, gb, norm ? &nin : nullptr);
                 cl.barrier();
-                K.gemv(cl, t, view(wd), N, F, a, once ? fr : ffn, a, h, true, {},
-                       once ? &in : nullptr);
+                K.gemv(cl, {.type = t,
+                            .w = view(wd),
+                            .rows = N,
+                            .cols = F,
+                            .x = a,
+                            .x_off = once ? fr : ffn,
+                            .y = a,
+                            .y_off = h,
+                            .accumulate = true,
+                            .share = {},
+                            .rounding = once ? &in : nullptr});
             });
             return test::from_device<float>(dev, act, total);
         };
@@ -248,7 +276,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvRoundedChain,
 // recording.
 TEST(GemvRounding, RefusesWhatItCannotRun) {
     VK_TEST_DEVICE();
-    test::Scoped bytes(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped bytes(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (K.gemv_x_for(QType::Q8_0, 64) != Kernels::GemvX::bytes)
         GTEST_SKIP() << "not on this device or build";
     Buffer w = dev.create_buffer(1 << 16, MemoryKind::device);
@@ -258,14 +286,34 @@ TEST(GemvRounding, RefusesWhatItCannotRun) {
     cl.begin(false);
     auto refuses = [&](uint32_t rows, uint32_t x_off, const Kernels::GemvRounding& r,
                        Kernels::GemvX x = Kernels::GemvX::bytes, bool norm = false) {
-        test::Scoped path(K.gemv_x, x);
+        test::Scoped path(K.tuning.gemv_x, x);
         try {
             if (norm)
-                K.gemv_normed(cl, QType::Q8_0, view(w), rows, 64, view(a), x_off, view(a), 0, false,
-                              {view(nw), 1e-6f}, {}, &r);
+                K.gemv_normed(cl,
+                              {.type = QType::Q8_0,
+                               .w = view(w),
+                               .rows = rows,
+                               .cols = 64,
+                               .x = view(a),
+                               .x_off = x_off,
+                               .y = view(a),
+                               .y_off = 0,
+                               .accumulate = false,
+                               .share = {},
+                               .rounding = &r},
+                              {view(nw), 1e-6f});
             else
-                K.gemv(cl, QType::Q8_0, view(w), rows, 64, view(a), x_off, view(a), 0, false, {},
-                       &r);
+                K.gemv(cl, {.type = QType::Q8_0,
+                            .w = view(w),
+                            .rows = rows,
+                            .cols = 64,
+                            .x = view(a),
+                            .x_off = x_off,
+                            .y = view(a),
+                            .y_off = 0,
+                            .accumulate = false,
+                            .share = {},
+                            .rounding = &r});
         } catch (const Error& e) {
             return std::string(e.what()).find("round") != std::string::npos;
         }

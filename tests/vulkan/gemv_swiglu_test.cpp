@@ -54,11 +54,19 @@ void run_pair(Device& dev, Kernels& K, const PairCase& c, Kernels::GemvX xp, boo
     Buffer nb = test::to_device(dev, nw);
     const Kernels::GemvNormIn norm{view(nb), 1e-6f};
 
-    test::Scoped scope(K.gemv_x, xp);
+    test::Scoped scope(K.tuning.gemv_x, xp);
     if (K.gemv_x_for(c.type, c.cols) != xp) return;  // not this path here
     test::run(dev, [&](CommandList& cl) {
-        K.gemv_swiglu(cl, c.type, view(w), c.g_off, c.u_off, c.rows, c.cols, view(ab), x_off,
-                      view(ab), y_off, normed ? &norm : nullptr);
+        K.gemv_swiglu(cl,
+                      {.type = c.type,
+                       .w = view(w),
+                       .rows = c.rows,
+                       .cols = c.cols,
+                       .x = view(ab),
+                       .x_off = x_off,
+                       .y = view(ab),
+                       .y_off = y_off},
+                      c.g_off, c.u_off, normed ? &norm : nullptr);
     });
     auto out = test::from_device<float>(dev, ab, total);
 
@@ -113,14 +121,14 @@ TEST(GemvSwiglu, MatchesReferenceEveryFormat) {
                 run_pair(dev, K, c, xp);
                 if (HasFatalFailure()) return;
             }
-            test::Scoped groups(K.gemv_groups, 2);  // the byte path in row groups
+            test::Scoped groups(K.tuning.gemv_groups, 2);  // the byte path in row groups
             run_pair(dev, K, c, Kernels::GemvX::bytes);
             if (HasFatalFailure()) return;
             if (Kernels::block_format(t)) {
                 run_pair(dev, K, c, Kernels::GemvX::bytes, true);
                 if (HasFatalFailure()) return;
             }
-            test::Scoped grid(K.gemv_grid, 2);  // workgroups taking several row blocks
+            test::Scoped grid(K.tuning.gemv_grid, 2);  // workgroups taking several row blocks
             for (Kernels::GemvX xp : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
                 run_pair(dev, K, c, xp);
                 if (HasFatalFailure()) return;
@@ -141,16 +149,42 @@ TEST(GemvSwiglu, RefusesAPairOutsideItsView) {
     Buffer a = test::poisoned(dev, 1024);
     CommandList cl(dev);
     cl.begin(true);
-    EXPECT_THROW(K.gemv_swiglu(cl, QType::F32, view(w), 0, 2048, 8, 128, view(a), 0, view(a), 512),
+    EXPECT_THROW(K.gemv_swiglu(cl,
+                               {.type = QType::F32,
+                                .w = view(w),
+                                .rows = 8,
+                                .cols = 128,
+                                .x = view(a),
+                                .x_off = 0,
+                                .y = view(a),
+                                .y_off = 512},
+                               0, 2048),
                  Error);
-    EXPECT_THROW(K.gemv_swiglu(cl, QType::F32, view(w), 2, 1024, 2, 128, view(a), 0, view(a), 512),
+    EXPECT_THROW(K.gemv_swiglu(cl,
+                               {.type = QType::F32,
+                                .w = view(w),
+                                .rows = 2,
+                                .cols = 128,
+                                .x = view(a),
+                                .x_off = 0,
+                                .y = view(a),
+                                .y_off = 512},
+                               2, 1024),
                  Error);
     // Q4_K rows are held in tiles (weight_layout.h): a matrix 16 bytes past a multiple of 32
     // cannot be found by its rows' handles (a tile of 256-value rows: 4608 bytes).
     Buffer tiles = dev.create_buffer(16384, MemoryKind::device);
-    EXPECT_THROW(
-        K.gemv_swiglu(cl, QType::Q4_K, view(tiles), 16, 8192, 1, 256, view(a), 0, view(a), 512),
-        Error);
+    EXPECT_THROW(K.gemv_swiglu(cl,
+                               {.type = QType::Q4_K,
+                                .w = view(tiles),
+                                .rows = 1,
+                                .cols = 256,
+                                .x = view(a),
+                                .x_off = 0,
+                                .y = view(a),
+                                .y_off = 512},
+                               16, 8192),
+                 Error);
     cl.end();
 }
 

@@ -80,8 +80,22 @@ TEST_P(GemvTile, MatchesTheProductsOverRoundedX) {
         const std::vector<float> init = randn(rows, 9, 3.f);
         if (acc) dev.upload(y, y_off * 4, init.data(), rows * 4);
         test::run(dev, [&](CommandList& cl) {
-            K.gemv_tile(cl, t, view(w), rows, cols, view(xb), 8, view(y), y_off, acc, threads, tile,
-                        0, norm ? view(nwb) : View{}, grid, ksplit, view(split));
+            K.gemv_tile(cl, {.type = t,
+                             .w = view(w),
+                             .rows = rows,
+                             .cols = cols,
+                             .xr = view(xb),
+                             .x_off = 8,
+                             .y = view(y),
+                             .y_off = y_off,
+                             .accumulate = acc,
+                             .threads = threads,
+                             .tile = tile,
+                             .omitted_work = 0,
+                             .norm_w = norm ? view(nwb) : View{},
+                             .grid = grid,
+                             .ksplit = ksplit,
+                             .split = view(split)});
         });
         if (ksplit > 1) {
             const auto counts = test::from_device<uint32_t>(dev, split, tiles);
@@ -127,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
 // rounded x and the same GEMV in whole tiles; outputs poisoned.
 TEST(GemvTileParts, HalfTilesMatchTheProducts) {
     VK_TEST_DEVICE();
-    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
     for (QType t : {QType::Q4_K, QType::Q6_K}) {
         const uint32_t rows = 80, cols = 768;  // two layout tiles and half of a third
         if (!K.gemv_tiled_for(t, cols)) GTEST_SKIP() << "no tiled GEMV on this device";
@@ -152,12 +166,22 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
         rd.x_rounded = true;
         for (uint32_t tile : {16u, 0u})
             for (uint32_t slots : {1u, 2u, 4u}) {
-                test::Scoped ts(K.gemv_tile_slots, slots), tw(K.gemv_work_tile, tile);
+                test::Scoped ts(K.tuning.gemv_tile_slots, slots), tw(K.tuning.gemv_work_tile, tile);
                 const std::string what = fmt::format("{} in tiles of {}, {} slots a matrix",
                                                      qtype_name(t), tile ? tile : 32, slots);
                 Buffer y = test::poisoned(dev, rows);
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemv(cl, t, view(wb), rows, cols, view(xb), 0, view(y), 0, false, {}, &rd);
+                    K.gemv(cl, {.type = t,
+                                .w = view(wb),
+                                .rows = rows,
+                                .cols = cols,
+                                .x = view(xb),
+                                .x_off = 0,
+                                .y = view(y),
+                                .y_off = 0,
+                                .accumulate = false,
+                                .share = {},
+                                .rounding = &rd});
                 });
                 auto out = test::from_device<float>(dev, y, rows);
                 for (uint32_t r = 0; r < rows; ++r) {
@@ -169,8 +193,17 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
                 rp.out_off = rows;
                 Buffer yp = test::poisoned(dev, rows + Kernels::rounding_floats(rows));
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemv_swiglu(cl, t, view(wb), 0, mbytes, rows, cols, view(xb), 0, view(yp), 0,
-                                  nullptr, &rp);
+                    K.gemv_swiglu(cl,
+                                  {.type = t,
+                                   .w = view(wb),
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .x = view(xb),
+                                   .x_off = 0,
+                                   .y = view(yp),
+                                   .y_off = 0,
+                                   .rounding = &rp},
+                                  0, mbytes, nullptr);
                 });
                 out = test::from_device<float>(dev, yp, rows + Kernels::rounding_floats(rows));
                 check_pair_rows(out, g, gm, u, um, rows, what);
@@ -195,8 +228,8 @@ TEST(GemvTileParts, HalfTilesMatchTheProducts) {
 // poisoned, NaN failing.
 TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
     VK_TEST_DEVICE();
-    test::Scoped bytes_x(K.gemv_x, Kernels::GemvX::bytes);
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
+    test::Scoped bytes_x(K.tuning.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::on);
     const uint32_t rows = 70;  // two tiles and part of a third
     for (QType t : {QType::Q4_K, QType::Q6_K})
         for (uint32_t cols : {1280u, 8448u}) {
@@ -238,13 +271,24 @@ TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
             Kernels::GemvRounding rd;
             rd.x_rounded = true;
             for (uint32_t slots : {0u, 1u, 2u}) {  // 0: the launcher's
-                test::Scoped ts(K.gemv_tile_slots, slots);
+                test::Scoped ts(K.tuning.gemv_tile_slots, slots);
                 const std::string what =
                     fmt::format("{} {} x {}, {} slots", qtype_name(t), rows, cols, slots);
                 Buffer y = test::poisoned(dev, rows + 4);
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemv_normed(cl, t, view(wb), rows, cols, view(xb), 8, view(y), 2, false, nin,
-                                  {}, &rd);
+                    K.gemv_normed(cl,
+                                  {.type = t,
+                                   .w = view(wb),
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .x = view(xb),
+                                   .x_off = 8,
+                                   .y = view(y),
+                                   .y_off = 2,
+                                   .accumulate = false,
+                                   .share = {},
+                                   .rounding = &rd},
+                                  nin);
                 });
                 auto out = test::from_device<float>(dev, y, rows + 4);
                 for (uint32_t i : {0u, 1u, rows + 2, rows + 3})
@@ -255,8 +299,17 @@ TEST(GemvTileNormed, ReaderOfANormedRoundingMatchesTheProducts) {
                 }
                 Buffer yp = test::poisoned(dev, rows);
                 test::run(dev, [&](CommandList& cl) {
-                    K.gemv_swiglu(cl, t, view(wb), 0, mbytes, rows, cols, view(xb), 8, view(yp), 0,
-                                  &nin, &rd);
+                    K.gemv_swiglu(cl,
+                                  {.type = t,
+                                   .w = view(wb),
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .x = view(xb),
+                                   .x_off = 8,
+                                   .y = view(yp),
+                                   .y_off = 0,
+                                   .rounding = &rd},
+                                  0, mbytes, &nin);
                 });
                 check_pair_rows(test::from_device<float>(dev, yp, rows), g, gm, u, um, rows, what);
                 if (HasFatalFailure()) return;

@@ -101,8 +101,18 @@ void check_gemv(Device& dev, const GemvRecord& record, QType t, uint32_t rows, u
 // Kernels::gemv as check_gemv records it (share: its part of a stage it shares).
 GemvRecord launcher(Kernels& K, GemvPart share = {}) {
     return [&K, share](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                       uint32_t x_off, View y, uint32_t y_off,
-                       bool acc) { K.gemv(cl, t, w, rows, cols, x, x_off, y, y_off, acc, share); };
+                       uint32_t x_off, View y, uint32_t y_off, bool acc) {
+        K.gemv(cl, {.type = t,
+                    .w = w,
+                    .rows = rows,
+                    .cols = cols,
+                    .x = x,
+                    .x_off = x_off,
+                    .y = y,
+                    .y_off = y_off,
+                    .accumulate = acc,
+                    .share = share});
+    };
 }
 
 class Gemv : public ::testing::TestWithParam<GemvCase> {};
@@ -141,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
 // have them).
 void check_gemv_path(Kernels& K, Device& dev, const GemvCase& c, Kernels::GemvX path,
                      GemvPart share = {}) {
-    test::Scoped scope(K.gemv_x, path);
+    test::Scoped scope(K.tuning.gemv_x, path);
     if (K.gemv_x_for(c.type, c.cols) != path) GTEST_SKIP() << "not on this device or build";
     const GemvRecord rec = launcher(K, share);
     for (uint32_t x_off : {5u, 8u})
@@ -159,7 +169,7 @@ TEST_P(GemvXPaths, GlobalMatchesReference) {
 TEST_P(GemvXPaths, BytesMatchRoundedReference) {
     VK_TEST_DEVICE();
     for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
-        test::Scoped tiled(K.gemv_tiled, route);
+        test::Scoped tiled(K.tuning.gemv_tiled, route);
         check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
         if (HasFatalFailure() || IsSkipped()) return;
     }
@@ -175,11 +185,11 @@ TEST_P(GemvXPaths, BytesOnTheTiledGemvSplitOverWorkgroupsMatchRoundedReference) 
     const uint64_t bytes = Kernels::split_bytes(c.rows);
     Buffer split = dev.create_buffer(bytes, MemoryKind::device);
     dev.fill(split, 0, bytes, 0);
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::on);
     test::Scoped scratch(K.gemv_split, view(split));
     for (auto [parts, wide] : {std::pair{2u, false}, std::pair{3u, false}, std::pair{2u, true}}) {
-        test::Scoped n(K.gemv_split_parts, parts);
-        test::Scoped w(K.gemv_wide_tiles, wide);
+        test::Scoped n(K.tuning.gemv_split_parts, parts);
+        test::Scoped w(K.tuning.gemv_wide_tiles, wide);
         check_gemv_path(K, dev, c, Kernels::GemvX::bytes);
         if (HasFatalFailure() || IsSkipped()) return;
         const auto words = test::from_device<uint32_t>(dev, split, bytes / 4);
@@ -192,16 +202,16 @@ TEST_P(GemvXPaths, BytesOnTheTiledGemvSplitOverWorkgroupsMatchRoundedReference) 
 // the x it rounded once.
 TEST_P(GemvXPaths, BytesOnTheTiledGemvOverASmallGridMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::on);
-    test::Scoped grid(K.gemv_grid, 3);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::on);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 // Workgroups of several row groups over one rounded x (Kernels::gemv_groups): rows of the last
 // workgroup's later groups past the end, groups reduced apart.
 TEST_P(GemvXPaths, BytesInRowGroupsMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -209,14 +219,14 @@ TEST_P(GemvXPaths, BytesInRowGroupsMatchRoundedReference) {
 // grid-th block over the x it read once, ending with a short block where the rows run out.
 TEST_P(GemvXPaths, GlobalOverASmallGridMatchesReference) {
     VK_TEST_DEVICE();
-    test::Scoped grid(K.gemv_grid, 2);
+    test::Scoped grid(K.tuning.gemv_grid, 2);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::global);
 }
 TEST_P(GemvXPaths, BytesInRowGroupsOverASmallGridMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped groups(K.gemv_groups, 4);
-    test::Scoped grid(K.gemv_grid, 3);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.tuning.gemv_groups, 4);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -225,22 +235,22 @@ TEST_P(GemvXPaths, BytesInRowGroupsOverASmallGridMatchRoundedReference) {
 // rows of 8192+ values), alone and over a small grid.
 TEST_P(GemvXPaths, BytesInNarrowSlicesMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::off);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped wide(K.tuning.gemv_wide, Kernels::GemvWide::off);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 TEST_P(GemvXPaths, BytesInWideSlicesMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::all);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped wide(K.tuning.gemv_wide, Kernels::GemvWide::all);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped wide(K.gemv_wide, Kernels::GemvWide::all);
-    test::Scoped groups(K.gemv_groups, 4);
-    test::Scoped grid(K.gemv_grid, 3);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped wide(K.tuning.gemv_wide, Kernels::GemvWide::all);
+    test::Scoped groups(K.tuning.gemv_groups, 4);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
     check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
 }
 
@@ -248,11 +258,11 @@ TEST_P(GemvXPaths, BytesInWideSlicesOverASmallGridMatchRoundedReference) {
 // group, down to one, in workgroups of 4 row groups, over narrow and wide slices.
 TEST_P(GemvXPaths, BytesBalancedOverFewSlotsMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped slots(K.gemv_slots, 3);
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped slots(K.tuning.gemv_slots, 3);
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
-        test::Scoped w(K.gemv_wide, wide);
+        test::Scoped w(K.tuning.gemv_wide, wide);
         check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes);
     }
 }
@@ -262,11 +272,11 @@ TEST_P(GemvXPaths, BytesBalancedOverFewSlotsMatchRoundedReference) {
 // its part of the grid: every row written, none past them.
 TEST_P(GemvXPaths, BytesSharingAStageMatchRoundedReference) {
     VK_TEST_DEVICE();
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     for (uint32_t slots : {3u, 16u})
         for (float part : {0.3f, 0.7f}) {
-            test::Scoped sl(K.gemv_slots, slots);
+            test::Scoped sl(K.tuning.gemv_slots, slots);
             check_gemv_path(K, dev, GetParam(), Kernels::GemvX::bytes, GemvPart{part});
         }
 }
@@ -329,7 +339,7 @@ TEST(GemvBalance, HalvesRowsWhereTheBusiestWorkgroupGainsATenth) {
 TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
     VK_TEST_DEVICE();
     const GemvCase c = GetParam();
-    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (K.gemv_x_for(c.type, c.cols) != Kernels::GemvX::bytes)
         GTEST_SKIP() << "not on this device or build";
     std::vector<float> nw = randn(c.cols, 31, 0.5f);
@@ -338,19 +348,29 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
     const float eps = 1e-5f;
     const GemvRecord rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
                                View x, uint32_t x_off, View y, uint32_t y_off, bool acc) {
-        K.gemv_normed(cl, t, w, rows, cols, x, x_off, y, y_off, acc, {view(nb), eps});
+        K.gemv_normed(cl,
+                      {.type = t,
+                       .w = w,
+                       .rows = rows,
+                       .cols = cols,
+                       .x = x,
+                       .x_off = x_off,
+                       .y = y,
+                       .y_off = y_off,
+                       .accumulate = acc},
+                      {view(nb), eps});
     };
     for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
-        test::Scoped tiled(K.gemv_tiled, route);
+        test::Scoped tiled(K.tuning.gemv_tiled, route);
         for (uint32_t x_off : {5u, 8u})
             check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, &nw, eps);
     }
-    test::Scoped grid(K.gemv_grid, 3);
-    check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);  // the tiled GEMV's walk
-    test::Scoped tiled(K.gemv_tiled, Kernels::GemvTiled::off);        // gemv.comp's shapes
-    test::Scoped groups(K.gemv_groups, 4);
+    test::Scoped grid(K.tuning.gemv_grid, 3);
+    check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);   // the tiled GEMV's walk
+    test::Scoped tiled(K.tuning.gemv_tiled, Kernels::GemvTiled::off);  // gemv.comp's shapes
+    test::Scoped groups(K.tuning.gemv_groups, 4);
     for (auto wide : {Kernels::GemvWide::off, Kernels::GemvWide::all}) {
-        test::Scoped w(K.gemv_wide, wide);
+        test::Scoped w(K.tuning.gemv_wide, wide);
         check_gemv(dev, rec, c.type, c.rows, c.cols, 8, true, &nw, eps);
     }
 }
@@ -365,7 +385,7 @@ TEST_P(GemvXPaths, BytesOverANormsInputMatchRoundedReference) {
 TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
     VK_TEST_DEVICE();
     const GemvCase c = GetParam();
-    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (!K.gemv_gates(c.type, c.cols)) GTEST_SKIP() << "not on this device or build";
     const uint32_t dv = c.cols % 128 == 0 ? 128 : c.cols % 32 == 0 ? 32 : 16;
     const uint32_t heads = c.cols / dv, groups = dv >= 64 ? 4 : dv == 32 ? 2 : 1;
@@ -391,10 +411,20 @@ TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
         const Kernels::GemvGatedIn gin{ss_off, dv, groups, eps};
         const GemvRecord rec = [&](CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,
                                    View x, uint32_t xo, View y, uint32_t y_off, bool acc) {
-            K.gemv_gated(cl, t, w, rows, cols, x, xo, y, y_off, acc, gin);
+            K.gemv_gated(cl,
+                         {.type = t,
+                          .w = w,
+                          .rows = rows,
+                          .cols = cols,
+                          .x = x,
+                          .x_off = xo,
+                          .y = y,
+                          .y_off = y_off,
+                          .accumulate = acc},
+                         gin);
         };
         for (auto route : {Kernels::GemvTiled::on, Kernels::GemvTiled::off}) {
-            test::Scoped tiled(K.gemv_tiled, route);
+            test::Scoped tiled(K.tuning.gemv_tiled, route);
             check_gemv(dev, rec, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &g);
             if (HasFatalFailure()) return;
         }
@@ -413,7 +443,18 @@ TEST_P(GemvXPaths, BytesOverADeltaNetOutputBeforeItsGatedNormMatchReference) {
                                     View x, uint32_t xo, View y, uint32_t y_off, bool acc) {
             Kernels::GemvRounding rd;
             rd.x_rounded = true;
-            K.gemv_gated(cl, t, w, rows, cols, x, xo, y, y_off, acc, ginr, &rd);
+            K.gemv_gated(cl,
+                         {.type = t,
+                          .w = w,
+                          .rows = rows,
+                          .cols = cols,
+                          .x = x,
+                          .x_off = xo,
+                          .y = y,
+                          .y_off = y_off,
+                          .accumulate = acc,
+                          .rounding = &rd},
+                         ginr);
         };
         check_gemv(dev, recr, c.type, c.rows, c.cols, x_off, true, nullptr, 0, &gr);
         if (HasFatalFailure()) return;
@@ -432,7 +473,17 @@ TEST(GemvXPaths, NormInRefusesWhatItCannotRun) {
     // The error names the GEMV over a norm's input, whatever else would have failed after it.
     auto refuses = [&](QType t, const Kernels::GemvNormIn& norm) {
         try {
-            K.gemv_normed(cl, t, view(w), 8, 256, view(a), 0, view(a), 512, false, norm);
+            K.gemv_normed(cl,
+                          {.type = t,
+                           .w = view(w),
+                           .rows = 8,
+                           .cols = 256,
+                           .x = view(a),
+                           .x_off = 0,
+                           .y = view(a),
+                           .y_off = 512,
+                           .accumulate = false},
+                          norm);
         } catch (const Error& e) {
             return std::string(e.what()).find("norm's input") != std::string::npos;
         }
@@ -441,10 +492,10 @@ TEST(GemvXPaths, NormInRefusesWhatItCannotRun) {
     const Kernels::GemvNormIn norm{view(nw), 1e-6f};
     EXPECT_TRUE(refuses(QType::F32, norm));  // F32 weights read x as floats
     {
-        test::Scoped scope(K.gemv_x, Kernels::GemvX::global);
+        test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::global);
         EXPECT_TRUE(refuses(QType::Q8_0, norm));
     }
-    test::Scoped scope(K.gemv_x, Kernels::GemvX::bytes);
+    test::Scoped scope(K.tuning.gemv_x, Kernels::GemvX::bytes);
     if (K.gemv_x_for(QType::Q8_0, 256) == Kernels::GemvX::bytes) {
         EXPECT_TRUE(refuses(QType::Q8_0, {view(nw, 0, 128 * 4), 1e-6f}));  // half a row
     }
@@ -459,7 +510,7 @@ TEST(GemvXPaths, NonFiniteXReachesEveryRow) {
     auto [wq, deq] = test::quantize_rows(QType::Q4_K, randn((size_t)rows * cols, 3), rows, cols);
     Buffer w = test::to_device(dev, wq);
     for (Kernels::GemvX path : {Kernels::GemvX::global, Kernels::GemvX::bytes}) {
-        test::Scoped scope(K.gemv_x, path);
+        test::Scoped scope(K.tuning.gemv_x, path);
         if (K.gemv_x_for(QType::Q4_K, cols) != path) continue;
         for (float bad : {std::nanf(""), INFINITY}) {
             std::vector<float> x = randn(cols, 4);
@@ -468,7 +519,15 @@ TEST(GemvXPaths, NonFiniteXReachesEveryRow) {
             // Finite before the run (the usual poison is a NaN), so an unwritten row fails.
             Buffer y = test::to_device(dev, std::vector<float>(rows, 1.f));
             test::run(dev, [&](CommandList& cl) {
-                K.gemv(cl, QType::Q4_K, view(w), rows, cols, view(xb), 0, view(y), 0, false);
+                K.gemv(cl, {.type = QType::Q4_K,
+                            .w = view(w),
+                            .rows = rows,
+                            .cols = cols,
+                            .x = view(xb),
+                            .x_off = 0,
+                            .y = view(y),
+                            .y_off = 0,
+                            .accumulate = false});
             });
             auto out = test::from_device<float>(dev, y, rows);
             for (uint32_t r = 0; r < rows; ++r)
@@ -576,8 +635,16 @@ TEST(VulkanKernels, RmsNormStridedRows) {
     size_t ny = y_off + nrows * y_stride;
     Buffer y = test::poisoned(dev, ny);
     test::run(dev, [&](CommandList& cl) {
-        K.rms_norm(cl, view(wb), view(xb), x_off, x_stride, view(y), y_off, y_stride, n, nrows,
-                   eps);
+        K.rms_norm(cl, {.w = view(wb),
+                        .x = view(xb),
+                        .x_off = x_off,
+                        .x_stride = x_stride,
+                        .y = view(y),
+                        .y_off = y_off,
+                        .y_stride = y_stride,
+                        .n = n,
+                        .nrows = nrows,
+                        .eps = eps});
     });
     auto out = test::from_device<float>(dev, y, ny);
     for (uint32_t r = 0; r < nrows; ++r) {
@@ -608,11 +675,38 @@ TEST(VulkanKernels, CommandTraceNamesEachStagesDispatches) {
     CommandList cl(dev);
     auto record = [&] {
         cl.begin();
-        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 5, 1e-6f);
-        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 4, 1e-6f);
+        K.rms_norm(cl, {.w = view(wb),
+                        .x = view(xb),
+                        .x_off = 0,
+                        .x_stride = n,
+                        .y = view(y),
+                        .y_off = 0,
+                        .y_stride = n,
+                        .n = n,
+                        .nrows = 5,
+                        .eps = 1e-6f});
+        K.rms_norm(cl, {.w = view(wb),
+                        .x = view(xb),
+                        .x_off = 0,
+                        .x_stride = n,
+                        .y = view(y),
+                        .y_off = 0,
+                        .y_stride = n,
+                        .n = n,
+                        .nrows = 4,
+                        .eps = 1e-6f});
         cl.mark("norms");
         cl.barrier();
-        K.rms_norm(cl, view(wb), view(xb), 0, n, view(y), 0, n, n, 3, 1e-6f);
+        K.rms_norm(cl, {.w = view(wb),
+                        .x = view(xb),
+                        .x_off = 0,
+                        .x_stride = n,
+                        .y = view(y),
+                        .y_off = 0,
+                        .y_stride = n,
+                        .n = n,
+                        .nrows = 3,
+                        .eps = 1e-6f});
         cl.end();
     };
     cl.set_tracing(false);
@@ -655,7 +749,15 @@ TEST(VulkanKernels, GetRowsMatchDequantizedRows) {
         const size_t n_out = out_off + (size_t)n * cols + 4;
         Buffer out = test::poisoned(dev, n_out);
         test::run(dev, [&](CommandList& cl) {
-            K.get_rows(cl, t, view(w), rows, cols, view(idb), id_off, view(out), out_off, n);
+            K.get_rows(cl, {.type = t,
+                            .table = view(w),
+                            .rows = rows,
+                            .cols = cols,
+                            .ids = view(idb),
+                            .id_off = id_off,
+                            .out = view(out),
+                            .out_off = out_off,
+                            .n = n});
         });
         auto got = test::from_device<float>(dev, out, n_out);
         for (uint32_t i = 0; i < out_off; ++i)

@@ -70,7 +70,7 @@ TEST(DeviceSampling, ChoosesAsTheHostSampler) {
             for (uint32_t chunk : {0u, 256u, 1024u, 4096u}) {
                 Buffer tb = test::to_device(dev, tokv);
                 Buffer scratch = test::poisoned(dev, Kernels::sample_scratch_bytes(n) / 4);
-                test::Scoped chunk_scope(K.sample_chunk, chunk ? chunk : 4096u);
+                test::Scoped chunk_scope(K.tuning.sample_chunk, chunk ? chunk : 4096u);
                 test::run(dev, [&](CommandList& cl) {
                     K.sample(cl, view(lb), 0, n, view(tb), 2, 3, chunk ? view(scratch) : View{});
                 });

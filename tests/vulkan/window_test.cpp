@@ -73,8 +73,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     mag[(size_t)i * rows + r] += std::fabs(p);
                 }
         for (const auto& [v, y_off, tile, expand] : runs) {
-            test::Scoped tile_scope(K.gemm_tile, tile);
-            test::Scoped expand_scope(K.gemm_expand, expand);
+            test::Scoped tile_scope(K.tuning.gemm_tile, tile);
+            test::Scoped expand_scope(K.tuning.gemm_expand, expand);
             // F16 tiles round x and w to 11 bits; the F32 tiles only reorder the sum.
             const double tol = v == Variant::scalar ? 1e-5 : 2e-3;
             for (bool acc : {false, true}) {

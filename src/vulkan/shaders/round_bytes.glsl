@@ -1,7 +1,7 @@
-// x rounded to signed bytes in blocks of 16 values (gemv.comp, top), for the shaders that round
-// it (gemv.comp, gemv_tile.comp, deltanet_step.comp, attn_decode.comp) and meet it in integer dot
-// products (the GEMVs: GL_EXT_integer_dot_product; a shader that only rounds defines ROUND_ONLY
-// first).
+// x rounded to signed bytes in blocks of 16 values (gemv_x_bytes.glsl, top), for the shaders
+// that round it (gemv.comp, gemv_tile.comp, deltanet_step.comp, attn_decode.comp) and meet it in
+// integer dot products (the GEMVs: GL_EXT_integer_dot_product; a shader that only rounds defines
+// ROUND_ONLY first).
 
 // Four values of x rounded by the factor id (127 over the largest magnitude of their block, 0
 // for a block of zeros): the signed bytes packed in a word, and their sum.

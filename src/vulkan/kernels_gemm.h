@@ -1,0 +1,64 @@
+// Launchers of the prefill GEMMs over a window of rows (kernels_gemm.cpp): the tiles over the
+// weights' native blocks (scalar, KHR cooperative matrices, NV cooperative matrix 2), the F16
+// expansion and copies they read, and the F16 matmul of the device tests.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "quant/types.h"
+#include "vulkan/decline.h"
+#include "vulkan/kernel_family.h"
+
+namespace dl::vk {
+
+class GemmKernels : public virtual KernelFamily {
+  public:
+    GemmKernels(Device& dev, Pipelines& pipes) : KernelFamily(dev, pipes) {}
+
+    // C[M, N] = A[M, K] · W[N, K]ᵀ (F16 inputs, F32 output) with the given variant's kernel.
+    // Returns false (recording nothing) when the variant cannot run these sizes.
+    bool matmul_f16(CommandList& cl, Variant v, View a, View w, View c, uint32_t m, uint32_t n,
+                    uint32_t k);
+
+    // Whether gemm() can run weights of type t on this device with variant v (the tiles need
+    // 32 KiB of shared memory; the cooperative-matrix tiles also F16 arithmetic, the 16×16×16
+    // shape and a fixed subgroup size). The scalar tiles are the fallback for any variant.
+    static std::optional<Decline> gemm_supported(const Features& f, QType t);
+    static bool gemm_uses_coopmat(const Features& f, Variant v);
+    // Whether variant v runs the NV cooperative matrix 2 tiles (block-decoding tensor loads).
+    static bool gemm_uses_cm2(const Features& f, Variant v);
+    // Y[m][n] (=|+=) Σ_k W[n][k] · X[m][k] for m < n_rows: X rows at x_off (stride cols), Y rows
+    // at y_off (stride rows); W is rows × cols of type t in its native blocks. The
+    // cooperative-matrix tiles read X from its F16 copy x16 (f16_copy() of the same rows, starting
+    // the view); gemm_reads_f16() says whether this call needs it.
+    // On the NV cooperative matrix 2 tiles, a window of at least kGemmExpandRows rows expands W
+    // to F16 in the scratch w16 first (dequant_f16(), rows × cols × 2 bytes; barriers before and
+    // after it are recorded here) and runs the F16 tiles over it; without w16 the tensor loads
+    // decode the blocks themselves. `expanded`: the caller has already recorded dequant_f16() of
+    // W into w16 and a barrier since (gemm_expands() must hold), so that the expansion can run
+    // beside an earlier GEMM; only the F16 tiles are recorded. stage_rows: the weight rows of
+    // every GEMM the caller records in this stage (no barrier between them), for the tile.
+    void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
+              uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
+              View w16 = {}, bool expanded = false, uint32_t stage_rows = 0);
+    static constexpr uint32_t kGemmExpandRows = 64;
+    // Whether gemm() over variant v runs the F16 tiles over W expanded into w16.
+    bool gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
+                      View w16) const;
+    // h = W (rows × cols of type t, cols a multiple of 8) as F16, row-major.
+    void dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View h);
+    bool gemm_reads_f16(Variant v, uint32_t cols) const;
+    // h[0 .. n) = F16 of x[x_off .. x_off + n), n a multiple of 8 (packed 8 halves a 16-byte
+    // chunk).
+    void f16_copy(CommandList& cl, View x, uint32_t x_off, View h, uint32_t n);
+    // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step, and the
+    // workgroup's invocations. gemm() picks one from the weight type and the grid of the
+    // matrix's rows (or those of every GEMM recorded in the same stage, stage_rows, when more)
+    // by the window's (gemm_cm2_tile); a nonzero gemm_tile forces one (speed report,
+    // DELTALLM_VK_GEMM_TILE).
+    using GemmTile = Tuning::GemmTile;
+    GemmTile gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows, uint32_t stage_rows = 0) const;
+};
+
+}  // namespace dl::vk

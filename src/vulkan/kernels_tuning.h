@@ -1,0 +1,143 @@
+// The kernels' knobs: what the launchers of every family (kernels_*.h) would otherwise choose by
+// their own rules. Kernels holds one (KernelFamily::tuning); the driver's options (DriverOptions,
+// the DELTALLM_VK_* variables) set those the driver exposes, the speed reports and tests the
+// others. Every default is what measured fastest or what a real use needs.
+#pragma once
+
+#include <cstdint>
+
+namespace dl::vk {
+
+struct Tuning {
+    // ---- The decode GEMVs (kernels_gemv.h).
+
+    // How the block-format GEMVs read x (shaders/gemv.comp): from the x buffer as F32
+    // (`global`), or rounded to signed bytes in shared memory and multiplied by 4-way integer dot
+    // products (`bytes`, X_INT8; devices and builds with integer dot products). `automatic` picks
+    // by row length what measured fastest (gemv_x_for: bytes for rows of 1024+ where integer dot
+    // products are accelerated). Where the device or build lacks bytes, or x's bytes do not fit
+    // the shared memory, it falls back to `global`; F32 / F16 weights always read x globally.
+    enum class GemvX { automatic, global, bytes };
+    GemvX gemv_x = GemvX::automatic;
+    // For the GEMV speed report only: a nonzero shape forces threads and rows a workgroup.
+    struct GemvShape {
+        uint32_t threads = 0, rows = 0;
+    };
+    GemvShape gemv_shape;
+    // The byte GEMVs that have the device to themselves take fewer rows a group where that
+    // evens out their row blocks over the device's workgroup slots (balanced_rows;
+    // DELTALLM_VK_GEMV_BALANCE, off for measurements). gemv_slots: the slots counted (0:
+    // gemv_waves workgroups of 512 invocations a multiprocessor; tests set it).
+    bool gemv_balance = true;
+    uint32_t gemv_slots = 0;
+    // For the GEMV speed report only: the parts of its work gemv.comp leaves out (its ABLATE
+    // bits: 1 the reads of x, 2 the Q4_K decode and products, 4 the rounding of x to bytes), to
+    // measure what each costs; 0 otherwise (the results are then wrong).
+    uint32_t gemv_omitted_work = 0;
+    // Row groups of the byte-path GEMVs (gemv.comp GROUPS; a power of two, 1: none): a workgroup
+    // of gemv_groups times the threads takes as many times the rows and rounds x once for them.
+    // The Q6_K GEMV with the norm epilogue takes twice gemv_groups (gemv_record says why).
+    uint32_t gemv_groups = 4;
+    // The byte-path GEMVs run on at most gemv_waves workgroups a multiprocessor, where the
+    // device says how many it has (Features::sm_count; 0: a workgroup a row block); each
+    // workgroup then takes every grid-th row block over the x it rounded once (gemv.comp).
+    uint32_t gemv_waves = 2;
+    // Which GEMVs over x in bytes take slices of 64 weights (gemv.comp WIDE) and half the rows a
+    // group: `automatic` Q4_K everywhere and Q6_K over rows of 8192+ values (what measured
+    // fastest, gemv_record), `all` every Q4_K and Q6_K one, `off` none.
+    enum class GemvWide { off, automatic, all };
+    GemvWide gemv_wide = GemvWide::automatic;
+    // For tests: at most this many workgroups for every GEMV (0: no such limit).
+    uint32_t gemv_grid = 0;
+    // Which GEMVs over Q4_K and Q6_K rows (held in tiles, weight_layout.h) run on the tiled GEMV
+    // (shaders/gemv_tile.comp) rather than gemv.comp, where the device has integer dot products,
+    // subgroup arithmetic and shuffles in subgroups of 4+ and the GEMV reads x in bytes (every
+    // form but the norm epilogue): `on` every one, `off` none.
+    enum class GemvTiled { off, on };
+    GemvTiled gemv_tiled = GemvTiled::on;
+    // The parts the tiled GEMVs that split their tiles' runs take (GemvKernels::gemv_split;
+    // tests; 0: by the device).
+    uint32_t gemv_split_parts = 0;
+    // A tile that would be split over two workgroups of eight slots (its rows of 16+ runs) is
+    // taken by one workgroup of sixteen instead, where the device has workgroups of
+    // kTileWideThreads: as many invocations a tile, and no parts to add. false keeps the two
+    // parts (tests).
+    bool gemv_wide_tiles = true;
+    // For the speed report only: slots a matrix of every tiled GEMV gemv_record records (a power
+    // of two; 0: by the rule of record_on_tiled_gemv).
+    uint32_t gemv_tile_slots = 0;
+    // For the speed report only: rows a workgroup of those GEMVs takes, a divisor of kTileRows
+    // (part of a tile of the weights' layout; 0: kTileRows).
+    uint32_t gemv_work_tile = 0;
+
+    // ---- The decode attention and the window attention (kernels_attention.h).
+
+    // A context of up to this many chunks of kAttnSplit rows is walked by one split, which
+    // writes the output itself (no partials, no merge); longer ones are dealt to the splits.
+    // H200, tg128 from an empty context: Qwen3-8B 366.7 -> 379.4 t/s at 2 (373.9 at 0, where only
+    // one chunk is one split); at 1024 and 4096 rows the same rule as 0 (docs/PERF.md).
+    uint32_t attn_one_split = 2;
+    // The NV cooperative matrix 2 attention tile (AttentionKernels::attention_cm2).
+    struct AttentionCm2 {
+        uint32_t query_vectors = 0, keys = 0, heads = 0, rows = 0;
+    };
+    // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
+    AttentionCm2 attention_cm2_tile;
+    // False: attention_rows() scores without subgroup shuffles even where the device has them
+    // (tests reach both modules with it).
+    bool attention_shuffles = true;
+
+    // ---- The Gated DeltaNet layers (kernels_deltanet.h).
+
+    // Value columns a workgroup of the decode step takes where a head's columns are split over
+    // workgroups (a power of two below d_v; DeltaNetKernels::deltanet_step).
+    uint32_t deltanet_columns = 32;
+    // The step's workgroup sums through subgroup sums where the device has subgroup arithmetic
+    // (deltanet_step_sg; off: the shared-memory tree, for tests of both).
+    bool deltanet_subgroups = true;
+    // The scan module of a window (DeltaNetKernels::deltanet_rows).
+    enum class DeltaNetScan { best, clustered, shuffle, plain, chunked };
+    DeltaNetScan deltanet_scan = DeltaNetScan::best;  // what the driver's windows ask for
+    // The walk over the chunks (deltanet_chunk.comp): threads a value column and value columns
+    // a workgroup; zero: the launcher's choice (the speed report tries others).
+    struct DeltaNetChunkTile {
+        uint32_t groups = 0, cols = 0;
+    };
+    DeltaNetChunkTile deltanet_chunk_tile;
+
+    // ---- The prefill GEMMs (kernels_gemm.h).
+
+    // For the GEMM speed report only: the parts of their work the cooperative-matrix tiles
+    // leave out, to measure what each costs: 1 the weight dequantization, 2 the products (the
+    // results are then wrong). 0 otherwise.
+    uint32_t gemm_omitted_work = 0;
+    // The NV cooperative matrix 2 tile: weight rows, window rows and columns a step, and the
+    // workgroup's invocations. gemm() picks one from the weight type and the grid of the
+    // matrix's rows (or those of every GEMM recorded in the same stage, stage_rows, when more)
+    // by the window's (gemm_cm2_tile); a nonzero gemm_tile forces one (speed report,
+    // DELTALLM_VK_GEMM_TILE).
+    struct GemmTile {
+        uint32_t bm = 0, bn = 0, bk = 0, wg = 256;
+    };
+    GemmTile gemm_tile;
+    // For the GEMM speed report only: the NV tiles over F16 weights accumulate in F16.
+    bool gemm_acc16 = false;
+    // Tests and the speed report: 0 never expands W to F16, 1 always does when given a scratch,
+    // -1 (every real use) decides by the window's rows.
+    int gemm_expand = -1;
+
+    // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
+
+    // Logits a workgroup of the first pass takes: a multiple of 256 (tests force small ones to
+    // cross chunk boundaries).
+    uint32_t sample_chunk = 4096;
+    // For the speed report only: a nonzero shape forces threads a workgroup and loads a thread of
+    // the streaming read probe.
+    struct StreamShape {
+        uint32_t threads = 0, loads = 0;
+        uint32_t grid = 0;  // nonzero: that many workgroups, each looping over the chunks
+    };
+    StreamShape stream_shape;
+};
+
+}  // namespace dl::vk
