@@ -11,21 +11,18 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 namespace dl {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail("cannot open '{}': {}", path, std::strerror(errno));
+    // A FIFO or a device is refused before anything could block on it.
+    int fd = open_regular_file(path, "model file");
     struct stat st;
     if (::fstat(fd, &st) != 0) {
         int e = errno;
         ::close(fd);
         fail("cannot stat '{}': {}", path, std::strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail("'{}' is not a regular file", path);
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {

@@ -200,7 +200,14 @@ int bench(const BenchArgs& a) {
     }
 
     int64_t n_ctx = 16;
-    for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
+    for (const Test& t : tests) {
+        // Each length is checked before the sum, so the sum cannot overflow.
+        if (t.n_depth > kMaxContext || t.n_prompt > kMaxContext || t.n_gen > kMaxContext ||
+            t.n_depth + t.n_prompt + t.n_gen + 1 > kMaxContext)
+            fail("test {} needs a context of more than {} tokens, the most deltallm supports",
+                 t.name, kMaxContext);
+        n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
+    }
     EngineOptions o;
     o.device = DeviceSpec::parse(a.device);
     o.n_ctx = n_ctx;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "engine/default_model.h"
 
 namespace dl::tools {
@@ -58,11 +59,8 @@ class LoadProgress {
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail("cannot read {}: {}", path, std::strerror(errno));
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    // A prompt may come through a pipe (-f /dev/stdin) but never endlessly (-f /dev/zero).
+    return read_file_bounded(path, kMaxPromptFileBytes, FileKind::regular_or_pipe, "the file");
 }
 
 void ModelArgs::add_to(CLI::App& app, bool with_device) {
@@ -87,7 +85,9 @@ void add_profile_flag(CLI::App& app) {
 std::unique_ptr<Engine> ModelArgs::open() const {
     EngineOptions o;
     o.device = DeviceSpec::parse(device);
-    if (n_ctx < 0) fail("-c must be a positive number of tokens, not {}", n_ctx);
+    if (n_ctx < 0 || n_ctx > kMaxContext)
+        fail("-c must be 0 (the model's) or a number of tokens up to {}, not {}", kMaxContext,
+             n_ctx);
     o.n_ctx = n_ctx;
     if (path.empty()) {
         std::fprintf(stderr,

@@ -49,7 +49,8 @@ void print_speeds(const GenerateStats& st);
 // --profile: device time per kernel role, printed when the model closes (Vulkan driver).
 void add_profile_flag(CLI::App& app);
 
-// Reads a whole file or stream; throws dl::Error naming the path.
+// Reads a whole file or stream of at most kMaxPromptFileBytes; throws dl::Error naming the path.
+constexpr size_t kMaxPromptFileBytes = 64u << 20;
 std::string read_text_file(const std::string& path);
 
 }  // namespace dl::tools

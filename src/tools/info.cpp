@@ -239,7 +239,9 @@ int list_devices() {
 int info(const InfoArgs& a) {
     const DeviceSpec spec = DeviceSpec::parse(a.device);
     if (a.devices && a.model.path.empty()) return list_devices();
-    if (a.n_ctx < 0) fail("-c must be a positive number of tokens, not {}", a.n_ctx);
+    if (a.n_ctx < 0 || a.n_ctx > kMaxContext)
+        fail("-c must be 0 (the model's) or a number of tokens up to {}, not {}", kMaxContext,
+             a.n_ctx);
     std::shared_ptr<gguf::File> file;
     std::vector<uint8_t> image;
     if (a.model.path.empty()) {
