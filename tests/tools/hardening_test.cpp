@@ -1,0 +1,162 @@
+// What a careless user or an attacker can do with flags, files and signals: every case gives one
+// error line (or the documented behaviour) and never a crash, a hang, lost data or a left-over
+// temporary file. The signal cases run the binary as a child process and signal it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "deltallm_cli.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dl::test::deltallm_run;
+using dl::test::expect_one_error_line;
+using dl::test::tmp_dir;
+
+// A fresh folder of its own for one test.
+std::string scratch(const std::string& name) {
+    std::string d = tmp_dir() + "/hardening_" + std::to_string(::getpid()) + "_" + name;
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+// Files in dir whose names start with prefix (the temporary files are OUT.XXXXXX).
+int count_with_prefix(const std::string& dir, const std::string& prefix) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir))
+        n += e.path().filename().string().rfind(prefix, 0) == 0 ? 1 : 0;
+    return n;
+}
+
+}  // namespace
+
+TEST(Hardening, HugeContextsAndThreadCountsAreErrors) {
+    // These aborted with std::length_error or std::system_error.
+    expect_one_error_line(deltallm_run("run --device cpu -c 4611686018427387904 -p hi -n 1"),
+                          "-c 2^62", "-c");
+    expect_one_error_line(deltallm_run("info -c 36028797018963968"), "info -c 2^55", "-c");
+    expect_one_error_line(deltallm_run("run --device cpu -t 40000 -p hi -n 1"), "-t 40000", "-t");
+    expect_one_error_line(
+        deltallm_run("run --device cpu -p hi -n 1", "", "DELTALLM_THREADS=100000"),
+        "DELTALLM_THREADS=100000", "DELTALLM_THREADS");
+    // A negative count meant "automatic" in silence.
+    expect_one_error_line(deltallm_run("run --device cpu -p hi -n 1", "", "DELTALLM_THREADS=-5"),
+                          "DELTALLM_THREADS=-5", "DELTALLM_THREADS");
+}
+
+TEST(Hardening, EndlessOrBlockingInputsAreRefused) {
+    const std::string d = scratch("inputs");
+    // -f read /dev/zero until memory ran out.
+    expect_one_error_line(deltallm_run("run --device cpu -n 1 -f /dev/zero", "", "timeout 60"),
+                          "-f /dev/zero", "/dev/zero");
+    // -m on a FIFO blocked forever in open() (timeout's exit code 124 tells a hang).
+    const std::string fifo = d + "/model.fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    expect_one_error_line(deltallm_run("run --device cpu -p hi -m " + fifo, "", "timeout 20"),
+                          "-m FIFO", "FIFO");
+    expect_one_error_line(deltallm_run("info -m " + fifo, "", "timeout 20"), "info -m FIFO",
+                          "FIFO");
+}
+
+// Output paths: only absent or regular files are written, a symbolic link's target is replaced
+// (the link stays), a replaced file keeps its mode, and hard links are not broken in silence.
+TEST(Hardening, OutputPathsAreWrittenOnlyWhenSafe) {
+    const std::string d = scratch("outputs");
+    const std::string fifo = d + "/out.fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    expect_one_error_line(deltallm_run("synth -o " + fifo, "", "timeout 60"), "synth to a FIFO",
+                          "FIFO");
+    struct stat st {};
+    ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+
+    expect_one_error_line(deltallm_run("synth -o " + d), "synth to a folder", "folder");
+    EXPECT_TRUE(fs::is_directory(d));
+
+    // A device: as root, `quantize T /dev/null q8_0` replaced /dev/null with a regular file. The
+    // test makes its own null device in the scratch folder, so that a build without the check
+    // breaks nothing outside it (only root may make one).
+    const std::string dev = d + "/null.dev";
+    if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+        expect_one_error_line(deltallm_run("synth -o " + dev), "synth to a device", "device");
+        ASSERT_EQ(::lstat(dev.c_str(), &st), 0);
+        EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced";
+    }
+
+    const std::string model = d + "/model.gguf";
+    ASSERT_EQ(deltallm_run("synth -o " + model).rc, 0);
+    ASSERT_EQ(::chmod(model.c_str(), 0640), 0);
+    const std::string link = d + "/link.gguf";
+    fs::create_symlink(model, link);
+    auto r = deltallm_run("quantize " + link + " " + link + ".tmp q8_0");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    r = deltallm_run("quantize " + link + ".tmp " + link + " q8_0");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(fs::is_symlink(link)) << "the link itself was replaced";
+    ASSERT_EQ(::stat(model.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0640u) << "the mode of the replaced file changed";
+    EXPECT_EQ(fs::file_size(model), fs::file_size(link + ".tmp"));
+
+    const std::string hard = d + "/hard.gguf";
+    fs::create_hard_link(model, hard);
+    expect_one_error_line(deltallm_run("synth -o " + model), "hard link", "hard link");
+    EXPECT_EQ(fs::hard_link_count(model), 2u);
+
+    expect_one_error_line(deltallm_run("synth -o " + d + "/no_such_folder/x.gguf"),
+                          "a missing folder", "no_such_folder");
+    EXPECT_EQ(count_with_prefix(d, "model.gguf."), 0);
+    EXPECT_EQ(count_with_prefix(d, "link.gguf."), 1);  // link.gguf.tmp only
+}
+
+// The file size limit (SIGXFSZ) used to kill the writer and leave its temporary file.
+TEST(Hardening, FileSizeLimitIsAnErrorAndLeavesNoTemporaryFile) {
+    const std::string d = scratch("xfsz");
+    auto r = deltallm_run("synth -o " + d + "/out.gguf", "", "ulimit -f 64;");
+    expect_one_error_line(r, "ulimit -f 64", "out.gguf");
+    EXPECT_EQ(count_with_prefix(d, "out.gguf"), 0);
+}
+
+// SIGINT and SIGTERM in the middle of a write: the process dies of the signal, as a shell
+// expects, and the temporary file is gone.
+TEST(Hardening, SignalDuringWriteLeavesNoTemporaryFile) {
+    for (int sig : {SIGINT, SIGTERM}) {
+        SCOPED_TRACE(sig);
+        const std::string d = scratch("signal" + std::to_string(sig));
+        const std::string out = d + "/big.gguf";
+        const std::string bin = dl::test::deltallm_bin();
+        pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            ::freopen("/dev/null", "w", stderr);
+            ::execl(bin.c_str(), bin.c_str(), "synth", "--shape", "0.8b", "--type", "q8_0", "-o",
+                    out.c_str(), (char*)nullptr);
+            ::_exit(127);
+        }
+        // Wait for the temporary file, then signal.
+        bool seen = false;
+        for (int i = 0; i < 3000 && !seen; ++i) {
+            seen = count_with_prefix(d, "big.gguf.") > 0;
+            if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        EXPECT_TRUE(seen) << "no temporary file appeared";
+        ::kill(pid, sig);
+        int status = 0;
+        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status)) {
+            EXPECT_EQ(WTERMSIG(status), sig);
+        } else {
+            ADD_FAILURE() << "exited with " << WEXITSTATUS(status) << " instead of the signal";
+        }
+        EXPECT_EQ(count_with_prefix(d, "big.gguf"), 0) << "a temporary file was left behind";
+    }
+}
