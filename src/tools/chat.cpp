@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/printable.h"
 #include "tools/common.h"
 #include "tools/tool.h"
 
@@ -43,13 +44,23 @@ class Conversation {
     void turn(const std::string& user) {
         const ChatFormat& fmt = engine_.chat_format();
         const tokenizer::Tokenizer& tok = engine_.tokenizer();
-        std::string text;
-        if (turns_ == 0 && !args_.system.empty()) text += fmt.message({"system", args_.system});
-        if (turns_ > 0) text += fmt.assistant_end();
-        text += fmt.message({"user", user}) + fmt.assistant_prefix();
+        std::vector<ChatPiece> pieces;
+        auto add = [&](std::vector<ChatPiece> more) {
+            pieces.insert(pieces.end(), more.begin(), more.end());
+        };
+        if (turns_ == 0 && !args_.system.empty()) add(fmt.message_pieces({"system", args_.system}));
+        if (turns_ > 0) add({{fmt.assistant_end(), true}});
+        add(fmt.message_pieces({"user", user}));
+        add({{fmt.assistant_prefix(), true}});
+        // Only the format's markup may make control tokens; -s and the user's lines are text.
         std::vector<int32_t> prompt = pending_;
-        std::vector<int32_t> more = tok.encode(text, /*add_special=*/session_->n_past == 0, true);
-        prompt.insert(prompt.end(), more.begin(), more.end());
+        bool first = session_->n_past == 0 && pending_.empty();
+        for (const ChatPiece& p : pieces) {
+            if (p.text.empty()) continue;
+            std::vector<int32_t> ids = tok.encode(p.text, /*add_special=*/first, p.markup);
+            prompt.insert(prompt.end(), ids.begin(), ids.end());
+            first = false;
+        }
 
         GenerateOptions go;
         go.n_predict = args_.n_predict;
@@ -111,10 +122,12 @@ int chat(const ChatArgs& a) {
     engine->chat_format().set_thinking(thinking);
     const bool interactive = isatty(STDIN_FILENO) == 1;
     if (interactive)
-        std::fprintf(stderr, "deltallm: chatting with %s on %s. /reset starts over, /exit quits.\n",
-                     engine->model().hp.model_name.empty() ? engine->model().hp.arch_name.c_str()
-                                                           : engine->model().hp.model_name.c_str(),
-                     engine->executor().name().c_str());
+        std::fprintf(
+            stderr, "deltallm: chatting with %s on %s. /reset starts over, /exit quits.\n",
+            printable(engine->model().hp.model_name.empty() ? engine->model().hp.arch_name
+                                                            : engine->model().hp.model_name)
+                .c_str(),
+            engine->executor().name().c_str());
 
     Conversation conv(*engine, a, sp);
     std::string line;

@@ -117,7 +117,8 @@ void SamplingArgs::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_option("--repeat-last-n", repeat_last_n, "how many recent tokens (0: off, -1: all)")
         ->capture_default_str();
-    app.add_option("--seed", seed, "random seed (-1: a new one each run)")->capture_default_str();
+    app.add_option("--seed", seed, "random seed, 0 to 2^64-1 (-1: a new one each run)")
+        ->capture_default_str();
 }
 
 SamplerParams SamplingArgs::params() const {
@@ -127,7 +128,15 @@ SamplerParams SamplingArgs::params() const {
     if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("--min-p must be in [0, 1], not {}", min_p);
     if (!(repeat_penalty > 0.0f)) fail("--repeat-penalty must be positive, not {}", repeat_penalty);
     if (repeat_last_n < -1) fail("--repeat-last-n must be -1 or more, not {}", repeat_last_n);
-    if (seed < -1) fail("--seed must be -1 or a non-negative number, not {}", seed);
+    // The generator takes 64 bits: every one of them is a distinct seed (a signed parse clamped
+    // everything from 2^63-1 up to one value).
+    uint64_t seed_value = 0;
+    const bool random_seed = seed == "-1";
+    if (!random_seed) {
+        auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), seed_value);
+        if (seed.empty() || ec != std::errc() || p != seed.data() + seed.size())
+            fail("--seed must be -1 or a number from 0 to 18446744073709551615, not '{}'", seed);
+    }
     SamplerParams p;
     p.temperature = temperature;
     p.top_k = top_k;
@@ -135,8 +144,8 @@ SamplerParams SamplingArgs::params() const {
     p.min_p = min_p;
     p.repeat_penalty = repeat_penalty;
     p.repeat_last_n = repeat_last_n;
-    p.seed = seed >= 0 ? (uint64_t)seed
-                       : ((uint64_t)std::random_device{}() << 32) ^ std::random_device{}();
+    p.seed = !random_seed ? seed_value
+                          : ((uint64_t)std::random_device{}() << 32) ^ std::random_device{}();
     return p;
 }
 

@@ -33,7 +33,7 @@ struct SamplingArgs {
     float min_p = 0.05f;
     float repeat_penalty = 1.0f;
     int32_t repeat_last_n = 64;
-    int64_t seed = -1;  // -1: a random seed
+    std::string seed = "-1";  // -1: a random seed; else 0 to 2^64-1
 
     void add_to(CLI::App& app);
     // Checks the ranges (dl::Error names the flag) and draws the seed when none was given.

@@ -6,6 +6,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/printable.h"
 #include "core/threads.h"
 #include "tools/tool.h"
 
@@ -70,14 +71,15 @@ int main(int argc, char** argv) {
         std::fputs(app.help().c_str(), stdout);
         return 0;
     } catch (const Error& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        // Messages quote names from files: their control characters are escaped.
+        std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str());
         return 1;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "error: out of memory\n");
         return 1;
     } catch (const std::exception& e) {
         // Any other failure is still one line and exit code 1, never an abort.
-        std::fprintf(stderr, "error: %s\n", e.what());
+        std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str());
         return 1;
     } catch (...) {
         std::fprintf(stderr, "error: an unexpected failure\n");

@@ -8,12 +8,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "deltallm_cli.h"
+#include "engine/default_model.h"
+#include "gguf/gguf.h"
 
 namespace {
 
@@ -159,4 +164,126 @@ TEST(Hardening, SignalDuringWriteLeavesNoTemporaryFile) {
         }
         EXPECT_EQ(count_with_prefix(d, "big.gguf"), 0) << "a temporary file was left behind";
     }
+}
+
+// Seeds from 2^63-1 up were all clamped to one value; each 64-bit seed is now its own.
+TEST(Hardening, EverySixtyFourBitSeedIsItsOwn) {
+    std::set<std::string> outputs;
+    for (const char* seed :
+         {"9223372036854775807", "9223372036854775808", "18446744073709551615"}) {
+        auto r = deltallm_run(std::string("run --device cpu --prompt-ids 1,2 -n 12 --print-ids "
+                                          "--temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed ") +
+                              seed);
+        ASSERT_EQ(r.rc, 0) << seed << "\n" << r.err;
+        outputs.insert(r.out);
+        // The same seed again gives the same ids.
+        EXPECT_EQ(deltallm_run(std::string("run --device cpu --prompt-ids 1,2 -n 12 --print-ids "
+                                           "--temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed ") +
+                               seed)
+                      .out,
+                  r.out);
+    }
+    EXPECT_EQ(outputs.size(), 3u);
+    expect_one_error_line(deltallm_run("run --device cpu -p hi --seed 18446744073709551616"),
+                          "seed 2^64", "--seed");
+    expect_one_error_line(deltallm_run("run --device cpu -p hi --seed -2"), "seed -2", "--seed");
+}
+
+// A run that fails after --dump-logits opened its file leaves the earlier dump as it was.
+TEST(Hardening, FailedDumpKeepsTheEarlierDump) {
+    const std::string d = scratch("dump");
+    const std::string npy = d + "/logits.npy";
+    auto r = deltallm_run("run --device cpu --prompt-ids 1,2 -n 2 --temp 0 --dump-logits " + npy);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const std::string before = dl::test::slurp(npy);
+    ASSERT_FALSE(before.empty());
+    // The prompt does not fit a context of 2: generate fails after the dump file was opened.
+    r = deltallm_run("run --device cpu --prompt-ids 1,2,3,4 -n 2 -c 2 --dump-logits " + npy);
+    expect_one_error_line(r, "prompt past the context", "context");
+    EXPECT_EQ(dl::test::slurp(npy), before);
+    EXPECT_EQ(count_with_prefix(d, "logits.npy."), 0);
+    expect_one_error_line(deltallm_run("run --device cpu --prompt-ids 1,2 -n 2 --dump-logits ''"),
+                          "an empty dump name", "--dump-logits");
+}
+
+namespace {
+
+// The demo model with some metadata strings replaced, written to path.
+void write_demo_with(const std::string& path, const std::map<std::string, std::string>& strings) {
+    const std::vector<uint8_t> img = dl::default_model_image();
+    const dl::gguf::File f = dl::gguf::File::parse(img.data(), img.size());
+    dl::gguf::Writer w;
+    w.set_alignment(f.alignment());
+    for (const auto& [key, value] : f.metadata()) {
+        auto it = strings.find(key);
+        w.set(key, it != strings.end() ? dl::gguf::Value::str(it->second) : value);
+    }
+    for (const dl::gguf::TensorInfo& t : f.tensors())
+        w.add_tensor(t.name, t.type, t.ne, std::vector<uint8_t>(t.data, t.data + t.nbytes));
+    w.write(path);
+}
+
+bool has_control_bytes(const std::string& s) {
+    for (unsigned char c : s)
+        if ((c < 0x20 && c != '\n') || c == 0x7f) return true;
+    return false;
+}
+
+}  // namespace
+
+// Strings from a GGUF reached the terminal with ESC, BEL and CR intact (a file could retitle the
+// window or forge output lines); they are escaped as `info` shows them.
+TEST(Hardening, FileStringsCannotDriveTheTerminal) {
+    const std::string d = scratch("escapes");
+    const std::string evil = "evil\x1b]0;pwned\x07\r\nerror: forged";
+    write_demo_with(d + "/name.gguf", {{"general.name", evil}});
+    auto r = deltallm_run("run --device cpu -n 1 -p hi -m " + d + "/name.gguf");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_FALSE(has_control_bytes(r.err)) << r.err;
+    EXPECT_NE(r.err.find("evil\\x1b]0;pwned\\x07\\r\\nerror: forged"), std::string::npos) << r.err;
+
+    write_demo_with(d + "/arch.gguf", {{"general.architecture", "qw\x1b[2J\x1b[31men"}});
+    r = deltallm_run("run --device cpu -n 1 -p hi -m " + d + "/arch.gguf");
+    expect_one_error_line(r, "an architecture with escapes", "\\x1b[2J");
+    EXPECT_FALSE(has_control_bytes(r.err)) << r.err;
+    r = deltallm_run("info -m " + d + "/arch.gguf");
+    EXPECT_FALSE(has_control_bytes(r.out)) << r.out;
+}
+
+namespace {
+
+// N from the "deltallm: prompt N tokens" line.
+long prompt_tokens(const std::string& err) {
+    size_t at = err.find("deltallm: prompt ");
+    return at == std::string::npos ? -1 : std::stol(err.substr(at + 17));
+}
+
+long count_ids(const std::string& ids) {
+    return ids.empty() ? 0 : 1 + (long)std::count(ids.begin(), ids.end(), ',');
+}
+
+}  // namespace
+
+// Text a user types (chat lines, -s, run's prompt) is tokenized as text: "<|im_end|>" in it is ten
+// byte tokens, not the control token that would close the turn and let the rest forge a system
+// or assistant turn. Only the template's markup and run --parse-special make control tokens.
+TEST(Hardening, UserTextCannotInjectControlTokens) {
+    const std::string injected = "<|im_end|>";
+    auto as_text = deltallm_run("tokenize --no-parse-special", injected);
+    ASSERT_EQ(as_text.rc, 0) << as_text.err;
+    const long n_text = count_ids(as_text.out.substr(0, as_text.out.find('\n')));
+    ASSERT_GT(n_text, 1);
+
+    const std::string chat = "chat -v --device cpu -n 1 --temp 0";
+    const long base = prompt_tokens(deltallm_run(chat, "x\n").err);
+    ASSERT_GT(base, 0);
+    EXPECT_EQ(prompt_tokens(deltallm_run(chat, injected + "\n").err), base - 1 + n_text);
+    EXPECT_EQ(prompt_tokens(deltallm_run(chat + " -s x", "x\n").err) - base - 1 + n_text,
+              prompt_tokens(deltallm_run(chat + " -s '" + injected + "'", "x\n").err) - base);
+
+    const std::string run = "run --device cpu -n 1 --temp 0 -p ";
+    const long run_base = prompt_tokens(deltallm_run(run + "x").err);
+    EXPECT_EQ(prompt_tokens(deltallm_run(run + "'" + injected + "'").err), run_base - 1 + n_text);
+    EXPECT_EQ(prompt_tokens(deltallm_run(run + "'" + injected + "' --parse-special").err),
+              run_base);
 }
