@@ -251,7 +251,18 @@ int bench(const BenchArgs& a) {
     std::uniform_int_distribution<int32_t> pick(0, (int32_t)n_vocab - 1);
     std::vector<float> logits;
     auto run_once = [&](const Test& t) -> double {
-        auto session = ex.new_session(n_ctx);
+        std::unique_ptr<SessionState> session;
+        try {
+            session = ex.new_session(n_ctx);
+        } catch (const Error& e) {
+            // The executor's advice names run's -c; bench has none, its context follows the test
+            // lengths.
+            std::string m = e.what();
+            const std::string c = "a smaller context (-c)";
+            if (size_t at = m.find(c); at != std::string::npos)
+                m.replace(at, c.size(), "shorter tests (-p, -n, -d)");
+            throw Error(m);
+        }
         if (t.n_depth > 0) {  // the context the test starts from; not timed
             std::vector<int32_t> tokens(t.n_depth);
             for (auto& x : tokens) x = pick(rng);

@@ -3,6 +3,7 @@
 // on a terminal and as a filter when stdin is a pipe (one user turn per line).
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -129,8 +130,10 @@ int chat(const ChatArgs& a) {
                 .c_str(),
             engine->executor().name().c_str());
 
+    announce_context(*engine);
     Conversation conv(*engine, a, sp);
     std::string line;
+    bool failed_turns = false;
     for (;;) {
         if (interactive) {
             std::fputs("> ", stderr);
@@ -139,25 +142,33 @@ int chat(const ChatArgs& a) {
         if (!std::getline(std::cin, line)) break;
         while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
         if (line.empty()) continue;
-        if (line == "/exit" || line == "/quit") break;
-        if (line == "/reset") {
+        // A command with stray spaces around it is still the command, not a message.
+        std::string command = line;
+        while (!command.empty() && std::isspace((unsigned char)command.back())) command.pop_back();
+        while (!command.empty() && std::isspace((unsigned char)command.front()))
+            command.erase(0, 1);
+        if (command == "/exit" || command == "/quit") break;
+        if (command == "/reset") {
             conv.reset();
             if (interactive) std::fputs("deltallm: conversation reset\n", stderr);
             continue;
         }
-        if (line == "/help") {
+        if (command == "/help") {
             std::fputs("/reset starts a new conversation, /exit quits\n", stderr);
             continue;
         }
         try {
             conv.turn(line);
         } catch (const Error& e) {
-            // A turn that cannot be served (the context is full) leaves the session as it was.
-            std::fprintf(stderr, "error: %s\n", e.what());
-            if (!interactive) return 1;
+            // A turn that cannot be served (the context is full) leaves the session as it was:
+            // the conversation goes on, and /reset starts over. A script still learns of it
+            // from the exit code.
+            std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str());
+            std::fputs("deltallm: the conversation is kept; /reset starts over\n", stderr);
+            failed_turns = true;
         }
     }
-    return 0;
+    return failed_turns ? 1 : 0;
 }
 
 Registrar reg("chat", "chat with a model in its chat format (stdin: one message per line)",

@@ -168,6 +168,15 @@ std::vector<int64_t> parse_int_list(const std::string& text, const char* flag) {
     return out;
 }
 
+void announce_context(const Engine& engine) {
+    const MemoryEstimate me = estimate_memory(engine.model(), engine.n_ctx());
+    if (me.kv_cache < (1ull << 30)) return;
+    std::fprintf(stderr,
+                 "deltallm: setting up a context of %lld tokens (KV cache %s); -c gives a smaller "
+                 "one\n",
+                 (long long)engine.n_ctx(), human_bytes(me.kv_cache).c_str());
+}
+
 void print_speeds(const GenerateStats& st) {
     std::fprintf(stderr, "deltallm: prompt %lld tokens in %.3f s (%.1f tokens/s)\n",
                  (long long)st.n_prompt, st.prompt_seconds, st.prompt_tokens_per_second());

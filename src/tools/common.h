@@ -46,6 +46,10 @@ std::vector<int64_t> parse_int_list(const std::string& text, const char* flag);
 // "prompt 5 tokens in 0.010 s (500.0 tokens/s)" and the generation line, on stderr.
 void print_speeds(const GenerateStats& st);
 
+// Says on stderr what a large context is about to cost before the session is set up (a context
+// of a million tokens takes tens of seconds and gigabytes, which looked like a hang).
+void announce_context(const Engine& engine);
+
 // --profile: device time per kernel role, printed when the model closes (Vulkan driver).
 void add_profile_flag(CLI::App& app);
 

@@ -22,7 +22,7 @@ Registrar reg(
         app.add_option("HF_DIR", a->dir, "folder with config.json, *.safetensors, tokenizer.json")
             ->required();
         app.add_option("-o,--output", a->out, "GGUF file to write")->required();
-        app.add_option("-t,--type", a->options.type,
+        app.add_option("--type", a->options.type,
                        "f32, f16, bf16, q8_0, q4_0 or a mix: q4_k_m, q5_k_m, q6_k, ...")
             ->capture_default_str();
         app.add_option("--name", a->options.name, "general.name (default: the folder's name)");

@@ -144,6 +144,7 @@ int run(const RunArgs& a) {
     };
 
     Sampler sampler(sp);
+    announce_context(*engine);
     auto session = engine->new_session();
     GenerateStats st = generate(engine->executor(), *session, sampler, prompt, go, on_token);
     if (decoder) {

@@ -23,7 +23,7 @@ Registrar reg(
         app.add_option("--shape", a->options.shape,
                        "qwen35: tiny 0.8b 2b 4b 9b 27b; qwen3: tiny 0.6b 8b; llama: tiny 1b 8b")
             ->capture_default_str();
-        app.add_option("-t,--type", a->options.type, "f32, f16, q8_0, q4_k_m, q6_k, ...")
+        app.add_option("--type", a->options.type, "f32, f16, q8_0, q4_k_m, q6_k, ...")
             ->capture_default_str();
         app.add_option("--seed", a->options.seed, "random seed")->capture_default_str();
         app.add_option("-o,--output", a->out, "GGUF file to write")->required();

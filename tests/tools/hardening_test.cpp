@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "deltallm_cli.h"
@@ -286,4 +287,34 @@ TEST(Hardening, UserTextCannotInjectControlTokens) {
     EXPECT_EQ(prompt_tokens(deltallm_run(run + "'" + injected + "'").err), run_base - 1 + n_text);
     EXPECT_EQ(prompt_tokens(deltallm_run(run + "'" + injected + "' --parse-special").err),
               run_base);
+}
+
+// A chat turn that does not fit the context is an error for that turn only: the session stays,
+// the user is told, "/reset " (with a stray space) resets instead of going to the model.
+TEST(Hardening, ChatKeepsTheSessionWhenATurnDoesNotFit) {
+    const std::string long_line(400, 'a');
+    auto r = deltallm_run("chat --device cpu -c 48 -n 2 --temp 0",
+                          "Hi\n" + long_line + "\n/reset \nHi\n");
+    EXPECT_EQ(r.rc, 1) << r.err;  // a turn failed, and a script learns of it
+    EXPECT_NE(r.err.find("conversation is kept"), std::string::npos) << r.err;
+    std::istringstream out(r.out);
+    int replies = 0;
+    for (std::string l; std::getline(out, l);) ++replies;
+    EXPECT_EQ(replies, 2) << r.out;  // both "Hi", nothing for the long line nor for "/reset "
+}
+
+// -t is the global thread count after every subcommand (synth and convert used it for --type).
+TEST(Hardening, DashTIsThreadsEverywhere) {
+    const std::string d = scratch("dash_t");
+    auto r = deltallm_run("synth -t 2 -o " + d + "/m.gguf");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    r = deltallm_run("synth --type q8_0 -o " + d + "/m8.gguf");
+    EXPECT_EQ(r.rc, 0) << r.err;
+
+    // bench has no -c: its advice for a session too large names its own flags.
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if ((double)pages * (double)page > 400.0 * (1ull << 30)) GTEST_SKIP() << "too much memory";
+    r = deltallm_run("bench --device cpu -m " + d + "/m8.gguf -p 1000000000 -n 0 -r 1");
+    expect_one_error_line(r, "bench larger than memory", "-p");
+    EXPECT_EQ(r.err.find("-c"), std::string::npos) << r.err;
 }
