@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/mapped_file.h"
 #include "gguf/gguf.h"
 
 namespace dl {
@@ -114,6 +115,7 @@ std::unique_ptr<Engine> Engine::open(const std::string& path, const EngineOption
     auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Engine> e(new Engine());
     e->model_ = Model::load(path, options.progress);
+    check_mapped_files();  // truncated while it was read in
     e->finish_open(options);
     e->load_seconds_ = seconds_since(t0);
     return e;

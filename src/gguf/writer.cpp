@@ -14,6 +14,7 @@
 
 #include "core/align.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/output_file.h"
 #include "gguf/gguf.h"
 
@@ -316,6 +317,8 @@ void Writer::write(const std::string& path) const {
         throw;
     }
     if (::munmap(base, l.total) != 0) fail("cannot write '{}': {}", path, std::strerror(errno));
+    // Tensors copied from a mapped input that was truncated meanwhile hold zeros: not kept.
+    check_mapped_files();
     out.commit();
 }
 

@@ -318,3 +318,39 @@ TEST(Hardening, DashTIsThreadsEverywhere) {
     expect_one_error_line(r, "bench larger than memory", "-p");
     EXPECT_EQ(r.err.find("-c"), std::string::npos) << r.err;
 }
+
+// A model file truncated while quantize reads it killed the process with SIGBUS; it is now an
+// error naming the file, and no output is kept.
+TEST(Hardening, InputTruncatedDuringQuantizeIsAnError) {
+    const std::string d = scratch("truncate");
+    const std::string in = d + "/in.gguf", out = d + "/out.gguf";
+    // Large enough (about 800 MB) that copying it takes a while after the output file appears.
+    auto r = deltallm_run("synth --shape 0.8b --type q8_0 -o " + in);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const std::string bin = dl::test::deltallm_bin();
+    const std::string err = d + "/quantize.err";
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::freopen(err.c_str(), "w", stderr);
+        ::execl(bin.c_str(), bin.c_str(), "quantize", in.c_str(), out.c_str(), "q8_0",
+                (char*)nullptr);
+        ::_exit(127);
+    }
+    bool seen = false;
+    for (int i = 0; i < 20000 && !seen; ++i) {
+        seen = count_with_prefix(d, "out.gguf.") > 0;
+        if (!seen) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    EXPECT_TRUE(seen) << "no temporary file appeared";
+    ASSERT_EQ(::truncate(in.c_str(), 1 << 20), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    const std::string message = dl::test::slurp(err);
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << "\n" << message;
+    EXPECT_EQ(WEXITSTATUS(status), 1) << message;
+    EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_EQ(count_with_prefix(d, "out.gguf"), 0);
+    fs::remove_all(d);
+}
