@@ -85,9 +85,14 @@ int64_t HfModel::get_int(const char* key, int64_t def) const {
 int64_t HfModel::get_size(const char* key) const {
     const int64_t v = get_int(key);
     // GGUF stores these as uint32; past 2^31 no real model goes, and products of two of them
-    // stay far from overflowing 64 bits.
-    if (v < 1 || v > kMaxConfigSize)
-        fail("{}/config.json: '{}' is {}, not a size from 1 to {}", dir, key, v, kMaxConfigSize);
+    // stay far from overflowing 64 bits. Layers and vocabulary entries each cost memory while
+    // planning, so they get tighter bounds, still far past any published model.
+    const std::string_view k = key;
+    const int64_t most = k == "num_hidden_layers" ? kMaxLayers
+                         : k == "vocab_size"      ? kMaxVocab
+                                                  : kMaxConfigSize;
+    if (v < 1 || v > most)
+        fail("{}/config.json: '{}' is {}, not a size from 1 to {}", dir, key, v, most);
     return v;
 }
 
