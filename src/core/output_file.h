@@ -39,7 +39,8 @@ class OutputFile {
     unsigned uid_ = 0, gid_ = 0;
 };
 
-// Checks what output_file would check without creating anything (for early errors).
+// Checks what OutputFile would check, without creating anything: a tool calls it before a long
+// job so that a bad output path fails at once.
 void check_output_path(const std::string& path);
 
 }  // namespace dl

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "convert/convert.h"
+#include "core/output_file.h"
 #include "tools/tool.h"
 
 namespace dl::tools {
@@ -27,6 +28,7 @@ Registrar reg(
             ->capture_default_str();
         app.add_option("--name", a->options.name, "general.name (default: the folder's name)");
         return [a] {
+            check_output_path(a->out);  // before the work, not after it
             auto t0 = std::chrono::steady_clock::now();
             convert::convert_hf(a->dir, a->out, a->options);
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

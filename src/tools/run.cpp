@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/printable.h"
 #include "engine/npy.h"
 #include "tools/common.h"
@@ -77,6 +78,7 @@ int run(const RunArgs& a) {
         fail("-n must be -1 (until the end of generation) or more, not {}", a.n_predict);
     if (a.dump_given && a.dump_logits.empty())
         fail("--dump-logits needs a file name, and '' is none");
+    if (!a.dump_logits.empty()) check_output_path(a.dump_logits);
     if (!a.dump_positions.empty() && a.dump_logits.empty())
         fail("--dump-positions needs --dump-logits FILE");
     SamplerParams sp = a.sampling.params();

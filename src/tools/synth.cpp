@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "convert/convert.h"
+#include "core/output_file.h"
 #include "tools/tool.h"
 
 namespace dl::tools {
@@ -28,6 +29,7 @@ Registrar reg(
         app.add_option("--seed", a->options.seed, "random seed")->capture_default_str();
         app.add_option("-o,--output", a->out, "GGUF file to write")->required();
         return [a] {
+            check_output_path(a->out);  // before the work, not after it
             auto t0 = std::chrono::steady_clock::now();
             convert::synth(a->options, a->out);
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
