@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (into build-fuzz/, FUZZ_BUILD_DIR overrides) and runs
-# them for a bounded time: gguf_fuzz for FUZZ_SECONDS (default 60), safetensors_fuzz for a
-# quarter of that. Exits non-zero when a target crashes, leaks or times out on an input; the
+# them for a bounded time: gguf_fuzz for FUZZ_SECONDS (default 60), safetensors_fuzz and
+# convert_config_fuzz (convert's config.json and tokenizer.json) for a quarter of that each. Exits non-zero when a target crashes, leaks or times out on an input; the
 # input that did it is left in the build folder (crash-*, leak-*, timeout-*).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +11,7 @@ jobs=${JOBS:-$(nproc)}
 
 CC=clang CXX=clang++ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DDELTALLM_FUZZ=ON -DDELTALLM_TESTS=OFF -DDELTALLM_VULKAN=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target gguf_fuzz safetensors_fuzz
+cmake --build "$build" -j "$jobs" --target gguf_fuzz safetensors_fuzz convert_config_fuzz
 
 run() {  # target, seconds, committed seed folder
   local target=$1 secs=$2 seeds=$3
@@ -30,3 +30,4 @@ run() {  # target, seconds, committed seed folder
 
 run gguf_fuzz "$seconds" "$here/fuzz/corpus/gguf"
 run safetensors_fuzz "$(( seconds / 4 > 0 ? seconds / 4 : 1 ))" "$here/fuzz/corpus/safetensors"
+run convert_config_fuzz "$(( seconds / 4 > 0 ? seconds / 4 : 1 ))" "$here/fuzz/corpus/convert_config"

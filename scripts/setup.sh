@@ -5,7 +5,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
-  libgtest-dev libgmock-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libpcre2-dev libfmt-dev
+  libgtest-dev libgmock-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libpcre2-dev libfmt-dev libicu-dev
   libvulkan-dev glslc glslang-tools spirv-tools mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
   clang libclang-rt-14-dev python3 python3-numpy
 )

@@ -19,7 +19,7 @@ cmake -S "$repo/bench" -B "$repo/build-peer" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$repo/build-peer" >/dev/null
 
 f=$models/qwen35-0.8b-q4_k_m.gguf
-[ -f "$f" ] || "$repo/build-bench/deltallm" synth --arch qwen35 --shape 0.8b -t q4_k_m -o "$f"
+[ -f "$f" ] || "$repo/build-bench/deltallm" synth --arch qwen35 --shape 0.8b --type q4_k_m -o "$f"
 cd "$repo"
 python3 scripts/bench/compare.py -m "$f" --device cpu -t "$threads" -p 128 -n 32 \
     -r "${REPS:-5}" --rounds "${ROUNDS:-2}" \

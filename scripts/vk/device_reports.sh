@@ -114,7 +114,7 @@ report() {  # FILTER [BINARY]: the speed reports (vk_speed) matching FILTER
 }
 model() {  # synthesizes ARCH SHAPE once, prints its path
     local m=/tmp/$1-$2-q4_k_m.gguf
-    [ -f "$m" ] || "$ours" synth --arch "$1" --shape "$2" -t q4_k_m -o "$m" >/dev/null
+    [ -f "$m" ] || "$ours" synth --arch "$1" --shape "$2" --type q4_k_m -o "$m" >/dev/null
     echo "$m"
 }
 tg128() {  # BINARY MODEL [VAR=value ...]: decode tg128, the t/s column (mean ± deviation)

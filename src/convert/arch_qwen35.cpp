@@ -47,18 +47,21 @@ void reorder_cols(std::vector<float>& w, int64_t rows, int64_t cols, int64_t hea
 }  // namespace
 
 void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan) {
-    const int64_t E = m->get_int("hidden_size");
-    const int64_t n_layer = m->get_int("num_hidden_layers");
-    const int64_t ffn = m->get_int("intermediate_size");
-    const int64_t n_head = m->get_int("num_attention_heads");
-    const int64_t n_kv = m->get_int("num_key_value_heads", n_head);
-    const int64_t D = m->get_int("head_dim", E / n_head);
-    const int64_t H_k = m->get_int("linear_num_key_heads");
-    const int64_t H_v = m->get_int("linear_num_value_heads");
-    const int64_t d_k = m->get_int("linear_key_head_dim");
-    const int64_t d_v = m->get_int("linear_value_head_dim");
-    const int64_t K = m->get_int("linear_conv_kernel_dim", 4);
-    const int64_t n_vocab = m->get_int("vocab_size");
+    const int64_t E = m->get_size("hidden_size");
+    const int64_t n_layer = m->get_size("num_hidden_layers");
+    const int64_t ffn = m->get_size("intermediate_size");
+    const int64_t n_head = m->get_size("num_attention_heads");
+    const int64_t n_kv = m->get_size("num_key_value_heads", n_head);
+    const int64_t D = m->get_size("head_dim", E / n_head);
+    if (D < 1)
+        fail("{}/config.json: hidden_size {} leaves no dimensions for {} attention heads", m->dir,
+             E, n_head);
+    const int64_t H_k = m->get_size("linear_num_key_heads");
+    const int64_t H_v = m->get_size("linear_num_value_heads");
+    const int64_t d_k = m->get_size("linear_key_head_dim");
+    const int64_t d_v = m->get_size("linear_value_head_dim");
+    const int64_t K = m->get_size("linear_conv_kernel_dim", 4);
+    const int64_t n_vocab = m->get_size("vocab_size");
     if (m->has("num_experts") && m->get_int("num_experts") > 0)
         fail("{}: Qwen3.5 MoE checkpoints are not supported (dense Qwen3.5 only)", m->dir);
     if (d_k != d_v)

@@ -3,23 +3,24 @@
 #include "convert/hf.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
+#include "core/json_text.h"
+#include "core/read_file.h"
 
 namespace dl::convert {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// config.json files are a few kilobytes; a bound keeps a wrong file from filling the memory.
+constexpr size_t kMaxConfigBytes = 16u << 20;
+
 static json read_json(const fs::path& p, const char* what) {
-    std::ifstream f(p);
-    if (!f) fail("{}: {} not found", p.parent_path().string(), what);
-    try {
-        return json::parse(f);
-    } catch (const json::exception& e) {
-        fail("{}: {} is not valid JSON ({})", p.string(), what, e.what());
-    }
+    std::error_code ec;
+    if (!fs::exists(p, ec)) fail("{}: {} not found", p.parent_path().string(), what);
+    return parse_json(read_file_bounded(p.string(), kMaxConfigBytes, FileKind::regular_only, what),
+                      p.string());
 }
 
 std::shared_ptr<HfModel> HfModel::open(const std::string& dir) {
@@ -81,6 +82,24 @@ int64_t HfModel::get_int(const char* key, int64_t def) const {
     return has(key) ? get_int(key) : def;
 }
 
+int64_t HfModel::get_size(const char* key) const {
+    const int64_t v = get_int(key);
+    // GGUF stores these as uint32; past 2^31 no real model goes, and products of two of them
+    // stay far from overflowing 64 bits. Layers and vocabulary entries each cost memory while
+    // planning, so they get tighter bounds, still far past any published model.
+    const std::string_view k = key;
+    const int64_t most = k == "num_hidden_layers" ? kMaxLayers
+                         : k == "vocab_size"      ? kMaxVocab
+                                                  : kMaxConfigSize;
+    if (v < 1 || v > most)
+        fail("{}/config.json: '{}' is {}, not a size from 1 to {}", dir, key, v, most);
+    return v;
+}
+
+int64_t HfModel::get_size(const char* key, int64_t def) const {
+    return has(key) ? get_size(key) : def;
+}
+
 double HfModel::get_float(const char* key, double def) const {
     const json* j = find(key);
     if (!j) return def;
@@ -139,13 +158,13 @@ std::vector<float> HfModel::read(const std::string& name, const std::vector<int6
 void plan_attention_keys(const HfModel& m, Plan& plan, int64_t head_dim) {
     const std::string a = plan.arch + ".";
     auto u32 = [](int64_t x) { return gguf::Value::u32((uint32_t)x); };
-    plan.set(a + "context_length", u32(m.get_int("max_position_embeddings", 4096)));
-    plan.set(a + "embedding_length", u32(m.get_int("hidden_size")));
-    plan.set(a + "block_count", u32(m.get_int("num_hidden_layers")));
-    plan.set(a + "feed_forward_length", u32(m.get_int("intermediate_size")));
-    const int64_t n_head = m.get_int("num_attention_heads");
+    plan.set(a + "context_length", u32(m.get_size("max_position_embeddings", 4096)));
+    plan.set(a + "embedding_length", u32(m.get_size("hidden_size")));
+    plan.set(a + "block_count", u32(m.get_size("num_hidden_layers")));
+    plan.set(a + "feed_forward_length", u32(m.get_size("intermediate_size")));
+    const int64_t n_head = m.get_size("num_attention_heads");
     plan.set(a + "attention.head_count", u32(n_head));
-    plan.set(a + "attention.head_count_kv", u32(m.get_int("num_key_value_heads", n_head)));
+    plan.set(a + "attention.head_count_kv", u32(m.get_size("num_key_value_heads", n_head)));
     plan.set(a + "rope.freq_base", gguf::Value::f32((float)m.rope_theta(10000.0)));
     plan.set(a + "attention.layer_norm_rms_epsilon",
              gguf::Value::f32((float)m.get_float("rms_norm_eps", 1e-6)));
@@ -158,7 +177,7 @@ static Plan plan_hf(const std::string& hf_dir, const ConvertOptions& options,
     keep = HfModel::open(hf_dir);
     Plan plan;
     plan.arch = arch_name(keep->arch);
-    plan.n_layer = keep->get_int("num_hidden_layers");
+    plan.n_layer = keep->get_size("num_hidden_layers");
     std::string name = options.name;
     if (name.empty()) name = fs::path(hf_dir).lexically_normal().filename().string();
     if (name.empty() || name == ".") name = fs::absolute(hf_dir).parent_path().filename().string();
@@ -169,7 +188,7 @@ static Plan plan_hf(const std::string& hf_dir, const ConvertOptions& options,
         plan_qwen35(keep, plan);
     else
         plan_llama_like(keep, plan);
-    plan_tokenizer(*keep, keep->get_int("vocab_size"), plan);
+    plan_tokenizer(*keep, keep->get_size("vocab_size"), plan);
     return plan;
 }
 

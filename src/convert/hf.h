@@ -30,6 +30,11 @@ struct HfModel {
     bool has(const char* key) const;
     int64_t get_int(const char* key) const;  // throws naming config.json and the key
     int64_t get_int(const char* key, int64_t def) const;
+    // A dimension or count: an integer from 1 to kMaxConfigSize, or dl::Error naming the key.
+    static constexpr int64_t kMaxConfigSize = int64_t{1} << 31;
+    static constexpr int64_t kMaxLayers = int64_t{1} << 16, kMaxVocab = int64_t{1} << 24;
+    int64_t get_size(const char* key) const;
+    int64_t get_size(const char* key, int64_t def) const;
     double get_float(const char* key, double def) const;
     bool get_bool(const char* key, bool def) const;
     const nlohmann::json* find(const char* key) const;

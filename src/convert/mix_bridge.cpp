@@ -12,10 +12,7 @@ std::optional<OutputType> find_mix(const std::string& lower_name) {
     return std::nullopt;
 }
 
-QType mix_type(const OutputType& out, const Plan& plan, const PlannedTensor& t) {
-    bool has_output = false;
-    for (const PlannedTensor& p : plan.tensors)
-        if (p.name == "output.weight") has_output = true;
+QType mix_type(const OutputType& out, const Plan& plan, const PlannedTensor& t, bool has_output) {
     quant::MixTensor mt;
     mt.arch = plan.arch;
     mt.name = t.name;

@@ -69,8 +69,9 @@ static bool is_plain_f32(const PlannedTensor& t) {
            t.name.find("rope_freqs") != std::string::npos;
 }
 
-QType stored_type(const OutputType& out, const Plan& plan, const PlannedTensor& t) {
-    if (out.is_mix) return mix_type(out, plan, t);
+QType stored_type(const OutputType& out, const Plan& plan, const PlannedTensor& t,
+                  bool has_output) {
+    if (out.is_mix) return mix_type(out, plan, t, has_output);
     if (is_plain_f32(t)) return QType::F32;
     QType q = out.base;
     if (t.ne[0] % block_size(q) != 0) {
@@ -134,8 +135,11 @@ void fill_writer(const Plan& plan, const OutputType& out, gguf::Writer& w) {
     }
     w.set("general.file_type", gguf::Value::u32(out.file_type));
     w.set("general.quantization_version", gguf::Value::u32(2));
+    bool has_output = false;
+    for (const PlannedTensor& t : plan.tensors)
+        has_output = has_output || t.name == "output.weight";
     for (const PlannedTensor& t : plan.tensors) {
-        QType q = stored_type(out, plan, t);
+        QType q = stored_type(out, plan, t, has_output);
         const PlannedTensor* tp = &t;
         w.add_tensor(t.name, q, t.ne, [tp, q](uint8_t* dst, size_t nbytes) {
             const int64_t n = tp->n_elements();

@@ -36,7 +36,8 @@ struct Plan {
 
 // The stored type of one tensor under an output type (plain types keep 1-D tensors and conv taps
 // in f32 and fall back to f16 for rows the block size does not divide).
-QType stored_type(const OutputType& out, const Plan& plan, const PlannedTensor& t);
+// has_output: the plan holds an output.weight (mixes treat a tied head differently).
+QType stored_type(const OutputType& out, const Plan& plan, const PlannedTensor& t, bool has_output);
 
 // float32 -> bytes of type t for n elements (a whole number of rows of ne0), spread over threads.
 void encode(QType t, const float* src, int64_t n, int64_t ne0, uint8_t* dst);

@@ -8,6 +8,8 @@
 
 #include "convert/hf.h"
 #include "core/error.h"
+#include "core/json_text.h"
+#include "core/read_file.h"
 
 namespace dl::convert {
 
@@ -19,17 +21,19 @@ namespace {
 // GGUF token types (llama.cpp numbering).
 constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4;
 
+// tokenizer.json of a 250k vocabulary is about 20 MiB; the bound only stops a wrong file.
+constexpr size_t kMaxTokenizerFileBytes = 512u << 20;
+
 json load(const fs::path& p, bool required) {
-    std::ifstream f(p);
-    if (!f) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
         if (required) fail("{}: {} not found", p.parent_path().string(), p.filename().string());
         return json();
     }
-    try {
-        return json::parse(f);
-    } catch (const json::exception& e) {
-        fail("{}: not valid JSON ({})", p.string(), e.what());
-    }
+    const std::string name = p.filename().string();
+    return parse_json(
+        read_file_bounded(p.string(), kMaxTokenizerFileBytes, FileKind::regular_only, name.c_str()),
+        p.string());
 }
 
 // The pre-tokenizer name llama.cpp files use, recognised by the split regex's distinctive parts.
@@ -191,11 +195,10 @@ void plan_tokenizer(const HfModel& m, int64_t n_vocab, Plan& plan) {
         }
     }
     if (tmpl.empty()) {
-        std::ifstream f(dir / "chat_template.jinja");
-        if (f) {
-            std::stringstream ss;
-            ss << f.rdbuf();
-            tmpl = ss.str();
+        std::error_code ec;
+        if (fs::exists(dir / "chat_template.jinja", ec)) {
+            tmpl = read_file_bounded((dir / "chat_template.jinja").string(), kMaxTokenizerFileBytes,
+                                     FileKind::regular_only, "chat_template.jinja");
         } else {
             json cj = load(dir / "chat_template.json", false);
             if (cj.is_object() && cj.contains("chat_template") && cj["chat_template"].is_string())

@@ -1,21 +1,46 @@
 // The worker pool.
 #include "core/threads.h"
 
+#include <cstring>
 #include <memory>
+#include <system_error>
 
 #include "core/env.h"
+#include "core/error.h"
 
 namespace dl {
 
 ThreadPool::ThreadPool(int n_threads) {
-    if (n_threads <= 0) n_threads = static_cast<int>(env::get_int("DELTALLM_THREADS"));
-    if (n_threads <= 0)
+    if (n_threads < 0 || n_threads > kMaxThreads)
+        fail("the number of threads must be 0 (one per core) to {}, not {}", kMaxThreads,
+             n_threads);
+    if (n_threads == 0) {
+        const int64_t env_threads = env::get_int("DELTALLM_THREADS");
+        if (env_threads < 0 || env_threads > kMaxThreads)
+            fail("DELTALLM_THREADS must be 0 (one per core) to {}, not {}", kMaxThreads,
+                 env_threads);
+        n_threads = static_cast<int>(env_threads);
+    }
+    if (n_threads == 0)
         n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     n_threads_ = n_threads;
-    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+    try {
+        for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+    } catch (const std::system_error& e) {
+        // The system's thread limit: the workers already started must be joined before the
+        // error leaves the constructor, or their std::thread objects would terminate the process.
+        const size_t started = workers_.size();
+        stop_workers();
+        fail("cannot start {} threads (the system allowed {}): {}", n_threads_, started + 1,
+             e.what());
+    }
 }
 
 ThreadPool::~ThreadPool() {
+    stop_workers();
+}
+
+void ThreadPool::stop_workers() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stop_ = true;
@@ -23,6 +48,7 @@ ThreadPool::~ThreadPool() {
     }
     wake_.notify_all();
     for (auto& w : workers_) w.join();
+    workers_.clear();
 }
 
 void ThreadPool::work(int thread) {

@@ -14,7 +14,11 @@ namespace dl {
 
 class ThreadPool {
   public:
-    // n_threads <= 0: DELTALLM_THREADS, else one per core.
+    // More threads than any machine deltallm runs on has cores; beyond it a count is a mistake.
+    static constexpr int kMaxThreads = 4096;
+
+    // n_threads 0: DELTALLM_THREADS, else one per core. Throws dl::Error for a count outside
+    // [0, kMaxThreads] or when the system refuses to start the threads.
     explicit ThreadPool(int n_threads = 0);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -56,6 +60,7 @@ class ThreadPool {
     void run_erased(int64_t n_tasks, void* ctx, Thunk thunk);
     void worker(int index);
     void work(int thread);
+    void stop_workers();
 
     int n_threads_;
     std::vector<std::thread> workers_;

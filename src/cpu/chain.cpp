@@ -8,6 +8,7 @@
 
 #include "core/bytes.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/threads.h"
 #include "cpu/forward.h"
 #include "cpu/ops.h"
@@ -114,13 +115,12 @@ std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
     if (n_ctx < 1) fail("a session needs a context of at least one token, not {}", n_ctx);
     // A session larger than the machine's memory would end in an allocation failure with no
     // numbers; say what it needs instead.
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    const uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    const uint64_t ram = usable_memory_bytes();  // available memory and the cgroup's room
     const uint64_t need = session_bytes(n_ctx);
     if (ram > 0 && need > ram)
         fail(
-            "a session of {} tokens needs {} (KV cache, recurrent state, scratch), more than this "
-            "machine's {} of memory: give a smaller context (-c)",
+            "a session of {} tokens needs {} (KV cache, recurrent state, scratch), more than the "
+            "{} of memory available: give a smaller context (-c)",
             n_ctx, human_bytes(need), human_bytes(ram));
     const Hparams& hp = model_->hp;
     const ChainWeights& w = *weights_;

@@ -27,10 +27,18 @@ std::string ChatFormat::assistant_end() const {
     return style_ == ChatStyle::chatml ? "<|im_end|>\n" : "<|eot_id|>";
 }
 
-std::string ChatFormat::message(const ChatMessage& m) const {
+std::vector<ChatPiece> ChatFormat::message_pieces(const ChatMessage& m) const {
     if (style_ == ChatStyle::chatml)
-        return "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-    return "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+        return {{"<|im_start|>" + m.role + "\n", true}, {m.content, false}, {"<|im_end|>\n", true}};
+    return {{"<|start_header_id|>" + m.role + "<|end_header_id|>\n\n", true},
+            {m.content, false},
+            {"<|eot_id|>", true}};
+}
+
+std::string ChatFormat::message(const ChatMessage& m) const {
+    std::string s;
+    for (const ChatPiece& p : message_pieces(m)) s += p.text;
+    return s;
 }
 
 std::string ChatFormat::assistant_prefix() const {

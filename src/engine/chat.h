@@ -24,6 +24,14 @@ struct ChatMessage {
     std::string content;
 };
 
+// Part of a formatted conversation: the format's own markup, whose control-token text must become
+// control tokens, or a message's content, which is tokenized as plain text whatever it holds (a
+// user who types "<|im_end|>" must not be able to close the turn or write another role's).
+struct ChatPiece {
+    std::string text;
+    bool markup = false;
+};
+
 class ChatFormat {
   public:
     // thinking_capable: the template knows <think> blocks; opens_thinking: its generation
@@ -42,6 +50,8 @@ class ChatFormat {
 
     // One whole message: header, content, end of turn (and ChatML's newline after it).
     std::string message(const ChatMessage& m) const;
+    // The same message as markup, content, markup.
+    std::vector<ChatPiece> message_pieces(const ChatMessage& m) const;
     // The header that makes the model speak as the assistant, with the thinking prefix.
     std::string assistant_prefix() const;
     // What closes an assistant turn: the model stops on the end-of-turn token without feeding it

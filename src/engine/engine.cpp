@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/mapped_file.h"
 #include "gguf/gguf.h"
 
 namespace dl {
@@ -68,8 +69,13 @@ MemoryEstimate estimate_memory(const Model& model, int64_t n_ctx) {
     int64_t n_attn = 0, n_gdn = 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) (hp.is_recurrent(il) ? n_gdn : n_attn)++;
     // K and V rows of n_head_kv heads per attention layer and token, stored as f16.
-    m.kv_cache = 2ull * (uint64_t)n_attn * (uint64_t)n_ctx * (uint64_t)hp.n_head_kv *
-                 (uint64_t)hp.head_dim * 2;
+    if (n_ctx < 0 || n_ctx > kMaxContext)
+        fail("a context of {} tokens is more than deltallm supports ({})", n_ctx, kMaxContext);
+    uint64_t kv = 4;  // K and V, 2 bytes each
+    for (int64_t f : {n_attn, n_ctx, hp.n_head_kv, hp.head_dim})
+        if (f < 0 || __builtin_mul_overflow(kv, (uint64_t)f, &kv))
+            fail("the KV cache of {} tokens is too large to count", n_ctx);
+    m.kv_cache = kv;
     if (n_gdn > 0) {
         // Per GDN layer: S of H_v x d_k x d_v and the last (kernel - 1) conv inputs, f32.
         uint64_t s = (uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * hp.ssm_d_state;
@@ -91,6 +97,7 @@ std::unique_ptr<Engine> Engine::open(const std::string& path, const EngineOption
     auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Engine> e(new Engine());
     e->model_ = Model::load(path, options.progress);
+    check_mapped_files();  // truncated while it was read in
     e->finish_open(options);
     e->load_seconds_ = seconds_since(t0);
     return e;
@@ -126,6 +133,9 @@ void Engine::finish_open(const EngineOptions& options) {
     chat_ = ChatFormat::detect(hp.arch_name, tokenizer_ ? tokenizer_->vocab().chat_template : "");
 
     if (options.n_ctx < 0) fail("the context size must be positive, not {}", options.n_ctx);
+    if (options.n_ctx > kMaxContext)
+        fail("a context of {} tokens is more than deltallm supports ({})", options.n_ctx,
+             kMaxContext);
     n_ctx_ = options.n_ctx;
     if (n_ctx_ == 0)
         n_ctx_ = hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, kDefaultContext) : kDefaultContext;

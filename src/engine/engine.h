@@ -38,6 +38,9 @@ struct EngineOptions {
 };
 
 constexpr int64_t kDefaultContext = 4096;
+// The largest context accepted (2^30 tokens): past every model's training context, and small
+// enough that no size computed from it overflows 64 bits.
+constexpr int64_t kMaxContext = int64_t{1} << 30;
 
 // The memory a model needs to run, by its hyper-parameters (independent of any executor).
 struct MemoryEstimate {

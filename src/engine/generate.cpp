@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "model/model.h"
 
 namespace dl {
@@ -90,6 +91,8 @@ GenerateStats generate(Executor& executor, SessionState& session, Sampler& sampl
                  n_vocab);
         if (options.on_logits) options.on_logits(session.n_past - 1, row);
     }
+    // Weights read from a model file truncated meanwhile were zeros: the text is not the model's.
+    check_mapped_files();
     return st;
 }
 

@@ -3,11 +3,14 @@
 // the data starts at a multiple of 64 bytes.
 #include "engine/npy.h"
 
+#include <unistd.h>
+
 #include <bit>
 #include <cerrno>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/output_file.h"
 
 namespace dl::npy {
 
@@ -46,9 +49,15 @@ std::string header_f32(std::span<const int64_t> shape, size_t pad_to) {
     return h + dict;
 }
 
-static std::FILE* open_for_writing(const std::string& path) {
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) fail("cannot write {}: {}", path, std::strerror(errno));
+// A stream over the output file's temporary file (its own descriptor, so that fclose leaves
+// the OutputFile's open for commit()).
+static std::FILE* open_stream(const OutputFile& out) {
+    int fd = ::dup(out.fd());
+    std::FILE* f = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
+    if (!f) {
+        if (fd >= 0) ::close(fd);
+        fail("cannot write {}: {}", out.path(), std::strerror(errno));
+    }
     return f;
 }
 
@@ -58,21 +67,25 @@ void write_f32(const std::string& path, std::span<const float> data,
     for (int64_t d : shape) n *= d;
     DL_ASSERT(n == (int64_t)data.size());
     std::string h = header_f32(shape);
-    std::FILE* f = open_for_writing(path);
+    OutputFile out(path);
+    std::FILE* f = open_stream(out);
     bool ok = std::fwrite(h.data(), 1, h.size(), f) == h.size() &&
               std::fwrite(data.data(), sizeof(float), data.size(), f) == data.size();
     ok = (std::fclose(f) == 0) && ok;
     if (!ok) fail("cannot write {}: {}", path, std::strerror(errno));
+    out.commit();
 }
 
-RowWriter::RowWriter(const std::string& path, int64_t n_cols) : path_(path), n_cols_(n_cols) {
-    f_ = open_for_writing(path);
+RowWriter::RowWriter(const std::string& path, int64_t n_cols)
+    : path_(path), out_(std::make_unique<OutputFile>(path)), n_cols_(n_cols) {
+    f_ = open_stream(*out_);
     const int64_t shape[2] = {0, n_cols};
     std::string h = header_f32(shape, kFixedHeader);
     if (std::fwrite(h.data(), 1, h.size(), f_) != h.size()) fail("cannot write {}", path_);
 }
 
 RowWriter::~RowWriter() {
+    // Unfinished: the temporary file goes with out_, and an earlier file at path stays.
     if (f_) std::fclose(f_);
 }
 
@@ -92,6 +105,7 @@ void RowWriter::finish() {
     ok = (std::fclose(f_) == 0) && ok;
     f_ = nullptr;
     if (!ok) fail("cannot write {}: {}", path_, std::strerror(errno));
+    out_->commit();
 }
 
 }  // namespace dl::npy

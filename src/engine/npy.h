@@ -1,13 +1,18 @@
 // NumPy .npy files (format version 1.0) of little-endian float32, C order: what the parity
 // tooling dumps logits into, readable by numpy.load. The row writer streams rows to disk and
-// fixes the row count in the header at the end, so a long dump never sits in memory.
+// fixes the row count in the header at the end, so a long dump never sits in memory. Both write
+// through core/output_file.h: the file appears only complete, and a failed run leaves an earlier
+// file at the path as it was.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "core/output_file.h"
 
 namespace dl::npy {
 
@@ -33,6 +38,7 @@ class RowWriter {
 
   private:
     std::string path_;
+    std::unique_ptr<OutputFile> out_;
     std::FILE* f_ = nullptr;
     int64_t n_cols_;
     int64_t n_rows_ = 0;

@@ -134,6 +134,11 @@ void Sampler::min_p(std::vector<TokenLogit>& c, float p, bool sorted) {
 
 int32_t Sampler::sample(std::span<const float> logits) {
     if (logits.empty()) fail("cannot sample from an empty row of logits");
+    // Every path checks, greedy included: argmax over NaN picks token 0 forever and says nothing.
+    // (An OR of the comparisons vectorises; a branch per element would not.)
+    bool nan = false;
+    for (float x : logits) nan |= x != x;
+    if (nan) fail("the logits hold NaN values (the model's weights or activations are broken)");
     std::span<const float> row = logits;
     if (params_.repeat_penalty != 1.0f && !history_.empty()) {
         work_.assign(logits.begin(), logits.end());

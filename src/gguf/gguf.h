@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -171,6 +172,8 @@ class Writer {
     uint64_t alignment_ = 32;
     std::vector<std::pair<std::string, Value>> kv_;
     std::vector<Pending> tensors_;
+    // Names seen, so that the duplicate check stays constant time for a million tensors.
+    std::unordered_set<std::string> names_;
 
     // The encoded header and where each tensor goes; emit() fills layout.total bytes at base.
     struct Layout;

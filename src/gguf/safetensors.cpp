@@ -16,6 +16,8 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/json_text.h"
+#include "core/read_file.h"
 
 namespace dl::safetensors {
 
@@ -169,12 +171,9 @@ File File::parse(const uint8_t* data, size_t size, std::string name) {
             "{} is not a usable safetensors file: its header of {} bytes exceeds the {} byte limit",
             file, header_len, kMaxHeaderBytes);
 
-    json header;
-    try {
-        header = json::parse(data + 8, data + 8 + header_len);
-    } catch (const json::exception& e) {
-        fail("{} has a corrupt safetensors header (JSON): {}", file, e.what());
-    }
+    json header =
+        parse_json(std::string_view(reinterpret_cast<const char*>(data + 8), (size_t)header_len),
+                   fmt::format("the safetensors header of {}", file));
     if (!header.is_object()) fail("{} has a safetensors header that is not a JSON object", file);
 
     const uint8_t* data_section = data + 8 + header_len;
@@ -237,14 +236,9 @@ Checkpoint Checkpoint::open(const std::string& path) {
         if (dir.back() != '/') dir += '/';
         index_path = dir + "model.safetensors.index.json";
         if (exists(index_path)) {
-            std::ifstream in(index_path, std::ios::binary);
-            if (!in) fail("cannot read '{}'", index_path);
-            json index;
-            try {
-                index = json::parse(in);
-            } catch (const json::exception& e) {
-                fail("{} is not valid JSON: {}", index_path, e.what());
-            }
+            json index = parse_json(
+                read_file_bounded(index_path, 64u << 20, FileKind::regular_only, "the shard index"),
+                index_path);
             if (!index.is_object() || !index.contains("weight_map") ||
                 !index["weight_map"].is_object())
                 fail("{} has no weight_map object", index_path);

@@ -14,6 +14,8 @@
 
 #include "core/align.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
+#include "core/output_file.h"
 #include "gguf/gguf.h"
 
 namespace dl::gguf {
@@ -218,8 +220,7 @@ void Writer::add_tensor(const std::string& name, QType type, std::vector<int64_t
     if (bytes.size() != nbytes)
         fail("cannot write tensor '{}': {} {} elements take {} bytes but {} were given", name,
              qtype_name(type), fmt::join(ne, "x"), nbytes, bytes.size());
-    for (const auto& t : tensors_)
-        if (t.name == name) fail("cannot write tensor '{}' twice", name);
+    if (!names_.insert(name).second) fail("cannot write tensor '{}' twice", name);
     tensors_.push_back(Pending{name, type, std::move(ne), std::move(bytes), nullptr});
 }
 
@@ -227,8 +228,7 @@ void Writer::add_tensor(const std::string& name, QType type, std::vector<int64_t
                         std::function<void(uint8_t* dst, size_t nbytes)> produce) {
     check_tensor(name, type, ne);
     if (!produce) fail("cannot write tensor '{}': no data producer given", name);
-    for (const auto& t : tensors_)
-        if (t.name == name) fail("cannot write tensor '{}' twice", name);
+    if (!names_.insert(name).second) fail("cannot write tensor '{}' twice", name);
     tensors_.push_back(Pending{name, type, std::move(ne), {}, std::move(produce)});
 }
 
@@ -299,33 +299,27 @@ std::vector<uint8_t> Writer::to_bytes() const {
 
 void Writer::write(const std::string& path) const {
     Layout l = plan();
-    // A temporary file in the same folder, renamed over the target only once complete.
-    std::string tmp = path + ".XXXXXX";
-    int fd = ::mkstemp(tmp.data());
-    if (fd < 0) fail("cannot create a file next to '{}': {}", path, std::strerror(errno));
-    void* base = MAP_FAILED;
+    // A temporary file beside the target, renamed over it only once complete (core/output_file.h
+    // says what is refused and what is kept).
+    OutputFile out(path);
+    const int fd = out.fd();
+    // Reserving the space first turns a full disk (or the file size limit) into an error here
+    // instead of a SIGBUS while the mapping is written.
+    if (int r = ::posix_fallocate(fd, 0, (off_t)l.total))
+        fail("cannot write '{}' ({} bytes): {}", path, l.total, std::strerror(r));
+    void* base = ::mmap(nullptr, l.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED)
+        fail("cannot map '{}' for writing: {}", out.temp_path(), std::strerror(errno));
     try {
-        // Reserving the space first turns a full disk into an error here instead of a SIGBUS
-        // while the mapping is written.
-        if (int r = ::posix_fallocate(fd, 0, (off_t)l.total))
-            fail("cannot write '{}' ({} bytes): {}", path, l.total, std::strerror(r));
-        base = ::mmap(nullptr, l.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (base == MAP_FAILED) fail("cannot map '{}' for writing: {}", tmp, std::strerror(errno));
         emit(static_cast<uint8_t*>(base), l);
-        if (::munmap(base, l.total) != 0) fail("cannot write '{}': {}", path, std::strerror(errno));
-        base = MAP_FAILED;
-        if (::fchmod(fd, 0644) != 0) fail("cannot write '{}': {}", path, std::strerror(errno));
-        int r = ::close(fd);
-        fd = -1;
-        if (r != 0) fail("cannot write '{}': {}", path, std::strerror(errno));
-        if (::rename(tmp.c_str(), path.c_str()) != 0)
-            fail("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(errno));
     } catch (...) {
-        if (base != MAP_FAILED) ::munmap(base, l.total);
-        if (fd >= 0) ::close(fd);
-        ::unlink(tmp.c_str());
+        ::munmap(base, l.total);
         throw;
     }
+    if (::munmap(base, l.total) != 0) fail("cannot write '{}': {}", path, std::strerror(errno));
+    // Tensors copied from a mapped input that was truncated meanwhile hold zeros: not kept.
+    check_mapped_files();
+    out.commit();
 }
 
 }  // namespace dl::gguf

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "tokenizer/normalize.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/utf8.h"
 
@@ -119,6 +120,7 @@ struct Tokenizer::Impl {
 
     // Byte-level BPE.
     std::unique_ptr<PreTokenizer> pre;
+    bool nfc = false;  // the family's reference normalizes text to NFC first
     MergeTable merges;
     // BPE: the token of each byte's alphabet character; SPM: the <0xNN> token. -1 when absent.
     std::array<int32_t, 256> byte_token{};
@@ -215,6 +217,7 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)), impl_(std::make_un
     im.byte_token.fill(-1);
     if (v.kind == VocabKind::BPE) {
         im.pre = PreTokenizer::for_name(v.pre);
+        im.nfc = pre_uses_nfc(v.pre);
         for (int b = 0; b < 256; ++b) {
             auto it = im.token_to_id.find(alphabet.byte_to_utf8[b]);
             if (it != im.token_to_id.end()) im.byte_token[b] = it->second;
@@ -425,9 +428,16 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
 
     std::vector<std::string_view> pieces;
     bool prev_special = true;  // SPM's dummy prefix goes at the start and after special tokens
+    std::string normalized;
     auto raw = [&](std::string_view frag) {
         if (frag.empty()) return;
         if (v.kind == VocabKind::BPE) {
+            // As the reference does: special tokens are split off first, then each fragment
+            // between them is normalized.
+            if (im.nfc) {
+                normalized = to_nfc(frag);
+                frag = normalized;
+            }
             pieces.clear();
             im.pre->split(frag, pieces);
             thread_local PieceCache cache;

@@ -200,7 +200,14 @@ int bench(const BenchArgs& a) {
     }
 
     int64_t n_ctx = 16;
-    for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
+    for (const Test& t : tests) {
+        // Each length is checked before the sum, so the sum cannot overflow.
+        if (t.n_depth > kMaxContext || t.n_prompt > kMaxContext || t.n_gen > kMaxContext ||
+            t.n_depth + t.n_prompt + t.n_gen + 1 > kMaxContext)
+            fail("test {} needs a context of more than {} tokens, the most deltallm supports",
+                 t.name, kMaxContext);
+        n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
+    }
     EngineOptions o;
     o.device = DeviceSpec::parse(a.device);
     o.n_ctx = n_ctx;
@@ -244,7 +251,18 @@ int bench(const BenchArgs& a) {
     std::uniform_int_distribution<int32_t> pick(0, (int32_t)n_vocab - 1);
     std::vector<float> logits;
     auto run_once = [&](const Test& t) -> double {
-        auto session = ex.new_session(n_ctx);
+        std::unique_ptr<SessionState> session;
+        try {
+            session = ex.new_session(n_ctx);
+        } catch (const Error& e) {
+            // The executor's advice names run's -c; bench has none, its context follows the test
+            // lengths.
+            std::string m = e.what();
+            const std::string c = "a smaller context (-c)";
+            if (size_t at = m.find(c); at != std::string::npos)
+                m.replace(at, c.size(), "shorter tests (-p, -n, -d)");
+            throw Error(m);
+        }
         if (t.n_depth > 0) {  // the context the test starts from; not timed
             std::vector<int32_t> tokens(t.n_depth);
             for (auto& x : tokens) x = pick(rng);

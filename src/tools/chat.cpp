@@ -3,12 +3,14 @@
 // on a terminal and as a filter when stdin is a pipe (one user turn per line).
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <string>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/printable.h"
 #include "tools/common.h"
 #include "tools/tool.h"
 
@@ -43,13 +45,23 @@ class Conversation {
     void turn(const std::string& user) {
         const ChatFormat& fmt = engine_.chat_format();
         const tokenizer::Tokenizer& tok = engine_.tokenizer();
-        std::string text;
-        if (turns_ == 0 && !args_.system.empty()) text += fmt.message({"system", args_.system});
-        if (turns_ > 0) text += fmt.assistant_end();
-        text += fmt.message({"user", user}) + fmt.assistant_prefix();
+        std::vector<ChatPiece> pieces;
+        auto add = [&](std::vector<ChatPiece> more) {
+            pieces.insert(pieces.end(), more.begin(), more.end());
+        };
+        if (turns_ == 0 && !args_.system.empty()) add(fmt.message_pieces({"system", args_.system}));
+        if (turns_ > 0) add({{fmt.assistant_end(), true}});
+        add(fmt.message_pieces({"user", user}));
+        add({{fmt.assistant_prefix(), true}});
+        // Only the format's markup may make control tokens; -s and the user's lines are text.
         std::vector<int32_t> prompt = pending_;
-        std::vector<int32_t> more = tok.encode(text, /*add_special=*/session_->n_past == 0, true);
-        prompt.insert(prompt.end(), more.begin(), more.end());
+        bool first = session_->n_past == 0 && pending_.empty();
+        for (const ChatPiece& p : pieces) {
+            if (p.text.empty()) continue;
+            std::vector<int32_t> ids = tok.encode(p.text, /*add_special=*/first, p.markup);
+            prompt.insert(prompt.end(), ids.begin(), ids.end());
+            first = false;
+        }
 
         GenerateOptions go;
         go.n_predict = args_.n_predict;
@@ -111,13 +123,17 @@ int chat(const ChatArgs& a) {
     engine->chat_format().set_thinking(thinking);
     const bool interactive = isatty(STDIN_FILENO) == 1;
     if (interactive)
-        std::fprintf(stderr, "deltallm: chatting with %s on %s. /reset starts over, /exit quits.\n",
-                     engine->model().hp.model_name.empty() ? engine->model().hp.arch_name.c_str()
-                                                           : engine->model().hp.model_name.c_str(),
-                     engine->executor().name().c_str());
+        std::fprintf(
+            stderr, "deltallm: chatting with %s on %s. /reset starts over, /exit quits.\n",
+            printable(engine->model().hp.model_name.empty() ? engine->model().hp.arch_name
+                                                            : engine->model().hp.model_name)
+                .c_str(),
+            engine->executor().name().c_str());
 
+    announce_context(*engine);
     Conversation conv(*engine, a, sp);
     std::string line;
+    bool failed_turns = false;
     for (;;) {
         if (interactive) {
             std::fputs("> ", stderr);
@@ -126,25 +142,33 @@ int chat(const ChatArgs& a) {
         if (!std::getline(std::cin, line)) break;
         while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
         if (line.empty()) continue;
-        if (line == "/exit" || line == "/quit") break;
-        if (line == "/reset") {
+        // A command with stray spaces around it is still the command, not a message.
+        std::string command = line;
+        while (!command.empty() && std::isspace((unsigned char)command.back())) command.pop_back();
+        while (!command.empty() && std::isspace((unsigned char)command.front()))
+            command.erase(0, 1);
+        if (command == "/exit" || command == "/quit") break;
+        if (command == "/reset") {
             conv.reset();
             if (interactive) std::fputs("deltallm: conversation reset\n", stderr);
             continue;
         }
-        if (line == "/help") {
+        if (command == "/help") {
             std::fputs("/reset starts a new conversation, /exit quits\n", stderr);
             continue;
         }
         try {
             conv.turn(line);
         } catch (const Error& e) {
-            // A turn that cannot be served (the context is full) leaves the session as it was.
-            std::fprintf(stderr, "error: %s\n", e.what());
-            if (!interactive) return 1;
+            // A turn that cannot be served (the context is full) leaves the session as it was:
+            // the conversation goes on, and /reset starts over. A script still learns of it
+            // from the exit code.
+            std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str());
+            std::fputs("deltallm: the conversation is kept; /reset starts over\n", stderr);
+            failed_turns = true;
         }
     }
-    return 0;
+    return failed_turns ? 1 : 0;
 }
 
 Registrar reg("chat", "chat with a model in its chat format (stdin: one message per line)",

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "tools/default_model.h"
 
 namespace dl::tools {
@@ -58,11 +59,8 @@ class LoadProgress {
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail("cannot read {}: {}", path, std::strerror(errno));
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    // A prompt may come through a pipe (-f /dev/stdin) but never endlessly (-f /dev/zero).
+    return read_file_bounded(path, kMaxPromptFileBytes, FileKind::regular_or_pipe, "the file");
 }
 
 void ModelArgs::add_to(CLI::App& app, bool with_device) {
@@ -87,7 +85,9 @@ void add_profile_flag(CLI::App& app) {
 std::unique_ptr<Engine> ModelArgs::open() const {
     EngineOptions o;
     o.device = DeviceSpec::parse(device);
-    if (n_ctx < 0) fail("-c must be a positive number of tokens, not {}", n_ctx);
+    if (n_ctx < 0 || n_ctx > kMaxContext)
+        fail("-c must be 0 (the model's) or a number of tokens up to {}, not {}", kMaxContext,
+             n_ctx);
     o.n_ctx = n_ctx;
     if (path.empty()) {
         std::fprintf(stderr,
@@ -117,7 +117,8 @@ void SamplingArgs::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_option("--repeat-last-n", repeat_last_n, "how many recent tokens (0: off, -1: all)")
         ->capture_default_str();
-    app.add_option("--seed", seed, "random seed (-1: a new one each run)")->capture_default_str();
+    app.add_option("--seed", seed, "random seed, 0 to 2^64-1 (-1: a new one each run)")
+        ->capture_default_str();
 }
 
 SamplerParams SamplingArgs::params() const {
@@ -127,7 +128,15 @@ SamplerParams SamplingArgs::params() const {
     if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("--min-p must be in [0, 1], not {}", min_p);
     if (!(repeat_penalty > 0.0f)) fail("--repeat-penalty must be positive, not {}", repeat_penalty);
     if (repeat_last_n < -1) fail("--repeat-last-n must be -1 or more, not {}", repeat_last_n);
-    if (seed < -1) fail("--seed must be -1 or a non-negative number, not {}", seed);
+    // The generator takes 64 bits: every one of them is a distinct seed (a signed parse clamped
+    // everything from 2^63-1 up to one value).
+    uint64_t seed_value = 0;
+    const bool random_seed = seed == "-1";
+    if (!random_seed) {
+        auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), seed_value);
+        if (seed.empty() || ec != std::errc() || p != seed.data() + seed.size())
+            fail("--seed must be -1 or a number from 0 to 18446744073709551615, not '{}'", seed);
+    }
     SamplerParams p;
     p.temperature = temperature;
     p.top_k = top_k;
@@ -135,8 +144,8 @@ SamplerParams SamplingArgs::params() const {
     p.min_p = min_p;
     p.repeat_penalty = repeat_penalty;
     p.repeat_last_n = repeat_last_n;
-    p.seed = seed >= 0 ? (uint64_t)seed
-                       : ((uint64_t)std::random_device{}() << 32) ^ std::random_device{}();
+    p.seed = !random_seed ? seed_value
+                          : ((uint64_t)std::random_device{}() << 32) ^ std::random_device{}();
     return p;
 }
 
@@ -157,6 +166,15 @@ std::vector<int64_t> parse_int_list(const std::string& text, const char* flag) {
         i = j + 1;
     }
     return out;
+}
+
+void announce_context(const Engine& engine) {
+    const MemoryEstimate me = estimate_memory(engine.model(), engine.n_ctx());
+    if (me.kv_cache < (1ull << 30)) return;
+    std::fprintf(stderr,
+                 "deltallm: setting up a context of %lld tokens (KV cache %s); -c gives a smaller "
+                 "one\n",
+                 (long long)engine.n_ctx(), human_bytes(me.kv_cache).c_str());
 }
 
 void print_speeds(const GenerateStats& st) {

@@ -33,7 +33,7 @@ struct SamplingArgs {
     float min_p = 0.05f;
     float repeat_penalty = 1.0f;
     int32_t repeat_last_n = 64;
-    int64_t seed = -1;  // -1: a random seed
+    std::string seed = "-1";  // -1: a random seed; else 0 to 2^64-1
 
     void add_to(CLI::App& app);
     // Checks the ranges (dl::Error names the flag) and draws the seed when none was given.
@@ -46,10 +46,15 @@ std::vector<int64_t> parse_int_list(const std::string& text, const char* flag);
 // "prompt 5 tokens in 0.010 s (500.0 tokens/s)" and the generation line, on stderr.
 void print_speeds(const GenerateStats& st);
 
+// Says on stderr what a large context is about to cost before the session is set up (a context
+// of a million tokens takes tens of seconds and gigabytes, which looked like a hang).
+void announce_context(const Engine& engine);
+
 // --profile: device time per kernel role, printed when the model closes (Vulkan driver).
 void add_profile_flag(CLI::App& app);
 
-// Reads a whole file or stream; throws dl::Error naming the path.
+// Reads a whole file or stream of at most kMaxPromptFileBytes; throws dl::Error naming the path.
+constexpr size_t kMaxPromptFileBytes = 64u << 20;
 std::string read_text_file(const std::string& path);
 
 }  // namespace dl::tools

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/threads.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
@@ -60,18 +61,9 @@ const char* type_name(gguf::ValueType t) {
 // A string shown on one line: escapes for control characters, long ones cut.
 std::string short_string(const std::string& s, size_t max = 80) {
     std::string out = "\"";
-    for (size_t i = 0; i < s.size() && i < max; ++i) {
-        char c = s[i];
-        if (c == '\n')
-            out += "\\n";
-        else if (c == '\t')
-            out += "\\t";
-        else if (c == '"')
-            out += "\\\"";
-        else if ((unsigned char)c < 0x20)
-            out += fmt::format("\\x{:02x}", (unsigned char)c);
-        else
-            out += c;
+    for (char c : printable(std::string_view(s).substr(0, max))) {
+        if (c == '"') out += '\\';
+        out += c;
     }
     out += "\"";
     if (s.size() > max) out += fmt::format("... ({} bytes)", s.size());
@@ -121,7 +113,7 @@ void print_metadata(const gguf::File& f) {
                 f.metadata().size(), f.tensors().size());
     std::printf("metadata:\n");
     for (const auto& [key, value] : f.metadata())
-        std::printf("  %-44s %s\n", key.c_str(), show_value(value).c_str());
+        std::printf("  %-44s %s\n", printable(key).c_str(), show_value(value).c_str());
 }
 
 void print_tensor_types(const gguf::File& f) {
@@ -153,7 +145,7 @@ void print_tensors(const gguf::File& f) {
         std::string shape;
         for (size_t i = 0; i < t.ne.size(); ++i)
             shape += (i ? " x " : "") + std::to_string(t.ne[i]);
-        std::printf("  %-40s %-8s [%s] %s @ %llu\n", t.name.c_str(),
+        std::printf("  %-40s %-8s [%s] %s @ %llu\n", printable(t.name).c_str(),
                     std::string(qtype_name(t.type)).c_str(), shape.c_str(),
                     human_bytes(t.nbytes).c_str(), (unsigned long long)t.offset);
     }
@@ -164,8 +156,8 @@ void print_model(const Model& m, int64_t n_ctx) {
     int64_t n_gdn = 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) n_gdn += hp.is_recurrent(il) ? 1 : 0;
     std::printf("model:\n");
-    std::printf("  architecture   %s%s\n", hp.arch_name.c_str(),
-                hp.model_name.empty() ? "" : (" (" + hp.model_name + ")").c_str());
+    std::printf("  architecture   %s%s\n", printable(hp.arch_name).c_str(),
+                hp.model_name.empty() ? "" : (" (" + printable(hp.model_name) + ")").c_str());
     std::printf("  vocabulary     %lld\n", (long long)hp.n_vocab);
     std::printf("  layers         %lld", (long long)hp.n_layer);
     if (n_gdn)
@@ -205,7 +197,7 @@ void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx, const DeviceSp
                         ThreadPool::global().size(), quant::cpu_backend(),
                         human_bytes(chain.session_bytes(n_ctx)).c_str());
         } catch (const Error& e) {
-            std::printf("  cpu      cannot run: %s\n", e.what());
+            std::printf("  cpu      cannot run: %s\n", printable(e.what()).c_str());
         }
     }
     if (spec.kind == Kind::cpu) return;
@@ -239,7 +231,9 @@ int list_devices() {
 int info(const InfoArgs& a) {
     const DeviceSpec spec = DeviceSpec::parse(a.device);
     if (a.devices && a.model.path.empty()) return list_devices();
-    if (a.n_ctx < 0) fail("-c must be a positive number of tokens, not {}", a.n_ctx);
+    if (a.n_ctx < 0 || a.n_ctx > kMaxContext)
+        fail("-c must be 0 (the model's) or a number of tokens up to {}, not {}", kMaxContext,
+             a.n_ctx);
     std::shared_ptr<gguf::File> file;
     std::vector<uint8_t> image;
     if (a.model.path.empty()) {
@@ -258,7 +252,7 @@ int info(const InfoArgs& a) {
     try {
         model = Model::from_file(file);
     } catch (const Error& e) {
-        std::printf("model: cannot be run: %s\n", e.what());
+        std::printf("model: cannot be run: %s\n", printable(e.what()).c_str());
         return 0;
     }
     int64_t n_ctx = a.n_ctx;

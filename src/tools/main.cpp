@@ -1,4 +1,4 @@
-// The deltallm binary: parses the command line, runs one subcommand, and turns a dl::Error into
+// The deltallm binary: parses the command line, runs one subcommand, and turns any exception into
 // one line on stderr and exit code 1.
 #include <cstdio>
 #include <map>
@@ -6,6 +6,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/printable.h"
 #include "core/threads.h"
 #include "tools/tool.h"
 
@@ -60,7 +61,9 @@ int main(int argc, char** argv) {
         return 0;
     }
     try {
-        if (threads < 0) fail("-t must be 0 (automatic) or a number of threads, not {}", threads);
+        if (threads < 0 || threads > ThreadPool::kMaxThreads)
+            fail("-t must be 0 (automatic) or a number of threads up to {}, not {}",
+                 ThreadPool::kMaxThreads, threads);
         if (verbose) log::set_level(log::Level::debug);
         if (threads > 0) ThreadPool::set_global_threads(threads);
         for (auto& [sub, run] : runs)
@@ -68,10 +71,18 @@ int main(int argc, char** argv) {
         std::fputs(app.help().c_str(), stdout);
         return 0;
     } catch (const Error& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        // Messages quote names from files: their control characters are escaped.
+        std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str());
         return 1;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "error: out of memory\n");
+        return 1;
+    } catch (const std::exception& e) {
+        // Any other failure is still one line and exit code 1, never an abort.
+        std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str());
+        return 1;
+    } catch (...) {
+        std::fprintf(stderr, "error: an unexpected failure\n");
         return 1;
     }
 }

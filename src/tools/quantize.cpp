@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "convert/convert.h"
+#include "core/output_file.h"
 #include "tools/tool.h"
 
 namespace dl::tools {
@@ -21,6 +22,7 @@ Registrar reg(
         app.add_option("OUT", a->out, "GGUF file to write")->required();
         app.add_option("TYPE", a->type, "q4_k_m, q5_k_m, q6_k, q8_0, f16, ...")->required();
         return [a] {
+            check_output_path(a->out);  // before the work, not after it
             auto t0 = std::chrono::steady_clock::now();
             convert::quantize_gguf(a->in, a->out, a->type);
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

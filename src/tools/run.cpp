@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/output_file.h"
+#include "core/printable.h"
 #include "engine/npy.h"
 #include "tools/common.h"
 #include "tools/tool.h"
@@ -21,6 +23,8 @@ struct RunArgs {
     SamplingArgs sampling;
     std::string prompt, prompt_file, prompt_ids, dump_logits, dump_positions;
     bool prompt_given = false;
+    bool dump_given = false;     // --dump-logits was on the command line (perhaps empty)
+    bool parse_special = false;  // control-token text in the prompt becomes control tokens
     int64_t n_predict = 128;
     bool print_ids = false;
     bool ignore_eos = false;
@@ -72,6 +76,9 @@ int run(const RunArgs& a) {
     if (sources == 0) fail("no prompt: give one with -p TEXT, -f FILE or --prompt-ids 1,2,3");
     if (a.n_predict < -1)
         fail("-n must be -1 (until the end of generation) or more, not {}", a.n_predict);
+    if (a.dump_given && a.dump_logits.empty())
+        fail("--dump-logits needs a file name, and '' is none");
+    if (!a.dump_logits.empty()) check_output_path(a.dump_logits);
     if (!a.dump_positions.empty() && a.dump_logits.empty())
         fail("--dump-positions needs --dump-logits FILE");
     SamplerParams sp = a.sampling.params();
@@ -84,8 +91,8 @@ int run(const RunArgs& a) {
     const Model& model = engine->model();
     const int64_t n_vocab = model.hp.n_vocab;
     std::fprintf(stderr, "deltallm: loaded %s (%s, %s) on %s in %.3f s\n",
-                 model.hp.model_name.empty() ? "model" : model.hp.model_name.c_str(),
-                 model.hp.arch_name.c_str(), human_bytes(model.weight_bytes()).c_str(),
+                 printable(model.hp.model_name.empty() ? "model" : model.hp.model_name).c_str(),
+                 printable(model.hp.arch_name).c_str(), human_bytes(model.weight_bytes()).c_str(),
                  engine->executor().name().c_str(), engine->load_seconds());
 
     std::vector<int32_t> prompt;
@@ -98,7 +105,9 @@ int run(const RunArgs& a) {
         }
     } else {
         std::string text = a.prompt_given ? a.prompt : read_text_file(a.prompt_file);
-        prompt = engine->tokenizer().encode(text, /*add_special=*/true, /*parse_special=*/true);
+        // The prompt is text: "<|im_end|>" typed in it is those characters, not the control
+        // token, unless --parse-special asks for it (hand-written templates).
+        prompt = engine->tokenizer().encode(text, /*add_special=*/true, a.parse_special);
         if (prompt.empty()) fail("the prompt is empty");
     }
 
@@ -137,6 +146,7 @@ int run(const RunArgs& a) {
     };
 
     Sampler sampler(sp);
+    announce_context(*engine);
     auto session = engine->new_session();
     GenerateStats st = generate(engine->executor(), *session, sampler, prompt, go, on_token);
     if (decoder) {
@@ -167,14 +177,17 @@ Registrar reg("run", "generate text from a prompt", [](CLI::App& app) -> Run {
     app.add_flag("--print-ids", a->print_ids,
                  "print the generated token ids (comma separated) instead of text");
     app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
-    app.add_option(
+    app.add_flag("--parse-special", a->parse_special,
+                 "read control-token text in the prompt (<|im_start|>, ...) as those tokens");
+    auto* dump = app.add_option(
         "--dump-logits", a->dump_logits,
         "write the logits of every evaluated position to FILE (.npy, float32 [positions, vocab])");
     app.add_option(
         "--dump-positions", a->dump_positions,
         "with --dump-logits: only these positions, e.g. 0,5,-1 (negative: from the end)");
-    return [a, p] {
+    return [a, p, dump] {
         a->prompt_given = p->count() > 0;
+        a->dump_given = dump->count() > 0;
         return run(*a);
     };
 });

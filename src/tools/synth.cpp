@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "convert/convert.h"
+#include "core/output_file.h"
 #include "tools/tool.h"
 
 namespace dl::tools {
@@ -23,11 +24,12 @@ Registrar reg(
         app.add_option("--shape", a->options.shape,
                        "qwen35: tiny 0.8b 2b 4b 9b 27b; qwen3: tiny 0.6b 8b; llama: tiny 1b 8b")
             ->capture_default_str();
-        app.add_option("-t,--type", a->options.type, "f32, f16, q8_0, q4_k_m, q6_k, ...")
+        app.add_option("--type", a->options.type, "f32, f16, q8_0, q4_k_m, q6_k, ...")
             ->capture_default_str();
         app.add_option("--seed", a->options.seed, "random seed")->capture_default_str();
         app.add_option("-o,--output", a->out, "GGUF file to write")->required();
         return [a] {
+            check_output_path(a->out);  // before the work, not after it
             auto t0 = std::chrono::steady_clock::now();
             convert::synth(a->options, a->out);
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -60,7 +60,7 @@ class BenchCli : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
         model_ = tmp_dir() + "/bench_tiny_" + std::to_string(::getpid()) + ".gguf";
-        Result r = deltallm("synth --arch qwen35 --shape tiny -t q4_k_m -o " + model_);
+        Result r = deltallm("synth --arch qwen35 --shape tiny --type q4_k_m -o " + model_);
         if (r.rc != 0) setup_error_ = "synth failed: " + r.err;
     }
     // A failed synth fails every test (an assertion in SetUpTestSuite would only skip them).

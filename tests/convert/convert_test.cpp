@@ -4,6 +4,10 @@
 // the one-sentence errors.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -420,3 +424,85 @@ TEST(ConvertCli, ErrorIsOneLineAndExitCodeOne) {
 }
 
 }  // namespace
+
+namespace {
+
+struct CliRun {
+    int rc = -1;  // 128 + the signal when the child was killed
+    std::string out;
+};
+
+CliRun convert_cli(const std::string& dir, const std::string& out_path) {
+    std::string cmd = testhf::deltallm_bin() + " convert " + dir + " -o " + out_path + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    CliRun r;
+    if (!p) return r;
+    char buf[512];
+    while (fgets(buf, sizeof buf, p)) r.out += buf;
+    int status = pclose(p);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+void expect_one_error_line(const CliRun& r, const std::string& part) {
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_EQ(r.out.rfind("error: ", 0), 0u) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_NE(r.out.find(part), std::string::npos) << r.out;
+}
+
+}  // namespace
+
+// Each of these crashed the converter (stack overflow, division by zero, std::length_error, an
+// uncaught stream exception) before it was validated.
+TEST(ConvertCli, HostileConfigsAreOneErrorLine) {
+    Qwen35Folder folder;
+    folder.dir = testhf::tmp_root() + "/hostile";
+    const std::string out = testhf::tmp_root() + "/hostile.gguf";
+
+    nlohmann::json cfg = folder.config();
+    testhf::write_folder(folder.dir, cfg, folder.ts);
+    std::string deep(70000, '[');
+    deep += std::string(70000, ']');
+    {
+        std::string text = cfg.dump();
+        text.insert(1, "\"deep\":" + deep + ",");
+        std::ofstream(folder.dir + "/config.json", std::ios::trunc) << text;
+    }
+    expect_one_error_line(convert_cli(folder.dir, out), "deeper than");
+
+    const std::vector<std::pair<std::string, nlohmann::json>> bad = {
+        {"num_attention_heads", 0},       {"hidden_size", -8},       {"head_dim", -4},
+        {"vocab_size", int64_t{1} << 40}, {"num_hidden_layers", -1},
+    };
+    for (const auto& [key, value] : bad) {
+        nlohmann::json c = folder.config();
+        // Qwen3.5 keeps the text model's values under text_config.
+        (c.contains("text_config") ? c["text_config"] : c)[key] = value;
+        testhf::write_folder(folder.dir, c, folder.ts);
+        SCOPED_TRACE(key);
+        expect_one_error_line(convert_cli(folder.dir, out), key);
+    }
+
+    testhf::write_folder(folder.dir, folder.config(), folder.ts);
+    std::filesystem::remove(folder.dir + "/tokenizer.json");
+    std::filesystem::create_directory(folder.dir + "/tokenizer.json");
+    expect_one_error_line(convert_cli(folder.dir, out), "a folder");
+    EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// The first missing tensor of a model with many layers is found in time linear in the layers
+// (two checks were quadratic: 10,000 layers took 22 s, 100,000 about 40 minutes).
+TEST(ConvertErrors, ManyLayersFailFast) {
+    Qwen35Folder folder;
+    folder.dir = testhf::tmp_root() + "/many_layers";
+    nlohmann::json c = folder.config();
+    (c.contains("text_config") ? c["text_config"] : c)["num_hidden_layers"] = 30000;
+    (c.contains("text_config") ? c["text_config"] : c).erase("layer_types");
+    testhf::write_folder(folder.dir, c, folder.ts);
+    auto t0 = std::chrono::steady_clock::now();
+    std::string e = error_of([&] { dl::convert::convert_hf_to_bytes(folder.dir); });
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_NE(e.find("missing"), std::string::npos) << e;
+    EXPECT_LT(s, 20.0);
+}

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -93,4 +94,26 @@ TEST(Npy, UnwritablePathIsAnError) {
     int64_t shape[] = {1};
     EXPECT_THROW(npy::write_f32("/nonexistent-dir/x.npy", v, shape), Error);
     EXPECT_THROW(npy::RowWriter("/nonexistent-dir/y.npy", 3), Error);
+}
+
+// A dump that fails before finish() (the run ended in an error) used to leave a file whose header
+// said shape (0, N) with rows after it, written over the previous dump.
+TEST(Npy, UnfinishedRowWriterKeepsTheEarlierFile) {
+    const std::string path = tmp_path("npy_unfinished.npy");
+    const std::vector<float> earlier = {1, 2, 3, 4};
+    const int64_t shape[2] = {2, 2};
+    npy::write_f32(path, earlier, shape);
+    const std::vector<uint8_t> before = read_all(path);
+    {
+        npy::RowWriter w(path, 2);
+        const float row[2] = {7, 8};
+        w.append(row);
+        // no finish(): the writer goes out of scope as an exception would take it
+    }
+    EXPECT_EQ(read_all(path), before);
+    size_t leftovers = 0;
+    for (const auto& e :
+         std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+        leftovers += e.path().filename().string().rfind("npy_unfinished.npy.", 0) == 0;
+    EXPECT_EQ(leftovers, 0u);
 }

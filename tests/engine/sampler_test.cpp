@@ -290,3 +290,25 @@ TEST(Sampler, BadRowsAreErrorsNotCrashes) {
     std::vector<float> nan(4, std::nanf(""));
     EXPECT_THROW(s.sample(nan), Error);
 }
+
+// One NaN among finite logits: greedy picked token 0 forever (argmax never prefers a NaN, and
+// nothing said so); every path must refuse it.
+TEST(Sampler, OneNanIsAnErrorOnEveryPath) {
+    std::vector<float> row(1000);
+    for (size_t i = 0; i < row.size(); ++i) row[i] = (float)i * 0.001f;
+    row[500] = std::nanf("");
+    SamplerParams greedy = plain(0.0f);
+    SamplerParams top_k0 = plain(1.0f);
+    top_k0.top_k = 0;
+    SamplerParams top_k40 = plain(1.0f);
+    top_k40.top_k = 40;
+    SamplerParams penalised = plain(0.0f);
+    penalised.repeat_penalty = 1.3f;
+    for (const SamplerParams& p : {greedy, top_k0, top_k40, penalised}) {
+        Sampler s(p);
+        s.accept(3);
+        SCOPED_TRACE(testing::Message() << "temperature " << p.temperature << " top_k " << p.top_k
+                                        << " penalty " << p.repeat_penalty);
+        EXPECT_THROW(s.sample(row), Error);
+    }
+}

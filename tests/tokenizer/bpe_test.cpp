@@ -184,5 +184,26 @@ TEST(Bpe, BadGgufMetadataIsAnError) {
     }
 }
 
+// The Qwen tokenizers declare an NFC normalizer: "e" + U+0301 (combining acute) encodes as the
+// composed "é" does, as Hugging Face's tokenizer does. Llama 3's declares none and keeps it.
+TEST(Bpe, QwenFamiliesNormalizeToNfc) {
+    const std::string decomposed = "e\xCC\x81", composed = "\xC3\xA9";
+    for (const char* pre : {"qwen2", "qwen35"}) {
+        TinyBpe t;
+        t.vocab.pre = pre;
+        Tokenizer tok(t.vocab);
+        SCOPED_TRACE(pre);
+        EXPECT_EQ(tok.encode(composed, false, false), Ids({0xC3, 0xA9}));
+        EXPECT_EQ(tok.encode(decomposed, false, false), Ids({0xC3, 0xA9}));
+        EXPECT_EQ(tok.encode("ab" + decomposed + "<|x|>" + decomposed, false, true),
+                  Ids({t.id_ab, 0xC3, 0xA9, t.id_x, 0xC3, 0xA9}));
+        // Bytes that are not UTF-8 are still encoded as they are.
+        EXPECT_EQ(tok.encode("\xFF" + decomposed, false, false), Ids({0xFF, 'e', 0xCC, 0x81}));
+    }
+    TinyBpe t;
+    t.vocab.pre = "llama-bpe";
+    EXPECT_EQ(Tokenizer(t.vocab).encode(decomposed, false, false), Ids({'e', 0xCC, 0x81}));
+}
+
 }  // namespace
 }  // namespace dl::tokenizer

@@ -104,6 +104,38 @@ TEST(DeviceSampling, ChoosesAsTheHostSampler) {
     EXPECT_LE(mismatches * 20, trials);
 }
 
+// One NaN among the logits gives no token (0xffffffff, which the driver turns into an error) on
+// every path: greedy, sampled, one workgroup or the two passes over chunks. Greedy used to pass
+// over the NaN and return a token as if nothing were wrong.
+TEST(DeviceSampling, NanLogitsGiveNoToken) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 5003;
+    std::vector<float> logits(n);
+    for (uint32_t i = 0; i < n; ++i) logits[i] = (float)(i % 97) * 0.01f;
+    logits[3001] = std::nanf("");
+    const Params cases[] = {{0.f, 40, 0.95f, 0.05f}, {0.8f, 40, 0.95f, 0.05f}, {1.0f, 1, 1.f, 0.f}};
+    for (const Params& c : cases) {
+        std::vector<uint32_t> tokv(16, 0);
+        tokv[2] = 0xdeadbeef;
+        tokv[3] = test::bits(c.temperature);
+        tokv[4] = (uint32_t)c.top_k;
+        tokv[5] = test::bits(c.top_p);
+        tokv[6] = test::bits(c.min_p);
+        tokv[7] = test::bits(0.5f);
+        Buffer lb = test::to_device(dev, logits);
+        for (uint32_t chunk : {0u, 256u, 4096u}) {
+            Buffer tb = test::to_device(dev, tokv);
+            Buffer scratch = test::poisoned(dev, Kernels::sample_scratch_bytes(n) / 4);
+            test::Scoped chunk_scope(K.tuning.sample_chunk, chunk ? chunk : 4096u);
+            test::run(dev, [&](CommandList& cl) {
+                K.sample(cl, view(lb), 0, n, view(tb), 2, 3, chunk ? view(scratch) : View{});
+            });
+            EXPECT_EQ(test::from_device<uint32_t>(dev, tb, 16)[2], 0xffffffffu)
+                << "temperature " << c.temperature << " top_k " << c.top_k << " chunk " << chunk;
+        }
+    }
+}
+
 // Through the driver: a session decoding with device sampling chooses as a twin session that
 // returns its logits and samples them on the host, token after token.
 TEST(DeviceSampling, DriverDecodeSampleMatchesHostSampling) {

@@ -36,7 +36,7 @@ synth() {
     local m
     for m in "$@"; do
         set -- $m
-        [ -f /tmp/$3.gguf ] || $B synth --arch $1 --shape $2 -t q4_k_m -o /tmp/$3.gguf >/dev/null 2>&1
+        [ -f /tmp/$3.gguf ] || $B synth --arch $1 --shape $2 --type q4_k_m -o /tmp/$3.gguf >/dev/null 2>&1
     done
 }
 tg() {

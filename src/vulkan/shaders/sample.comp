@@ -11,6 +11,8 @@
 //      depend on the order the threads found them in;
 //   3. one thread walks the sorted candidates: top-p, min-p, temperature, the draw.
 // 1 <= top_k <= KMAX is the host's to ensure (it samples itself otherwise).
+// A NaN among the logits gives the token id 0xffffffff (no token) on every path, which the driver
+// turns into an error: argmax and the radix selection would otherwise pass over it in silence.
 // CANDIDATES: the entries are not the logits but the (logit, index) pairs that sample_chunks.comp
 // kept of each chunk (index 0xffffffff: none); the order of the result is the same.
 #version 450
@@ -39,6 +41,9 @@ shared uint best_i[WG];
 shared float cl[CAP];
 shared uint ci[CAP];
 shared uint cnt;
+shared uint nan_seen;
+
+bool is_nan(float v) { return (floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u; }
 
 uint key(float f) {
     uint b = floatBitsToUint(f);
@@ -86,6 +91,9 @@ void main() {
     const uint N = p.n;
 #endif
 
+    if (t == 0u) nan_seen = 0u;
+    barrier();
+
     if (temp <= 0.0) {  // argmax, the first index among equals
         float best = -1.0 / 0.0;
         uint bi = 0xffffffffu;
@@ -93,13 +101,14 @@ void main() {
             float v;
             uint id;
             if (!entry(i, v, id)) continue;
+            if (is_nan(v)) atomicOr(nan_seen, 1u);
             if (bi == 0xffffffffu || v > best || (v == best && id < bi)) {
                 best = v;
                 bi = id;
             }
         }
         best_of(best, bi);
-        if (t == 0u) tok[p.out_idx] = best_i[0];
+        if (t == 0u) tok[p.out_idx] = nan_seen != 0u ? 0xffffffffu : best_i[0];
         return;
     }
 
@@ -112,7 +121,9 @@ void main() {
     for (uint i = t; i < N; i += WG) {
         float v;
         uint id;
-        if (entry(i, v, id) && key(v) >= prefix) {
+        bool has = entry(i, v, id);
+        if (has && is_nan(v)) atomicOr(nan_seen, 1u);
+        if (has && key(v) >= prefix) {
             uint s = atomicAdd(cnt, 1u);
             if (s < CAP) {
                 cl[s] = v;
@@ -183,6 +194,6 @@ void main() {
                 break;
             }
         }
-        tok[p.out_idx] = ci[pick];
+        tok[p.out_idx] = nan_seen != 0u ? 0xffffffffu : ci[pick];
     }
 }

@@ -6,7 +6,8 @@
 // sampler ranks them (logit descending, index ascending among equals): every logit above the
 // kc-th largest and, of those equal to it, the lowest indices. The global top-k by that order is
 // then a subset of the union of the chunks' candidates. They go to cand[c·kc ..] as (logit,
-// index) pairs; slots past the chunk's last logit get the index 0xffffffff (none).
+// index) pairs; slots past the chunk's last logit get the index 0xffffffff (none). A chunk with a
+// NaN keeps only that NaN, so that the second pass sees it and gives no token.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 
@@ -27,6 +28,7 @@ layout(push_constant) uniform Push {
 const uint PER = CHUNK / WG;  // logits a thread, contiguous so that scans follow index order
 shared float sv[CHUNK];
 shared uint red_a[WG], red_b[WG];
+shared uint nan_seen;
 shared float best_v[WG];
 shared uint best_i[WG];
 #include "best_of.glsl"
@@ -53,7 +55,16 @@ void main() {
         uint i = t * PER + j;
         sv[i] = i < valid ? lg[p.l_off + base + i] : 0.0;
     }
+    if (t == 0u) nan_seen = 0u;
     barrier();
+    [[unroll]] for (uint j = 0; j < PER; ++j)
+        if ((floatBitsToUint(sv[t * PER + j]) & 0x7fffffffu) > 0x7f800000u) atomicOr(nan_seen, 1u);
+    barrier();
+    if (nan_seen != 0u) {
+        for (uint s = t; s < kc; s += WG)
+            cand[c * kc + s] = s == 0u ? uvec2(0x7fc00000u, base) : uvec2(0u, 0xffffffffu);
+        return;
+    }
 
     if (keff == 1u) {  // greedy or top_k 1: the chunk's largest logit, the first among equals
         float best = sv[t * PER];
