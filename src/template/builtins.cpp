@@ -88,19 +88,14 @@ Value split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
             i = j;
         }
         if (maxsplit >= 0 && int64_t(words.size()) > maxsplit + 1) {
+            // the remainder keeps the whitespace on its far side, as Python's does
             if (!from_right) {
                 words[size_t(maxsplit)].second = u.size();
-                // the last part keeps its trailing text but not its leading space
-                size_t e = u.size();
-                while (e > words[size_t(maxsplit)].first && is_py_space(u[e - 1])) --e;
-                words[size_t(maxsplit)].second = e;
                 words.resize(size_t(maxsplit) + 1);
             } else {
                 size_t keep = words.size() - size_t(maxsplit) - 1;
                 words.erase(words.begin(), words.begin() + long(keep));
                 words[0].first = 0;
-                while (words[0].first < words[0].second && is_py_space(u[words[0].first]))
-                    ++words[0].first;
             }
         }
         for (auto [b, e] : words)
@@ -168,12 +163,6 @@ std::string replace(const std::string& s, const std::string& from, const std::st
     }
     out.append(s, pos, std::string::npos);
     return out;
-}
-
-std::string ascii_case(std::string s, bool upper) {
-    for (char& c : s)
-        c = char(upper ? std::toupper((unsigned char)c) : std::tolower((unsigned char)c));
-    return s;
 }
 
 // str.format with "{}", "{0}" and "{name}" fields (no format specs).
@@ -257,26 +246,21 @@ bool string_method(const std::string& s, const std::string& name, CallArgs& args
         r = Value::from_string(
             strip(s, argument(args, 0, "chars"), name != "rstrip", name != "lstrip"));
     } else if (name == "upper" || name == "lower") {
-        r = Value::from_string(ascii_case(s, name == "upper"));
+        r = Value::from_string(name == "upper" ? to_upper(s) : to_lower(s));
     } else if (name == "replace") {
         r = Value::from_string(replace(s, str_arg(0, "old"), str_arg(1, "new"),
                                        int_arg(2, "count", -1), env.max_string_bytes()));
     } else if (name == "format") {
         r = Value::from_string(format(s, args));
     } else if (name == "title" || name == "capitalize") {
-        std::string out = s;
-        bool start = true;
-        for (size_t i = 0; i < out.size(); ++i) {
-            unsigned char c = out[i];
-            bool letter = std::isalpha(c);
-            if (name == "capitalize") {
-                out[i] = char(i == 0 ? std::toupper(c) : std::tolower(c));
-            } else {
-                out[i] = char(start ? std::toupper(c) : std::tolower(c));
-                start = !letter && !(c & 0x80);
-            }
+        std::u32string u = utf8_decode(s);
+        bool previous_cased = false;
+        for (size_t i = 0; i < u.size(); ++i) {
+            bool upper = name == "capitalize" ? i == 0 : !previous_cased;
+            previous_cased = is_cased(u[i]);
+            u[i] = upper ? upper_case(u[i]) : lower_case(u[i]);
         }
-        r = Value::from_string(out);
+        r = Value::from_string(utf8_encode(u));
     } else if (name == "find" || name == "rfind") {
         std::string sub = str_arg(0, "sub");
         size_t f = name == "find" ? s.find(sub) : s.rfind(sub);

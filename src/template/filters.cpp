@@ -3,6 +3,8 @@
 // sort_keys; no HTML escaping).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "template/builtins.h"
@@ -49,6 +51,7 @@ Value to_int(const Value& v, const Value& fallback) {
         std::string s;
         for (char c : v.string)
             if (c != '_') s += c;
+        if (s.find_first_of("xXpP") != std::string::npos) return fallback;  // no hex, as Python
         try {
             size_t used = 0;
             long long i = std::stoll(s, &used, 10);
@@ -65,7 +68,7 @@ Value to_int(const Value& v, const Value& fallback) {
 
 Value to_float(const Value& v, const Value& fallback) {
     if (v.is_number()) return Value::from_float(v.as_double());
-    if (v.is_string()) {
+    if (v.is_string() && v.string.find_first_of("xXpP") == std::string::npos) {
         try {
             size_t used = 0;
             double d = std::stod(v.string, &used);
@@ -141,10 +144,17 @@ Value sort(const Value& seq, CallArgs& args, Environment& env) {
     return Value::from_array(std::move(items));
 }
 
+// Python's round(x, digits): the decimal nearest to x's exact binary value, ties to even,
+// which is what printf's correctly rounded conversion gives.
 double python_round(double x, int64_t digits) {
-    double scale = std::pow(10.0, double(digits));
-    double r = std::nearbyint(x * scale) / scale;  // ties to even, as Python's round
-    return std::isfinite(r) ? r : x;
+    if (!std::isfinite(x) || digits > 300) return x;
+    if (digits < 0) {
+        double scale = std::pow(10.0, double(-digits));
+        return std::nearbyint(x / scale) * scale;
+    }
+    char buf[400];
+    std::snprintf(buf, sizeof buf, "%.*f", int(digits), x);
+    return std::strtod(buf, nullptr);
 }
 
 }  // namespace
@@ -240,14 +250,14 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args, Envi
     }
     if (name == "title") {
         // jinja2 capitalizes after spaces, "-" and opening brackets, unlike str.title
-        std::string s = to_str(v);
+        std::u32string u = utf8_decode(to_str(v));
         bool start = true;
-        for (char& c : s) {
-            c = char(start ? std::toupper((unsigned char)c) : std::tolower((unsigned char)c));
-            start = std::isspace((unsigned char)c) || c == '-' || c == '(' || c == '{' ||
-                    c == '[' || c == '<';
+        for (char32_t& c : u) {
+            c = start ? upper_case(c) : lower_case(c);
+            start = c < 0x80 && (std::isspace(int(c)) || c == '-' || c == '(' || c == '{' ||
+                                 c == '[' || c == '<');
         }
-        return Value::from_string(s);
+        return Value::from_string(utf8_encode(u));
     }
     if (name == "replace") {
         Value r;
@@ -305,12 +315,33 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args, Envi
         std::string method = to_str(argument(args, 1, "method", Value::from_string("common")));
         double x = v.as_double();
         double scale = std::pow(10.0, double(precision));
-        if (method == "common") return Value::from_float(python_round(x, precision));
+        if (method == "common") {
+            if (v.type == Value::Type::Int && precision >= 0) return v;  // round(int) is an int
+            return Value::from_float(python_round(x, precision));
+        }
         if (method == "ceil") return Value::from_float(std::ceil(x * scale) / scale);
         if (method == "floor") return Value::from_float(std::floor(x * scale) / scale);
         fail("method must be common, ceil or floor");
     }
     if (name == "sort") return sort(v, args, env);
+    if (name == "dictsort") {
+        if (!v.is_object()) fail("dictsort needs a mapping");
+        bool case_sensitive = argument(args, 0, "case_sensitive", Value::from_bool(false)).truthy();
+        bool by_value = to_str(argument(args, 1, "by", Value::from_string("key"))) == "value";
+        bool reverse = argument(args, 2, "reverse", Value::from_bool(false)).truthy();
+        Value items;
+        CallArgs none;
+        call_method(v, "items", none, items, env);
+        Array pairs = *items.array;
+        auto key = [&](const Value& pair) {
+            Value k = (*pair.array)[by_value ? 1 : 0];
+            return k.is_string() && !case_sensitive ? Value::from_string(to_lower(k.string)) : k;
+        };
+        std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
+            return reverse ? less(key(b), key(a)) : less(key(a), key(b));
+        });
+        return Value::from_array(std::move(pairs));
+    }
     if (name == "unique") {
         Array out;
         for (const auto& item : iterate(v)) {

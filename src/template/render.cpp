@@ -451,6 +451,40 @@ class Renderer final : public Environment {
     Value binary(const std::string& op, const Value& a, const Value& b);
 };
 
+// Python's "text" % values for the conversions templates use: %s, %r, %d, %i and %%.
+std::string percent_format(const std::string& f, const Value& values) {
+    Array args = values.is_array() && values.is_tuple ? *values.array : Array{values};
+    size_t next = 0;
+    std::string out;
+    for (size_t i = 0; i < f.size(); ++i) {
+        if (f[i] != '%') {
+            out += f[i];
+            continue;
+        }
+        if (++i >= f.size()) fail("incomplete format");
+        char c = f[i];
+        if (c == '%') {
+            out += '%';
+            continue;
+        }
+        if (next >= args.size()) fail("not enough arguments for format string");
+        const Value& v = args[next++];
+        if (c == 's') {
+            out += to_str(v);
+        } else if (c == 'r') {
+            out += to_repr(v);
+        } else if (c == 'd' || c == 'i') {
+            if (!v.is_number())
+                fail("%{} format: a real number is required, not {}", c, type_name(v));
+            out += std::to_string(v.type == Value::Type::Float ? int64_t(v.number) : v.as_int());
+        } else {
+            fail("unsupported format character '{}'", c);
+        }
+    }
+    if (next < args.size()) fail("not all arguments converted during string formatting");
+    return out;
+}
+
 Value Renderer::binary(const std::string& op, const Value& a, const Value& b) {
     const size_t cap = options_.limits.max_output_bytes;
     auto too_long = [&] {
@@ -494,6 +528,7 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b) {
             return Value::from_array(std::move(r), a.is_tuple);
         }
     }
+    if (op == "%" && a.is_string()) return Value::from_string(percent_format(a.string, b));
     if (op == "*" && (a.is_string() || a.is_array() || b.is_string() || b.is_array())) {
         const Value& seq = a.is_string() || a.is_array() ? a : b;
         const Value& count = &seq == &a ? b : a;

@@ -516,4 +516,56 @@ size_t utf8_length(std::string_view s) {
     return n;
 }
 
+char32_t lower_case(char32_t c) {
+    if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + 32 : c;
+    if ((c >= 0xc0 && c <= 0xde && c != 0xd7) || (c >= 0x391 && c <= 0x3ab && c != 0x3a2) ||
+        (c >= 0x410 && c <= 0x42f))
+        return c + 32;
+    if (c >= 0x400 && c <= 0x40f) return c + 80;
+    if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
+        c != 0x17f) {
+        bool odd_pairs = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+        if (odd_pairs ? (c % 2 == 1) : (c % 2 == 0)) return c + 1;
+    }
+    return c;
+}
+
+char32_t upper_case(char32_t c) {
+    if (c < 0x80) return c >= 'a' && c <= 'z' ? c - 32 : c;
+    if ((c >= 0xe0 && c <= 0xfe && c != 0xf7) || (c >= 0x3b1 && c <= 0x3cb && c != 0x3c2) ||
+        (c >= 0x430 && c <= 0x44f))
+        return c - 32;
+    if (c == 0x3c2) return 0x3a3;  // final sigma
+    if (c == 0xff) return 0x178;
+    if (c >= 0x450 && c <= 0x45f) return c - 80;
+    if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
+        c != 0x17f) {
+        bool odd_pairs = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+        if (odd_pairs ? (c % 2 == 0) : (c % 2 == 1)) return c - 1;
+    }
+    return c;
+}
+
+bool is_cased(char32_t c) {
+    return c == 0xdf || lower_case(c) != c || upper_case(c) != c;
+}
+
+std::string to_lower(std::string_view s) {
+    std::u32string u = utf8_decode(s);
+    for (char32_t& c : u) c = lower_case(c);
+    return utf8_encode(u);
+}
+
+std::string to_upper(std::string_view s) {
+    std::u32string u = utf8_decode(s), out;
+    for (char32_t c : u) {
+        if (c == 0xdf) {
+            out += U"SS";  // Python's full mapping of sharp s
+        } else {
+            out += upper_case(c);
+        }
+    }
+    return utf8_encode(out);
+}
+
 }  // namespace dl::tmpl

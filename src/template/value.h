@@ -102,4 +102,12 @@ std::u32string utf8_decode(std::string_view s);
 std::string utf8_encode(std::u32string_view s);
 size_t utf8_length(std::string_view s);
 
+// Python's case mapping for the scripts templates meet in practice (ASCII, Latin-1, Latin
+// Extended-A, Greek, Cyrillic); other code points are left as they are.
+char32_t lower_case(char32_t c);
+char32_t upper_case(char32_t c);
+bool is_cased(char32_t c);
+std::string to_lower(std::string_view s);
+std::string to_upper(std::string_view s);
+
 }  // namespace dl::tmpl
