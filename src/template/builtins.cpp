@@ -365,11 +365,13 @@ Value get_attribute(const Value& object, const std::string& name, Environment& e
     if (has_method(object, name)) {
         Value self = object;
         Environment* e = &env;
-        return Value::from_function([self, name, e](CallArgs& args) -> Value {
+        Value method = Value::from_function([self, name, e](CallArgs& args) -> Value {
             Value r;
             call_method(self, name, args, r, *e);
             return r;
         });
+        method.holds_namespace = self.holds_namespace;
+        return method;
     }
     if (object.is_object()) {
         if (const Value* v = object.find(name)) return *v;

@@ -105,6 +105,8 @@ class Renderer final : public Environment {
                     Value* ns = lookup(f, n.targets[0]);
                     if (!ns || !ns->is_object() || !ns->is_namespace)
                         fail("cannot assign attribute on non-namespace object");
+                    if (v.is_namespace || v.holds_namespace)
+                        fail("a namespace attribute cannot hold a namespace");
                     ns->set(n.name, std::move(v));
                 } else {
                     assign(n.targets, std::move(v), f);
@@ -301,7 +303,7 @@ class Renderer final : public Environment {
                     if (!k.is_string()) fail("dict keys must be strings here");
                     d.set(k.string, eval(*e.args[i + 1], f));
                 }
-                return d;
+                return Value::from_object(std::move(*d.object));  // tracks depth
             }
             case Expr::Kind::Attribute: {
                 Value obj = eval(*e.args[0], f);
@@ -422,13 +424,14 @@ class Renderer final : public Environment {
             return Value::from_array(std::move(a));
         }
         if (name == "namespace" || name == "dict") {
-            Value ns = Value::from_object({});
-            ns.is_namespace = name == "namespace";
+            Value staging = Value::from_object({});  // set() keeps the last of repeated keys
             for (const auto& p : args.positional) {
                 if (!p.is_object()) fail("{}() takes a mapping", name);
-                for (const auto& [k, v] : *p.object) ns.set(k, v);
+                for (const auto& [k, v] : *p.object) staging.set(k, v);
             }
-            for (auto& [k, v] : args.keyword) ns.set(k, v);
+            for (auto& [k, v] : args.keyword) staging.set(k, v);
+            Value ns = Value::from_object(std::move(*staging.object));  // tracks depth
+            ns.is_namespace = name == "namespace";
             return ns;
         }
         if (name == "strftime_now") {

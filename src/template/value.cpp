@@ -39,9 +39,21 @@ Value Value::from_string(std::string s) {
     v.string = std::move(s);
     return v;
 }
+static int nesting(int child_depth) {
+    if (child_depth + 1 > kMaxValueDepth)
+        fail("a list or dict nests deeper than the limit of {} levels", kMaxValueDepth);
+    return child_depth + 1;
+}
+
 Value Value::from_array(Array a, bool tuple) {
     Value v;
     v.type = Type::Array;
+    int d = 0;
+    for (const auto& e : a) {
+        d = std::max(d, e.depth);
+        v.holds_namespace = v.holds_namespace || e.is_namespace || e.holds_namespace;
+    }
+    v.depth = nesting(d);
     v.array = std::make_shared<Array>(std::move(a));
     v.is_tuple = tuple;
     return v;
@@ -49,6 +61,12 @@ Value Value::from_array(Array a, bool tuple) {
 Value Value::from_object(Object o) {
     Value v;
     v.type = Type::Object;
+    int d = 0;
+    for (const auto& e : o) {
+        d = std::max(d, e.second.depth);
+        v.holds_namespace = v.holds_namespace || e.second.is_namespace || e.second.holds_namespace;
+    }
+    v.depth = nesting(d);
     v.object = std::make_shared<Object>(std::move(o));
     return v;
 }
@@ -59,34 +77,42 @@ Value Value::from_function(Function f) {
     return v;
 }
 
+static Value from_json_at(const nlohmann::ordered_json& j, int depth);
+
 Value Value::from_json(const nlohmann::ordered_json& j) {
+    return from_json_at(j, 0);
+}
+
+static Value from_json_at(const nlohmann::ordered_json& j, int depth) {
+    if (depth > kMaxValueDepth)
+        fail("the context nests deeper than the limit of {} levels", kMaxValueDepth);
     switch (j.type()) {
         case nlohmann::ordered_json::value_t::null:
-            return none();
+            return Value::none();
         case nlohmann::ordered_json::value_t::boolean:
-            return from_bool(j.get<bool>());
+            return Value::from_bool(j.get<bool>());
         case nlohmann::ordered_json::value_t::number_integer:
-            return from_int(j.get<int64_t>());
+            return Value::from_int(j.get<int64_t>());
         case nlohmann::ordered_json::value_t::number_unsigned: {
             uint64_t u = j.get<uint64_t>();
-            if (u > uint64_t(INT64_MAX)) return from_float(double(u));
-            return from_int(int64_t(u));
+            if (u > uint64_t(INT64_MAX)) return Value::from_float(double(u));
+            return Value::from_int(int64_t(u));
         }
         case nlohmann::ordered_json::value_t::number_float:
-            return from_float(j.get<double>());
+            return Value::from_float(j.get<double>());
         case nlohmann::ordered_json::value_t::string:
-            return from_string(j.get<std::string>());
+            return Value::from_string(j.get<std::string>());
         case nlohmann::ordered_json::value_t::array: {
             Array a;
             a.reserve(j.size());
-            for (const auto& e : j) a.push_back(from_json(e));
-            return from_array(std::move(a));
+            for (const auto& e : j) a.push_back(from_json_at(e, depth + 1));
+            return Value::from_array(std::move(a));
         }
         case nlohmann::ordered_json::value_t::object: {
             Object o;
             o.reserve(j.size());
-            for (const auto& [k, e] : j.items()) o.emplace_back(k, from_json(e));
-            return from_object(std::move(o));
+            for (const auto& [k, e] : j.items()) o.emplace_back(k, from_json_at(e, depth + 1));
+            return Value::from_object(std::move(o));
         }
         default:
             return Value();

@@ -27,6 +27,10 @@ struct CallArgs {
 };
 using Function = std::function<Value(CallArgs&)>;
 
+// Lists and dicts nest at most this deep, so that printing, comparing and freeing a value never
+// recurse without bound (a template could otherwise wrap a list in itself in a loop).
+inline constexpr int kMaxValueDepth = 256;
+
 struct Value {
     enum class Type { Undefined, None, Bool, Int, Float, String, Array, Object, Function };
     Type type = Type::Undefined;
@@ -34,6 +38,10 @@ struct Value {
     bool is_tuple = false;      // an Array that Python would print as a tuple
     bool is_namespace = false;  // an Object made by namespace(): the one kind `set a.b` may change
     bool is_safe = false;       // a string marked safe (kept only so `escape` leaves it alone)
+    // A list, dict or bound method that reaches a namespace: such values may not be stored in a
+    // namespace, so namespaces never form cycles or chains deeper than kMaxValueDepth.
+    bool holds_namespace = false;
+    int depth = 0;  // nesting of lists and dicts: 1 for a list of scalars
     int64_t integer = 0;
     double number = 0;
     std::string string;

@@ -315,6 +315,20 @@ TEST(TemplateLimits, HostileTemplatesStopWithAClearError) {
     EXPECT_NE(error_of(nested).find("nesting deeper than"), std::string::npos);
 }
 
+TEST(TemplateLimits, ValuesCannotNestWithoutBound) {
+    EXPECT_EQ(error_of("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}"
+                       "{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}"),
+              "chat template line 1: a list or dict nests deeper than the limit of 256 levels");
+    EXPECT_EQ(error_of("{% set ns = namespace() %}{% set ns.self = ns %}{{ ns }}"),
+              "chat template line 1: a namespace attribute cannot hold a namespace");
+    EXPECT_EQ(error_of("{% set ns = namespace() %}{% set ns.l = [ns] %}"),
+              "chat template line 1: a namespace attribute cannot hold a namespace");
+    ojson deep = 1;
+    for (int i = 0; i < 1000; ++i) deep = ojson::array({deep});
+    EXPECT_EQ(error_of("{{ x }}", {{"x", deep}}),
+              "the context nests deeper than the limit of 256 levels");
+}
+
 TEST(TemplateApi, ParsedTemplateRendersManyContexts) {
     ChatTemplate t(
         "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
