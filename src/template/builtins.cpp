@@ -450,7 +450,29 @@ Value get_slice(const Value& object, const Value& start, const Value& stop, cons
     return Value::from_array(std::move(items), object.is_tuple);
 }
 
+namespace {
+const char* const kTestsWithoutArguments[] = {
+    "defined",  "undefined", "none",    "string", "mapping", "iterable",
+    "sequence", "number",    "integer", "float",  "boolean", "true",
+    "false",    "callable",  "odd",     "even",   "lower",   "upper"};
+const char* const kTestsWithArgument[] = {
+    "equalto", "eq",          "==", "sameas", "ne", "!=", "lt", "lessthan", "<",
+    "gt",      "greaterthan", ">",  "le",     "<=", "ge", ">=", "in",       "divisibleby"};
+}  // namespace
+
+bool is_test_name(const std::string& name) {
+    return std::find(std::begin(kTestsWithoutArguments), std::end(kTestsWithoutArguments), name) !=
+               std::end(kTestsWithoutArguments) ||
+           std::find(std::begin(kTestsWithArgument), std::end(kTestsWithArgument), name) !=
+               std::end(kTestsWithArgument);
+}
+
 bool apply_test(const std::string& name, const Value& v, CallArgs& args, Environment& env) {
+    if (!args.positional.empty() || !args.keyword.empty()) {
+        if (std::find(std::begin(kTestsWithoutArguments), std::end(kTestsWithoutArguments), name) !=
+            std::end(kTestsWithoutArguments))
+            fail("test '{}' takes no arguments", name);
+    }
     auto other = [&] { return argument(args, 0, "value"); };
     using T = Value::Type;
     if (name == "defined") return !v.is_undefined();

@@ -19,6 +19,11 @@ class Environment {
     virtual void count_iterations(uint64_t n) = 0;
 };
 
+// Whether a filter or test of that name exists: jinja2 refuses a template naming an unknown one
+// when it compiles it, before rendering anything.
+bool is_filter_name(const std::string& name);
+bool is_test_name(const std::string& name);
+
 // dl::Error for an unknown filter or bad arguments.
 Value apply_filter(const std::string& name, const Value& value, CallArgs& args, Environment& env);
 bool apply_test(const std::string& name, const Value& value, CallArgs& args, Environment& env);

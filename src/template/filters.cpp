@@ -157,7 +157,18 @@ double python_round(double x, int64_t digits) {
     return std::strtod(buf, nullptr);
 }
 
+const char* const kFilters[] = {
+    "tojson",      "trim",       "length",     "count",   "string", "safe",    "escape",   "e",
+    "forceescape", "items",      "join",       "default", "d",      "first",   "last",     "upper",
+    "lower",       "capitalize", "title",      "replace", "list",   "reverse", "map",      "select",
+    "reject",      "selectattr", "rejectattr", "int",     "float",  "abs",     "round",    "sort",
+    "dictsort",    "unique",     "sum",        "min",     "max",    "indent",  "wordcount"};
+
 }  // namespace
+
+bool is_filter_name(const std::string& name) {
+    return std::find(std::begin(kFilters), std::end(kFilters), name) != std::end(kFilters);
+}
 
 Value apply_filter(const std::string& name, const Value& v, CallArgs& args, Environment& env) {
     const size_t cap = env.max_string_bytes();

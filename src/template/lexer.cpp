@@ -327,6 +327,8 @@ class Lexer {
                 case '\n':
                     ++line_;
                     break;
+                case 'N':  // Python's \N{name}: named characters are not supported
+                    fail("chat template line {}: unsupported \\N escape in a string", line_);
                 case 'x':
                 case 'u':
                 case 'U': {

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "template/ast.h"
+#include "template/builtins.h"
 #include "template/lexer.h"
 
 namespace dl::tmpl {
@@ -120,7 +121,7 @@ class Parser {
                 auto n = std::make_shared<Node>();
                 n->kind = Node::Kind::Output;
                 n->line = t.line;
-                n->expr = parse_expression();
+                n->expr = parse_tuple_expression(true);
                 if (cur().kind != TokenKind::VarEnd) error("expected '}}'");
                 ++i_;
                 body.push_back(n);
@@ -148,7 +149,7 @@ class Parser {
         std::string end;
         if (tag == "if") {
             n->kind = Node::Kind::If;
-            ExprPtr cond = parse_expression();
+            ExprPtr cond = parse_tuple_expression(false);
             expect_block_end();
             for (;;) {
                 Body b = parse_body({"elif", "else", "endif"}, end);
@@ -159,14 +160,14 @@ class Parser {
                     n->branches.emplace_back(nullptr, parse_body({"endif"}, end));
                     break;
                 }
-                cond = parse_expression();
+                cond = parse_tuple_expression(false);
                 expect_block_end();
             }
         } else if (tag == "for") {
             n->kind = Node::Kind::For;
             n->targets = parse_targets();
             if (!accept_name("in")) error("expected 'in'");
-            n->expr = parse_condition(false);
+            n->expr = parse_tuple_expression(false);
             if (accept_name("if")) n->condition = parse_expression();
             if (accept_name("recursive")) error("recursive loops are not supported");
             expect_block_end();
@@ -183,7 +184,7 @@ class Parser {
             }
             if (accept_op("=")) {
                 n->kind = Node::Kind::Set;
-                n->expr = parse_tuple_expression();
+                n->expr = parse_tuple_expression(true);
             } else {
                 if (n->targets.size() != 1 || !n->name.empty()) error("expected '='");
                 n->kind = Node::Kind::SetBlock;
@@ -258,16 +259,19 @@ class Parser {
     ExprPtr parse_expression() { return parse_condition(true); }
 
   private:
-    // A bare tuple ("a, b") is allowed where Jinja allows one: set values.
-    ExprPtr parse_tuple_expression() {
+    // Jinja reads a bare tuple ("a, b") wherever a statement or {{ }} takes an expression; an
+    // if, elif or for takes no inline "x if c else y" there.
+    ExprPtr parse_tuple_expression(bool with_condition) {
         int l = line();
-        ExprPtr first = parse_expression();
+        ExprPtr first = parse_condition(with_condition);
         if (!is_op(",")) return first;
         auto t = make(Expr::Kind::Tuple, l);
         t->args.push_back(first);
         while (accept_op(",")) {
-            if (cur().kind == TokenKind::BlockEnd) break;
-            t->args.push_back(parse_expression());
+            if (cur().kind == TokenKind::BlockEnd || cur().kind == TokenKind::VarEnd ||
+                is_name("if") || is_name("recursive"))
+                break;
+            t->args.push_back(parse_condition(with_condition));
         }
         return t;
     }
@@ -557,7 +561,7 @@ class Parser {
         while (accept_op("|")) {
             auto f = make(Expr::Kind::Filter, line());
             f->name = expect_name();
-            while (accept_op(".")) f->name += "." + expect_name();
+            while (accept_op(".")) f->name += "." + expect_name();  // jinja2 allows dotted names
             f->args.push_back(e);
             if (is_op("(")) parse_args(f);
             e = f;
@@ -597,17 +601,51 @@ class Parser {
             t.kind == TokenKind::Float)
             return true;
         if (t.kind == TokenKind::Operator) return t.text == "[" || t.text == "{";
-        if (t.kind == TokenKind::Name)
-            return t.text != "else" && t.text != "or" && t.text != "and" && t.text != "if" &&
-                   t.text != "in" && t.text != "not" && t.text != "is";
-        return false;
+        if (t.kind != TokenKind::Name || t.text == "else" || t.text == "or" || t.text == "and")
+            return false;
+        if (t.text == "is")
+            fail("chat template line {}: tests cannot be chained with 'is'", t.line);
+        return true;  // as in jinja2, even "if", "in" or "not" is read as the argument's name
     }
 };
+
+// jinja2 refuses at compile time a filter or test it does not know, except inside an if (its
+// test and bodies, not the loops, macros and blocks nested in them) or an inline if, where the
+// error waits until the code runs.
+void check_names(const Expr& e, bool soft) {
+    if (e.kind == Expr::Kind::Condition) soft = true;
+    if (!soft && e.kind == Expr::Kind::Filter && !is_filter_name(e.name))
+        fail("chat template line {}: no filter named '{}'", e.line, e.name);
+    if (!soft && e.kind == Expr::Kind::Test && !is_test_name(e.name))
+        fail("chat template line {}: no test named '{}'", e.line, e.name);
+    for (const auto& a : e.args)
+        if (a) check_names(*a, soft);
+    for (const auto& [k, v] : e.kwargs)
+        if (v) check_names(*v, soft);
+}
+
+void check_names(const Body& body, bool soft) {
+    for (const auto& n : body) {
+        if (n->expr) check_names(*n->expr, soft);
+        if (n->condition) check_names(*n->condition, false);
+        if (n->filter) check_names(*n->filter, false);
+        for (const auto& [name, def] : n->params)
+            if (def) check_names(*def, false);
+        for (const auto& [cond, branch] : n->branches) {
+            if (cond) check_names(*cond, true);
+            check_names(branch, true);
+        }
+        check_names(n->body, false);
+        check_names(n->else_body, false);
+    }
+}
 
 }  // namespace
 
 Body parse(std::string_view source) {
-    return Parser(lex(source)).parse_template();
+    Body body = Parser(lex(source)).parse_template();
+    check_names(body, false);
+    return body;
 }
 
 }  // namespace dl::tmpl

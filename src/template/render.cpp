@@ -333,7 +333,8 @@ class Renderer final : public Environment {
             case Expr::Kind::Test: {
                 Value v = eval(*e.args[0], f);
                 CallArgs args = eval_args(e, f, 1);
-                if (e.name == "defined" || e.name == "undefined") {
+                if ((e.name == "defined" || e.name == "undefined") && args.positional.empty() &&
+                    args.keyword.empty()) {
                     bool defined = !v.is_undefined();
                     return Value::from_bool((e.name == "defined") == defined ? !e.negated
                                                                              : e.negated);

@@ -283,6 +283,16 @@ TEST(TemplateErrors, SyntaxErrorsNameTheLine) {
     EXPECT_EQ(error_of("{# never closed"), "chat template line 1: unterminated comment");
 }
 
+TEST(TemplateErrors, UnknownFiltersAndTestsFailAtParseUnlessInsideAnIf) {
+    EXPECT_EQ(error_of("ok\n{{ x|nosuch }}"), "chat template line 2: no filter named 'nosuch'");
+    EXPECT_EQ(error_of("{% for i in [1] %}{{ i is nosuch }}{% endfor %}"),
+              "chat template line 1: no test named 'nosuch'");
+    // jinja2 defers these to run time, where the branch never goes
+    EXPECT_EQ(r("{% if false %}{{ x|nosuch }}{% endif %}{{ 1 if true else x|nosuch }}"), "1");
+    EXPECT_EQ(error_of("{% if true %}{{ x|nosuch }}{% endif %}"),
+              "chat template line 1: no filter named 'nosuch'");
+}
+
 TEST(TemplateErrors, RuntimeErrorsNameTheLine) {
     EXPECT_EQ(error_of("ok\n{{ 'a' + 1 }}"),
               "chat template line 2: unsupported operand types for +: 'str' and 'int'");
