@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "core/error.h"
 #include "template/builtins.h"
@@ -164,6 +165,33 @@ const char* const kFilters[] = {
     "reject",      "selectattr", "rejectattr", "int",     "float",  "abs",     "round",    "sort",
     "dictsort",    "unique",     "sum",        "min",     "max",    "indent",  "wordcount"};
 
+// The keyword arguments each filter takes, as jinja2 (and transformers' tojson) declare them.
+const std::vector<std::string>& keywords_of(const std::string& filter) {
+    static const std::vector<std::pair<std::string, std::vector<std::string>>> table = {
+        {"tojson", {"ensure_ascii", "indent", "separators", "sort_keys"}},
+        {"trim", {"chars"}},
+        {"join", {"d", "attribute"}},
+        {"default", {"default_value", "boolean"}},
+        {"d", {"default_value", "boolean"}},
+        {"replace", {"old", "new", "count"}},
+        {"map", {"attribute", "default"}},
+        {"int", {"default", "base"}},
+        {"float", {"default"}},
+        {"round", {"precision", "method"}},
+        {"sort", {"reverse", "case_sensitive", "attribute"}},
+        {"dictsort", {"case_sensitive", "by", "reverse"}},
+        {"unique", {"case_sensitive", "attribute"}},
+        {"sum", {"attribute", "start"}},
+        {"min", {"case_sensitive", "attribute"}},
+        {"max", {"case_sensitive", "attribute"}},
+        {"indent", {"width", "first", "blank"}},
+    };
+    static const std::vector<std::string> none;
+    for (const auto& [name, keys] : table)
+        if (name == filter) return keys;
+    return none;
+}
+
 }  // namespace
 
 bool is_filter_name(const std::string& name) {
@@ -171,6 +199,13 @@ bool is_filter_name(const std::string& name) {
 }
 
 Value apply_filter(const std::string& name, const Value& v, CallArgs& args, Environment& env) {
+    // map('filter', ...) hands its keywords to that filter
+    if (name != "map" || argument(args, 99, "attribute").is_string()) {
+        const auto& allowed = keywords_of(name);
+        for (const auto& [k, v] : args.keyword)
+            if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+                fail("filter {} got an unexpected keyword argument '{}'", name, k);
+    }
     const size_t cap = env.max_string_bytes();
     auto checked = [&](std::string s) {
         if (s.size() > cap) fail("filter {} builds a string longer than {} bytes", name, cap);

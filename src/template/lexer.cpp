@@ -133,8 +133,9 @@ class Lexer {
         while (i < src_.size() && is_space(src_[i])) ++i;
         if (src_.compare(i, 3, "raw") != 0) return false;
         i += 3;
-        if (i < src_.size() && is_name_char(src_[i])) return false;
-        return true;
+        while (i < src_.size() && is_space(src_[i])) ++i;
+        if (i < src_.size() && src_[i] == '-') ++i;
+        return src_.compare(i, 2, "%}") == 0;  // "{% raw %}" exactly, else it is an unknown tag
     }
 
     bool raw() {

@@ -516,7 +516,18 @@ class Parser {
                 if (++colons > 2) error("expected ']'");
                 continue;
             }
-            if (parts[colons]) error("expected ']'");
+            if (parts[colons]) {
+                // x[a, b] subscripts with the tuple (a, b)
+                if (colons != 0 || !is_op(",")) error("expected ']'");
+                auto t = make(Expr::Kind::Tuple, l);
+                t->args.push_back(parts[0]);
+                while (accept_op(",")) {
+                    if (is_op("]")) break;
+                    t->args.push_back(parse_expression());
+                }
+                parts[0] = t;
+                continue;
+            }
             parts[colons] = parse_expression();
         }
         if (colons == 0) {

@@ -266,6 +266,8 @@ static std::string string_repr(const std::string& s) {
 
 std::string to_repr(const Value& v) {
     switch (v.type) {
+        case Value::Type::Undefined:
+            return "Undefined";
         case Value::Type::String:
             return string_repr(v.string);
         case Value::Type::Array: {
