@@ -439,12 +439,13 @@ Value get_slice(const Value& object, const Value& start, const Value& stop, cons
     int64_t e = clamp(bound(stop), st < 0 ? -1 : n);
     Array items;
     std::u32string chars;
-    for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
+    for (int64_t i = b; st > 0 ? i < e : i > e;) {
         if (object.is_array()) {
             items.push_back((*object.array)[size_t(i)]);
         } else {
             chars += u[size_t(i)];
         }
+        if (__builtin_add_overflow(i, st, &i)) break;
     }
     if (object.is_string()) return Value::from_string(utf8_encode(chars));
     return Value::from_array(std::move(items), object.is_tuple);

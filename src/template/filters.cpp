@@ -46,7 +46,7 @@ Value to_int(const Value& v, const Value& fallback) {
         return Value::from_int(v.as_int());
     if (v.type == Value::Type::Float) {
         if (!std::isfinite(v.number)) return fallback;
-        return Value::from_int(int64_t(v.number));
+        return Value::from_int(float_to_int(v.number));
     }
     if (v.is_string()) {
         std::string s;
@@ -60,7 +60,7 @@ Value to_int(const Value& v, const Value& fallback) {
             if (used == s.size()) return Value::from_int(i);
             double d = std::stod(s, &used);
             while (used < s.size() && std::isspace((unsigned char)s[used])) ++used;
-            if (used == s.size() && std::isfinite(d)) return Value::from_int(int64_t(d));
+            if (used == s.size() && std::isfinite(d)) return Value::from_int(float_to_int(d));
         } catch (const std::exception&) {
         }
     }
@@ -149,11 +149,12 @@ Value sort(const Value& seq, CallArgs& args, Environment& env) {
 // which is what printf's correctly rounded conversion gives.
 double python_round(double x, int64_t digits) {
     if (!std::isfinite(x) || digits > 300) return x;
+    if (digits < -400) return x * 0.0;  // every digit rounded away
     if (digits < 0) {
         double scale = std::pow(10.0, double(-digits));
         return std::nearbyint(x / scale) * scale;
     }
-    char buf[400];
+    char buf[700];  // 309 integer digits, the point and 300 decimals at most
     std::snprintf(buf, sizeof buf, "%.*f", int(digits), x);
     return std::strtod(buf, nullptr);
 }
@@ -352,8 +353,10 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args, Envi
     if (name == "float") return to_float(v, argument(args, 0, "default", Value::from_float(0)));
     if (name == "abs") {
         if (v.type == Value::Type::Float) return Value::from_float(std::fabs(v.number));
-        if (v.type == Value::Type::Int || v.type == Value::Type::Bool)
+        if (v.type == Value::Type::Int || v.type == Value::Type::Bool) {
+            if (v.as_int() == INT64_MIN) fail("integer result of abs is out of range");
             return Value::from_int(std::llabs(v.as_int()));
+        }
         fail("bad operand type for abs(): '{}'", type_name(v));
     }
     if (name == "round") {
@@ -404,8 +407,11 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args, Envi
             Value x = attribute.is_string() ? attribute_path(item, attribute.string, env) : item;
             if (!x.is_number() || !total.is_number()) fail("sum needs numbers");
             bool ints = x.type != Value::Type::Float && total.type != Value::Type::Float;
-            total = ints ? Value::from_int(total.as_int() + x.as_int())
-                         : Value::from_float(total.as_double() + x.as_double());
+            int64_t r = 0;
+            if (ints && __builtin_add_overflow(total.as_int(), x.as_int(), &r))
+                fail("integer result of sum is out of range");
+            total =
+                ints ? Value::from_int(r) : Value::from_float(total.as_double() + x.as_double());
         }
         return total;
     }

@@ -347,7 +347,9 @@ class Renderer final : public Environment {
                 if (v.type == Value::Type::Float)
                     return Value::from_float(e.name == "-" ? -v.number : v.number);
                 if (v.type == Value::Type::Int || v.type == Value::Type::Bool)
-                    return Value::from_int(e.name == "-" ? -v.as_int() : v.as_int());
+                    if (e.name == "-" && v.as_int() == INT64_MIN)
+                        fail("integer result of '-' is out of range");
+                return Value::from_int(e.name == "-" ? -v.as_int() : v.as_int());
                 fail("bad operand type for unary {}: '{}'", e.name, type_name(v));
             }
             case Expr::Kind::And: {
@@ -418,9 +420,10 @@ class Renderer final : public Environment {
             }
             if (step == 0) fail("range() arg 3 must not be zero");
             Array a;
-            for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+            for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
                 count_iterations(1);
                 a.push_back(Value::from_int(i));
+                if (__builtin_add_overflow(i, step, &i)) break;
             }
             return Value::from_array(std::move(a));
         }
@@ -480,7 +483,7 @@ std::string percent_format(const std::string& f, const Value& values) {
         } else if (c == 'd' || c == 'i') {
             if (!v.is_number())
                 fail("%{} format: a real number is required, not {}", c, type_name(v));
-            out += std::to_string(v.type == Value::Type::Float ? int64_t(v.number) : v.as_int());
+            out += std::to_string(v.as_int());
         } else {
             fail("unsupported format character '{}'", c);
         }
@@ -539,6 +542,7 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b) {
         if (count.type != Value::Type::Int && count.type != Value::Type::Bool)
             fail("can't multiply sequence by non-int of type '{}'", type_name(count));
         int64_t n = std::max<int64_t>(0, count.as_int());
+        if (seq.is_string() ? seq.string.empty() : seq.array->empty()) n = 0;  // nothing to repeat
         size_t unit = seq.is_string() ? seq.string.size() : seq.array->size() * 16;
         if (n > 0 && unit > 0 && uint64_t(n) > cap / unit) too_long();
         if (seq.is_string()) {
@@ -558,12 +562,18 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b) {
         return Value::from_float(a.as_double() / b.as_double());
     }
     if (ints) {
-        int64_t x = a.as_int(), y = b.as_int();
-        if (op == "+") return Value::from_int(x + y);
-        if (op == "-") return Value::from_int(x - y);
-        if (op == "*") return Value::from_int(x * y);
+        // Python's integers do not overflow; ours stop with an error where they would
+        int64_t x = a.as_int(), y = b.as_int(), r = 0;
+        auto checked = [&](bool overflow) {
+            if (overflow) fail("integer result of '{}' is out of range", op);
+            return Value::from_int(r);
+        };
+        if (op == "+") return checked(__builtin_add_overflow(x, y, &r));
+        if (op == "-") return checked(__builtin_sub_overflow(x, y, &r));
+        if (op == "*") return checked(__builtin_mul_overflow(x, y, &r));
         if (op == "//" || op == "%") {
             if (y == 0) fail("integer division or modulo by zero");
+            if (x == INT64_MIN && y == -1) return checked(true);
             int64_t q = x / y, r = x % y;
             if (r != 0 && ((r < 0) != (y < 0))) {
                 --q;
@@ -573,9 +583,15 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b) {
         }
         if (op == "**") {
             if (y < 0) return Value::from_float(std::pow(double(x), double(y)));
-            int64_t r = 1;
-            for (int64_t i = 0; i < y && i < 64; ++i) r *= x;
-            return Value::from_int(r);
+            int64_t base = x, e = y;
+            bool overflow = false;
+            r = 1;
+            while (e > 0 && !overflow) {  // by squaring
+                if (e & 1) overflow = __builtin_mul_overflow(r, base, &r);
+                e >>= 1;
+                if (e > 0 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+            }
+            return checked(overflow);
         }
     }
     double x = a.as_double(), y = b.as_double();

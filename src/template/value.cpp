@@ -149,10 +149,17 @@ double Value::as_double() const {
     fail("a number was expected, not {}", type_name(*this));
 }
 
+int64_t float_to_int(double d) {
+    // Python's ints are unbounded; ours refuse what int64 cannot hold (casting it is undefined)
+    if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0))
+        fail("{} is out of the integer range", float_repr(d));
+    return int64_t(d);
+}
+
 int64_t Value::as_int() const {
     if (type == Type::Int) return integer;
     if (type == Type::Bool) return boolean ? 1 : 0;
-    if (type == Type::Float) return int64_t(number);
+    if (type == Type::Float) return float_to_int(number);
     fail("an integer was expected, not {}", type_name(*this));
 }
 

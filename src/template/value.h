@@ -82,6 +82,9 @@ struct Value {
     void set(const std::string& key, Value v);
 };
 
+// int(d) for a float: truncates; dl::Error for NaN, infinities and values past int64.
+int64_t float_to_int(double d);
+
 // Python's str(x) (undefined prints as nothing, as Jinja's default Undefined does).
 std::string to_str(const Value& v);
 // Python's repr(x).

@@ -339,6 +339,20 @@ TEST(TemplateLimits, ValuesCannotNestWithoutBound) {
               "the context nests deeper than the limit of 256 levels");
 }
 
+TEST(TemplateLimits, IntegersStopAtTheEdgeOfTheirRangeInsteadOfWrapping) {
+    EXPECT_EQ(error_of("{{ 9223372036854775807 + 1 }}"),
+              "chat template line 1: integer result of '+' is out of range");
+    EXPECT_EQ(error_of("{{ 2 ** 64 }}"),
+              "chat template line 1: integer result of '**' is out of range");
+    EXPECT_EQ(r("{{ (-1) ** 65 }} {{ 3 ** 4 }} {{ 2 ** 62 }}"), "-1 81 4611686018427387904");
+    EXPECT_EQ(error_of("{{ 1e300|int }}"),
+              "chat template line 1: 1e+300 is out of the integer range");
+    // an empty sequence repeated any number of times is empty, at once
+    EXPECT_EQ(r("{{ [] * 9223372036854775807 }}{{ '' * 9223372036854775807 }}"), "[]");
+    EXPECT_EQ(r("{{ range(9223372036854775806, 9223372036854775807, 5)|list }}"),
+              "[9223372036854775806]");
+}
+
 TEST(TemplateApi, ParsedTemplateRendersManyContexts) {
     ChatTemplate t(
         "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
