@@ -1,7 +1,14 @@
 // Chat templates: renders a model's Jinja chat template (tokenizer.chat_template) the way
 // Hugging Face transformers' apply_chat_template does with Python's jinja2, in our own
 // interpreter. The context is a JSON object: messages, tools, add_generation_prompt,
-// bos_token, eos_token and any extra keyword (enable_thinking, ...).
+// bos_token, eos_token and any extra keyword (enable_thinking, ...); parse it with
+// nlohmann::ordered_json so that tojson writes keys in the order they came.
+//
+// Undefined names behave as jinja2's default Undefined: they print as nothing, iterate as
+// empty, test false, and a missing key of a dict is undefined, but an attribute or item of an
+// undefined value is an error (as in jinja2). Known differences from jinja2: integers are
+// int64 (past it, an error), \N{name} escapes and recursive loops are not supported, and
+// functions print as "<function>". A parsed ChatTemplate may render on several threads at once.
 #pragma once
 
 #include <cstdint>
