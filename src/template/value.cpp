@@ -336,6 +336,7 @@ bool equal(const Value& a, const Value& b) {
         case Value::Type::String:
             return a.string == b.string;
         case Value::Type::Array:
+            if (a.is_tuple != b.is_tuple) return false;  // (1, 2) != [1, 2] in Python
             if (a.array->size() != b.array->size()) return false;
             for (size_t i = 0; i < a.array->size(); ++i)
                 if (!equal((*a.array)[i], (*b.array)[i])) return false;
