@@ -47,13 +47,6 @@ const char* const kStringMethods[] = {
     "isalpha",    "isalnum",  "isspace", "islower", "isupper", "splitlines"};
 const char* const kDictMethods[] = {"items", "keys", "values", "get"};
 
-// Python's str.isspace() for one code point.
-bool is_py_space(char32_t c) {
-    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-           c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-           c == 0x202f || c == 0x205f || c == 0x3000;
-}
-
 std::string strip(const std::string& s, const Value& chars, bool left, bool right) {
     std::u32string u = utf8_decode(s);
     std::u32string set;
@@ -406,7 +399,7 @@ Value get_item(const Value& object, const Value& key, Environment& env) {
 
 Value get_slice(const Value& object, const Value& start, const Value& stop, const Value& step) {
     auto bound = [](const Value& v) -> std::optional<int64_t> {
-        if (v.is_undefined() || v.is_none()) return std::nullopt;
+        if (v.is_none()) return std::nullopt;
         if (v.type != Value::Type::Int && v.type != Value::Type::Bool)
             fail("slice indices must be integers or None");
         return v.as_int();

@@ -449,10 +449,15 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args, Envi
         return checked(out);
     }
     if (name == "wordcount") {
-        Value r;
-        CallArgs none;
-        call_method(Value::from_string(to_str(v)), "split", none, r, env);
-        return Value::from_int(int64_t(r.array->size()));
+        // jinja2 counts runs of \w; code points past ASCII count as letters unless blank
+        int64_t words = 0;
+        bool in_word = false;
+        for (char32_t c : utf8_decode(to_str(v))) {
+            bool word = c < 0x80 ? (std::isalnum(int(c)) || c == '_') : !is_py_space(c);
+            words += word && !in_word;
+            in_word = word;
+        }
+        return Value::from_int(words);
     }
     fail("no filter named '{}'", name);
 }

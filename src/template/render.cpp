@@ -319,7 +319,7 @@ class Renderer final : public Environment {
             case Expr::Kind::Slice: {
                 Value obj = eval(*e.args[0], f);
                 if (obj.is_undefined()) fail("{} is undefined", describe(*e.args[0]));
-                Value b[3];
+                Value b[3] = {Value::none(), Value::none(), Value::none()};  // x[:] is x[None:None]
                 for (int i = 0; i < 3; ++i)
                     if (e.args[size_t(i) + 1]) b[i] = eval(*e.args[size_t(i) + 1], f);
                 return get_slice(obj, b[0], b[1], b[2]);

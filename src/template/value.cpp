@@ -546,6 +546,12 @@ std::string utf8_encode(std::u32string_view s) {
     return out;
 }
 
+bool is_py_space(char32_t c) {
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
 size_t utf8_length(std::string_view s) {
     size_t n = 0;
     for (unsigned char c : s) n += (c & 0xc0) != 0x80;

@@ -112,6 +112,8 @@ std::string to_json(const Value& v, const JsonOptions& options);
 std::u32string utf8_decode(std::string_view s);
 std::string utf8_encode(std::u32string_view s);
 size_t utf8_length(std::string_view s);
+// Python's str.isspace() for one code point.
+bool is_py_space(char32_t c);
 
 // Python's case mapping for the scripts templates meet in practice (ASCII, Latin-1, Latin
 // Extended-A, Greek, Cyrillic); other code points are left as they are.
