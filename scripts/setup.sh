@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgtest-dev libgmock-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libpcre2-dev libfmt-dev libicu-dev
   libvulkan-dev glslc glslang-tools spirv-tools mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
-  clang libclang-rt-14-dev python3 python3-numpy
+  clang libclang-rt-14-dev python3 python3-numpy python3-jinja2
 )
 # Node.js and npm (for the tokenizer reference package): take whatever provides the commands
 # (Debian's packages, or a vendor's nodejs that bundles npm and conflicts with Debian's).
