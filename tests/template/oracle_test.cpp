@@ -68,8 +68,13 @@ ojson run_oracle(const std::vector<Job>& jobs) {
     const fs::path out = tmp_dir() / ("template_oracle." + tag + ".json");
     std::ofstream(in, std::ios::binary) << request.dump();
     const fs::path script = data_dir() / ".." / ".." / "scripts" / "template" / "oracle.py";
+    // The first python3 that has jinja2: the one on PATH, else Debian's, where setup.sh installs
+    // python3-jinja2 (a python3 of its own first on PATH does not see Debian's packages).
     const std::string cmd =
-        "python3 '" + script.string() + "' '" + in.string() + "' '" + out.string() + "' 2>&1";
+        "sh -c 'for py in python3 /usr/bin/python3; do \"$py\" -c \"import jinja2\" "
+        "2>/dev/null && exec \"$py\" \"$0\" \"$1\" \"$2\"; done; "
+        "echo no python3 with jinja2 >&2; exit 1' '" +
+        script.string() + "' '" + in.string() + "' '" + out.string() + "' 2>&1";
     std::string log;
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) throw std::runtime_error("cannot run python3");
