@@ -50,15 +50,7 @@ static std::vector<float> llama3_rope_factors(const HfModel& m, int64_t rope_dim
 
 void plan_llama_like(const std::shared_ptr<HfModel>& m, Plan& plan) {
     const bool qwen3 = m->arch == Arch::qwen3;
-    const int64_t E = m->get_size("hidden_size");
-    const int64_t n_layer = m->get_size("num_hidden_layers");
-    const int64_t ffn = m->get_size("intermediate_size");
-    const int64_t n_head = m->get_size("num_attention_heads");
-    const int64_t n_kv = m->get_size("num_key_value_heads", n_head);
-    const int64_t D = m->get_size("head_dim", E / n_head);
-    if (D < 1)
-        fail("{}/config.json: hidden_size {} leaves no dimensions for {} attention heads", m->dir,
-             E, n_head);
+    const auto [E, n_layer, ffn, n_head, n_kv, D] = m->trunk_sizes();
     const int64_t n_vocab = m->get_size("vocab_size");
     if (m->get_bool("attention_bias", false))
         fail("{}: attention biases are not supported", m->dir);

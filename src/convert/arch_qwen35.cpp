@@ -47,15 +47,7 @@ void reorder_cols(std::vector<float>& w, int64_t rows, int64_t cols, int64_t hea
 }  // namespace
 
 void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan) {
-    const int64_t E = m->get_size("hidden_size");
-    const int64_t n_layer = m->get_size("num_hidden_layers");
-    const int64_t ffn = m->get_size("intermediate_size");
-    const int64_t n_head = m->get_size("num_attention_heads");
-    const int64_t n_kv = m->get_size("num_key_value_heads", n_head);
-    const int64_t D = m->get_size("head_dim", E / n_head);
-    if (D < 1)
-        fail("{}/config.json: hidden_size {} leaves no dimensions for {} attention heads", m->dir,
-             E, n_head);
+    const auto [E, n_layer, ffn, n_head, n_kv, D] = m->trunk_sizes();
     const int64_t H_k = m->get_size("linear_num_key_heads");
     const int64_t H_v = m->get_size("linear_num_value_heads");
     const int64_t d_k = m->get_size("linear_key_head_dim");

@@ -100,6 +100,20 @@ int64_t HfModel::get_size(const char* key, int64_t def) const {
     return has(key) ? get_size(key) : def;
 }
 
+HfModel::TrunkSizes HfModel::trunk_sizes() const {
+    TrunkSizes t;
+    t.n_embd = get_size("hidden_size");
+    t.n_layer = get_size("num_hidden_layers");
+    t.n_ff = get_size("intermediate_size");
+    t.n_head = get_size("num_attention_heads");
+    t.n_head_kv = get_size("num_key_value_heads", t.n_head);
+    t.head_dim = get_size("head_dim", t.n_embd / t.n_head);
+    if (t.head_dim < 1)
+        fail("{}/config.json: hidden_size {} leaves no dimensions for {} attention heads", dir,
+             t.n_embd, t.n_head);
+    return t;
+}
+
 double HfModel::get_float(const char* key, double def) const {
     const json* j = find(key);
     if (!j) return def;

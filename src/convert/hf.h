@@ -38,6 +38,12 @@ struct HfModel {
     double get_float(const char* key, double def) const;
     bool get_bool(const char* key, bool def) const;
     const nlohmann::json* find(const char* key) const;
+    // The trunk's sizes every transformer config names, each checked by get_size, and a head
+    // size that leaves each attention head at least one dimension.
+    struct TrunkSizes {
+        int64_t n_embd, n_layer, n_ff, n_head, n_head_kv, head_dim;
+    };
+    TrunkSizes trunk_sizes() const;
     // rope_parameters (transformers 5) or rope_scaling / top-level keys (older configs).
     double rope_theta(double def) const;
     const nlohmann::json* rope_param(const char* key) const;

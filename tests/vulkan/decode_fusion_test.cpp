@@ -119,8 +119,8 @@ TEST(VulkanDecodeFusion, NoFusionsRecordsThePlainChain) {
         auto sp = (*plain)->new_session(32), sf = (*fused)->new_session(32);
         const auto c = (*plain)->token_command_counts(*sp);
         EXPECT_EQ(c.barriers, 4 + 8 * (uint32_t)model->hp.n_layer) << arch;
-        EXPECT_EQ(c.ffn_q8_reads + c.gated_norm_reads + c.deltanet_q8_reads +
-                      c.residual_q8_writes + c.attention_q8_reads + c.shared_output_pipeline,
+        EXPECT_EQ(c.ffn_q8_reads + c.gated_norm_reads + c.deltanet_q8_reads + c.residual_q8_writes +
+                      c.attention_q8_reads + c.shared_output_pipeline,
                   0u)
             << arch;
         EXPECT_LT((*fused)->token_command_counts(*sf).barriers, c.barriers) << arch;
@@ -505,8 +505,8 @@ TEST(VulkanTokenPlan, EachFusionOffChangesThePlan) {
     EXPECT_GT(all.shared_output_pipeline, 0u);
     struct Rule {
         const char* name;
-        bool Fusions::* field;
-        uint32_t TokenPlan::* count;  // the count the rule gives its form, or null
+        bool Fusions::*field;
+        uint32_t TokenPlan::*count;  // the count the rule gives its form, or null
     };
     const Rule rules[] = {
         {"norm_epilogue", &Fusions::norm_epilogue, nullptr},
