@@ -1,4 +1,5 @@
 // Python's data model for template values: truth, equality, ordering, str/repr and json.dumps.
+// A little over 600 lines: each of those is short, and they share the one Value type's cases.
 #include "template/value.h"
 
 #include <algorithm>
