@@ -1,9 +1,9 @@
 // The driver's options and the decode fusions read from the environment (core/env.cpp's table
 // declares every variable).
-#include "core/error.h"
+#include "vulkan/driver.h"
 
 #include "core/env.h"
-#include "vulkan/driver.h"
+#include "core/error.h"
 
 namespace dl::vk {
 

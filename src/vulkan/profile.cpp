@@ -1,9 +1,9 @@
 // The per-role GPU times of --profile (see driver.h Profile).
+#include "vulkan/driver.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-
-#include "vulkan/driver.h"
 
 namespace dl::vk {
 

@@ -1,14 +1,14 @@
 // A session of the resident driver: its buffers (activations, KV caches, DeltaNet states and conv
 // rings, the token id word), its recorded token commands, and snapshots of its state in device
 // memory.
-#include <algorithm>
+#include "vulkan/driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "vulkan/driver.h"
 #include "vulkan/driver_state.h"
 
 namespace dl::vk {

@@ -1,12 +1,12 @@
 // The decode token command: one token's whole forward pass, recorded once a session and replayed
 // per token, with the fusions of Fusions applied where the shapes allow.
-#include <algorithm>
+#include "vulkan/driver.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "core/error.h"
 #include "vulkan/chain.h"
-#include "vulkan/driver.h"
 #include "vulkan/driver_state.h"
 
 namespace dl::vk {

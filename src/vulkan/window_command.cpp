@@ -1,13 +1,13 @@
 // A prefill window's command: the layer chain over up to plan.window rows with GEMM tiles, the
 // attention and the DeltaNet scan over the rows; recorded on a session's first window of a size.
-#include <algorithm>
+#include "vulkan/driver.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "vulkan/chain.h"
-#include "vulkan/driver.h"
 #include "vulkan/driver_state.h"
 
 namespace dl::vk {
