@@ -50,7 +50,7 @@ double seconds_since(Clock::time_point t0) {
 // Uncounted runs of a test before its timed ones: one, and on a GPU more until half a second has
 // passed since the first ended (at most 20). One was not enough on a GPU: on an H200, in a process
 // whose first run compiled its pipelines (seconds of an idle device), the first timed pp512 ran at
-// 0.3-0.6x the rate of the others (docs/PERF.md 2026-12-01, late night).
+// 0.3-0.6x the rate of the others (docs/perf/history.md 2026-12-01, late night).
 template <class Run>
 void warm_up(Run run, bool gpu) {
     run();

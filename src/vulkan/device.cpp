@@ -384,8 +384,8 @@ void Device::submit_and_wait(const VkCommandBuffer* cbs, uint32_t n) {
     if (r != VK_SUCCESS) fail("Vulkan queue submit failed on {} ({})", f_.name, result_name(r));
     // The driver's blocking wait wakes this thread 0.1-0.25 ms after the device signals the
     // fence (an H200: a tenth of a 9B's decoded token), where polling the fence's status sees it
-    // within microseconds (docs/PERF.md, 2026-12-03 night). So poll, for at most spin_us_, then
-    // block: a long command (a prefill window) does not keep a core spinning.
+    // within microseconds (docs/perf/history.md, 2026-12-03 night). So poll, for at most spin_us_,
+    // then block: a long command (a prefill window) does not keep a core spinning.
     r = VK_NOT_READY;
     if (spin_us_ > 0) {
         const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);

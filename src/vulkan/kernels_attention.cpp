@@ -53,7 +53,7 @@ std::pair<uint32_t, uint32_t> AttentionKernels::attention_shape(const Attention&
     // H200 the 9B's attention, which runs every fourth layer, took twice as long in the token as
     // right after a run of itself; four heads of 256 a workgroup (128 registers, 17 KB of shared
     // memory) paid more of that than two (64, 9 KB): tg128 305.5 -> 310.5 t/s at two, equal at
-    // 16384 positions (docs/PERF.md 2026-12-01).
+    // 16384 positions (docs/perf/history.md 2026-12-01).
     const Features& f = dev_.features();
     const uint32_t ratio = a.n_head / a.n_kv;
     uint32_t g = ratio % 4 == 0 ? 4 : ratio % 2 == 0 ? 2 : 1;

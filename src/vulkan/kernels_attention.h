@@ -66,7 +66,7 @@ class AttentionKernels : public virtual KernelFamily {
                    View v_cache, View partials, View tok, View counter);
     // Creates the pipeline attention() takes for `a` and records nothing. Pipelines are created
     // in the order they are first asked for, and where they lie mattered on an H200: the driver
-    // asks for its short-context form's attention right after the launcher's (docs/PERF.md
+    // asks for its short-context form's attention right after the launcher's (docs/perf/history.md
     // 2026-12-04 (05:30)).
     void prepare_attention(const Attention& a);
 

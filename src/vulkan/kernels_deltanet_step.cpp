@@ -77,7 +77,7 @@ void DeltaNetKernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View
     if (cw == a.d_v || norm_out) counter = tok;  // bound, never read
     // The q and k norms' sums in one subgroup reduction and one barrier, where the tree took
     // 2 · (log2(WG) + 2) barriers: 9B decode profile on an H200, deltanet 273.8 -> 256.9 us a
-    // token (docs/PERF.md 2026-12-01, evening).
+    // token (docs/perf/history.md 2026-12-01, evening).
     const bool sg = tuning.deltanet_subgroups && f.subgroup_arithmetic;
     const Kernel& k = pipes_.get(sg ? "deltanet_step_sg" : "deltanet_step", 6, sizeof(DeltaNetPush),
                                  {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks,

@@ -113,8 +113,8 @@ GemvKernels::GemvX GemvKernels::gemv_x_for(QType t, uint32_t cols) const {
     if (!block_format(t)) return GemvX::global;
     GemvX x = tuning.gemv_x;
     if (x == GemvX::automatic) {
-        // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30 and 2026-12-01): bytes for
-        // every block format over rows of 4096+ (9B 216.5 -> 224.2 t/s against bytes for the
+        // Measured on an H200 (decode tg128, docs/perf/history.md 2026-11-30 and 2026-12-01): bytes
+        // for every block format over rows of 4096+ (9B 216.5 -> 224.2 t/s against bytes for the
         // nibble formats only, Qwen3-8B 212.3 -> 214.6), and over rows of 1024+ once the short
         // rows' small row groups fill a workgroup (gemv_record; 0.8B 586.0 / 585.9 -> 671.6 /
         // 674.3 against F32 x there). Shorter rows keep F32 x: 512+ measured 648.
@@ -208,12 +208,12 @@ GemvKernels::GemvLaunch GemvKernels::gemv_launch(QType t, uint32_t rows, uint32_
     // Slices of 64 weights (gemv.comp WIDE) where the byte path reads Q4_K, or Q6_K rows of 8192+
     // values: half the slices and half the rows a thread for the same weight bytes, in groups of
     // at most 64 threads (a 12288-value down projection row then takes three slices a thread and
-    // its 4096 rows one row block a workgroup). Measured on an H200 (docs/PERF.md 2026-11-30, late
-    // night), tg128 in two rounds: 9B 271.3 / 274.0 -> 297.3 / 296.0 t/s, Qwen3-8B 269.3 / 272.1 ->
-    // 295.4 / 299.6. Wide Q6_K slices over 4096-value rows measured slower (GemvSpeed.Rows, 8192
-    // rows: 13.3 -> 16.2 us), over the down projections faster (21.0 -> 18.5 us).
-    // Under `automatic`, rows too short to give each invocation of a subgroup a wide slice keep
-    // narrow ones (the 0.8B's 1024-value Q4_K rows: 16 wide slices for a group of 32 threads).
+    // its 4096 rows one row block a workgroup). Measured on an H200 (docs/perf/history.md
+    // 2026-11-30, late night), tg128 in two rounds: 9B 271.3 / 274.0 -> 297.3 / 296.0 t/s, Qwen3-8B
+    // 269.3 / 272.1 -> 295.4 / 299.6. Wide Q6_K slices over 4096-value rows measured slower
+    // (GemvSpeed.Rows, 8192 rows: 13.3 -> 16.2 us), over the down projections faster (21.0 -> 18.5
+    // us). Under `automatic`, rows too short to give each invocation of a subgroup a wide slice
+    // keep narrow ones (the 0.8B's 1024-value Q4_K rows: 16 wide slices for a group of 32 threads).
     // H200 tg128, three rounds: 0.8B 795.2 / 838.1 / 828.4 -> 862.0 / 898.8 / 804.3 t/s.
     const bool wide_type =
         tuning.gemv_wide == GemvWide::all
@@ -234,10 +234,10 @@ GemvKernels::GemvLaunch GemvKernels::gemv_launch(QType t, uint32_t rows, uint32_
     // The Q6_K GEMV with the norm epilogue takes twice as many: an H200's compiler gave it 91
     // registers at 512 invocations (one workgroup a multiprocessor, against two for every other
     // byte GEMV at 58-64); at 1024 it must fit in 64. tg128, two rounds: 9B 255.6 -> 261.5 t/s,
-    // Qwen3-8B 243.1 -> 250.3 (docs/PERF.md 2026-11-30, night). So does the Q6_K GEMV over a
-    // norm's input: 117 registers at 512, 64 at 1024 (9B qkv, 8192 rows: tg128 +2.5 %), but not
+    // Qwen3-8B 243.1 -> 250.3 (docs/perf/history.md 2026-11-30, night). So does the Q6_K GEMV over
+    // a norm's input: 117 registers at 512, 64 at 1024 (9B qkv, 8192 rows: tg128 +2.5 %), but not
     // over the head's 248320 rows, which ran faster at 512 (297 against 317 us a token;
-    // docs/PERF.md 2026-12-01).
+    // docs/perf/history.md 2026-12-01).
     // Groups of fewer than 128 threads (wide slices, short rows) keep a workgroup's invocations
     // with more groups: the 0.8B's 1024-value rows, 32 threads a group, take 16 groups.
     const uint32_t group_cap = tuning.gemv_groups *
@@ -261,14 +261,14 @@ GemvKernels::GemvLaunch GemvKernels::gemv_launch(QType t, uint32_t rows, uint32_
     // projections, 386 row blocks on 264 slots, take two rounds of half the rows in three),
     // Qwen3-8B unchanged. Balancing the GEMVs that share a stage too took Qwen3-8B's v beside its
     // q and k from 32 workgroups to 128, for as many multiprocessors: 341.2 / 347.2 -> 328.3 /
-    // 330.2 (docs/PERF.md 2026-12-01, noon).
+    // 330.2 (docs/perf/history.md 2026-12-01, noon).
     // A GEMV that shares its stage takes its own shape (shared_shape) only where it would leave
     // its part of the device idle: the 0.8B's DeltaNet qkv (6144 rows of 1024 values) took 24
     // workgroups of 1024 invocations for 132 multiprocessors, 96 with it. On an H200 (decode
     // profile, us a token): 0.8B input projections 238.6 -> 199.5, the token 1031.7 -> 995.2; the
-    // 9B's and Qwen3-8B's shapes stay (docs/PERF.md 2026-12-02, late morning). Giving every GEMV of
-    // a stage its share of the slots cost Qwen3-8B 4 % (its q, 256 blocks, then took two rounds).
-    // A GEMV that rounds its rows for the next keeps row blocks of whole 16-value blocks.
+    // 9B's and Qwen3-8B's shapes stay (docs/perf/history.md 2026-12-02, late morning). Giving every
+    // GEMV of a stage its share of the slots cost Qwen3-8B 4 % (its q, 256 blocks, then took two
+    // rounds). A GEMV that rounds its rows for the next keeps row blocks of whole 16-value blocks.
     uint32_t grid_cap = 0;
     if (xp == GemvX::bytes && tuning.gemv_balance && !tuning.gemv_shape.threads) {
         const uint32_t slots =
@@ -378,7 +378,7 @@ void GemvKernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, u
     name += gemv_x_suffix(xp);
     // The byte path's subgroup modules round x with shuffles (gemv.comp quantize_x_lanes).
     if (f.subgroup_arithmetic && (xp != GemvX::bytes || f.subgroup_shuffle)) name += "_sg";
-    // Measured on an H200 (decode tg128, docs/PERF.md 2026-11-30): 2 workgroups of 512 a
+    // Measured on an H200 (decode tg128, docs/perf/history.md 2026-11-30): 2 workgroups of 512 a
     // multiprocessor, 9B 222.6 -> 228.4 t/s, Qwen3-8B 215.7 -> 221.2 (1: 203, 4: 226.5); the
     // F32 path's small workgroups need the whole grid (0.8B: 557 -> 289 at 2).
     uint32_t blocks = (rows + kRows * groups - 1) / (kRows * groups);

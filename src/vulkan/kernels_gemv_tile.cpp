@@ -49,7 +49,7 @@ uint64_t GemvKernels::gemv_tile_shared_bytes(uint32_t cols, uint32_t threads) {
 
 bool GemvKernels::gemv_tiled_for(QType t, uint32_t cols) const {
     // On an H200 every shape measured faster on it than on gemv.comp reading the tiles, the
-    // 9B's 12288-value down projection rows too (docs/PERF.md 2026-12-02, evening). Its
+    // 9B's 12288-value down projection rows too (docs/perf/history.md 2026-12-02, evening). Its
     // workgroups hold x whole (record_on_tiled_gemv: at most kTileMaxThreads invocations).
     const Features& f = dev_.features();
     return tuning.gemv_tiled != GemvTiled::off && tiled(t) && gemv_tile_supported(t) &&
@@ -104,7 +104,7 @@ bool GemvKernels::record_on_tiled_gemv(CommandList& cl, QType t, View w, uint32_
     }
     // A GEMV that adds to y over fewer tiles than the device has multiprocessors splits its
     // rows' runs over up to four workgroups a tile (gemv_split), where its rows hold 12+ runs
-    // and each part 3+. On an H200 (docs/PERF.md 2026-12-02, evening) the down projections
+    // and each part 3+. On an H200 (docs/perf/history.md 2026-12-02, evening) the down projections
     // gained (9B 572 -> 519 us a token, 0.8B 200 -> 182) and the 0.8B's output projections,
     // 8 runs in parts of 2, lost (169 -> 245).
     const Features& f = dev_.features();
@@ -120,13 +120,13 @@ bool GemvKernels::record_on_tiled_gemv(CommandList& cl, QType t, View w, uint32_
     }
     form.split = gemv_split;
     // A slot a run of its part, up to eight slots of 32 (four a matrix for a pair, half the
-    // slots on each): 256 invocations measured fastest over 4096-value rows (docs/PERF.md
+    // slots on each): 256 invocations measured fastest over 4096-value rows (docs/perf/history.md
     // 2026-12-02, afternoon).
     uint32_t slots = 1;
     while (slots * parts < runs && slots < (pair ? 4u : 8u)) slots *= 2;
     // Two parts of eight slots as one workgroup of sixteen: on an H200 the 4096-value output
     // projections took 9B 339 -> 305 us a token, Qwen3-8B 389 -> 329, and the 12288-value down
-    // projections 9B 531 -> 520 (docs/PERF.md 2026-12-03).
+    // projections 9B 531 -> 520 (docs/perf/history.md 2026-12-03).
     if (tuning.gemv_wide_tiles && parts == 2 && slots == 8 &&
         kTileWideThreads <= f.max_workgroup_invocations &&
         gemv_tile_shared_bytes(cols, kTileWideThreads) <= f.max_shared_memory) {

@@ -75,7 +75,7 @@ struct Tuning {
     // A context of up to this many chunks of kAttnSplit rows is walked by one split, which
     // writes the output itself (no partials, no merge); longer ones are dealt to the splits.
     // H200, tg128 from an empty context: Qwen3-8B 366.7 -> 379.4 t/s at 2 (373.9 at 0, where only
-    // one chunk is one split); at 1024 and 4096 rows the same rule as 0 (docs/PERF.md).
+    // one chunk is one split); at 1024 and 4096 rows the same rule as 0 (docs/perf/history.md).
     uint32_t attn_one_split = 2;
     // The NV cooperative matrix 2 attention tile (AttentionKernels::attention_cm2).
     struct AttentionCm2 {

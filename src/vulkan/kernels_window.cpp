@@ -62,9 +62,10 @@ std::optional<AttentionKernels::AttentionCm2> AttentionKernels::attention_cm2(
         head_dim > 256 || n_kv == 0 || n_head % n_kv != 0)
         return std::nullopt;
     AttentionCm2 t;
-    // Measured on an H200 (WindowAttentionSpeed; docs/PERF.md): Qwen3-8B's heads of 128 over
-    // 512 rows at 0 / 3584 / 7680, 64 keys a tile: 0.37 / 1.57 / 2.94 ms with 128 query vectors,
-    // 0.36 / 2.65 / 5.48 with 64; heads of 256 are faster with 64 query vectors and 32 keys.
+    // Measured on an H200 (WindowAttentionSpeed; docs/perf/history.md): Qwen3-8B's heads of 128
+    // over 512 rows at 0 / 3584 / 7680, 64 keys a tile: 0.37 / 1.57 / 2.94 ms with 128 query
+    // vectors, 0.36 / 2.65 / 5.48 with 64; heads of 256 are faster with 64 query vectors and 32
+    // keys.
     t.query_vectors = head_dim > 128 ? 64 : 128;
     t.keys = head_dim > 128 ? 32 : 64;
     const uint32_t group = n_head / n_kv;

@@ -98,7 +98,7 @@ class CommandList {
     // times() after a submit gives the milliseconds of each stretch since the previous mark (or
     // begin). each_stage false: no mark writes one; times() gives the whole command as one
     // stretch, kWhole. On an H200 a timestamp after every stage of a 9B's token lengthened it by
-    // a tenth (docs/PERF.md, 2026-12-03 night), so the profile times some tokens whole.
+    // a tenth (docs/perf/history.md, 2026-12-03 night), so the profile times some tokens whole.
     void enable_timestamps(uint32_t max_marks, bool each_stage = true);
     static constexpr const char* kWhole = "(whole)";
     void mark(const std::string& label);

@@ -67,7 +67,7 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     // the chosen token (greedy and sampled decode); in each attention form some position takes.
     // The launcher's form first, so its pipelines are created in the order they were before there
     // was a short form: recorded second, its tokens at 4096 positions ran 1 % slower on an H200
-    // (0.8B; docs/PERF.md 2026-12-04 (05:30)), though no kernel of it changed.
+    // (0.8B; docs/perf/history.md 2026-12-04 (05:30)), though no kernel of it changed.
     s->short_until = attn_short_positions(s->n_ctx);
     for (bool short_attn : {false, true}) {
         if (short_attn ? s->short_until == 0 : s->short_until >= s->n_ctx) continue;
@@ -95,7 +95,7 @@ int64_t ResidentDriver::attn_short_positions(int64_t n_ctx) const {
     // The launcher's form reads each cache row once for its g query heads, the short form once
     // a head: (g - 1) more reads of K and V (F16) a position. On an H200 the short form of the
     // 9B (g 2) was faster up to 1024 positions and slower from 4096, Qwen3-8B's (g 4) faster at
-    // 128 and slower at 1024 (docs/PERF.md 2026-12-04): 4 MiB of extra reads a layer.
+    // 128 and slower at 1024 (docs/perf/history.md 2026-12-04): 4 MiB of extra reads a layer.
     const Kernels::Attention at =
         attention_args(hp, act_layout(hp, 1), w_->freq_off, (uint32_t)n_ctx);
     const uint64_t g = w_->kernels->attention_group(at);

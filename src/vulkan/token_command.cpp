@@ -156,7 +156,7 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         }
         // The smallest first: a GEMV recorded after a large one starts only as the large one's
         // workgroups leave, and its own latencies then lengthen the stage past the large one's
-        // tail (Qwen3-8B's v after its q and k: tg128 +3 % on an H200, docs/PERF.md).
+        // tail (Qwen3-8B's v after its q and k: tg128 +3 % on an H200, docs/perf/history.md).
         std::stable_sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
             return a.first.bytes < b.first.bytes;
         });
@@ -278,7 +278,8 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         d.attention = a;
         // The short-context form's pipeline created right after this one, where a command in
         // that form follows: created when that command was recorded, after all of this one's,
-        // the 9B's tokens in it ran 0.8 % slower on an H200 (docs/PERF.md 2026-12-04 (05:30)).
+        // the 9B's tokens in it ran 0.8 % slower on an H200 (docs/perf/history.md 2026-12-04
+        // (05:30)).
         if (!short_attn && s.short_until > 0) {
             Kernels::Attention one = a;
             one.n_ctx = (uint32_t)s.short_until;
@@ -345,8 +346,8 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
     record_layers(*model_, A, chain);
     // The logits for the host, written by the head into host memory (as the window command's
     // last row is): a copy after the head took a stage of its own, tg128 -2 % on an H200
-    // (docs/PERF.md, 2026-12-03 night). Or the token's choice from them on the device: whoever
-    // asks for the logits chooses from them itself (decode), so that command does not also
+    // (docs/perf/history.md, 2026-12-03 night). Or the token's choice from them on the device:
+    // whoever asks for the logits chooses from them itself (decode), so that command does not also
     // sample.
     gemv_xn(matrix(model_->output),
             host_logits ? TokenOutput::host_logits : TokenOutput::device_logits, 0);

@@ -14,8 +14,8 @@
 // So a GEMV that gives each invocation one row's whole block reads, with a subgroup of
 // kTileRows, one contiguous 512 bytes a load instruction, and holds every load of a block in
 // flight at once: on an H200 the tiled Q4_K GEMV streamed at 4.55 TB/s past its fixed cost where
-// the rows in GGUF order streamed at 3.2 (docs/PERF.md 2026-12-02, afternoon). Every field is
-// 16-byte aligned wherever the matrix is. Readers find a field through shaders/tiled_rows.glsl.
+// the rows in GGUF order streamed at 3.2 (docs/perf/history.md 2026-12-02, afternoon). Every field
+// is 16-byte aligned wherever the matrix is. Readers find a field through shaders/tiled_rows.glsl.
 #pragma once
 
 #include <cstdint>
