@@ -41,26 +41,26 @@ const std::vector<Var>& all() {
          "Vulkan decode: run each RMSNorm as the epilogue of the GEMV before it (0: separate "
          "stages)"},
         {"DELTALLM_VK_GEMV_NORM_IN", "bool", "1",
-         "Vulkan decode: where every GEMV that reads a norm's output rounds x to bytes, each "
+         "Vulkan decode: where every GEMV that reads a norm's output quantizes x to int8, each "
          "applies the norm itself and the GEMV before it ends without the norm epilogue (0: the "
          "epilogue everywhere)"},
         {"DELTALLM_VK_GEMV_PRE_ROUND", "bool", "1",
-         "Vulkan decode: the FFN gate and up GEMVs round their output to bytes for the down "
+         "Vulkan decode: the FFN gate and up GEMVs quantize their output to int8 for the down "
          "projection, which then does not round x itself (0: it does)"},
         {"DELTALLM_VK_GEMV_ROUND_H", "bool", "1",
-         "Vulkan decode: the GEMV that writes the residual stream also rounds it to bytes for the "
-         "next norm's readers, where they run on the tiled GEMV (0: each reader rounds it)"},
+         "Vulkan decode: the GEMV that writes the residual stream also quantizes it to int8 for "
+         "the next norm's readers, where they run on the tiled GEMV (0: each reader does)"},
         {"DELTALLM_VK_MERGE_IN", "bool", "1",
          "Vulkan decode: each run of a mixer's input projections of one type that lie back to "
          "back is one GEMV (0: a GEMV each)"},
         {"DELTALLM_VK_GATED_IN", "bool", "1",
          "Vulkan decode: a DeltaNet layer's output projection applies the layer's gated RMSNorm "
-         "as it reads the step's output, where it reads x in bytes (0: the step applies it)"},
+         "as it reads the step's output, where it reads x as int8 (0: the step applies it)"},
         {"DELTALLM_VK_GATED_ROUNDED", "bool", "1",
-         "Vulkan decode: with DELTALLM_VK_GATED_IN, the DeltaNet step rounds its output to bytes "
+         "Vulkan decode: with DELTALLM_VK_GATED_IN, the DeltaNet step quantizes its output to int8 "
          "for an output projection on the tiled GEMV (0: the projection rounds the floats)"},
         {"DELTALLM_VK_ATTN_ROUNDED", "bool", "1",
-         "Vulkan decode: the attention rounds its output to bytes for an output projection on "
+         "Vulkan decode: the attention quantizes its output to int8 for an output projection on "
          "the tiled GEMV (0: the projection rounds the floats)"},
         {"DELTALLM_VK_ATTN_GATED_FORM", "bool", "1",
          "Vulkan decode: a hybrid model's attention layers run their output projection in the "
@@ -79,11 +79,11 @@ const std::vector<Var>& all() {
          "and up) run together over matrices expanded together (0: a barrier between each)"},
         {"DELTALLM_VK_GEMV_X", "string", "auto",
          "how the Vulkan decode GEMVs over block formats read x: auto (per format, what measured "
-         "fastest), global (F32) or bytes (rounded to bytes, integer dot products)"},
+         "fastest), global (F32) or bytes (quantized to int8, integer dot products)"},
         {"DELTALLM_VK_GEMV_GROUPS", "int", "4",
-         "row groups a workgroup of the Vulkan decode GEMVs over x in bytes takes (1, 2, 4, 8)"},
+         "row groups a workgroup of the Vulkan decode GEMVs over x as int8 takes (1, 2, 4, 8)"},
         {"DELTALLM_VK_GEMV_WAVES", "int", "2",
-         "workgroups a multiprocessor for the Vulkan decode GEMVs over x in bytes, each taking "
+         "workgroups a multiprocessor for the Vulkan decode GEMVs over x as int8, each taking "
          "several row blocks, where the device reports its multiprocessors (0: a workgroup a "
          "row block)"},
         {"DELTALLM_VK_GEMV_SPLIT", "int", "0",
@@ -93,7 +93,7 @@ const std::vector<Var>& all() {
          "Vulkan decode GEMVs over Q4_K and Q6_K rows on the tiled GEMV where the device has its "
          "features: on, or off (gemv.comp reads the tiles)"},
         {"DELTALLM_VK_GEMV_WIDE", "string", "auto",
-         "which Vulkan decode GEMVs over x in bytes take slices of 64 weights: auto (Q4_K, and "
+         "which Vulkan decode GEMVs over x as int8 take slices of 64 weights: auto (Q4_K, and "
          "Q6_K over rows of 8192+ values), off or all (every Q4_K and Q6_K one)"},
         {"DELTALLM_VK_GEMM_TILE", "string", "",
          "force the NV cooperative matrix 2 GEMM tile of Vulkan prefill windows, as weight rows x "

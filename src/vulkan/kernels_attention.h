@@ -46,7 +46,7 @@ class AttentionKernels : public virtual KernelFamily {
         float eps;
         bool interleaved = false;              // rope pairs (2j, 2j+1) (llama) instead of NeoX
         uint32_t max_splits = kAttnMaxSplits;  // fewer only to test long walks on short caches
-        // Decode: act, the output also rounded to bytes there (rounding_floats(n_head · head_dim)
+        // Decode: act, the output also quantized to int8 there (rounding_floats(n_head · head_dim)
         // floats, the layout a GEMV reads with GemvRounding::x_rounded), or kNone. Heads of a
         // multiple of 16 values.
         uint32_t round_off = kNone;

@@ -29,7 +29,7 @@ class DeltaNetKernels : public virtual KernelFamily {
         // holding o · norm_w · silu(z) and act[ss_off ..] each column group's sum of squares of
         // o, n_v_heads × deltanet_groups(d_v, true) floats (kNone: the step applies the norm).
         uint32_t ss_off = kNone;
-        // With ss_off: y_off receives those columns rounded to bytes (rounding_floats(n_v_heads
+        // With ss_off: y_off receives those columns quantized to int8 (rounding_floats(n_v_heads
         // · d_v) floats, the layout of GemvRounding) instead of floats, for the tiled GEMV that
         // reads them with x_rounded (gemv_gated); needs column groups of 16 or more.
         bool round_y = false;

@@ -357,7 +357,7 @@ void GemvKernels::gemv_record(CommandList& cl, QType t, View w, uint32_t rows, u
              rows, cols, qtype_name(t));
     if (norm && xp != GemvX::bytes)
         fail(
-            "a GEMV over a norm's input ({} x {} {}) needs x in bytes, which it does not take "
+            "a GEMV over a norm's input ({} x {} {}) needs x as int8, which it does not take "
             "here",
             rows, cols, qtype_name(t));
     if (norm && (norm->norm_w.offset % 16 || norm->norm_w.range < (uint64_t)cols * 4))

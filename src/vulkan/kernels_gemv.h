@@ -1,7 +1,7 @@
 // Launchers of the decode GEMVs (shaders/gemv.comp, and the tiled GEMV of shaders/gemv_tile.comp
 // for weights held in tiles): y = W·x for one token, plain or fused with what the token command
 // would otherwise run as stages of their own (a norm before or after, the SwiGLU pair, the
-// rounding of x to bytes), and the launch shape each takes on the device.
+// quantization of x to int8), and the launch shape each takes on the device.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,8 @@ class GemvKernels : public virtual KernelFamily {
     static bool gemv_supports(QType t);
     // The GGUF block formats the matrix kernels decode in place: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K.
     static bool block_format(QType t);
-    // x rounded to bytes once, by the GEMV that writes it, rather than by every workgroup of
-    // the GEMV that reads it (gemv.comp ROUND_OUT and XPRE; only over x in bytes, and not for a
+    // x quantized to int8 once, by the GEMV that writes it, rather than by every workgroup of
+    // the GEMV that reads it (gemv.comp ROUND_OUT and XPRE; only over x as int8, and not for a
     // reader over a norm's input). A rounding of n values takes rounding_floats(n) floats of
     // its buffer (the layout: gemv.comp).
     struct GemvRounding {
@@ -63,7 +63,7 @@ class GemvKernels : public virtual KernelFamily {
     };
     void gemv(CommandList& cl, const Gemv& g);
     // Whether the GEMV of this shape (norm: gemv_normed; pair: gemv_swiglu) can round its rows
-    // for the next GEMV: it reads x in bytes and its row blocks are whole 16-value blocks.
+    // for the next GEMV: it reads x as int8 and its row blocks are whole 16-value blocks.
     bool gemv_rounds(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
                      GemvPart share = {}) const;
     // Rows a group (k_rows, halved while that pays) for `rows` rows in workgroups of `groups`
@@ -97,7 +97,7 @@ class GemvKernels : public virtual KernelFamily {
     static uint64_t split_bytes(uint32_t rows);
     // gemv_tile.comp's shared memory for rows of `cols` values in workgroups of `threads`.
     static uint64_t gemv_tile_shared_bytes(uint32_t cols, uint32_t threads);
-    // Whether a GEMV over rows of cols values of type t that reads x in bytes runs on the tiled
+    // Whether a GEMV over rows of cols values of type t that reads x as int8 runs on the tiled
     // GEMV here (gemv_tiled, the device's features and shared memory).
     bool gemv_tiled_for(QType t, uint32_t cols) const;
     // The tiled GEMV's largest workgroup in the token command: eight slots of a tile's 32 rows.
@@ -109,7 +109,7 @@ class GemvKernels : public virtual KernelFamily {
     // The path gemv() takes for these weights with the launcher's own workgroup shape.
     GemvX gemv_x_for(QType t, uint32_t cols) const;
     // How the GEMV of this shape (fused: gemv_fused) reads x: gemv_x_for(t, cols), or F32 where
-    // the launcher's shape has no room for x in bytes.
+    // the launcher's shape has no room for x as int8.
     GemvX gemv_path(QType t, uint32_t rows, uint32_t cols, bool pair, bool norm,
                     bool fused = false) const {
         return gemv_launch(t, rows, cols, fused, pair, norm, {}, false).x;
@@ -128,7 +128,7 @@ class GemvKernels : public virtual KernelFamily {
     };
     void gemv_fused(CommandList& cl, const Gemv& g, const GemvFusion& fuse);
     // A GEMV over the RMSNorm of x rather than x (gemv.comp NORM_IN): x · norm_w / sqrt(mean(x²)
-    // + eps) over the cols values at x_off, normalized by each workgroup as it rounds x to bytes,
+    // + eps) over the cols values at x_off, normalized by each workgroup as it quantizes x to int8,
     // so the GEMV that wrote x needs no norm epilogue. Only where gemv_x_for(t, cols) is `bytes`;
     // norm_w's view starts 16-byte aligned.
     struct GemvNormIn {
@@ -160,7 +160,7 @@ class GemvKernels : public virtual KernelFamily {
                      const GemvNormIn* norm = nullptr);
     // The GEMV speed report's tiled GEMV (shaders/gemv_tile.comp): W (rows x cols of Q4_K or
     // Q6_K, cols a multiple of 256) held in tiles of `tile` rows by tile_rows() from its GGUF
-    // blocks, over x rounded to bytes at float x_off of xr (the layout of a GemvRounding), into
+    // blocks, over x quantized to int8 at float x_off of xr (the layout of a GemvRounding), into
     // y[y_off ..] (=|+=). threads: the workgroup (a multiple of tile, not only a power of two:
     // threads / tile slots of runs); omitted_work: gemv_tile.comp
     // ABLATE. With norm_w, x at float x_off of xr is the residual stream before an RMSNorm of

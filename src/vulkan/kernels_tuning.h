@@ -31,7 +31,7 @@ struct Tuning {
     bool gemv_balance = true;
     uint32_t gemv_slots = 0;
     // For the GEMV speed report only: the parts of its work gemv.comp leaves out (its ABLATE
-    // bits: 1 the reads of x, 2 the Q4_K decode and products, 4 the rounding of x to bytes), to
+    // bits: 1 the reads of x, 2 the Q4_K decode and products, 4 the quantization of x to int8), to
     // measure what each costs; 0 otherwise (the results are then wrong).
     uint32_t gemv_omitted_work = 0;
     // Row groups of the byte-path GEMVs (gemv.comp GROUPS; a power of two, 1: none): a workgroup
@@ -42,7 +42,7 @@ struct Tuning {
     // device says how many it has (Features::sm_count; 0: a workgroup a row block); each
     // workgroup then takes every grid-th row block over the x it rounded once (gemv.comp).
     uint32_t gemv_waves = 2;
-    // Which GEMVs over x in bytes take slices of 64 weights (gemv.comp WIDE) and half the rows a
+    // Which GEMVs over x as int8 take slices of 64 weights (gemv.comp WIDE) and half the rows a
     // group: `automatic` Q4_K everywhere and Q6_K over rows of 8192+ values (what measured
     // fastest, gemv_record), `all` every Q4_K and Q6_K one, `off` none.
     enum class GemvWide { off, automatic, all };
@@ -51,7 +51,7 @@ struct Tuning {
     uint32_t gemv_grid = 0;
     // Which GEMVs over Q4_K and Q6_K rows (held in tiles, weight_layout.h) run on the tiled GEMV
     // (shaders/gemv_tile.comp) rather than gemv.comp, where the device has integer dot products,
-    // subgroup arithmetic and shuffles in subgroups of 4+ and the GEMV reads x in bytes (every
+    // subgroup arithmetic and shuffles in subgroups of 4+ and the GEMV reads x as int8 (every
     // form but the norm epilogue): `on` every one, `off` none.
     enum class GemvTiled { off, on };
     GemvTiled gemv_tiled = GemvTiled::on;

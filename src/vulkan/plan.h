@@ -45,16 +45,16 @@ struct ActLayout {
     uint32_t y_ss = 0;
     uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;  // attention
     uint32_t gate = 0, up = 0, ffn = 0;           // FFN
-    // The FFN activations rounded to bytes by the GEMV that writes them (Kernels::GemvRounding),
+    // The FFN activations quantized to int8 by the GEMV that writes them (Kernels::GemvRounding),
     // one row.
     uint32_t ffn_bytes = 0;
-    // The residual stream rounded to bytes times the next norm's weights by the GEMV that
+    // The residual stream quantized to int8 times the next norm's weights by the GEMV that
     // writes it (GemvRounding::out_norm), one row.
     uint32_t h_bytes = 0;
-    // DeltaNet: the decode step's output rounded to bytes for the output projection
+    // DeltaNet: the decode step's output quantized to int8 for the output projection
     // (Kernels::DeltaNetStep::round_y), one row.
     uint32_t y_bytes = 0;
-    // Attention: the decode attention's output rounded to bytes for the output projection
+    // Attention: the decode attention's output quantized to int8 for the output projection
     // (Kernels::Attention::round_off), one row.
     uint32_t o_bytes = 0;
     uint32_t total = 0;
