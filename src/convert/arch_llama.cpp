@@ -50,7 +50,9 @@ static std::vector<float> llama3_rope_factors(const HfModel& m, int64_t rope_dim
 
 void plan_llama_like(const std::shared_ptr<HfModel>& m, Plan& plan) {
     const bool qwen3 = m->arch == Arch::qwen3;
-    const auto [E, n_layer, ffn, n_head, n_kv, D] = m->trunk_sizes();
+    const HfModel::TrunkSizes sizes = m->trunk_sizes();
+    const int64_t E = sizes.n_embd, n_layer = sizes.n_layer, ffn = sizes.n_ff;
+    const int64_t n_head = sizes.n_head, n_kv = sizes.n_head_kv, D = sizes.head_dim;
     const int64_t n_vocab = m->get_size("vocab_size");
     if (m->get_bool("attention_bias", false))
         fail("{}: attention biases are not supported", m->dir);

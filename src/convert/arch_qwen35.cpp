@@ -47,7 +47,9 @@ void reorder_cols(std::vector<float>& w, int64_t rows, int64_t cols, int64_t hea
 }  // namespace
 
 void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan) {
-    const auto [E, n_layer, ffn, n_head, n_kv, D] = m->trunk_sizes();
+    const HfModel::TrunkSizes sizes = m->trunk_sizes();
+    const int64_t E = sizes.n_embd, n_layer = sizes.n_layer, ffn = sizes.n_ff;
+    const int64_t n_head = sizes.n_head, n_kv = sizes.n_head_kv, D = sizes.head_dim;
     const int64_t H_k = m->get_size("linear_num_key_heads");
     const int64_t H_v = m->get_size("linear_num_value_heads");
     const int64_t d_k = m->get_size("linear_key_head_dim");
