@@ -281,6 +281,10 @@ ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const Session
             p.attention_q8_reads, p.shared_output_pipeline};
 }
 
+WindowPlan ResidentDriver::window_plan(const SessionState& st, uint32_t m, bool all) const {
+    return plan_window(static_cast<const Session&>(st), m, all);
+}
+
 TokenPlan ResidentDriver::token_plan(const SessionState& st, bool host_logits,
                                      bool short_attn) const {
     return plan_token(static_cast<const Session&>(st), host_logits, short_attn);

@@ -20,6 +20,7 @@
 #include "vulkan/kernels.h"
 #include "vulkan/plan.h"
 #include "vulkan/token_plan.h"
+#include "vulkan/window_plan.h"
 
 namespace dl::vk {
 
@@ -162,6 +163,9 @@ class ResidentDriver final : public Executor {
     // that chooses the token on the device, or the one that writes the logits for the host; in
     // the attention's short-context form where short_attn.
     TokenPlan token_plan(const SessionState& s, bool host_logits, bool short_attn) const;
+    // The plan of a session's prefill window of m rows (window_plan.h): the last row's logits, or
+    // every row's when `all`.
+    WindowPlan window_plan(const SessionState& s, uint32_t m, bool all) const;
     // The positions below which the session's tokens run the attention's short-context form
     // (DriverOptions::attn_short).
     int64_t short_attention_until(const SessionState& s) const;
@@ -192,6 +196,8 @@ class ResidentDriver final : public Executor {
     // window's inputs are in place, so a command recorded now is queued in parts as it is
     // recorded (DriverOptions::early_submit); its submit_and_wait() then queues the rest.
     CommandList& window_command(Session& s, uint32_t m, bool all, bool queue = false);
+    // The window command's plan (window_command.cpp).
+    WindowPlan plan_window(const Session& s, uint32_t m, bool all) const;
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
     std::shared_ptr<const Model> model_;

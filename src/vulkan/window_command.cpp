@@ -9,30 +9,36 @@
 #include "core/log.h"
 #include "vulkan/chain.h"
 #include "vulkan/driver_state.h"
+#include "vulkan/window_plan.h"
 
 namespace dl::vk {
 
-// The command of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in
-// the window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs
-// and the row kernels of attention and DeltaNet. Logits of the last row go to the session's
-// logits buffer, or of every row to the window logits buffer when `all`.
-CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bool queue) {
-    auto key = std::make_pair(m, all);
-    auto it = s.window_cmds.find(key);
-    if (it != s.window_cmds.end()) return *it->second;
-    const auto t0 = std::chrono::steady_clock::now();
+// The plan of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in the
+// window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs and
+// the row kernels of attention and DeltaNet. Logits of the last row go to the session's logits
+// buffer, or of every row to the window logits buffer when `all`.
+WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all) const {
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
-    Weights& W = *w_;
+    const Weights& W = *w_;
     const Variant var = plan_.variant;
-    const Variant attn_var =
-        Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
     const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
-    const uint32_t E = (uint32_t)hp.n_embd;
-    auto cmd = std::make_unique<CommandList>(*dev_);
-    CommandList& cl = *cmd;
-    const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
-    const View x16 = W.win_x16 ? view(W.win_x16) : View{};
+    using Kind = WindowItem::Kind;
+    WindowPlan p;
+    uint32_t barriers = 0;  // barriers planned so far (every kind of stage end counts)
+    auto add = [&](WindowItem it) {
+        if (it.kind == Kind::barrier || it.kind == Kind::stage_end || it.kind == Kind::mark_end ||
+            it.kind == Kind::host_end)
+            ++barriers;
+        p.items.push_back(std::move(it));
+    };
+    auto end_stage = [&](Kind kind, const char* role) {
+        WindowItem it;
+        it.kind = kind;
+        it.role = role;
+        add(it);
+    };
+    auto stage = [&](const char* role) { end_stage(Kind::stage_end, role); };
     // The GEMMs of one stage (gemm_groups) run together, their matrices expanded to F16 for the
     // NV tiles one after another in one slot. The expansions run one group ahead: group g + 1's
     // matrices are expanded into one slot (bandwidth-bound passes) beside group g's GEMMs over
@@ -79,34 +85,43 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     auto any_expands = [&](size_t g) {
         return std::any_of(w16[g].begin(), w16[g].end(), [](const View& v) { return v.range > 0; });
     };
-    size_t group = 0, member = 0;        // the next GEMM recorded: groups[group][member]
+    size_t group = 0, member = 0;        // the next GEMM planned: groups[group][member]
     size_t expanded = groups.size();     // the group whose matrices were expanded ahead, if any
-    uint32_t barriers_at_expansion = 0;  // barriers recorded before that expansion
+    uint32_t barriers_at_expansion = 0;  // barriers planned before that expansion
     auto expand = [&](size_t g) {
         for (size_t j = 0; j < groups[g].size(); ++j) {
-            const Tensor* t = groups[g][j];
-            if (w16[g][j].range > 0)
-                K.dequant_f16(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
-                              (uint32_t)t->cols(), w16[g][j]);
+            if (w16[g][j].range == 0) continue;
+            WindowItem it;
+            it.kind = Kind::expand;
+            it.t = groups[g][j];
+            it.w16 = w16[g][j];
+            add(it);
         }
         expanded = g;
-        barriers_at_expansion = cl.n_barriers();
+        barriers_at_expansion = barriers;
     };
-    auto gemm = [&](const Tensor* t, uint32_t x_off, View y, uint32_t y_off, bool acc) {
+    auto gemm = [&](const Tensor* t, uint32_t x_off, bool to_logits, uint32_t y_off, bool acc) {
         if (group >= groups.size() || groups[group][member] != t)
-            fail("window GEMM {} ({}) out of the recorded order", group, t->name);
+            fail("window GEMM {} ({}) out of the planned order", group, t->name);
         const size_t g = group, j = member;
         if (j == 0 && any_expands(g)) {
             if (expanded != g) {  // not expanded ahead: the slot may still be read
-                cl.barrier();
+                add(WindowItem{});
                 expand(g);
             }
-            if (cl.n_barriers() == barriers_at_expansion) cl.barrier();
+            if (barriers == barriers_at_expansion) add(WindowItem{});
         }
-        const uint32_t rows = (uint32_t)t->rows(), cols = (uint32_t)t->cols();
-        const bool expanded_here = w16[g][j].range > 0;
-        K.gemm(cl, var, t->type, W.matrix(plan_, t), rows, cols, act, x_off, x16, y, y_off, m, acc,
-               w16[g][j], expanded_here, stage_rows[g]);
+        WindowItem it;
+        it.kind = Kind::gemm;
+        it.t = t;
+        it.x_off = x_off;
+        it.to_logits = to_logits;
+        it.y_off = y_off;
+        it.accumulate = acc;
+        it.w16 = w16[g][j];
+        it.expanded = w16[g][j].range > 0;
+        it.stage_rows = stage_rows[g];
+        add(it);
         if (++member < groups[g].size()) return;
         member = 0;
         ++group;
@@ -115,22 +130,20 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input).
     auto to_f16 = [&](uint32_t x_off, int64_t cols) {
         if (!K.gemm_reads_f16(var, (uint32_t)cols)) return;
-        K.f16_copy(cl, act, x_off, x16, m * (uint32_t)cols);
-        cl.barrier();
-        cl.mark("f16 copy");
+        WindowItem it;
+        it.kind = Kind::f16_copy;
+        it.x_off = x_off;
+        it.n = m * (uint32_t)cols;
+        add(it);
+        end_stage(Kind::mark_end, "f16 copy");
     };
-    auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off, uint32_t rows) {
-        K.rms_norm(cl,
-                   {.w = view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4),
-                    .x = act,
-                    .x_off = x_off,
-                    .x_stride = E,
-                    .y = act,
-                    .y_off = y_off,
-                    .y_stride = E,
-                    .n = E,
-                    .nrows = rows,
-                    .eps = hp.rms_eps});
+    auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off) {
+        WindowItem it;
+        it.kind = Kind::rms_norm;
+        it.t = w;
+        it.x_off = x_off;
+        it.y_off = y_off;
+        add(it);
     };
     Kernels::AttentionRows ar{attention_args(hp, A, W.freq_off, (uint32_t)s.n_ctx), 0, 0, 0, 0};
     ar.q_row = (uint32_t)hp.n_head * ar.a.q_stride;
@@ -138,89 +151,183 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     ar.o_row = (uint32_t)(hp.n_head * hp.head_dim);
     ar.gate_row = ar.q_row;
 
+    LayerChain chain;
+    chain.stage = stage;
+    chain.project_role = "gemm";
+    chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
+        gemm(t, x_off, false, y_off, false);
+    };
+    chain.inputs = to_f16;
+    chain.deltanet = [&](int64_t il, const Layer&) {
+        WindowItem it;
+        it.kind = Kind::deltanet_rows;
+        it.layer = il;
+        add(it);
+    };
+    chain.attention = [&](int64_t il, const Layer& L) {
+        WindowItem it;
+        it.kind = Kind::attention_rows;
+        it.layer = il;
+        it.attention = ar;
+        it.attention.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
+        it.attention.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+        add(it);
+    };
+    chain.ffn_in = [&](const Layer& L, const Tensor*) {
+        gemm(L.ffn_gate, A.xn, false, A.gate, false);
+        gemm(L.ffn_up, A.xn, false, A.up, false);
+        stage("gemm");
+        WindowItem it;
+        it.kind = Kind::swiglu;
+        add(it);
+        stage("swiglu");
+    };
+    chain.add_norm = [&](const Tensor* t, Act, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
+        to_f16(x_off, cols);
+        gemm(t, x_off, false, A.h, true);
+        stage("gemm");
+        norm(norm_w, A.h, A.xn);
+        stage("norm");
+    };
+
+    if (expand_ahead_ && !groups.empty() && any_expands(0)) expand(0);  // beside the embedding
+    WindowItem embed;
+    embed.kind = Kind::embed;
+    embed.t = model_->tok_embd;
+    add(embed);
+    stage("embed");
+    norm(model_->layers[0].attn_norm, A.h, A.xn);
+    stage("norm");
+    record_layers(*model_, A, chain);
+    // xn holds the output norm of every row.
+    if (all) {
+        to_f16(A.xn, hp.n_embd);
+        gemm(model_->output, A.xn, true, 0, false);
+    } else {  // only the last row: one GEMV
+        WindowItem it;
+        it.kind = Kind::head_gemv;
+        it.t = model_->output;
+        it.x_off = A.xn + (m - 1) * (uint32_t)hp.n_embd;
+        add(it);
+    }
+    end_stage(Kind::host_end, "head");
+    if (group != groups.size())
+        fail("the window planned {} of its {} GEMM groups", group, groups.size());
+    return p;
+}
+
+// The command of a prefill window of m rows (plan_window), recorded once a session and size.
+CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bool queue) {
+    auto key = std::make_pair(m, all);
+    auto it = s.window_cmds.find(key);
+    if (it != s.window_cmds.end()) return *it->second;
+    const auto t0 = std::chrono::steady_clock::now();
+    const WindowPlan p = plan_window(s, m, all);
+    const Hparams& hp = model_->hp;
+    Kernels& K = *w_->kernels;
+    const Weights& W = *w_;
+    const Variant var = plan_.variant;
+    const Variant attn_var =
+        Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
+    const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
+    const uint32_t E = (uint32_t)hp.n_embd;
+    auto cmd = std::make_unique<CommandList>(*dev_);
+    CommandList& cl = *cmd;
+    const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
+    const View x16 = W.win_x16 ? view(W.win_x16) : View{};
     // Queued in parts as recorded: after stages 1, 2, 4, 8, ... so the parts grow as the
     // device's lead over the recording does (a 9B's window of 512 rows: 2-3 ms of recording, a
     // layer's work 1.3 ms on an H200).
     const bool early = queue && early_submit_;
     uint32_t stages = 0, next_part = 1;
-    auto stage = [&](const char* role) {
-        cl.barrier();
-        cl.mark(role);
-        if (early && ++stages == next_part) {
-            cl.submit_early();
-            next_part *= 2;
-        }
-    };
-    LayerChain chain;
-    chain.stage = stage;
-    chain.project_role = "gemm";
-    chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
-        gemm(t, x_off, act, y_off, false);
-    };
-    chain.inputs = to_f16;
-    chain.deltanet = [&](int64_t il, const Layer& L) {
-        K.deltanet_rows(cl, deltanet_args(A, L), A.conv, act, prm, view(s.ring[il]),
-                        view(s.state[il]), tok, m, K.tuning.deltanet_scan);
-    };
-    chain.attention = [&](int64_t il, const Layer& L) {
-        Kernels::AttentionRows a = ar;
-        a.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
-        a.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
-        K.attention_rows(cl, a, act, prm, view(s.k_cache[il]), view(s.v_cache[il]), tok, m,
-                         attn_var);
-    };
-    chain.ffn_in = [&](const Layer& L, const Tensor*) {
-        gemm(L.ffn_gate, A.xn, act, A.gate, false);
-        gemm(L.ffn_up, A.xn, act, A.up, false);
-        stage("gemm");
-        K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
-        stage("swiglu");
-    };
-    chain.add_norm = [&](const Tensor* t, Act, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
-        to_f16(x_off, cols);
-        gemm(t, x_off, act, A.h, true);
-        stage("gemm");
-        norm(norm_w, A.h, A.xn, m);
-        stage("norm");
-    };
-
+    using Kind = WindowItem::Kind;
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
     cl.begin(true);
-    if (expand_ahead_ && !groups.empty() && any_expands(0)) expand(0);  // beside the embedding
-    K.get_rows(cl, {.type = model_->tok_embd->type,
-                    .table = W.matrix(plan_, model_->tok_embd),
-                    .rows = (uint32_t)model_->tok_embd->rows(),
-                    .cols = E,
-                    .ids = view(W.win_ids),
-                    .id_off = 0,
-                    .out = act,
-                    .out_off = A.h,
-                    .n = m});
-    stage("embed");
-    norm(model_->layers[0].attn_norm, A.h, A.xn, m);
-    stage("norm");
-    record_layers(*model_, A, chain);
-    // xn holds the output norm of every row.
-    const Tensor* head = model_->output;
-    if (all) {
-        to_f16(A.xn, hp.n_embd);
-        gemm(head, A.xn, view(W.win_logits), 0, false);
-    } else {  // only the last row: one GEMV
-        K.gemv(cl, {.type = head->type,
-                    .w = W.matrix(plan_, head),
-                    .rows = (uint32_t)head->rows(),
-                    .cols = (uint32_t)head->cols(),
-                    .x = act,
-                    .x_off = A.xn + (m - 1) * E,
-                    .y = view(s.logits),
-                    .y_off = 0,
-                    .accumulate = false});
+    for (const WindowItem& i : p.items) {
+        const Tensor* t = i.t;
+        switch (i.kind) {
+            case Kind::expand:
+                K.dequant_f16(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
+                              (uint32_t)t->cols(), i.w16);
+                break;
+            case Kind::gemm:
+                K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
+                       (uint32_t)t->cols(), act, i.x_off, x16,
+                       i.to_logits ? view(W.win_logits) : act, i.y_off, m, i.accumulate, i.w16,
+                       i.expanded, i.stage_rows);
+                break;
+            case Kind::embed:
+                K.get_rows(cl, {.type = t->type,
+                                .table = W.matrix(plan_, t),
+                                .rows = (uint32_t)t->rows(),
+                                .cols = E,
+                                .ids = view(W.win_ids),
+                                .id_off = 0,
+                                .out = act,
+                                .out_off = A.h,
+                                .n = m});
+                break;
+            case Kind::rms_norm:
+                K.rms_norm(cl, {.w = view(W.params, (uint64_t)W.param(t) * 4,
+                                          (uint64_t)t->n_elements() * 4),
+                                .x = act,
+                                .x_off = i.x_off,
+                                .x_stride = E,
+                                .y = act,
+                                .y_off = i.y_off,
+                                .y_stride = E,
+                                .n = E,
+                                .nrows = m,
+                                .eps = hp.rms_eps});
+                break;
+            case Kind::f16_copy:
+                K.f16_copy(cl, act, i.x_off, x16, i.n);
+                break;
+            case Kind::deltanet_rows:
+                K.deltanet_rows(cl, deltanet_args(A, model_->layers[i.layer]), A.conv, act, prm,
+                                view(s.ring[i.layer]), view(s.state[i.layer]), tok, m,
+                                K.tuning.deltanet_scan);
+                break;
+            case Kind::attention_rows:
+                K.attention_rows(cl, i.attention, act, prm, view(s.k_cache[i.layer]),
+                                 view(s.v_cache[i.layer]), tok, m, attn_var);
+                break;
+            case Kind::swiglu:
+                K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
+                break;
+            case Kind::head_gemv:
+                K.gemv(cl, {.type = t->type,
+                            .w = W.matrix(plan_, t),
+                            .rows = (uint32_t)t->rows(),
+                            .cols = (uint32_t)t->cols(),
+                            .x = act,
+                            .x_off = i.x_off,
+                            .y = view(s.logits),
+                            .y_off = 0,
+                            .accumulate = false});
+                break;
+            case Kind::barrier:
+                cl.barrier();
+                break;
+            case Kind::stage_end:
+                cl.barrier();
+                cl.mark(i.role);
+                if (early && ++stages == next_part) {
+                    cl.submit_early();
+                    next_part *= 2;
+                }
+                break;
+            case Kind::mark_end:
+                cl.barrier();
+                cl.mark(i.role);
+                break;
+            case Kind::host_end:
+                cl.host_barrier();
+                cl.mark(i.role);
+                break;
+        }
     }
-    cl.host_barrier();
-    cl.mark("head");
     cl.end();
-    if (group != groups.size())
-        fail("the window recorded {} of its {} GEMM groups", group, groups.size());
     log::debug(
         "vulkan: the window command of {} rows recorded in {:.3f} ms", m,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

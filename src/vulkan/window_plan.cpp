@@ -1,0 +1,63 @@
+// Describing a window command's plan (see window_plan.h).
+#include "vulkan/window_plan.h"
+
+#include <fmt/format.h>
+
+namespace dl::vk {
+
+namespace {
+
+const char* kind_name(WindowItem::Kind k) {
+    using K = WindowItem::Kind;
+    switch (k) {
+        case K::expand:
+            return "expand";
+        case K::gemm:
+            return "gemm";
+        case K::embed:
+            return "embed";
+        case K::rms_norm:
+            return "rms_norm";
+        case K::f16_copy:
+            return "f16_copy";
+        case K::deltanet_rows:
+            return "deltanet_rows";
+        case K::attention_rows:
+            return "attention_rows";
+        case K::swiglu:
+            return "swiglu";
+        case K::head_gemv:
+            return "head_gemv";
+        case K::barrier:
+            return "barrier";
+        case K::stage_end:
+            return "stage";
+        case K::mark_end:
+            return "stage (not counted)";
+        case K::host_end:
+            return "stage to host";
+    }
+    return "?";
+}
+
+}  // namespace
+
+std::string WindowPlan::describe() const {
+    std::string out;
+    for (const WindowItem& i : items) {
+        out += kind_name(i.kind);
+        if (!i.role.empty()) out += fmt::format(" '{}'", i.role);
+        if (i.layer >= 0) out += fmt::format(" blk.{}", i.layer);
+        if (i.t) out += fmt::format(" {}", i.t->name);
+        if (i.kind == WindowItem::Kind::gemm || i.kind == WindowItem::Kind::rms_norm ||
+            i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::head_gemv)
+            out += fmt::format(" x@{} y@{}{}", i.x_off, i.y_off, i.to_logits ? " (logits)" : "");
+        if (i.accumulate) out += " +=";
+        if (i.w16.range > 0) out += fmt::format(" f16@{}:{}", i.w16.offset, i.w16.range);
+        if (i.stage_rows) out += fmt::format(" stage rows {}", i.stage_rows);
+        out += '\n';
+    }
+    return out;
+}
+
+}  // namespace dl::vk

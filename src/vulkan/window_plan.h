@@ -1,0 +1,53 @@
+// A prefill window's command as a plan: every item it records, in order, with its arguments
+// resolved: the GEMM tiles with their F16 expansions (one group ahead), the row kernels of the
+// norms, attention and DeltaNet, and the barriers and stage marks between them. The driver plans
+// a window from the model's forward pass (chain.h) and the device's kernels
+// (ResidentDriver::plan_window), then records the plan mechanically, queueing it in parts as it
+// goes where the window's inputs are in place (window_command).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "vulkan/kernels.h"
+
+namespace dl::vk {
+
+struct WindowItem {
+    enum class Kind : uint8_t {
+        expand,         // w16 = the matrix t as F16, for the GEMM tiles that read it
+        gemm,           // y (act or every row's logits) (+)= t · act[x_off] over the window's rows
+        embed,          // h = the rows of tok_embd of the window's ids
+        rms_norm,       // act[y_off] = RMSNorm(act[x_off]) · t, every row
+        f16_copy,       // the F16 copy of act[x_off] (n values) the next GEMM tiles read
+        deltanet_rows,  // the layer's DeltaNet over the rows (conv, gates, scan, gated norm)
+        attention_rows,  // the layer's attention over the rows
+        swiglu,          // act[ffn] = SiLU(act[gate]) · act[up], every row
+        head_gemv,       // the last row's logits: one GEMV into the session's logits
+        barrier,         // a barrier with no stage after it
+        stage_end,       // a barrier ending the stage `role` (counted for queueing in parts)
+        mark_end,        // a barrier ending the stage `role`, not counted
+        host_end,        // the barrier to the host, ending the stage `role`
+    };
+    Kind kind = Kind::barrier;
+    const Tensor* t = nullptr;  // the matrix, or the norm weights of rms_norm
+    int64_t layer = -1;
+    uint32_t x_off = 0, y_off = 0, n = 0;
+    bool to_logits = false;  // gemm: into the window's logits rather than act
+    bool accumulate = false;
+    View w16{};               // expand, gemm: the F16 expansion (range 0: none)
+    bool expanded = false;    // gemm: reads w16
+    uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
+    Kernels::AttentionRows attention{};
+    std::string role;
+};
+
+struct WindowPlan {
+    std::vector<WindowItem> items;
+    // One line an item, for tests and traces.
+    std::string describe() const;
+};
+
+}  // namespace dl::vk

@@ -1,0 +1,59 @@
+// A prefill window's plan as a value (window_plan.h): its stages in the order of the model's
+// forward pass, written out here from the chain's shape, and its GEMMs one a matrix.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/tiny_model.h"
+#include "vk_test.h"
+#include "vulkan/driver.h"
+
+namespace dl::vk {
+namespace {
+
+TEST(VulkanWindowPlan, StagesInTheForwardPassOrder) {
+    VK_TEST_DEVICE();
+    for (const char* arch : {"llama", "qwen35"}) {
+        auto model = dl::test::tiny_model(test::parity_spec(arch, QType::F32));
+        DriverOptions o;
+        o.device.robust = test::robust();
+        o.plan.n_ctx = 64;
+        auto d = ResidentDriver::create(model, o);
+        ASSERT_TRUE(d.ok()) << d.reason();
+        ASSERT_GT((*d)->plan().window, 0);
+        auto s = (*d)->new_session(64);
+        for (bool all : {false, true}) {
+            const WindowPlan p = (*d)->window_plan(*s, 16, all);
+            std::vector<std::string> roles;
+            uint32_t gemms = 0, head_gemvs = 0, to_logits = 0;
+            for (const WindowItem& i : p.items) {
+                if (i.kind == WindowItem::Kind::stage_end || i.kind == WindowItem::Kind::host_end)
+                    roles.push_back(i.role);
+                gemms += i.kind == WindowItem::Kind::gemm;
+                to_logits += i.kind == WindowItem::Kind::gemm && i.to_logits;
+                head_gemvs += i.kind == WindowItem::Kind::head_gemv;
+            }
+            std::vector<std::string> want = {"embed", "norm"};
+            uint32_t matrices = 0;
+            for (int64_t il = 0; il < model->hp.n_layer; ++il) {
+                const bool dn = model->hp.is_recurrent(il);
+                for (const char* r : {"gemm", dn ? "deltanet" : "attention", "gemm", "norm", "gemm",
+                                      "swiglu", "gemm", "norm"})
+                    want.push_back(r);
+                matrices += (dn ? 4 : 3) + 1 + 2 + 1;  // inputs, output, gate and up, down
+            }
+            want.push_back("head");
+            EXPECT_EQ(roles, want) << arch << "\n" << p.describe();
+            EXPECT_EQ(p.items.back().kind, WindowItem::Kind::host_end);
+            // The head is a GEMM over every row when all rows' logits are asked for, else one
+            // GEMV over the last row.
+            EXPECT_EQ(gemms, matrices + (all ? 1 : 0)) << arch;
+            EXPECT_EQ(to_logits, all ? 1u : 0u) << arch;
+            EXPECT_EQ(head_gemvs, all ? 0u : 1u) << arch;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace dl::vk
