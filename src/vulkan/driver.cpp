@@ -94,18 +94,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     D.upload(w->params, 0, params.data(), params.size() * 4);
     w->pipes = std::make_unique<Pipelines>(D);
     w->kernels = std::make_unique<Kernels>(D, *w->pipes);
-    w->kernels->tuning.gemv_x = opts.gemv_x;
-    w->kernels->tuning.deltanet_columns = opts.deltanet_columns;
-    w->kernels->tuning.deltanet_scan = opts.deltanet_scan;
-    w->kernels->tuning.gemv_groups = opts.gemv_groups;
-    w->kernels->tuning.gemv_waves = opts.gemv_waves;
-    w->kernels->tuning.attn_one_split = opts.attn_one_split;
-    w->kernels->tuning.gemv_wide = opts.gemv_wide;
-    w->kernels->tuning.gemv_tiled = opts.gemv_tiled;
-    w->kernels->tuning.gemv_split_parts = opts.gemv_split;
-    w->kernels->tuning.gemv_balance = opts.gemv_balance;
-    w->kernels->tuning.gemv_slots = opts.gemv_slots;
-    w->kernels->tuning.gemm_tile = opts.gemm_tile;
+    w->kernels->tuning = opts.tuning;
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
                                      MemoryKind::device);

@@ -33,6 +33,24 @@ struct DriverOptions {
     static bool profile_from_env();
     // The decode token command's fusions (fusions.h).
     Fusions fusions = Fusions::from_env();
+    // The kernels' knobs (kernels_tuning.h), each read from its variable by the function below
+    // (DELTALLM_VK_GEMV_X, _GEMV_GROUPS, _GEMV_WAVES, _ATTN_ONE_SPLIT, _GEMV_BALANCE, _GEMV_WIDE,
+    // _GEMV_SPLIT, _GEMV_TILED, _GEMM_TILE, _DN_COLUMNS, _DN_SCAN); tests and the speed reports
+    // set fields of it directly.
+    Tuning tuning = tuning_from_env();
+    static Tuning tuning_from_env();
+    // The readers tuning_from_env() takes each knob from (one clear error for a bad value).
+    static Kernels::GemvX gemv_x_from_env();
+    static uint32_t gemv_groups_from_env();
+    static uint32_t gemv_waves_from_env();
+    static uint32_t attn_one_split_from_env();
+    static bool gemv_balance_from_env();
+    static Kernels::GemvWide gemv_wide_from_env();
+    static uint32_t gemv_split_from_env();
+    static Kernels::GemvTiled gemv_tiled_from_env();
+    static Kernels::GemmTile gemm_tile_from_env();
+    static uint32_t deltanet_columns_from_env();
+    static Kernels::DeltaNetScan deltanet_scan_from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16
     // beside the current GEMM (DELTALLM_VK_EXPAND_AHEAD; off: each expansion between barriers
     // of its own, for measurements).
@@ -47,18 +65,6 @@ struct DriverOptions {
     // expanded together (DELTALLM_VK_GEMM_GROUPS; off: a barrier between each, for measurements).
     bool gemm_groups = gemm_groups_from_env();
     static bool gemm_groups_from_env();
-    // Kernels::gemv_x (DELTALLM_VK_GEMV_X: auto, global or bytes).
-    Kernels::GemvX gemv_x = gemv_x_from_env();
-    static Kernels::GemvX gemv_x_from_env();
-    // Kernels::gemv_groups (DELTALLM_VK_GEMV_GROUPS).
-    uint32_t gemv_groups = gemv_groups_from_env();
-    static uint32_t gemv_groups_from_env();
-    // Kernels::gemv_waves (DELTALLM_VK_GEMV_WAVES).
-    uint32_t gemv_waves = gemv_waves_from_env();
-    static uint32_t gemv_waves_from_env();
-    // Kernels::attn_one_split (DELTALLM_VK_ATTN_ONE_SPLIT).
-    uint32_t attn_one_split = attn_one_split_from_env();
-    static uint32_t attn_one_split_from_env();
     // Positions below which a session's token command runs the decode attention with one query
     // head a workgroup (Kernels::Attention::heads_a_group), where the launcher takes several: a
     // second recorded command, so neither form pays for the other. Its kernel has less code,
@@ -68,32 +74,6 @@ struct DriverOptions {
     // never (DELTALLM_VK_ATTN_SHORT).
     int64_t attn_short = attn_short_from_env();
     static int64_t attn_short_from_env();
-    // Kernels::gemv_balance (DELTALLM_VK_GEMV_BALANCE).
-    bool gemv_balance = gemv_balance_from_env();
-    static bool gemv_balance_from_env();
-    // Kernels::gemv_slots, for tests: the workgroup slots the GEMV shapes are balanced over (0:
-    // counted from the device's multiprocessors, where it reports them), so that the balanced
-    // and shared shapes of the token command run on a device that reports none.
-    uint32_t gemv_slots = 0;
-    // Kernels::gemv_wide (DELTALLM_VK_GEMV_WIDE: auto, off or all).
-    Kernels::GemvWide gemv_wide = gemv_wide_from_env();
-    static Kernels::GemvWide gemv_wide_from_env();
-    // Kernels::gemv_split_parts (DELTALLM_VK_GEMV_SPLIT: 0 by the device, 1 none, 2-4).
-    uint32_t gemv_split = gemv_split_from_env();
-    static uint32_t gemv_split_from_env();
-    // Kernels::gemv_tiled (DELTALLM_VK_GEMV_TILED: on or off).
-    Kernels::GemvTiled gemv_tiled = gemv_tiled_from_env();
-    static Kernels::GemvTiled gemv_tiled_from_env();
-    // Kernels::gemm_tile (DELTALLM_VK_GEMM_TILE, "BMxBNxBK[xWG]"; empty: chosen by the rows).
-    Kernels::GemmTile gemm_tile = gemm_tile_from_env();
-    static Kernels::GemmTile gemm_tile_from_env();
-    // Kernels::deltanet_columns (DELTALLM_VK_DN_COLUMNS).
-    uint32_t deltanet_columns = deltanet_columns_from_env();
-    static uint32_t deltanet_columns_from_env();
-    // The scan of a prefill window's DeltaNet layers (DELTALLM_VK_DN_SCAN: best, chunked,
-    // shuffle, clustered or plain; see Kernels::DeltaNetScan).
-    Kernels::DeltaNetScan deltanet_scan = deltanet_scan_from_env();
-    static Kernels::DeltaNetScan deltanet_scan_from_env();
 };
 
 // Device milliseconds by kernel role, summed over submits, per phase (decode, prefill); and of

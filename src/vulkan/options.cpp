@@ -143,4 +143,20 @@ Kernels::GemvX DriverOptions::gemv_x_from_env() {
                               {{"auto", X::automatic}, {"global", X::global}, {"bytes", X::bytes}});
 }
 
+Tuning DriverOptions::tuning_from_env() {
+    Tuning t;
+    t.gemv_x = gemv_x_from_env();
+    t.gemv_groups = gemv_groups_from_env();
+    t.gemv_waves = gemv_waves_from_env();
+    t.attn_one_split = attn_one_split_from_env();
+    t.gemv_balance = gemv_balance_from_env();
+    t.gemv_wide = gemv_wide_from_env();
+    t.gemv_split_parts = gemv_split_from_env();
+    t.gemv_tiled = gemv_tiled_from_env();
+    t.gemm_tile = gemm_tile_from_env();
+    t.deltanet_columns = deltanet_columns_from_env();
+    t.deltanet_scan = deltanet_scan_from_env();
+    return t;
+}
+
 }  // namespace dl::vk

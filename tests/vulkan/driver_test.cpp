@@ -45,9 +45,9 @@ void check_decode_parity(const TinySpec& spec, double tol,
         GTEST_SKIP() << "no integer dot products";
     auto model = dl::test::tiny_model(spec);
     DriverOptions o = test_options();
-    o.gemv_x = x;
+    o.tuning.gemv_x = x;
     o.fusions.gated_norm_in_output = gated_in;
-    o.gemv_slots = slots;
+    o.tuning.gemv_slots = slots;
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     cpu::Chain chain(model);
@@ -454,18 +454,18 @@ TEST(VulkanDriverOptions, DefaultsAgreeWithTheKernels) {
     DriverOptions o;
     for (const auto& [v, was] : saved) setenv(v.c_str(), was.c_str(), 1);
     const Kernels fresh(dev, *test::env().pipes);
-    EXPECT_EQ(o.gemv_x, fresh.tuning.gemv_x);
-    EXPECT_EQ(o.gemv_groups, fresh.tuning.gemv_groups);
-    EXPECT_EQ(o.gemv_waves, fresh.tuning.gemv_waves);
-    EXPECT_EQ(o.gemv_wide, fresh.tuning.gemv_wide);
-    EXPECT_EQ(o.gemv_balance, fresh.tuning.gemv_balance);
-    EXPECT_EQ(o.gemv_slots, fresh.tuning.gemv_slots);
-    EXPECT_EQ(o.deltanet_columns, fresh.tuning.deltanet_columns);
-    EXPECT_EQ(o.deltanet_scan, fresh.tuning.deltanet_scan);
-    EXPECT_EQ(o.gemm_tile.bm, fresh.tuning.gemm_tile.bm);
-    EXPECT_EQ(o.gemm_tile.bn, fresh.tuning.gemm_tile.bn);
-    EXPECT_EQ(o.gemm_tile.bk, fresh.tuning.gemm_tile.bk);
-    EXPECT_EQ(o.gemm_tile.wg, fresh.tuning.gemm_tile.wg);
+    EXPECT_EQ(o.tuning.gemv_x, fresh.tuning.gemv_x);
+    EXPECT_EQ(o.tuning.gemv_groups, fresh.tuning.gemv_groups);
+    EXPECT_EQ(o.tuning.gemv_waves, fresh.tuning.gemv_waves);
+    EXPECT_EQ(o.tuning.gemv_wide, fresh.tuning.gemv_wide);
+    EXPECT_EQ(o.tuning.gemv_balance, fresh.tuning.gemv_balance);
+    EXPECT_EQ(o.tuning.gemv_slots, fresh.tuning.gemv_slots);
+    EXPECT_EQ(o.tuning.deltanet_columns, fresh.tuning.deltanet_columns);
+    EXPECT_EQ(o.tuning.deltanet_scan, fresh.tuning.deltanet_scan);
+    EXPECT_EQ(o.tuning.gemm_tile.bm, fresh.tuning.gemm_tile.bm);
+    EXPECT_EQ(o.tuning.gemm_tile.bn, fresh.tuning.gemm_tile.bn);
+    EXPECT_EQ(o.tuning.gemm_tile.bk, fresh.tuning.gemm_tile.bk);
+    EXPECT_EQ(o.tuning.gemm_tile.wg, fresh.tuning.gemm_tile.wg);
 }
 
 // The tuning variables of the driver: values it can use parse, anything else is one clear error.
