@@ -42,6 +42,12 @@ struct ResidentDriver::Weights {
         DL_ASSERT(it != param_off.end());
         return it->second;
     }
+    // A layer's decode or window attention arguments with its own q/k norm weights, where it
+    // has them.
+    void set_qk_norms(Kernels::Attention& a, const Layer& L) const {
+        a.q_norm_off = L.q_norm ? param(L.q_norm) : Kernels::kNone;
+        a.k_norm_off = L.k_norm ? param(L.k_norm) : Kernels::kNone;
+    }
 };
 
 struct ResidentDriver::Session : SessionState {

@@ -262,8 +262,7 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
     };
     chain.attention = [&](int64_t il, const Layer& L) {
         Kernels::Attention a = at;
-        a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
-        a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+        W.set_qk_norms(a, L);
         if (fusions_.attention_q8_out && a.head_dim % 16 == 0 &&
             K.gemv_tiled_for(L.wo->type, (uint32_t)L.wo->cols())) {
             a.round_off = mixer_q8 = A.o_bytes;

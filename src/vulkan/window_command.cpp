@@ -39,6 +39,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all) c
         add(it);
     };
     auto stage = [&](const char* role) { end_stage(Kind::stage_end, role); };
+    auto barrier = [&] { end_stage(Kind::barrier, ""); };
     // The GEMMs of one stage (gemm_groups) run together, their matrices expanded to F16 for the
     // NV tiles one after another in one slot. The expansions run one group ahead: group g + 1's
     // matrices are expanded into one slot (bandwidth-bound passes) beside group g's GEMMs over
@@ -106,10 +107,10 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all) c
         const size_t g = group, j = member;
         if (j == 0 && any_expands(g)) {
             if (expanded != g) {  // not expanded ahead: the slot may still be read
-                add(WindowItem{});
+                barrier();
                 expand(g);
             }
-            if (barriers == barriers_at_expansion) add(WindowItem{});
+            if (barriers == barriers_at_expansion) barrier();
         }
         WindowItem it;
         it.kind = Kind::gemm;
@@ -169,8 +170,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all) c
         it.kind = Kind::attention_rows;
         it.layer = il;
         it.attention = ar;
-        it.attention.a.q_norm_off = L.q_norm ? W.param(L.q_norm) : Kernels::kNone;
-        it.attention.a.k_norm_off = L.k_norm ? W.param(L.k_norm) : Kernels::kNone;
+        W.set_qk_norms(it.attention.a, L);
         add(it);
     };
     chain.ffn_in = [&](const Layer& L, const Tensor*) {
