@@ -19,13 +19,6 @@ namespace dl::cpu {
 
 namespace {
 
-// Checked before any state changes, so a bad id leaves the session as it was.
-void check_tokens(std::span<const int32_t> tokens, int64_t n_vocab) {
-    for (int32_t t : tokens)
-        if (t < 0 || t >= n_vocab)
-            fail("token id {} is outside the vocabulary of {} tokens", t, n_vocab);
-}
-
 std::vector<float> to_f32(const Tensor* t) {
     if (!t) return {};
     std::vector<float> v(static_cast<size_t>(t->n_elements()));
@@ -39,7 +32,8 @@ Chain::Chain(std::shared_ptr<const Model> model, ChainOptions options, ThreadPoo
     : model_(std::move(model)),
       options_(options),
       pool_(pool ? pool : &ThreadPool::global()),
-      weights_(std::make_unique<ChainWeights>()) {
+      weights_(std::make_unique<ChainWeights>()),
+      ws_(std::make_unique<Workspace>()) {
     if (options_.window < 1) fail("the prefill window must hold at least one token");
     if (options_.deltanet_chunk < 1) fail("the DeltaNet chunk must hold at least one token");
     const Model& m = *model_;
@@ -97,18 +91,22 @@ ScratchWidths widths(const Hparams& hp, const ChainWeights& w) {
 uint64_t Chain::session_bytes(int64_t n_ctx) const {
     const Hparams& hp = model_->hp;
     const ChainWeights& w = *weights_;
-    const ScratchWidths sw = widths(hp, w);
-    const uint64_t W = static_cast<uint64_t>(std::min(options_.window, n_ctx));
     uint64_t kv = 2ull * static_cast<uint64_t>(w.n_attn_layers * n_ctx * w.kv_width) *
                   (options_.f32_kv_cache ? 4 : 2);
     uint64_t gdn = 4ull * static_cast<uint64_t>(w.n_gdn_layers) *
                    static_cast<uint64_t>((hp.ssm_conv_kernel - 1) * w.gdn.conv_dim() +
                                          w.gdn.n_v_heads * w.gdn.d_k * w.gdn.d_v);
+    return kv + gdn + 4ull * static_cast<uint64_t>(hp.n_vocab);
+}
+
+uint64_t Chain::workspace_bytes(int64_t n_ctx) const {
+    const ChainWeights& w = *weights_;
+    const ScratchWidths sw = widths(model_->hp, w);
+    const uint64_t W = static_cast<uint64_t>(options_.window);
     uint64_t rows = static_cast<uint64_t>(3 * sw.x + sw.q + 2 * sw.kv + sw.o + sw.qkv + 2 * sw.z +
-                                          2 * sw.h + 2 * sw.ff + 2 * sw.rope);
-    uint64_t scratch = 4ull * W * rows + 4ull * W * static_cast<uint64_t>(4 * sw.act + 64) +
-                       4ull * static_cast<uint64_t>(pool_->size() * n_ctx);
-    return kv + gdn + scratch;
+                                          2 * sw.h + 2 * sw.ff + 2 * sw.rope + 4);
+    return 4ull * W * rows + 4ull * W * static_cast<uint64_t>(4 * sw.act + 64) +
+           4ull * static_cast<uint64_t>(pool_->size() * n_ctx);
 }
 
 std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
@@ -116,7 +114,8 @@ std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
     // A session larger than the machine's memory would end in an allocation failure with no
     // numbers; say what it needs instead.
     const uint64_t ram = usable_memory_bytes();  // available memory and the cgroup's room
-    const uint64_t need = session_bytes(n_ctx);
+    const uint64_t need =
+        session_bytes(n_ctx) + (ws_->rows == 0 ? workspace_bytes(n_ctx) : 0);
     if (ram > 0 && need > ram)
         fail(
             "a session of {} tokens needs {} (KV cache, recurrent state, scratch), more than the "
@@ -143,31 +142,40 @@ std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
         s->ssm_state.emplace_back(static_cast<size_t>(w.gdn.n_v_heads * w.gdn.d_k * w.gdn.d_v),
                                   0.f);
     }
-    const int64_t W = std::min(options_.window, n_ctx);
-    s->window = W;
-    const ScratchWidths sw = widths(hp, w);
+    reserve_workspace(n_ctx);
+    return s;
+}
+
+void Chain::reserve_workspace(int64_t n_ctx) {
+    Workspace& ws = *ws_;
+    const size_t scores = static_cast<size_t>(pool_->size() * n_ctx);
+    if (ws.scores.size() < scores) ws.scores.assign(scores, 0.f);
+    if (ws.rows > 0) return;
+    const int64_t W = options_.window;
+    ws.rows = W;
+    const ScratchWidths sw = widths(model_->hp, *weights_);
     auto rows = [W](std::vector<float>& v, int64_t width) {
         v.assign(static_cast<size_t>(W * width), 0.f);
     };
-    rows(s->x, sw.x);
-    rows(s->xn, sw.x);
-    rows(s->out, sw.x);
-    rows(s->q, sw.q);
-    rows(s->k, sw.kv);
-    rows(s->v, sw.kv);
-    rows(s->o, sw.o);
-    rows(s->qkv, sw.qkv);
-    rows(s->z, sw.z);
-    rows(s->y, sw.z);
-    rows(s->beta, sw.h);
-    rows(s->g, sw.h);
-    rows(s->gate, sw.ff);
-    rows(s->up, sw.ff);
-    rows(s->rope_cos, sw.rope);
-    rows(s->rope_sin, sw.rope);
-    s->scores.assign(static_cast<size_t>(pool_->size() * n_ctx), 0.f);
-    s->act.reserve(W, sw.act);
-    return s;
+    rows(ws.x, sw.x);
+    rows(ws.xn, sw.x);
+    rows(ws.out, sw.x);
+    rows(ws.q, sw.q);
+    rows(ws.k, sw.kv);
+    rows(ws.v, sw.kv);
+    rows(ws.o, sw.o);
+    rows(ws.qkv, sw.qkv);
+    rows(ws.z, sw.z);
+    rows(ws.y, sw.z);
+    rows(ws.beta, sw.h);
+    rows(ws.g, sw.h);
+    rows(ws.gate, sw.ff);
+    rows(ws.up, sw.ff);
+    rows(ws.rope_cos, sw.rope);
+    rows(ws.rope_sin, sw.rope);
+    ws.pos.assign(static_cast<size_t>(W), 0);
+    ws.segment.assign(static_cast<size_t>(W), 0);
+    ws.act.reserve(W, sw.act);
 }
 
 ChainSession& Chain::own(SessionState& state) const {
@@ -178,30 +186,88 @@ ChainSession& Chain::own(SessionState& state) const {
 
 void Chain::prefill(SessionState& state, std::span<const int32_t> tokens, LogitsRows rows,
                     std::vector<float>& logits) {
-    ChainSession& s = own(state);
-    const int64_t n = static_cast<int64_t>(tokens.size()), V = model_->hp.n_vocab;
-    if (n == 0) fail("prefill needs at least one token");
-    if (s.n_past + n > s.n_ctx)
-        fail("the prompt of {} tokens does not fit: {} of the context of {} are used", n, s.n_past,
-             s.n_ctx);
-    check_tokens(tokens, V);
-    const bool all = rows == LogitsRows::all;
-    logits.resize(static_cast<size_t>((all ? n : 1) * V));
-    for (int64_t w0 = 0; w0 < n; w0 += s.window) {
-        const int64_t T = std::min(s.window, n - w0);
-        const bool last = w0 + T == n;
-        float* out = all ? logits.data() + w0 * V : (last ? logits.data() : nullptr);
-        forward(s, tokens.data() + w0, T, false, out, all);
-    }
+    if (tokens.empty()) fail("prefill needs at least one token");
+    if (state.n_past + (int64_t)tokens.size() > state.n_ctx)
+        fail("the prompt of {} tokens does not fit: {} of the context of {} are used",
+             tokens.size(), state.n_past, state.n_ctx);
+    StepItem it;
+    it.session = &own(state);
+    it.tokens = tokens;
+    it.want = rows == LogitsRows::all ? StepItem::Want::all_logits : StepItem::Want::last_logits;
+    step(std::span(&it, 1));
+    logits.assign(it.logits.begin(), it.logits.end());
 }
 
 std::span<const float> Chain::decode(SessionState& state, int32_t token) {
     ChainSession& s = own(state);
     if (s.n_past + 1 > s.n_ctx) fail("the context of {} tokens is full", s.n_ctx);
-    check_tokens(std::span(&token, 1), model_->hp.n_vocab);
-    s.logits.resize(static_cast<size_t>(model_->hp.n_vocab));
-    forward(s, &token, 1, true, s.logits.data(), false);
+    StepItem it;
+    it.session = &s;
+    it.tokens = std::span(&token, 1);
+    step(std::span(&it, 1));
+    s.logits.assign(it.logits.begin(), it.logits.end());
     return s.logits;
+}
+
+// The items' tokens, concatenated, go through the layers in passes of at most `window` rows; an
+// item longer than what is left of a pass continues in the next one.
+void Chain::step(std::span<StepItem> items) {
+    check_step(items);
+    for (StepItem& it : items) own(*it.session);
+    const int64_t V = model_->hp.n_vocab;
+    if (results_.size() < items.size()) results_.resize(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+        const StepItem& it = items[i];
+        const int64_t rows = it.want == StepItem::Want::all_logits ? (int64_t)it.tokens.size()
+                             : it.want == StepItem::Want::nothing   ? 0
+                                                                    : 1;
+        results_[i].resize(static_cast<size_t>(rows * V));
+    }
+    int64_t max_ctx = 0;
+    for (const StepItem& it : items) max_ctx = std::max(max_ctx, it.session->n_ctx);
+    reserve_workspace(max_ctx);
+    Workspace& ws = *ws_;
+    const int64_t W = ws.rows;
+
+    std::vector<int32_t> tokens;
+    std::vector<Segment> segs;
+    std::vector<LogitRow> logit_rows;
+    size_t i = 0;
+    int64_t off = 0;  // tokens of items[i] already run
+    while (i < items.size()) {
+        tokens.clear();
+        segs.clear();
+        logit_rows.clear();
+        int64_t T = 0;
+        while (T < W && i < items.size()) {
+            const StepItem& it = items[i];
+            const int64_t n_item = (int64_t)it.tokens.size();
+            const int64_t take = std::min(n_item - off, W - T);
+            auto& s = static_cast<ChainSession&>(*it.session);
+            segs.push_back({&s, T, take, s.n_past});
+            for (int64_t t = 0; t < take; ++t) {
+                tokens.push_back(it.tokens[(size_t)(off + t)]);
+                ws.pos[(size_t)(T + t)] = s.n_past + t;
+                ws.segment[(size_t)(T + t)] = (int32_t)segs.size() - 1;
+            }
+            float* out = results_[i].data();
+            if (it.want == StepItem::Want::all_logits)
+                for (int64_t t = 0; t < take; ++t) logit_rows.push_back({T + t, out + (off + t) * V});
+            else if (it.want != StepItem::Want::nothing && off + take == n_item)
+                logit_rows.push_back({T + take - 1, out});
+            T += take;
+            off += take;
+            if (off == n_item) {
+                ++i;
+                off = 0;
+            }
+        }
+        forward(tokens.data(), T, segs, logit_rows);
+    }
+    for (size_t k = 0; k < items.size(); ++k) {
+        items[k].logits = results_[k];
+        items[k].token = -1;
+    }
 }
 
 bool Chain::truncate(SessionState& state, int64_t n) {
@@ -252,6 +318,10 @@ std::unique_ptr<SessionSnapshot> Chain::snapshot(const SessionState& state) {
     snap->v32 = first_rows(s->v32, s->n_past, s->n_ctx);
     snap->conv_state = s->conv_state;
     snap->ssm_state = s->ssm_state;
+    for (const auto* l : {&snap->k16, &snap->v16})
+        for (const auto& v : *l) snap->bytes += v.size() * sizeof(uint16_t);
+    for (const auto* l : {&snap->k32, &snap->v32, &snap->conv_state, &snap->ssm_state})
+        for (const auto& v : *l) snap->bytes += v.size() * sizeof(float);
     return snap;
 }
 
@@ -273,8 +343,8 @@ bool Chain::restore(SessionState& state, const SessionSnapshot& base) {
 
 namespace {
 
-// Where the session keeps the rows of each activation.
-float* rows(ChainSession& s, Act a) {
+// Where the workspace keeps the rows of each activation.
+float* rows(Workspace& s, Act a) {
     switch (a) {
         case Act::h:
             return s.x.data();
@@ -321,21 +391,21 @@ const std::vector<float>& norm_weights(const ChainWeights& w, const Model& m, co
 
 }  // namespace
 
-void Chain::forward(ChainSession& s, const int32_t* tokens, int64_t T, bool decode, float* logits,
-                    bool all_rows) {
+void Chain::forward(const int32_t* tokens, int64_t T, std::span<const Segment> segs,
+                    std::span<const LogitRow> logit_rows) {
     const Model& m = *model_;
     const Hparams& hp = m.hp;
     const ChainWeights& w = *weights_;
+    Workspace& s = *ws_;
     ThreadPool& pool = *pool_;
-    const int64_t E = hp.n_embd;
-    Pass p{m, w, options_, s, pool, T, s.n_past, decode};
-    // The output norm and the head run on the rows whose logits are asked for: every row, the
-    // last, or none.
-    const int64_t first_logit = all_rows ? 0 : T - 1;
+    const int64_t E = hp.n_embd, V = hp.n_vocab;
+    Pass p{m, w, options_, s, pool, T, segs};
+    // The output norm and the head run only on the rows whose logits are asked for.
+    const int64_t n_out = (int64_t)logit_rows.size();
     const Step* prev = nullptr;
     for (const Step& st : w.pass.steps) {
         const bool tail = st.layer < 0 && st.op != Op::embed;
-        if (tail && !logits) break;
+        if (tail && n_out == 0) break;
         const LayerParams* lp = st.layer >= 0 ? &w.layers[st.layer] : nullptr;
         switch (st.op) {
             case Op::embed:
@@ -343,10 +413,14 @@ void Chain::forward(ChainSession& s, const int32_t* tokens, int64_t T, bool deco
                     quant::dequantize(st.w->type, st.w->row(tokens[t]), s.x.data() + t * E, E);
                 break;
             case Op::rms_norm: {
-                const int64_t first = tail ? first_logit : 0;
                 const float* nw = norm_weights(w, m, st).data();
-                for (int64_t t = first; t < T; ++t)
-                    rmsnorm(s.x.data() + t * E, nw, s.xn.data() + (t - first) * E, E, hp.rms_eps);
+                if (tail)
+                    for (int64_t j = 0; j < n_out; ++j)
+                        rmsnorm(s.x.data() + logit_rows[j].row * E, nw, s.xn.data() + j * E, E,
+                                hp.rms_eps);
+                else
+                    for (int64_t t = 0; t < T; ++t)
+                        rmsnorm(s.x.data() + t * E, nw, s.xn.data() + t * E, E, hp.rms_eps);
                 break;
             }
             case Op::project:
@@ -390,14 +464,25 @@ void Chain::forward(ChainSession& s, const int32_t* tokens, int64_t T, bool deco
             case Op::swiglu:
                 swiglu(s.gate.data(), s.up.data(), s.gate.data(), T * hp.n_ff);
                 break;
-            case Op::head:
-                s.act.set(s.xn.data(), T - first_logit, E);
-                matmul(*st.w, s.act, logits, hp.n_vocab, pool);
+            case Op::head: {
+                // One matrix product for every row that asked, then each row to its owner.
+                const bool direct = n_out == 1;
+                float* out = direct ? logit_rows[0].dest : nullptr;
+                if (!direct) {
+                    s.head_out.resize(static_cast<size_t>(n_out * V));
+                    out = s.head_out.data();
+                }
+                s.act.set(s.xn.data(), n_out, E);
+                matmul(*st.w, s.act, out, V, pool);
+                if (!direct)
+                    for (int64_t j = 0; j < n_out; ++j)
+                        std::copy_n(out + j * V, V, logit_rows[j].dest);
                 break;
+            }
         }
         prev = &st;
     }
-    s.n_past += T;
+    for (const Segment& sg : segs) sg.s->n_past += sg.n;
 }
 
 }  // namespace dl::cpu

@@ -1,7 +1,9 @@
-// The CPU chain: the reference executor for every architecture. Prefill runs the prompt in
-// windows of tokens, each window through every layer at once (batched matrix products, the
-// chunked DeltaNet); decode runs one token with the DeltaNet step and no allocation. Threads come
-// from a ThreadPool (the process-wide one unless given).
+// The CPU chain: the reference executor for every architecture. A step runs the tokens of one or
+// more sequences in windows of rows, each window through every layer at once (batched matrix
+// products over all its rows; attention, the conv and the DeltaNet per sequence: the step form
+// for a single token, the chunked form for a run of them). Prefill and decode are steps of one
+// sequence. Threads come from a ThreadPool (the process-wide one unless given). One step at a
+// time per chain: its scratch rows are shared.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,8 @@ struct ChainOptions {
 
 struct ChainWeights;
 struct ChainSession;
+struct Segment;
+struct Workspace;
 
 class Chain final : public Executor {
   public:
@@ -48,26 +52,39 @@ class Chain final : public Executor {
                  std::vector<float>& logits) override;
     using Executor::decode;
     std::span<const float> decode(SessionState& s, int32_t token) override;
+    // Every item's rows in the same passes: each weight is read once per pass of up to `window`
+    // rows, whichever sequences the rows belong to. prefill and decode are steps of one item.
+    void step(std::span<StepItem> items) override;
     // Attention-only models can drop rows; recurrent ones only accept n == n_past.
     bool truncate(SessionState& s, int64_t n) override;
     // Copies of the used KV rows and the conv/DeltaNet state, and back (prefix reuse).
     std::unique_ptr<SessionSnapshot> snapshot(const SessionState& s) override;
     bool restore(SessionState& s, const SessionSnapshot& snap) override;
 
-    // Bytes a session of n_ctx tokens holds (KV rows, conv and DeltaNet state, scratch).
+    // Bytes a session of n_ctx tokens holds (KV rows, conv and DeltaNet state).
     uint64_t session_bytes(int64_t n_ctx) const;
+    // Bytes of the scratch rows every step shares (allocated with the first session).
+    uint64_t workspace_bytes(int64_t n_ctx) const;
 
   private:
+    // A row of a pass whose logits an item asked for, and where they go.
+    struct LogitRow {
+        int64_t row;
+        float* dest;
+    };
     ChainSession& own(SessionState& s) const;
-    // Runs T tokens at positions n_past.. through the trunk; writes the logits of every row
-    // (logits != nullptr, all_rows) or of the last row.
-    void forward(ChainSession& s, const int32_t* tokens, int64_t T, bool decode, float* logits,
-                 bool all_rows);
+    void reserve_workspace(int64_t n_ctx);
+    // Runs T rows (the segments' tokens, in order) through the trunk; appends them to their
+    // sessions and writes the logits of logit_rows.
+    void forward(const int32_t* tokens, int64_t T, std::span<const Segment> segs,
+                 std::span<const LogitRow> logit_rows);
 
     std::shared_ptr<const Model> model_;
     ChainOptions options_;
     ThreadPool* pool_;
     std::unique_ptr<ChainWeights> weights_;
+    std::unique_ptr<Workspace> ws_;
+    std::vector<std::vector<float>> results_;  // each step item's logits
 };
 
 }  // namespace dl::cpu

@@ -1,10 +1,12 @@
 // What the chain's step files (forward_attention.cpp, forward_deltanet.cpp) share with its driver
-// (chain.cpp): the f32 copies of the small parameters, the session (state and preallocated
-// scratch), and the steps of the forward pass (model/forward_pass.h) that are more than a norm or
-// a matrix product, each working on the rows of the T tokens at positions s.n_past...
+// (chain.cpp): the f32 copies of the small parameters, the session (one sequence's state), the
+// scratch rows of a pass, and the steps of the forward pass (model/forward_pass.h) that are more
+// than a norm or a matrix product. A pass holds the rows of one or more sequences (segments):
+// row-wise steps run on all rows at once, the steps that read a sequence's state per segment.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "cpu/chain.h"
@@ -34,41 +36,53 @@ struct ChainWeights {
 
 struct ChainSession : SessionState {
     const Chain* owner = nullptr;
-    int64_t window = 0;  // scratch rows
     // Attention KV rows per attention layer: [n_ctx][n_kv * head_dim], f16 or f32.
     std::vector<std::vector<uint16_t>> k16, v16;
     std::vector<std::vector<float>> k32, v32;
     // Per DeltaNet layer: the last K-1 conv inputs [K-1][conv_dim] and S [H_v][d_k][d_v].
     std::vector<std::vector<float>> conv_state, ssm_state;
+    std::vector<float> logits;  // the last decoded token's (Chain::decode)
+};
 
-    // Scratch rows, [window][width].
+// A run of one sequence's consecutive tokens among the rows of a pass: rows row0..row0+n-1 are
+// that session's positions pos0..pos0+n-1.
+struct Segment {
+    ChainSession* s = nullptr;
+    int64_t row0 = 0, n = 0, pos0 = 0;
+};
+
+// The scratch rows of a pass, [rows][width], shared by every sequence in it (the executor's, so
+// a session holds only its state).
+struct Workspace {
+    int64_t rows = 0;
     std::vector<float> x, xn, out;          // residual stream, normed input, mixer/FFN output
     std::vector<float> q, k, v, o;          // attention (q holds [q | gate] per head on qwen35)
     std::vector<float> qkv, z, beta, g, y;  // DeltaNet (g holds alpha, then the decay)
     std::vector<float> gate, up;            // FFN
-    std::vector<float> rope_cos, rope_sin;  // [window][rope_dims / 2]
-    std::vector<float> scores;              // [threads][n_ctx]
-    std::vector<float> logits;              // the last decoded token's (Chain::decode)
+    std::vector<float> rope_cos, rope_sin;  // [rows][rope_dims / 2]
+    std::vector<float> scores;              // [threads][longest context in the pass]
+    std::vector<int64_t> pos;               // each row's position in its sequence
+    std::vector<int32_t> segment;           // each row's segment
+    std::vector<float> head_out;            // logits of the rows that asked, [rows][n_vocab]
     Activations act;
 };
 
-// Everything a mixer needs for one window.
+// Everything a step needs for one pass over up to ws.rows rows of one or more sequences.
 struct Pass {
     const Model& model;
     const ChainWeights& w;
     const ChainOptions& opt;
-    ChainSession& s;
+    Workspace& ws;
     ThreadPool& pool;
-    int64_t T;     // tokens in this window
-    int64_t pos0;  // position of the first
-    bool decode;   // one token through the step form
+    int64_t T;                        // rows in this pass
+    std::span<const Segment> segs;    // in row order
 };
 
 // The steps of model/forward_pass.h that are more than a norm or a matrix product, each on the
 // window's rows. Attention (forward_attention.cpp):
 void qk_norm(Pass& p, const LayerParams& lp);
 void rope(Pass& p);
-void attention(Pass& p, const LayerParams& lp);  // k, v into the KV cache, then s.o
+void attention(Pass& p, const LayerParams& lp);  // k, v into each KV cache, then ws.o
 void output_gate(Pass& p);
 // Gated DeltaNet (forward_deltanet.cpp):
 void deltanet_gates(Pass& p, const LayerParams& lp);

@@ -29,10 +29,32 @@ class SessionSnapshot {
   public:
     virtual ~SessionSnapshot() = default;
     int64_t n_past = 0;  // tokens the snapshot holds
+    uint64_t bytes = 0;  // memory it occupies
 };
 
 // Which rows of logits prefill returns.
 enum class LogitsRows { last, all };
+
+// One sequence's share of a batched step (Executor::step): a chunk of its prompt or the one token
+// it decodes, and what it wants back.
+struct StepItem {
+    enum class Want {
+        nothing,      // a prompt chunk whose logits nobody reads (not the prompt's last)
+        last_logits,  // the logits of the chunk's last token
+        all_logits,   // the logits of every token of the chunk, in order
+        sample,       // the next token, chosen where the logits are (samples_on_device(*params))
+    };
+    SessionState* session = nullptr;
+    std::span<const int32_t> tokens;  // at least one, appended at session->n_past...
+    Want want = Want::last_logits;
+    const SamplerParams* params = nullptr;  // Want::sample: the sequence's own filters
+    double u = 0;                           // Want::sample: its uniform draw (Sampler::draw)
+
+    // Filled by step(): rows of n_vocab logits (readable until the executor's next call), or the
+    // sampled token.
+    std::span<const float> logits;
+    int32_t token = -1;
+};
 
 class Executor {
   public:
@@ -56,6 +78,13 @@ class Executor {
         const std::span<const float> row = decode(s, token);
         logits.assign(row.begin(), row.end());
     }
+
+    // Runs one step for many sequences at once: each item's tokens go through the model together,
+    // so an executor reads each weight once per step rather than once per sequence. Sessions must
+    // be distinct and each item must fit its context (checked before any state changes: dl::Error
+    // leaves every session as it was). The base runs the items one by one through prefill,
+    // decode and decode_sample; executors that batch override it.
+    virtual void step(std::span<StepItem> items);
 
     // Drops tokens after position n (n <= n_past): attention rows are forgotten; recurrent state
     // cannot be rewound, so executors of recurrent models return false unless n == n_past.
@@ -82,6 +111,14 @@ class Executor {
         std::string what;
     };
     virtual ReadRate measure_read_rate() { return {}; }
+
+  protected:
+    // Checks a step's items (non-empty tokens in the vocabulary, distinct sessions that fit);
+    // the executors' step() call it before they change anything.
+    void check_step(std::span<const StepItem> items) const;
+
+  private:
+    std::vector<std::vector<float>> step_logits_;  // the base step's result rows, per item
 };
 
 }  // namespace dl

@@ -144,6 +144,8 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
     }
     cl.end();
     cl.submit_and_wait();
+    for (const auto* list : {&snap->k, &snap->v, &snap->state, &snap->ring})
+        for (const Buffer& b : *list) snap->bytes += b.size();
     return snap;
 }
 
