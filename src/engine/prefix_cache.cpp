@@ -1,0 +1,77 @@
+// The prefix cache (see prefix_cache.h). Entries are few (each is a whole session's state), so a
+// lookup scans them against the prompt's prefix hashes: one pass over the prompt, one comparison
+// per entry, and a full token comparison only where a hash matches.
+#include "engine/prefix_cache.h"
+
+#include <algorithm>
+
+namespace dl {
+
+std::vector<uint64_t> prefix_hashes(std::span<const int32_t> tokens) {
+    std::vector<uint64_t> h(tokens.size() + 1);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    h[0] = x;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        // splitmix64 of the running hash and the token: each prefix's hash depends on all of it.
+        x ^= static_cast<uint64_t>(static_cast<uint32_t>(tokens[i])) + 0x9e3779b97f4a7c15ull +
+             (x << 6) + (x >> 2);
+        uint64_t z = x + 0x9e3779b97f4a7c15ull;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        x = z ^ (z >> 31);
+        h[i + 1] = x;
+    }
+    return h;
+}
+
+PrefixCache::PrefixCache(Executor& executor, uint64_t byte_budget)
+    : executor_(executor), budget_(byte_budget) {}
+
+void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& session) {
+    if (tokens.empty() || budget_ == 0 || (int64_t)tokens.size() != session.n_past) return;
+    const uint64_t hash = prefix_hashes(tokens).back();
+    for (Entry& e : entries_)
+        if (e.hash == hash && std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(),
+                                         tokens.end())) {
+            e.last_used = ++clock_;
+            return;
+        }
+    std::unique_ptr<SessionSnapshot> snap = executor_.snapshot(session);
+    if (!snap || snap->bytes > budget_) return;
+    evict_to(budget_ - snap->bytes);
+    bytes_ += snap->bytes;
+    entries_.push_back({std::vector<int32_t>(tokens.begin(), tokens.end()), hash, std::move(snap),
+                        ++clock_});
+}
+
+int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens,
+                             SessionState& session) {
+    if (entries_.empty()) return 0;
+    const int64_t n = std::min<int64_t>((int64_t)tokens.size(), max_tokens);
+    if (n <= 0) return 0;
+    const std::vector<uint64_t> h = prefix_hashes(tokens.first((size_t)n));
+    Entry* best = nullptr;
+    for (Entry& e : entries_) {
+        const int64_t len = (int64_t)e.tokens.size();
+        if (len > n || (best && len <= (int64_t)best->tokens.size()) || h[(size_t)len] != e.hash)
+            continue;
+        if (std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin())) best = &e;
+    }
+    if (!best || !executor_.restore(session, *best->snapshot)) return 0;
+    best->last_used = ++clock_;
+    ++hits_;
+    return (int64_t)best->tokens.size();
+}
+
+void PrefixCache::evict_to(uint64_t budget) {
+    while (bytes_ > budget && !entries_.empty()) {
+        auto oldest = std::min_element(entries_.begin(), entries_.end(),
+                                       [](const Entry& a, const Entry& b) {
+                                           return a.last_used < b.last_used;
+                                       });
+        bytes_ -= oldest->snapshot->bytes;
+        entries_.erase(oldest);
+    }
+}
+
+}  // namespace dl

@@ -1,0 +1,58 @@
+// The prefix cache: snapshots of sessions (Executor::snapshot) keyed by the tokens they hold, so
+// that a prompt which begins with an earlier prompt or conversation starts from its state instead
+// of prefilling it again. A snapshot holds every layer's state at one position, the attention KV
+// rows and the recurrent (DeltaNet, conv) state together, which is what a hybrid model needs: its
+// recurrent layers cannot be rewound, so a prefix is reusable only where a snapshot was taken,
+// and the KV rows alone would continue from the wrong recurrent state.
+//
+// A lookup takes the longest cached prefix of the prompt: each entry's tokens are compared in full
+// on a hash match, so a hash collision can never reuse the wrong state. Entries live under a byte
+// budget and the least recently used go first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "executor/executor.h"
+
+namespace dl {
+
+class PrefixCache {
+  public:
+    PrefixCache(Executor& executor, uint64_t byte_budget);
+
+    // Keeps a snapshot of `session`, whose tokens are `tokens` (session.n_past of them). Does
+    // nothing when an entry for the same tokens exists (it becomes the most recent), or when the
+    // snapshot is larger than the whole budget.
+    void put(std::span<const int32_t> tokens, const SessionState& session);
+    // Restores into `session` the longest cached prefix of `tokens` no longer than max_tokens and
+    // returns its length; 0 when none matches (the session is then untouched).
+    int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, SessionState& session);
+
+    uint64_t bytes() const { return bytes_; }
+    size_t entries() const { return entries_.size(); }
+    uint64_t hits() const { return hits_; }
+
+  private:
+    struct Entry {
+        std::vector<int32_t> tokens;
+        uint64_t hash = 0;
+        std::unique_ptr<SessionSnapshot> snapshot;
+        uint64_t last_used = 0;
+    };
+    void evict_to(uint64_t budget);
+
+    Executor& executor_;
+    uint64_t budget_;
+    uint64_t bytes_ = 0;
+    uint64_t clock_ = 0;
+    uint64_t hits_ = 0;
+    std::vector<Entry> entries_;
+};
+
+// The chained hash of the first n tokens, for every n (hashes[n], hashes[0] the empty prefix).
+std::vector<uint64_t> prefix_hashes(std::span<const int32_t> tokens);
+
+}  // namespace dl

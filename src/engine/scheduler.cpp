@@ -1,0 +1,411 @@
+// Continuous batching (see scheduler.h): the queue, the slots, and the step loop.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "engine/prefix_cache.h"
+#include "model/model.h"
+
+namespace dl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+// log softmax of one row: the chosen token's log-probability and the n best, from the model's
+// own distribution (before the sampling filters, as OpenAI reports them).
+void logprobs(std::span<const float> row, int32_t chosen, int32_t n, GenerationEvent& ev) {
+    float mx = -INFINITY;
+    for (float x : row) mx = std::max(mx, x);
+    double sum = 0;
+    for (float x : row) sum += std::exp(double(x) - mx);
+    const double lse = mx + std::log(sum);
+    ev.logprob = static_cast<float>(row[(size_t)chosen] - lse);
+    ev.top.clear();
+    if (n <= 0) return;
+    std::vector<int32_t> ids(row.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = (int32_t)i;
+    const size_t k = std::min<size_t>((size_t)n, ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + (ptrdiff_t)k, ids.end(), [&](int32_t a, int32_t b) {
+        return row[(size_t)a] > row[(size_t)b] || (row[(size_t)a] == row[(size_t)b] && a < b);
+    });
+    for (size_t i = 0; i < k; ++i)
+        ev.top.push_back({ids[i], static_cast<float>(row[(size_t)ids[i]] - lse)});
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+    switch (r) {
+        case FinishReason::eog:
+            return "stop";
+        case FinishReason::length:
+        case FinishReason::context:
+            return "length";
+        case FinishReason::cancelled:
+            return "cancelled";
+        case FinishReason::error:
+            return "error";
+    }
+    return "error";
+}
+
+struct Scheduler::Request {
+    uint64_t id = 0;
+    GenerationRequest req;
+    GenerationSink sink;
+    Clock::time_point submitted;
+};
+
+struct Scheduler::Slot {
+    std::unique_ptr<SessionState> session;
+    std::unique_ptr<Request> request;  // null: free
+    std::unique_ptr<Sampler> sampler;
+    std::vector<int32_t> fed;  // the tokens in the session, in order (the prefix cache's key)
+    int64_t prompt_done = 0;   // prompt tokens in the session
+    int32_t pending = -1;      // sampled, not yet fed
+    int64_t generated = 0, cached = 0;
+    bool started = false;
+    Clock::time_point first_step, first_token;
+};
+
+Scheduler::Scheduler(Executor& executor, SchedulerOptions options)
+    : executor_(executor), options_(std::move(options)) {
+    if (options_.parallel < 1 || options_.parallel > 4096)
+        fail("the number of parallel sequences must be 1 to 4096, not {}", options_.parallel);
+    if (options_.n_ctx < 2) fail("each sequence needs a context of at least 2 tokens");
+    if (options_.token_budget < options_.parallel)
+        options_.token_budget = options_.parallel;  // every running sequence decodes each step
+    if (options_.queue_limit < 0) options_.queue_limit = 0;
+    for (int64_t i = 0; i < options_.parallel; ++i) {
+        auto slot = std::make_unique<Slot>();
+        slot->session = executor_.new_session(options_.n_ctx);
+        slots_.push_back(std::move(slot));
+    }
+    // A fresh session's state, restored into a slot for each new request (so sessions are made
+    // once); executors without snapshots get a new session instead.
+    empty_ = executor_.snapshot(*slots_[0]->session);
+    if (options_.prefix_cache_bytes > 0)
+        cache_ = std::make_unique<PrefixCache>(executor_, options_.prefix_cache_bytes);
+    thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+    shutdown(false);
+}
+
+uint64_t Scheduler::submit(GenerationRequest request, GenerationSink sink) {
+    const int64_t n = (int64_t)request.prompt.size(), V = executor_.model().hp.n_vocab;
+    if (n == 0) fail("the prompt is empty");
+    if (request.max_tokens == 0) fail("max_tokens must be at least 1");
+    if (n >= options_.n_ctx)
+        fail("the prompt of {} tokens does not fit the context of {} tokens", n, options_.n_ctx);
+    for (int32_t t : request.prompt)
+        if (t < 0 || t >= V) fail("token id {} is outside the vocabulary of {} tokens", t, V);
+    auto r = std::make_unique<Request>();
+    r->req = std::move(request);
+    r->sink = std::move(sink);
+    r->submitted = Clock::now();
+    std::lock_guard lock(mutex_);
+    if (stopping_ || (int64_t)queue_.size() >= options_.queue_limit) return 0;
+    r->id = next_id_++;
+    const uint64_t id = r->id;
+    queue_.push_back(std::move(r));
+    ++stats_.queued;
+    wake_.notify_all();
+    return id;
+}
+
+void Scheduler::cancel(uint64_t id) {
+    std::lock_guard lock(mutex_);
+    cancelled_.push_back(id);
+    wake_.notify_all();
+}
+
+void Scheduler::shutdown(bool finish) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!stopping_) finish_on_stop_ = finish;
+        if (!finish) finish_on_stop_ = false;
+        stopping_ = true;
+        wake_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+}
+
+SchedulerStats Scheduler::stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+}
+
+void Scheduler::done(std::unique_ptr<Request> r, FinishReason why, const Slot* slot,
+                     const std::string& error) {
+    GenerationEvent ev;
+    ev.kind = GenerationEvent::Kind::done;
+    ev.finish = why;
+    ev.error = error;
+    ev.prompt_tokens = (int64_t)r->req.prompt.size();
+    const Clock::time_point now = Clock::now();
+    ev.total_seconds = seconds(r->submitted, now);
+    if (slot) {
+        ev.cached_tokens = slot->cached;
+        ev.generated_tokens = slot->generated;
+        if (slot->started) ev.queue_seconds = seconds(r->submitted, slot->first_step);
+        if (slot->generated > 0) ev.first_token_seconds = seconds(r->submitted, slot->first_token);
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.requests_done;
+    }
+    try {
+        if (r->sink) r->sink(ev);
+    } catch (...) {
+        // A sink that throws on its last event has nothing left to stop.
+    }
+}
+
+void Scheduler::finish(Slot& slot, FinishReason why, const std::string& error) {
+    // The tokens fed so far are a prefix later requests (the next turn of a chat) may share.
+    if (cache_ && why != FinishReason::error && slot.session->n_past == (int64_t)slot.fed.size())
+        cache_->put(slot.fed, *slot.session);
+    std::unique_ptr<Request> r = std::move(slot.request);
+    {
+        std::lock_guard lock(mutex_);
+        --stats_.running;
+    }
+    done(std::move(r), why, &slot, error);
+    slot.sampler.reset();
+    slot.fed.clear();
+    slot.pending = -1;
+}
+
+void Scheduler::start(Slot& slot, std::unique_ptr<Request> r) {
+    const std::vector<int32_t>& prompt = r->req.prompt;
+    slot.request = std::move(r);
+    slot.sampler = std::make_unique<Sampler>(slot.request->req.sampling);
+    for (int32_t t : prompt) slot.sampler->accept(t);
+    slot.fed.clear();
+    slot.prompt_done = 0;
+    slot.pending = -1;
+    slot.generated = 0;
+    slot.cached = 0;
+    slot.started = false;
+    int64_t restored = 0;
+    // At least the prompt's last token is run, for its logits.
+    if (cache_) restored = cache_->restore(prompt, (int64_t)prompt.size() - 1, *slot.session);
+    if (restored == 0) {
+        if (empty_)
+            executor_.restore(*slot.session, *empty_);
+        else
+            slot.session = executor_.new_session(options_.n_ctx);
+    }
+    slot.prompt_done = slot.cached = restored;
+    slot.fed.assign(prompt.begin(), prompt.begin() + restored);
+}
+
+// Takes cancellations and the queue into the slots; calls sinks outside the lock.
+void Scheduler::admit() {
+    std::vector<std::unique_ptr<Request>> dropped;
+    std::vector<uint64_t> cancelled;
+    bool cancel_all = false;
+    {
+        std::lock_guard lock(mutex_);
+        cancelled.swap(cancelled_);
+        cancel_all = stopping_ && !finish_on_stop_;
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if (cancel_all || std::find(cancelled.begin(), cancelled.end(), (*it)->id) !=
+                                  cancelled.end()) {
+                dropped.push_back(std::move(*it));
+                it = queue_.erase(it);
+                --stats_.queued;
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& r : dropped) done(std::move(r), FinishReason::cancelled, nullptr, {});
+    for (auto& slot : slots_)
+        if (slot->request && (cancel_all || std::find(cancelled.begin(), cancelled.end(),
+                                                      slot->request->id) != cancelled.end()))
+            finish(*slot, FinishReason::cancelled);
+    for (auto& slot : slots_) {
+        if (slot->request) continue;
+        std::unique_ptr<Request> r;
+        {
+            std::lock_guard lock(mutex_);
+            if (queue_.empty()) break;
+            r = std::move(queue_.front());
+            queue_.pop_front();
+            --stats_.queued;
+            ++stats_.running;
+        }
+        try {
+            start(*slot, std::move(r));
+            std::lock_guard lock(mutex_);
+            stats_.cached_tokens += slot->cached;
+        } catch (const std::exception& e) {
+            if (slot->request) finish(*slot, FinishReason::error, e.what());
+        }
+    }
+}
+
+void Scheduler::loop() {
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] {
+                return stopping_ || !queue_.empty() || !cancelled_.empty() || stats_.running > 0;
+            });
+            if (stopping_ && queue_.empty() && stats_.running == 0) break;
+        }
+        admit();
+        run_step();
+    }
+}
+
+// How many of a prompt's remaining tokens the next chunk takes: at most `room`, ending on a
+// snapshot point or an aligned position when the prompt goes on past it.
+int64_t Scheduler::chunk_length(const Slot& slot, int64_t room) const {
+    const GenerationRequest& g = slot.request->req;
+    const int64_t pos = slot.prompt_done, left = (int64_t)g.prompt.size() - pos;
+    int64_t end = pos + std::min(left, room);
+    for (int64_t at : g.snapshot_at)
+        if (at > pos && at < end) end = at;
+    const int64_t a = options_.chunk_align;
+    if (a > 0 && end < (int64_t)g.prompt.size() && end / a * a > pos) end = end / a * a;
+    return end - pos;
+}
+
+void Scheduler::run_step() {
+    std::vector<StepItem> items;
+    std::vector<Slot*> owners;
+    int64_t budget = options_.token_budget;
+    using Want = StepItem::Want;
+    // Running streams first: each decodes one token every step.
+    for (auto& slot : slots_) {
+        if (!slot->request || slot->pending < 0) continue;
+        StepItem it;
+        it.session = slot->session.get();
+        it.tokens = std::span<const int32_t>(&slot->pending, 1);
+        const GenerationRequest& g = slot->request->req;
+        if (g.top_logprobs < 0 && executor_.samples_on_device(g.sampling)) {
+            it.want = Want::sample;
+            it.params = &g.sampling;
+            it.u = slot->sampler->draw();
+        }
+        items.push_back(it);
+        owners.push_back(slot.get());
+        --budget;
+    }
+    // Then prompt chunks, in slot order, while the budget lasts.
+    for (auto& slot : slots_) {
+        if (!slot->request || slot->pending >= 0 || budget <= 0) continue;
+        const int64_t n = chunk_length(*slot, budget);
+        if (n <= 0) continue;
+        const std::vector<int32_t>& prompt = slot->request->req.prompt;
+        StepItem it;
+        it.session = slot->session.get();
+        it.tokens = std::span<const int32_t>(prompt).subspan((size_t)slot->prompt_done, (size_t)n);
+        it.want = slot->prompt_done + n == (int64_t)prompt.size() ? Want::last_logits
+                                                                 : Want::nothing;
+        items.push_back(it);
+        owners.push_back(slot.get());
+        budget -= n;
+    }
+    if (items.empty()) return;
+    const Clock::time_point now = Clock::now();
+    for (Slot* s : owners)
+        if (!s->started) {
+            s->started = true;
+            s->first_step = now;
+        }
+    try {
+        executor_.step(items);
+    } catch (const std::exception& e) {
+        log::warn("a step of {} sequences failed: {}", items.size(), e.what());
+        for (Slot* s : owners) finish(*s, FinishReason::error, e.what());
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.steps;
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+        Slot& slot = *owners[i];
+        StepItem& it = items[i];
+        const GenerationRequest& g = slot.request->req;
+        const bool decoding = slot.pending >= 0;
+        slot.fed.insert(slot.fed.end(), it.tokens.begin(), it.tokens.end());
+        if (!decoding) {
+            slot.prompt_done += (int64_t)it.tokens.size();
+            std::lock_guard lock(mutex_);
+            stats_.prompt_tokens += (int64_t)it.tokens.size();
+        }
+        const bool at_end_of_prompt = slot.prompt_done == (int64_t)g.prompt.size();
+        if (cache_ && !decoding &&
+            (at_end_of_prompt ||
+             std::find(g.snapshot_at.begin(), g.snapshot_at.end(), slot.prompt_done) !=
+                 g.snapshot_at.end()))
+            cache_->put(slot.fed, *slot.session);
+        if (!decoding && !at_end_of_prompt) continue;
+
+        // This item produced the sequence's next token.
+        GenerationEvent ev;
+        ev.kind = GenerationEvent::Kind::token;
+        int32_t token = it.token;
+        if (it.want != Want::sample) {
+            if ((int64_t)it.logits.size() != executor_.model().hp.n_vocab) {
+                finish(slot, FinishReason::error, "the executor returned no logits");
+                continue;
+            }
+            try {
+                token = slot.sampler->sample(it.logits);
+            } catch (const std::exception& e) {
+                finish(slot, FinishReason::error, e.what());
+                continue;
+            }
+            if (g.top_logprobs >= 0) logprobs(it.logits, token, g.top_logprobs, ev);
+        }
+        if (token < 0 || token >= executor_.model().hp.n_vocab) {
+            finish(slot, FinishReason::error, "the executor sampled no token");
+            continue;
+        }
+        ev.token = token;
+        slot.sampler->accept(token);
+        if (slot.generated++ == 0) slot.first_token = Clock::now();
+        {
+            std::lock_guard lock(mutex_);
+            ++stats_.generated_tokens;
+        }
+        bool go_on = true;
+        try {
+            go_on = slot.request->sink ? slot.request->sink(ev) : true;
+        } catch (...) {
+            go_on = false;
+        }
+        const bool eog = !g.ignore_eos && options_.is_eog && options_.is_eog(token);
+        if (eog) {
+            finish(slot, FinishReason::eog);
+        } else if (!go_on) {
+            finish(slot, FinishReason::cancelled);
+        } else if (g.max_tokens >= 0 && slot.generated >= g.max_tokens) {
+            finish(slot, FinishReason::length);
+        } else if (slot.session->n_past >= options_.n_ctx) {
+            finish(slot, FinishReason::context);
+        } else {
+            slot.pending = token;
+        }
+    }
+    std::lock_guard lock(mutex_);
+    stats_.cache_bytes = cache_ ? cache_->bytes() : 0;
+    stats_.cache_entries = cache_ ? cache_->entries() : 0;
+}
+
+}  // namespace dl

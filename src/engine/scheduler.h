@@ -1,0 +1,153 @@
+// Continuous batching: many generation requests served together by one executor. A thread runs
+// steps (Executor::step); each step carries the next token of every running sequence and, under a
+// token budget, chunks of the prompts still being read, so a long prompt delays the running
+// streams by at most one chunk per step. Requests join and leave between steps. Prompts start
+// from the longest cached prefix (engine/prefix_cache.h) when the executor can snapshot.
+//
+// Every request's tokens are exactly those it would get alone: the executor computes each
+// sequence's rows independently of the others in the step, and each request samples with its
+// own seeded Sampler.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "executor/executor.h"
+
+namespace dl {
+
+class PrefixCache;
+
+struct SchedulerOptions {
+    int64_t parallel = 4;        // sequences generating at once (slots), each with n_ctx tokens
+    int64_t n_ctx = 4096;        // context of each slot
+    int64_t token_budget = 512;  // tokens per step: decodes first, then prompt chunks
+    int64_t queue_limit = 64;    // requests waiting for a slot beyond which submit() refuses
+    // Prompt chunks end on multiples of this many tokens (so that chunk ends are the positions
+    // where the prefix cache keeps snapshots). 0: no alignment.
+    int64_t chunk_align = 256;
+    uint64_t prefix_cache_bytes = 0;  // 0: no prefix cache
+    std::function<bool(int32_t)> is_eog;
+};
+
+struct TokenLogprob {
+    int32_t token = -1;
+    float logprob = 0;
+};
+
+// Why a request ended.
+enum class FinishReason {
+    eog,        // the model ended its turn (the end-of-generation token is reported, not fed)
+    length,     // max_tokens
+    context,    // the slot's context is full
+    cancelled,  // cancel(), the sink returned false, or shutdown
+    error,      // the executor failed; Event::error says why
+};
+const char* finish_reason_name(FinishReason r);
+
+struct GenerationRequest {
+    std::vector<int32_t> prompt;  // at least one token
+    SamplerParams sampling;
+    int64_t max_tokens = -1;  // < 0: until an end-of-generation token or the context's end; not 0
+    bool ignore_eos = false;
+    // >= 0: each token event carries its log-probability and this many alternatives (the host
+    // computes them, so the step returns logits for this request).
+    int32_t top_logprobs = -1;
+    // Prompt positions (token counts) at which to keep a snapshot for later requests, besides the
+    // end of the prompt and of the generation (a chat keeps one before the last user turn).
+    std::vector<int64_t> snapshot_at;
+};
+
+struct GenerationEvent {
+    enum class Kind { token, done };
+    Kind kind = Kind::token;
+    // Kind::token
+    int32_t token = -1;
+    float logprob = 0;               // when top_logprobs >= 0
+    std::vector<TokenLogprob> top;   // the top_logprobs most likely, best first
+    // Kind::done
+    FinishReason finish = FinishReason::eog;
+    std::string error;
+    int64_t prompt_tokens = 0;
+    int64_t cached_tokens = 0;  // prompt tokens restored from the prefix cache, not prefilled
+    int64_t generated_tokens = 0;
+    double queue_seconds = 0;        // submit to the first step that carries it
+    double first_token_seconds = 0;  // submit to the first token
+    double total_seconds = 0;
+};
+
+// Called on the scheduler's thread for each token and once with Kind::done; return false to stop
+// the request (its slot is free for the next step). It must not call back into the scheduler.
+using GenerationSink = std::function<bool(const GenerationEvent&)>;
+
+struct SchedulerStats {
+    int64_t running = 0, queued = 0;
+    int64_t prompt_tokens = 0, generated_tokens = 0, cached_tokens = 0;  // totals
+    int64_t requests_done = 0;
+    int64_t steps = 0;
+    uint64_t cache_bytes = 0, cache_entries = 0;
+};
+
+class Scheduler {
+  public:
+    // Makes options.parallel sessions of options.n_ctx tokens and starts the step thread, which
+    // then owns the executor: nothing else may run it while the scheduler lives.
+    Scheduler(Executor& executor, SchedulerOptions options);
+    ~Scheduler();  // shutdown(false)
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    // Queues a request; returns its id (> 0), or 0 when the queue is full or the scheduler is
+    // shutting down. Throws dl::Error for a request that can never run (empty prompt, a token
+    // outside the vocabulary, a prompt that does not fit n_ctx).
+    uint64_t submit(GenerationRequest request, GenerationSink sink);
+    // Stops a request (queued or running); its sink gets done with FinishReason::cancelled. A
+    // request that already finished is ignored.
+    void cancel(uint64_t id);
+    // Stops accepting requests; finish == true lets the running and queued ones end, false
+    // cancels them. Returns when the step thread has stopped.
+    void shutdown(bool finish);
+
+    SchedulerStats stats() const;
+    const SchedulerOptions& options() const { return options_; }
+    const Executor& executor() const { return executor_; }
+
+  private:
+    struct Request;
+    struct Slot;
+
+    void loop();
+    void admit();
+    void start(Slot& slot, std::unique_ptr<Request> r);
+    int64_t chunk_length(const Slot& slot, int64_t room) const;
+    void run_step();
+    void finish(Slot& slot, FinishReason why, const std::string& error = {});
+    void done(std::unique_ptr<Request> r, FinishReason why, const Slot* slot,
+              const std::string& error);
+
+    Executor& executor_;
+    SchedulerOptions options_;
+    std::unique_ptr<PrefixCache> cache_;
+    std::unique_ptr<SessionSnapshot> empty_;  // a fresh session's state
+    std::vector<std::unique_ptr<Slot>> slots_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::unique_ptr<Request>> queue_;
+    std::vector<uint64_t> cancelled_;
+    bool stopping_ = false, finish_on_stop_ = true;
+    uint64_t next_id_ = 1;
+    SchedulerStats stats_;
+    std::thread thread_;
+};
+
+}  // namespace dl

@@ -1,0 +1,339 @@
+// The scheduler over the CPU chain: many requests with different prompts, lengths and sampling
+// served together (prompts in chunks beside running decodes) each give the tokens of the same
+// request run alone through generate(); cancellation, the queue bound and shutdown; and the prefix
+// cache on hybrid and attention-only models: a hit continues exactly as the cold run.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "cpu/chain.h"
+#include "engine/generate.h"
+#include "engine/prefix_cache.h"
+#include "engine/scheduler.h"
+#include "model/tiny_model.h"
+
+namespace dl {
+namespace {
+
+using test::TinySpec;
+
+std::vector<int32_t> tokens_for(int64_t n, int64_t n_vocab, uint32_t seed) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    uint32_t x = seed;
+    for (auto& v : t) {
+        x = x * 1664525u + 1013904223u;
+        v = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
+    }
+    return t;
+}
+
+std::shared_ptr<const Model> model_for(const std::string& arch) {
+    TinySpec s;
+    s.arch = arch;
+    if (arch != "qwen35") {
+        s.n_layer = 2;
+        s.rope_dims = s.head_dim;
+    }
+    if (arch == "llama") s.rope_freqs = true;
+    return test::tiny_model(s);
+}
+
+// What a request produced, collected from its sink.
+struct Result {
+    std::vector<int32_t> tokens;
+    GenerationEvent done;
+    bool finished = false;
+};
+
+// Collects results and lets the test wait for all of them.
+class Collector {
+  public:
+    GenerationSink sink(size_t i, int64_t stop_after = -1) {
+        return [this, i, stop_after](const GenerationEvent& e) {
+            std::lock_guard lock(m_);
+            Result& r = results_[i];
+            if (e.kind == GenerationEvent::Kind::done) {
+                r.done = e;
+                r.finished = true;
+                ++n_done_;
+                cv_.notify_all();
+                return true;
+            }
+            r.tokens.push_back(e.token);
+            return stop_after < 0 || (int64_t)r.tokens.size() < stop_after;
+        };
+    }
+    explicit Collector(size_t n) : results_(n) {}
+    void wait_all() {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return n_done_ == results_.size(); });
+    }
+    Result& operator[](size_t i) { return results_[i]; }
+
+  private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::vector<Result> results_;
+    size_t n_done_ = 0;
+};
+
+std::vector<int32_t> solo(Executor& ex, const GenerationRequest& r, int64_t n_ctx,
+                          const std::function<bool(int32_t)>& is_eog) {
+    auto s = ex.new_session(n_ctx);
+    Sampler sampler(r.sampling);
+    GenerateOptions go;
+    go.n_predict = r.max_tokens;
+    go.is_eog = is_eog;
+    std::vector<int32_t> out;
+    generate(ex, *s, sampler, r.prompt, go, [&](int32_t t) {
+        out.push_back(t);
+        return true;
+    });
+    return out;
+}
+
+SamplerParams greedy() {
+    SamplerParams p;
+    p.temperature = 0;
+    return p;
+}
+
+// Sixteen requests with prompts of 1 to 70 tokens, 1 to 24 new tokens, greedy and seeded
+// sampling, over 4 slots with a budget of 24 tokens a step (so prompts go in chunks beside the
+// others' decodes and requests wait for slots): each equals its solo run token for token.
+TEST(Scheduler, EveryRequestEqualsItsSoloRun) {
+    auto model = model_for("qwen35");
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab, n_ctx = 128;
+    auto is_eog = [](int32_t t) { return t == 3; };
+    SchedulerOptions o;
+    o.parallel = 4;
+    o.n_ctx = n_ctx;
+    o.token_budget = 24;
+    o.chunk_align = 8;
+    o.is_eog = is_eog;
+    std::vector<GenerationRequest> reqs;
+    for (uint32_t i = 0; i < 16; ++i) {
+        GenerationRequest r;
+        r.prompt = tokens_for(1 + (i * 37) % 70, V, 1000 + i);
+        r.max_tokens = 1 + (i * 7) % 24;
+        r.sampling = greedy();
+        if (i % 3 == 1) {
+            r.sampling.temperature = 0.9f;
+            r.sampling.top_k = 20;
+            r.sampling.seed = 77 + i;
+        }
+        reqs.push_back(r);
+    }
+    Collector got(reqs.size());
+    {
+        Scheduler sched(chain, o);
+        for (size_t i = 0; i < reqs.size(); ++i) ASSERT_GT(sched.submit(reqs[i], got.sink(i)), 0u);
+        got.wait_all();
+        const SchedulerStats st = sched.stats();
+        EXPECT_EQ(st.running, 0);
+        EXPECT_EQ(st.queued, 0);
+        EXPECT_EQ(st.requests_done, 16);
+        EXPECT_LT(st.steps, 16 * 10);  // requests shared steps
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        SCOPED_TRACE(::testing::Message() << "request " << i);
+        const std::vector<int32_t> want = solo(chain, reqs[i], n_ctx, is_eog);
+        EXPECT_EQ(got[i].tokens, want);
+        EXPECT_EQ(got[i].done.generated_tokens, (int64_t)want.size());
+        EXPECT_EQ(got[i].done.prompt_tokens, (int64_t)reqs[i].prompt.size());
+        const bool ended = !want.empty() && want.back() == 3;
+        EXPECT_EQ(got[i].done.finish, ended ? FinishReason::eog : FinishReason::length);
+    }
+}
+
+// A sink that says stop ends its request after that token; cancel() ends a queued one; the slots
+// keep serving the rest.
+TEST(Scheduler, StoppedAndCancelledRequestsFreeTheirSlots) {
+    auto model = model_for("qwen3");
+    cpu::Chain chain(model);
+    SchedulerOptions o;
+    o.parallel = 1;
+    o.n_ctx = 64;
+    Collector got(3);
+    Scheduler sched(chain, o);
+    GenerationRequest r;
+    r.prompt = tokens_for(5, model->hp.n_vocab, 1);
+    r.sampling = greedy();
+    r.max_tokens = 40;
+    const uint64_t a = sched.submit(r, got.sink(0, /*stop_after=*/3));
+    const uint64_t b = sched.submit(r, got.sink(1));
+    r.max_tokens = 2;
+    const uint64_t c = sched.submit(r, got.sink(2));
+    ASSERT_TRUE(a && b && c);
+    sched.cancel(b);
+    got.wait_all();
+    EXPECT_EQ(got[0].tokens.size(), 3u);
+    EXPECT_EQ(got[0].done.finish, FinishReason::cancelled);
+    EXPECT_EQ(got[1].done.finish, FinishReason::cancelled);
+    EXPECT_EQ(got[2].tokens.size(), 2u);
+    EXPECT_EQ(got[2].done.finish, FinishReason::length);
+    EXPECT_EQ(sched.stats().running, 0);
+}
+
+// The queue is bounded, requests that can never run are errors, and shutdown(true) finishes what
+// was accepted while refusing new work.
+TEST(Scheduler, BoundedQueueBadRequestsAndShutdown) {
+    auto model = model_for("llama");
+    cpu::Chain chain(model);
+    SchedulerOptions o;
+    o.parallel = 1;
+    o.n_ctx = 32;
+    o.queue_limit = 2;
+    Scheduler sched(chain, o);
+    GenerationRequest r;
+    r.prompt = tokens_for(4, model->hp.n_vocab, 9);
+    r.sampling = greedy();
+    r.max_tokens = 20;
+    Collector got(3);
+    std::vector<uint64_t> ids;
+    for (size_t i = 0; i < 3; ++i) ids.push_back(sched.submit(r, got.sink(i)));
+    // The first may already have left the queue for the slot; at most two wait.
+    const uint64_t extra = sched.submit(r, [](const GenerationEvent&) { return true; });
+    EXPECT_TRUE(ids[2] == 0 || extra == 0);
+    GenerationRequest bad = r;
+    bad.prompt = tokens_for(32, model->hp.n_vocab, 1);
+    EXPECT_THROW(sched.submit(bad, {}), Error);  // does not fit the context
+    bad.prompt = {(int32_t)model->hp.n_vocab};
+    EXPECT_THROW(sched.submit(bad, {}), Error);  // outside the vocabulary
+    bad.prompt = {};
+    EXPECT_THROW(sched.submit(bad, {}), Error);
+    sched.shutdown(/*finish=*/true);
+    EXPECT_EQ(sched.submit(r, {}), 0u);
+    for (size_t i = 0; i < 2; ++i) {
+        EXPECT_TRUE(got[i].finished);
+        EXPECT_EQ(got[i].done.finish, FinishReason::length);
+        EXPECT_EQ(got[i].tokens.size(), 20u);
+    }
+}
+
+class PrefixCacheHit : public ::testing::TestWithParam<const char*> {};
+
+// Turn 1 generates; turn 2's prompt is turn 1's prompt, its reply and a new message. With the
+// cache, turn 2 starts from turn 1's snapshot (its prompt and reply but the last token, which was
+// never fed) and prefills only the rest, and its tokens equal a cold run's. Then a request that
+// shares only a snapshot point (snapshot_at) of another prompt starts there.
+TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
+    auto model = model_for(GetParam());
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    SchedulerOptions o;
+    o.parallel = 2;
+    o.n_ctx = 160;
+    o.token_budget = 32;
+    o.chunk_align = 16;
+    auto run = [&](Scheduler& s, const GenerationRequest& r) {
+        Collector c(1);
+        EXPECT_GT(s.submit(r, c.sink(0)), 0u);
+        c.wait_all();
+        return c[0];
+    };
+    GenerationRequest t1;
+    t1.prompt = tokens_for(40, V, 4);
+    t1.sampling = greedy();
+    t1.max_tokens = 12;
+    t1.snapshot_at = {24};
+    o.prefix_cache_bytes = 64u << 20;
+    Scheduler warm(chain, o);
+    const Result r1 = run(warm, t1);
+    ASSERT_EQ(r1.tokens.size(), 12u);
+    EXPECT_EQ(r1.done.cached_tokens, 0);
+
+    GenerationRequest t2 = t1;
+    t2.snapshot_at.clear();
+    t2.prompt.insert(t2.prompt.end(), r1.tokens.begin(), r1.tokens.end());
+    const auto more = tokens_for(9, V, 5);
+    t2.prompt.insert(t2.prompt.end(), more.begin(), more.end());
+    const Result hit = run(warm, t2);
+    EXPECT_EQ(hit.done.cached_tokens, 40 + 11);
+
+    GenerationRequest t3 = t1;
+    t3.snapshot_at.clear();
+    t3.prompt.resize(24);
+    const auto other = tokens_for(10, V, 6);
+    t3.prompt.insert(t3.prompt.end(), other.begin(), other.end());
+    const Result boundary = run(warm, t3);
+    EXPECT_EQ(boundary.done.cached_tokens, 24);
+
+    o.prefix_cache_bytes = 0;
+    Scheduler cold(chain, o);
+    EXPECT_EQ(hit.tokens, run(cold, t2).tokens);
+    EXPECT_EQ(boundary.tokens, run(cold, t3).tokens);
+    EXPECT_EQ(warm.stats().cached_tokens, 51 + 24);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheHit, ::testing::Values("qwen35", "qwen3", "llama"));
+
+// A budget that holds about two snapshots: the least recently used go, the bytes stay under the
+// budget, and every request still equals its cold run.
+TEST(PrefixCacheEviction, UnderMemoryPressureTheOldestGoAndAnswersStayExact) {
+    auto model = model_for("qwen35");
+    // The two schedulers run at once: each chain has its own threads.
+    ThreadPool pool_a(2), pool_b(2);
+    cpu::Chain chain(model, {}, &pool_a), cold_chain(model, {}, &pool_b);
+    const int64_t V = model->hp.n_vocab;
+    auto probe = chain.new_session(96);
+    std::vector<float> l;
+    chain.prefill(*probe, tokens_for(30, V, 1), LogitsRows::last, l);
+    const uint64_t one = chain.snapshot(*probe)->bytes;
+    SchedulerOptions o;
+    o.parallel = 1;
+    o.n_ctx = 96;
+    o.prefix_cache_bytes = one * 2 + one / 2;
+    Scheduler warm(chain, o);
+    o.prefix_cache_bytes = 0;
+    Scheduler cold(cold_chain, o);
+    for (uint32_t i = 0; i < 6; ++i) {
+        GenerationRequest r;
+        r.prompt = tokens_for(30, V, 50 + i % 3);  // three prompts, each seen twice
+        r.sampling = greedy();
+        r.max_tokens = 4;
+        Collector a(1), b(1);
+        warm.submit(r, a.sink(0));
+        cold.submit(r, b.sink(0));
+        a.wait_all();
+        b.wait_all();
+        EXPECT_EQ(a[0].tokens, b[0].tokens) << "request " << i;
+        const SchedulerStats st = warm.stats();
+        EXPECT_LE(st.cache_bytes, one * 2 + one / 2);
+    }
+    EXPECT_LE(warm.stats().cache_entries, 2u);
+}
+
+// The cache compares tokens on every hash match and only restores whole entries.
+TEST(PrefixCache, LongestMatchAndNeverAPartialOne) {
+    auto model = model_for("qwen3");
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    PrefixCache cache(chain, 64u << 20);
+    const auto t = tokens_for(20, V, 8);
+    std::vector<float> l;
+    for (int64_t n : {5, 12}) {
+        auto s = chain.new_session(64);
+        chain.prefill(*s, std::span(t).first((size_t)n), LogitsRows::last, l);
+        cache.put(std::span(t).first((size_t)n), *s);
+    }
+    auto s = chain.new_session(64);
+    EXPECT_EQ(cache.restore(t, 20, *s), 12);
+    EXPECT_EQ(s->n_past, 12);
+    EXPECT_EQ(cache.restore(t, 11, *s), 5);  // at most 11 tokens
+    std::vector<int32_t> other = t;
+    other[7] ^= 1;  // differs inside the longer entry
+    EXPECT_EQ(cache.restore(other, 20, *s), 5);
+    other[2] ^= 1;
+    auto untouched = chain.new_session(64);
+    EXPECT_EQ(cache.restore(other, 20, *untouched), 0);
+    EXPECT_EQ(untouched->n_past, 0);
+    EXPECT_EQ(prefix_hashes(t).size(), t.size() + 1);
+}
+
+}  // namespace
+}  // namespace dl
