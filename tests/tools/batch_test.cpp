@@ -1,0 +1,101 @@
+// `deltallm batch` end to end with the demo model: sixteen prompts (text and chat, greedy and
+// seeded sampling, their own lengths) served four at a time in small steps give, line for line,
+// the text of sixteen separate `deltallm run` calls; bad input files are one error line and leave
+// no output behind.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/deltallm_cli.h"
+
+namespace dl {
+namespace {
+
+using json = nlohmann::json;
+
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+TEST(BatchCli, SixteenPromptsEqualSixteenSoloRuns) {
+    const std::string dir = test::tmp_dir();
+    const std::string in = dir + "/batch16.jsonl", out = dir + "/batch16.out.jsonl";
+    std::filesystem::remove(out);
+    struct P {
+        std::string prompt;
+        int n;
+        double temp;
+        int seed;
+    };
+    std::vector<P> ps;
+    const char* words[] = {"The", "A quiet", "Once upon a time", "Rivers", "Seven", "In the"};
+    for (int i = 0; i < 16; ++i) {
+        std::string p = words[i % 6];
+        for (int k = 0; k < i % 5; ++k) p += " and more words " + std::to_string(i * 31 + k);
+        ps.push_back({p, 1 + (i * 5) % 17, i % 4 == 1 ? 0.8 : 0.0, 100 + i});
+    }
+    {
+        std::ofstream f(in);
+        for (const P& p : ps)
+            f << json{{"prompt", p.prompt}, {"max_tokens", p.n}, {"temperature", p.temp},
+                      {"seed", p.seed}}
+                     .dump()
+              << "\n";
+    }
+    auto r = test::deltallm_run("batch -i " + in + " -o " + out +
+                                " --parallel 4 --batch-tokens 12 --top-k 40");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    std::ifstream f(out);
+    std::vector<json> got;
+    for (std::string l; std::getline(f, l);) got.push_back(json::parse(l));
+    ASSERT_EQ(got.size(), ps.size());
+    for (size_t i = 0; i < ps.size(); ++i) {
+        SCOPED_TRACE(::testing::Message() << "prompt " << i);
+        EXPECT_EQ(got[i]["index"], i);
+        auto solo = test::deltallm_run("run -p " + quote(ps[i].prompt) + " -n " +
+                                       std::to_string(ps[i].n) + " --temp " +
+                                       std::to_string(ps[i].temp) + " --seed " +
+                                       std::to_string(ps[i].seed) + " --top-k 40");
+        ASSERT_EQ(solo.rc, 0) << solo.err;
+        ASSERT_FALSE(solo.out.empty());
+        EXPECT_EQ(got[i]["text"].get<std::string>(), solo.out.substr(0, solo.out.size() - 1));
+        // All the asked-for tokens, or fewer ending at an end-of-generation token.
+        const int n = got[i]["completion_tokens"].get<int>();
+        EXPECT_EQ(got[i]["finish_reason"], n == ps[i].n ? "length" : "stop");
+        EXPECT_LE(n, ps[i].n);
+    }
+}
+
+TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
+    const std::string dir = test::tmp_dir();
+    const std::string in = dir + "/batch_bad.jsonl", out = dir + "/batch_bad.out.jsonl";
+    {
+        std::ofstream o(out);
+        o << "earlier results\n";
+    }
+    auto check = [&](const std::string& body, const std::string& part) {
+        std::ofstream(in) << body;
+        auto r = test::deltallm_run("batch -i " + in + " -o " + out);
+        test::expect_one_error_line(r, body, part);
+        std::ifstream f(out);
+        std::string kept((std::istreambuf_iterator<char>(f)), {});
+        EXPECT_EQ(kept, "earlier results\n") << body;
+    };
+    check("{\"prompt\":\"a\"}\n{\"prompt\":\"b\"}\nnot json\n", "line 3");
+    check("{\"prompt\":\"a\",\"messages\":[]}\n", "line 1");
+    check("{\"prompt\":5}\n", "\"prompt\" must be a string");
+    check("{\"prompt\":\"a\",\"max_tokens\":0}\n", "max_tokens");
+    check("{\"prompt\":\"a\",\"max_tokens\":\"many\"}\n", "wrong type");
+    check("{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}\n", "unknown role");
+    check("\n\n", "holds no prompts");
+    auto r = test::deltallm_run("batch -i " + in + " -o " + out + " --parallel 0");
+    test::expect_one_error_line(r, "--parallel 0", "--parallel");
+}
+
+}  // namespace
+}  // namespace dl
