@@ -4,7 +4,8 @@
 // (see warm_up); mean and standard deviation over repetitions), next to the floors the hardware
 // sets: weight bytes per token over memory bandwidth for tg, 2 * params * tokens over peak FLOP
 // rate for pp. A depth D (-d, llama-bench's n_depth) first fills the session with D random tokens,
-// not timed, so the test runs at long context; its rows are named "tg128 @ d4096".
+// not timed, so the test runs at long context; its rows are named "tg128 @ d4096". -b adds rows
+// of B sequences at once (bench_batched.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,6 +22,8 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "quant/quant.h"
+#include "tools/bench_batched.h"
 #include "tools/common.h"
 #include "tools/tool.h"
 
@@ -32,6 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 struct BenchArgs {
     std::string model, device = "cpu", output = "md", prompts = "512", gens = "128", depths = "0";
+    std::string batches;  // -b: batched rows for these sequence counts
     int reps = 5;
     uint32_t seed = 1234;
     double bw_gbps = 0, peak_gflops = 0;
@@ -127,11 +131,45 @@ double measure_fma_gflops(ThreadPool& pool) {
     return best;
 }
 
+// Eight independent chains of the integer multiply-adds the quantized dot products are made of
+// (maddubs: 32 u8 x s8 products summed in pairs, then madd and add into 32-bit lanes).
+__attribute__((target("avx2"))) int32_t int8_chains(int64_t iters, int seed) {
+    __m256i acc[8];
+    const __m256i x = _mm256_set1_epi8((char)(3 + seed)), y = _mm256_set1_epi8(-2);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_set1_epi32(k);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int k = 0; k < 8; ++k)
+            acc[k] = _mm256_add_epi32(acc[k],
+                                      _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), ones));
+    __m256i s = acc[0];
+    for (int k = 1; k < 8; ++k) s = _mm256_add_epi32(s, acc[k]);
+    return _mm256_extract_epi32(s, 0);
+}
+
+// Peak rate of those int8 multiply-adds over the pool, in billions of operations a second (a
+// multiply-add counts two, as a FLOP of an FMA does), the yardstick of quantized prefill.
+double measure_int8_gops(ThreadPool& pool) {
+    const int64_t iters = 4'000'000;
+    std::vector<int32_t> sinks(pool.size(), 0);
+    double best = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        auto t0 = Clock::now();
+        pool.run(pool.size(), [&](int64_t, int t) { sinks[t] += int8_chains(iters, t); });
+        double ops = double(iters) * 8 * 32 * 2 * pool.size();
+        best = std::max(best, ops / seconds_since(t0) / 1e9);
+    }
+    volatile int32_t keep = 0;
+    for (int32_t s : sinks) keep = keep + s;
+    return best;
+}
+
 struct ModelFacts {
     uint64_t file_tensor_bytes = 0;  // every tensor of the file (llama-bench's "size")
     uint64_t n_params = 0;           // every element of the file (llama-bench's "params")
     uint64_t tg_bytes = 0;           // weight bytes one decoded token reads
     uint64_t matmul_params = 0;      // weights multiplied per token (embedding lookup excluded)
+    uint64_t int8_params = 0;        // of those, the ones whose dot products run on int8
 };
 
 ModelFacts model_facts(const Model& m) {
@@ -147,7 +185,9 @@ ModelFacts model_facts(const Model& m) {
     if (m.tok_embd && m.output != m.tok_embd)
         f.tg_bytes -= m.tok_embd->nbytes - m.tok_embd->row_bytes();
     auto add = [&](const Tensor* t) {
-        if (t) f.matmul_params += (uint64_t)t->n_elements();
+        if (!t) return;
+        f.matmul_params += (uint64_t)t->n_elements();
+        if (quant::vec_dot_type(t->type) != QType::F32) f.int8_params += (uint64_t)t->n_elements();
     };
     for (const Layer& l : m.layers) {
         for (const Tensor* t : {l.ffn_gate, l.ffn_up, l.ffn_down, l.wq, l.wk, l.wv, l.wo, l.ssm_qkv,
@@ -199,6 +239,16 @@ int bench(const BenchArgs& a) {
         }
     }
 
+    std::vector<BatchedTest> batched;
+    if (!a.batches.empty()) {
+        for (int64_t b : parse_int_list(a.batches, "-b")) {
+            if (b < 1 || b > 4096) fail("-b: sequence counts must be 1 to 4096, not {}", b);
+            for (int64_t p : parse_int_list(a.prompts, "-p"))
+                for (int64_t n : parse_int_list(a.gens, "-n"))
+                    if (p > 0 || n > 0) batched.push_back({b, p, n, {}, {}});
+        }
+    }
+
     int64_t n_ctx = 16;
     for (const Test& t : tests) {
         // Each length is checked before the sum, so the sum cannot overflow.
@@ -207,6 +257,11 @@ int bench(const BenchArgs& a) {
             fail("test {} needs a context of more than {} tokens, the most deltallm supports",
                  t.name, kMaxContext);
         n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
+    }
+    for (BatchedTest& t : batched) {
+        if (t.n_prompt > kMaxContext || t.n_gen > kMaxContext)
+            fail("test {} needs more context than deltallm supports", t.name());
+        n_ctx = std::max(n_ctx, t.n_prompt + t.n_gen + 1);
     }
     EngineOptions o;
     o.device = DeviceSpec::parse(a.device);
@@ -242,9 +297,19 @@ int bench(const BenchArgs& a) {
             std::fprintf(stderr, "deltallm bench: no read rate measured: %s\n", e.what());
         }
     }
+    // On the CPU the quantized matrices multiply on int8 and the float ones on f32 FMA: the pp
+    // floor counts each at its own rate.
+    double int8_peak = 0;
     if (peak <= 0 && on_cpu && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         peak = measure_fma_gflops(pool);
         peak_src = "measured (f32 FMA)";
+        if (facts.int8_params > 0) {
+            int8_peak = measure_int8_gops(pool);
+            peak_src += fmt::format(", and {:.1f} Gop/s of int8 multiply-adds for the {:.0f}% "
+                                    "of weights stored quantized",
+                                    int8_peak,
+                                    100.0 * double(facts.int8_params) / double(facts.matmul_params));
+        }
     }
 
     std::mt19937 rng(a.seed);
@@ -289,13 +354,42 @@ int bench(const BenchArgs& a) {
         warm_up([&] { run_once(t); }, !on_cpu);
         for (int r = 0; r < a.reps; ++r) t.tps.push_back(run_once(t));
     }
+    for (BatchedTest& t : batched) {
+        BatchedTest warm = t;
+        run_batched(ex, warm, rng);
+        for (int r = 0; r < a.reps; ++r) run_batched(ex, t, rng);
+    }
+    // Mean and deviation of a list that may be empty (a batched row without a prompt or without
+    // generation).
+    auto stats = [](const std::vector<double>& v) -> std::pair<double, double> {
+        if (v.empty()) return {0, 0};
+        double m, sd;
+        mean_sd(v, m, sd);
+        return {m, sd};
+    };
 
     const std::string model_name = std::filesystem::path(a.model).filename().string();
     const double size_gib = double(facts.file_tensor_bytes) / double(1ull << 30);
     const double params_b = double(facts.n_params) / 1e9;
+    // Tokens/s when every multiply-add runs at the peak rate of its arithmetic.
+    auto compute_ceiling = [&]() -> double {
+        if (peak <= 0) return 0;
+        const double f32 = double(facts.matmul_params - (int8_peak > 0 ? facts.int8_params : 0));
+        const double int8 = int8_peak > 0 ? double(facts.int8_params) : 0;
+        const double s = 2.0 * f32 / (peak * 1e9) + (int8 > 0 ? 2.0 * int8 / (int8_peak * 1e9) : 0);
+        return s > 0 ? 1.0 / s : 0;
+    };
     auto ceiling = [&](const Test& t) -> double {
-        if (t.n_prompt > 0) return peak > 0 ? peak * 1e9 / (2.0 * double(facts.matmul_params)) : 0;
+        if (t.n_prompt > 0) return compute_ceiling();
         return bw > 0 ? bw * 1e9 / double(facts.tg_bytes) : 0;
+    };
+    // B sequences read the weights once per step: B times the single stream's bandwidth floor,
+    // until the step's arithmetic is the bound.
+    auto batched_ceiling = [&](const BatchedTest& t) -> double {
+        const double mem = bw > 0 ? double(t.n_seq) * bw * 1e9 / double(facts.tg_bytes) : 0;
+        const double cmp = compute_ceiling();
+        if (mem > 0 && cmp > 0) return std::min(mem, cmp);
+        return mem > 0 ? mem : cmp;
     };
 
     if (a.output == "json") {
@@ -330,6 +424,22 @@ int bench(const BenchArgs& a) {
                                  {"floor_kind", t.n_prompt > 0 ? "flops" : "bandwidth"}});
             if (show_depth) j["rows"].back()["n_depth"] = t.n_depth;
         }
+        j["batched_rows"] = nlohmann::json::array();
+        for (const BatchedTest& t : batched) {
+            const auto [pp, pp_sd] = stats(t.pp_tps);
+            const auto [tg, tg_sd] = stats(t.tg_tps);
+            j["batched_rows"].push_back({{"test", t.name()},
+                                         {"n_seq", t.n_seq},
+                                         {"n_prompt", t.n_prompt},
+                                         {"n_gen", t.n_gen},
+                                         {"pp_samples_ts", t.pp_tps},
+                                         {"tg_samples_ts", t.tg_tps},
+                                         {"pp_avg_ts", pp},
+                                         {"pp_stddev_ts", pp_sd},
+                                         {"tg_avg_ts", tg},
+                                         {"tg_stddev_ts", tg_sd},
+                                         {"tg_ceiling_ts", batched_ceiling(t)}});
+        }
         std::printf("%s\n", j.dump(2).c_str());
         return 0;
     }
@@ -347,6 +457,14 @@ int bench(const BenchArgs& a) {
                         on_cpu ? pool.size() : 0, t.name.c_str(), (long long)t.n_prompt,
                         (long long)t.n_gen, depth.c_str(), m, sd, ceiling(t));
         }
+        if (!batched.empty())
+            std::printf("\nengine,model,device,test,n_seq,n_prompt,n_gen,pp_avg_ts,tg_avg_ts,"
+                        "tg_ceiling_ts\n");
+        for (const BatchedTest& t : batched)
+            std::printf("deltallm,%s,%s,%s,%lld,%lld,%lld,%.3f,%.3f,%.3f\n", model_name.c_str(),
+                        ex.name().c_str(), t.name().c_str(), (long long)t.n_seq,
+                        (long long)t.n_prompt, (long long)t.n_gen, stats(t.pp_tps).first,
+                        stats(t.tg_tps).first, batched_ceiling(t));
         return 0;
     }
     std::printf(
@@ -361,6 +479,25 @@ int bench(const BenchArgs& a) {
         std::printf("| %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f | %s | %s |\n",
                     model_name.c_str(), size_gib, params_b, ex.name().c_str(),
                     on_cpu ? pool.size() : 0, t.name.c_str(), m, sd, cs.c_str(), pct.c_str());
+    }
+    if (!batched.empty()) {
+        std::printf(
+            "\n| model | device | test | prompt t/s | generation t/s | per sequence t/s | "
+            "ceiling t/s | of ceiling |\n");
+        std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    }
+    for (const BatchedTest& t : batched) {
+        const auto [pp, pp_sd] = stats(t.pp_tps);
+        const auto [tg, tg_sd] = stats(t.tg_tps);
+        const double c = batched_ceiling(t);
+        const std::string pps = t.n_prompt > 0 ? fmt::format("{:.2f} ± {:.2f}", pp, pp_sd) : "-";
+        const std::string tgs = t.n_gen > 0 ? fmt::format("{:.2f} ± {:.2f}", tg, tg_sd) : "-";
+        const std::string per = t.n_gen > 0 ? fmt::format("{:.2f}", tg / double(t.n_seq)) : "-";
+        const std::string cs = c > 0 && t.n_gen > 0 ? fmt::format("{:.2f}", c) : "-";
+        const std::string pct = c > 0 && t.n_gen > 0 ? fmt::format("{:.1f}%", 100.0 * tg / c) : "-";
+        std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", model_name.c_str(),
+                    ex.name().c_str(), t.name().c_str(), pps.c_str(), tgs.c_str(), per.c_str(),
+                    cs.c_str(), pct.c_str());
     }
     std::printf(
         "\nfloors: tg reads %s of weights per token; bandwidth %s; pp multiplies %.3f B "
@@ -383,6 +520,9 @@ Registrar reg(
             ->capture_default_str();
         app.add_option("-n,--n-gen", a->gens, "generation lengths: 128 (0: none)")
             ->capture_default_str();
+        app.add_option("-b,--batch", a->batches,
+                       "batched rows: 1,8,32 sequences, each a -p prompt then -n tokens "
+                       "(llama-batched-bench's semantics)");
         app.add_option("-d,--n-depth", a->depths,
                        "context depths: 0,4096 (D tokens prefilled, not timed, before each test)")
             ->capture_default_str();

@@ -99,3 +99,37 @@ TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
 
 }  // namespace
 }  // namespace dl
+
+namespace dl {
+namespace {
+
+// bench -b: one row per sequence count with positive aggregate rates, and a ceiling that grows
+// with the count while the weights' read is the bound (B sequences share each read).
+TEST(BenchBatched, RowsPerSequenceCountWithTheirCeilings) {
+    const std::string dir = test::tmp_dir(), model = dir + "/bench_batched.gguf";
+    auto s = test::deltallm_run("synth --arch qwen3 --shape tiny --type q8_0 -o " + model);
+    ASSERT_EQ(s.rc, 0) << s.err;
+    auto r = test::deltallm_run("bench --device cpu -m " + model +
+                                " -b 1,3 -p 8 -n 4 -r 1 -o json --bw-gbps 1 --peak-gflops 1e6");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const json j = json::parse(r.out);
+    ASSERT_EQ(j["batched_rows"].size(), 2u);
+    const json& b1 = j["batched_rows"][0];
+    const json& b3 = j["batched_rows"][1];
+    EXPECT_EQ(b1["test"], "B1 pp8+tg4");
+    EXPECT_EQ(b3["n_seq"], 3);
+    for (const json* row : {&b1, &b3}) {
+        EXPECT_GT((*row)["pp_avg_ts"].get<double>(), 0);
+        EXPECT_GT((*row)["tg_avg_ts"].get<double>(), 0);
+    }
+    // 1 GB/s and a compute peak far away: the ceiling is the read, three times for three.
+    EXPECT_NEAR(b3["tg_ceiling_ts"].get<double>(), 3 * b1["tg_ceiling_ts"].get<double>(),
+                1e-6 * b3["tg_ceiling_ts"].get<double>());
+    EXPECT_NEAR(b1["tg_ceiling_ts"].get<double>(), 1e9 / j["tg_bytes_per_token"].get<double>(),
+                1e-6 * b1["tg_ceiling_ts"].get<double>());
+    auto bad = test::deltallm_run("bench --device cpu -m " + model + " -b 0 -r 1");
+    test::expect_one_error_line(bad, "-b 0", "-b");
+}
+
+}  // namespace
+}  // namespace dl
