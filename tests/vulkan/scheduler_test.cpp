@@ -1,0 +1,167 @@
+// The scheduler over the resident driver: requests served together (prompts in chunks beside
+// decodes, tokens sampled on the device with each request's own seed) equal the same requests run
+// alone through generate(), and a prefix-cache hit (a snapshot in device memory) continues
+// exactly as the cold run. The driver runs a step's items one by one today, so this holds the
+// scheduler's use of it (chunking, device sampling, snapshots into reused sessions).
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "engine/generate.h"
+#include "engine/scheduler.h"
+#include "model/tiny_model.h"
+#include "vk_test.h"
+#include "vulkan/driver.h"
+
+namespace dl::vk {
+namespace {
+
+struct Outcome {
+    std::vector<int32_t> tokens;
+    GenerationEvent done;
+};
+
+// Runs the requests through one scheduler and returns each one's tokens and end.
+std::vector<Outcome> serve(Executor& ex, SchedulerOptions o,
+                           const std::vector<GenerationRequest>& reqs) {
+    std::vector<Outcome> out(reqs.size());
+    std::mutex m;
+    std::condition_variable cv;
+    size_t done = 0;
+    Scheduler s(ex, std::move(o));
+    for (size_t i = 0; i < reqs.size(); ++i)
+        s.submit(reqs[i], [&, i](const GenerationEvent& e) {
+            std::lock_guard lock(m);
+            if (e.kind == GenerationEvent::Kind::token) {
+                out[i].tokens.push_back(e.token);
+            } else {
+                out[i].done = e;
+                ++done;
+                cv.notify_all();
+            }
+            return true;
+        });
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return done == reqs.size(); });
+    return out;
+}
+
+std::vector<int32_t> ids(int64_t n, int64_t vocab, uint32_t seed) {
+    std::vector<int32_t> t((size_t)n);
+    uint32_t x = seed;
+    for (auto& v : t) {
+        x = x * 1664525u + 1013904223u;
+        v = (int32_t)((x >> 8) % (uint32_t)vocab);
+    }
+    return t;
+}
+
+DriverOptions options() {
+    DriverOptions o;
+    o.device.robust = ::dl::vk::test::robust();
+    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
+    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.plan.n_ctx = 96;
+    return o;
+}
+
+TEST(VulkanScheduler, RequestsServedTogetherEqualTheirSoloRuns) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    auto drv = ResidentDriver::create(model, options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    Executor& ex = **drv;
+    const int64_t V = model->hp.n_vocab;
+    std::vector<GenerationRequest> reqs;
+    for (uint32_t i = 0; i < 6; ++i) {
+        GenerationRequest r;
+        r.prompt = ids(1 + (i * 13) % 40, V, 300 + i);
+        r.max_tokens = 2 + (i * 5) % 9;
+        r.sampling.temperature = i % 2 ? 0.7f : 0.0f;  // odd ones sample on the device
+        r.sampling.seed = 40 + i;
+        reqs.push_back(r);
+    }
+    SchedulerOptions o;
+    o.parallel = 3;
+    o.n_ctx = 96;
+    o.token_budget = 12;
+    o.chunk_align = 4;
+    const std::vector<Outcome> got = serve(ex, o, reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        SCOPED_TRACE(::testing::Message() << "request " << i);
+        auto s = ex.new_session(96);
+        Sampler sampler(reqs[i].sampling);
+        GenerateOptions go;
+        go.n_predict = reqs[i].max_tokens;
+        std::vector<int32_t> want;
+        generate(ex, *s, sampler, reqs[i].prompt, go, [&](int32_t t) {
+            want.push_back(t);
+            return true;
+        });
+        EXPECT_EQ(got[i].tokens, want);
+        EXPECT_EQ(got[i].done.finish, FinishReason::length);
+    }
+}
+
+TEST(VulkanScheduler, APrefixHitContinuesExactlyAsTheColdRun) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    auto drv = ResidentDriver::create(model, options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    Executor& ex = **drv;
+    const int64_t V = model->hp.n_vocab;
+    GenerationRequest t1;
+    t1.prompt = ids(30, V, 9);
+    t1.sampling.temperature = 0;
+    t1.max_tokens = 6;
+    SchedulerOptions o;
+    o.parallel = 2;
+    o.n_ctx = 96;
+    o.prefix_cache_bytes = 16u << 20;
+    const std::vector<Outcome> first = serve(ex, o, {t1});
+    GenerationRequest t2 = t1;
+    // One scheduler holds both turns (its cache lives with it).
+    std::vector<Outcome> warm_turns;
+    {
+        t2.prompt.insert(t2.prompt.end(), first[0].tokens.begin(), first[0].tokens.end());
+        const auto more = ids(7, V, 10);
+        t2.prompt.insert(t2.prompt.end(), more.begin(), more.end());
+        std::vector<Outcome> out(2);
+        std::mutex m;
+        std::condition_variable cv;
+        int done = 0;
+        Scheduler s(ex, o);
+        auto sink = [&](size_t i) {
+            return [&, i](const GenerationEvent& e) {
+                std::lock_guard lock(m);
+                if (e.kind == GenerationEvent::Kind::token)
+                    out[i].tokens.push_back(e.token);
+                else {
+                    out[i].done = e;
+                    ++done;
+                    cv.notify_all();
+                }
+                return true;
+            };
+        };
+        s.submit(t1, sink(0));
+        {
+            std::unique_lock lock(m);
+            cv.wait(lock, [&] { return done == 1; });
+        }
+        s.submit(t2, sink(1));
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return done == 2; });
+        warm_turns = out;
+    }
+    EXPECT_EQ(warm_turns[0].tokens, first[0].tokens);
+    EXPECT_EQ(warm_turns[1].done.cached_tokens, 30 + 5);
+    o.prefix_cache_bytes = 0;
+    const std::vector<Outcome> cold = serve(ex, o, {t2});
+    EXPECT_EQ(warm_turns[1].tokens, cold[0].tokens);
+    EXPECT_EQ(cold[0].done.cached_tokens, 0);
+}
+
+}  // namespace
+}  // namespace dl::vk
