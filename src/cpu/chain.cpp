@@ -53,7 +53,27 @@ Chain::Chain(std::shared_ptr<const Model> model, ChainOptions options, ThreadPoo
         lp.ssm_a = to_f32(L.ssm_a);
         lp.ssm_norm = to_f32(L.ssm_norm);
         lp.slot = hp.is_recurrent(il) ? w.n_gdn_layers++ : w.n_attn_layers++;
+        if (L.ffn_down_exps) {
+            for (int64_t e = 0; e < hp.n_expert; ++e) {
+                if (L.ffn_gate_up_exps) {
+                    // Gate rows first, then up rows, in each expert's matrix.
+                    const Tensor both = L.ffn_gate_up_exps->matrix(e);
+                    Tensor g = both, u = both;
+                    g.ne[1] = u.ne[1] = hp.n_ff_exp;
+                    g.nbytes = u.nbytes = both.nbytes / 2;
+                    u.data = both.data + g.nbytes;
+                    lp.gate_e.push_back(g);
+                    lp.up_e.push_back(u);
+                } else {
+                    lp.gate_e.push_back(L.ffn_gate_exps->matrix(e));
+                    lp.up_e.push_back(L.ffn_up_exps->matrix(e));
+                }
+                lp.down_e.push_back(L.ffn_down_exps->matrix(e));
+            }
+            lp.shexp_gate = to_f32(L.ffn_gate_inp_shexp);
+        }
     }
+    w.ffn_width = hp.ffn_kind == FfnKind::experts ? hp.n_ff_shexp : hp.n_ff;
     w.output_norm = to_f32(m.output_norm);
     w.inv_freq = rope_inv_freq(m, hp.rope_dims);
     w.gdn = {hp.ssm_n_k_heads, hp.ssm_n_v_heads, hp.ssm_d_state, hp.ssm_d_state};
@@ -68,6 +88,7 @@ namespace {
 // The scratch widths, one place for new_session and session_bytes.
 struct ScratchWidths {
     int64_t x, q, kv, o, qkv, z, h, ff, rope, act;
+    int64_t experts, ff_exp;  // router logits and an expert's hidden width (MoE)
 };
 
 ScratchWidths widths(const Hparams& hp, const ChainWeights& w) {
@@ -80,8 +101,10 @@ ScratchWidths widths(const Hparams& hp, const ChainWeights& w) {
     s.qkv = gdn ? w.gdn.conv_dim() : 0;
     s.z = gdn ? w.gdn.v_width() : 0;
     s.h = gdn ? w.gdn.n_v_heads : 0;
-    s.ff = hp.n_ff;
+    s.ff = w.ffn_width;
     s.rope = hp.rope_dims / 2;
+    s.experts = hp.ffn_kind == FfnKind::experts ? hp.n_expert : 0;
+    s.ff_exp = hp.ffn_kind == FfnKind::experts ? hp.n_ff_exp : 0;
     s.act = std::max({s.x, s.o, s.z, s.ff});
     return s;
 }
@@ -105,6 +128,9 @@ uint64_t Chain::workspace_bytes(int64_t n_ctx) const {
     const uint64_t W = static_cast<uint64_t>(options_.window);
     uint64_t rows = static_cast<uint64_t>(3 * sw.x + sw.q + 2 * sw.kv + sw.o + sw.qkv + 2 * sw.z +
                                           2 * sw.h + 2 * sw.ff + 2 * sw.rope + 4);
+    if (sw.experts > 0)  // router, shared, the gathered rows, their gate, up and down
+        rows += static_cast<uint64_t>(sw.experts + 3 * sw.x + 2 * sw.ff_exp +
+                                      4 * model_->hp.n_expert_used + 2);
     return 4ull * W * rows + 4ull * W * static_cast<uint64_t>(4 * sw.act + 64) +
            4ull * static_cast<uint64_t>(pool_->size() * n_ctx);
 }
@@ -176,6 +202,20 @@ void Chain::reserve_workspace(int64_t n_ctx) {
     ws.pos.assign(static_cast<size_t>(W), 0);
     ws.segment.assign(static_cast<size_t>(W), 0);
     ws.act.reserve(W, sw.act);
+    if (sw.experts > 0) {
+        const int64_t K = model_->hp.n_expert_used;
+        rows(ws.router, sw.experts);
+        rows(ws.shared, sw.x);
+        rows(ws.xe, sw.x);
+        rows(ws.de, sw.x);
+        rows(ws.ge, sw.ff_exp);
+        rows(ws.ue, sw.ff_exp);
+        rows(ws.expert_weights, K);
+        ws.expert_ids.assign(static_cast<size_t>(W * K), 0);
+        ws.expert_rows.assign(static_cast<size_t>(W), 0);
+        ws.expert_weights_row.assign(static_cast<size_t>(W), 0.f);
+        ws.act_e.reserve(W, std::max(sw.x, sw.ff_exp));
+    }
 }
 
 ChainSession& Chain::own(SessionState& state) const {
@@ -376,6 +416,10 @@ float* rows(Workspace& s, Act a) {
             return s.gate.data();  // SwiGLU writes over the gate rows
         case Act::out:
             return s.out.data();
+        case Act::router:
+            return s.router.data();
+        case Act::shared:
+            return s.shared.data();
         case Act::logits:
             break;
     }
@@ -462,7 +506,13 @@ void Chain::forward(const int32_t* tokens, int64_t T, std::span<const Segment> s
                 deltanet_out_norm(p, *lp);
                 break;
             case Op::swiglu:
-                swiglu(s.gate.data(), s.up.data(), s.gate.data(), T * hp.n_ff);
+                swiglu(s.gate.data(), s.up.data(), s.gate.data(), T * w.ffn_width);
+                break;
+            case Op::moe_experts:
+                moe_experts(p, *lp);
+                break;
+            case Op::shared_expert_gate:
+                shared_expert_gate(p, *lp);
                 break;
             case Op::head: {
                 // One matrix product for every row that asked, then each row to its owner.

@@ -21,6 +21,10 @@ struct LayerParams {
     std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
     std::vector<float> conv1d, dt_bias, ssm_a, ssm_norm;  // Gated DeltaNet
     int64_t slot = 0;  // index among the layers of its kind (KV cache or DeltaNet state)
+    // Mixture of experts: each expert's matrices as tensors of their own (views of the stacks),
+    // and the shared expert's gate vector.
+    std::vector<Tensor> gate_e, up_e, down_e;
+    std::vector<float> shexp_gate;
 };
 
 struct ChainWeights {
@@ -32,6 +36,7 @@ struct ChainWeights {
     deltanet::Shape gdn{};
     // Widths of the scratch rows.
     int64_t q_width = 0, kv_width = 0;
+    int64_t ffn_width = 0;  // the dense FFN's hidden width (the shared expert's in a MoE)
 };
 
 struct ChainSession : SessionState {
@@ -65,6 +70,16 @@ struct Workspace {
     std::vector<int32_t> segment;           // each row's segment
     std::vector<float> head_out;            // logits of the rows that asked, [rows][n_vocab]
     Activations act;
+    // Mixture of experts: router logits and the shared expert's output [rows][n_expert / E];
+    // each row's chosen experts and weights [rows][k]; one expert's rows gathered (xe), its gate
+    // and up (ge, ue) and down (de) outputs, and their input conversions.
+    std::vector<float> router, shared;
+    std::vector<int32_t> expert_ids;
+    std::vector<float> expert_weights;
+    std::vector<float> xe, ge, ue, de;
+    std::vector<int32_t> expert_rows;
+    std::vector<float> expert_weights_row;
+    Activations act_e;
 };
 
 // Everything a step needs for one pass over up to ws.rows rows of one or more sequences.
@@ -90,5 +105,8 @@ void deltanet_conv(Pass& p, const LayerParams& lp);
 void deltanet_qk_norm(Pass& p);
 void deltanet_scan(Pass& p, const LayerParams& lp);
 void deltanet_out_norm(Pass& p, const LayerParams& lp);
+// Mixture of experts (forward_experts.cpp):
+void moe_experts(Pass& p, const LayerParams& lp);
+void shared_expert_gate(Pass& p, const LayerParams& lp);
 
 }  // namespace dl::cpu

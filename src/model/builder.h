@@ -45,8 +45,11 @@ struct ModelBuilder {
     // Shared by every architecture: vocabulary size, token embedding, output norm and head
     // (tied to the embedding when output.weight is absent).
     void bind_embeddings_and_head();
-    // The SwiGLU feed-forward tensors of one layer; norm_name is the pre-FFN norm's name.
+    // The feed-forward tensors of one layer (SwiGLU, or the experts and router when
+    // hp.ffn_kind is experts); norm_name is the pre-FFN norm's name.
     void bind_ffn(int64_t layer, const char* norm_name);
+    // The mixture-of-experts hyper-parameters ({arch}.expert_count, ...), checked.
+    void load_expert_hparams();
     // A positive integer hyper-parameter; zero or negative values are a malformed file.
     int64_t positive(const char* suffix) const;
     int64_t positive(const char* suffix, int64_t def) const;

@@ -54,6 +54,19 @@ struct Builder {
                 add(Op::swiglu, nullptr, Act::gate, Act::ffn);
                 project(L.ffn_down, Act::ffn, Act::out);
                 return;
+            case FfnKind::experts:
+                project(L.ffn_gate_inp, Act::xn, Act::router);
+                steps.push_back(Step{Op::moe_experts, layer,
+                                     L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_gate_exps,
+                                     L.ffn_up_exps, Act::xn, Act::out, L.ffn_down_exps});
+                if (L.ffn_gate_shexp) {
+                    project(L.ffn_gate_shexp, Act::xn, Act::gate);
+                    project(L.ffn_up_shexp, Act::xn, Act::up);
+                    add(Op::swiglu, nullptr, Act::gate, Act::ffn);
+                    project(L.ffn_down_shexp, Act::ffn, Act::shared);
+                    add(Op::shared_expert_gate, L.ffn_gate_inp_shexp, Act::shared, Act::out);
+                }
+                return;
         }
         fail("the feed-forward network of layer {} has no forward pass", layer);
     }
@@ -123,13 +136,18 @@ const char* op_name(Op op) {
             return "swiglu";
         case Op::head:
             return "head";
+        case Op::moe_experts:
+            return "moe_experts";
+        case Op::shared_expert_gate:
+            return "shared_expert_gate";
     }
     return "?";
 }
 
 const char* act_name(Act a) {
-    static const char* names[] = {"h",    "xn",    "q", "k",    "v",  "o",   "qkv", "z",
-                                  "beta", "alpha", "y", "gate", "up", "ffn", "out", "logits"};
+    static const char* names[] = {"h",     "xn",  "q",    "k",  "v",   "o",   "qkv",
+                                  "z",     "beta", "alpha", "y", "gate", "up", "ffn",
+                                  "out",   "logits", "router", "shared"};
     return names[static_cast<size_t>(a)];
 }
 
@@ -140,6 +158,7 @@ std::string ForwardPass::describe() const {
         out += op_name(s.op);
         if (s.w) out += " " + s.w->name;
         if (s.w2) out += " " + s.w2->name;
+        if (s.w3) out += " " + s.w3->name;
         out += fmt::format(" {} -> {}\n", act_name(s.in), act_name(s.out));
     }
     return out;

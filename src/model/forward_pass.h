@@ -33,6 +33,8 @@ enum class Act : uint8_t {
     ffn,     // FFN activations, SiLU(gate) * up
     out,     // a projection's output about to be added to h
     logits,  // the head's output
+    router,  // mixture of experts: the router's logit of every expert
+    shared,  // mixture of experts: the shared expert's output, before its gate
 };
 
 enum class Op : uint8_t {
@@ -51,11 +53,15 @@ enum class Op : uint8_t {
     deltanet_out_norm,  // y = RMSNorm(y) · w · SiLU(z), per value head
     swiglu,             // ffn = SiLU(gate) * up
     head,               // logits = output · xn
+    moe_experts,        // out = Σ over the top-k experts of softmax(router) renormalised ·
+                        //       down_e · (SiLU(gate_e · xn) * (up_e · xn))
+    shared_expert_gate,  // out += sigmoid(w · xn) * shared
 };
 
-// One step. `layer` is the trunk layer it belongs to (-1 before and after the trunk); `w` and
-// `w2` the weights it applies (a matrix for project and head, norm weights for rms_norm,
-// qk_norm and deltanet_out_norm).
+// One step. `layer` is the trunk layer it belongs to (-1 before and after the trunk); `w`, `w2`
+// and `w3` the weights it applies (a matrix for project and head, norm weights for rms_norm,
+// qk_norm and deltanet_out_norm; the experts' gate (or gate and up), up and down stacks for
+// moe_experts).
 struct Step {
     Op op;
     int64_t layer = -1;
@@ -63,6 +69,7 @@ struct Step {
     const Tensor* w2 = nullptr;
     Act in = Act::h;
     Act out = Act::h;
+    const Tensor* w3 = nullptr;
 
     bool operator==(const Step&) const = default;
 };

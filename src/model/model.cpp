@@ -20,6 +20,15 @@ int64_t Tensor::n_elements() const {
     return n;
 }
 
+Tensor Tensor::matrix(int64_t i) const {
+    Tensor m;
+    m.type = type;
+    m.ne = {cols(), rows()};
+    m.nbytes = row_bytes() * static_cast<size_t>(rows());
+    m.data = data + static_cast<size_t>(i) * m.nbytes;
+    return m;
+}
+
 std::string arch_name(Arch a) {
     switch (a) {
         case Arch::qwen35:
@@ -141,15 +150,50 @@ void ModelBuilder::bind_ffn(int64_t il, const char* norm_name) {
     const Hparams& hp = model->hp;
     Layer& L = model->layers[il];
     L.ffn_norm = bind(blk(il, norm_name), {hp.n_embd}, Use::vector);
+    if (hp.ffn_kind == FfnKind::experts) {
+        const int64_t E = hp.n_embd, F = hp.n_ff_exp, X = hp.n_expert;
+        L.ffn_gate_inp = bind(blk(il, "ffn_gate_inp.weight"), {E, X}, Use::matrix);
+        // Gate and up stacked separately, or in one tensor (gate rows first).
+        if (model->find(blk(il, "ffn_gate_up_exps.weight"))) {
+            L.ffn_gate_up_exps = bind(blk(il, "ffn_gate_up_exps.weight"), {E, 2 * F, X}, Use::matrix);
+        } else {
+            L.ffn_gate_exps = bind(blk(il, "ffn_gate_exps.weight"), {E, F, X}, Use::matrix);
+            L.ffn_up_exps = bind(blk(il, "ffn_up_exps.weight"), {E, F, X}, Use::matrix);
+        }
+        L.ffn_down_exps = bind(blk(il, "ffn_down_exps.weight"), {F, E, X}, Use::matrix);
+        if (hp.n_ff_shexp > 0) {
+            const int64_t S = hp.n_ff_shexp;
+            L.ffn_gate_inp_shexp = bind(blk(il, "ffn_gate_inp_shexp.weight"), {E}, Use::vector);
+            L.ffn_gate_shexp = bind(blk(il, "ffn_gate_shexp.weight"), {E, S}, Use::matrix);
+            L.ffn_up_shexp = bind(blk(il, "ffn_up_shexp.weight"), {E, S}, Use::matrix);
+            L.ffn_down_shexp = bind(blk(il, "ffn_down_shexp.weight"), {S, E}, Use::matrix);
+        }
+        return;
+    }
     L.ffn_gate = bind(blk(il, "ffn_gate.weight"), {hp.n_embd, hp.n_ff}, Use::matrix);
     L.ffn_up = bind(blk(il, "ffn_up.weight"), {hp.n_embd, hp.n_ff}, Use::matrix);
     L.ffn_down = bind(blk(il, "ffn_down.weight"), {hp.n_ff, hp.n_embd}, Use::matrix);
 }
 
+void ModelBuilder::load_expert_hparams() {
+    Hparams& hp = model->hp;
+    hp.ffn_kind = FfnKind::experts;
+    hp.n_expert = positive("expert_count");
+    hp.n_expert_used = positive("expert_used_count");
+    hp.n_ff_exp = positive("expert_feed_forward_length");
+    hp.n_ff_shexp = get_int("expert_shared_feed_forward_length", 0);
+    if (hp.n_expert > 4096 || hp.n_expert_used > hp.n_expert)
+        fail("{}: {} experts with {} used per token is not a mixture deltallm can run",
+             file.path(), hp.n_expert, hp.n_expert_used);
+    if (hp.n_ff_shexp < 0) fail("{}: a negative shared expert width", file.path());
+}
+
 void load_attention_hparams(ModelBuilder& b) {
     Hparams& hp = b.model->hp;
     hp.n_embd = b.positive("embedding_length");
-    hp.n_ff = b.positive("feed_forward_length");
+    // A mixture-of-experts model has no dense FFN; its files may still carry the key.
+    hp.n_ff = hp.ffn_kind == FfnKind::experts ? b.get_int("feed_forward_length", 0)
+                                              : b.positive("feed_forward_length");
     hp.n_head = b.positive("attention.head_count");
     // head_count_kv may be an array in hybrid files (0 marks a layer without attention): the
     // architecture's loader reads it as such; here only a scalar is taken.
@@ -192,17 +236,20 @@ void load_attention_hparams(ModelBuilder& b) {
 
 std::shared_ptr<const Model> Model::from_file(std::shared_ptr<const gguf::File> file) {
     ModelBuilder b(std::move(file));
-    if (b.arch == "qwen35") {
+    // The mixture-of-experts variants are their dense family with experts in the FFN.
+    const bool moe = b.arch == "qwen35moe" || b.arch == "qwen3moe";
+    if (moe) b.load_expert_hparams();
+    if (b.arch == "qwen35" || b.arch == "qwen35moe") {
         b.model->hp.arch = Arch::qwen35;
         load_qwen35(b);
-    } else if (b.arch == "qwen3") {
+    } else if (b.arch == "qwen3" || b.arch == "qwen3moe") {
         b.model->hp.arch = Arch::qwen3;
         load_qwen3(b);
     } else if (b.arch == "llama") {
         b.model->hp.arch = Arch::llama;
         load_llama(b);
     } else {
-        fail("{}: model architecture '{}' is not supported (known: qwen35, qwen3, llama)",
+        fail("{}: model architecture '{}' is not supported (known: qwen35, qwen35moe, qwen3, qwen3moe, llama)",
              b.file.path(), b.arch);
     }
     b.model->hp.arch_name = b.arch;
@@ -253,7 +300,9 @@ uint64_t Model::weight_bytes() const {
         for (const Tensor* t :
              {L.attn_norm, L.ffn_norm,   L.ffn_gate,    L.ffn_up, L.ffn_down, L.wq,     L.wk,
               L.wv,        L.wo,         L.q_norm,      L.k_norm, L.ssm_qkv,  L.ssm_z,  L.ssm_beta,
-              L.ssm_alpha, L.ssm_conv1d, L.ssm_dt_bias, L.ssm_a,  L.ssm_norm, L.ssm_out})
+              L.ssm_alpha, L.ssm_conv1d, L.ssm_dt_bias, L.ssm_a,  L.ssm_norm, L.ssm_out,
+              L.ffn_gate_inp, L.ffn_gate_exps, L.ffn_up_exps, L.ffn_gate_up_exps, L.ffn_down_exps,
+              L.ffn_gate_inp_shexp, L.ffn_gate_shexp, L.ffn_up_shexp, L.ffn_down_shexp})
             add(t);
     uint64_t n = 0;
     for (const Tensor* t : used) n += t->nbytes;

@@ -27,7 +27,10 @@ enum class RopeStyle : uint8_t {
     interleaved,  // dims 2j and 2j+1 form a pair (llama files, whose q/k rows are permuted)
 };
 enum class FfnKind : uint8_t {
-    swiglu,  // down · (SiLU(gate · x) * (up · x))
+    swiglu,   // down · (SiLU(gate · x) * (up · x))
+    experts,  // a router picks n_expert_used of n_expert SwiGLU experts per token; their
+              // outputs weighted by the renormalised router probabilities, plus a shared
+              // expert gated by sigmoid(w · x) where the model has one
 };
 
 // A weight tensor inside the mapped file. ne[0] is the contiguous (input) dimension: a matrix
@@ -41,6 +44,8 @@ struct Tensor {
 
     int64_t cols() const { return ne.empty() ? 0 : ne[0]; }     // input dim
     int64_t rows() const { return ne.size() < 2 ? 1 : ne[1]; }  // output dim
+    // One matrix of a stack of them ([cols, rows, n]): the i-th, as a tensor of its own.
+    Tensor matrix(int64_t i) const;
     size_t row_bytes() const { return row_size(type, cols()); }
     const uint8_t* row(int64_t r) const { return data + (size_t)r * row_bytes(); }
     int64_t n_elements() const;
@@ -75,6 +80,11 @@ struct Hparams {
     bool qk_norm = false;           // an RMSNorm of every query and key head before the rotary
 
     FfnKind ffn_kind = FfnKind::swiglu;
+    // Mixture-of-experts layers (FfnKind::experts).
+    int64_t n_expert = 0;       // experts per layer
+    int64_t n_expert_used = 0;  // chosen per token
+    int64_t n_ff_exp = 0;       // an expert's hidden width
+    int64_t n_ff_shexp = 0;     // the shared expert's hidden width (0: none)
 
     // The mixer of each trunk layer.
     std::vector<LayerKind> layer_kinds;
@@ -101,6 +111,18 @@ struct Layer {
     const Tensor* ffn_gate = nullptr;
     const Tensor* ffn_up = nullptr;
     const Tensor* ffn_down = nullptr;
+    // mixture-of-experts layers: the router [E, n_expert]; the experts stacked, [E, n_ff_exp,
+    // n_expert] for gate and up (or both in ffn_gate_up_exps, [E, 2 n_ff_exp, n_expert], gate
+    // rows first) and [n_ff_exp, E, n_expert] for down; the shared expert and its gate [E]
+    const Tensor* ffn_gate_inp = nullptr;
+    const Tensor* ffn_gate_exps = nullptr;
+    const Tensor* ffn_up_exps = nullptr;
+    const Tensor* ffn_gate_up_exps = nullptr;
+    const Tensor* ffn_down_exps = nullptr;
+    const Tensor* ffn_gate_inp_shexp = nullptr;
+    const Tensor* ffn_gate_shexp = nullptr;
+    const Tensor* ffn_up_shexp = nullptr;
+    const Tensor* ffn_down_shexp = nullptr;
     // attention layers (qwen35: wq also yields the output gate, per head [q | gate])
     const Tensor* wq = nullptr;
     const Tensor* wk = nullptr;

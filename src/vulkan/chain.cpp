@@ -39,6 +39,9 @@ void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) 
         fail("the Vulkan driver has no kernels for the step '{}' of layer {} here",
              op_name(st[i].op), st[i].layer);
     };
+    for (const Step& s : st)
+        if (s.op == Op::moe_experts)
+            fail("the Vulkan driver has no kernels for mixture-of-experts layers yet");
     size_t i = 0;
     while (i < st.size() && st[i].op != Op::rms_norm) ++i;  // the embedding and the first norm
     ++i;

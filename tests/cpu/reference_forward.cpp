@@ -31,11 +31,13 @@ Vec vec(const Tensor* t) {
     return load(t).w;
 }
 
-Vec mul(const Mat& m, const Vec& x) {
-    Vec y(static_cast<size_t>(m.rows), 0.0);
-    for (int64_t r = 0; r < m.rows; ++r) {
+// Rows [r0, r0 + n) of m times x (n = -1: every row).
+Vec mul(const Mat& m, const Vec& x, int64_t r0 = 0, int64_t n = -1) {
+    if (n < 0) n = m.rows;
+    Vec y(static_cast<size_t>(n), 0.0);
+    for (int64_t r = 0; r < n; ++r) {
         double s = 0;
-        for (int64_t c = 0; c < m.cols; ++c) s += m.w[r * m.cols + c] * x[c];
+        for (int64_t c = 0; c < m.cols; ++c) s += m.w[(r0 + r) * m.cols + c] * x[c];
         y[r] = s;
     }
     return y;
@@ -76,6 +78,11 @@ void rotate(Vec& x, size_t off, int64_t n_rot, int64_t pos, double base, bool ne
 struct LayerW {
     Vec attn_norm, ffn_norm, q_norm, k_norm, conv, dt_bias, ssm_a, ssm_norm;
     Mat gate, up, down, wq, wk, wv, wo, qkv, z, beta, alpha, out;
+    // Mixture of experts: the router, the stacks (gate and up in one when fused), the shared
+    // expert and its gate.
+    Mat router, gate_exps, up_exps, down_exps, gate_sh, up_sh, down_sh;
+    bool fused = false;
+    Vec gate_inp_sh;
 };
 
 struct LayerState {
@@ -103,9 +110,23 @@ std::vector<std::vector<double>> reference_forward(const Model& m,
         LayerW& w = lw[il];
         w.attn_norm = vec(L.attn_norm);
         w.ffn_norm = vec(L.ffn_norm);
-        w.gate = load(L.ffn_gate);
-        w.up = load(L.ffn_up);
-        w.down = load(L.ffn_down);
+        if (hp.ffn_kind == FfnKind::experts) {
+            w.router = load(L.ffn_gate_inp);
+            w.fused = L.ffn_gate_up_exps != nullptr;
+            w.gate_exps = load(w.fused ? L.ffn_gate_up_exps : L.ffn_gate_exps);
+            if (!w.fused) w.up_exps = load(L.ffn_up_exps);
+            w.down_exps = load(L.ffn_down_exps);
+            if (L.ffn_gate_shexp) {
+                w.gate_sh = load(L.ffn_gate_shexp);
+                w.up_sh = load(L.ffn_up_shexp);
+                w.down_sh = load(L.ffn_down_shexp);
+                w.gate_inp_sh = vec(L.ffn_gate_inp_shexp);
+            }
+        } else {
+            w.gate = load(L.ffn_gate);
+            w.up = load(L.ffn_up);
+            w.down = load(L.ffn_down);
+        }
         if (hp.is_recurrent(il)) {
             w.qkv = load(L.ssm_qkv);
             w.z = load(L.ssm_z);
@@ -245,6 +266,44 @@ std::vector<std::vector<double>> reference_forward(const Model& m,
             for (int64_t i = 0; i < E; ++i) h[i] += mix[i];
             Vec u = h;
             rms(u, 0, E, &w.ffn_norm, eps);
+            if (hp.ffn_kind == FfnKind::experts) {
+                // softmax over every expert, the top k (ties: the lower index), renormalised.
+                const int64_t X = hp.n_expert, F = hp.n_ff_exp;
+                Vec logit = mul(w.router, u), p(static_cast<size_t>(X));
+                double mx = -1e300, sum = 0;
+                for (double l : logit) mx = std::max(mx, l);
+                for (int64_t e = 0; e < X; ++e) sum += (p[e] = std::exp(logit[e] - mx));
+                for (double& x : p) x /= sum;
+                std::vector<int64_t> chosen;
+                std::vector<bool> taken(static_cast<size_t>(X), false);
+                for (int64_t j = 0; j < hp.n_expert_used; ++j) {
+                    int64_t best = -1;
+                    for (int64_t e = 0; e < X; ++e)
+                        if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+                    taken[best] = true;
+                    chosen.push_back(best);
+                }
+                double total = 0;
+                for (int64_t e : chosen) total += p[e];
+                Vec d(static_cast<size_t>(E), 0.0);
+                for (int64_t e : chosen) {
+                    Vec g = w.fused ? mul(w.gate_exps, u, e * 2 * F, F) : mul(w.gate_exps, u, e * F, F);
+                    Vec up = w.fused ? mul(w.gate_exps, u, e * 2 * F + F, F) : mul(w.up_exps, u, e * F, F);
+                    for (int64_t i = 0; i < F; ++i) g[i] = silu(g[i]) * up[i];
+                    Vec de = mul(w.down_exps, g, e * E, E);
+                    for (int64_t i = 0; i < E; ++i) d[i] += p[e] / total * de[i];
+                }
+                if (!w.gate_inp_sh.empty()) {
+                    double z = 0;
+                    for (int64_t i = 0; i < E; ++i) z += w.gate_inp_sh[i] * u[i];
+                    Vec g = mul(w.gate_sh, u), up = mul(w.up_sh, u);
+                    for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * up[i];
+                    Vec ds = mul(w.down_sh, g);
+                    for (int64_t i = 0; i < E; ++i) d[i] += sigm(z) * ds[i];
+                }
+                for (int64_t i = 0; i < E; ++i) h[i] += d[i];
+                continue;
+            }
             Vec g = mul(w.gate, u), up = mul(w.up, u);
             for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * up[i];
             Vec d = mul(w.down, g);

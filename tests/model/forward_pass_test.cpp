@@ -71,8 +71,9 @@ TEST(ForwardPass, StepsCarryTheLayersOwnWeights) {
             EXPECT_EQ(st.w2, L3.k_norm);
             saw_qk_norm = true;
         }
-        if (st.op == Op::project && st.layer == 3 && st.out == Act::gate)
+        if (st.op == Op::project && st.layer == 3 && st.out == Act::gate) {
             EXPECT_EQ(st.w, L3.ffn_gate);
+        }
     }
     EXPECT_TRUE(saw_out_norm);
     EXPECT_TRUE(saw_qk_norm);

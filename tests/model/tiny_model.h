@@ -37,6 +37,10 @@ struct TinySpec {
     // layer.
     double residual_gain = 1.0;
     uint64_t seed = 1;
+    // Mixture of experts (arch qwen35moe or qwen3moe): experts, used per token, their width,
+    // the shared expert's width (0: none), and gate and up stacked in one tensor.
+    int64_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32, n_ff_shexp = 0;
+    bool fused_gate_up = false;
     // Damage for the load-error tests.
     std::string drop_tensor;    // leave this tensor out
     std::string widen_tensor;   // give this tensor one more row (ne[1] + 1, or ne[0] + 1 for 1-D)
@@ -49,8 +53,18 @@ struct TinyFile {
     std::shared_ptr<const gguf::File> file;
 };
 
+// The dense family of an architecture (qwen35moe -> qwen35), and whether it has experts.
+inline std::string family(const std::string& arch) {
+    return arch.size() > 3 && arch.compare(arch.size() - 3, 3, "moe") == 0
+               ? arch.substr(0, arch.size() - 3)
+               : arch;
+}
+inline bool is_moe(const TinySpec& s) {
+    return family(s.arch) != s.arch;
+}
+
 inline bool is_recurrent_layer(const TinySpec& s, int64_t il) {
-    return s.arch == "qwen35" && (il + 1) % s.interval != 0;
+    return family(s.arch) == "qwen35" && (il + 1) % s.interval != 0;
 }
 
 // Float values of one tensor, from the seed and the tensor's name only.
@@ -66,9 +80,19 @@ inline std::vector<float> tiny_values(const TinySpec& s, const std::string& name
 
 inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
     gguf::Writer w;
-    const std::string a = s.arch;
-    auto key = [&](const char* k) { return a + "." + k; };
-    w.set("general.architecture", gguf::Value::str(s.arch_override.empty() ? a : s.arch_override));
+    const std::string a = family(s.arch);  // the branches below; keys carry the whole name
+    auto key = [&](const char* k) { return s.arch + "." + k; };
+    w.set("general.architecture",
+          gguf::Value::str(s.arch_override.empty() ? s.arch : s.arch_override));
+    if (is_moe(s)) {
+        w.set(key("expert_count"), gguf::Value::u32(static_cast<uint32_t>(s.n_expert)));
+        w.set(key("expert_used_count"), gguf::Value::u32(static_cast<uint32_t>(s.n_expert_used)));
+        w.set(key("expert_feed_forward_length"),
+              gguf::Value::u32(static_cast<uint32_t>(s.n_ff_exp)));
+        if (s.n_ff_shexp > 0)
+            w.set(key("expert_shared_feed_forward_length"),
+                  gguf::Value::u32(static_cast<uint32_t>(s.n_ff_shexp)));
+    }
     w.set("general.name", gguf::Value::str("tiny-" + a));
     w.set(key("block_count"), gguf::Value::u32(static_cast<uint32_t>(s.n_layer + s.n_nextn)));
     w.set(key("context_length"), gguf::Value::u32(4096));
@@ -135,9 +159,30 @@ inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
         const bool six = il % 2 == 0;
         norm(b("attn_norm.weight"), E);
         norm(b(a == "qwen35" ? "post_attention_norm.weight" : "ffn_norm.weight"), E);
-        matrix(b("ffn_gate.weight"), E, s.n_ff);
-        matrix(b("ffn_up.weight"), E, s.n_ff);
-        matrix(b("ffn_down.weight"), s.n_ff, E, s.residual_gain, six);
+        if (is_moe(s)) {
+            const int64_t F = s.n_ff_exp, X = s.n_expert;
+            // Router logits of a few units, so that top-k choices are rarely near a tie.
+            matrix(b("ffn_gate_inp.weight"), E, X, 3.0);
+            if (s.fused_gate_up) {
+                add(b("ffn_gate_up_exps.weight"), {E, 2 * F, X}, mt, 0.0, 1.0 / std::sqrt(double(E)));
+            } else {
+                add(b("ffn_gate_exps.weight"), {E, F, X}, mt, 0.0, 1.0 / std::sqrt(double(E)));
+                add(b("ffn_up_exps.weight"), {E, F, X}, mt, 0.0, 1.0 / std::sqrt(double(E)));
+            }
+            add(b("ffn_down_exps.weight"), {F, E, X}, mt, 0.0,
+                s.residual_gain / std::sqrt(double(F)));
+            if (s.n_ff_shexp > 0) {
+                add(b("ffn_gate_inp_shexp.weight"), {E}, QType::F32, 0.0,
+                    1.0 / std::sqrt(double(E)));
+                matrix(b("ffn_gate_shexp.weight"), E, s.n_ff_shexp);
+                matrix(b("ffn_up_shexp.weight"), E, s.n_ff_shexp);
+                matrix(b("ffn_down_shexp.weight"), s.n_ff_shexp, E, s.residual_gain, six);
+            }
+        } else {
+            matrix(b("ffn_gate.weight"), E, s.n_ff);
+            matrix(b("ffn_up.weight"), E, s.n_ff);
+            matrix(b("ffn_down.weight"), s.n_ff, E, s.residual_gain, six);
+        }
         if (is_recurrent_layer(s, il)) {
             const int64_t conv_dim = 2 * s.H_k * s.d_state + s.H_v * s.d_state;
             matrix(b("attn_qkv.weight"), E, conv_dim, 1.0, six);

@@ -437,6 +437,12 @@ TEST(VulkanDriver, DeclinesWithASentence) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.reason().find("has no device kernel"), std::string::npos) << r.reason();
     EXPECT_NE(r.reason().find("q4_1"), std::string::npos) << r.reason();
+    // Mixture-of-experts layers have no device kernels yet: a sentence, not a wrong answer.
+    TinySpec moe = test::parity_spec("qwen3");
+    moe.arch = "qwen3moe";
+    auto m = ResidentDriver::create(dl::test::tiny_model(moe), test_options());
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.reason().find("mixture-of-experts"), std::string::npos) << m.reason();
 }
 
 // The tuning variables' defaults (the environment table) are the kernels' own defaults, which
