@@ -1,9 +1,11 @@
-// `deltallm chat`: a conversation in the model's chat format. The session is kept between turns:
-// each turn appends only its own tokens (the history is never prefilled again). Works as a REPL
-// on a terminal and as a filter when stdin is a pipe (one user turn per line).
+// `deltallm chat`: a conversation through the model's own chat template (or --chat-template-file).
+// The session is kept between turns: each turn sends only the tokens the session does not hold
+// yet. Works as a REPL on a terminal and as a filter when stdin is a pipe (one user turn per
+// line). Reasoning (<think>...</think>) goes to stderr, the answer to stdout.
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -11,6 +13,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/printable.h"
+#include "engine/chat_output.h"
+#include "engine/chat_template.h"
+#include "tokenizer/utf8.h"
 #include "tools/common.h"
 #include "tools/tool.h"
 
@@ -18,78 +23,148 @@ namespace dl::tools {
 
 namespace {
 
+using ojson = nlohmann::ordered_json;
+
 struct ChatArgs {
     ModelArgs model;
     SamplingArgs sampling;
     std::string system;
     std::string think = "auto";
+    std::string template_file;
     int64_t n_predict = 1024;
 };
 
-// One conversation: the executor's session plus what the next turn must start with.
+// The text with each byte that is not part of a UTF-8 character replaced by U+FFFD.
+std::string to_utf8(const std::string& s) {
+    std::string out;
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    for (size_t i = 0; i < s.size();) {
+        size_t n = tokenizer::utf8::char_len(p + i, s.size() - i);
+        if (n == 0) {
+            out += tokenizer::utf8::kReplacement;
+            ++i;
+        } else {
+            out.append(s, i, n);
+            i += n;
+        }
+    }
+    return out;
+}
+
+// One conversation: the messages so far and the executor's session holding them.
+//
+// Each turn renders the whole conversation through the template and sends only what follows
+// the text the session already holds. The session's tokens are the model's own (the reply as
+// sampled), which a fresh tokenization of the same text need not reproduce, so the two are
+// compared as text, at a token boundary of the rendering. Templates may render history
+// differently from how it was generated (Qwen3 and Qwen3.5 drop earlier turns' reasoning and
+// empty thinking blocks): then the rendering no longer starts with the session's text, and the
+// session is started again and the whole conversation prefilled, so that the model always sees
+// exactly what its template makes of the conversation.
 class Conversation {
   public:
-    Conversation(Engine& engine, const ChatArgs& a, SamplerParams sp)
-        : engine_(engine), args_(a), sampler_(sp) {
+    Conversation(Engine& engine, const ChatArgs& a, SamplerParams sp, const ChatTemplater& tmpl,
+                 ojson kwargs)
+        : engine_(engine), args_(a), sampler_(sp), templater_(tmpl), kwargs_(std::move(kwargs)) {
         reset();
     }
 
     void reset() {
         session_ = engine_.new_session();
         sampler_.reset();
+        messages_ = ojson::array();
+        if (!args_.system.empty())
+            messages_.push_back({{"role", "system"}, {"content", args_.system}});
+        held_.clear();
         pending_.clear();
-        turns_ = 0;
     }
 
-    // Sends one user message and streams the reply to stdout.
+    // Sends one user message and streams the reply to stdout (its reasoning to stderr).
     void turn(const std::string& user) {
-        const ChatFormat& fmt = engine_.chat_format();
         const tokenizer::Tokenizer& tok = engine_.tokenizer();
-        std::vector<ChatPiece> pieces;
-        auto add = [&](std::vector<ChatPiece> more) {
-            pieces.insert(pieces.end(), more.begin(), more.end());
-        };
-        if (turns_ == 0 && !args_.system.empty()) add(fmt.message_pieces({"system", args_.system}));
-        if (turns_ > 0) add({{fmt.assistant_end(), true}});
-        add(fmt.message_pieces({"user", user}));
-        add({{fmt.assistant_prefix(), true}});
-        // Only the format's markup may make control tokens; -s and the user's lines are text.
-        std::vector<int32_t> prompt = pending_;
-        bool first = session_->n_past == 0 && pending_.empty();
-        for (const ChatPiece& p : pieces) {
-            if (p.text.empty()) continue;
-            std::vector<int32_t> ids = tok.encode(p.text, /*add_special=*/first, p.markup);
-            prompt.insert(prompt.end(), ids.begin(), ids.end());
-            first = false;
+        ChatRequest r;
+        r.messages = messages_;
+        r.messages.push_back({{"role", "user"}, {"content", user}});
+        r.kwargs = kwargs_;
+        ChatPrompt p;
+        try {
+            p = templater_.prompt(r);
+        } catch (const Error&) {
+            // A reply cut inside a character is kept as the model wrote it (so that the session
+            // stays), which a template's string operations may refuse: then as UTF-8.
+            for (ojson& m : r.messages) m["content"] = to_utf8(m["content"].get<std::string>());
+            p = templater_.prompt(r);
         }
+
+        std::vector<int32_t> prompt;
+        const size_t kept = kept_prefix(p.tokens);
+        if (kept != SIZE_MAX) {
+            prompt = pending_;
+            prompt.insert(prompt.end(), p.tokens.begin() + kept, p.tokens.end());
+        } else {
+            if ((int64_t)p.tokens.size() >= session_->n_ctx)
+                fail("the conversation ({} tokens) no longer fits the context of {}",
+                     p.tokens.size(), session_->n_ctx);
+            session_ = engine_.new_session();
+            held_.clear();
+            pending_.clear();
+            prompt = p.tokens;
+        }
+
+        ChatOutputFormat format =
+            ChatOutputFormat::detect(templater_.source(), templater_.arch(), p.text);
+        format.tool_calls = ToolCallSyntax::none;  // no tools are offered here
+        ChatOutputParser parser(format);
+        bool reasoning_shown = false;
+        auto show = [&](const ChatDelta& d) {
+            if (!d.reasoning_content.empty()) {
+                std::fputs(d.reasoning_content.c_str(), stderr);
+                reasoning_shown = true;
+            }
+            if (!d.content.empty()) {
+                if (reasoning_shown) std::fputc('\n', stderr), reasoning_shown = false;
+                std::fwrite(d.content.data(), 1, d.content.size(), stdout);
+                std::fflush(stdout);
+            }
+        };
 
         GenerateOptions go;
         go.n_predict = args_.n_predict;
         go.is_eog = [&tok](int32_t t) { return tok.is_eog(t); };
         tokenizer::StreamDecoder dec(tok);
-        int32_t last = -1;
+        std::vector<int32_t> reply;
         bool ended = false;
         auto on_token = [&](int32_t t) {
-            last = t;
             if (tok.is_eog(t)) {
                 ended = true;
                 return true;
             }
-            std::string piece = dec.push(t);
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
+            reply.push_back(t);
+            show(parser.push(dec.push(t)));
             return true;
         };
+        // generate() refuses a prompt that does not fit before feeding any of it: the session
+        // and the conversation stay as they were.
         GenerateStats st = generate(engine_.executor(), *session_, sampler_, prompt, go, on_token);
-        std::string rest = dec.flush();
-        std::fwrite(rest.data(), 1, rest.size(), stdout);
+        pending_.clear();
+        show(parser.push(dec.flush()));
+        show(parser.finish().delta);
+        if (reasoning_shown) std::fputc('\n', stderr);
         std::fputc('\n', stdout);
         std::fflush(stdout);
-        // The last sampled token was not fed to the model. An end-of-turn token is written again
-        // by assistant_end(); any other token must go in before it.
-        pending_.clear();
-        if (!ended && last >= 0) pending_.push_back(last);
-        ++turns_;
+
+        // The session now holds the prompt and the reply but its last token (a sampled token is
+        // fed only when another follows); that one is sent first next turn. An end-of-turn
+        // token is not kept: the template writes the turn's end itself.
+        for (int32_t t : prompt) held_ += tok.token_text(t);
+        std::string text;
+        for (int32_t t : reply) text += tok.token_text(t);
+        held_ += text;
+        if (!ended && !reply.empty()) pending_.push_back(reply.back());
+        // The reply goes into the history as the model wrote it (thinking included), for the
+        // template to render as it renders history.
+        messages_ = r.messages;
+        messages_.push_back({{"role", "assistant"}, {"content", text}});
         if (st.stopped_at_context)
             std::fprintf(stderr,
                          "deltallm: the context is full (%lld tokens); /reset to start over\n",
@@ -98,29 +173,50 @@ class Conversation {
     }
 
   private:
+    // How many tokens of the rendering spell the text the session holds (their ends must fall
+    // together), or SIZE_MAX when the rendering does not start with that text.
+    size_t kept_prefix(const std::vector<int32_t>& tokens) const {
+        const tokenizer::Tokenizer& tok = engine_.tokenizer();
+        size_t at = 0;
+        for (size_t k = 0; k <= tokens.size(); ++k) {
+            if (at == held_.size()) return k;
+            if (k == tokens.size()) break;
+            const std::string t = tok.token_text(tokens[k]);
+            if (held_.compare(at, t.size(), t) != 0) break;
+            at += t.size();
+        }
+        return SIZE_MAX;
+    }
+
     Engine& engine_;
     const ChatArgs& args_;
     Sampler sampler_;
+    const ChatTemplater& templater_;
+    ojson kwargs_;
     std::unique_ptr<SessionState> session_;
-    std::vector<int32_t> pending_;
-    int turns_ = 0;
+    ojson messages_;
+    std::string held_;              // the text of the tokens in the session, and of pending_
+    std::vector<int32_t> pending_;  // the reply's last token, sampled but not yet fed
 };
 
 int chat(const ChatArgs& a) {
     if (a.n_predict < -1)
         fail("-n must be -1 (until the end of the turn) or more, not {}", a.n_predict);
-    Thinking thinking = Thinking::model_default;
+    // --think maps to the templates' enable_thinking switch; auto leaves it unset.
+    ojson kwargs = ojson::object();
     if (a.think == "on")
-        thinking = Thinking::on;
+        kwargs["enable_thinking"] = true;
     else if (a.think == "off")
-        thinking = Thinking::off;
+        kwargs["enable_thinking"] = false;
     else if (a.think != "auto")
         fail("--think must be auto, on or off, not '{}'", a.think);
     SamplerParams sp = a.sampling.params();
+    const std::string template_source =
+        a.template_file.empty() ? std::string() : read_text_file(a.template_file);
 
     std::unique_ptr<Engine> engine = a.model.open();
-    engine->tokenizer();  // fail now, not at the first turn
-    engine->chat_format().set_thinking(thinking);
+    // Fail now, not at the first turn.
+    ChatTemplater templater(engine->tokenizer(), engine->model().hp.arch_name, template_source);
     const bool interactive = isatty(STDIN_FILENO) == 1;
     if (interactive)
         std::fprintf(
@@ -131,7 +227,7 @@ int chat(const ChatArgs& a) {
             engine->executor().name().c_str());
 
     announce_context(*engine);
-    Conversation conv(*engine, a, sp);
+    Conversation conv(*engine, a, sp, templater, kwargs);
     std::string line;
     bool failed_turns = false;
     for (;;) {
@@ -179,6 +275,8 @@ Registrar reg("chat", "chat with a model in its chat format (stdin: one message 
                   app.add_option("-s,--system", a->system, "system message");
                   app.add_option("--think", a->think, "thinking block: auto, on or off")
                       ->capture_default_str();
+                  app.add_option("--chat-template-file", a->template_file,
+                                 "a Jinja chat template to use instead of the model's");
                   app.add_option("-n,--n-predict", a->n_predict,
                                  "most tokens per reply (-1: until the end of the turn)")
                       ->capture_default_str();
