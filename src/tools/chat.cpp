@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -58,9 +59,9 @@ std::string to_utf8(const std::string& s) {
 // sampled), which a fresh tokenization of the same text need not reproduce, so the two are
 // compared as text, at a token boundary of the rendering. Templates may render history
 // differently from how it was generated (Qwen3 and Qwen3.5 drop earlier turns' reasoning and
-// empty thinking blocks): then the rendering no longer starts with the session's text, and the
-// session is started again and the whole conversation prefilled, so that the model always sees
-// exactly what its template makes of the conversation.
+// empty thinking blocks): then the session goes back to a snapshot taken at the end of the last
+// user message, if the rendering still starts with that, or else starts over with the whole
+// conversation, so that the model always sees exactly what its template makes of it.
 class Conversation {
   public:
     Conversation(Engine& engine, const ChatArgs& a, SamplerParams sp, const ChatTemplater& tmpl,
@@ -77,6 +78,7 @@ class Conversation {
             messages_.push_back({{"role", "system"}, {"content", args_.system}});
         held_.clear();
         pending_.clear();
+        snapshot_.reset();
     }
 
     // Sends one user message and streams the reply to stdout (its reasoning to stderr).
@@ -96,19 +98,64 @@ class Conversation {
             p = templater_.prompt(r);
         }
 
+        Executor& ex = engine_.executor();
+        size_t kept = kept_prefix(p.tokens, held_);
+        if (kept == SIZE_MAX && snapshot_) {
+            const size_t k = kept_prefix(p.tokens, snapshot_text_);
+            if (k != SIZE_MAX && ex.restore(*session_, *snapshot_)) {
+                held_ = snapshot_text_;
+                pending_.clear();
+                kept = k;
+                log::debug("chat: the session goes back to the end of the last user turn");
+            }
+        }
+        if (kept == SIZE_MAX)
+            log::debug(
+                "chat: the rendering parts from the session: the conversation is prefilled again");
         std::vector<int32_t> prompt;
-        const size_t kept = kept_prefix(p.tokens);
         if (kept != SIZE_MAX) {
             prompt = pending_;
             prompt.insert(prompt.end(), p.tokens.begin() + kept, p.tokens.end());
+            if (session_->n_past + (int64_t)prompt.size() > session_->n_ctx)
+                fail(
+                    "the turn of {} tokens does not fit the context of {} tokens ({} already used)",
+                    prompt.size(), session_->n_ctx, session_->n_past);
         } else {
             if ((int64_t)p.tokens.size() >= session_->n_ctx)
                 fail("the conversation ({} tokens) no longer fits the context of {}",
                      p.tokens.size(), session_->n_ctx);
             session_ = engine_.new_session();
+            snapshot_.reset();
             held_.clear();
             pending_.clear();
+            kept = 0;
             prompt = p.tokens;
+        }
+
+        // The session is kept at the end of the user's turn too, before the generation prompt:
+        // templates that render past turns differently from how they were generated still
+        // render the conversation up to there the same next turn, so only the rest is prefilled
+        // again. That part is prefilled on its own for the snapshot.
+        const size_t turn_end = user_turn_end(r, p.tokens);
+        int64_t n_first = 0;
+        double first_seconds = 0;
+        if (turn_end > kept && turn_end < p.tokens.size()) {
+            const size_t split = pending_.size() + (turn_end - kept);
+            std::vector<int32_t> first(prompt.begin(), prompt.begin() + split);
+            std::vector<float> logits;
+            const auto t0 = std::chrono::steady_clock::now();
+            ex.prefill(*session_, first, LogitsRows::last, logits);
+            first_seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            n_first = (int64_t)first.size();
+            for (size_t i = 0; i < first.size(); ++i) {
+                sampler_.accept(first[i]);
+                if (i >= pending_.size()) held_ += tok.token_text(first[i]);
+            }
+            pending_.clear();
+            prompt.erase(prompt.begin(), prompt.begin() + split);
+            snapshot_ = ex.snapshot(*session_);
+            snapshot_text_ = held_;
         }
 
         ChatOutputFormat format =
@@ -143,10 +190,9 @@ class Conversation {
             show(parser.push(dec.push(t)));
             return true;
         };
-        // generate() refuses a prompt that does not fit before feeding any of it: the session
-        // and the conversation stay as they were.
-        GenerateStats st = generate(engine_.executor(), *session_, sampler_, prompt, go, on_token);
-        pending_.clear();
+        GenerateStats st = generate(ex, *session_, sampler_, prompt, go, on_token);
+        st.n_prompt += n_first;
+        st.prompt_seconds += first_seconds;
         show(parser.push(dec.flush()));
         show(parser.finish().delta);
         if (reasoning_shown) std::fputc('\n', stderr);
@@ -156,7 +202,9 @@ class Conversation {
         // The session now holds the prompt and the reply but its last token (a sampled token is
         // fed only when another follows); that one is sent first next turn. An end-of-turn
         // token is not kept: the template writes the turn's end itself.
-        for (int32_t t : prompt) held_ += tok.token_text(t);
+        // (held_ has the text of pending_ already.)
+        for (size_t i = pending_.size(); i < prompt.size(); ++i) held_ += tok.token_text(prompt[i]);
+        pending_.clear();
         std::string text;
         for (int32_t t : reply) text += tok.token_text(t);
         held_ += text;
@@ -175,17 +223,32 @@ class Conversation {
   private:
     // How many tokens of the rendering spell the text the session holds (their ends must fall
     // together), or SIZE_MAX when the rendering does not start with that text.
-    size_t kept_prefix(const std::vector<int32_t>& tokens) const {
+    size_t kept_prefix(const std::vector<int32_t>& tokens, const std::string& held) const {
         const tokenizer::Tokenizer& tok = engine_.tokenizer();
         size_t at = 0;
         for (size_t k = 0; k <= tokens.size(); ++k) {
-            if (at == held_.size()) return k;
+            if (at == held.size()) return k;
             if (k == tokens.size()) break;
             const std::string t = tok.token_text(tokens[k]);
-            if (held_.compare(at, t.size(), t) != 0) break;
+            if (held.compare(at, t.size(), t) != 0) break;
             at += t.size();
         }
         return SIZE_MAX;
+    }
+
+    // The tokens of the rendering up to the end of the new user message: where it parts from
+    // the same conversation rendered without a generation prompt.
+    size_t user_turn_end(const ChatRequest& r, const std::vector<int32_t>& tokens) const {
+        ChatRequest without = r;
+        without.add_generation_prompt = false;
+        try {
+            const std::vector<int32_t> t = templater_.prompt(without).tokens;
+            size_t n = 0;
+            while (n < t.size() && n < tokens.size() && t[n] == tokens[n]) ++n;
+            return n;
+        } catch (const Error&) {
+            return 0;
+        }
     }
 
     Engine& engine_;
@@ -197,6 +260,8 @@ class Conversation {
     ojson messages_;
     std::string held_;              // the text of the tokens in the session, and of pending_
     std::vector<int32_t> pending_;  // the reply's last token, sampled but not yet fed
+    std::unique_ptr<SessionSnapshot> snapshot_;  // the session at the end of the last user turn
+    std::string snapshot_text_;                  // the text it holds
 };
 
 int chat(const ChatArgs& a) {
