@@ -1,7 +1,7 @@
 // `deltallm batch -m M -i prompts.jsonl -o out.jsonl [--parallel N]`: offline generation for many
 // prompts at once through the scheduler (engine/scheduler.h), the way evaluations run. Each input
-// line is a JSON object with "prompt" (text) or "messages" (a chat, in the model's format) and
-// optionally "id", "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p"; each output
+// line is a JSON object with "prompt" (text) or "messages" (a chat, rendered by the model's own
+// chat template, with optional "tools" and "chat_template_kwargs") and optionally "id", "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p"; each output
 // line, in input order, holds the text, the token counts and the timings. Every line is checked
 // before any work starts, and the output file appears only complete (core/output_file.h).
 #include <unistd.h>
@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/output_file.h"
 #include "core/printable.h"
+#include "engine/chat_template.h"
 #include "engine/scheduler.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/common.h"
@@ -63,7 +64,7 @@ T field(const json& j, const char* name, T fallback, size_t line) {
 std::vector<Line> read_lines(const std::string& text, const Engine& engine, const BatchArgs& a,
                              const SamplerParams& base) {
     const tokenizer::Tokenizer& tok = engine.tokenizer();
-    const ChatFormat& fmt = engine.chat_format();
+    const ChatTemplater templater(tok, engine.model().hp.arch_name);
     std::vector<Line> lines;
     std::istringstream in(text);
     std::string raw;
@@ -89,28 +90,17 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
             if (!j["prompt"].is_string()) fail("line {}: \"prompt\" must be a string", n);
             r.prompt = tok.encode(j["prompt"].get<std::string>(), true, false);
         } else {
-            const json& m = j["messages"];
-            if (!m.is_array() || m.empty())
+            // The model's own chat template; only its markup makes control tokens.
+            ChatRequest chat;
+            chat.messages = j["messages"];
+            if (auto it = j.find("tools"); it != j.end()) chat.tools = *it;
+            if (auto it = j.find("chat_template_kwargs"); it != j.end()) chat.kwargs = *it;
+            if (!chat.messages.is_array() || chat.messages.empty())
                 fail("line {}: \"messages\" must be a non-empty array", n);
-            std::vector<ChatPiece> pieces;
-            for (const json& msg : m) {
-                if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string() ||
-                    !msg.contains("content") || !msg["content"].is_string())
-                    fail("line {}: each message needs a string \"role\" and \"content\"", n);
-                const std::string role = msg["role"];
-                if (role != "system" && role != "user" && role != "assistant")
-                    fail("line {}: unknown role '{}'", n, printable(role));
-                auto p = fmt.message_pieces({role, msg["content"].get<std::string>()});
-                pieces.insert(pieces.end(), p.begin(), p.end());
-            }
-            pieces.push_back({fmt.assistant_prefix(), true});
-            bool first = true;
-            // Only the format's markup makes control tokens; message text is text.
-            for (const ChatPiece& p : pieces) {
-                if (p.text.empty()) continue;
-                auto ids = tok.encode(p.text, first, p.markup);
-                r.prompt.insert(r.prompt.end(), ids.begin(), ids.end());
-                first = false;
+            try {
+                r.prompt = templater.prompt(chat).tokens;
+            } catch (const Error& e) {
+                fail("line {}: {}", n, e.what());
             }
         }
         if (r.prompt.empty()) fail("line {}: the prompt is empty", n);

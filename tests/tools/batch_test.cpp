@@ -91,7 +91,7 @@ TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
     check("{\"prompt\":5}\n", "\"prompt\" must be a string");
     check("{\"prompt\":\"a\",\"max_tokens\":0}\n", "max_tokens");
     check("{\"prompt\":\"a\",\"max_tokens\":\"many\"}\n", "wrong type");
-    check("{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}\n", "unknown role");
+    check("{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}\n", "role must be");
     check("\n\n", "holds no prompts");
     auto r = test::deltallm_run("batch -i " + in + " -o " + out + " --parallel 0");
     test::expect_one_error_line(r, "--parallel 0", "--parallel");
