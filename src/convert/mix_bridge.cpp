@@ -18,6 +18,7 @@ QType mix_type(const OutputType& out, const Plan& plan, const PlannedTensor& t, 
     mt.name = t.name;
     mt.ne = t.ne;
     mt.n_layer = (int)plan.n_layer;
+    mt.n_expert = plan.n_expert;
     mt.has_output = has_output;
     return quant::mix_tensor_type(quant::parse_mix(out.name), mt);
 }

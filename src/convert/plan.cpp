@@ -65,8 +65,11 @@ OutputType parse_output_type(const std::string& name) {
 static bool is_plain_f32(const PlannedTensor& t) {
     // Norms, biases, ssm_a, dt bias and the conv taps are read once per token as floats and are
     // tiny: every llama.cpp output keeps them in f32.
+    // The router (ffn_gate_inp) is small and decides which experts run: llama-quantize never
+    // quantizes it either.
     return t.ne.size() < 2 || t.name.find("ssm_conv1d") != std::string::npos ||
-           t.name.find("rope_freqs") != std::string::npos;
+           t.name.find("rope_freqs") != std::string::npos ||
+           t.name.find("ffn_gate_inp.weight") != std::string::npos;
 }
 
 QType stored_type(const OutputType& out, const Plan& plan, const PlannedTensor& t,

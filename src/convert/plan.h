@@ -28,6 +28,7 @@ struct PlannedTensor {
 struct Plan {
     std::string arch;     // general.architecture
     int64_t n_layer = 0;  // trunk blocks (mixes vary types by layer)
+    int n_expert = 0;     // experts per layer (mixes treat some MoE tensors apart)
     std::vector<std::pair<std::string, gguf::Value>> kv;
     std::vector<PlannedTensor> tensors;
 

@@ -16,6 +16,7 @@ void quantize_gguf(const std::string& in_path, const std::string& out_path,
     plan.arch = file->get_string("general.architecture", "");
     if (plan.arch.empty()) fail("{}: general.architecture is missing", in_path);
     plan.n_layer = file->get_int(plan.arch + ".block_count", 0);
+    plan.n_expert = (int)file->get_int(plan.arch + ".expert_count", 0);
     for (const auto& [k, v] : file->metadata()) plan.set(k, v);
     for (const gguf::TensorInfo& ti : file->tensors()) {
         const uint8_t* data = ti.data;

@@ -21,7 +21,15 @@ struct Shape {
     bool tied = false;
     double rope_base = 1e6;
     int64_t ctx = 32768;
+    // Mixture of experts: experts, used per token, an expert's and the shared expert's width.
+    int64_t n_expert = 0, n_used = 0, ffn_exp = 0, ffn_shexp = 0;
 };
+
+// The dense family of an architecture name (qwen35moe -> qwen35).
+std::string_view family(std::string_view arch) {
+    return arch.size() > 3 && arch.substr(arch.size() - 3) == "moe" ? arch.substr(0, arch.size() - 3)
+                                                                  : arch;
+}
 
 // Hidden size, layers, FFN, attention heads / kv heads x head dim, DeltaNet heads, tied head:
 // from the models' published configurations.
@@ -38,6 +46,15 @@ const Shape kShapes[] = {
     {"llama", "tiny", 1024, 256, 4, 512, 4, 2, 64, 0, 0, 0, false, 5e5, 4096},
     {"llama", "1b", 128256, 2048, 16, 8192, 32, 8, 64, 0, 0, 0, true, 5e5, 131072},
     {"llama", "8b", 128256, 4096, 32, 14336, 32, 8, 128, 0, 0, 0, false, 5e5, 8192},
+    // Mixture of experts (ffn: no dense FFN, 0). Qwen3.5-35B-A3B: 40 layers (10 attention),
+    // 256 experts of 512 with 8 used and a shared expert of 512; Qwen3-30B-A3B: 48 layers, 128
+    // experts of 768 with 8 used.
+    {"qwen35moe", "tiny", 1024, 256, 4, 0, 4, 2, 64, 2, 4, 64, false, 1e7, 4096, 8, 2, 256, 256},
+    {"qwen35moe", "35b-a3b", 248320, 2048, 40, 0, 16, 2, 256, 16, 32, 128, false, 1e7, 262144,
+     256, 8, 512, 512},
+    {"qwen3moe", "tiny", 1024, 256, 4, 0, 4, 2, 64, 0, 0, 0, false, 1e6, 4096, 8, 2, 256, 0},
+    {"qwen3moe", "30b-a3b", 151936, 2048, 48, 0, 32, 4, 128, 0, 0, 0, false, 1e6, 40960, 128, 8,
+     768, 0},
 };
 
 const Shape& find_shape(const std::string& arch, const std::string& name) {
@@ -48,7 +65,9 @@ const Shape& find_shape(const std::string& arch, const std::string& name) {
             if (name == s.name) return s;
         }
     }
-    if (!arch_known) fail("synth: unknown architecture '{}' (use qwen35, qwen3 or llama)", arch);
+    if (!arch_known)
+        fail("synth: unknown architecture '{}' (use qwen35, qwen35moe, qwen3, qwen3moe or llama)",
+             arch);
     std::string names;
     for (const std::string& n : synth_shapes(arch)) names += (names.empty() ? "" : ", ") + n;
     fail("synth: unknown shape '{}' for {} (use {})", name, arch, names);
@@ -81,7 +100,7 @@ std::string byte_token(int b) {
 // a merge of an earlier token with a byte token (so every merge's parts exist before it), then the
 // special tokens.
 void plan_vocab(const Shape& s, uint64_t seed, Plan& plan) {
-    const bool llama = std::string_view(s.arch) == "llama";
+    const bool llama = family(s.arch) == "llama";
     std::vector<std::string> specials =
         llama ? std::vector<std::string>{"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>",
                                          "<|start_header_id|>", "<|end_header_id|>"}
@@ -124,7 +143,7 @@ void plan_vocab(const Shape& s, uint64_t seed, Plan& plan) {
     plan.set("tokenizer.ggml.model", gguf::Value::str("gpt2"));
     plan.set("tokenizer.ggml.pre",
              gguf::Value::str(llama                                  ? "llama-bpe"
-                              : std::string_view(s.arch) == "qwen35" ? "qwen35"
+                              : family(s.arch) == "qwen35" ? "qwen35"
                                                                      : "qwen2"));
     plan.set("tokenizer.ggml.tokens", gguf::Value::array_of_strings(std::move(tokens)));
     plan.set("tokenizer.ggml.token_type", gguf::Value::array_of_i32(std::move(types)));
@@ -168,10 +187,11 @@ std::vector<std::string> synth_shapes(const std::string& arch) {
 
 static Plan synth_plan(const SynthOptions& o) {
     const Shape& s = find_shape(o.arch, o.shape);
-    const bool q35 = std::string_view(s.arch) == "qwen35";
+    const bool q35 = family(s.arch) == "qwen35";
     Plan plan;
     plan.arch = s.arch;
     plan.n_layer = s.n_layer;
+    plan.n_expert = (int)s.n_expert;
     const std::string a = plan.arch + ".";
     auto u32 = [](int64_t x) { return gguf::Value::u32((uint32_t)x); };
     plan.set("general.architecture", gguf::Value::str(plan.arch));
@@ -180,7 +200,14 @@ static Plan synth_plan(const SynthOptions& o) {
     plan.set(a + "context_length", u32(s.ctx));
     plan.set(a + "embedding_length", u32(s.E));
     plan.set(a + "block_count", u32(s.n_layer));
-    plan.set(a + "feed_forward_length", u32(s.ffn));
+    if (s.n_expert > 0) {
+        plan.set(a + "expert_count", u32(s.n_expert));
+        plan.set(a + "expert_used_count", u32(s.n_used));
+        plan.set(a + "expert_feed_forward_length", u32(s.ffn_exp));
+        if (s.ffn_shexp > 0) plan.set(a + "expert_shared_feed_forward_length", u32(s.ffn_shexp));
+    } else {
+        plan.set(a + "feed_forward_length", u32(s.ffn));
+    }
     plan.set(a + "attention.head_count", u32(s.n_head));
     plan.set(a + "attention.head_count_kv", u32(s.n_kv));
     plan.set(a + "rope.freq_base", gguf::Value::f32((float)s.rope_base));
@@ -198,7 +225,7 @@ static Plan synth_plan(const SynthOptions& o) {
         plan.set(a + "full_attention_interval", u32(4));
     } else {
         plan.set(a + "rope.dimension_count", u32(s.D));
-        if (std::string_view(s.arch) == "llama") plan.set(a + "vocab_size", u32(s.n_vocab));
+        if (family(s.arch) == "llama") plan.set(a + "vocab_size", u32(s.n_vocab));
     }
     plan_vocab(s, o.seed, plan);
 
@@ -245,15 +272,29 @@ static Plan synth_plan(const SynthOptions& o) {
             matrix(b + "attn_k.weight", E, s.n_kv * D);
             matrix(b + "attn_v.weight", E, s.n_kv * D);
             matrix(b + "attn_output.weight", s.n_head * D, E);
-            if (std::string_view(s.arch) != "llama") {
+            if (family(s.arch) != "llama") {
                 add(b + "attn_q_norm.weight", {D}, 1.f, 0.05f);
                 add(b + "attn_k_norm.weight", {D}, 1.f, 0.05f);
             }
         }
         add(b + (q35 ? "post_attention_norm.weight" : "ffn_norm.weight"), {E}, 1.f, 0.05f);
-        matrix(b + "ffn_gate.weight", E, s.ffn);
-        matrix(b + "ffn_up.weight", E, s.ffn);
-        matrix(b + "ffn_down.weight", s.ffn, E);
+        if (s.n_expert > 0) {
+            const int64_t F = s.ffn_exp, X = s.n_expert;
+            matrix(b + "ffn_gate_inp.weight", E, X);
+            add(b + "ffn_gate_exps.weight", {E, F, X}, 0.f, 1.f / std::sqrt((float)E));
+            add(b + "ffn_up_exps.weight", {E, F, X}, 0.f, 1.f / std::sqrt((float)E));
+            add(b + "ffn_down_exps.weight", {F, E, X}, 0.f, 1.f / std::sqrt((float)F));
+            if (s.ffn_shexp > 0) {
+                add(b + "ffn_gate_inp_shexp.weight", {E}, 0.f, 1.f / std::sqrt((float)E));
+                matrix(b + "ffn_gate_shexp.weight", E, s.ffn_shexp);
+                matrix(b + "ffn_up_shexp.weight", E, s.ffn_shexp);
+                matrix(b + "ffn_down_shexp.weight", s.ffn_shexp, E);
+            }
+        } else {
+            matrix(b + "ffn_gate.weight", E, s.ffn);
+            matrix(b + "ffn_up.weight", E, s.ffn);
+            matrix(b + "ffn_down.weight", s.ffn, E);
+        }
     }
     add("output_norm.weight", {E}, 1.f, 0.05f);
     if (!s.tied) matrix("output.weight", E, s.n_vocab);

@@ -184,15 +184,25 @@ ModelFacts model_facts(const Model& m) {
     f.tg_bytes = m.weight_bytes();
     if (m.tok_embd && m.output != m.tok_embd)
         f.tg_bytes -= m.tok_embd->nbytes - m.tok_embd->row_bytes();
-    auto add = [&](const Tensor* t) {
+    // A token multiplies its k chosen experts of each stack, not all of them: a fraction of the
+    // stack's parameters (and of its bytes, which the read floor must not count).
+    const Hparams& hp = m.hp;
+    const double used = hp.n_expert > 0 ? double(hp.n_expert_used) / double(hp.n_expert) : 1.0;
+    auto add = [&](const Tensor* t, double part = 1.0) {
         if (!t) return;
-        f.matmul_params += (uint64_t)t->n_elements();
-        if (quant::vec_dot_type(t->type) != QType::F32) f.int8_params += (uint64_t)t->n_elements();
+        const auto n = (uint64_t)(double(t->n_elements()) * part);
+        f.matmul_params += n;
+        if (quant::vec_dot_type(t->type) != QType::F32) f.int8_params += n;
     };
     for (const Layer& l : m.layers) {
         for (const Tensor* t : {l.ffn_gate, l.ffn_up, l.ffn_down, l.wq, l.wk, l.wv, l.wo, l.ssm_qkv,
-                                l.ssm_z, l.ssm_beta, l.ssm_alpha, l.ssm_out})
+                                l.ssm_z, l.ssm_beta, l.ssm_alpha, l.ssm_out, l.ffn_gate_inp,
+                                l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp})
             add(t);
+        for (const Tensor* t : {l.ffn_gate_exps, l.ffn_up_exps, l.ffn_gate_up_exps, l.ffn_down_exps}) {
+            add(t, used);
+            if (t) f.tg_bytes -= (uint64_t)(double(t->nbytes) * (1.0 - used));
+        }
     }
     add(m.output);
     return f;

@@ -126,13 +126,17 @@ const Placement* Plan::find(const Tensor* t) const {
 }
 
 std::string Plan::describe() const {
+    // Each further sequence needs its own KV rows and recurrent state; the rest is shared.
+    const uint64_t shared = weight_bytes + param_bytes + scratch_bytes;
+    const uint64_t per_seq = kv_bytes + recurrent_bytes;
+    const uint64_t fit = budget_bytes > shared && per_seq > 0 ? (budget_bytes - shared) / per_seq : 0;
     return fmt::format(
         "weights {} in {} slab{}, parameters {}, KV cache {} ({} tokens), recurrent state {}, "
         "scratch {}: "
-        "total {} of {} budget; kernels {}; {}",
+        "total {} of {} budget ({} sequence{} of {} tokens fit); kernels {}; {}",
         gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes),
         gib(kv_bytes), n_ctx, gib(recurrent_bytes), gib(scratch_bytes), gib(total()),
-        gib(budget_bytes), variant_name(variant),
+        gib(budget_bytes), fit, fit == 1 ? "" : "s", n_ctx, variant_name(variant),
         window > 0 ? fmt::format("prefill in windows of {} rows{}", window,
                                  window_attention_tensor_cores ? ", attention on tensor cores" : "")
                    : "prefill token by token: " + window_decline);

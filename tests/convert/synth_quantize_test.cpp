@@ -107,6 +107,54 @@ TEST(Synth, TinyModelsRunOnTheCpuChain) {
     }
 }
 
+// Mixture-of-experts shapes: the q4_k_m mix keeps the router in f32 (llama-quantize never
+// quantizes ffn_gate_inp), gives the expert down stacks of the "more bits" layers (2 and 3 of 4)
+// Q6_K as it does ffn_down, and the rest Q4_K; the files load as experts and run finite.
+TEST(Synth, TinyMoeModelsTypesAndRun) {
+    for (const char* arch : {"qwen35moe", "qwen3moe"}) {
+        dl::convert::SynthOptions o;
+        o.arch = arch;
+        o.shape = "tiny";
+        o.type = "q4_k_m";
+        const std::string path = tmp(std::string("synth_tiny_") + arch + ".gguf");
+        dl::convert::synth(o, path);
+        {
+            dl::gguf::File f = dl::gguf::File::open(path);
+            EXPECT_EQ(f.get_int(std::string(arch) + ".expert_count"), 8);
+            for (int il = 0; il < 4; ++il) {
+                const std::string b = "blk." + std::to_string(il) + ".";
+                auto type = [&](const std::string& n) {
+                    const auto* t = f.tensor(b + n);
+                    EXPECT_TRUE(t) << b + n;
+                    return t ? t->type : dl::QType::F32;
+                };
+                EXPECT_EQ(type("ffn_gate_inp.weight"), dl::QType::F32) << arch;
+                EXPECT_EQ(type("ffn_gate_exps.weight"), dl::QType::Q4_K) << arch;
+                EXPECT_EQ(type("ffn_up_exps.weight"), dl::QType::Q4_K) << arch;
+                EXPECT_EQ(type("ffn_down_exps.weight"), il >= 2 ? dl::QType::Q6_K : dl::QType::Q4_K)
+                    << arch << " layer " << il;
+                const bool shared = std::string(arch) == "qwen35moe";
+                EXPECT_EQ(f.tensor(b + "ffn_gate_inp_shexp.weight") != nullptr, shared);
+                if (shared) {
+                    EXPECT_EQ(type("ffn_gate_inp_shexp.weight"), dl::QType::F32);
+                }
+            }
+        }
+        auto model = dl::Model::load(path);
+        EXPECT_EQ(model->hp.ffn_kind, dl::FfnKind::experts);
+        dl::cpu::Chain chain(model);
+        auto s = chain.new_session(32);
+        std::vector<int32_t> ids = {1, 200, 3, 999, 42, 7};
+        std::vector<float> logits;
+        chain.prefill(*s, ids, dl::LogitsRows::last, logits);
+        double mean, sd;
+        mean_sd(logits, mean, sd);
+        for (float x : logits) ASSERT_TRUE(std::isfinite(x)) << arch;
+        EXPECT_GT(sd, 0.05) << arch;
+        fs::remove(path);
+    }
+}
+
 // A real Qwen3.5-0.8B Q4_K_M file's tensor names, shapes and types (llama.cpp's choices,
 // tests/data/quant/qwen35-0.8b.q4_k_m.types.json, shared with the mix tests) must be exactly those
 // of the synthetic file.
