@@ -59,6 +59,7 @@ void plan_llama_like(const std::shared_ptr<HfModel>& m, Plan& plan) {
 
     const std::string a = plan.arch + ".";
     plan_attention_keys(*m, plan, D);
+    const MoeSizes moe = m->moe ? plan_expert_keys(*m, plan) : MoeSizes{};
     plan.set(a + "rope.dimension_count", gguf::Value::u32((uint32_t)D));
     if (!qwen3) plan.set(a + "vocab_size", gguf::Value::u32((uint32_t)n_vocab));
 
@@ -115,6 +116,10 @@ void plan_llama_like(const std::shared_ptr<HfModel>& m, Plan& plan) {
         copy(b + "attn_v.weight", sa + "v_proj.weight", {n_kv * D, E});
         copy(b + "attn_output.weight", sa + "o_proj.weight", {E, n_head * D});
         copy(b + "ffn_norm.weight", h + "post_attention_layernorm.weight", {E});
+        if (m->moe) {
+            plan_moe_ffn(m, plan, moe, b, h);
+            continue;
+        }
         copy(b + "ffn_gate.weight", h + "mlp.gate_proj.weight", {ffn, E});
         copy(b + "ffn_up.weight", h + "mlp.up_proj.weight", {ffn, E});
         copy(b + "ffn_down.weight", h + "mlp.down_proj.weight", {E, ffn});

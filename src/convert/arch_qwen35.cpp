@@ -56,8 +56,8 @@ void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan) {
     const int64_t d_v = m->get_size("linear_value_head_dim");
     const int64_t K = m->get_size("linear_conv_kernel_dim", 4);
     const int64_t n_vocab = m->get_size("vocab_size");
-    if (m->has("num_experts") && m->get_int("num_experts") > 0)
-        fail("{}: Qwen3.5 MoE checkpoints are not supported (dense Qwen3.5 only)", m->dir);
+    if (!m->moe && m->has("num_experts") && m->get_int("num_experts") > 0)
+        fail("{}: config.json names experts but not a MoE architecture ({})", m->dir, m->hf_arch);
     if (d_k != d_v)
         fail(
             "{}: linear_key_head_dim {} differs from linear_value_head_dim {}, which a GGUF "
@@ -106,6 +106,7 @@ void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan) {
     const std::string a = plan.arch + ".";
     auto u32 = [](int64_t x) { return gguf::Value::u32((uint32_t)x); };
     plan_attention_keys(*m, plan, D);
+    const MoeSizes moe = m->moe ? plan_expert_keys(*m, plan) : MoeSizes{};
     plan.set(a + "rope.dimension_count", u32((int64_t)(D * partial)));
     plan.set(a + "rope.dimension_sections", gguf::Value::array_of_i32(sections));
     plan.set(a + "ssm.conv_kernel", u32(K));
@@ -199,6 +200,10 @@ void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan) {
             copy(b + "attn_k_norm.weight", sa + "k_norm.weight", {D}, 1.f);
         }
         copy(b + "post_attention_norm.weight", h + "post_attention_layernorm.weight", {E}, 1.f);
+        if (m->moe) {
+            plan_moe_ffn(m, plan, moe, b, h);
+            continue;
+        }
         copy(b + "ffn_gate.weight", h + "mlp.gate_proj.weight", {ffn, E});
         copy(b + "ffn_up.weight", h + "mlp.up_proj.weight", {ffn, E});
         copy(b + "ffn_down.weight", h + "mlp.down_proj.weight", {E, ffn});

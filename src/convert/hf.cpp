@@ -44,14 +44,23 @@ std::shared_ptr<HfModel> HfModel::open(const std::string& dir) {
     if (a == "Qwen3_5ForCausalLM" || a == "Qwen3_5ForConditionalGeneration" ||
         model_type == "qwen3_5" || model_type == "qwen3_5_text")
         m->arch = Arch::qwen35;
-    else if (a == "Qwen3ForCausalLM" || model_type == "qwen3")
+    else if (a == "Qwen3_5MoeForCausalLM" || a == "Qwen3_5MoeForConditionalGeneration" ||
+             model_type == "qwen3_5_moe" || model_type == "qwen3_5_moe_text") {
+        m->arch = Arch::qwen35;
+        m->moe = true;
+    } else if (a == "Qwen3MoeForCausalLM" || model_type == "qwen3_moe") {
+        m->arch = Arch::qwen3;
+        m->moe = true;
+    } else if (a == "Qwen3ForCausalLM" || model_type == "qwen3")
         m->arch = Arch::qwen3;
     else if (a == "LlamaForCausalLM" || model_type == "llama")
         m->arch = Arch::llama;
     else
         fail(
             "{}: unsupported architecture '{}' (supported: Qwen3_5ForCausalLM, "
-            "Qwen3_5ForConditionalGeneration, Qwen3ForCausalLM, LlamaForCausalLM)",
+            "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForCausalLM, "
+            "Qwen3_5MoeForConditionalGeneration, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+            "LlamaForCausalLM)",
             dir, a.empty() ? std::string("<none>") : a);
 
     m->ckpt = safetensors::Checkpoint::open(dir);
@@ -104,7 +113,8 @@ HfModel::TrunkSizes HfModel::trunk_sizes() const {
     TrunkSizes t;
     t.n_embd = get_size("hidden_size");
     t.n_layer = get_size("num_hidden_layers");
-    t.n_ff = get_size("intermediate_size");
+    // A mixture of experts has no dense FFN (its config may still name one).
+    t.n_ff = moe ? get_size("intermediate_size", 0) : get_size("intermediate_size");
     t.n_head = get_size("num_attention_heads");
     t.n_head_kv = get_size("num_key_value_heads", t.n_head);
     t.head_dim = get_size("head_dim", t.n_embd / t.n_head);
@@ -175,7 +185,7 @@ void plan_attention_keys(const HfModel& m, Plan& plan, int64_t head_dim) {
     plan.set(a + "context_length", u32(m.get_size("max_position_embeddings", 4096)));
     plan.set(a + "embedding_length", u32(m.get_size("hidden_size")));
     plan.set(a + "block_count", u32(m.get_size("num_hidden_layers")));
-    plan.set(a + "feed_forward_length", u32(m.get_size("intermediate_size")));
+    if (!m.moe) plan.set(a + "feed_forward_length", u32(m.get_size("intermediate_size")));
     const int64_t n_head = m.get_size("num_attention_heads");
     plan.set(a + "attention.head_count", u32(n_head));
     plan.set(a + "attention.head_count_kv", u32(m.get_size("num_key_value_heads", n_head)));
@@ -190,7 +200,7 @@ static Plan plan_hf(const std::string& hf_dir, const ConvertOptions& options,
                     std::shared_ptr<HfModel>& keep) {
     keep = HfModel::open(hf_dir);
     Plan plan;
-    plan.arch = arch_name(keep->arch);
+    plan.arch = arch_name(keep->arch) + (keep->moe ? "moe" : "");
     plan.n_layer = keep->get_size("num_hidden_layers");
     std::string name = options.name;
     if (name.empty()) name = fs::path(hf_dir).lexically_normal().filename().string();

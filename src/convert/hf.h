@@ -19,6 +19,7 @@ struct HfModel {
     std::string dir;
     std::string hf_arch;  // architectures[0] (or model_type when absent)
     Arch arch = Arch::llama;
+    bool moe = false;       // the family's mixture-of-experts variant (qwen3moe, qwen35moe)
     nlohmann::json config;  // config.json as written
     nlohmann::json text;    // the text model's config (text_config when nested)
     safetensors::Checkpoint ckpt;
@@ -53,6 +54,15 @@ struct HfModel {
     const safetensors::Tensor* tensor(const std::string& name) const;
     std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape) const;
 };
+
+// Mixture of experts (arch_moe.cpp): the expert keys of config.json, checked and written, and one
+// layer's router, stacked experts and shared expert ("blk.N." / "layers.N." prefixes).
+struct MoeSizes {
+    int64_t n_expert = 0, n_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
+};
+MoeSizes plan_expert_keys(const HfModel& m, Plan& plan);
+void plan_moe_ffn(const std::shared_ptr<HfModel>& m, Plan& plan, const MoeSizes& s,
+                  const std::string& b, const std::string& h);
 
 // Tensor plans per architecture (arch_*.cpp): metadata and tensors of the model itself.
 void plan_qwen35(const std::shared_ptr<HfModel>& m, Plan& plan);
