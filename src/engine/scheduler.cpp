@@ -278,6 +278,9 @@ int64_t Scheduler::chunk_length(const Slot& slot, int64_t room) const {
     int64_t end = pos + std::min(left, room);
     for (int64_t at : g.snapshot_at)
         if (at > pos && at < end) end = at;
+    const int64_t every = cache_ ? options_.snapshot_every : 0;
+    if (every > 0 && (pos / every + 1) * every < end)
+        end = (pos / every + 1) * every;
     const int64_t a = options_.chunk_align;
     if (a > 0 && end < (int64_t)g.prompt.size() && end / a * a > pos) end = end / a * a;
     return end - pos;
@@ -349,8 +352,9 @@ void Scheduler::run_step() {
             stats_.prompt_tokens += (int64_t)it.tokens.size();
         }
         const bool at_end_of_prompt = slot.prompt_done == (int64_t)g.prompt.size();
+        const int64_t every = options_.snapshot_every;
         if (cache_ && !decoding &&
-            (at_end_of_prompt ||
+            (at_end_of_prompt || (every > 0 && slot.prompt_done % every == 0) ||
              std::find(g.snapshot_at.begin(), g.snapshot_at.end(), slot.prompt_done) !=
                  g.snapshot_at.end()))
             cache_->put(slot.fed, *slot.session);

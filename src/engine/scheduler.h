@@ -36,6 +36,10 @@ struct SchedulerOptions {
     // where the prefix cache keeps snapshots). 0: no alignment.
     int64_t chunk_align = 256;
     uint64_t prefix_cache_bytes = 0;  // 0: no prefix cache
+    // With the cache, also keep a snapshot each time a prompt's prefill reaches a multiple of
+    // this many tokens (a multiple of chunk_align), so prompts that share a long beginning (a
+    // system prompt, a document) and then differ start from the last such point. 0: off.
+    int64_t snapshot_every = 0;
     std::function<bool(int32_t)> is_eog;
 };
 

@@ -270,6 +270,43 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
     EXPECT_EQ(warm.stats().cached_tokens, 51 + 24);
 }
 
+// Prompts that share a long beginning and then differ (one system prompt, many questions): with
+// snapshots every 16 tokens the second starts from the last multiple of 16 inside the shared part,
+// and answers exactly as cold.
+TEST_P(PrefixCacheHit, ASharedBeginningHitsAtTheLastBoundaryInsideIt) {
+    auto model = model_for(GetParam());
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    SchedulerOptions o;
+    o.parallel = 1;
+    o.n_ctx = 128;
+    o.token_budget = 64;
+    o.chunk_align = 16;
+    o.snapshot_every = 16;
+    o.prefix_cache_bytes = 64u << 20;
+    auto run = [&](Scheduler& s, const GenerationRequest& r) {
+        Collector c(1);
+        EXPECT_GT(s.submit(r, c.sink(0)), 0u);
+        c.wait_all();
+        return c[0];
+    };
+    const auto system = tokens_for(45, V, 21);
+    GenerationRequest a, b;
+    a.sampling = b.sampling = greedy();
+    a.max_tokens = b.max_tokens = 5;
+    a.prompt = b.prompt = system;
+    const auto qa = tokens_for(9, V, 22), qb = tokens_for(12, V, 23);
+    a.prompt.insert(a.prompt.end(), qa.begin(), qa.end());
+    b.prompt.insert(b.prompt.end(), qb.begin(), qb.end());
+    Scheduler warm(chain, o);
+    EXPECT_EQ(run(warm, a).done.cached_tokens, 0);
+    const Result hit = run(warm, b);
+    EXPECT_EQ(hit.done.cached_tokens, 32);  // 48 is past the shared 45
+    o.prefix_cache_bytes = 0;
+    Scheduler cold(chain, o);
+    EXPECT_EQ(hit.tokens, run(cold, b).tokens);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheHit, ::testing::Values("qwen35", "qwen3", "llama"));
 
 // A budget that holds about two snapshots: the least recently used go, the bytes stay under the
