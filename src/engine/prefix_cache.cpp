@@ -24,8 +24,8 @@ std::vector<uint64_t> prefix_hashes(std::span<const int32_t> tokens) {
     return h;
 }
 
-PrefixCache::PrefixCache(Executor& executor, uint64_t byte_budget)
-    : executor_(executor), budget_(byte_budget) {}
+PrefixCache::PrefixCache(Executor& executor, uint64_t byte_budget, uint64_t host_budget)
+    : executor_(executor), budget_(byte_budget), host_budget_(host_budget) {}
 
 void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& session) {
     if (tokens.empty() || budget_ == 0 || (int64_t)tokens.size() != session.n_past) return;
@@ -64,13 +64,30 @@ int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens
 }
 
 void PrefixCache::evict_to(uint64_t budget) {
-    while (bytes_ > budget && !entries_.empty()) {
-        auto oldest = std::min_element(entries_.begin(), entries_.end(),
-                                       [](const Entry& a, const Entry& b) {
-                                           return a.last_used < b.last_used;
-                                       });
-        bytes_ -= oldest->snapshot->bytes;
-        entries_.erase(oldest);
+    auto oldest = [&](bool spilled) {
+        auto best = entries_.end();
+        for (auto it = entries_.begin(); it != entries_.end(); ++it)
+            if (it->snapshot->spilled == spilled &&
+                (best == entries_.end() || it->last_used < best->last_used))
+                best = it;
+        return best;
+    };
+    while (bytes_ > budget) {
+        auto it = oldest(false);
+        if (it == entries_.end()) break;
+        const uint64_t b = it->snapshot->bytes;
+        bytes_ -= b;
+        if (host_budget_ >= b && executor_.spill(*it->snapshot)) {
+            host_bytes_ += b;
+        } else {
+            entries_.erase(it);
+        }
+    }
+    while (host_bytes_ > host_budget_) {
+        auto it = oldest(true);
+        if (it == entries_.end()) break;
+        host_bytes_ -= it->snapshot->bytes;
+        entries_.erase(it);
     }
 }
 

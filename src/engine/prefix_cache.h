@@ -7,7 +7,9 @@
 //
 // A lookup takes the longest cached prefix of the prompt: each entry's tokens are compared in full
 // on a hash match, so a hash collision can never reuse the wrong state. Entries live under a byte
-// budget and the least recently used go first.
+// budget in the executor's own memory (a device's, for the Vulkan driver); past it the least
+// recently used move to host memory (Executor::spill) under a second budget, and past that they
+// go.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,8 @@ namespace dl {
 
 class PrefixCache {
   public:
-    PrefixCache(Executor& executor, uint64_t byte_budget);
+    // host_budget: bytes of snapshots spilled to host memory (0: none are spilled).
+    PrefixCache(Executor& executor, uint64_t byte_budget, uint64_t host_budget = 0);
 
     // Keeps a snapshot of `session`, whose tokens are `tokens` (session.n_past of them). Does
     // nothing when an entry for the same tokens exists (it becomes the most recent), or when the
@@ -31,7 +34,8 @@ class PrefixCache {
     // returns its length; 0 when none matches (the session is then untouched).
     int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, SessionState& session);
 
-    uint64_t bytes() const { return bytes_; }
+    uint64_t bytes() const { return bytes_; }             // in the executor's memory
+    uint64_t host_bytes() const { return host_bytes_; }   // spilled to host memory
     size_t entries() const { return entries_.size(); }
     uint64_t hits() const { return hits_; }
 
@@ -42,11 +46,13 @@ class PrefixCache {
         std::unique_ptr<SessionSnapshot> snapshot;
         uint64_t last_used = 0;
     };
+    // Spills or drops the least recently used entries of the executor's memory until `budget`
+    // bytes are left there, then drops spilled ones past the host budget.
     void evict_to(uint64_t budget);
 
     Executor& executor_;
-    uint64_t budget_;
-    uint64_t bytes_ = 0;
+    uint64_t budget_, host_budget_;
+    uint64_t bytes_ = 0, host_bytes_ = 0;
     uint64_t clock_ = 0;
     uint64_t hits_ = 0;
     std::vector<Entry> entries_;

@@ -93,7 +93,8 @@ Scheduler::Scheduler(Executor& executor, SchedulerOptions options)
     // once); executors without snapshots get a new session instead.
     empty_ = executor_.snapshot(*slots_[0]->session);
     if (options_.prefix_cache_bytes > 0)
-        cache_ = std::make_unique<PrefixCache>(executor_, options_.prefix_cache_bytes);
+        cache_ = std::make_unique<PrefixCache>(executor_, options_.prefix_cache_bytes,
+                                               options_.prefix_cache_host_bytes);
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -409,6 +410,7 @@ void Scheduler::run_step() {
     }
     std::lock_guard lock(mutex_);
     stats_.cache_bytes = cache_ ? cache_->bytes() : 0;
+    stats_.cache_host_bytes = cache_ ? cache_->host_bytes() : 0;
     stats_.cache_entries = cache_ ? cache_->entries() : 0;
 }
 

@@ -36,6 +36,9 @@ struct SchedulerOptions {
     // where the prefix cache keeps snapshots). 0: no alignment.
     int64_t chunk_align = 256;
     uint64_t prefix_cache_bytes = 0;  // 0: no prefix cache
+    // Snapshots past prefix_cache_bytes move to host memory up to this many bytes (the Vulkan
+    // driver keeps them in device memory first); 0: they are dropped instead.
+    uint64_t prefix_cache_host_bytes = 0;
     // With the cache, also keep a snapshot each time a prompt's prefill reaches a multiple of
     // this many tokens (a multiple of chunk_align), so prompts that share a long beginning (a
     // system prompt, a document) and then differ start from the last such point. 0: off.
@@ -98,7 +101,7 @@ struct SchedulerStats {
     int64_t prompt_tokens = 0, generated_tokens = 0, cached_tokens = 0;  // totals
     int64_t requests_done = 0;
     int64_t steps = 0;
-    uint64_t cache_bytes = 0, cache_entries = 0;
+    uint64_t cache_bytes = 0, cache_host_bytes = 0, cache_entries = 0;
 };
 
 class Scheduler {

@@ -28,8 +28,9 @@ class SessionState {
 class SessionSnapshot {
   public:
     virtual ~SessionSnapshot() = default;
-    int64_t n_past = 0;  // tokens the snapshot holds
-    uint64_t bytes = 0;  // memory it occupies
+    int64_t n_past = 0;    // tokens the snapshot holds
+    uint64_t bytes = 0;    // memory it occupies
+    bool spilled = false;  // moved to host memory by Executor::spill
 };
 
 // Which rows of logits prefill returns.
@@ -103,6 +104,10 @@ class Executor {
     // then continues exactly as the original would. Executors without it return nullptr / false.
     virtual std::unique_ptr<SessionSnapshot> snapshot(const SessionState&) { return nullptr; }
     virtual bool restore(SessionState&, const SessionSnapshot&) { return false; }
+    // Moves a snapshot out of the executor's own memory (a device's) into host memory, where
+    // restore still finds it; false where the executor keeps snapshots in host memory anyway or
+    // the host has no room.
+    virtual bool spill(SessionSnapshot&) { return false; }
 
     // The rate (GB/s) at which this executor's device streams the model's weights, measured now
     // (bench's decode floor), and what was read, for the report. 0 where it cannot measure.

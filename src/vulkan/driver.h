@@ -117,6 +117,8 @@ class ResidentDriver final : public Executor {
     // too small for it.
     std::unique_ptr<SessionSnapshot> snapshot(const SessionState& s) override;
     bool restore(SessionState& s, const SessionSnapshot& snap) override;
+    // Copies a snapshot's buffers to host memory and frees its device memory.
+    bool spill(SessionSnapshot& snap) override;
     // Every weight slab read once a pass (shaders/stream_read.comp), several passes back to back,
     // timed on the device: the rate decode could read its weights at.
     ReadRate measure_read_rate() override;

@@ -149,6 +149,34 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
     return snap;
 }
 
+bool ResidentDriver::spill(SessionSnapshot& base) {
+    auto* snap = dynamic_cast<DeviceSnapshot*>(&base);
+    if (!snap || snap->owner != this) fail("the snapshot was made by another executor");
+    if (snap->spilled) return true;
+    Device& D = *dev_;
+    std::vector<std::vector<Buffer>*> lists = {&snap->k, &snap->v, &snap->state, &snap->ring};
+    std::vector<std::vector<Buffer>> host(lists.size());
+    try {
+        CommandList cl(D);
+        cl.begin();
+        for (size_t l = 0; l < lists.size(); ++l)
+            for (const Buffer& b : *lists[l]) {
+                host[l].emplace_back();
+                if (!b) continue;
+                host[l].back() = D.create_buffer(b.size(), MemoryKind::host);
+                cl.copy(b, 0, host[l].back(), 0, b.size());
+            }
+        cl.end();
+        cl.submit_and_wait();
+    } catch (const Error& e) {
+        log::debug("a snapshot stays on the device: {}", e.what());
+        return false;  // no host memory for it: the caller drops it instead
+    }
+    for (size_t l = 0; l < lists.size(); ++l) lists[l]->swap(host[l]);
+    snap->spilled = true;
+    return true;
+}
+
 bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
     Session& s = static_cast<Session&>(st);
     const auto* snap = dynamic_cast<const DeviceSnapshot*>(&base);

@@ -165,3 +165,74 @@ TEST(VulkanScheduler, APrefixHitContinuesExactlyAsTheColdRun) {
 
 }  // namespace
 }  // namespace dl::vk
+
+namespace dl::vk {
+namespace {
+
+// Device memory for about one snapshot: older ones move to host memory and are still restored
+// from there (exactly as the cold run); the device's share stays under its budget.
+TEST(VulkanScheduler, SnapshotsPastTheDeviceBudgetMoveToTheHostAndStillHit) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    auto drv = ResidentDriver::create(model, options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    Executor& ex = **drv;
+    const int64_t V = model->hp.n_vocab;
+    auto probe = ex.new_session(96);
+    std::vector<float> l;
+    ex.prefill(*probe, ids(20, V, 1), LogitsRows::last, l);
+    const uint64_t one = ex.snapshot(*probe)->bytes;
+    SchedulerOptions o;
+    o.parallel = 1;
+    o.n_ctx = 96;
+    o.prefix_cache_bytes = one + one / 2;
+    o.prefix_cache_host_bytes = 64u << 20;
+    std::vector<GenerationRequest> first;
+    for (uint32_t i = 0; i < 3; ++i) {
+        GenerationRequest r;
+        r.prompt = ids(20, V, 50 + i);
+        r.sampling.temperature = 0;
+        r.max_tokens = 2;
+        first.push_back(r);
+    }
+    GenerationRequest again = first[0];
+    const auto more = ids(6, V, 60);
+    again.prompt.insert(again.prompt.end(), more.begin(), more.end());
+    std::vector<Outcome> warm;
+    SchedulerStats st;
+    {
+        Scheduler s(ex, o);
+        auto out = [&](const GenerationRequest& r) {
+            std::mutex m;
+            std::condition_variable cv;
+            Outcome got;
+            bool done = false;
+            s.submit(r, [&](const GenerationEvent& e) {
+                std::lock_guard lock(m);
+                if (e.kind == GenerationEvent::Kind::token) {
+                    got.tokens.push_back(e.token);
+                } else {
+                    got.done = e;
+                    done = true;
+                    cv.notify_all();
+                }
+                return true;
+            });
+            std::unique_lock lock(m);
+            cv.wait(lock, [&] { return done; });
+            return got;
+        };
+        for (const auto& r : first) out(r);
+        warm.push_back(out(again));
+        st = s.stats();
+    }
+    EXPECT_EQ(warm[0].done.cached_tokens, 20);  // first[0]'s prompt, restored from the host
+    EXPECT_GT(st.cache_host_bytes, 0u);
+    EXPECT_LE(st.cache_bytes, one + one / 2);
+    o.prefix_cache_bytes = 0;
+    const std::vector<Outcome> cold = serve(ex, o, {again});
+    EXPECT_EQ(warm[0].tokens, cold[0].tokens);
+}
+
+}  // namespace
+}  // namespace dl::vk
