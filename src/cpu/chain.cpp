@@ -152,14 +152,13 @@ std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
     auto s = std::make_unique<ChainSession>();
     s->owner = this;
     s->n_ctx = n_ctx;
-    const size_t kv_elems = static_cast<size_t>(n_ctx * w.kv_width);
     for (int64_t i = 0; i < w.n_attn_layers; ++i) {
         if (options_.f32_kv_cache) {
-            s->k32.emplace_back(kv_elems);
-            s->v32.emplace_back(kv_elems);
+            s->k32.emplace_back();
+            s->v32.emplace_back();
         } else {
-            s->k16.emplace_back(kv_elems);
-            s->v16.emplace_back(kv_elems);
+            s->k16.emplace_back();
+            s->v16.emplace_back();
         }
     }
     for (int64_t i = 0; i < w.n_gdn_layers; ++i) {
@@ -218,6 +217,26 @@ void Chain::reserve_workspace(int64_t n_ctx) {
     }
 }
 
+void Chain::grow_kv(ChainSession& s, int64_t rows) const {
+    if (rows <= s.kv_rows) return;
+    const ChainWeights& w = *weights_;
+    constexpr int64_t kMinRows = 256;
+    const int64_t want = std::min(s.n_ctx, std::max({rows, 2 * s.kv_rows, kMinRows}));
+    const uint64_t row_bytes = 2ull * (uint64_t)(w.n_attn_layers * w.kv_width) *
+                               (options_.f32_kv_cache ? 4 : 2);
+    const uint64_t more = (uint64_t)(want - s.kv_rows) * row_bytes;
+    const uint64_t ram = usable_memory_bytes();
+    if (ram > 0 && more > ram)
+        fail("the KV cache needs {} more for {} tokens, more than the {} of memory available",
+             human_bytes(more), want, human_bytes(ram));
+    const size_t elems = static_cast<size_t>(want * w.kv_width);
+    for (auto& l : s.k16) l.resize(elems);
+    for (auto& l : s.v16) l.resize(elems);
+    for (auto& l : s.k32) l.resize(elems);
+    for (auto& l : s.v32) l.resize(elems);
+    s.kv_rows = want;
+}
+
 ChainSession& Chain::own(SessionState& state) const {
     auto* s = dynamic_cast<ChainSession*>(&state);
     if (!s || s->owner != this) fail("this session was made by another executor");
@@ -253,7 +272,10 @@ std::span<const float> Chain::decode(SessionState& state, int32_t token) {
 // item longer than what is left of a pass continues in the next one.
 void Chain::step(std::span<StepItem> items) {
     check_step(items);
-    for (StepItem& it : items) own(*it.session);
+    for (StepItem& it : items) {
+        ChainSession& s = own(*it.session);
+        grow_kv(s, s.n_past + (int64_t)it.tokens.size());
+    }
     const int64_t V = model_->hp.n_vocab;
     if (results_.size() < items.size()) results_.resize(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
@@ -326,15 +348,13 @@ struct ChainSnapshot : SessionSnapshot {
     std::vector<std::vector<float>> k32, v32, conv_state, ssm_state;
 };
 
-// The first `rows` of `rows_total` rows of a per-layer cache.
+// The first `rows` rows of `width` values of a per-layer cache.
 template <typename T>
 std::vector<std::vector<T>> first_rows(const std::vector<std::vector<T>>& layers, int64_t rows,
-                                       int64_t rows_total) {
+                                       int64_t width) {
     std::vector<std::vector<T>> out;
-    for (const auto& l : layers) {
-        const size_t n = rows_total > 0 ? l.size() / (size_t)rows_total * (size_t)rows : 0;
-        out.emplace_back(l.begin(), l.begin() + (ptrdiff_t)n);
-    }
+    for (const auto& l : layers)
+        out.emplace_back(l.begin(), l.begin() + (ptrdiff_t)(rows * width));
     return out;
 }
 
@@ -352,10 +372,11 @@ std::unique_ptr<SessionSnapshot> Chain::snapshot(const SessionState& state) {
     auto snap = std::make_unique<ChainSnapshot>();
     snap->owner = this;
     snap->n_past = s->n_past;
-    snap->k16 = first_rows(s->k16, s->n_past, s->n_ctx);
-    snap->v16 = first_rows(s->v16, s->n_past, s->n_ctx);
-    snap->k32 = first_rows(s->k32, s->n_past, s->n_ctx);
-    snap->v32 = first_rows(s->v32, s->n_past, s->n_ctx);
+    const int64_t kvw = weights_->kv_width;
+    snap->k16 = first_rows(s->k16, s->n_past, kvw);
+    snap->v16 = first_rows(s->v16, s->n_past, kvw);
+    snap->k32 = first_rows(s->k32, s->n_past, kvw);
+    snap->v32 = first_rows(s->v32, s->n_past, kvw);
     snap->conv_state = s->conv_state;
     snap->ssm_state = s->ssm_state;
     for (const auto* l : {&snap->k16, &snap->v16})
@@ -371,6 +392,7 @@ bool Chain::restore(SessionState& state, const SessionSnapshot& base) {
     if (!snap || snap->owner != this) fail("the snapshot was made by another executor");
     if (snap->n_past > s.n_ctx)
         fail("the snapshot holds {} tokens; the session has room for {}", snap->n_past, s.n_ctx);
+    grow_kv(s, snap->n_past);
     put_rows(snap->k16, s.k16);
     put_rows(snap->v16, s.v16);
     put_rows(snap->k32, s.k32);

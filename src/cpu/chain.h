@@ -61,7 +61,8 @@ class Chain final : public Executor {
     std::unique_ptr<SessionSnapshot> snapshot(const SessionState& s) override;
     bool restore(SessionState& s, const SessionSnapshot& snap) override;
 
-    // Bytes a session of n_ctx tokens holds (KV rows, conv and DeltaNet state).
+    // Bytes a session of n_ctx tokens holds at most (KV rows, conv and DeltaNet state); a new
+    // session holds its state, and KV rows only as its tokens arrive.
     uint64_t session_bytes(int64_t n_ctx) const;
     // Bytes of the scratch rows every step shares (allocated with the first session).
     uint64_t workspace_bytes(int64_t n_ctx) const;
@@ -74,6 +75,9 @@ class Chain final : public Executor {
     };
     ChainSession& own(SessionState& s) const;
     void reserve_workspace(int64_t n_ctx);
+    // Makes room for `rows` KV rows in every attention layer (the allocation grows by doubling,
+    // up to n_ctx); dl::Error, with nothing changed, when the memory is not there.
+    void grow_kv(ChainSession& s, int64_t rows) const;
     // Runs T rows (the segments' tokens, in order) through the trunk; appends them to their
     // sessions and writes the logits of logit_rows.
     void forward(const int32_t* tokens, int64_t T, std::span<const Segment> segs,

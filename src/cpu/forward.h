@@ -41,9 +41,11 @@ struct ChainWeights {
 
 struct ChainSession : SessionState {
     const Chain* owner = nullptr;
-    // Attention KV rows per attention layer: [n_ctx][n_kv * head_dim], f16 or f32.
+    // Attention KV rows per attention layer: [kv_rows][n_kv * head_dim], f16 or f32. Rows are
+    // allocated as the sequence grows (Chain::grow_kv), never more than n_ctx.
     std::vector<std::vector<uint16_t>> k16, v16;
     std::vector<std::vector<float>> k32, v32;
+    int64_t kv_rows = 0;
     // Per DeltaNet layer: the last K-1 conv inputs [K-1][conv_dim] and S [H_v][d_k][d_v].
     std::vector<std::vector<float>> conv_state, ssm_state;
     std::vector<float> logits;  // the last decoded token's (Chain::decode)

@@ -279,3 +279,39 @@ TEST(BatchedSteps, ABadItemLeavesEverySessionAsItWas) {
 
 }  // namespace
 }  // namespace dl
+
+#include "cpu/forward.h"
+
+namespace dl {
+namespace {
+
+// A session holds KV rows only for the tokens it has (growing by doubling, never past its
+// context), so many sessions of a long context cost what their tokens need.
+TEST(ChainKv, RowsAreAllocatedAsTheSequenceGrows) {
+    TinySpec spec;
+    spec.arch = "qwen3";
+    spec.n_layer = 2;
+    spec.rope_dims = spec.head_dim;
+    auto model = test::tiny_model(spec);
+    Chain chain(model);
+    const int64_t V = model->hp.n_vocab, kvw = model->hp.n_head_kv * model->hp.head_dim;
+    auto s = chain.new_session(100000);
+    auto& cs = dynamic_cast<cpu::ChainSession&>(*s);
+    ASSERT_FALSE(cs.k16.empty());
+    EXPECT_EQ(cs.k16[0].size(), 0u);
+    std::vector<float> logits;
+    chain.prefill(*s, tokens_for(300, V, 1), LogitsRows::last, logits);
+    EXPECT_GE(cs.k16[0].size(), (size_t)(300 * kvw));
+    EXPECT_LE(cs.k16[0].size(), (size_t)(600 * kvw));
+    // Restoring a longer snapshot into a fresh session grows it first; decoding continues exactly.
+    auto snap = chain.snapshot(*s);
+    auto t = chain.new_session(100000);
+    ASSERT_TRUE(chain.restore(*t, *snap));
+    std::vector<float> a, b;
+    chain.decode(*s, 5, a);
+    chain.decode(*t, 5, b);
+    EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace dl
