@@ -156,6 +156,8 @@ class ResidentDriver final : public Executor {
     struct Session;
 
   private:
+    // The best device-timed rate of reading the views whole (measure_read_rate).
+    double read_rate(const std::vector<View>& parts);
     ResidentDriver() = default;
     // Sampling parameters of one token command run; temperature 0 is the argmax.
     struct SampleArgs {
