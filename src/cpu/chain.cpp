@@ -537,8 +537,12 @@ void Chain::forward(const int32_t* tokens, int64_t T, std::span<const Segment> s
                 shared_expert_gate(p, *lp);
                 break;
             case Op::head: {
-                // One matrix product for every row that asked, then each row to its owner.
-                const bool direct = n_out == 1;
+                // One matrix product for every row that asked, straight into place when the rows
+                // go to consecutive rows of one buffer (one sequence's prompt), else through the
+                // workspace to each owner.
+                bool direct = true;
+                for (int64_t j = 1; j < n_out && direct; ++j)
+                    direct = logit_rows[j].dest == logit_rows[0].dest + j * V;
                 float* out = direct ? logit_rows[0].dest : nullptr;
                 if (!direct) {
                     s.head_out.resize(static_cast<size_t>(n_out * V));
