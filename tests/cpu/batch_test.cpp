@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "cpu/chain.h"
+#include "cpu/forward.h"
 #include "model/tiny_model.h"
 
 namespace dl {
@@ -18,16 +19,6 @@ using cpu::Chain;
 using cpu::ChainOptions;
 using test::TinySpec;
 using Want = StepItem::Want;
-
-std::vector<int32_t> tokens_for(int64_t n, int64_t n_vocab, uint32_t seed) {
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    uint32_t x = seed;
-    for (auto& v : t) {
-        x = x * 1664525u + 1013904223u;
-        v = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-    }
-    return t;
-}
 
 double rel_err(std::span<const float> a, std::span<const float> b) {
     double num = 0, den = 0;
@@ -114,7 +105,7 @@ TEST_P(BatchedStep, EachSequenceEqualsItsSoloRun) {
     std::vector<std::unique_ptr<SessionState>> sessions;
     std::vector<StepItem> items;
     for (size_t i = 0; i < plans.size(); ++i) {
-        toks.push_back(tokens_for(plans[i].history + plans[i].chunk, V, 11 + (uint32_t)i));
+        toks.push_back(test::tiny_tokens(plans[i].history + plans[i].chunk, V, 11 + (uint32_t)i));
         sessions.push_back(chain.new_session(n_ctx));
         std::vector<float> ignored;
         if (plans[i].history > 0)
@@ -160,7 +151,7 @@ TEST_P(BatchedStep, DecodesAreBitForBitTheSoloDecodes) {
     std::vector<std::unique_ptr<SessionState>> batch, alone;
     std::vector<float> ignored;
     for (size_t i = 0; i < history.size(); ++i) {
-        toks.push_back(tokens_for(history[i] + 3, V, 100 + (uint32_t)i));
+        toks.push_back(test::tiny_tokens(history[i] + 3, V, 100 + (uint32_t)i));
         std::span<const int32_t> h = std::span<const int32_t>(toks[i]).first((size_t)history[i]);
         batch.push_back(chain.new_session(96));
         alone.push_back(chain.new_session(96));
@@ -201,7 +192,7 @@ TEST(BatchedSteps, SequencesJoinAndLeaveBetweenSteps) {
     auto model = test::tiny_model(spec_for("qwen35", QType::F32));
     Chain chain(model);
     const int64_t V = model->hp.n_vocab;
-    const auto ta = tokens_for(12, V, 1), tb = tokens_for(12, V, 2), tc = tokens_for(12, V, 3);
+    const auto ta = test::tiny_tokens(12, V, 1), tb = test::tiny_tokens(12, V, 2), tc = test::tiny_tokens(12, V, 3);
     auto a = chain.new_session(64), b = chain.new_session(64), c = chain.new_session(64);
     std::vector<float> ignored;
     chain.prefill(*a, std::span(ta).first(4), LogitsRows::last, ignored);
@@ -253,7 +244,7 @@ TEST(BatchedSteps, ABadItemLeavesEverySessionAsItWas) {
     auto model = test::tiny_model(spec_for("qwen35", QType::F32));
     Chain chain(model);
     const int64_t V = model->hp.n_vocab;
-    const auto t = tokens_for(10, V, 5);
+    const auto t = test::tiny_tokens(10, V, 5);
     auto a = chain.new_session(8), b = chain.new_session(8);
     std::vector<float> before, after;
     chain.prefill(*a, std::span(t).first(3), LogitsRows::last, before);
@@ -277,13 +268,6 @@ TEST(BatchedSteps, ABadItemLeavesEverySessionAsItWas) {
     EXPECT_LE(rel_err(after, want), 1e-5);
 }
 
-}  // namespace
-}  // namespace dl
-
-#include "cpu/forward.h"
-
-namespace dl {
-namespace {
 
 // A session holds KV rows only for the tokens it has (growing by doubling, never past its
 // context), so many sessions of a long context cost what their tokens need.
@@ -300,7 +284,7 @@ TEST(ChainKv, RowsAreAllocatedAsTheSequenceGrows) {
     ASSERT_FALSE(cs.k16.empty());
     EXPECT_EQ(cs.k16[0].size(), 0u);
     std::vector<float> logits;
-    chain.prefill(*s, tokens_for(300, V, 1), LogitsRows::last, logits);
+    chain.prefill(*s, test::tiny_tokens(300, V, 1), LogitsRows::last, logits);
     EXPECT_GE(cs.k16[0].size(), (size_t)(300 * kvw));
     EXPECT_LE(cs.k16[0].size(), (size_t)(600 * kvw));
     // Restoring a longer snapshot into a fresh session grows it first; decoding continues exactly.

@@ -21,16 +21,6 @@ using cpu::Chain;
 using cpu::ChainOptions;
 using test::TinySpec;
 
-std::vector<int32_t> tokens_for(int64_t n, int64_t n_vocab, uint32_t seed = 7) {
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    uint32_t x = seed;
-    for (auto& v : t) {
-        x = x * 1664525u + 1013904223u;
-        v = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-    }
-    return t;
-}
-
 // ||a - b|| / ||b|| over one row of logits.
 template <typename A, typename B>
 double rel_err(const A* a, const B* b, int64_t n) {
@@ -87,7 +77,7 @@ void check_prefill_matches_decode(const TinySpec& spec, double bound) {
     auto model = test::tiny_model(spec);
     Chain chain(model);
     const int64_t V = model->hp.n_vocab;
-    auto toks = tokens_for(130, V);
+    auto toks = test::tiny_tokens(130, V);
     auto dec = decode_all(chain, toks);
     double worst = 0;
     for (int64_t n : {1, 3, 63, 64, 65, 130}) {
@@ -126,7 +116,7 @@ TEST(Chain, LastRowEqualsLastOfAllRows) {
         auto model = test::tiny_model(spec);
         Chain chain(model);
         const int64_t V = model->hp.n_vocab;
-        auto toks = tokens_for(77, V);
+        auto toks = test::tiny_tokens(77, V);
         auto a = chain.new_session(77), b = chain.new_session(77);
         std::vector<float> all, last(static_cast<size_t>(V), NAN);
         chain.prefill(*a, toks, LogitsRows::all, all);
@@ -142,7 +132,7 @@ TEST(Chain, LastRowEqualsLastOfAllRows) {
 TEST(Chain, WindowsAndSplitPromptsContinueTheState) {
     auto model = test::tiny_model(qwen35_spec());
     const int64_t V = model->hp.n_vocab;
-    auto toks = tokens_for(70, V);
+    auto toks = test::tiny_tokens(70, V);
     Chain ref_chain(model);
     auto dec = decode_all(ref_chain, toks);
     for (ChainOptions opt : {ChainOptions{false, 2, 64}, ChainOptions{false, 16, 5},
@@ -173,7 +163,7 @@ void check_reference(const TinySpec& spec, bool f32_kv, double bound) {
     opt.f32_kv_cache = f32_kv;
     Chain chain(model, opt);
     const int64_t V = model->hp.n_vocab;
-    auto toks = tokens_for(70, V, 11);
+    auto toks = test::tiny_tokens(70, V, 11);
     auto ref = test::reference_forward(*model, toks);
     auto s = chain.new_session(70);
     std::vector<float> pre;
@@ -269,7 +259,7 @@ TEST(Chain, QuantizedWeightsStayNearF32) {
     spec.n_vocab = 300;
     spec.residual_gain = 0.3;
     const int64_t V = spec.n_vocab;
-    auto toks = tokens_for(40, V);
+    auto toks = test::tiny_tokens(40, V);
     auto run = [&](std::shared_ptr<const Model> m) {
         Chain chain(m);
         auto s = chain.new_session(40);
@@ -302,7 +292,7 @@ TEST(Chain, QuantizedWeightsStayNearF32) {
 TEST(Chain, ThreadCountDoesNotChangeTheAnswer) {
     auto model = test::tiny_model(qwen35_spec());
     const int64_t V = model->hp.n_vocab;
-    auto toks = tokens_for(50, V);
+    auto toks = test::tiny_tokens(50, V);
     ThreadPool one(1), three(3);
     std::vector<float> a, b;
     Chain c1(model, {}, &one), c3(model, {}, &three);

@@ -18,16 +18,6 @@ namespace {
 using cpu::Chain;
 using test::TinySpec;
 
-std::vector<int32_t> tokens_for(int64_t n, int64_t n_vocab, uint32_t seed = 3) {
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    uint32_t x = seed;
-    for (auto& v : t) {
-        x = x * 1664525u + 1013904223u;
-        v = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-    }
-    return t;
-}
-
 template <typename B>
 double rel_err(const float* a, const B* b, int64_t n) {
     double num = 0, den = 0;
@@ -84,7 +74,7 @@ TEST_P(MoeChain, LoadsAsExpertsAndMatchesTheReference) {
     opt.f32_kv_cache = true;  // so that what remains is float rounding
     Chain chain(model, opt);
     const int64_t V = hp.n_vocab, n = 24;
-    const auto toks = tokens_for(n, V);
+    const auto toks = test::tiny_tokens(n, V);
     auto s = chain.new_session(64);
     std::vector<float> all;
     chain.prefill(*s, toks, LogitsRows::all, all);
@@ -118,7 +108,7 @@ TEST_P(MoeChain, BatchedDecodesAreBitForBitTheSoloDecodes) {
     std::vector<std::vector<int32_t>> toks;
     std::vector<float> ignored;
     for (uint32_t i = 0; i < 5; ++i) {
-        toks.push_back(tokens_for(6 + i * 3, V, 40 + i));
+        toks.push_back(test::tiny_tokens(6 + i * 3, V, 40 + i));
         std::span<const int32_t> h(toks[i].data(), toks[i].size() - 1);
         batch.push_back(chain.new_session(64));
         alone.push_back(chain.new_session(64));
@@ -154,7 +144,7 @@ TEST(MoeChain, QuantizedExpertsStayCloseToF32) {
     auto q8 = test::tiny_model(spec);
     Chain a(base), b(q8);
     const int64_t V = base->hp.n_vocab;
-    const auto toks = tokens_for(16, V, 9);
+    const auto toks = test::tiny_tokens(16, V, 9);
     std::vector<float> la, lb;
     auto sa = a.new_session(32), sb = b.new_session(32);
     a.prefill(*sa, toks, LogitsRows::all, la);

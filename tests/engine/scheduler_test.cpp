@@ -20,16 +20,6 @@ namespace {
 
 using test::TinySpec;
 
-std::vector<int32_t> tokens_for(int64_t n, int64_t n_vocab, uint32_t seed) {
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    uint32_t x = seed;
-    for (auto& v : t) {
-        x = x * 1664525u + 1013904223u;
-        v = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-    }
-    return t;
-}
-
 std::shared_ptr<const Model> model_for(const std::string& arch) {
     TinySpec s;
     s.arch = arch;
@@ -118,7 +108,7 @@ TEST(Scheduler, EveryRequestEqualsItsSoloRun) {
     std::vector<GenerationRequest> reqs;
     for (uint32_t i = 0; i < 16; ++i) {
         GenerationRequest r;
-        r.prompt = tokens_for(1 + (i * 37) % 70, V, 1000 + i);
+        r.prompt = test::tiny_tokens(1 + (i * 37) % 70, V, 1000 + i);
         r.max_tokens = 1 + (i * 7) % 24;
         r.sampling = greedy();
         if (i % 3 == 1) {
@@ -161,7 +151,7 @@ TEST(Scheduler, StoppedAndCancelledRequestsFreeTheirSlots) {
     Collector got(3);
     Scheduler sched(chain, o);
     GenerationRequest r;
-    r.prompt = tokens_for(5, model->hp.n_vocab, 1);
+    r.prompt = test::tiny_tokens(5, model->hp.n_vocab, 1);
     r.sampling = greedy();
     r.max_tokens = 40;
     const uint64_t a = sched.submit(r, got.sink(0, /*stop_after=*/3));
@@ -190,7 +180,7 @@ TEST(Scheduler, BoundedQueueBadRequestsAndShutdown) {
     o.queue_limit = 2;
     Scheduler sched(chain, o);
     GenerationRequest r;
-    r.prompt = tokens_for(4, model->hp.n_vocab, 9);
+    r.prompt = test::tiny_tokens(4, model->hp.n_vocab, 9);
     r.sampling = greedy();
     r.max_tokens = 20;
     Collector got(3);
@@ -200,7 +190,7 @@ TEST(Scheduler, BoundedQueueBadRequestsAndShutdown) {
     const uint64_t extra = sched.submit(r, [](const GenerationEvent&) { return true; });
     EXPECT_TRUE(ids[2] == 0 || extra == 0);
     GenerationRequest bad = r;
-    bad.prompt = tokens_for(32, model->hp.n_vocab, 1);
+    bad.prompt = test::tiny_tokens(32, model->hp.n_vocab, 1);
     EXPECT_THROW(sched.submit(bad, {}), Error);  // does not fit the context
     bad.prompt = {(int32_t)model->hp.n_vocab};
     EXPECT_THROW(sched.submit(bad, {}), Error);  // outside the vocabulary
@@ -237,7 +227,7 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
         return c[0];
     };
     GenerationRequest t1;
-    t1.prompt = tokens_for(40, V, 4);
+    t1.prompt = test::tiny_tokens(40, V, 4);
     t1.sampling = greedy();
     t1.max_tokens = 12;
     t1.snapshot_at = {24};
@@ -250,7 +240,7 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
     GenerationRequest t2 = t1;
     t2.snapshot_at.clear();
     t2.prompt.insert(t2.prompt.end(), r1.tokens.begin(), r1.tokens.end());
-    const auto more = tokens_for(9, V, 5);
+    const auto more = test::tiny_tokens(9, V, 5);
     t2.prompt.insert(t2.prompt.end(), more.begin(), more.end());
     const Result hit = run(warm, t2);
     EXPECT_EQ(hit.done.cached_tokens, 40 + 11);
@@ -258,7 +248,7 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
     GenerationRequest t3 = t1;
     t3.snapshot_at.clear();
     t3.prompt.resize(24);
-    const auto other = tokens_for(10, V, 6);
+    const auto other = test::tiny_tokens(10, V, 6);
     t3.prompt.insert(t3.prompt.end(), other.begin(), other.end());
     const Result boundary = run(warm, t3);
     EXPECT_EQ(boundary.done.cached_tokens, 24);
@@ -290,12 +280,12 @@ TEST_P(PrefixCacheHit, ASharedBeginningHitsAtTheLastBoundaryInsideIt) {
         c.wait_all();
         return c[0];
     };
-    const auto system = tokens_for(45, V, 21);
+    const auto system = test::tiny_tokens(45, V, 21);
     GenerationRequest a, b;
     a.sampling = b.sampling = greedy();
     a.max_tokens = b.max_tokens = 5;
     a.prompt = b.prompt = system;
-    const auto qa = tokens_for(9, V, 22), qb = tokens_for(12, V, 23);
+    const auto qa = test::tiny_tokens(9, V, 22), qb = test::tiny_tokens(12, V, 23);
     a.prompt.insert(a.prompt.end(), qa.begin(), qa.end());
     b.prompt.insert(b.prompt.end(), qb.begin(), qb.end());
     Scheduler warm(chain, o);
@@ -319,7 +309,7 @@ TEST(PrefixCacheEviction, UnderMemoryPressureTheOldestGoAndAnswersStayExact) {
     const int64_t V = model->hp.n_vocab;
     auto probe = chain.new_session(96);
     std::vector<float> l;
-    chain.prefill(*probe, tokens_for(30, V, 1), LogitsRows::last, l);
+    chain.prefill(*probe, test::tiny_tokens(30, V, 1), LogitsRows::last, l);
     const uint64_t one = chain.snapshot(*probe)->bytes;
     SchedulerOptions o;
     o.parallel = 1;
@@ -330,7 +320,7 @@ TEST(PrefixCacheEviction, UnderMemoryPressureTheOldestGoAndAnswersStayExact) {
     Scheduler cold(cold_chain, o);
     for (uint32_t i = 0; i < 6; ++i) {
         GenerationRequest r;
-        r.prompt = tokens_for(30, V, 50 + i % 3);  // three prompts, each seen twice
+        r.prompt = test::tiny_tokens(30, V, 50 + i % 3);  // three prompts, each seen twice
         r.sampling = greedy();
         r.max_tokens = 4;
         Collector a(1), b(1);
@@ -351,7 +341,7 @@ TEST(PrefixCache, LongestMatchAndNeverAPartialOne) {
     cpu::Chain chain(model);
     const int64_t V = model->hp.n_vocab;
     PrefixCache cache(chain, 64u << 20);
-    const auto t = tokens_for(20, V, 8);
+    const auto t = test::tiny_tokens(20, V, 8);
     std::vector<float> l;
     for (int64_t n : {5, 12}) {
         auto s = chain.new_session(64);

@@ -235,4 +235,16 @@ inline std::shared_ptr<const Model> tiny_model(const TinySpec& s) {
     return Model::from_file(tiny_file(s));
 }
 
+// n token ids below n_vocab from a fixed linear congruential sequence: the same seed gives the
+// same prompt in every test and on every machine.
+inline std::vector<int32_t> tiny_tokens(int64_t n, int64_t n_vocab, uint32_t seed = 7) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    uint32_t x = seed;
+    for (auto& v : t) {
+        x = x * 1664525u + 1013904223u;
+        v = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
+    }
+    return t;
+}
+
 }  // namespace dl::test

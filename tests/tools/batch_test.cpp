@@ -97,11 +97,6 @@ TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
     test::expect_one_error_line(r, "--parallel 0", "--parallel");
 }
 
-}  // namespace
-}  // namespace dl
-
-namespace dl {
-namespace {
 
 // bench -b: one row per sequence count with positive aggregate rates, and a ceiling that grows
 // with the count while the weights' read is the bound (B sequences share each read).

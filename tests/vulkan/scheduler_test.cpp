@@ -22,14 +22,12 @@ struct Outcome {
     GenerationEvent done;
 };
 
-// Runs the requests through one scheduler and returns each one's tokens and end.
-std::vector<Outcome> serve(Executor& ex, SchedulerOptions o,
-                           const std::vector<GenerationRequest>& reqs) {
+// Submits the requests together to a scheduler and returns each one's tokens and end.
+std::vector<Outcome> submit_all(Scheduler& s, const std::vector<GenerationRequest>& reqs) {
     std::vector<Outcome> out(reqs.size());
     std::mutex m;
     std::condition_variable cv;
     size_t done = 0;
-    Scheduler s(ex, std::move(o));
     for (size_t i = 0; i < reqs.size(); ++i)
         s.submit(reqs[i], [&, i](const GenerationEvent& e) {
             std::lock_guard lock(m);
@@ -47,14 +45,11 @@ std::vector<Outcome> serve(Executor& ex, SchedulerOptions o,
     return out;
 }
 
-std::vector<int32_t> ids(int64_t n, int64_t vocab, uint32_t seed) {
-    std::vector<int32_t> t((size_t)n);
-    uint32_t x = seed;
-    for (auto& v : t) {
-        x = x * 1664525u + 1013904223u;
-        v = (int32_t)((x >> 8) % (uint32_t)vocab);
-    }
-    return t;
+// The same through a scheduler of its own.
+std::vector<Outcome> serve(Executor& ex, SchedulerOptions o,
+                           const std::vector<GenerationRequest>& reqs) {
+    Scheduler s(ex, std::move(o));
+    return submit_all(s, reqs);
 }
 
 DriverOptions options() {
@@ -76,7 +71,7 @@ TEST(VulkanScheduler, RequestsServedTogetherEqualTheirSoloRuns) {
     std::vector<GenerationRequest> reqs;
     for (uint32_t i = 0; i < 6; ++i) {
         GenerationRequest r;
-        r.prompt = ids(1 + (i * 13) % 40, V, 300 + i);
+        r.prompt = dl::test::tiny_tokens(1 + (i * 13) % 40, V, 300 + i);
         r.max_tokens = 2 + (i * 5) % 9;
         r.sampling.temperature = i % 2 ? 0.7f : 0.0f;  // odd ones sample on the device
         r.sampling.seed = 40 + i;
@@ -112,7 +107,7 @@ TEST(VulkanScheduler, APrefixHitContinuesExactlyAsTheColdRun) {
     Executor& ex = **drv;
     const int64_t V = model->hp.n_vocab;
     GenerationRequest t1;
-    t1.prompt = ids(30, V, 9);
+    t1.prompt = dl::test::tiny_tokens(30, V, 9);
     t1.sampling.temperature = 0;
     t1.max_tokens = 6;
     SchedulerOptions o;
@@ -122,38 +117,14 @@ TEST(VulkanScheduler, APrefixHitContinuesExactlyAsTheColdRun) {
     const std::vector<Outcome> first = serve(ex, o, {t1});
     GenerationRequest t2 = t1;
     // One scheduler holds both turns (its cache lives with it).
+    t2.prompt.insert(t2.prompt.end(), first[0].tokens.begin(), first[0].tokens.end());
+    const auto more = dl::test::tiny_tokens(7, V, 10);
+    t2.prompt.insert(t2.prompt.end(), more.begin(), more.end());
     std::vector<Outcome> warm_turns;
     {
-        t2.prompt.insert(t2.prompt.end(), first[0].tokens.begin(), first[0].tokens.end());
-        const auto more = ids(7, V, 10);
-        t2.prompt.insert(t2.prompt.end(), more.begin(), more.end());
-        std::vector<Outcome> out(2);
-        std::mutex m;
-        std::condition_variable cv;
-        int done = 0;
         Scheduler s(ex, o);
-        auto sink = [&](size_t i) {
-            return [&, i](const GenerationEvent& e) {
-                std::lock_guard lock(m);
-                if (e.kind == GenerationEvent::Kind::token)
-                    out[i].tokens.push_back(e.token);
-                else {
-                    out[i].done = e;
-                    ++done;
-                    cv.notify_all();
-                }
-                return true;
-            };
-        };
-        s.submit(t1, sink(0));
-        {
-            std::unique_lock lock(m);
-            cv.wait(lock, [&] { return done == 1; });
-        }
-        s.submit(t2, sink(1));
-        std::unique_lock lock(m);
-        cv.wait(lock, [&] { return done == 2; });
-        warm_turns = out;
+        warm_turns.push_back(submit_all(s, {t1})[0]);
+        warm_turns.push_back(submit_all(s, {t2})[0]);
     }
     EXPECT_EQ(warm_turns[0].tokens, first[0].tokens);
     EXPECT_EQ(warm_turns[1].done.cached_tokens, 30 + 5);
@@ -163,11 +134,6 @@ TEST(VulkanScheduler, APrefixHitContinuesExactlyAsTheColdRun) {
     EXPECT_EQ(cold[0].done.cached_tokens, 0);
 }
 
-}  // namespace
-}  // namespace dl::vk
-
-namespace dl::vk {
-namespace {
 
 // Device memory for about one snapshot: older ones move to host memory and are still restored
 // from there (exactly as the cold run); the device's share stays under its budget.
@@ -180,7 +146,7 @@ TEST(VulkanScheduler, SnapshotsPastTheDeviceBudgetMoveToTheHostAndStillHit) {
     const int64_t V = model->hp.n_vocab;
     auto probe = ex.new_session(96);
     std::vector<float> l;
-    ex.prefill(*probe, ids(20, V, 1), LogitsRows::last, l);
+    ex.prefill(*probe, dl::test::tiny_tokens(20, V, 1), LogitsRows::last, l);
     const uint64_t one = ex.snapshot(*probe)->bytes;
     SchedulerOptions o;
     o.parallel = 1;
@@ -190,40 +156,20 @@ TEST(VulkanScheduler, SnapshotsPastTheDeviceBudgetMoveToTheHostAndStillHit) {
     std::vector<GenerationRequest> first;
     for (uint32_t i = 0; i < 3; ++i) {
         GenerationRequest r;
-        r.prompt = ids(20, V, 50 + i);
+        r.prompt = dl::test::tiny_tokens(20, V, 50 + i);
         r.sampling.temperature = 0;
         r.max_tokens = 2;
         first.push_back(r);
     }
     GenerationRequest again = first[0];
-    const auto more = ids(6, V, 60);
+    const auto more = dl::test::tiny_tokens(6, V, 60);
     again.prompt.insert(again.prompt.end(), more.begin(), more.end());
     std::vector<Outcome> warm;
     SchedulerStats st;
     {
         Scheduler s(ex, o);
-        auto out = [&](const GenerationRequest& r) {
-            std::mutex m;
-            std::condition_variable cv;
-            Outcome got;
-            bool done = false;
-            s.submit(r, [&](const GenerationEvent& e) {
-                std::lock_guard lock(m);
-                if (e.kind == GenerationEvent::Kind::token) {
-                    got.tokens.push_back(e.token);
-                } else {
-                    got.done = e;
-                    done = true;
-                    cv.notify_all();
-                }
-                return true;
-            });
-            std::unique_lock lock(m);
-            cv.wait(lock, [&] { return done; });
-            return got;
-        };
-        for (const auto& r : first) out(r);
-        warm.push_back(out(again));
+        for (const auto& r : first) submit_all(s, {r});
+        warm = submit_all(s, {again});
         st = s.stats();
     }
     EXPECT_EQ(warm[0].done.cached_tokens, 20);  // first[0]'s prompt, restored from the host
