@@ -284,16 +284,6 @@ std::span<const float> ResidentDriver::decode(SessionState& st, int32_t token) {
     return {static_cast<const float*>(s.logits.mapped()), (size_t)model_->hp.n_vocab};
 }
 
-namespace {
-// The id sample.comp chose; it gives none (0xffffffff) when the logits hold a NaN.
-int32_t sampled_token(const void* tok) {
-    const uint32_t id = static_cast<const uint32_t*>(tok)[2];
-    if (id == 0xffffffffu)
-        fail("the logits hold NaN values (the model's weights or activations are broken)");
-    return (int32_t)id;
-}
-}  // namespace
-
 int32_t ResidentDriver::decode_greedy(SessionState& st, int32_t token) {
     Session& s = static_cast<Session&>(st);
     run_token(s, token, false, SampleArgs{});

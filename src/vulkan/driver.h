@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <memory>
 #include <string>
 #include <vector>
@@ -122,6 +123,11 @@ class ResidentDriver final : public Executor {
     // Every weight slab read once a pass (shaders/stream_read.comp), several passes back to back,
     // timed on the device: the rate decode could read its weights at.
     ReadRate measure_read_rate() override;
+    // The step's single-token decodes (each one token of a session that holds a prompt, wanting
+    // its logits or a token sampled here), two or more, run as one batch: the projections are
+    // GEMM tiles over the batch's rows, each weight read once a step; the mixers run a row at a
+    // time on each row's own cache or state. Prompt chunks run one by one beside it.
+    void step(std::span<StepItem> items) override;
     // Greedy decode without logits: only the chosen token id returns from the device.
     int32_t decode_greedy(SessionState& s, int32_t token);
     // Decode and sample the next token on the device (temperature, top-k, top-p, min-p; u is
@@ -180,8 +186,18 @@ class ResidentDriver final : public Executor {
     // window's inputs are in place, so a command recorded now is queued in parts as it is
     // recorded (DriverOptions::early_submit); its submit_and_wait() then queues the rest.
     CommandList& window_command(Session& s, uint32_t m, bool all, bool queue = false);
-    // The window command's plan (window_command.cpp).
-    WindowPlan plan_window(const Session& s, uint32_t m, bool all) const;
+    // The window command's plan (window_command.cpp). With columns, the rows are one decode token
+    // of each of those sessions (a batch, step()): the mixers run a row at a time on the row's
+    // session, every row's logits are kept on the device, sampled there into each session's tok,
+    // and copied to the host when host_logits.
+    WindowPlan plan_window(const Session& s, uint32_t m, bool all,
+                           std::span<Session* const> columns = {}, bool host_logits = false) const;
+    void record_window(CommandList& cl, const WindowPlan& p, Session& s, uint32_t m,
+                       std::span<Session* const> columns, bool queue);
+    // Runs decode items (checked) as one batch command.
+    void run_batch(std::span<StepItem> items);
+    // The command of a batch of decodes of these sessions, recorded on the batch's first step.
+    CommandList& batch_command(std::span<Session* const> columns, bool host_logits);
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
     std::shared_ptr<const Model> model_;
@@ -194,6 +210,12 @@ class ResidentDriver final : public Executor {
     bool expand_ahead_ = true;
     bool early_submit_ = true;
     bool gemm_groups_ = true;
+    // Batch commands by the sessions of their rows (Session::id, in row order) and whether they
+    // copy the logits to the host; the oldest go when more compositions than kBatchCommands.
+    static constexpr size_t kBatchCommands = 16;
+    std::map<std::pair<std::vector<uint64_t>, bool>, std::unique_ptr<CommandList>> batch_cmds_;
+    std::vector<std::pair<std::vector<uint64_t>, bool>> batch_order_;
+    uint64_t next_session_id_ = 1;
 };
 
 // Registers "vulkan" with the engine (engine/engine.h register_device); called once at start-up.

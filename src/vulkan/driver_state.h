@@ -26,6 +26,7 @@ struct ResidentDriver::Weights {
     // activations of plan.window rows, their token ids, every row's logits when asked, and the
     // F16 copy of a GEMM input for the cooperative-matrix tiles.
     Buffer win_act, win_ids, win_logits, win_x16, win_w16;
+    Buffer batch_logits;  // a batch's logits, every row, on the device (made on first use)
 
     // The bytes of slab `slab` from `offset` that hold `bytes` of matrix rows, with the 4 spare
     // bytes the plan keeps after every matrix, rounded to whole words.
@@ -51,6 +52,7 @@ struct ResidentDriver::Weights {
 };
 
 struct ResidentDriver::Session : SessionState {
+    uint64_t id = 0;  // unique in the driver's life (the batch commands' keys)
     Buffer act, logits, logits_dev, tok, partials;
     Buffer sample_scratch;  // each vocabulary chunk's candidates (Kernels::sample)
     // The word the norm epilogues of the token command count their workgroups on (0 between
@@ -77,6 +79,14 @@ struct ResidentDriver::Session : SessionState {
     // Prefill window commands, by (rows, all logits): recorded on first use, replayed after.
     std::map<std::pair<uint32_t, bool>, std::unique_ptr<CommandList>> window_cmds;
 };
+
+// The id sample.comp chose into tok[2]; it gives none (0xffffffff) when the logits hold a NaN.
+inline int32_t sampled_token(const void* tok) {
+    const uint32_t id = static_cast<const uint32_t*>(tok)[2];
+    if (id == 0xffffffffu)
+        fail("the logits hold NaN values (the model's weights or activations are broken)");
+    return (int32_t)id;
+}
 
 // The decode attention's arguments of a layer for an activation layout (token or window) and
 // sessions of n_ctx positions.

@@ -19,6 +19,7 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     Device& D = *dev_;
     const Weights& W = *w_;
     auto s = std::make_unique<Session>();
+    s->id = next_session_id_++;
     s->n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : plan_.n_ctx, plan_.n_ctx);
     const ActLayout A = act_layout(hp, 1);
     s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);

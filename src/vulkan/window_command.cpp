@@ -17,7 +17,10 @@ namespace dl::vk {
 // window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs and
 // the row kernels of attention and DeltaNet. Logits of the last row go to the session's logits
 // buffer, or of every row to the window logits buffer when `all`.
-WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all) const {
+WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
+                                       std::span<Session* const> columns, bool host_logits) const {
+    if (!columns.empty() && (columns.size() != m || !all))
+        fail("a batch plans one row a session and every row's logits");
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
@@ -159,19 +162,58 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all) c
         gemm(t, x_off, false, y_off, false);
     };
     chain.inputs = to_f16;
-    chain.deltanet = [&](int64_t il, const Layer&) {
-        WindowItem it;
-        it.kind = Kind::deltanet_rows;
-        it.layer = il;
-        add(it);
+    // A batch's rows are sequences of their own: the decode kernels run each row's mixer on its
+    // session's state, with the row's activations (row b of each activation) as their input.
+    chain.deltanet = [&](int64_t il, const Layer& L) {
+        if (columns.empty()) {
+            WindowItem it;
+            it.kind = Kind::deltanet_rows;
+            it.layer = il;
+            add(it);
+            return;
+        }
+        const uint32_t conv_dim = (uint32_t)hp.conv_dim(), d_inner = (uint32_t)hp.ssm_d_inner;
+        const uint32_t H_v = (uint32_t)hp.ssm_n_v_heads;
+        for (uint32_t b = 0; b < m; ++b) {
+            WindowItem it;
+            it.kind = Kind::deltanet_column;
+            it.layer = il;
+            it.column = b;
+            it.deltanet = deltanet_args(A, L);
+            it.deltanet.wy_off = Kernels::kNone;
+            it.deltanet.qkv_off += b * conv_dim;
+            it.deltanet.z_off += b * d_inner;
+            it.deltanet.b_off += b * H_v;
+            it.deltanet.a_off += b * H_v;
+            it.deltanet.y_off += b * d_inner;
+            add(it);
+        }
     };
     chain.attention = [&](int64_t il, const Layer& L) {
-        WindowItem it;
-        it.kind = Kind::attention_rows;
-        it.layer = il;
-        it.attention = ar;
-        W.set_qk_norms(it.attention.a, L);
-        add(it);
+        if (columns.empty()) {
+            WindowItem it;
+            it.kind = Kind::attention_rows;
+            it.layer = il;
+            it.attention = ar;
+            W.set_qk_norms(it.attention.a, L);
+            add(it);
+            return;
+        }
+        for (uint32_t b = 0; b < m; ++b) {
+            WindowItem it;
+            it.kind = Kind::attention_column;
+            it.layer = il;
+            it.column = b;
+            Kernels::Attention& a = it.attention.a;
+            a = attention_args(hp, A, W.freq_off, (uint32_t)columns[b]->n_ctx);
+            W.set_qk_norms(a, L);
+            a.q_off += b * ar.q_row;
+            if (a.gate_off != Kernels::kNone) a.gate_off += b * ar.gate_row;
+            a.k_off += b * ar.kv_row;
+            a.v_off += b * ar.kv_row;
+            a.o_off += b * ar.o_row;
+            add(it);
+        }
     };
     chain.ffn_in = [&](const Layer& L, const Tensor*) {
         gemm(L.ffn_gate, A.xn, false, A.gate, false);
@@ -203,6 +245,21 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all) c
     if (all) {
         to_f16(A.xn, hp.n_embd);
         gemm(model_->output, A.xn, true, 0, false);
+        if (!columns.empty()) {  // each row's next token, and its logits when asked
+            stage("head");
+            for (uint32_t b = 0; b < m; ++b) {
+                WindowItem it;
+                it.kind = Kind::sample_column;
+                it.column = b;
+                add(it);
+            }
+            if (host_logits) {
+                WindowItem it;
+                it.kind = Kind::logits_to_host;
+                it.n = m;
+                add(it);
+            }
+        }
     } else {  // only the last row: one GEMV
         WindowItem it;
         it.kind = Kind::head_gemv;
@@ -222,7 +279,18 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     auto it = s.window_cmds.find(key);
     if (it != s.window_cmds.end()) return *it->second;
     const auto t0 = std::chrono::steady_clock::now();
-    const WindowPlan p = plan_window(s, m, all);
+    auto cmd = std::make_unique<CommandList>(*dev_);
+    record_window(*cmd, plan_window(s, m, all), s, m, {}, queue);
+    log::debug(
+        "vulkan: the window command of {} rows recorded in {:.3f} ms", m,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
+}
+
+// Records a window's plan: a prefill window of session s, or a batch of the sessions `columns`
+// (s their first).
+void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session& s, uint32_t m,
+                                   std::span<Session* const> columns, bool queue) {
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
@@ -231,8 +299,6 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
         Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
     const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
     const uint32_t E = (uint32_t)hp.n_embd;
-    auto cmd = std::make_unique<CommandList>(*dev_);
-    CommandList& cl = *cmd;
     const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
     const View x16 = W.win_x16 ? view(W.win_x16) : View{};
     // Queued in parts as recorded: after stages 1, 2, 4, 8, ... so the parts grow as the
@@ -253,8 +319,8 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
             case Kind::gemm:
                 K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
                        (uint32_t)t->cols(), act, i.x_off, x16,
-                       i.to_logits ? view(W.win_logits) : act, i.y_off, m, i.accumulate, i.w16,
-                       i.expanded, i.stage_rows);
+                       i.to_logits ? view(columns.empty() ? W.win_logits : W.batch_logits) : act,
+                       i.y_off, m, i.accumulate, i.w16, i.expanded, i.stage_rows);
                 break;
             case Kind::embed:
                 K.get_rows(cl, {.type = t->type,
@@ -306,6 +372,29 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
                             .y_off = 0,
                             .accumulate = false});
                 break;
+            case Kind::deltanet_column: {
+                Session& c = *columns[i.column];
+                K.deltanet_step(cl, i.deltanet, act, prm, view(c.ring[i.layer]),
+                                view(c.state[i.layer]), view(c.tok), view(c.head_counter));
+                break;
+            }
+            case Kind::attention_column: {
+                Session& c = *columns[i.column];
+                K.attention(cl, i.attention.a, act, prm, view(c.k_cache[i.layer]),
+                            view(c.v_cache[i.layer]), view(c.partials), view(c.tok),
+                            view(c.head_counter));
+                break;
+            }
+            case Kind::sample_column: {
+                Session& c = *columns[i.column];
+                K.sample(cl, view(W.batch_logits), i.column * (uint32_t)hp.n_vocab,
+                         (uint32_t)hp.n_vocab, view(c.tok), 2, kSampleParams,
+                         view(c.sample_scratch));
+                break;
+            }
+            case Kind::logits_to_host:
+                cl.copy(W.batch_logits, 0, W.win_logits, 0, (uint64_t)i.n * hp.n_vocab * 4);
+                break;
             case Kind::barrier:
                 cl.barrier();
                 break;
@@ -328,10 +417,6 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
         }
     }
     cl.end();
-    log::debug(
-        "vulkan: the window command of {} rows recorded in {:.3f} ms", m,
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
 }
 
 }  // namespace dl::vk

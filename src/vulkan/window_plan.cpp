@@ -28,6 +28,14 @@ const char* kind_name(WindowItem::Kind k) {
             return "swiglu";
         case K::head_gemv:
             return "head_gemv";
+        case K::deltanet_column:
+            return "deltanet_column";
+        case K::attention_column:
+            return "attention_column";
+        case K::sample_column:
+            return "sample_column";
+        case K::logits_to_host:
+            return "logits_to_host";
         case K::barrier:
             return "barrier";
         case K::stage_end:
@@ -48,6 +56,10 @@ std::string WindowPlan::describe() const {
         out += kind_name(i.kind);
         if (!i.role.empty()) out += fmt::format(" '{}'", i.role);
         if (i.layer >= 0) out += fmt::format(" blk.{}", i.layer);
+        if (i.kind == WindowItem::Kind::deltanet_column ||
+            i.kind == WindowItem::Kind::attention_column ||
+            i.kind == WindowItem::Kind::sample_column)
+            out += fmt::format(" row {}", i.column);
         if (i.t) out += fmt::format(" {}", i.t->name);
         if (i.kind == WindowItem::Kind::gemm || i.kind == WindowItem::Kind::rms_norm ||
             i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::head_gemv)

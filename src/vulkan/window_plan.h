@@ -26,6 +26,12 @@ struct WindowItem {
         attention_rows,  // the layer's attention over the rows
         swiglu,          // act[ffn] = SiLU(act[gate]) · act[up], every row
         head_gemv,       // the last row's logits: one GEMV into the session's logits
+        // A batch of decodes (rows of different sequences, ResidentDriver::step): the layer's
+        // mixer for one row, by the decode kernels on that row's sequence's cache or state.
+        deltanet_column,
+        attention_column,
+        sample_column,  // the row's next token, chosen from its logits into its sequence's tok
+        logits_to_host,  // every row's logits copied to the host (n rows)
         barrier,         // a barrier with no stage after it
         stage_end,       // a barrier ending the stage `role` (counted for queueing in parts)
         mark_end,        // a barrier ending the stage `role`, not counted
@@ -41,6 +47,8 @@ struct WindowItem {
     bool expanded = false;    // gemm: reads w16
     uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
     Kernels::AttentionRows attention{};
+    uint32_t column = 0;                // the *_column kinds: the row and its sequence
+    Kernels::DeltaNetStep deltanet{};   // deltanet_column
     std::string role;
 };
 

@@ -1,0 +1,157 @@
+// The resident driver's batched step: decode tokens of several sequences at different positions
+// in one command give, row by row, the double-precision reference's logits for each sequence
+// alone (the bars of the window tests, whose GEMM tiles the batch uses), the same tokens when
+// sampled on the device as each sequence's own decode_sample, and leave every session where its
+// next solo decode continues. Compositions change between steps.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cpu/reference_forward.h"
+#include "model/tiny_model.h"
+#include "vk_test.h"
+#include "vulkan/driver.h"
+
+namespace dl::vk {
+namespace {
+
+using Want = StepItem::Want;
+
+DriverOptions batch_options() {
+    DriverOptions o;
+    o.device.robust = ::dl::vk::test::robust();
+    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
+    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.plan.n_ctx = 128;
+    return o;
+}
+
+// ||a - b|| / ||b|| over one row of logits.
+double rel_err(std::span<const float> a, const std::vector<double>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    return std::sqrt(num / den);
+}
+
+void check_batch(const std::string& arch, QType type) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec(arch, type));
+    auto drv = ResidentDriver::create(model, batch_options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    if (d.plan().window < 5) GTEST_SKIP() << "no window kernels here";
+    // F32 activations and an F16 KV cache on the scalar tiles; F16 tiles round every GEMM input.
+    const double tol =
+        Kernels::gemm_uses_coopmat(d.device().features(), d.plan().variant) ? 1e-2 : 2e-3;
+    const int64_t V = model->hp.n_vocab;
+    const std::vector<int64_t> history = {3, 17, 1, 40, 9};
+    std::vector<std::vector<int32_t>> toks;
+    std::vector<std::vector<std::vector<double>>> ref;
+    std::vector<std::unique_ptr<SessionState>> gpu;
+    std::vector<float> ignored;
+    for (size_t i = 0; i < history.size(); ++i) {
+        toks.push_back(dl::test::tiny_tokens(history[i] + 4, V, 70 + (uint32_t)i));
+        ref.push_back(dl::test::reference_forward(*model, toks[i]));
+        gpu.push_back(d.new_session(96));
+        d.prefill(*gpu[i], std::span<const int32_t>(toks[i].data(), (size_t)history[i]),
+                  LogitsRows::last, ignored);
+    }
+    // Three steps: all five sequences, then three of them in another order, then all again.
+    const std::vector<std::vector<size_t>> steps = {{0, 1, 2, 3, 4}, {3, 0, 2}, {4, 3, 2, 1, 0}};
+    std::vector<int64_t> next(history.size(), 0);
+    for (size_t k = 0; k < steps.size(); ++k) {
+        std::vector<StepItem> items;
+        for (size_t i : steps[k]) {
+            StepItem it;
+            it.session = gpu[i].get();
+            it.tokens = std::span<const int32_t>(&toks[i][(size_t)(history[i] + next[i])], 1);
+            items.push_back(it);
+        }
+        d.step(items);
+        for (size_t j = 0; j < steps[k].size(); ++j) {
+            const size_t i = steps[k][j];
+            const int64_t pos = history[i] + next[i]++;
+            EXPECT_EQ(gpu[i]->n_past, pos + 1);
+            ASSERT_EQ(items[j].logits.size(), (size_t)V);
+            for (float x : items[j].logits) ASSERT_TRUE(std::isfinite(x));
+            EXPECT_LE(rel_err(items[j].logits, ref[i][(size_t)pos]), tol)
+                << arch << " " << qtype_name(type) << " step " << k << " sequence " << i;
+        }
+    }
+    // After the batches each session continues alone where the reference does.
+    for (size_t i = 0; i < history.size(); ++i) {
+        const int64_t pos = history[i] + next[i];
+        std::vector<float> a;
+        d.decode(*gpu[i], toks[i][(size_t)pos], a);
+        EXPECT_LE(rel_err(a, ref[i][(size_t)pos]), tol)
+            << arch << " " << qtype_name(type) << " solo decode after, sequence " << i;
+    }
+}
+
+TEST(VulkanBatchedStep, Qwen35F32RowsEqualTheReferenceAlone) {
+    check_batch("qwen35", QType::F32);
+}
+TEST(VulkanBatchedStep, Qwen3F32RowsEqualTheReferenceAlone) {
+    check_batch("qwen3", QType::F32);
+}
+TEST(VulkanBatchedStep, LlamaF32RowsEqualTheReferenceAlone) {
+    check_batch("llama", QType::F32);
+}
+TEST(VulkanBatchedStep, Qwen35Q8RowsEqualTheReferenceAlone) {
+    check_batch("qwen35", QType::Q8_0);
+}
+TEST(VulkanBatchedStep, Qwen3Q4KRowsEqualTheReferenceAlone) {
+    check_batch("qwen3", QType::Q4_K);
+}
+
+// Sampled on the device in a batch: the tokens each sequence's own decode_sample chooses with the
+// same parameters and draw (greedy and seeded rows together).
+TEST(VulkanBatchedStep, SampledRowsChooseAsSoloDecodes) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    auto drv = ResidentDriver::create(model, batch_options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    if (d.plan().window < 4) GTEST_SKIP() << "no window kernels here";
+    const int64_t V = model->hp.n_vocab;
+    std::vector<SamplerParams> params(4);
+    params[0].temperature = 0;
+    params[1].temperature = 0.8f;
+    params[1].top_k = 20;
+    params[2].temperature = 1.2f;
+    params[2].top_k = 40;
+    params[2].top_p = 0.9f;
+    params[3].temperature = 0;
+    const std::vector<double> u = {0, 0.31, 0.77, 0};
+    std::vector<std::unique_ptr<SessionState>> a, b;
+    std::vector<std::vector<int32_t>> toks;
+    std::vector<float> ignored;
+    for (uint32_t i = 0; i < 4; ++i) {
+        toks.push_back(dl::test::tiny_tokens(6 + 5 * i, V, 90 + i));
+        std::span<const int32_t> h(toks[i].data(), toks[i].size() - 1);
+        a.push_back(d.new_session(64));
+        b.push_back(d.new_session(64));
+        d.prefill(*a[i], h, LogitsRows::last, ignored);
+        d.prefill(*b[i], h, LogitsRows::last, ignored);
+    }
+    std::vector<StepItem> items(4);
+    for (size_t i = 0; i < 4; ++i) {
+        items[i].session = a[i].get();
+        items[i].tokens = std::span<const int32_t>(&toks[i].back(), 1);
+        items[i].want = Want::sample;
+        items[i].params = &params[i];
+        items[i].u = u[i];
+    }
+    d.step(items);
+    for (size_t i = 0; i < 4; ++i) {
+        const int32_t solo = d.decode_sample(*b[i], toks[i].back(), params[i], u[i]);
+        EXPECT_EQ(items[i].token, solo) << "sequence " << i;
+        EXPECT_TRUE(items[i].logits.empty());
+    }
+}
+
+}  // namespace
+}  // namespace dl::vk
