@@ -102,9 +102,10 @@ void ResidentDriver::run_batch(std::span<StepItem> items) {
     cmd.submit_and_wait();
     if (profile_) profile_->add("batch", (int64_t)items.size(), cmd.times());
     const float* logits = static_cast<const float*>(W.win_logits.mapped());
+    // Every row ran: each session holds its token now, whatever a row's sampling found.
+    for (Session* c : columns) ++c->n_past;
     for (size_t b = 0; b < items.size(); ++b) {
         StepItem& it = items[b];
-        ++columns[b]->n_past;
         it.token = -1;
         it.logits = {};
         if (it.want == Want::sample) {
