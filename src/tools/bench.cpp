@@ -271,7 +271,7 @@ int bench(const BenchArgs& a) {
     for (BatchedTest& t : batched) {
         if (t.n_prompt > kMaxContext || t.n_gen > kMaxContext)
             fail("test {} needs more context than deltallm supports", t.name());
-        n_ctx = std::max(n_ctx, t.n_prompt + t.n_gen + 1);
+        n_ctx = std::max(n_ctx, t.n_prompt + t.n_gen + 2);
     }
     EngineOptions o;
     o.device = DeviceSpec::parse(a.device);

@@ -19,7 +19,8 @@ struct BatchedTest {
     std::string name() const;            // "B8 pp512+tg128"
 };
 
-// One repetition: fresh sessions (not timed), the prompts in one step, then the generation steps.
+// One repetition: fresh sessions (not timed), the prompts in one step, one untimed generation
+// step, then the timed generation steps.
 // Appends the measured rates to t.
 void run_batched(Executor& ex, BatchedTest& t, std::mt19937& rng);
 
