@@ -6,6 +6,10 @@
 // same table, JSON or CSV as `deltallm bench`. A depth D (-d) first decodes D random tokens into
 // the cleared context in batches of n_batch, not timed; the test then continues at position D, in
 // rows named "tg128 @ d4096".
+// -b 1,8,32 adds rows with `deltallm bench -b`'s semantics (llama-batched-bench's): for each B and
+// each -p and -n length, B fresh sequences in one context (one sequence id each), all B prompts in
+// one llama_batch, then n llama_batches of B tokens, one of every sequence, each with its logits,
+// as llama-server decodes its slots; aggregate tokens/s, rows named "B8 pp512+tg128".
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,8 +28,10 @@ using Clock = std::chrono::steady_clock;
 
 struct Args {
     std::string model, output = "md", device = "cpu";
-    std::vector<long> prompts{512}, gens{128}, depths{0};
+    std::vector<long> prompts{512}, gens{128}, depths{0}, batches;
     int reps = 5, threads = 0, n_gpu_layers = 999;
+    int ubatch = 512;         // -ub: llama.cpp's physical batch (llama-batched-bench's default)
+    bool kv_unified = false;  // -kvu: one KV buffer across the sequences of a batched row
     unsigned seed = 1234;
     double bw_gbps = 0, peak_gflops = 0;
     bool verbose = false, load_only = false;
@@ -35,6 +41,15 @@ struct Test {
     std::string name;
     long n_prompt = 0, n_gen = 0, n_depth = 0;
     std::vector<double> tps;
+};
+
+struct BatchedTest {
+    long n_seq = 1, n_prompt = 0, n_gen = 0;
+    std::vector<double> pp_tps, tg_tps;  // aggregate, one per repetition
+    std::string name() const {
+        return "B" + std::to_string(n_seq) + " pp" + std::to_string(n_prompt) + "+tg" +
+               std::to_string(n_gen);
+    }
 };
 
 [[noreturn]] void die(const std::string& msg) {
@@ -97,6 +112,12 @@ Args parse(int argc, char** argv) {
             a.gens = parse_list(value(), "-n");
         else if (f == "-d")
             a.depths = parse_list(value(), "-d");
+        else if (f == "-b")
+            a.batches = parse_list(value(), "-b");
+        else if (f == "-ub")
+            a.ubatch = std::atoi(value());
+        else if (f == "-kvu")
+            a.kv_unified = true;
         else if (f == "-r")
             a.reps = std::atoi(value());
         else if (f == "-t")
@@ -119,12 +140,17 @@ Args parse(int argc, char** argv) {
             a.load_only = true;
         else
             die("unknown flag " + f +
-                " (flags: -m FILE -p 512,2048 -n 128 -d 0,4096 -r 5 -t N -o md|json|csv"
+                " (flags: -m FILE -p 512,2048 -n 128 -d 0,4096 -b 1,8,32 -ub 512 -kvu -r 5 -t N"
+                " -o md|json|csv"
                 " --device cpu|vulkan|cuda -ngl N --seed S --bw-gbps X --peak-gflops X --load-only "
                 "-v)");
     }
     if (a.model.empty()) die("no model: give a GGUF file with -m FILE");
     if (a.reps < 1) die("-r must be at least 1");
+    if (a.ubatch < 1) die("-ub must be at least 1");
+    // llama.cpp's own limit on sequence ids (LLAMA_MAX_SEQ).
+    for (long b : a.batches)
+        if (b < 1 || b > 256) die("-b: sequence counts must be 1 to 256");
     if (a.output != "md" && a.output != "json" && a.output != "csv")
         die("-o must be md, json or csv");
     // vulkan and cuda both offload every layer; which GPU backend runs them is the build's (the
@@ -172,6 +198,12 @@ int main(int argc, char** argv) {
     }
     long n_ctx = 16;
     for (const Test& t : tests) n_ctx = std::max(n_ctx, t.n_depth + t.n_prompt + t.n_gen + 1);
+    // In deltallm bench's order: each B, each prompt length, each generation length.
+    std::vector<BatchedTest> batched;
+    for (long b : a.batches)
+        for (long p : a.prompts)
+            for (long n : a.gens)
+                if (p > 0 || n > 0) batched.push_back({b, p, n, {}, {}});
 
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = a.device != "cpu" ? a.n_gpu_layers : 0;
@@ -241,6 +273,92 @@ int main(int argc, char** argv) {
         for (int r = 0; r < a.reps; ++r) t.tps.push_back(run_once(t));
     }
 
+    // Batched rows: a context of their own for each B (consecutive rows share it), holding B
+    // sequences of the longest row's p + n + 1 tokens each. Without -kvu each sequence has its own
+    // KV stream (llama-batched-bench's default; llama.h advises it for sequences that share no
+    // prefix); n_batch takes all B prompts in one llama_decode, which llama.cpp splits into
+    // ubatches of -ub tokens.
+    uint32_t batched_n_batch = 0, batched_n_ubatch = 0;
+    for (size_t first = 0; first < batched.size();) {
+        const long B = batched[first].n_seq;
+        size_t last = first;
+        long per_seq = 16, n_batch = cp.n_batch;
+        while (last < batched.size() && batched[last].n_seq == B) {
+            const BatchedTest& t = batched[last++];
+            const long p = std::max(t.n_prompt, 1L);
+            per_seq = std::max(per_seq, p + t.n_gen + 2);
+            n_batch = std::max(n_batch, B * p);
+        }
+        llama_context_params bp = cp;
+        bp.n_seq_max = (uint32_t)B;
+        bp.kv_unified = a.kv_unified;
+        bp.n_ctx = (uint32_t)(B * per_seq);
+        bp.n_batch = (uint32_t)n_batch;
+        bp.n_ubatch = (uint32_t)std::min<long>(a.ubatch, n_batch);
+        llama_context* bctx = llama_init_from_model(model, bp);
+        if (!bctx)
+            die("llama.cpp could not create a context of " + std::to_string(B) + " sequences");
+        if ((long)llama_n_ctx_seq(bctx) < per_seq)
+            die("llama.cpp gave each sequence " + std::to_string(llama_n_ctx_seq(bctx)) +
+                " cells, fewer than the " + std::to_string(per_seq) + " the rows need");
+        batched_n_batch = llama_n_batch(bctx);
+        batched_n_ubatch = llama_n_ubatch(bctx);
+        llama_memory_t mem = llama_get_memory(bctx);
+        llama_batch batch = llama_batch_init((int32_t)n_batch, 0, 1);
+        auto add = [&](llama_token tok, llama_pos pos, llama_seq_id seq, bool logits) {
+            const int32_t i = batch.n_tokens++;
+            batch.token[i] = tok;
+            batch.pos[i] = pos;
+            batch.n_seq_id[i] = 1;
+            batch.seq_id[i][0] = seq;
+            batch.logits[i] = logits;
+        };
+        auto bdecode = [&] {
+            if (llama_decode(bctx, batch) != 0) die("llama_decode failed on a batched row");
+            llama_synchronize(bctx);  // every sequence's logits are ready, as after deltallm's step
+        };
+        // One repetition, as deltallm's run_batched: fresh sequences (not timed), the B prompts in
+        // one batch (the last token of each gives logits), one untimed batch of one token each,
+        // then n timed batches of one token each.
+        auto run_batched = [&](BatchedTest& t) {
+            llama_memory_clear(mem, true);
+            // Every sequence needs a prompt to decode after: at least one token, not timed when
+            // p is 0.
+            const long p = std::max(t.n_prompt, 1L);
+            std::vector<llama_token> prompts((size_t)(B * p));
+            for (auto& x : prompts) x = pick(rng);
+            batch.n_tokens = 0;
+            for (long s = 0; s < B; ++s)
+                for (long i = 0; i < p; ++i)
+                    add(prompts[(size_t)(s * p + i)], (llama_pos)i, (llama_seq_id)s, i == p - 1);
+            auto t0 = Clock::now();
+            bdecode();
+            const double pp_s = seconds_since(t0);
+            if (t.n_prompt > 0) t.pp_tps.push_back(double(B * t.n_prompt) / pp_s);
+            if (t.n_gen <= 0) return;
+            std::vector<llama_token> next((size_t)(B * (t.n_gen + 1)));
+            for (auto& x : next) x = pick(rng);
+            auto step = [&](long k) {
+                batch.n_tokens = 0;
+                for (long s = 0; s < B; ++s)
+                    add(next[(size_t)(k * B + s)], (llama_pos)(p + k), (llama_seq_id)s, true);
+                bdecode();
+            };
+            step(0);
+            t0 = Clock::now();
+            for (long k = 1; k <= t.n_gen; ++k) step(k);
+            t.tg_tps.push_back(double(B * t.n_gen) / seconds_since(t0));
+        };
+        for (size_t i = first; i < last; ++i) {
+            BatchedTest warm = batched[i];  // one uncounted repetition per row, as deltallm's
+            run_batched(warm);
+            for (int r = 0; r < a.reps; ++r) run_batched(batched[i]);
+        }
+        llama_batch_free(batch);
+        llama_free(bctx);
+        first = last;
+    }
+
     const std::string path = a.model;
     const std::string name =
         path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
@@ -253,8 +371,18 @@ int main(int argc, char** argv) {
         if (t.n_prompt > 0) return a.peak_gflops > 0 ? a.peak_gflops * 1e9 / (2.0 * params) : 0;
         return a.bw_gbps > 0 ? a.bw_gbps * 1e9 / size_b : 0;
     };
+    // B sequences read the weights once per step: B times the single stream's bandwidth floor,
+    // until the step's arithmetic is the bound (deltallm's batched ceiling, from whole-file
+    // figures).
+    auto batched_ceiling = [&](const BatchedTest& t) -> double {
+        const double mem = a.bw_gbps > 0 ? double(t.n_seq) * a.bw_gbps * 1e9 / size_b : 0;
+        const double cmp = a.peak_gflops > 0 ? a.peak_gflops * 1e9 / (2.0 * params) : 0;
+        if (mem > 0 && cmp > 0) return std::min(mem, cmp);
+        return mem > 0 ? mem : cmp;
+    };
     auto stats = [](const std::vector<double>& v, double& m, double& sd) {
-        m = 0;
+        m = sd = 0;
+        if (v.empty()) return;  // a batched row without a prompt or without generation
         for (double x : v) m += x;
         m /= (double)v.size();
         double ss = 0;
@@ -287,6 +415,32 @@ int main(int argc, char** argv) {
                 t.name.c_str(), t.n_prompt, t.n_gen, depth.c_str(), samples.c_str(), m, sd,
                 ceiling(t), i + 1 < tests.size() ? "," : "");
         }
+        std::printf("  ],\n");
+        if (!batched.empty())
+            std::printf(
+                "  \"batched_n_batch\": %u,\n  \"batched_n_ubatch\": %u,\n"
+                "  \"kv_unified\": %s,\n",
+                batched_n_batch, batched_n_ubatch, a.kv_unified ? "true" : "false");
+        std::printf("  \"batched_rows\": [\n");
+        auto list = [](const std::vector<double>& v) {
+            std::string o;
+            for (size_t k = 0; k < v.size(); ++k) o += (k ? ", " : "") + std::to_string(v[k]);
+            return o;
+        };
+        for (size_t i = 0; i < batched.size(); ++i) {
+            const BatchedTest& t = batched[i];
+            double pp, pp_sd, tg, tg_sd;
+            stats(t.pp_tps, pp, pp_sd);
+            stats(t.tg_tps, tg, tg_sd);
+            std::printf(
+                "    {\"test\": \"%s\", \"n_seq\": %ld, \"n_prompt\": %ld, \"n_gen\": %ld, "
+                "\"pp_samples_ts\": [%s], \"tg_samples_ts\": [%s], \"pp_avg_ts\": %.6f, "
+                "\"pp_stddev_ts\": %.6f, \"tg_avg_ts\": %.6f, \"tg_stddev_ts\": %.6f, "
+                "\"tg_ceiling_ts\": %.6f}%s\n",
+                t.name().c_str(), t.n_seq, t.n_prompt, t.n_gen, list(t.pp_tps).c_str(),
+                list(t.tg_tps).c_str(), pp, pp_sd, tg, tg_sd, batched_ceiling(t),
+                i + 1 < batched.size() ? "," : "");
+        }
         std::printf("  ]\n}\n");
     } else if (a.output == "csv") {
         std::printf(
@@ -300,6 +454,18 @@ int main(int argc, char** argv) {
             std::printf("llama.cpp,%s,%.4f,%.4f,%s,%d,%s,%ld,%ld,%s%.3f,%.3f,%.3f\n", name.c_str(),
                         size_b / 1073741824.0, params / 1e9, device.c_str(), threads,
                         t.name.c_str(), t.n_prompt, t.n_gen, depth.c_str(), m, sd, ceiling(t));
+        }
+        if (!batched.empty())
+            std::printf(
+                "\nengine,model,device,test,n_seq,n_prompt,n_gen,pp_avg_ts,tg_avg_ts,"
+                "tg_ceiling_ts\n");
+        for (const BatchedTest& t : batched) {
+            double pp, pp_sd, tg, tg_sd;
+            stats(t.pp_tps, pp, pp_sd);
+            stats(t.tg_tps, tg, tg_sd);
+            std::printf("llama.cpp,%s,%s,%s,%ld,%ld,%ld,%.3f,%.3f,%.3f\n", name.c_str(),
+                        device.c_str(), t.name().c_str(), t.n_seq, t.n_prompt, t.n_gen, pp, tg,
+                        batched_ceiling(t));
         }
     } else {
         std::printf(
@@ -318,6 +484,30 @@ int main(int argc, char** argv) {
             std::printf("| %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f | %s | %s |\n",
                         name.c_str(), size_b / 1073741824.0, params / 1e9, device.c_str(), threads,
                         t.name.c_str(), m, sd, cs, pct);
+        }
+        if (!batched.empty()) {
+            std::printf(
+                "\n| model | device | test | prompt t/s | generation t/s | per sequence t/s | "
+                "ceiling t/s | of ceiling |\n");
+            std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        }
+        for (const BatchedTest& t : batched) {
+            double pp, pp_sd, tg, tg_sd;
+            stats(t.pp_tps, pp, pp_sd);
+            stats(t.tg_tps, tg, tg_sd);
+            const double c = batched_ceiling(t);
+            char pps[64] = "-", tgs[64] = "-", per[32] = "-", cs[32] = "-", pct[32] = "-";
+            if (t.n_prompt > 0) std::snprintf(pps, sizeof pps, "%.2f ± %.2f", pp, pp_sd);
+            if (t.n_gen > 0) {
+                std::snprintf(tgs, sizeof tgs, "%.2f ± %.2f", tg, tg_sd);
+                std::snprintf(per, sizeof per, "%.2f", tg / double(t.n_seq));
+                if (c > 0) {
+                    std::snprintf(cs, sizeof cs, "%.2f", c);
+                    std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * tg / c);
+                }
+            }
+            std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", name.c_str(), device.c_str(),
+                        t.name().c_str(), pps, tgs, per, cs, pct);
         }
     }
     llama_free(ctx);

@@ -8,7 +8,8 @@
 # The pack is also written xz-compressed to .devrun/device-bench.tar.xz (about 7 MB: the tracked
 # tree, .gl and the uncompressed pack together pass the 64 MiB a call may carry).
 # There (run): one device call, carrying ".gl" and ".devrun":
-#   [MODELS="qwen35:0.8b:q4_k_m ..."] [SWEEP=0] [DEPTHS="4096 16384"] scripts/bench/device_bench.sh run
+#   [MODELS="qwen35:0.8b:q4_k_m ..."|none] [SWEEP=0] [DEPTHS="4096 16384"] [BATCHES=8,32,64]
+#     scripts/bench/device_bench.sh run
 # unpacks the Vulkan loader, synthesizes the model files on the device (Qwen3.5-0.8B and 9B in
 # Q4_K_M and Q8_0, Qwen3-8B Q4_K_M), checks llama.cpp loads them, runs both engines alternating
 # (pp512, pp2048, tg128), a prompt sweep 128..8192 on the 9B and writes
@@ -18,6 +19,10 @@
 # Every repetition prefills its depth again: with MODELS="qwen35:9b:q4_k_m qwen3:8b:q4_k_m"
 # SWEEP=0 the call does less besides, to stay within the 10 minutes a device call has.
 # PEER_DEVICE=cuda runs llama.cpp's CUDA build instead of its Vulkan build (see below).
+# BATCHES=8,32,64, when set, adds batched rows (compare.py -b: B sequences, their pp512 prompts in
+# one step, then 128 steps of one token of each; aggregate t/s of both engines) on
+# BATCH_MODELS (default Qwen3.5-9B and 0.8B Q4_K_M), into $OUT/batched-<file>.*; with MODELS=none
+# SWEEP=0 the call runs only those.
 # Floors on the H200 are the datasheet figures: 4.8 TB/s HBM3e, 989 dense FP16 tensor TFLOP/s.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -101,6 +106,7 @@ fi
 models_list=${MODELS:-"qwen35:0.8b:q4_k_m qwen35:9b:q4_k_m qwen35:0.8b:q8_0 qwen35:9b:q8_0 qwen3:8b:q4_k_m"}
 floors=(--bw-gbps 4800 --peak-gflops 989000)
 args=(--ours "$ours" --peer "$peer" --device vulkan --peer-device "$peer_device" "${floors[@]}")
+[ "$models_list" = none ] && models_list=""
 i=0
 for spec in $models_list; do
     model_file "$spec"
@@ -128,6 +134,17 @@ if [ -n "${DEPTHS:-}" ]; then
         timeout 300 python3 scripts/bench/compare.py "${args[@]}" -m "$f" -p 0 -n 128 -d "$depths" \
             -r 2 --rounds 1 --md "$out/table-depth-$name.md" --json "$out/table-depth-$name.json" \
             --csv "$out/table-depth-$name.csv"
+        echo "rc=$?"
+    done
+fi
+if [ -n "${BATCHES:-}" ]; then
+    batches=$(echo $BATCHES | tr ' ' ,)
+    for spec in ${BATCH_MODELS:-qwen35:9b:q4_k_m qwen35:0.8b:q4_k_m}; do
+        model_file "$spec"
+        echo "== $name: B $batches x pp512+tg128"
+        timeout 300 python3 scripts/bench/compare.py "${args[@]}" -m "$f" -p 512 -n 128 -b "$batches" \
+            -r 2 --rounds 1 --md "$out/batched-$name.md" --batched-json "$out/batched-$name.json" \
+            --batched-csv "$out/batched-$name.csv"
         echo "rc=$?"
     done
 fi
