@@ -29,18 +29,18 @@ python3 scripts/bench/compare.py --ours build/deltallm -m "$f" --device cpu -t 2
     --batched-json "$out/batched.json" --batched-csv "$out/batched.csv"
 uptime
 
-# Output of the run at b6a872b (2026-12-05 01:26-01:36 UTC; load at the four engine starts 0.8,
-# 1.9, 3.9, 6.3: other sessions' builds; history "2026-12-05"):
+# Output of the run at 0434cf3 (the tools of b6a872b), 2026-12-05 01:50-01:53 UTC, after the wait;
+# load at the four engine starts 0.8, 1.1, 1.5, 1.8 (history "2026-12-05"):
 # | model | device | threads | test | deltallm t/s | llama.cpp t/s | ratio | ceiling t/s | load |
 # | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |
-# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | pp64 | 59.07 ± 32.65 | 22.98 ± 14.68 | 2.571 | 336.5 (flops) | 0.8-6.3 |
-# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | tg16 | 13.80 ± 8.99 | 4.25 ± 1.55 | 3.245 | 16.0 (bandwidth) | 0.8-6.3 |
+# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | pp64 | 87.65 ± 1.25 | 139.18 ± 3.35 | 0.630 | 678.4 (flops) | 0.8-1.8 |
+# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | tg16 | 21.42 ± 0.40 | 22.08 ± 0.35 | 0.970 | 41.5 (bandwidth) | 0.8-1.8 |
 #
 # | model | device | threads | test | deltallm pp t/s | llama.cpp pp t/s | pp ratio | deltallm tg t/s | llama.cpp tg t/s | tg ratio | tg ceiling t/s | load |
 # | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
-# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | B1 pp64+tg16 | 58.04 ± 33.82 | 39.68 ± 10.36 | 1.463 | 13.54 ± 9.35 | 4.88 ± 2.15 | 2.773 | 16.0 | 0.8-6.3 |
-# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | B4 pp64+tg16 | 58.81 ± 33.55 | 47.84 ± 9.23 | 1.229 | 32.96 ± 19.14 | 8.16 ± 6.96 | 4.041 | 64.0 | 0.8-6.3 |
-# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | B8 pp64+tg16 | 47.92 ± 25.33 | 53.63 ± 11.25 | 0.894 | 24.01 ± 9.82 | 10.88 ± 5.25 | 2.207 | 128.0 | 0.8-6.3 |
+# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | B1 pp64+tg16 | 87.75 ± 1.17 | 139.73 ± 1.54 | 0.628 | 21.28 ± 0.24 | 21.89 ± 0.23 | 0.972 | 41.5 | 0.8-1.8 |
+# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | B4 pp64+tg16 | 87.88 ± 0.33 | 143.44 ± 2.47 | 0.613 | 48.69 ± 0.46 | 44.03 ± 0.45 | 1.106 | 166.1 | 0.8-1.8 |
+# | qwen35-0.8b-q4_k_m.gguf | cpu | 2 | B8 pp64+tg16 | 86.60 ± 0.96 | 143.98 ± 3.20 | 0.601 | 52.29 ± 0.87 | 50.05 ± 1.02 | 1.045 | 332.3 | 0.8-1.8 |
 #
-# Per-sample rates (rounds 1 | 2) are in the history entry. Only deltallm's round 1 ran at low
-# load; every llama.cpp sample ran at load 1.9 or more: the ratios are not to be quoted.
+# An earlier run of this script (01:26-01:36) started quiet but the load rose to 6.3 during it;
+# its rates spread by 2-10x and are kept in the history entry only as that.
