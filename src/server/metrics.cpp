@@ -12,8 +12,8 @@ std::string number(double x) {
 }
 
 void gauge(std::string& out, const char* type, const char* name, const char* help, double v) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name,
-                       number(v));
+    out +=
+        fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, number(v));
 }
 
 }  // namespace
@@ -80,8 +80,7 @@ std::string Metrics::render(const SchedulerStats& s) const {
     gauge(out, "counter", "deltallm_requests_finished_total", "Generation requests finished.",
           (double)s.requests_done);
     gauge(out, "counter", "deltallm_steps_total", "Batched steps run.", (double)s.steps);
-    gauge(out, "gauge", "deltallm_requests_running", "Requests generating now.",
-          (double)s.running);
+    gauge(out, "gauge", "deltallm_requests_running", "Requests generating now.", (double)s.running);
     gauge(out, "gauge", "deltallm_requests_queued", "Requests waiting for a slot.",
           (double)s.queued);
     gauge(out, "gauge", "deltallm_prefix_cache_bytes", "Bytes held by the prefix cache.",
@@ -90,8 +89,9 @@ std::string Metrics::render(const SchedulerStats& s) const {
           (double)s.cache_entries);
     {
         std::lock_guard lock(mutex_);
-        out += "# HELP deltallm_http_requests_total HTTP requests answered, by status class.\n"
-               "# TYPE deltallm_http_requests_total counter\n";
+        out +=
+            "# HELP deltallm_http_requests_total HTTP requests answered, by status class.\n"
+            "# TYPE deltallm_http_requests_total counter\n";
         out += fmt::format("deltallm_http_requests_total{{class=\"2xx\"}} {}\n", ok_);
         out += fmt::format("deltallm_http_requests_total{{class=\"4xx\"}} {}\n", client_errors_);
         out += fmt::format("deltallm_http_requests_total{{class=\"5xx\"}} {}\n", server_errors_);
