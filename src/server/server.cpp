@@ -306,8 +306,14 @@ struct Server::Impl::Job {
 };
 
 httplib::Server::Handler Server::Impl::guarded(httplib::Server::Handler f) {
-    return [f](const httplib::Request& req, httplib::Response& res) {
+    return [this, f](const httplib::Request& req, httplib::Response& res) {
         try {
+            // httplib refuses a body sent with a length past the limit before reading it; one
+            // sent in chunks arrives whole, and is refused here.
+            if (req.body.size() > opt.max_body_bytes)
+                throw ApiError(413, fmt::format("the request body is larger than the limit of {} "
+                                                "bytes",
+                                                opt.max_body_bytes));
             f(req, res);
         } catch (const ApiError& e) {
             reply_error(res, e.status(), e.what(), e.type());
@@ -591,6 +597,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
     s.http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         Impl& s = *impl_;
         if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+
         if (!s.opt.api_keys.empty()) {
             const std::string auth = req.get_header_value("Authorization");
             const std::string bearer = "Bearer ";

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""`deltallm serve` against bad input, over raw HTTP: malformed JSON, wrong types, bad sizes,
+huge bodies, unknown models and routes, keys, a slow client, a client that leaves mid-stream, a
+full queue. Every answer must be an OpenAI error with the right status, and afterwards the
+server must still be up with nothing running."""
+import json
+import socket
+import sys
+import threading
+import time
+
+from harness import Checks, Server, binary_from_argv, sse_events
+
+CHAT = "/v1/chat/completions"
+MSG = [{"role": "user", "content": "hello"}]
+
+
+def expect_error(srv, status, body, path=CHAT, method="POST", headers=None, says=None):
+    got, hdrs, data = srv.request(method, path, body, headers)
+    assert got == status, f"status {got}, body {data[:300]!r}"
+    err = json.loads(data)["error"]
+    assert isinstance(err["message"], str) and err["message"], err
+    assert isinstance(err["type"], str) and err["type"], err
+    assert err["code"] == status, err
+    if says:
+        assert says in err["message"], err["message"]
+    return err, hdrs
+
+
+def malformed_json(srv):
+    for body in ["{", "{\"messages\": [}", "nul", "[1,2", "\xff\xfe", ""]:
+        expect_error(srv, 400, body)
+    expect_error(srv, 400, "[1, 2]", says="object")
+    expect_error(srv, 400, "{\"x\": " + "[" * 5000 + "]" * 5000 + "}", says="deeper")
+
+
+def wrong_types(srv):
+    cases = [
+        {"messages": "hello"},
+        {"messages": [{"role": "user", "content": 5}]},
+        {"messages": [{"role": "wizard", "content": "x"}]},
+        {"messages": []},
+        {"messages": MSG, "temperature": "hot"},
+        {"messages": MSG, "max_tokens": "10"},
+        {"messages": MSG, "stream": "yes"},
+        {"messages": MSG, "stop": 7},
+        {"messages": MSG, "seed": [1]},
+        {"messages": MSG, "top_logprobs": 3},
+        {"messages": MSG, "n": 3},
+        {"messages": MSG, "response_format": {"type": "json_object"}},
+        {"messages": MSG, "tools": "none"},
+        {"messages": MSG, "chat_template_kwargs": [1]},
+    ]
+    for body in cases:
+        expect_error(srv, 400, body)
+    expect_error(srv, 400, {"prompt": {"a": 1}}, path="/v1/completions")
+    expect_error(srv, 400, {"prompt": [1, 99999999]}, path="/v1/completions")
+    expect_error(srv, 400, {"content": 5}, path="/tokenize")
+    expect_error(srv, 400, {"tokens": [-1]}, path="/detokenize")
+    expect_error(srv, 400, {"tokens": "abc"}, path="/detokenize")
+
+
+def bad_max_tokens(srv):
+    expect_error(srv, 400, {"messages": MSG, "max_tokens": -1}, says="at least 1")
+    expect_error(srv, 400, {"messages": MSG, "max_tokens": 0})
+    expect_error(srv, 400, {"messages": MSG, "max_tokens": 10**15}, says="512")
+    expect_error(srv, 400, {"messages": MSG, "max_tokens": 10**30})
+    # Fits alone, not with the prompt: the message gives both numbers.
+    err, _ = expect_error(srv, 400, {"messages": MSG, "max_tokens": 510})
+    assert "510" in err["message"] and "512" in err["message"], err
+    long = {"messages": [{"role": "user", "content": "word " * 2000}], "max_tokens": 4}
+    err, _ = expect_error(srv, 400, long, says="512")
+
+
+def huge_body(srv):
+    body = b'{"messages": [{"role": "user", "content": "' + b"a" * (10 << 20) + b'"}]}'
+    expect_error(srv, 413, body)
+    # The same size sent in chunks, without a length.
+    c = srv.connection()
+    c.putrequest("POST", CHAT)
+    c.putheader("Content-Type", "application/json")
+    c.putheader("Transfer-Encoding", "chunked")
+    c.endheaders()
+    try:
+        for i in range(0, len(body), 1 << 20):
+            part = body[i:i + (1 << 20)]
+            c.send(b"%x\r\n%s\r\n" % (len(part), part))
+        c.send(b"0\r\n\r\n")
+        r = c.getresponse()
+        assert r.status == 413, r.status
+        assert json.loads(r.read())["error"]["code"] == 413
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server may close on the oversized body before reading it all
+    finally:
+        c.close()
+
+
+def unknown_model_and_route(srv):
+    expect_error(srv, 404, {"model": "gpt-9", "messages": MSG}, says="gpt-9")
+    expect_error(srv, 404, None, path="/v1/models/gpt-9", method="GET")
+    expect_error(srv, 404, None, path="/v1/nothing", method="GET")
+    expect_error(srv, 404, {"x": 1}, path="/v1/embeddings")
+    expect_error(srv, 404, None, path=CHAT, method="GET")
+    expect_error(srv, 404, None, path="/../../etc/passwd", method="GET")
+
+
+def slow_client(srv):
+    """Sends a request a few bytes at a time; meanwhile other requests are served."""
+    body = json.dumps({"messages": MSG, "max_tokens": 3, "temperature": 0}).encode()
+    head = (f"POST {CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    data = head + body
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    try:
+        step = max(1, len(data) // 12)
+        for i in range(0, len(data), step):
+            s.sendall(data[i:i + step])
+            time.sleep(0.1)
+            if i == step * 3:  # a fast client in the middle of it
+                status, _, _ = srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 2})
+                assert status == 200, status
+        reply = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    finally:
+        s.close()
+    assert reply.startswith(b"HTTP/1.1 200"), reply[:200]
+    obj = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert obj["usage"]["completion_tokens"] == 3, obj
+
+
+def wait_idle(srv, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if srv.metric("deltallm_requests_running") == 0 and \
+                srv.metric("deltallm_requests_queued") == 0:
+            return
+        time.sleep(0.05)
+    raise AssertionError("requests still running after the client left")
+
+
+def disconnect_mid_stream(srv):
+    before = srv.metric("deltallm_generated_tokens_total")
+    body = json.dumps({"messages": MSG, "max_tokens": 400, "ignore_eos": True, "stream": True,
+                       "temperature": 0}).encode()
+    head = (f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall(head + body)
+    got = b""
+    while got.count(b"data:") < 4:
+        got += s.recv(4096)
+    s.close()  # gone mid-stream
+    wait_idle(srv)
+    made = srv.metric("deltallm_generated_tokens_total") - before
+    assert made < 400, f"the request ran to its end ({made} tokens) after the client left"
+
+
+def full_queue(binary):
+    with Server(binary, "--parallel", 1, "--queue", 1, "--metrics") as srv:
+        long = {"messages": MSG, "max_tokens": 4000, "ignore_eos": True, "stream": True}
+        conns = []
+        for _ in range(2):  # one running, one waiting
+            c = srv.connection()
+            c.request("POST", CHAT, json.dumps(long), {"Content-Type": "application/json"})
+            conns.append(c)
+            time.sleep(0.1)
+        try:
+            err, hdrs = expect_error(srv, 503, {"messages": MSG, "max_tokens": 2})
+            assert "Retry-After" in hdrs, hdrs
+        finally:
+            for c in conns:
+                c.close()
+        wait_idle(srv)
+
+
+def keys(binary):
+    with Server(binary, "--api-key", "sk-right", "-c", 256) as srv:
+        expect_error(srv, 401, {"messages": MSG, "max_tokens": 1})
+        expect_error(srv, 401, {"messages": MSG, "max_tokens": 1},
+                     headers={"Authorization": "Bearer sk-wrong"})
+        expect_error(srv, 401, {"messages": MSG, "max_tokens": 1},
+                     headers={"Authorization": "Bearer sk-righ"})
+        expect_error(srv, 401, None, path="/v1/models", method="GET",
+                     headers={"Authorization": "Basic sk-right"})
+        status, _ = srv.json("POST", CHAT, {"messages": MSG, "max_tokens": 1},
+                             headers={"Authorization": "Bearer sk-right"})
+        assert status == 200, status
+        assert srv.request("GET", "/health")[0] == 200
+
+
+def still_up(srv):
+    status, body = srv.json("GET", "/health")
+    assert status == 200 and body["status"] == "ok", (status, body)
+    status, body = srv.json("POST", CHAT, {"messages": MSG, "max_tokens": 2})
+    assert status == 200 and body["usage"]["completion_tokens"] == 2, body
+    wait_idle(srv)
+
+
+def main():
+    binary = binary_from_argv()
+    checks = Checks()
+    with Server(binary, "-c", 512, "--metrics", "--parallel", 2) as srv:
+        checks.run("malformed JSON is a 400", malformed_json, srv)
+        checks.run("wrong field types are 400s", wrong_types, srv)
+        checks.run("negative, huge and too-long max_tokens are 400s", bad_max_tokens, srv)
+        checks.run("a 10 MB body is a 413", huge_body, srv)
+        checks.run("unknown models and routes are 404s", unknown_model_and_route, srv)
+        checks.run("a slow client is served, and others meanwhile", slow_client, srv)
+        checks.run("a client that leaves mid-stream cancels its request",
+                   disconnect_mid_stream, srv)
+        checks.run("after all of it the server is up with nothing running", still_up, srv)
+    checks.run("a full queue is a 503 with Retry-After", full_queue, binary)
+    checks.run("a missing or wrong key is a 401", keys, binary)
+    return checks.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
