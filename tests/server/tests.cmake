@@ -5,3 +5,6 @@ set(_serve_e2e ${dir}/e2e)
 add_test(NAME Serve.BadInput
          COMMAND ${DELTALLM_PYTHON3} ${_serve_e2e}/bad_input_test.py $<TARGET_FILE:deltallm>)
 set_tests_properties(Serve.BadInput PROPERTIES TIMEOUT 120)
+add_test(NAME Serve.OpenAIClient
+         COMMAND ${DELTALLM_PYTHON3} ${_serve_e2e}/openai_test.py $<TARGET_FILE:deltallm>)
+set_tests_properties(Serve.OpenAIClient PROPERTIES TIMEOUT 120)
