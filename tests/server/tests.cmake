@@ -8,3 +8,6 @@ set_tests_properties(Serve.BadInput PROPERTIES TIMEOUT 120)
 add_test(NAME Serve.OpenAIClient
          COMMAND ${DELTALLM_PYTHON3} ${_serve_e2e}/openai_test.py $<TARGET_FILE:deltallm>)
 set_tests_properties(Serve.OpenAIClient PROPERTIES TIMEOUT 120)
+add_test(NAME Serve.Load
+         COMMAND ${DELTALLM_PYTHON3} ${_serve_e2e}/load_test.py $<TARGET_FILE:deltallm>)
+set_tests_properties(Serve.Load PROPERTIES TIMEOUT 120)
