@@ -3,6 +3,7 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -223,6 +224,7 @@ struct Server::Impl::Job {
         std::string piece;
         Json delta = Json::object();
         if (ev.kind == GenerationEvent::Kind::token) {
+            if (text.stopped()) return out;  // made before the cancellation took effect
             if (params.top_logprobs >= 0) {
                 Json e = logprob_entry(ev);
                 logprobs.push_back(e);
@@ -593,6 +595,12 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
     s.http.set_read_timeout(30, 0);
     s.http.set_write_timeout(30, 0);
     s.http.set_tcp_nodelay(true);
+    // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the
+    // same port would start and silently share the traffic instead of failing to bind.
+    s.http.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
 
     s.http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         Impl& s = *impl_;

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -73,15 +74,20 @@ int serve(ServeArgs& a) {
     std::fprintf(stderr, "deltallm: listening on http://%s:%d\n", a.server.host.c_str(), port);
     std::fflush(stderr);
     std::thread http([&] { srv.listen(); });
+    std::atomic<bool> handled{false}, ending{false};
     std::thread signals([&] {
         int sig = 0;
         sigwait(&stop_signals, &sig);
-        if (sig == 0) return;  // woken to end (see below)
+        if (ending) return;  // woken by end_signals below
+        handled = true;
         std::fprintf(stderr, "deltallm: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
         srv.stop();
     });
     auto end_signals = [&] {
-        if (!srv.stopping()) pthread_kill(signals.native_handle(), SIGTERM);
+        if (!handled) {
+            ending = true;
+            pthread_kill(signals.native_handle(), SIGTERM);
+        }
         signals.join();
     };
 

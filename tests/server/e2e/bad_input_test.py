@@ -4,6 +4,7 @@ huge bodies, unknown models and routes, keys, a slow client, a client that leave
 full queue. Every answer must be an OpenAI error with the right status, and afterwards the
 server must still be up with nothing running."""
 import json
+import signal
 import socket
 import sys
 import threading
@@ -200,6 +201,49 @@ def still_up(srv):
     wait_idle(srv)
 
 
+def graceful_stop(binary):
+    """SIGTERM lets a running stream finish; new requests meanwhile get a 503; exit code 0."""
+    srv = Server(binary, "--parallel", 2)
+    with srv:
+        body = {"messages": MSG, "max_tokens": 2500, "ignore_eos": True, "stream": True,
+                "temperature": 0}
+        c = srv.connection()
+        c.request("POST", CHAT, json.dumps(body), {"Content-Type": "application/json"})
+        r = c.getresponse()
+        first = r.read(64)  # the first event has begun
+        assert first.startswith(b"data:"), first
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        try:
+            status, _, _ = srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 1})
+            assert status == 503, status
+        except ConnectionError:
+            pass  # or the address is closed already
+        rest = first + r.read()
+        c.close()
+        events = sse_events(rest)
+        assert events[-1] == "[DONE]", events[-2:]
+        finish = [json.loads(e)["choices"][0]["finish_reason"] for e in events[:-1]
+                  if json.loads(e)["choices"]]
+        assert finish[-1] == "length", finish[-3:]
+        assert srv.proc.wait(30) == 0
+
+
+def health_while_loading(binary):
+    """/health answers from the moment the port is bound: 503 while the model loads, then 200."""
+    with Server(binary, ready=False) as srv:
+        seen = []
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            status, _, data = srv.request("GET", "/health")
+            seen.append(status)
+            if status == 503:
+                assert json.loads(data)["error"]["code"] == 503
+            if status == 200:
+                break
+        assert seen[-1] == 200 and set(seen) <= {200, 503}, seen
+
+
 def main():
     binary = binary_from_argv()
     checks = Checks()
@@ -215,6 +259,8 @@ def main():
         checks.run("after all of it the server is up with nothing running", still_up, srv)
     checks.run("a full queue is a 503 with Retry-After", full_queue, binary)
     checks.run("a missing or wrong key is a 401", keys, binary)
+    checks.run("SIGTERM lets running requests finish and exits 0", graceful_stop, binary)
+    checks.run("/health is 503 while loading, then 200", health_while_loading, binary)
     return checks.finish()
 
 
