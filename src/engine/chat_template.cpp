@@ -14,9 +14,11 @@
 // too and must equal the escaped one with the escapes restored, or the request is refused (a
 // template that cuts or rewrites such text). Taint tracking inside the interpreter would be
 // exact too, but would touch every string operation of it; this keeps the interpreter as it is.
-// What this cannot see is a template that itself makes a control token out of message text
-// (upper-casing it, or completing a fragment at its end with markup); none of the published
-// templates does.
+// What this cannot see is a template that itself builds control-token text out of client text
+// by rewriting it (replace, a change of case) or by completing a fragment at its end with
+// markup. Of the published templates in tests/data/templates only Qwen3-Coder rewrites client
+// text, and only the property names of tool schemas (removing '$'), which the API client
+// writes itself.
 #include "engine/chat_template.h"
 
 #include <algorithm>

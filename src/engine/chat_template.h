@@ -10,8 +10,19 @@
 // join them; tool_calls[].function.arguments given as a JSON string is parsed into the object the
 // templates expect (as llama-server does); reasoning_content is a string or null.
 //
+// Control tokens: every string the client sent (contents, reasoning, tool calls and their
+// arguments, tool definitions, kwargs) is tokenized as text, whatever it holds; added tokens that
+// are not control tokens (Qwen's <think>, <tool_call>) are matched in it as the tokenizer always
+// matches them. chat_template.cpp says how. The template itself is trusted (it comes from the
+// model file or the operator).
+//
+// A ChatTemplater keeps a reference to the tokenizer, which must outlive it; render() and
+// prompt() may run on several threads at once.
+//
 // Beyond the API agreed for the server: ChatTemplater::arch(), builtin_template(), and the
-// checks normalize_messages() / normalize_tools() on their own.
+// checks normalize_messages() / normalize_tools() on their own. The BOS token is in
+// ChatPrompt::tokens once: the template's bos_token text when it writes one, else added where
+// the vocabulary asks for it (tokenizer.ggml.add_bos_token).
 #pragma once
 
 #include <nlohmann/json.hpp>

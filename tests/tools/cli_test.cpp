@@ -292,6 +292,36 @@ TEST(Cli, ChatIsScriptableThroughStdin) {
     EXPECT_EQ(empty.rc, 0) << empty.err;
 }
 
+// --chat-template-file replaces the model's template; what the template opens as reasoning goes
+// to stderr, the answer to stdout; a template that renders past turns differently from how they
+// were generated (Qwen3.5 drops the empty thinking block) still keeps the session up to the end
+// of the last user message.
+TEST(Cli, ChatRendersThroughATemplateFile) {
+    const std::string thinking = tmp_dir() + "/thinking.jinja";
+    std::ofstream(thinking) << "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+                               "<|im_end|>\n{% endfor %}<|im_start|>assistant\n<think>\n";
+    Result r =
+        deltallm("chat --device cpu -n 6 --seed 3 --chat-template-file " + thinking, "Hi\nHo\n");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    // The demo model never closes the block: everything it says is reasoning.
+    EXPECT_EQ(r.out, "\n\n");
+    EXPECT_GT(r.err.size(), 200u) << r.err;
+
+    const char* qwen35 = DELTALLM_TEST_DATA_DIR "/templates/Qwen-Qwen3.5.jinja";
+    r = deltallm(
+        std::string("-v chat --device cpu -n 6 --seed 3 --think off --chat-template-file ") +
+            qwen35,
+        "Hi\nHo\n");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.err.find("goes back to the end of the last user turn"), std::string::npos) << r.err;
+
+    expect_one_error_line(deltallm("chat --chat-template-file /nonexistent.jinja", "Hi\n"),
+                          "missing template file");
+    const std::string bad = tmp_dir() + "/bad.jinja";
+    std::ofstream(bad) << "{% if %}";
+    expect_one_error_line(deltallm("chat --chat-template-file " + bad, "Hi\n"), "bad template");
+}
+
 TEST(Cli, TokenizeRoundTripsThroughPieces) {
     Result r = deltallm("tokenize --no-special", "Hello world");
     ASSERT_EQ(r.rc, 0) << r.err;
