@@ -11,3 +11,6 @@ set_tests_properties(Serve.OpenAIClient PROPERTIES TIMEOUT 120)
 add_test(NAME Serve.Load
          COMMAND ${DELTALLM_PYTHON3} ${_serve_e2e}/load_test.py $<TARGET_FILE:deltallm>)
 set_tests_properties(Serve.Load PROPERTIES TIMEOUT 120)
+add_test(NAME Serve.Bench
+         COMMAND ${DELTALLM_PYTHON3} ${_serve_e2e}/bench_test.py $<TARGET_FILE:deltallm>)
+set_tests_properties(Serve.Bench PROPERTIES TIMEOUT 120)
