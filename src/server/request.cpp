@@ -113,9 +113,8 @@ CompletionParams parse_completion_params(const Json& body, bool chat, int64_t n_
     s.repeat_penalty = (float)get_number(body, "repeat_penalty", s.repeat_penalty, 0.01, 100);
     s.repeat_penalty = (float)get_number(body, "repetition_penalty", s.repeat_penalty, 0.01, 100);
     s.repeat_last_n = (int32_t)get_int_in(body, "repeat_last_n", s.repeat_last_n, -1, 1 << 30);
-    for (const char* key : {"presence_penalty", "frequency_penalty"})
-        if (get_number(body, key, 0, -2, 2) != 0)
-            bad_request("'{}' is not supported yet; use repetition_penalty", key);
+    s.presence_penalty = (float)get_number(body, "presence_penalty", 0, -2, 2);
+    s.frequency_penalty = (float)get_number(body, "frequency_penalty", 0, -2, 2);
     int64_t seed = 0;
     if (get_int(body, "seed", seed))
         s.seed = (uint64_t)seed;  // a negative seed is as good as any other

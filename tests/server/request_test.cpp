@@ -108,7 +108,7 @@ TEST(RequestFields, UnsupportedFeaturesSaySo) {
     auto rf = refusal(R"({"response_format": {"type": "json_object"}})");
     EXPECT_EQ(rf.first, 400);
     EXPECT_NE(rf.second.find("not supported yet"), std::string::npos);
-    EXPECT_EQ(refusal(R"({"presence_penalty": 0.5})").first, 400);
+    EXPECT_EQ(refusal(R"({"presence_penalty": 2.5})").first, 400);  // OpenAI's range is -2..2
     EXPECT_EQ(refusal(R"({"frequency_penalty": 0, "presence_penalty": 0, "n": 1})").first, 0);
     EXPECT_EQ(refusal(R"({"response_format": {"type": "text"}})").first, 0);
 }
