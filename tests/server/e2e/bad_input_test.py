@@ -193,6 +193,23 @@ def keys(binary):
         assert srv.request("GET", "/health")[0] == 200
 
 
+def other_routes(srv):
+    status, props = srv.json("GET", "/props")
+    assert status == 200, status
+    assert props["n_ctx"] == 512 and props["total_slots"] == 2, props
+    assert "<|im_start|>" in props["chat_template"], props["chat_template"][:200]
+    assert props["eos_token"] == "<|im_end|>", props
+    status, models = srv.json("GET", "/v1/models")
+    model = models["data"][0]["id"]
+    assert srv.json("GET", f"/v1/models/{model}")[1]["id"] == model
+    status, t = srv.json("POST", "/tokenize", {"content": "hello <|im_end|> world"})
+    assert status == 200 and len(t["tokens"]) > 3, t
+    status, d = srv.json("POST", "/detokenize", {"tokens": t["tokens"]})
+    assert d["content"] == "hello <|im_end|> world", d
+    status, p = srv.json("POST", "/apply-template", {"messages": MSG})
+    assert p["prompt"] == "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", p
+
+
 def still_up(srv):
     status, body = srv.json("GET", "/health")
     assert status == 200 and body["status"] == "ok", (status, body)
@@ -256,6 +273,7 @@ def main():
         checks.run("a slow client is served, and others meanwhile", slow_client, srv)
         checks.run("a client that leaves mid-stream cancels its request",
                    disconnect_mid_stream, srv)
+        checks.run("props, tokenize, detokenize and apply-template answer", other_routes, srv)
         checks.run("after all of it the server is up with nothing running", still_up, srv)
     checks.run("a full queue is a 503 with Retry-After", full_queue, binary)
     checks.run("a missing or wrong key is a 401", keys, binary)
