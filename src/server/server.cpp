@@ -117,6 +117,7 @@ struct Server::Impl::Job {
     int64_t created = (int64_t)std::time(nullptr);
     uint64_t request_id = 0;
     bool cancelled = false, finished = false, started = false;
+    int idle_polls = 0;  // event-queue waits in a row that found nothing
 
     std::string all_text;               // completions: the whole text
     Json message;                       // chat: the final message
@@ -442,10 +443,14 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
             }
             std::optional<GenerationEvent> ev = job->queue->pop(100ms);
             if (!ev) {
+                // While the request waits (queued, or a long prompt), a comment line now and
+                // then finds out whether the client is still there; clients skip comments.
+                if (++job->idle_polls % 20 == 0 && !write(": waiting\n\n")) return false;
                 if (sink.is_writable()) return true;
                 job->cancel();
                 return false;
             }
+            job->idle_polls = 0;
             std::vector<Json> chunks;
             try {
                 chunks = job->on_event(*ev);
