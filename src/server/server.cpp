@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/chat_bridge.h"
+#include "server/completion.h"
 #include "server/generation.h"
 #include "server/metrics.h"
 #include "server/request.h"
@@ -39,14 +40,6 @@ bool same_key(const std::string& presented, const std::string& expected) {
 
 namespace {
 
-std::string random_id(const char* prefix) {
-    static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    std::string s = prefix;
-    for (int i = 0; i < 24; ++i) s += kChars[rng() % (sizeof kChars - 1)];
-    return s;
-}
-
 uint64_t random_seed() {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     return rng();
@@ -61,12 +54,6 @@ void reply_error(httplib::Response& res, int status, const std::string& message,
                  const std::string& type = {}) {
     res.status = status;
     res.set_content(dump(error_body(status, message, type)), "application/json; charset=utf-8");
-}
-
-Json token_bytes(const std::string& s) {
-    Json b = Json::array();
-    for (unsigned char c : s) b.push_back((int)c);
-    return b;
 }
 
 }  // namespace
@@ -104,39 +91,23 @@ struct Server::Impl {
     void stop();
 };
 
-// One completion request in flight: its queue of events, the text stream, the chat output
-// parser, and the response being built.
+// One completion request in flight: the answer being built, the queue its events arrive
+// through, and its scheduler id (to cancel it when the client goes or a stop string ends it).
 struct Server::Impl::Job {
     Impl& server;
-    bool chat_route;
-    CompletionParams params;
+    Completion completion;
     std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
-    TextStream text;
-    std::unique_ptr<ChatOutput> output;
-    std::string id;
-    int64_t created = (int64_t)std::time(nullptr);
     uint64_t request_id = 0;
-    bool cancelled = false, finished = false, started = false;
+    bool cancelled = false, started = false;
     int idle_polls = 0;  // event-queue waits in a row that found nothing
 
-    std::string all_text;               // completions: the whole text
-    Json message;                       // chat: the final message
-    Json logprobs = Json::array();      // every token's entry (non-streamed answer)
-    Json new_logprobs = Json::array();  // entries not yet sent (streamed answer)
-    GenerationEvent done;
-    std::string finish_reason;
-
-    Job(Impl& s, bool chat, CompletionParams p)
-        : server(s),
-          chat_route(chat),
-          params(std::move(p)),
-          text(*s.tok, params.stop, !params.ignore_eos),
-          id(random_id(chat ? "chatcmpl-" : "cmpl-")) {
+    Job(Impl& s, CompletionParams p, std::unique_ptr<ChatOutput> output)
+        : server(s), completion(*s.tok, s.model_id, std::move(p), std::move(output)) {
         std::lock_guard lock(server.jobs_mutex);
         ++server.jobs;
     }
     ~Job() {
-        if (!finished) cancel();
+        if (!completion.finished()) cancel();
         std::lock_guard lock(server.jobs_mutex);
         --server.jobs;
         std::erase(server.running, request_id);
@@ -150,161 +121,11 @@ struct Server::Impl::Job {
         if (request_id) server.scheduler->cancel(request_id);
     }
 
-    Json logprob_entry(const GenerationEvent& ev) const {
-        const std::string piece = server.tok->token_text(ev.token);
-        if (chat_route) {
-            Json e;
-            e["token"] = piece;
-            e["logprob"] = ev.logprob;
-            e["bytes"] = token_bytes(piece);
-            Json top = Json::array();
-            for (const TokenLogprob& t : ev.top) {
-                const std::string p = server.tok->token_text(t.token);
-                top.push_back({{"token", p}, {"logprob", t.logprob}, {"bytes", token_bytes(p)}});
-            }
-            e["top_logprobs"] = top;
-            return e;
-        }
-        Json top = Json::object();
-        for (const TokenLogprob& t : ev.top) top[server.tok->token_text(t.token)] = t.logprob;
-        return Json{{"token", piece}, {"logprob", ev.logprob}, {"top", top}};
-    }
-
-    // The logprobs object of a response or chunk from entries.
-    Json logprobs_json(const Json& entries, size_t offset) const {
-        if (params.top_logprobs < 0) return nullptr;
-        if (chat_route) return Json{{"content", entries}};
-        Json tokens = Json::array(), lps = Json::array(), tops = Json::array(),
-             offsets = Json::array();
-        for (const Json& e : entries) {
-            tokens.push_back(e["token"]);
-            lps.push_back(e["logprob"]);
-            tops.push_back(e["top"]);
-            offsets.push_back(offset);
-            offset += e["token"].get<std::string>().size();
-        }
-        return Json{{"tokens", tokens},
-                    {"token_logprobs", lps},
-                    {"top_logprobs", tops},
-                    {"text_offset", offsets}};
-    }
-
-    Json chunk(Json delta_or_text, const Json& finish, Json lp) const {
-        Json c;
-        c["id"] = id;
-        c["object"] = chat_route ? "chat.completion.chunk" : "text_completion";
-        c["created"] = created;
-        c["model"] = server.model_id;
-        c["system_fingerprint"] = "deltallm";
-        Json choice;
-        choice["index"] = 0;
-        if (chat_route)
-            choice["delta"] = std::move(delta_or_text);
-        else
-            choice["text"] = std::move(delta_or_text);
-        choice["logprobs"] = std::move(lp);
-        choice["finish_reason"] = finish;
-        c["choices"] = Json::array({choice});
-        if (params.include_usage) c["usage"] = nullptr;
-        return c;
-    }
-
-    Json usage() const {
-        Json u;
-        u["prompt_tokens"] = done.prompt_tokens;
-        u["completion_tokens"] = done.generated_tokens;
-        u["total_tokens"] = done.prompt_tokens + done.generated_tokens;
-        u["prompt_tokens_details"] = {{"cached_tokens", done.cached_tokens}};
-        return u;
-    }
-
-    // Takes one event; returns the chunks it makes (for a streamed answer). Throws ApiError 500
-    // when the executor failed.
     std::vector<Json> on_event(const GenerationEvent& ev) {
-        std::vector<Json> out;
-        std::string piece;
-        Json delta = Json::object();
-        if (ev.kind == GenerationEvent::Kind::token) {
-            if (text.stopped()) return out;  // made before the cancellation took effect
-            if (params.top_logprobs >= 0) {
-                Json e = logprob_entry(ev);
-                logprobs.push_back(e);
-                new_logprobs.push_back(e);
-            }
-            piece = text.push(ev.token);
-            if (text.stopped()) cancel();  // the rest would be cut anyway
-            if (output) delta = output->push(piece);
-        } else {
-            done = ev;
-            finished = true;
-            piece = text.finish();
-            if (output) {
-                delta = output->push(piece);
-                Json last = output->finish(message);
-                for (auto& [k, v] : last.items()) {
-                    if (k == "tool_calls") {
-                        for (auto& call : v) delta["tool_calls"].push_back(call);
-                    } else if (delta.contains(k)) {
-                        delta[k] = delta[k].get<std::string>() + v.get<std::string>();
-                    } else {
-                        delta[k] = v;
-                    }
-                }
-            }
-            switch (ev.finish) {
-                case FinishReason::eog:
-                    finish_reason = "stop";
-                    break;
-                case FinishReason::length:
-                case FinishReason::context:
-                    finish_reason = "length";
-                    break;
-                case FinishReason::cancelled:
-                    finish_reason = "stop";
-                    break;
-                case FinishReason::error:
-                    throw ApiError(500, "generation failed: " + ev.error);
-            }
-            if (text.stopped()) finish_reason = "stop";
-            if (output && output->has_tool_calls()) finish_reason = "tool_calls";
-        }
-        const bool has_text = output ? !delta.empty() : !piece.empty();
-        if (has_text || (!new_logprobs.empty() && ev.kind == GenerationEvent::Kind::done)) {
-            out.push_back(chunk(output ? Json(delta) : Json(piece), nullptr,
-                                logprobs_json(new_logprobs, all_text.size())));
-            new_logprobs = Json::array();
-        }
-        if (!output) all_text += piece;
-        if (ev.kind == GenerationEvent::Kind::done) {
-            out.push_back(chunk(output ? Json::object() : Json(""), finish_reason, nullptr));
-            if (params.include_usage) {
-                Json u = chunk(nullptr, nullptr, nullptr);
-                u["choices"] = Json::array();
-                u["usage"] = usage();
-                out.push_back(u);
-            }
-        }
-        return out;
-    }
-
-    Json response() const {
-        Json r;
-        r["id"] = id;
-        r["object"] = chat_route ? "chat.completion" : "text_completion";
-        r["created"] = created;
-        r["model"] = server.model_id;
-        r["system_fingerprint"] = "deltallm";
-        Json choice;
-        choice["index"] = 0;
-        if (chat_route)
-            choice["message"] = message;
-        else
-            choice["text"] = all_text;
-        choice["logprobs"] = logprobs_json(logprobs, 0);
-        choice["finish_reason"] = finish_reason;
-        r["choices"] = Json::array({choice});
-        r["usage"] = usage();
-        return r;
+        std::vector<Json> chunks = completion.on_event(ev);
+        if (completion.stopped() && !completion.finished()) cancel();  // the rest is cut anyway
+        if (completion.finished()) server.metrics.record(completion.done());
+        return chunks;
     }
 };
 
@@ -398,11 +219,10 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     g.ignore_eos = p.ignore_eos;
     g.top_logprobs = p.top_logprobs;
 
-    auto job = std::make_shared<Job>(*this, chat_route, p);
-    job->output = std::move(output);
+    auto job = std::make_shared<Job>(*this, p, std::move(output));
     job->request_id = scheduler->submit(std::move(g), job->queue->sink(job->queue));
     if (job->request_id == 0) {
-        job->finished = true;
+        job->cancelled = true;
         throw ApiError(503, stopping ? "the server is shutting down"
                                      : "the server is busy: too many requests are waiting; "
                                        "try again shortly");
@@ -413,14 +233,9 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     }
 
     if (!p.stream) {
-        for (;;) {
-            std::optional<GenerationEvent> ev = job->queue->pop(1000ms);
-            if (!ev) continue;
-            job->on_event(*ev);
-            if (ev->kind == GenerationEvent::Kind::done) break;
-        }
-        metrics.record(job->done);
-        reply_json(res, job->response());
+        while (!job->completion.finished())
+            if (std::optional<GenerationEvent> ev = job->queue->pop(1000ms)) job->on_event(*ev);
+        reply_json(res, job->completion.response());
         return;
     }
 
@@ -428,7 +243,7 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     res.set_header("X-Accel-Buffering", "no");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, job](size_t, httplib::DataSink& sink) {
+        [job](size_t, httplib::DataSink& sink) {
             auto write = [&](const std::string& s) {
                 if (sink.write(s.data(), s.size())) return true;
                 job->cancel();  // the client went away
@@ -436,10 +251,8 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
             };
             if (!job->started) {
                 job->started = true;
-                if (job->chat_route) {
-                    Json role = {{"role", "assistant"}, {"content", ""}};
-                    if (!write(sse_event(job->chunk(role, nullptr, nullptr)))) return false;
-                }
+                if (auto opening = job->completion.opening_chunk())
+                    if (!write(sse_event(*opening))) return false;
             }
             std::optional<GenerationEvent> ev = job->queue->pop(100ms);
             if (!ev) {
@@ -463,14 +276,13 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
             for (const Json& c : chunks)
                 if (!write(sse_event(c))) return false;
             if (ev->kind == GenerationEvent::Kind::done) {
-                metrics.record(job->done);
                 if (!write(sse_done())) return false;
                 sink.done();
             }
             return true;
         },
         [job](bool) {
-            if (!job->finished) job->cancel();
+            if (!job->completion.finished()) job->cancel();
         });
 }
 
