@@ -62,6 +62,7 @@ struct Server::Impl {
     ServerOptions opt;
     httplib::Server http;
     std::atomic<bool> ready{false}, stopping{false};
+    std::atomic<bool> listen_started{false}, listen_done{false};
     std::mutex stop_mutex;
     bool stopped = false;
 
@@ -397,7 +398,11 @@ void Server::Impl::stop() {
             jobs_cv.wait_for(lock, 5s, [&] { return jobs == 0; });
         }
     }
-    http.stop();
+    // httplib's stop() does nothing before its listen loop runs: repeat it until listen() ends.
+    while (listen_started && !listen_done) {
+        http.stop();
+        std::this_thread::sleep_for(10ms);
+    }
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
@@ -506,7 +511,9 @@ int Server::bind() {
 }
 
 void Server::listen() {
-    impl_->http.listen_after_bind();
+    impl_->listen_started = true;
+    if (!impl_->stopping) impl_->http.listen_after_bind();
+    impl_->listen_done = true;
 }
 
 void Server::load(Engine& engine, const std::string& model_id) {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "server/server.h"
+#include "template/template.h"
 #include "tools/common.h"
 #include "tools/tool.h"
 
@@ -50,8 +51,10 @@ int serve(ServeArgs& a) {
         fail("give the key one way only: --api-key or --api-key-file");
     if (!a.api_key.empty()) a.server.api_keys.push_back(a.api_key);
     if (!a.api_key_file.empty()) a.server.api_keys = read_keys(a.api_key_file);
-    if (!a.chat_template_file.empty())
+    if (!a.chat_template_file.empty()) {
         a.server.chat_template = read_text_file(a.chat_template_file);
+        tmpl::ChatTemplate parsed(a.server.chat_template);  // a syntax error before the model loads
+    }
     if (!(a.cache_mib >= 0 && a.cache_mib <= 1e7))
         fail("--cache-mib must be 0 to 10^7, not {}", a.cache_mib);
     a.server.cache_bytes = (uint64_t)(a.cache_mib * 1048576.0);
@@ -72,6 +75,12 @@ int serve(ServeArgs& a) {
     server::Server srv(a.server);
     const int port = srv.bind();
     std::fprintf(stderr, "deltallm: listening on http://%s:%d\n", a.server.host.c_str(), port);
+    const std::string& h = a.server.host;
+    if (a.server.api_keys.empty() && h != "localhost" && h != "::1" && h.rfind("127.", 0) != 0)
+        std::fprintf(stderr,
+                     "deltallm: warning: %s is reachable from other machines and no API key is "
+                     "set (--api-key-file)\n",
+                     printable(h).c_str());
     std::fflush(stderr);
     std::thread http([&] { srv.listen(); });
     std::atomic<bool> handled{false}, ending{false};

@@ -6,7 +6,9 @@ server must still be up with nothing running."""
 import json
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -268,6 +270,21 @@ def health_while_loading(binary):
         assert seen[-1] == 200 and set(seen) <= {200, 503}, seen
 
 
+def bad_flags(binary, tmp):
+    """Each bad flag is one error line and exit code 1, before anything is served."""
+    bad_template = f"{tmp}/bad.jinja"
+    with open(bad_template, "w") as f:
+        f.write("{% for x in %}")
+    for flags in (["--port", "70000"], ["--parallel", "0"], ["--api-key-file", f"{tmp}/none"],
+                  ["--chat-template-file", bad_template], ["--host", "999.1.1.1"],
+                  ["--api-key", "a", "--api-key-file", bad_template], ["--queue", "-1"],
+                  ["--cache-mib", "-5"], ["--device", "tpu"]):
+        p = subprocess.run([binary, "serve", "--port", "0", *flags], capture_output=True,
+                           text=True, timeout=60)
+        errors = [l for l in p.stderr.splitlines() if l.startswith("error:")]
+        assert p.returncode == 1 and len(errors) == 1, (flags, p.returncode, p.stderr)
+
+
 def main():
     binary = binary_from_argv()
     checks = Checks()
@@ -284,6 +301,8 @@ def main():
         checks.run("after all of it the server is up with nothing running", still_up, srv)
     checks.run("a full queue is a 503 with Retry-After", full_queue, binary)
     checks.run("a missing or wrong key is a 401", keys, binary)
+    with tempfile.TemporaryDirectory() as tmp:
+        checks.run("bad flags are one error line and exit code 1", bad_flags, binary, tmp)
     checks.run("SIGTERM lets running requests finish and exits 0", graceful_stop, binary)
     checks.run("/health is 503 while loading, then 200", health_while_loading, binary)
     return checks.finish()
