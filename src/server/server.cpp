@@ -163,6 +163,10 @@ void Server::Impl::check_model(const std::string& name) const {
 std::vector<int32_t> Server::Impl::completion_prompt(const Json& body) const {
     auto it = body.find("prompt");
     if (it == body.end() || it->is_null()) bad_request("'prompt' is required");
+    if (get_bool(body, "echo", false)) bad_request("'echo' is not supported yet");
+    if (!get_string(body, "suffix", "").empty()) bad_request("'suffix' is not supported yet");
+    if (auto b = body.find("best_of"); b != body.end() && !b->is_null() && *b != 1)
+        bad_request("'best_of' must be 1: one choice per request is supported");
     const Json* p = &*it;
     // A list of one prompt is the prompt (the API takes lists for batches).
     if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))

@@ -58,6 +58,8 @@ def wrong_types(srv):
         expect_error(srv, 400, body)
     expect_error(srv, 400, {"prompt": {"a": 1}}, path="/v1/completions")
     expect_error(srv, 400, {"prompt": [1, 99999999]}, path="/v1/completions")
+    for extra in ({"echo": True}, {"suffix": "end"}, {"best_of": 3}, {"echo": "yes"}):
+        expect_error(srv, 400, {"prompt": "x", **extra}, path="/v1/completions")
     expect_error(srv, 400, {"content": 5}, path="/tokenize")
     expect_error(srv, 400, {"tokens": [-1]}, path="/detokenize")
     expect_error(srv, 400, {"tokens": "abc"}, path="/detokenize")
