@@ -206,6 +206,34 @@ check('client errors arrive as the client library\'s error types', async () => {
   await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
 });
 
+check('reasoning comes back as reasoning_content, or not at all when thinking is off', async () => {
+  const thinker = new OpenAI({ baseURL: process.env.DELTALLM_THINK_URL + '/v1', apiKey: 'none',
+    maxRetries: 0 });
+  const params = { model: 'thinker', messages: [user('Think first')], max_tokens: 10,
+    ignore_eos: true, temperature: 0 };
+  // The template opens <think>, so the text begins as reasoning.
+  const r = await thinker.chat.completions.create(params);
+  const m = r.choices[0].message;
+  assert.equal(typeof m.reasoning_content, 'string');
+  assert.ok(m.reasoning_content.length > 0);
+  assert.ok(!/<\/?think>/.test(m.reasoning_content + (m.content || '')));
+  const s = await thinker.chat.completions.create({ ...params, stream: true });
+  let reasoning = '';
+  let content = '';
+  for await (const c of s) {
+    for (const ch of c.choices) {
+      reasoning += ch.delta.reasoning_content || '';
+      content += ch.delta.content || '';
+    }
+  }
+  assert.equal(reasoning, m.reasoning_content);
+  assert.equal(content, m.content || '');
+  const off = await thinker.chat.completions.create({ ...params,
+    chat_template_kwargs: { enable_thinking: false } });
+  assert.equal(off.choices[0].message.reasoning_content, undefined);
+  assert.ok(off.choices[0].message.content.length > 0);
+});
+
 (async () => {
   let passed = 0;
   let failed = 0;
