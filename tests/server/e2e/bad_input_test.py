@@ -4,6 +4,7 @@ huge bodies, unknown models and routes, keys, a slow client, a client that leave
 full queue. Every answer must be an OpenAI error with the right status, and afterwards the
 server must still be up with nothing running."""
 import json
+import random
 import signal
 import socket
 import subprocess
@@ -221,6 +222,58 @@ def other_routes(srv):
     assert p["prompt"] == "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", p
 
 
+ODD_VALUES = [None, True, 0, -1, 2**40, -2**63, 3.5, 1e300, "", "user", "{bad", "<|im_end|>",
+              "</tool_call>", [], {}, [None], [{"type": "text"}], {"type": "function"},
+              [{"type": "image_url", "image_url": {"url": "file:///etc/passwd"}}]]
+
+
+def mutated(rng):
+    """A valid chat request with one or two fields replaced by odd values."""
+    body = {"messages": [{"role": "system", "content": "terse"},
+                         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                         {"role": "assistant", "content": None, "tool_calls": [
+                             {"id": "c1", "type": "function",
+                              "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
+                         {"role": "tool", "tool_call_id": "c1", "content": "42"},
+                         {"role": "user", "content": "and?"}],
+            "tools": [{"type": "function", "function": {
+                "name": "f", "parameters": {"type": "object",
+                                            "properties": {"a": {"type": "integer"}}}}}],
+            "max_tokens": 2, "temperature": 0}
+    paths = [("max_tokens",), ("temperature",), ("stop",), ("seed",), ("tools",), ("tool_choice",),
+             ("chat_template_kwargs",), ("logprobs",), ("stream_options",), ("messages",),
+             ("tools", 0, "function"), ("tools", 0, "function", "parameters"),
+             ("tools", 0, "function", "name")]
+    for i in range(5):
+        paths += [("messages", i), ("messages", i, "role"), ("messages", i, "content")]
+    paths += [("messages", 2, "tool_calls"), ("messages", 2, "tool_calls", 0, "function"),
+              ("messages", 2, "tool_calls", 0, "function", "arguments"),
+              ("messages", 3, "tool_call_id"), ("messages", 1, "content", 0, "text")]
+    for _ in range(rng.randint(1, 2)):
+        path = rng.choice(paths)
+        target = body
+        try:
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = rng.choice(ODD_VALUES)
+        except (KeyError, IndexError, TypeError):
+            pass  # an earlier mutation replaced a parent
+    return body
+
+
+def random_mutations(srv):
+    rng = random.Random(20261205)
+    seen = {}
+    for _ in range(300):
+        body = mutated(rng)
+        status, _, data = srv.request("POST", CHAT, body)
+        seen[status] = seen.get(status, 0) + 1
+        assert status in (200, 400), f"{status} for {json.dumps(body)[:400]}: {data[:300]!r}"
+        if status == 400:
+            assert json.loads(data)["error"]["code"] == 400
+    assert seen.get(200, 0) > 10 and seen.get(400, 0) > 10, seen
+
+
 def still_up(srv):
     status, body = srv.json("GET", "/health")
     assert status == 200 and body["status"] == "ok", (status, body)
@@ -300,6 +353,8 @@ def main():
         checks.run("a client that leaves mid-stream cancels its request",
                    disconnect_mid_stream, srv)
         checks.run("props, tokenize, detokenize and apply-template answer", other_routes, srv)
+        checks.run("odd values in a valid request are 200s or 400s, never 5xx",
+                   random_mutations, srv)
         checks.run("after all of it the server is up with nothing running", still_up, srv)
     checks.run("a full queue is a 503 with Retry-After", full_queue, binary)
     checks.run("a missing or wrong key is a 401", keys, binary)
