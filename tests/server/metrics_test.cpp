@@ -54,7 +54,9 @@ TEST(Metrics, RendersTheSchedulerTotalsAndGauges) {
         pos = eol + 1;
         if (line.rfind("# HELP ", 0) == 0) ++helps;
         if (line.rfind("# TYPE ", 0) == 0) ++types;
-        if (line[0] != '#') EXPECT_EQ(std::count(line.begin(), line.end(), ' '), 1) << line;
+        if (line[0] != '#') {
+            EXPECT_EQ(std::count(line.begin(), line.end(), ' '), 1) << line;
+        }
     }
     EXPECT_EQ(helps, types);
     EXPECT_GE(helps, 14u);
