@@ -32,7 +32,7 @@ struct CompletionParams {
 };
 
 // The shared fields of /v1/chat/completions (chat = true) and /v1/completions. n_ctx bounds
-// max_tokens; seed_source gives the seed when the request has none.
+// max_tokens; random_seed is the seed when the request has none.
 CompletionParams parse_completion_params(const nlohmann::ordered_json& body, bool chat,
                                          int64_t n_ctx, uint64_t random_seed);
 
