@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -70,15 +70,24 @@ double Sampler::uniform01() {
 
 void Sampler::apply_repetition_penalty(std::vector<float>& logits) const {
     const float penalty = params_.repeat_penalty;
-    if (penalty == 1.0f || history_.empty()) return;
-    // Each distinct token is penalised once, however often it occurred. Dividing a positive
-    // logit and multiplying a negative one both make the token less likely.
-    std::unordered_set<int32_t> seen;
-    for (int32_t t : history_) {
-        if (t < 0 || (size_t)t >= logits.size() || !seen.insert(t).second) continue;
+    const float presence = params_.presence_penalty, frequency = params_.frequency_penalty;
+    if ((penalty == 1.0f && presence == 0.0f && frequency == 0.0f) || history_.empty()) return;
+    // The repetition penalty and presence penalty apply once per distinct token, however often
+    // it occurred; the frequency penalty once per occurrence. Dividing a positive logit and
+    // multiplying a negative one both make the token less likely.
+    std::unordered_map<int32_t, int32_t> count;
+    for (int32_t t : history_)
+        if (t >= 0 && (size_t)t < logits.size()) ++count[t];
+    for (const auto& [t, n] : count) {
         float& l = logits[t];
-        l = l > 0 ? l / penalty : l * penalty;
+        if (penalty != 1.0f) l = l > 0 ? l / penalty : l * penalty;
+        l -= presence + frequency * (float)n;
     }
+}
+
+bool Sampler::penalizes() const {
+    return params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+           params_.frequency_penalty != 0.0f;
 }
 
 void Sampler::top_k(std::vector<TokenLogit>& c, int32_t k, bool& sorted) {
@@ -140,7 +149,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
     for (float x : logits) nan |= x != x;
     if (nan) fail("the logits hold NaN values (the model's weights or activations are broken)");
     std::span<const float> row = logits;
-    if (params_.repeat_penalty != 1.0f && !history_.empty()) {
+    if (penalizes() && !history_.empty()) {
         work_.assign(logits.begin(), logits.end());
         apply_repetition_penalty(work_);
         row = work_;

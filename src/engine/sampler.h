@@ -49,7 +49,9 @@ class Sampler {
     // The building blocks, public so that tests can hold each against exact math. They work on
     // the candidate list `c`; `sorted` says whether c is sorted by descending logit and is
     // updated when a step sorts it.
+    // The repetition, presence and frequency penalties over the recent tokens.
     void apply_repetition_penalty(std::vector<float>& logits) const;
+    bool penalizes() const;  // any of the three is on
     static void top_k(std::vector<TokenLogit>& c, int32_t k, bool& sorted);
     static void top_p(std::vector<TokenLogit>& c, float p, bool& sorted);
     static void min_p(std::vector<TokenLogit>& c, float p, bool sorted);

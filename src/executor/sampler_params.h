@@ -13,8 +13,12 @@ struct SamplerParams {
     float top_p = 0.95f;          // >= 1: off
     float min_p = 0.05f;          // <= 0: off; keeps p >= min_p * p_max
     float repeat_penalty = 1.0f;  // 1: off; > 1 discourages tokens seen in the last N
-    int32_t repeat_last_n = 64;   // N; 0: off, -1: the whole history
-    uint64_t seed = 0;            // same seed and same logits => same tokens
+    // OpenAI's penalties over the same last N tokens, subtracted from the logits: presence once
+    // for a token seen at all, frequency once for each time it was seen. 0: off.
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    int32_t repeat_last_n = 64;  // N; 0: off, -1: the whole history
+    uint64_t seed = 0;           // same seed and same logits => same tokens
 };
 
 }  // namespace dl

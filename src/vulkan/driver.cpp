@@ -313,7 +313,7 @@ int64_t ResidentDriver::short_attention_until(const SessionState& st) const {
 }
 
 bool ResidentDriver::samples_on_device(const SamplerParams& p) const {
-    return p.repeat_penalty == 1.0f &&
+    return p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f &&
            (p.temperature <= 0.0f || (p.top_k >= 1 && p.top_k <= (int32_t)Kernels::kSampleTopK));
 }
 

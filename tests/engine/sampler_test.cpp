@@ -284,6 +284,32 @@ TEST(Sampler, RepetitionPenaltyChangesOnlyTheRecentTokens) {
     EXPECT_EQ(o.sample(row), 0);
 }
 
+TEST(Sampler, PresenceAndFrequencyPenaltiesSubtractAsOpenAIDefinesThem) {
+    SamplerParams p = plain(0.0f);
+    p.presence_penalty = 0.5f;
+    p.frequency_penalty = 0.25f;
+    p.repeat_last_n = 4;
+    Sampler s(p);
+    for (int32_t t : {1, 2, 3, 2, 2}) s.accept(t);  // the window holds 2, 3, 2, 2
+    std::vector<float> got = {1.f, 1.f, 1.f, 1.f};
+    s.apply_repetition_penalty(got);
+    std::vector<float> want = {1.f, 1.f, 1.f - 0.5f - 0.75f, 1.f - 0.5f - 0.25f};
+    EXPECT_EQ(got, want);
+
+    // Through sample(): a repeated token loses the argmax; a negative penalty favours it.
+    std::vector<float> row = {5.f, 4.5f};
+    SamplerParams q = plain(0.0f);
+    q.frequency_penalty = 1.0f;
+    Sampler r(q);
+    r.accept(0);
+    EXPECT_EQ(r.sample(row), 1);
+    q.frequency_penalty = 0.0f;
+    q.presence_penalty = -1.0f;
+    Sampler f(q);
+    f.accept(1);
+    EXPECT_EQ(f.sample(row), 1);
+}
+
 TEST(Sampler, BadRowsAreErrorsNotCrashes) {
     Sampler s(plain(1.0f));
     EXPECT_THROW(s.sample(std::span<const float>{}), Error);

@@ -1,0 +1,192 @@
+// OpenAI's completion objects and chunks from generation events (see completion.h).
+#include "server/completion.h"
+
+#include <ctime>
+#include <random>
+
+#include "server/api_error.h"
+
+namespace dl::server {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+std::string random_id(const char* prefix) {
+    static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::string s = prefix;
+    for (int i = 0; i < 24; ++i) s += kChars[rng() % (sizeof kChars - 1)];
+    return s;
+}
+
+Json token_bytes(const std::string& s) {
+    Json b = Json::array();
+    for (unsigned char c : s) b.push_back((int)c);
+    return b;
+}
+
+}  // namespace
+
+Completion::Completion(const tokenizer::Tokenizer& tok, std::string model, CompletionParams params,
+                       std::unique_ptr<ChatOutput> output)
+    : tok_(tok),
+      model_(std::move(model)),
+      params_(std::move(params)),
+      output_(std::move(output)),
+      text_(tok, params_.stop, !params_.ignore_eos),
+      id_(random_id(output_ ? "chatcmpl-" : "cmpl-")),
+      created_((int64_t)std::time(nullptr)) {}
+
+std::optional<Json> Completion::opening_chunk() const {
+    if (!output_) return std::nullopt;
+    return chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
+}
+
+Json Completion::logprob_entry(const GenerationEvent& ev) const {
+    const std::string piece = tok_.token_text(ev.token);
+    if (output_) {
+        Json e;
+        e["token"] = piece;
+        e["logprob"] = ev.logprob;
+        e["bytes"] = token_bytes(piece);
+        Json top = Json::array();
+        for (const TokenLogprob& t : ev.top) {
+            const std::string p = tok_.token_text(t.token);
+            top.push_back({{"token", p}, {"logprob", t.logprob}, {"bytes", token_bytes(p)}});
+        }
+        e["top_logprobs"] = top;
+        return e;
+    }
+    Json top = Json::object();
+    for (const TokenLogprob& t : ev.top) top[tok_.token_text(t.token)] = t.logprob;
+    return Json{{"token", piece}, {"logprob", ev.logprob}, {"top", top}};
+}
+
+// A chat's {"content": [...]}, or the completions API's parallel lists (text_offset counted
+// from `offset`, the length of the text before these tokens).
+Json Completion::logprobs_json(const Json& entries, size_t offset) const {
+    if (params_.top_logprobs < 0) return nullptr;
+    if (output_) return Json{{"content", entries}};
+    Json tokens = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
+    for (const Json& e : entries) {
+        tokens.push_back(e["token"]);
+        lps.push_back(e["logprob"]);
+        tops.push_back(e["top"]);
+        offsets.push_back(offset);
+        offset += e["token"].get<std::string>().size();
+    }
+    return Json{{"tokens", tokens},
+                {"token_logprobs", lps},
+                {"top_logprobs", tops},
+                {"text_offset", offsets}};
+}
+
+Json Completion::chunk(Json delta_or_text, const Json& finish, Json logprobs) const {
+    Json c;
+    c["id"] = id_;
+    c["object"] = output_ ? "chat.completion.chunk" : "text_completion";
+    c["created"] = created_;
+    c["model"] = model_;
+    c["system_fingerprint"] = "deltallm";
+    Json choice;
+    choice["index"] = 0;
+    choice[output_ ? "delta" : "text"] = std::move(delta_or_text);
+    choice["logprobs"] = std::move(logprobs);
+    choice["finish_reason"] = finish;
+    c["choices"] = Json::array({choice});
+    if (params_.include_usage) c["usage"] = nullptr;  // as OpenAI: null until the last chunk
+    return c;
+}
+
+Json Completion::usage() const {
+    Json u;
+    u["prompt_tokens"] = done_.prompt_tokens;
+    u["completion_tokens"] = done_.generated_tokens;
+    u["total_tokens"] = done_.prompt_tokens + done_.generated_tokens;
+    u["prompt_tokens_details"] = {{"cached_tokens", done_.cached_tokens}};
+    return u;
+}
+
+std::vector<Json> Completion::on_event(const GenerationEvent& ev) {
+    std::vector<Json> out;
+    std::string piece;
+    Json delta = Json::object();
+    const bool last = ev.kind == GenerationEvent::Kind::done;
+    if (!last) {
+        if (text_.stopped()) return out;  // made before the cancellation took effect
+        if (params_.top_logprobs >= 0) {
+            Json e = logprob_entry(ev);
+            logprobs_.push_back(e);
+            new_logprobs_.push_back(e);
+        }
+        piece = text_.push(ev.token);
+        if (output_) delta = output_->push(piece);
+    } else {
+        done_ = ev;
+        finished_ = true;
+        piece = text_.finish();
+        if (output_) {
+            delta = output_->push(piece);
+            Json rest = output_->finish(message_);
+            for (auto& [k, v] : rest.items()) {
+                if (k == "tool_calls")
+                    for (auto& call : v) delta["tool_calls"].push_back(call);
+                else
+                    delta[k] = delta.value(k, std::string()) + v.get<std::string>();
+            }
+        }
+        switch (ev.finish) {
+            case FinishReason::eog:
+            case FinishReason::cancelled:  // by a stop string, or the server stopping
+                finish_reason_ = "stop";
+                break;
+            case FinishReason::length:
+            case FinishReason::context:
+                finish_reason_ = "length";
+                break;
+            case FinishReason::error:
+                throw ApiError(500, "generation failed: " + ev.error);
+        }
+        if (output_ && output_->has_tool_calls()) finish_reason_ = "tool_calls";
+    }
+    const bool has_text = output_ ? !delta.empty() : !piece.empty();
+    if (has_text || (last && !new_logprobs_.empty())) {
+        out.push_back(chunk(output_ ? delta : Json(piece), nullptr,
+                            logprobs_json(new_logprobs_, all_text_.size())));
+        new_logprobs_ = Json::array();
+    }
+    if (!output_) all_text_ += piece;
+    if (last) {
+        out.push_back(chunk(output_ ? Json::object() : Json(""), finish_reason_, nullptr));
+        if (params_.include_usage) {
+            Json u = chunk(nullptr, nullptr, nullptr);
+            u["choices"] = Json::array();
+            u["usage"] = usage();
+            out.push_back(u);
+        }
+    }
+    return out;
+}
+
+Json Completion::response() const {
+    Json r;
+    r["id"] = id_;
+    r["object"] = output_ ? "chat.completion" : "text_completion";
+    r["created"] = created_;
+    r["model"] = model_;
+    r["system_fingerprint"] = "deltallm";
+    Json choice;
+    choice["index"] = 0;
+    if (output_)
+        choice["message"] = message_;
+    else
+        choice["text"] = all_text_;
+    choice["logprobs"] = logprobs_json(logprobs_, 0);
+    choice["finish_reason"] = finish_reason_;
+    r["choices"] = Json::array({choice});
+    r["usage"] = usage();
+    return r;
+}
+
+}  // namespace dl::server

@@ -1,0 +1,67 @@
+// One completion's answer, built from the scheduler's events: OpenAI's chat.completion or
+// text_completion object, or the chunks that stream it. The text goes through the text stream
+// (whole characters, stop strings) and, for a chat, the chat output parser (reasoning, content,
+// tool calls); logprobs, finish reason and usage are added as OpenAI lays them out.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "server/chat_bridge.h"
+#include "server/generation.h"
+#include "server/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace dl::server {
+
+class Completion {
+  public:
+    // output: the chat output parser (a chat), or null (a text completion).
+    Completion(const tokenizer::Tokenizer& tok, std::string model, CompletionParams params,
+               std::unique_ptr<ChatOutput> output);
+
+    const CompletionParams& params() const { return params_; }
+    bool is_chat() const { return output_ != nullptr; }
+    // The chunk that opens a streamed chat (the assistant's role); none for a text completion.
+    std::optional<nlohmann::ordered_json> opening_chunk() const;
+    // Takes one event and returns the chunks it makes: text or deltas as they become safe to
+    // send; on the last event the finish reason and, when asked, the usage. ApiError 500 when
+    // generation failed.
+    std::vector<nlohmann::ordered_json> on_event(const GenerationEvent& ev);
+    // A stop string has ended the text: the request may be cancelled, the rest is dropped.
+    bool stopped() const { return text_.stopped(); }
+    bool finished() const { return finished_; }
+    const GenerationEvent& done() const { return done_; }
+    // The whole answer, after the last event.
+    nlohmann::ordered_json response() const;
+
+  private:
+    using Json = nlohmann::ordered_json;
+    Json logprob_entry(const GenerationEvent& ev) const;
+    Json logprobs_json(const Json& entries, size_t offset) const;
+    Json chunk(Json delta_or_text, const Json& finish, Json logprobs) const;
+    Json usage() const;
+
+    const tokenizer::Tokenizer& tok_;
+    std::string model_;
+    CompletionParams params_;
+    std::unique_ptr<ChatOutput> output_;
+    TextStream text_;
+    std::string id_;
+    int64_t created_;
+    bool finished_ = false;
+
+    std::string all_text_;               // a text completion's whole text
+    Json message_;                       // a chat's final message
+    Json logprobs_ = Json::array();      // every token's entry (the whole answer)
+    Json new_logprobs_ = Json::array();  // entries not yet streamed
+    GenerationEvent done_;
+    std::string finish_reason_;
+};
+
+}  // namespace dl::server

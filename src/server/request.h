@@ -1,0 +1,45 @@
+// Reading an OpenAI request body: the JSON itself (size and nesting bounded) and the fields the
+// completion routes share, each checked for its type and range. Anything wrong is an ApiError
+// 400 naming the field; unknown fields are ignored, as OpenAI-compatible servers do.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "executor/sampler_params.h"
+
+namespace dl::server {
+
+// Deeper nesting than this is refused (templates and dumps recurse over the values).
+constexpr int kMaxJsonDepth = 64;
+
+// Parses a request body that must be a JSON object; ApiError 400 otherwise.
+nlohmann::ordered_json parse_body(std::string_view body);
+
+struct CompletionParams {
+    std::string model;  // as the request named it ("" when absent)
+    SamplerParams sampling;
+    int64_t max_tokens = -1;  // -1: until the end of generation or of the context
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    int32_t top_logprobs = -1;   // -1: no logprobs; else the alternatives per token
+    bool ignore_eos = false;
+};
+
+// The shared fields of /v1/chat/completions (chat = true) and /v1/completions. n_ctx bounds
+// max_tokens; random_seed is the seed when the request has none.
+CompletionParams parse_completion_params(const nlohmann::ordered_json& body, bool chat,
+                                         int64_t n_ctx, uint64_t random_seed);
+
+// Small typed readers, exported for the other routes: each returns the fallback when the field
+// is absent or null and throws ApiError 400 when it has another type.
+bool get_bool(const nlohmann::ordered_json& body, const char* key, bool fallback);
+std::string get_string(const nlohmann::ordered_json& body, const char* key,
+                       const std::string& fallback);
+
+}  // namespace dl::server

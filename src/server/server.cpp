@@ -1,0 +1,551 @@
+// The HTTP side of `deltallm serve` (see server.h): routes, authentication, errors, and the
+// handing of each completion request to the scheduler and back as JSON or server-sent events.
+#include "server/server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/log.h"
+#include "engine/engine.h"
+#include "server/api_error.h"
+#include "server/chat_bridge.h"
+#include "server/completion.h"
+#include "server/generation.h"
+#include "server/metrics.h"
+#include "server/request.h"
+#include "server/sse.h"
+
+namespace dl::server {
+
+using Json = nlohmann::ordered_json;
+using namespace std::chrono_literals;
+
+bool same_key(const std::string& presented, const std::string& expected) {
+    // Walk the whole presented key whatever it holds; fold the length difference in as well.
+    unsigned diff = presented.size() == expected.size() ? 0u : 1u;
+    for (size_t i = 0; i < presented.size(); ++i) {
+        const unsigned char e = expected.empty() ? 0 : (unsigned char)expected[i % expected.size()];
+        diff |= (unsigned char)presented[i] ^ e;
+    }
+    return diff == 0 && !expected.empty();
+}
+
+namespace {
+
+uint64_t random_seed() {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    return rng();
+}
+
+void reply_json(httplib::Response& res, const Json& j, int status = 200) {
+    res.status = status;
+    res.set_content(dump(j), "application/json; charset=utf-8");
+}
+
+void reply_error(httplib::Response& res, int status, const std::string& message,
+                 const std::string& type = {}) {
+    res.status = status;
+    res.set_content(dump(error_body(status, message, type)), "application/json; charset=utf-8");
+}
+
+}  // namespace
+
+struct Server::Impl {
+    ServerOptions opt;
+    httplib::Server http;
+    std::atomic<bool> ready{false}, stopping{false};
+    std::atomic<bool> listen_started{false}, listen_done{false};
+    std::mutex stop_mutex;
+    bool stopped = false;
+
+    Engine* engine = nullptr;
+    const tokenizer::Tokenizer* tok = nullptr;
+    std::unique_ptr<ChatBridge> chat;
+    std::unique_ptr<Scheduler> scheduler;
+    std::string model_id;
+    int64_t n_ctx = 0;
+    int64_t created = 0;
+    Metrics metrics;
+
+    // Responses still being produced, and the scheduler ids they wait on.
+    std::mutex jobs_mutex;
+    std::condition_variable jobs_cv;
+    int64_t jobs = 0;
+    std::vector<uint64_t> running;
+
+    explicit Impl(ServerOptions o) : opt(std::move(o)) {}
+
+    void routes();
+    httplib::Server::Handler guarded(httplib::Server::Handler f);
+    void check_model(const std::string& name) const;
+    struct Job;
+    void complete(const httplib::Request& req, httplib::Response& res, bool chat_route);
+    std::vector<int32_t> completion_prompt(const Json& body) const;
+    void stop();
+};
+
+// One completion request in flight: the answer being built, the queue its events arrive
+// through, and its scheduler id (to cancel it when the client goes or a stop string ends it).
+struct Server::Impl::Job {
+    Impl& server;
+    Completion completion;
+    std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
+    uint64_t request_id = 0;
+    bool cancelled = false, started = false;
+    int idle_polls = 0;  // event-queue waits in a row that found nothing
+
+    Job(Impl& s, CompletionParams p, std::unique_ptr<ChatOutput> output)
+        : server(s), completion(*s.tok, s.model_id, std::move(p), std::move(output)) {
+        std::lock_guard lock(server.jobs_mutex);
+        ++server.jobs;
+    }
+    ~Job() {
+        if (!completion.finished()) cancel();
+        std::lock_guard lock(server.jobs_mutex);
+        --server.jobs;
+        std::erase(server.running, request_id);
+        server.jobs_cv.notify_all();
+    }
+
+    void cancel() {
+        if (cancelled) return;
+        cancelled = true;
+        queue->stop();
+        if (request_id) server.scheduler->cancel(request_id);
+    }
+
+    std::vector<Json> on_event(const GenerationEvent& ev) {
+        std::vector<Json> chunks = completion.on_event(ev);
+        if (completion.stopped() && !completion.finished()) cancel();  // the rest is cut anyway
+        if (completion.finished()) server.metrics.record(completion.done());
+        return chunks;
+    }
+};
+
+httplib::Server::Handler Server::Impl::guarded(httplib::Server::Handler f) {
+    return [this, f](const httplib::Request& req, httplib::Response& res) {
+        try {
+            // httplib refuses a body sent with a length past the limit before reading it; one
+            // sent in chunks arrives whole, and is refused here.
+            if (req.body.size() > opt.max_body_bytes)
+                throw ApiError(413, fmt::format("the request body is larger than the limit of {} "
+                                                "bytes",
+                                                opt.max_body_bytes));
+            f(req, res);
+        } catch (const ApiError& e) {
+            reply_error(res, e.status(), e.what(), e.type());
+            if (e.status() == 503) res.set_header("Retry-After", "1");
+        } catch (const Error& e) {
+            reply_error(res, 400, e.what());  // bad input found by a lower layer
+        } catch (const std::bad_alloc&) {
+            reply_error(res, 500, "the server ran out of memory for this request");
+        } catch (const std::exception& e) {
+            log::warn("{} {}: {}", req.method, req.path, e.what());
+            reply_error(res, 500, std::string("internal error: ") + e.what());
+        }
+    };
+}
+
+void Server::Impl::check_model(const std::string& name) const {
+    if (!name.empty() && name != model_id)
+        throw ApiError(404, fmt::format("The model '{}' does not exist; this server has '{}'", name,
+                                        model_id));
+}
+
+std::vector<int32_t> Server::Impl::completion_prompt(const Json& body) const {
+    auto it = body.find("prompt");
+    if (it == body.end() || it->is_null()) bad_request("'prompt' is required");
+    if (get_bool(body, "echo", false)) bad_request("'echo' is not supported yet");
+    if (!get_string(body, "suffix", "").empty()) bad_request("'suffix' is not supported yet");
+    if (auto b = body.find("best_of"); b != body.end() && !b->is_null() && *b != 1)
+        bad_request("'best_of' must be 1: one choice per request is supported");
+    const Json* p = &*it;
+    // A list of one prompt is the prompt (the API takes lists for batches).
+    if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))
+        p = &(*p)[0];
+    std::vector<int32_t> ids;
+    if (p->is_string()) {
+        ids = tok->encode(p->get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+    } else if (p->is_array()) {
+        const int64_t V = tok->n_vocab();
+        for (const Json& t : *p) {
+            if (!t.is_number_integer())
+                bad_request(
+                    "'prompt' must be a string, a list of token ids, or a list of one of "
+                    "them (several prompts in one request are not supported)");
+            const int64_t id = t.get<int64_t>();
+            if (id < 0 || id >= V)
+                bad_request("token id {} in 'prompt' is outside the vocabulary of {}", id, V);
+            ids.push_back((int32_t)id);
+        }
+    } else {
+        bad_request("'prompt' must be a string or a list of token ids");
+    }
+    if (ids.empty()) bad_request("the prompt is empty");
+    return ids;
+}
+
+void Server::Impl::complete(const httplib::Request& req, httplib::Response& res, bool chat_route) {
+    const Json body = parse_body(req.body);
+    CompletionParams p = parse_completion_params(body, chat_route, n_ctx, random_seed());
+    check_model(p.model);
+
+    GenerationRequest g;
+    std::unique_ptr<ChatOutput> output;
+    if (chat_route) {
+        ChatPrompt cp = chat->prompt(body);
+        g.prompt = std::move(cp.tokens);
+        if (cp.before_last_user > 0) g.snapshot_at.push_back(cp.before_last_user);
+        output = chat->output(cp, body);
+    } else {
+        g.prompt = completion_prompt(body);
+    }
+    const int64_t n_prompt = (int64_t)g.prompt.size();
+    if (n_prompt >= n_ctx)
+        bad_request(
+            "the prompt has {} tokens, and the context holds {} (leaving room for at "
+            "least one generated token)",
+            n_prompt, n_ctx);
+    if (p.max_tokens > 0 && n_prompt + p.max_tokens > n_ctx)
+        bad_request(
+            "the prompt's {} tokens and max_tokens of {} make {}, more than the context "
+            "of {} tokens",
+            n_prompt, p.max_tokens, n_prompt + p.max_tokens, n_ctx);
+    g.sampling = p.sampling;
+    g.max_tokens = p.max_tokens;
+    g.ignore_eos = p.ignore_eos;
+    g.top_logprobs = p.top_logprobs;
+
+    auto job = std::make_shared<Job>(*this, p, std::move(output));
+    job->request_id = scheduler->submit(std::move(g), job->queue->sink(job->queue));
+    if (job->request_id == 0) {
+        job->cancelled = true;
+        throw ApiError(503, stopping ? "the server is shutting down"
+                                     : "the server is busy: too many requests are waiting; "
+                                       "try again shortly");
+    }
+    {
+        std::lock_guard lock(jobs_mutex);
+        running.push_back(job->request_id);
+    }
+
+    if (!p.stream) {
+        while (!job->completion.finished())
+            if (std::optional<GenerationEvent> ev = job->queue->pop(1000ms)) job->on_event(*ev);
+        reply_json(res, job->completion.response());
+        return;
+    }
+
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [job](size_t, httplib::DataSink& sink) {
+            auto write = [&](const std::string& s) {
+                if (sink.write(s.data(), s.size())) return true;
+                job->cancel();  // the client went away
+                return false;
+            };
+            if (!job->started) {
+                job->started = true;
+                if (auto opening = job->completion.opening_chunk())
+                    if (!write(sse_event(*opening))) return false;
+            }
+            std::optional<GenerationEvent> ev = job->queue->pop(100ms);
+            if (!ev) {
+                // While the request waits (queued, or a long prompt), a comment line now and
+                // then finds out whether the client is still there; clients skip comments.
+                if (++job->idle_polls % 20 == 0 && !write(": waiting\n\n")) return false;
+                if (sink.is_writable()) return true;
+                job->cancel();
+                return false;
+            }
+            job->idle_polls = 0;
+            std::vector<Json> chunks;
+            try {
+                chunks = job->on_event(*ev);
+            } catch (const ApiError& e) {
+                write(sse_event(error_body(e.status(), e.what())));
+                write(sse_done());
+                sink.done();
+                return true;
+            }
+            for (const Json& c : chunks)
+                if (!write(sse_event(c))) return false;
+            if (ev->kind == GenerationEvent::Kind::done) {
+                if (!write(sse_done())) return false;
+                sink.done();
+            }
+            return true;
+        },
+        [job](bool) {
+            if (!job->completion.finished()) job->cancel();
+        });
+}
+
+void Server::Impl::routes() {
+    auto chat_route = guarded([this](const auto& req, auto& res) { complete(req, res, true); });
+    auto text_route = guarded([this](const auto& req, auto& res) { complete(req, res, false); });
+    http.Post("/v1/chat/completions", chat_route);
+    http.Post("/chat/completions", chat_route);
+    http.Post("/v1/completions", text_route);
+    http.Post("/completions", text_route);
+
+    auto models = [this](const httplib::Request&, httplib::Response& res) {
+        Json m;
+        m["id"] = model_id;
+        m["object"] = "model";
+        m["created"] = created;
+        m["owned_by"] = "deltallm";
+        m["meta"] = {{"n_ctx", n_ctx}, {"n_vocab", tok->n_vocab()}};
+        reply_json(res, Json{{"object", "list"}, {"data", Json::array({m})}});
+    };
+    http.Get("/v1/models", models);
+    http.Get("/models", models);
+    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+        if (req.matches[1] != model_id)
+            return reply_error(res, 404,
+                               "The model '" + std::string(req.matches[1]) + "' does not exist");
+        reply_json(res, Json{{"id", model_id},
+                             {"object", "model"},
+                             {"created", created},
+                             {"owned_by", "deltallm"}});
+    });
+
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+        if (!ready) return reply_error(res, 503, "Loading model", "unavailable_error");
+        reply_json(res, Json{{"status", "ok"}});
+    });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+        if (!opt.metrics)
+            return reply_error(res, 404, "metrics are off: start the server with --metrics");
+        res.set_content(metrics.render(scheduler->stats()), "text/plain; version=0.0.4");
+    });
+    http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+        Json p;
+        p["model_alias"] = model_id;
+        p["chat_template"] = chat->template_source();
+        p["bos_token"] = tok->bos() >= 0 ? tok->token_text(tok->bos()) : "";
+        p["eos_token"] = tok->eos() >= 0 ? tok->token_text(tok->eos()) : "";
+        p["n_ctx"] = n_ctx;
+        p["total_slots"] = opt.parallel;
+        p["default_generation_settings"] = {{"n_ctx", n_ctx}};
+        reply_json(res, p);
+    });
+
+    auto tokenize = [this](const httplib::Request& req, httplib::Response& res) {
+        const Json body = parse_body(req.body);
+        auto c = body.find("content");
+        if (c == body.end() || !c->is_string()) bad_request("'content' must be a string");
+        const bool add_special = get_bool(body, "add_special", false);
+        const bool parse_special = get_bool(body, "parse_special", true);
+        const bool with_pieces = get_bool(body, "with_pieces", false);
+        std::vector<int32_t> ids = tok->encode(c->get<std::string>(), add_special, parse_special);
+        Json tokens = Json::array();
+        for (int32_t id : ids) {
+            if (with_pieces)
+                tokens.push_back({{"id", id}, {"piece", tok->token_text(id)}});
+            else
+                tokens.push_back(id);
+        }
+        reply_json(res, Json{{"tokens", tokens}});
+    };
+    http.Post("/tokenize", guarded(tokenize));
+
+    http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+                  const Json body = parse_body(req.body);
+                  auto t = body.find("tokens");
+                  if (t == body.end() || !t->is_array())
+                      bad_request("'tokens' must be a list of token ids");
+                  std::vector<int32_t> ids;
+                  for (const Json& x : *t) {
+                      if (!x.is_number_integer())
+                          bad_request("'tokens' must be a list of token ids");
+                      const int64_t id = x.get<int64_t>();
+                      if (id < 0 || id >= tok->n_vocab())
+                          bad_request("token id {} is outside the vocabulary of {}", id,
+                                      tok->n_vocab());
+                      ids.push_back((int32_t)id);
+                  }
+                  reply_json(res, Json{{"content", tok->decode(ids)}});
+              }));
+
+    auto apply_template = guarded([this](const httplib::Request& req, httplib::Response& res) {
+        const Json body = parse_body(req.body);
+        reply_json(res, Json{{"prompt", chat->render(body)}});
+    });
+    http.Post("/apply-template", apply_template);
+    http.Post("/apply_template", apply_template);
+}
+
+void Server::Impl::stop() {
+    {
+        std::lock_guard lock(stop_mutex);
+        if (stopped) return;
+        stopped = true;
+    }
+    stopping = true;
+    if (scheduler) {
+        std::unique_lock lock(jobs_mutex);
+        const auto grace = std::chrono::duration<double>(opt.shutdown_grace_seconds);
+        if (!jobs_cv.wait_for(lock, grace, [&] { return jobs == 0; })) {
+            log::info("cancelling {} requests still running at shutdown", running.size());
+            for (uint64_t id : running) scheduler->cancel(id);
+            jobs_cv.wait_for(lock, 5s, [&] { return jobs == 0; });
+        }
+    }
+    // httplib's stop() does nothing before its listen loop runs: repeat it until listen() ends.
+    while (listen_started && !listen_done) {
+        http.stop();
+        std::this_thread::sleep_for(10ms);
+    }
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+    Impl& s = *impl_;
+    if (s.opt.parallel < 1 || s.opt.parallel > 256)
+        fail("--parallel must be 1 to 256, not {}", s.opt.parallel);
+    // One thread per connection being answered: every slot and every queued request can hold
+    // one (a streamed answer keeps its connection), with some left for the other routes.
+    const size_t threads = (size_t)(s.opt.parallel + s.opt.queue_limit + 16);
+    s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    s.http.set_payload_max_length(s.opt.max_body_bytes);
+    s.http.set_read_timeout(30, 0);
+    s.http.set_write_timeout(30, 0);
+    s.http.set_tcp_nodelay(true);
+    // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the
+    // same port would start and silently share the traffic instead of failing to bind.
+    s.http.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+
+    s.http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        Impl& s = *impl_;
+        if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+
+        if (!s.opt.api_keys.empty()) {
+            const std::string auth = req.get_header_value("Authorization");
+            const std::string bearer = "Bearer ";
+            bool ok = false;
+            if (auth.compare(0, bearer.size(), bearer) == 0) {
+                const std::string key = auth.substr(bearer.size());
+                for (const std::string& k : s.opt.api_keys) ok |= same_key(key, k);
+            }
+            if (!ok) {
+                reply_error(res, 401,
+                            auth.empty() ? "no API key given: send 'Authorization: Bearer KEY'"
+                                         : "the API key is not valid");
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
+        if (!s.ready) {
+            reply_error(res, 503, "Loading model", "unavailable_error");
+            res.set_header("Retry-After", "1");
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        if (s.stopping) {
+            reply_error(res, 503, "the server is shutting down");
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    s.http.set_error_handler(httplib::Server::HandlerWithResponse(
+        [this](const httplib::Request& req, httplib::Response& res) {
+            if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            const int status = res.status;
+            std::string message;
+            if (status == 404)
+                message = fmt::format("there is no route {} {}", req.method, req.path);
+            else if (status == 413)
+                message = fmt::format("the request body is larger than the limit of {} bytes",
+                                      impl_->opt.max_body_bytes);
+            else if (status == 400)
+                message = "the request could not be read";
+            else
+                message = fmt::format("the request failed with status {}", status);
+            reply_error(res, status, message);
+            res.status = status;
+            return httplib::Server::HandlerResponse::Handled;
+        }));
+    s.http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+            std::string what = "unknown error";
+            try {
+                if (ep) std::rethrow_exception(ep);
+            } catch (const std::exception& e) {
+                what = e.what();
+            } catch (...) {
+            }
+            reply_error(res, 500, "internal error: " + what);
+        });
+    s.http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+        impl_->metrics.count_request(res.status);
+        log::debug("{} {} -> {}", req.method, req.path, res.status);
+    });
+    s.routes();
+}
+
+Server::~Server() {
+    if (impl_->scheduler) impl_->scheduler->shutdown(false);
+}
+
+int Server::bind() {
+    Impl& s = *impl_;
+    if (s.opt.port < 0 || s.opt.port > 65535) fail("--port must be 0 to 65535, not {}", s.opt.port);
+    int port = s.opt.port;
+    if (port == 0) {
+        port = s.http.bind_to_any_port(s.opt.host);
+        if (port < 0) port = 0;
+    } else if (!s.http.bind_to_port(s.opt.host, port)) {
+        port = 0;
+    }
+    if (port <= 0)
+        fail("cannot listen on {}:{} (the address is in use, or not one of this machine's)",
+             s.opt.host, s.opt.port);
+    return port;
+}
+
+void Server::listen() {
+    impl_->listen_started = true;
+    if (!impl_->stopping) impl_->http.listen_after_bind();
+    impl_->listen_done = true;
+}
+
+void Server::load(Engine& engine, const std::string& model_id) {
+    Impl& s = *impl_;
+    s.engine = &engine;
+    s.tok = &engine.tokenizer();
+    s.model_id = model_id;
+    s.created = (int64_t)std::time(nullptr);
+    s.n_ctx = s.opt.n_ctx > 0 ? s.opt.n_ctx : engine.n_ctx();
+    s.chat = std::make_unique<ChatBridge>(*s.tok, engine.model().hp.arch_name, s.opt.chat_template);
+    SchedulerOptions so;
+    so.parallel = s.opt.parallel;
+    so.n_ctx = s.n_ctx;
+    so.token_budget = s.opt.token_budget;
+    so.queue_limit = s.opt.queue_limit;
+    so.prefix_cache_bytes = s.opt.cache_bytes;
+    const tokenizer::Tokenizer* tok = s.tok;
+    so.is_eog = [tok](int32_t t) { return tok->is_eog(t); };
+    s.scheduler = std::make_unique<Scheduler>(engine.executor(), so);
+    s.ready = true;
+}
+
+void Server::stop() {
+    impl_->stop();
+}
+
+bool Server::stopping() const {
+    return impl_->stopping;
+}
+
+}  // namespace dl::server

@@ -1,0 +1,63 @@
+// `deltallm serve`: an OpenAI-compatible HTTP server (cpp-httplib) over one Scheduler. Routes:
+// POST /v1/chat/completions and /v1/completions (streamed as server-sent events or not),
+// GET /v1/models, /health, /metrics, /props, POST /tokenize, /detokenize, /apply-template.
+// Every client error is an OpenAI error body with a 4xx status; nothing a request sends reaches
+// the filesystem.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dl {
+class Engine;
+}
+
+namespace dl::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;                    // 0: any free port (bind() says which)
+    int64_t parallel = 4;               // sequences generating at once
+    int64_t n_ctx = 0;                  // context of each slot; 0: the engine's
+    int64_t queue_limit = 64;           // requests waiting beyond which the answer is 503
+    int64_t token_budget = 512;         // tokens per scheduler step
+    uint64_t cache_bytes = 1ull << 30;  // prefix cache; 0: none
+    std::vector<std::string> api_keys;  // empty: no key needed
+    std::string chat_template;          // template source; empty: the model's
+    bool metrics = false;               // serve GET /metrics
+    size_t max_body_bytes = 8u << 20;
+    double shutdown_grace_seconds = 10;  // running requests may finish for this long on stop()
+};
+
+class Server {
+  public:
+    explicit Server(ServerOptions options);
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    // Binds the address and returns the port; dl::Error with a sentence when it cannot.
+    int bind();
+    // Answers requests on the calling thread until stop(). Before load(), /health says 503 and
+    // every other route answers 503 too.
+    void listen();
+    // Serves this model from now on, under the name model_id. The engine must outlive the
+    // server; its executor belongs to the server's scheduler from here on.
+    void load(Engine& engine, const std::string& model_id);
+    // Stops taking requests (503), lets the running ones finish for the grace period, cancels
+    // what is left, then ends listen(). Callable from any thread, more than once.
+    void stop();
+    bool stopping() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Constant-time comparison of a presented key with the expected one (no early exit on the first
+// differing byte, so the time does not tell how much of a guess was right).
+bool same_key(const std::string& presented, const std::string& expected);
+
+}  // namespace dl::server

@@ -1,0 +1,153 @@
+// `deltallm serve`: the OpenAI-compatible HTTP server (src/server/) over a loaded model. The
+// address is bound before the model loads, so /health answers 503 while it does; SIGTERM and
+// SIGINT stop it gracefully (running requests may finish for a while) with exit code 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "core/error.h"
+#include "core/printable.h"
+#include "server/server.h"
+#include "template/template.h"
+#include "tools/common.h"
+#include "tools/tool.h"
+
+namespace dl::tools {
+
+namespace {
+
+struct ServeArgs {
+    ModelArgs model;
+    server::ServerOptions server;
+    std::string api_key, api_key_file, chat_template_file, alias;
+    double cache_mib = 1024;
+};
+
+// Keys, one a line; blank lines and surrounding whitespace ignored.
+std::vector<std::string> read_keys(const std::string& path) {
+    std::string text = read_text_file(path);
+    std::vector<std::string> keys;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+        size_t eol = text.find('\n', pos);
+        if (eol == std::string::npos) eol = text.size();
+        std::string line = text.substr(pos, eol - pos);
+        while (!line.empty() && std::isspace((unsigned char)line.back())) line.pop_back();
+        size_t a = 0;
+        while (a < line.size() && std::isspace((unsigned char)line[a])) ++a;
+        if (a < line.size()) keys.push_back(line.substr(a));
+        pos = eol + 1;
+    }
+    if (keys.empty()) fail("--api-key-file {} holds no key", path);
+    return keys;
+}
+
+int serve(ServeArgs& a) {
+    if (!a.api_key.empty() && !a.api_key_file.empty())
+        fail("give the key one way only: --api-key or --api-key-file");
+    if (!a.api_key.empty()) a.server.api_keys.push_back(a.api_key);
+    if (!a.api_key_file.empty()) a.server.api_keys = read_keys(a.api_key_file);
+    if (!a.chat_template_file.empty()) {
+        a.server.chat_template = read_text_file(a.chat_template_file);
+        tmpl::ChatTemplate parsed(a.server.chat_template);  // a syntax error before the model loads
+    }
+    if (!(a.cache_mib >= 0 && a.cache_mib <= 1e7))
+        fail("--cache-mib must be 0 to 10^7, not {}", a.cache_mib);
+    a.server.cache_bytes = (uint64_t)(a.cache_mib * 1048576.0);
+    if (a.server.queue_limit < 0 || a.server.queue_limit > 4096)
+        fail("--queue must be 0 to 4096, not {}", a.server.queue_limit);
+    a.server.n_ctx = 0;  // the engine's: -c sets it
+
+    // Signals are taken by one thread with sigwait; every other thread (the HTTP workers, the
+    // scheduler, the CPU chain's pool) inherits the blocked mask. A client that goes away must
+    // not kill the server with SIGPIPE.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+
+    server::Server srv(a.server);
+    const int port = srv.bind();
+    std::fprintf(stderr, "deltallm: listening on http://%s:%d\n", a.server.host.c_str(), port);
+    const std::string& h = a.server.host;
+    if (a.server.api_keys.empty() && h != "localhost" && h != "::1" && h.rfind("127.", 0) != 0)
+        std::fprintf(stderr,
+                     "deltallm: warning: %s is reachable from other machines and no API key is "
+                     "set (--api-key-file)\n",
+                     printable(h).c_str());
+    std::fflush(stderr);
+    std::thread http([&] { srv.listen(); });
+    std::atomic<bool> handled{false}, ending{false};
+    std::thread signals([&] {
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        if (ending) return;  // woken by end_signals below
+        handled = true;
+        std::fprintf(stderr, "deltallm: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        srv.stop();
+    });
+    auto end_signals = [&] {
+        if (!handled) {
+            ending = true;
+            pthread_kill(signals.native_handle(), SIGTERM);
+        }
+        signals.join();
+    };
+
+    std::unique_ptr<Engine> engine;
+    try {
+        engine = a.model.open();
+        if (!engine->has_tokenizer()) fail("the model has no tokenizer, which serving needs");
+        std::string id = a.alias;
+        if (id.empty())
+            id = a.model.path.empty() ? "deltallm-demo"
+                                      : std::filesystem::path(a.model.path).filename().string();
+        std::fprintf(stderr, "deltallm: serving %s on %s, %lld slots of %lld tokens\n",
+                     printable(id).c_str(), engine->executor().name().c_str(),
+                     (long long)a.server.parallel, (long long)engine->n_ctx());
+        std::fflush(stderr);
+        srv.load(*engine, id);
+    } catch (...) {
+        srv.stop();
+        http.join();
+        end_signals();
+        throw;
+    }
+    http.join();
+    end_signals();
+    std::fprintf(stderr, "deltallm: stopped\n");
+    return 0;
+}
+
+Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> Run {
+    auto a = std::make_shared<ServeArgs>();
+    a->model.add_to(app);
+    app.add_option("--host", a->server.host, "address to listen on")->capture_default_str();
+    app.add_option("--port", a->server.port, "port to listen on (0: any free one)")
+        ->capture_default_str();
+    app.add_option("--parallel,--np", a->server.parallel, "requests generating at once (slots)")
+        ->capture_default_str();
+    app.add_option("--queue", a->server.queue_limit,
+                   "requests that may wait for a slot; beyond them the answer is 503")
+        ->capture_default_str();
+    app.add_option("--cache-mib", a->cache_mib, "prefix cache size in MiB (0: none)")
+        ->capture_default_str();
+    app.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY'");
+    app.add_option("--api-key-file", a->api_key_file,
+                   "read the accepted keys from a file, one a line");
+    app.add_option("--chat-template-file", a->chat_template_file,
+                   "a Jinja chat template to use instead of the model's");
+    app.add_option("--alias", a->alias, "the model's name in the API (default: the file's name)");
+    app.add_flag("--metrics", a->server.metrics, "serve Prometheus metrics at GET /metrics");
+    return [a] { return serve(*a); };
+});
+
+}  // namespace
+
+}  // namespace dl::tools

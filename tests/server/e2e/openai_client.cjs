@@ -1,0 +1,253 @@
+// Drives `deltallm serve` with the official OpenAI client for JavaScript, unchanged. Started by
+// openai_test.py, which passes the server's address, key and model in the environment.
+'use strict';
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const path = require('node:path');
+
+const npm = process.env.DELTALLM_NPM_DIR;
+const { OpenAI } = require(path.join(npm, 'node_modules', 'openai'));
+
+const base = process.env.DELTALLM_URL;
+const key = process.env.DELTALLM_KEY;
+const bin = process.env.DELTALLM_BIN;
+const client = new OpenAI({ baseURL: base + '/v1', apiKey: key, maxRetries: 0, timeout: 60000 });
+let model;
+
+const user = (content) => ({ role: 'user', content });
+const greedy = { temperature: 0 };
+
+async function text(params) {
+  const r = await client.chat.completions.create({ model, ...params });
+  return r;
+}
+
+async function streamed(params) {
+  const s = await client.chat.completions.create({ model, stream: true, ...params });
+  const chunks = [];
+  for await (const c of s) chunks.push(c);
+  return chunks;
+}
+
+const checks = [];
+const check = (name, fn) => checks.push([name, fn]);
+
+check('lists the model', async () => {
+  const list = await client.models.list();
+  const ids = list.data.map((m) => m.id);
+  assert.equal(ids.length, 1);
+  model = ids[0];
+  assert.equal(model, process.env.DELTALLM_MODEL);
+});
+
+check('answers a chat without streaming', async () => {
+  const r = await text({ messages: [user('Say hello')], max_tokens: 8, ...greedy });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.model, model);
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.ok(['length', 'stop'].includes(r.choices[0].finish_reason));
+  assert.ok(r.usage.prompt_tokens > 0);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+});
+
+check('streams the same text it answers whole, with role, finish and usage chunks', async () => {
+  const params = { messages: [user('Tell me a story')], max_tokens: 16, ...greedy };
+  const whole = await text(params);
+  const chunks = await streamed({ ...params, stream_options: { include_usage: true } });
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  let content = '';
+  let finish = null;
+  for (const c of chunks) {
+    assert.equal(c.id, chunks[0].id);
+    for (const ch of c.choices) {
+      content += ch.delta.content || '';
+      if (ch.finish_reason) finish = ch.finish_reason;
+    }
+  }
+  assert.equal(content, whole.choices[0].message.content);
+  assert.equal(finish, whole.choices[0].finish_reason);
+  const last = chunks[chunks.length - 1];
+  assert.deepEqual(last.choices, []);
+  assert.equal(last.usage.completion_tokens, whole.usage.completion_tokens);
+  assert.equal(last.usage.prompt_tokens, whole.usage.prompt_tokens);
+});
+
+check('max_tokens and max_completion_tokens bound the answer', async () => {
+  for (const n of [1, 5, 13]) {
+    const r = await text({ messages: [user('Count')], max_tokens: n, ignore_eos: true, ...greedy });
+    assert.equal(r.usage.completion_tokens, n);
+    assert.equal(r.choices[0].finish_reason, 'length');
+  }
+  const r = await text({ messages: [user('Count')], max_completion_tokens: 3, ignore_eos: true });
+  assert.equal(r.usage.completion_tokens, 3);
+});
+
+check('a stop string cuts the text, streamed or not, and is never sent', async () => {
+  const params = { messages: [user('Write a line')], max_tokens: 24, ignore_eos: true, ...greedy };
+  const full = (await text(params)).choices[0].message.content;
+  // A stop string from the middle of the greedy text (two characters, away from the start).
+  const chars = Array.from(full);
+  assert.ok(chars.length >= 8, `too short to cut: ${JSON.stringify(full)}`);
+  const stop = chars.slice(5, 7).join('');
+  const expected = full.slice(0, full.indexOf(stop));
+  const r = await text({ ...params, stop: [stop] });
+  assert.equal(r.choices[0].message.content, expected);
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const chunks = await streamed({ ...params, stop });
+  let content = '';
+  for (const c of chunks) for (const ch of c.choices) content += ch.delta.content || '';
+  assert.equal(content, expected);
+});
+
+check('the same seed gives the same text', async () => {
+  const params = { messages: [user('Improvise')], max_tokens: 20, temperature: 1.0, top_p: 1 };
+  const a = await text({ ...params, seed: 1234 });
+  const b = await text({ ...params, seed: 1234 });
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content);
+  const s = await streamed({ ...params, seed: 1234 });
+  let content = '';
+  for (const c of s) for (const ch of c.choices) content += ch.delta.content || '';
+  assert.equal(content, a.choices[0].message.content);
+});
+
+check('usage counts the tokens of the rendered prompt', async () => {
+  const messages = [{ role: 'system', content: 'You are terse.' }, user('How many tokens is this?')];
+  const r = await text({ messages, max_tokens: 1 });
+  const rendered = await (
+    await fetch(base + '/apply-template', {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages }),
+    })
+  ).json();
+  const ids = execFileSync(bin, ['tokenize'], { input: rendered.prompt, stdio: ['pipe', 'pipe', 'ignore'] })
+    .toString()
+    .trim()
+    .split(',');
+  assert.equal(r.usage.prompt_tokens, ids.length);
+  const viaRoute = await (
+    await fetch(base + '/tokenize', {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ content: rendered.prompt, add_special: true }),
+    })
+  ).json();
+  assert.equal(viaRoute.tokens.length, ids.length);
+});
+
+check('the second turn of a chat reuses the first from the prefix cache', async () => {
+  const first = [{ role: 'system', content: 'You answer in riddles.' }, user('Who are you?')];
+  const r1 = await text({ messages: first, max_tokens: 6, ...greedy });
+  const second = [...first, r1.choices[0].message, user('And where do you live?')];
+  const r2 = await text({ messages: second, max_tokens: 6, ...greedy });
+  assert.ok(r2.usage.prompt_tokens_details.cached_tokens > 0, JSON.stringify(r2.usage));
+  assert.ok(r2.usage.prompt_tokens_details.cached_tokens < r2.usage.prompt_tokens);
+});
+
+check('logprobs come per token with the asked alternatives', async () => {
+  const r = await text({ messages: [user('Hi')], max_tokens: 5, ignore_eos: true, logprobs: true,
+    top_logprobs: 3, ...greedy });
+  const lp = r.choices[0].logprobs.content;
+  assert.equal(lp.length, 5);
+  for (const t of lp) {
+    assert.equal(typeof t.token, 'string');
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 3);
+    // Greedy: the chosen token is the most likely one.
+    assert.ok(Math.abs(t.top_logprobs[0].logprob - t.logprob) < 1e-5);
+  }
+});
+
+check('tools and a tool result go round trip', async () => {
+  const tools = [{
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
+  }];
+  const r = await text({ messages: [user('Weather in Paris?')], tools, tool_choice: 'auto',
+    max_tokens: 8 });
+  assert.ok(['stop', 'length', 'tool_calls'].includes(r.choices[0].finish_reason));
+  const call = { id: 'call_1', type: 'function',
+    function: { name: 'get_weather', arguments: '{"city": "Paris"}' } };
+  const r2 = await text({
+    messages: [user('Weather in Paris?'), { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"temp": 21}' }],
+    tools, max_tokens: 8,
+  });
+  assert.equal(r2.choices[0].message.role, 'assistant');
+  assert.ok(!/<tool_call>/.test(r2.choices[0].message.content || ''));
+});
+
+check('legacy completions answer and stream', async () => {
+  const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 6,
+    temperature: 0, ignore_eos: true });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(r.usage.completion_tokens, 6);
+  const s = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 6,
+    temperature: 0, ignore_eos: true, stream: true });
+  let t = '';
+  for await (const c of s) for (const ch of c.choices) t += ch.text;
+  assert.equal(t, r.choices[0].text);
+});
+
+check('client errors arrive as the client library\'s error types', async () => {
+  await assert.rejects(text({ model: 'no-such-model', messages: [user('x')] }),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+  await assert.rejects(text({ messages: [user('x')], max_tokens: -1 }),
+    (e) => e instanceof OpenAI.BadRequestError && /max_tokens/.test(e.message));
+  await assert.rejects(text({ messages: [user('x')], n: 2 }),
+    (e) => e instanceof OpenAI.BadRequestError);
+  const bad = new OpenAI({ baseURL: base + '/v1', apiKey: 'sk-wrong', maxRetries: 0 });
+  await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+});
+
+check('reasoning comes back as reasoning_content, or not at all when thinking is off', async () => {
+  const thinker = new OpenAI({ baseURL: process.env.DELTALLM_THINK_URL + '/v1', apiKey: 'none',
+    maxRetries: 0 });
+  const params = { model: 'thinker', messages: [user('Think first')], max_tokens: 10,
+    ignore_eos: true, temperature: 0 };
+  // The template opens <think>, so the text begins as reasoning.
+  const r = await thinker.chat.completions.create(params);
+  const m = r.choices[0].message;
+  assert.equal(typeof m.reasoning_content, 'string');
+  assert.ok(m.reasoning_content.length > 0);
+  assert.ok(!/<\/?think>/.test(m.reasoning_content + (m.content || '')));
+  const s = await thinker.chat.completions.create({ ...params, stream: true });
+  let reasoning = '';
+  let content = '';
+  for await (const c of s) {
+    for (const ch of c.choices) {
+      reasoning += ch.delta.reasoning_content || '';
+      content += ch.delta.content || '';
+    }
+  }
+  assert.equal(reasoning, m.reasoning_content);
+  assert.equal(content, m.content || '');
+  const off = await thinker.chat.completions.create({ ...params,
+    chat_template_kwargs: { enable_thinking: false } });
+  assert.equal(off.choices[0].message.reasoning_content, undefined);
+  assert.ok(off.choices[0].message.content.length > 0);
+});
+
+(async () => {
+  let passed = 0;
+  let failed = 0;
+  for (const [name, fn] of checks) {
+    const t = Date.now();
+    try {
+      await fn();
+      passed++;
+      console.log(`ok   ${name} (${((Date.now() - t) / 1000).toFixed(2)} s)`);
+    } catch (e) {
+      failed++;
+      console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
+    }
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+})();

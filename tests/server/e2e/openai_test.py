@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Starts `deltallm serve` (demo model, a key, metrics; and one with a template that opens a
+thinking block) and runs openai_client.cjs against them: the official OpenAI client for
+JavaScript, installed by scripts/setup.d/openai.sh."""
+import os
+import pathlib
+import subprocess
+import sys
+
+from harness import Server, binary_from_argv
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def main():
+    binary = binary_from_argv()
+    npm = ROOT / ".cache" / "npm"
+    if not (npm / "node_modules" / "openai" / "package.json").exists():
+        print(f"the openai npm package is not in {npm}: run scripts/setup.sh "
+              "(scripts/setup.d/openai.sh)")
+        print("0 passed, 1 failed")
+        return 1
+    thinking = pathlib.Path(__file__).with_name("thinking.jinja")
+    with Server(binary, "--api-key", "sk-test", "--metrics", "--parallel", 2) as srv, \
+            Server(binary, "--chat-template-file", thinking, "--alias", "thinker") as think:
+        env = dict(os.environ, DELTALLM_URL=f"http://127.0.0.1:{srv.port}", DELTALLM_KEY="sk-test",
+                   DELTALLM_BIN=binary, DELTALLM_MODEL="deltallm-demo", DELTALLM_NPM_DIR=str(npm),
+                   DELTALLM_THINK_URL=f"http://127.0.0.1:{think.port}")
+        rc = subprocess.run(["node", str(pathlib.Path(__file__).with_name("openai_client.cjs"))],
+                            env=env, timeout=110).returncode
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
