@@ -87,6 +87,8 @@ std::string Metrics::render(const SchedulerStats& s) const {
           (double)s.cache_bytes);
     gauge(out, "gauge", "deltallm_prefix_cache_entries", "Snapshots held by the prefix cache.",
           (double)s.cache_entries);
+    gauge(out, "gauge", "deltallm_prefix_cache_host_bytes",
+          "Bytes of prefix-cache snapshots moved to host memory.", (double)s.cache_host_bytes);
     {
         std::lock_guard lock(mutex_);
         out +=

@@ -534,6 +534,8 @@ void Server::load(Engine& engine, const std::string& model_id) {
     so.token_budget = s.opt.token_budget;
     so.queue_limit = s.opt.queue_limit;
     so.prefix_cache_bytes = s.opt.cache_bytes;
+    so.prefix_cache_host_bytes = s.opt.cache_host_bytes;
+    so.snapshot_every = s.opt.cache_every;
     const tokenizer::Tokenizer* tok = s.tok;
     so.is_eog = [tok](int32_t t) { return tok->is_eog(t); };
     s.scheduler = std::make_unique<Scheduler>(engine.executor(), so);

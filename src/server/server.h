@@ -24,6 +24,11 @@ struct ServerOptions {
     int64_t queue_limit = 64;           // requests waiting beyond which the answer is 503
     int64_t token_budget = 512;         // tokens per scheduler step
     uint64_t cache_bytes = 1ull << 30;  // prefix cache; 0: none
+    // Snapshots past cache_bytes that the executor can move to host memory (the Vulkan driver's).
+    uint64_t cache_host_bytes = 4ull << 30;
+    // Prompts also keep a snapshot every this many tokens, so a shared beginning (a long system
+    // prompt, a document) is reused by prompts that go on differently; 0: none.
+    int64_t cache_every = 1024;
     std::vector<std::string> api_keys;  // empty: no key needed
     std::string chat_template;          // template source; empty: the model's
     bool metrics = false;               // serve GET /metrics

@@ -25,6 +25,7 @@ struct ServeArgs {
     server::ServerOptions server;
     std::string api_key, api_key_file, chat_template_file, alias;
     double cache_mib = 1024;
+    double cache_host_mib = 4096;
 };
 
 // Keys, one a line; blank lines and surrounding whitespace ignored.
@@ -58,6 +59,13 @@ int serve(ServeArgs& a) {
     if (!(a.cache_mib >= 0 && a.cache_mib <= 1e7))
         fail("--cache-mib must be 0 to 10^7, not {}", a.cache_mib);
     a.server.cache_bytes = (uint64_t)(a.cache_mib * 1048576.0);
+    if (!(a.cache_host_mib >= 0 && a.cache_host_mib <= 1e7))
+        fail("--cache-host-mib must be 0 to 10^7, not {}", a.cache_host_mib);
+    a.server.cache_host_bytes = (uint64_t)(a.cache_host_mib * 1048576.0);
+    if (a.server.cache_every < 0 || a.server.cache_every > (int64_t{1} << 30))
+        fail("--cache-every must be 0 (off) to 2^30 tokens, not {}", a.server.cache_every);
+    // Prompt chunks end on multiples of 256 tokens; a snapshot point must be one of them.
+    a.server.cache_every = (a.server.cache_every + 255) / 256 * 256;
     if (a.server.queue_limit < 0 || a.server.queue_limit > 4096)
         fail("--queue must be 0 to 4096, not {}", a.server.queue_limit);
     a.server.n_ctx = 0;  // the engine's: -c sets it
@@ -137,6 +145,12 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
                    "requests that may wait for a slot; beyond them the answer is 503")
         ->capture_default_str();
     app.add_option("--cache-mib", a->cache_mib, "prefix cache size in MiB (0: none)")
+        ->capture_default_str();
+    app.add_option("--cache-host-mib", a->cache_host_mib,
+                   "host memory for prefix-cache snapshots moved off the device (MiB)")
+        ->capture_default_str();
+    app.add_option("--cache-every", a->server.cache_every,
+                   "keep a prefix-cache snapshot every N prompt tokens (0: off)")
         ->capture_default_str();
     app.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY'");
     app.add_option("--api-key-file", a->api_key_file,
