@@ -26,9 +26,10 @@ MoeSizes plan_expert_keys(const HfModel& m, Plan& plan) {
         fail("{}/config.json: norm_topk_prob false (unnormalised expert weights) is not supported",
              m.dir);
     if (m.get_int("decoder_sparse_step", 1) != 1)
-        fail("{}/config.json: decoder_sparse_step other than 1 (dense layers between the MoE "
-             "layers) is not supported",
-             m.dir);
+        fail(
+            "{}/config.json: decoder_sparse_step other than 1 (dense layers between the MoE "
+            "layers) is not supported",
+            m.dir);
     if (const nlohmann::json* only = m.find("mlp_only_layers"); only && !only->empty())
         fail("{}/config.json: mlp_only_layers (dense layers among the MoE layers) is not supported",
              m.dir);
@@ -47,9 +48,10 @@ void plan_moe_ffn(const std::shared_ptr<HfModel>& m, Plan& plan, const MoeSizes&
     const int64_t E = m->get_size("hidden_size"), F = s.n_ff_exp, X = s.n_expert;
     const std::string mlp = h + "mlp.";
     if (!m->tensor(mlp + "experts.0.gate_proj.weight"))
-        fail("{}: '{}experts.0.gate_proj.weight' is missing: the experts are stored in a layout "
-             "this converter does not read (one module per expert)",
-             m->dir, m->prefix + mlp);
+        fail(
+            "{}: '{}experts.0.gate_proj.weight' is missing: the experts are stored in a layout "
+            "this converter does not read (one module per expert)",
+            m->dir, m->prefix + mlp);
     auto add = [&](std::string name, std::vector<int64_t> ne, std::function<void(float*)> f) {
         plan.tensors.push_back({std::move(name), std::move(ne), std::move(f), {}});
     };
@@ -73,7 +75,8 @@ void plan_moe_ffn(const std::shared_ptr<HfModel>& m, Plan& plan, const MoeSizes&
     stack("ffn_down_exps.weight", "down_proj", E, F);
     if (s.n_ff_shexp > 0) {
         const int64_t S = s.n_ff_shexp;
-        auto copy = [&](const std::string& gguf, const std::string& hf, std::vector<int64_t> shape) {
+        auto copy = [&](const std::string& gguf, const std::string& hf,
+                        std::vector<int64_t> shape) {
             std::vector<int64_t> ne(shape.rbegin(), shape.rend());
             add(b + gguf, ne, [hm, hf, shape](float* dst) {
                 const std::vector<float> v = hm->read(hf, shape);

@@ -27,8 +27,9 @@ struct Shape {
 
 // The dense family of an architecture name (qwen35moe -> qwen35).
 std::string_view family(std::string_view arch) {
-    return arch.size() > 3 && arch.substr(arch.size() - 3) == "moe" ? arch.substr(0, arch.size() - 3)
-                                                                  : arch;
+    return arch.size() > 3 && arch.substr(arch.size() - 3) == "moe"
+               ? arch.substr(0, arch.size() - 3)
+               : arch;
 }
 
 // Hidden size, layers, FFN, attention heads / kv heads x head dim, DeltaNet heads, tied head:
@@ -50,8 +51,8 @@ const Shape kShapes[] = {
     // 256 experts of 512 with 8 used and a shared expert of 512; Qwen3-30B-A3B: 48 layers, 128
     // experts of 768 with 8 used.
     {"qwen35moe", "tiny", 1024, 256, 4, 0, 4, 2, 64, 2, 4, 64, false, 1e7, 4096, 8, 2, 256, 256},
-    {"qwen35moe", "35b-a3b", 248320, 2048, 40, 0, 16, 2, 256, 16, 32, 128, false, 1e7, 262144,
-     256, 8, 512, 512},
+    {"qwen35moe", "35b-a3b", 248320, 2048, 40, 0, 16, 2, 256, 16, 32, 128, false, 1e7, 262144, 256,
+     8, 512, 512},
     {"qwen3moe", "tiny", 1024, 256, 4, 0, 4, 2, 64, 0, 0, 0, false, 1e6, 4096, 8, 2, 256, 0},
     {"qwen3moe", "30b-a3b", 151936, 2048, 48, 0, 32, 4, 128, 0, 0, 0, false, 1e6, 40960, 128, 8,
      768, 0},
@@ -141,10 +142,9 @@ void plan_vocab(const Shape& s, uint64_t seed, Plan& plan) {
     }
     const int32_t first_special = (int32_t)n_normal;
     plan.set("tokenizer.ggml.model", gguf::Value::str("gpt2"));
-    plan.set("tokenizer.ggml.pre",
-             gguf::Value::str(llama                                  ? "llama-bpe"
-                              : family(s.arch) == "qwen35" ? "qwen35"
-                                                                     : "qwen2"));
+    plan.set("tokenizer.ggml.pre", gguf::Value::str(llama                        ? "llama-bpe"
+                                                    : family(s.arch) == "qwen35" ? "qwen35"
+                                                                                 : "qwen2"));
     plan.set("tokenizer.ggml.tokens", gguf::Value::array_of_strings(std::move(tokens)));
     plan.set("tokenizer.ggml.token_type", gguf::Value::array_of_i32(std::move(types)));
     plan.set("tokenizer.ggml.merges", gguf::Value::array_of_strings(std::move(merges)));

@@ -140,8 +140,7 @@ std::unique_ptr<SessionState> Chain::new_session(int64_t n_ctx) {
     // A session larger than the machine's memory would end in an allocation failure with no
     // numbers; say what it needs instead.
     const uint64_t ram = usable_memory_bytes();  // available memory and the cgroup's room
-    const uint64_t need =
-        session_bytes(n_ctx) + (ws_->rows == 0 ? workspace_bytes(n_ctx) : 0);
+    const uint64_t need = session_bytes(n_ctx) + (ws_->rows == 0 ? workspace_bytes(n_ctx) : 0);
     if (ram > 0 && need > ram)
         fail(
             "a session of {} tokens needs {} (KV cache, recurrent state, scratch), more than the "
@@ -222,8 +221,8 @@ void Chain::grow_kv(ChainSession& s, int64_t rows) const {
     const ChainWeights& w = *weights_;
     constexpr int64_t kMinRows = 256;
     const int64_t want = std::min(s.n_ctx, std::max({rows, 2 * s.kv_rows, kMinRows}));
-    const uint64_t row_bytes = 2ull * (uint64_t)(w.n_attn_layers * w.kv_width) *
-                               (options_.f32_kv_cache ? 4 : 2);
+    const uint64_t row_bytes =
+        2ull * (uint64_t)(w.n_attn_layers * w.kv_width) * (options_.f32_kv_cache ? 4 : 2);
     const uint64_t more = (uint64_t)(want - s.kv_rows) * row_bytes;
     const uint64_t ram = usable_memory_bytes();
     if (ram > 0 && more > ram)
@@ -281,8 +280,8 @@ void Chain::step(std::span<StepItem> items) {
     for (size_t i = 0; i < items.size(); ++i) {
         const StepItem& it = items[i];
         const int64_t rows = it.want == StepItem::Want::all_logits ? (int64_t)it.tokens.size()
-                             : it.want == StepItem::Want::nothing   ? 0
-                                                                    : 1;
+                             : it.want == StepItem::Want::nothing  ? 0
+                                                                   : 1;
         results_[i].resize(static_cast<size_t>(rows * V));
     }
     int64_t max_ctx = 0;
@@ -314,7 +313,8 @@ void Chain::step(std::span<StepItem> items) {
             }
             float* out = results_[i].data();
             if (it.want == StepItem::Want::all_logits)
-                for (int64_t t = 0; t < take; ++t) logit_rows.push_back({T + t, out + (off + t) * V});
+                for (int64_t t = 0; t < take; ++t)
+                    logit_rows.push_back({T + t, out + (off + t) * V});
             else if (it.want != StepItem::Want::nothing && off + take == n_item)
                 logit_rows.push_back({T + take - 1, out});
             T += take;
@@ -353,8 +353,7 @@ template <typename T>
 std::vector<std::vector<T>> first_rows(const std::vector<std::vector<T>>& layers, int64_t rows,
                                        int64_t width) {
     std::vector<std::vector<T>> out;
-    for (const auto& l : layers)
-        out.emplace_back(l.begin(), l.begin() + (ptrdiff_t)(rows * width));
+    for (const auto& l : layers) out.emplace_back(l.begin(), l.begin() + (ptrdiff_t)(rows * width));
     return out;
 }
 

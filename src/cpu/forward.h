@@ -91,8 +91,8 @@ struct Pass {
     const ChainOptions& opt;
     Workspace& ws;
     ThreadPool& pool;
-    int64_t T;                        // rows in this pass
-    std::span<const Segment> segs;    // in row order
+    int64_t T;                      // rows in this pass
+    std::span<const Segment> segs;  // in row order
 };
 
 // The steps of model/forward_pass.h that are more than a norm or a matrix product, each on the

@@ -39,8 +39,7 @@ void deltanet_scan(Pass& p, const LayerParams& lp) {
         float* beta = ws.beta.data() + sg.row0 * H;
         float* y = ws.y.data() + sg.row0 * Y;
         if (sg.n == 1)
-            deltanet::step(sh, S, r, r + sh.qk_width(), r + 2 * sh.qk_width(), g, beta, y,
-                           &p.pool);
+            deltanet::step(sh, S, r, r + sh.qk_width(), r + 2 * sh.qk_width(), g, beta, y, &p.pool);
         else
             deltanet::chunked_qkv(sh, sg.n, p.opt.deltanet_chunk, S, r, g, beta, y, &p.pool);
     }

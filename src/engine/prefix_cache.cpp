@@ -31,8 +31,8 @@ void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& sessi
     if (tokens.empty() || budget_ == 0 || (int64_t)tokens.size() != session.n_past) return;
     const uint64_t hash = prefix_hashes(tokens).back();
     for (Entry& e : entries_)
-        if (e.hash == hash && std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(),
-                                         tokens.end())) {
+        if (e.hash == hash &&
+            std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(), tokens.end())) {
             e.last_used = ++clock_;
             return;
         }
@@ -40,8 +40,8 @@ void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& sessi
     if (!snap || snap->bytes > budget_) return;
     evict_to(budget_ - snap->bytes);
     bytes_ += snap->bytes;
-    entries_.push_back({std::vector<int32_t>(tokens.begin(), tokens.end()), hash, std::move(snap),
-                        ++clock_});
+    entries_.push_back(
+        {std::vector<int32_t>(tokens.begin(), tokens.end()), hash, std::move(snap), ++clock_});
 }
 
 int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens,

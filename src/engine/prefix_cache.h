@@ -34,8 +34,8 @@ class PrefixCache {
     // returns its length; 0 when none matches (the session is then untouched).
     int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, SessionState& session);
 
-    uint64_t bytes() const { return bytes_; }             // in the executor's memory
-    uint64_t host_bytes() const { return host_bytes_; }   // spilled to host memory
+    uint64_t bytes() const { return bytes_; }            // in the executor's memory
+    uint64_t host_bytes() const { return host_bytes_; }  // spilled to host memory
     size_t entries() const { return entries_.size(); }
     uint64_t hits() const { return hits_; }
 

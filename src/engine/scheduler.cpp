@@ -33,9 +33,10 @@ void logprobs(std::span<const float> row, int32_t chosen, int32_t n, GenerationE
     std::vector<int32_t> ids(row.size());
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = (int32_t)i;
     const size_t k = std::min<size_t>((size_t)n, ids.size());
-    std::partial_sort(ids.begin(), ids.begin() + (ptrdiff_t)k, ids.end(), [&](int32_t a, int32_t b) {
-        return row[(size_t)a] > row[(size_t)b] || (row[(size_t)a] == row[(size_t)b] && a < b);
-    });
+    std::partial_sort(
+        ids.begin(), ids.begin() + (ptrdiff_t)k, ids.end(), [&](int32_t a, int32_t b) {
+            return row[(size_t)a] > row[(size_t)b] || (row[(size_t)a] == row[(size_t)b] && a < b);
+        });
     for (size_t i = 0; i < k; ++i)
         ev.top.push_back({ids[i], static_cast<float>(row[(size_t)ids[i]] - lse)});
 }
@@ -221,8 +222,8 @@ void Scheduler::admit() {
         cancelled.swap(cancelled_);
         cancel_all = stopping_ && !finish_on_stop_;
         for (auto it = queue_.begin(); it != queue_.end();) {
-            if (cancel_all || std::find(cancelled.begin(), cancelled.end(), (*it)->id) !=
-                                  cancelled.end()) {
+            if (cancel_all ||
+                std::find(cancelled.begin(), cancelled.end(), (*it)->id) != cancelled.end()) {
                 dropped.push_back(std::move(*it));
                 it = queue_.erase(it);
                 --stats_.queued;
@@ -280,8 +281,7 @@ int64_t Scheduler::chunk_length(const Slot& slot, int64_t room) const {
     for (int64_t at : g.snapshot_at)
         if (at > pos && at < end) end = at;
     const int64_t every = cache_ ? options_.snapshot_every : 0;
-    if (every > 0 && (pos / every + 1) * every < end)
-        end = (pos / every + 1) * every;
+    if (every > 0 && (pos / every + 1) * every < end) end = (pos / every + 1) * every;
     const int64_t a = options_.chunk_align;
     if (a > 0 && end < (int64_t)g.prompt.size() && end / a * a > pos) end = end / a * a;
     return end - pos;
@@ -317,8 +317,8 @@ void Scheduler::run_step() {
         StepItem it;
         it.session = slot->session.get();
         it.tokens = std::span<const int32_t>(prompt).subspan((size_t)slot->prompt_done, (size_t)n);
-        it.want = slot->prompt_done + n == (int64_t)prompt.size() ? Want::last_logits
-                                                                 : Want::nothing;
+        it.want =
+            slot->prompt_done + n == (int64_t)prompt.size() ? Want::last_logits : Want::nothing;
         items.push_back(it);
         owners.push_back(slot.get());
         budget -= n;

@@ -79,8 +79,8 @@ struct GenerationEvent {
     Kind kind = Kind::token;
     // Kind::token
     int32_t token = -1;
-    float logprob = 0;               // when top_logprobs >= 0
-    std::vector<TokenLogprob> top;   // the top_logprobs most likely, best first
+    float logprob = 0;              // when top_logprobs >= 0
+    std::vector<TokenLogprob> top;  // the top_logprobs most likely, best first
     // Kind::done
     FinishReason finish = FinishReason::eog;
     std::string error;

@@ -145,9 +145,9 @@ const char* op_name(Op op) {
 }
 
 const char* act_name(Act a) {
-    static const char* names[] = {"h",     "xn",  "q",    "k",  "v",   "o",   "qkv",
-                                  "z",     "beta", "alpha", "y", "gate", "up", "ffn",
-                                  "out",   "logits", "router", "shared"};
+    static const char* names[] = {"h",   "xn",  "q",    "k",      "v",      "o",
+                                  "qkv", "z",   "beta", "alpha",  "y",      "gate",
+                                  "up",  "ffn", "out",  "logits", "router", "shared"};
     return names[static_cast<size_t>(a)];
 }
 

@@ -38,23 +38,23 @@ enum class Act : uint8_t {
 };
 
 enum class Op : uint8_t {
-    embed,              // h = the token's row of tok_embd
-    rms_norm,           // xn = RMSNorm(h) * w
-    project,            // out = w · in
-    residual,           // h += in
-    qk_norm,            // RMSNorm of every query head (w) and key head (w2)
-    rope,               // the rotary embedding of q and k at each row's position
-    attention,          // k, v appended to the layer's KV cache; o = softmax(q·Kᵀ/√d)·V
-    output_gate,        // o *= sigmoid(the gate half of q)
-    deltanet_gates,     // beta = sigmoid(beta); alpha = -exp(A)·softplus(alpha + dt_bias)
-    deltanet_conv,      // qkv = SiLU(causal conv of qkv over the layer's conv state)
-    deltanet_qk_norm,   // the L2 norm of every q and k head of qkv
-    deltanet_scan,      // y = the gated delta rule over the layer's recurrent state
-    deltanet_out_norm,  // y = RMSNorm(y) · w · SiLU(z), per value head
-    swiglu,             // ffn = SiLU(gate) * up
-    head,               // logits = output · xn
-    moe_experts,        // out = Σ over the top-k experts of softmax(router) renormalised ·
-                        //       down_e · (SiLU(gate_e · xn) * (up_e · xn))
+    embed,               // h = the token's row of tok_embd
+    rms_norm,            // xn = RMSNorm(h) * w
+    project,             // out = w · in
+    residual,            // h += in
+    qk_norm,             // RMSNorm of every query head (w) and key head (w2)
+    rope,                // the rotary embedding of q and k at each row's position
+    attention,           // k, v appended to the layer's KV cache; o = softmax(q·Kᵀ/√d)·V
+    output_gate,         // o *= sigmoid(the gate half of q)
+    deltanet_gates,      // beta = sigmoid(beta); alpha = -exp(A)·softplus(alpha + dt_bias)
+    deltanet_conv,       // qkv = SiLU(causal conv of qkv over the layer's conv state)
+    deltanet_qk_norm,    // the L2 norm of every q and k head of qkv
+    deltanet_scan,       // y = the gated delta rule over the layer's recurrent state
+    deltanet_out_norm,   // y = RMSNorm(y) · w · SiLU(z), per value head
+    swiglu,              // ffn = SiLU(gate) * up
+    head,                // logits = output · xn
+    moe_experts,         // out = Σ over the top-k experts of softmax(router) renormalised ·
+                         //       down_e · (SiLU(gate_e · xn) * (up_e · xn))
     shared_expert_gate,  // out += sigmoid(w · xn) * shared
 };
 

@@ -155,7 +155,8 @@ void ModelBuilder::bind_ffn(int64_t il, const char* norm_name) {
         L.ffn_gate_inp = bind(blk(il, "ffn_gate_inp.weight"), {E, X}, Use::matrix);
         // Gate and up stacked separately, or in one tensor (gate rows first).
         if (model->find(blk(il, "ffn_gate_up_exps.weight"))) {
-            L.ffn_gate_up_exps = bind(blk(il, "ffn_gate_up_exps.weight"), {E, 2 * F, X}, Use::matrix);
+            L.ffn_gate_up_exps =
+                bind(blk(il, "ffn_gate_up_exps.weight"), {E, 2 * F, X}, Use::matrix);
         } else {
             L.ffn_gate_exps = bind(blk(il, "ffn_gate_exps.weight"), {E, F, X}, Use::matrix);
             L.ffn_up_exps = bind(blk(il, "ffn_up_exps.weight"), {E, F, X}, Use::matrix);
@@ -183,8 +184,8 @@ void ModelBuilder::load_expert_hparams() {
     hp.n_ff_exp = positive("expert_feed_forward_length");
     hp.n_ff_shexp = get_int("expert_shared_feed_forward_length", 0);
     if (hp.n_expert > 4096 || hp.n_expert_used > hp.n_expert)
-        fail("{}: {} experts with {} used per token is not a mixture deltallm can run",
-             file.path(), hp.n_expert, hp.n_expert_used);
+        fail("{}: {} experts with {} used per token is not a mixture deltallm can run", file.path(),
+             hp.n_expert, hp.n_expert_used);
     if (hp.n_ff_shexp < 0) fail("{}: a negative shared expert width", file.path());
 }
 
@@ -249,8 +250,10 @@ std::shared_ptr<const Model> Model::from_file(std::shared_ptr<const gguf::File> 
         b.model->hp.arch = Arch::llama;
         load_llama(b);
     } else {
-        fail("{}: model architecture '{}' is not supported (known: qwen35, qwen35moe, qwen3, qwen3moe, llama)",
-             b.file.path(), b.arch);
+        fail(
+            "{}: model architecture '{}' is not supported (known: qwen35, qwen35moe, qwen3, "
+            "qwen3moe, llama)",
+            b.file.path(), b.arch);
     }
     b.model->hp.arch_name = b.arch;
     b.model->hp.model_name = b.file.get_string("general.name", "");
@@ -297,12 +300,35 @@ uint64_t Model::weight_bytes() const {
     add(output);
     add(rope_freqs);
     for (const Layer& L : layers)
-        for (const Tensor* t :
-             {L.attn_norm, L.ffn_norm,   L.ffn_gate,    L.ffn_up, L.ffn_down, L.wq,     L.wk,
-              L.wv,        L.wo,         L.q_norm,      L.k_norm, L.ssm_qkv,  L.ssm_z,  L.ssm_beta,
-              L.ssm_alpha, L.ssm_conv1d, L.ssm_dt_bias, L.ssm_a,  L.ssm_norm, L.ssm_out,
-              L.ffn_gate_inp, L.ffn_gate_exps, L.ffn_up_exps, L.ffn_gate_up_exps, L.ffn_down_exps,
-              L.ffn_gate_inp_shexp, L.ffn_gate_shexp, L.ffn_up_shexp, L.ffn_down_shexp})
+        for (const Tensor* t : {L.attn_norm,
+                                L.ffn_norm,
+                                L.ffn_gate,
+                                L.ffn_up,
+                                L.ffn_down,
+                                L.wq,
+                                L.wk,
+                                L.wv,
+                                L.wo,
+                                L.q_norm,
+                                L.k_norm,
+                                L.ssm_qkv,
+                                L.ssm_z,
+                                L.ssm_beta,
+                                L.ssm_alpha,
+                                L.ssm_conv1d,
+                                L.ssm_dt_bias,
+                                L.ssm_a,
+                                L.ssm_norm,
+                                L.ssm_out,
+                                L.ffn_gate_inp,
+                                L.ffn_gate_exps,
+                                L.ffn_up_exps,
+                                L.ffn_gate_up_exps,
+                                L.ffn_down_exps,
+                                L.ffn_gate_inp_shexp,
+                                L.ffn_gate_shexp,
+                                L.ffn_up_shexp,
+                                L.ffn_down_shexp})
             add(t);
     uint64_t n = 0;
     for (const Tensor* t : used) n += t->nbytes;

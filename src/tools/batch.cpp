@@ -1,9 +1,10 @@
 // `deltallm batch -m M -i prompts.jsonl -o out.jsonl [--parallel N]`: offline generation for many
 // prompts at once through the scheduler (engine/scheduler.h), the way evaluations run. Each input
 // line is a JSON object with "prompt" (text) or "messages" (a chat, rendered by the model's own
-// chat template, with optional "tools" and "chat_template_kwargs") and optionally "id", "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p"; each output
-// line, in input order, holds the text, the token counts and the timings. Every line is checked
-// before any work starts, and the output file appears only complete (core/output_file.h).
+// chat template, with optional "tools" and "chat_template_kwargs") and optionally "id",
+// "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p"; each output line, in input order,
+// holds the text, the token counts and the timings. Every line is checked before any work starts,
+// and the output file appears only complete (core/output_file.h).
 #include <unistd.h>
 
 #include <cerrno>
@@ -84,8 +85,7 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
         if (auto it = j.find("id"); it != j.end()) l.id = *it;
         GenerationRequest& r = l.request;
         const bool has_prompt = j.contains("prompt"), has_messages = j.contains("messages");
-        if (has_prompt == has_messages)
-            fail("line {} needs either \"prompt\" or \"messages\"", n);
+        if (has_prompt == has_messages) fail("line {} needs either \"prompt\" or \"messages\"", n);
         if (has_prompt) {
             if (!j["prompt"].is_string()) fail("line {}: \"prompt\" must be a string", n);
             r.prompt = tok.encode(j["prompt"].get<std::string>(), true, false);
@@ -170,9 +170,9 @@ int batch(const BatchArgs& a) {
     auto progress = [&](bool last) {
         const double s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "%s[%zu/%zu] %lld tokens generated, %.1f tokens/s%s",
-                     tty ? "\r" : "", n_done, lines.size(), (long long)generated,
-                     s > 0 ? generated / s : 0.0, tty && !last ? "" : "\n");
+        std::fprintf(stderr, "%s[%zu/%zu] %lld tokens generated, %.1f tokens/s%s", tty ? "\r" : "",
+                     n_done, lines.size(), (long long)generated, s > 0 ? generated / s : 0.0,
+                     tty && !last ? "" : "\n");
     };
     {
         Scheduler sched(engine->executor(), so);
@@ -204,7 +204,8 @@ int batch(const BatchArgs& a) {
     size_t failed = 0;
     for (size_t i = 0; i < lines.size(); ++i) {
         const Outcome& o = outcomes[i];
-        // The text as `run` prints it: whole UTF-8 characters, the end-of-generation token left out.
+        // The text as `run` prints it: whole UTF-8 characters, the end-of-generation token left
+        // out.
         tokenizer::StreamDecoder dec(tok);
         std::string reply;
         for (size_t k = 0; k < o.tokens.size(); ++k) {

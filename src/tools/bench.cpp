@@ -140,8 +140,7 @@ __attribute__((target("avx2"))) int32_t int8_chains(int64_t iters, int seed) {
     for (int k = 0; k < 8; ++k) acc[k] = _mm256_set1_epi32(k);
     for (int64_t i = 0; i < iters; ++i)
         for (int k = 0; k < 8; ++k)
-            acc[k] = _mm256_add_epi32(acc[k],
-                                      _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), ones));
+            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), ones));
     __m256i s = acc[0];
     for (int k = 1; k < 8; ++k) s = _mm256_add_epi32(s, acc[k]);
     return _mm256_extract_epi32(s, 0);
@@ -199,7 +198,8 @@ ModelFacts model_facts(const Model& m) {
                                 l.ssm_z, l.ssm_beta, l.ssm_alpha, l.ssm_out, l.ffn_gate_inp,
                                 l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp})
             add(t);
-        for (const Tensor* t : {l.ffn_gate_exps, l.ffn_up_exps, l.ffn_gate_up_exps, l.ffn_down_exps}) {
+        for (const Tensor* t :
+             {l.ffn_gate_exps, l.ffn_up_exps, l.ffn_gate_up_exps, l.ffn_down_exps}) {
             add(t, used);
             if (t) f.tg_bytes -= (uint64_t)(double(t->nbytes) * (1.0 - used));
         }
@@ -315,10 +315,10 @@ int bench(const BenchArgs& a) {
         peak_src = "measured (f32 FMA)";
         if (facts.int8_params > 0) {
             int8_peak = measure_int8_gops(pool);
-            peak_src += fmt::format(", and {:.1f} Gop/s of int8 multiply-adds for the {:.0f}% "
-                                    "of weights stored quantized",
-                                    int8_peak,
-                                    100.0 * double(facts.int8_params) / double(facts.matmul_params));
+            peak_src += fmt::format(
+                ", and {:.1f} Gop/s of int8 multiply-adds for the {:.0f}% "
+                "of weights stored quantized",
+                int8_peak, 100.0 * double(facts.int8_params) / double(facts.matmul_params));
         }
     }
 
@@ -468,8 +468,9 @@ int bench(const BenchArgs& a) {
                         (long long)t.n_gen, depth.c_str(), m, sd, ceiling(t));
         }
         if (!batched.empty())
-            std::printf("\nengine,model,device,test,n_seq,n_prompt,n_gen,pp_avg_ts,tg_avg_ts,"
-                        "tg_ceiling_ts\n");
+            std::printf(
+                "\nengine,model,device,test,n_seq,n_prompt,n_gen,pp_avg_ts,tg_avg_ts,"
+                "tg_ceiling_ts\n");
         for (const BatchedTest& t : batched)
             std::printf("deltallm,%s,%s,%s,%lld,%lld,%lld,%.3f,%.3f,%.3f\n", model_name.c_str(),
                         ex.name().c_str(), t.name().c_str(), (long long)t.n_seq,

@@ -167,11 +167,10 @@ void print_model(const Model& m, int64_t n_ctx) {
     if (hp.n_nextn) std::printf(", + %lld MTP block(s) not run", (long long)hp.n_nextn);
     std::printf("\n  hidden         %lld\n", (long long)hp.n_embd);
     if (hp.ffn_kind == FfnKind::experts)
-        std::printf("  feed-forward   %lld experts of %lld, %lld per token%s\n",
-                    (long long)hp.n_expert, (long long)hp.n_ff_exp, (long long)hp.n_expert_used,
-                    hp.n_ff_shexp > 0
-                        ? fmt::format(", a shared expert of {}", hp.n_ff_shexp).c_str()
-                        : "");
+        std::printf(
+            "  feed-forward   %lld experts of %lld, %lld per token%s\n", (long long)hp.n_expert,
+            (long long)hp.n_ff_exp, (long long)hp.n_expert_used,
+            hp.n_ff_shexp > 0 ? fmt::format(", a shared expert of {}", hp.n_ff_shexp).c_str() : "");
     else
         std::printf("  feed-forward   %lld\n", (long long)hp.n_ff);
     std::printf("  attention      %lld heads, %lld KV heads, head size %lld\n",
@@ -204,14 +203,13 @@ void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx, const DeviceSp
             // Sequences of this context that fit beside the weights and the shared scratch.
             const uint64_t ram = usable_memory_bytes(), seq = chain.session_bytes(n_ctx);
             const uint64_t shared = m->weight_bytes() + chain.workspace_bytes(n_ctx);
-            const std::string fit =
-                ram > 0 ? fmt::format(", {} sequences of {} tokens fit in {}",
-                                      ram > shared ? (ram - shared) / seq : 0, n_ctx,
-                                      human_bytes(ram))
-                        : "";
+            const std::string fit = ram > 0 ? fmt::format(", {} sequences of {} tokens fit in {}",
+                                                          ram > shared ? (ram - shared) / seq : 0,
+                                                          n_ctx, human_bytes(ram))
+                                            : "";
             std::printf("  cpu      runs: CPU chain, %d threads, %s kernels, session %s%s\n",
-                        ThreadPool::global().size(), quant::cpu_backend(),
-                        human_bytes(seq).c_str(), fit.c_str());
+                        ThreadPool::global().size(), quant::cpu_backend(), human_bytes(seq).c_str(),
+                        fit.c_str());
         } catch (const Error& e) {
             std::printf("  cpu      cannot run: %s\n", printable(e.what()).c_str());
         }

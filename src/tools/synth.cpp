@@ -17,10 +17,12 @@ struct SynthArgs {
 };
 
 Registrar reg(
-    "synth", "write a model with random weights in real shapes (qwen35, qwen35moe, qwen3, qwen3moe, llama)",
+    "synth",
+    "write a model with random weights in real shapes (qwen35, qwen35moe, qwen3, qwen3moe, llama)",
     [](CLI::App& app) -> Run {
         auto a = std::make_shared<SynthArgs>();
-        app.add_option("--arch", a->options.arch, "qwen35, qwen35moe, qwen3, qwen3moe or llama")->capture_default_str();
+        app.add_option("--arch", a->options.arch, "qwen35, qwen35moe, qwen3, qwen3moe or llama")
+            ->capture_default_str();
         app.add_option("--shape", a->options.shape,
                        "qwen35: tiny 0.8b 2b 4b 9b 27b; qwen3: tiny 0.6b 8b; llama: tiny 1b 8b")
             ->capture_default_str();

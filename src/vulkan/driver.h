@@ -9,8 +9,8 @@
 #pragma once
 
 #include <map>
-#include <span>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 

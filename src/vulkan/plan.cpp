@@ -129,7 +129,8 @@ std::string Plan::describe() const {
     // Each further sequence needs its own KV rows and recurrent state; the rest is shared.
     const uint64_t shared = weight_bytes + param_bytes + scratch_bytes;
     const uint64_t per_seq = kv_bytes + recurrent_bytes;
-    const uint64_t fit = budget_bytes > shared && per_seq > 0 ? (budget_bytes - shared) / per_seq : 0;
+    const uint64_t fit =
+        budget_bytes > shared && per_seq > 0 ? (budget_bytes - shared) / per_seq : 0;
     return fmt::format(
         "weights {} in {} slab{}, parameters {}, KV cache {} ({} tokens), recurrent state {}, "
         "scratch {}: "

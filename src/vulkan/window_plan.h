@@ -30,7 +30,7 @@ struct WindowItem {
         // mixer for one row, by the decode kernels on that row's sequence's cache or state.
         deltanet_column,
         attention_column,
-        sample_column,  // the row's next token, chosen from its logits into its sequence's tok
+        sample_column,   // the row's next token, chosen from its logits into its sequence's tok
         logits_to_host,  // every row's logits copied to the host (n rows)
         barrier,         // a barrier with no stage after it
         stage_end,       // a barrier ending the stage `role` (counted for queueing in parts)
@@ -47,8 +47,8 @@ struct WindowItem {
     bool expanded = false;    // gemm: reads w16
     uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
     Kernels::AttentionRows attention{};
-    uint32_t column = 0;                // the *_column kinds: the row and its sequence
-    Kernels::DeltaNetStep deltanet{};   // deltanet_column
+    uint32_t column = 0;               // the *_column kinds: the row and its sequence
+    Kernels::DeltaNetStep deltanet{};  // deltanet_column
     std::string role;
 };
 

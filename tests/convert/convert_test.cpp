@@ -13,9 +13,9 @@
 
 #include "convert/convert.h"
 #include "core/error.h"
-#include "model/model.h"
 #include "gguf/gguf.h"
 #include "hf_folder.h"
+#include "model/model.h"
 
 namespace {
 
@@ -577,12 +577,13 @@ TEST(MoeImport, Qwen3MoeExpertsStackedInExpertOrder) {
     EXPECT_EQ(f.get_int("qwen3moe.expert_feed_forward_length"), F);
     const std::string l = "model.layers.0.";
     EXPECT_EQ(floats_of(f, "blk.0.ffn_gate_inp.weight"), ts[l + "mlp.gate.weight"].values);
-    for (const auto& [gguf, proj] : {std::pair{"ffn_gate_exps", "gate_proj"},
-                                     std::pair{"ffn_up_exps", "up_proj"},
-                                     std::pair{"ffn_down_exps", "down_proj"}}) {
+    for (const auto& [gguf, proj] :
+         {std::pair{"ffn_gate_exps", "gate_proj"}, std::pair{"ffn_up_exps", "up_proj"},
+          std::pair{"ffn_down_exps", "down_proj"}}) {
         std::vector<float> want;
         for (int64_t e = 0; e < X; ++e) {
-            const auto& v = ts[l + "mlp.experts." + std::to_string(e) + "." + proj + ".weight"].values;
+            const auto& v =
+                ts[l + "mlp.experts." + std::to_string(e) + "." + proj + ".weight"].values;
             want.insert(want.end(), v.begin(), v.end());
         }
         EXPECT_EQ(floats_of(f, std::string("blk.0.") + gguf + ".weight"), want) << gguf;

@@ -93,13 +93,13 @@ TEST_P(BatchedStep, EachSequenceEqualsItsSoloRun) {
     Chain chain(model, o);
     const int64_t V = model->hp.n_vocab, n_ctx = 128;
     const std::vector<Plan> plans = {
-        {5, 1, Want::last_logits},    // decodes at different positions
-        {40, 1, Want::last_logits},   //
-        {0, 3, Want::last_logits},    // a short new prompt
-        {9, 45, Want::all_logits},    // a chunk over the window, every row
-        {0, 1, Want::last_logits},    // a one-token prompt
-        {17, 6, Want::nothing},       // a chunk whose logits nobody wants
-        {1, 1, Want::all_logits},     //
+        {5, 1, Want::last_logits},   // decodes at different positions
+        {40, 1, Want::last_logits},  //
+        {0, 3, Want::last_logits},   // a short new prompt
+        {9, 45, Want::all_logits},   // a chunk over the window, every row
+        {0, 1, Want::last_logits},   // a one-token prompt
+        {17, 6, Want::nothing},      // a chunk whose logits nobody wants
+        {1, 1, Want::all_logits},    //
     };
     std::vector<std::vector<int32_t>> toks;
     std::vector<std::unique_ptr<SessionState>> sessions;
@@ -162,7 +162,8 @@ TEST_P(BatchedStep, DecodesAreBitForBitTheSoloDecodes) {
         std::vector<StepItem> items(history.size());
         for (size_t i = 0; i < history.size(); ++i) {
             items[i].session = batch[i].get();
-            items[i].tokens = std::span<const int32_t>(toks[i]).subspan((size_t)(history[i] + k), 1);
+            items[i].tokens =
+                std::span<const int32_t>(toks[i]).subspan((size_t)(history[i] + k), 1);
         }
         chain.step(items);
         for (size_t i = 0; i < history.size(); ++i) {
@@ -175,16 +176,14 @@ TEST_P(BatchedStep, DecodesAreBitForBitTheSoloDecodes) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, BatchedStep,
-                         ::testing::Values(Case{"qwen35", QType::F32, 2e-5},
-                                           Case{"qwen3", QType::F32, 2e-5},
-                                           Case{"llama", QType::F32, 2e-5},
-                                           Case{"qwen35", QType::Q8_0, 2e-5},
-                                           Case{"qwen3", QType::Q8_0, 2e-5}),
-                         [](const auto& info) {
-                             return std::string(info.param.arch) + "_" +
-                                    std::string(qtype_name(info.param.type));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, BatchedStep,
+    ::testing::Values(Case{"qwen35", QType::F32, 2e-5}, Case{"qwen3", QType::F32, 2e-5},
+                      Case{"llama", QType::F32, 2e-5}, Case{"qwen35", QType::Q8_0, 2e-5},
+                      Case{"qwen3", QType::Q8_0, 2e-5}),
+    [](const auto& info) {
+        return std::string(info.param.arch) + "_" + std::string(qtype_name(info.param.type));
+    });
 
 // Sequences join and leave between steps: A and B decode, then B and C (C's prompt beside B's
 // decode), then A again after sitting out; every logit row equals the solo run of that sequence.
@@ -192,7 +191,8 @@ TEST(BatchedSteps, SequencesJoinAndLeaveBetweenSteps) {
     auto model = test::tiny_model(spec_for("qwen35", QType::F32));
     Chain chain(model);
     const int64_t V = model->hp.n_vocab;
-    const auto ta = test::tiny_tokens(12, V, 1), tb = test::tiny_tokens(12, V, 2), tc = test::tiny_tokens(12, V, 3);
+    const auto ta = test::tiny_tokens(12, V, 1), tb = test::tiny_tokens(12, V, 2),
+               tc = test::tiny_tokens(12, V, 3);
     auto a = chain.new_session(64), b = chain.new_session(64), c = chain.new_session(64);
     std::vector<float> ignored;
     chain.prefill(*a, std::span(ta).first(4), LogitsRows::last, ignored);
@@ -255,11 +255,11 @@ TEST(BatchedSteps, ABadItemLeavesEverySessionAsItWas) {
         EXPECT_EQ(b->n_past, 0);
     };
     StepItem ok = item_of(a.get(), std::span(t).subspan(3, 1));
-    run({ok, item_of(b.get(), std::span(&bad, 1))});              // outside the vocabulary
-    run({ok, item_of(b.get(), std::span(t).first(9))});           // over b's context
-    run({ok, item_of(a.get(), std::span(t).subspan(4, 1))});      // a session twice
-    run({ok, item_of(b.get(), std::span<const int32_t>())});      // no tokens
-    run({ok, item_of(nullptr, std::span(t).first(1))});           // no session
+    run({ok, item_of(b.get(), std::span(&bad, 1))});          // outside the vocabulary
+    run({ok, item_of(b.get(), std::span(t).first(9))});       // over b's context
+    run({ok, item_of(a.get(), std::span(t).subspan(4, 1))});  // a session twice
+    run({ok, item_of(b.get(), std::span<const int32_t>())});  // no tokens
+    run({ok, item_of(nullptr, std::span(t).first(1))});       // no session
     // The sessions still continue exactly: a's next decode equals a fresh run's.
     chain.decode(*a, t[3], after);
     auto fresh = chain.new_session(8);
@@ -267,7 +267,6 @@ TEST(BatchedSteps, ABadItemLeavesEverySessionAsItWas) {
     chain.prefill(*fresh, std::span(t).first(4), LogitsRows::last, want);
     EXPECT_LE(rel_err(after, want), 1e-5);
 }
-
 
 // A session holds KV rows only for the tokens it has (growing by doubling, never past its
 // context), so many sessions of a long context cost what their tokens need.

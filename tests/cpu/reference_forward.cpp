@@ -287,8 +287,10 @@ std::vector<std::vector<double>> reference_forward(const Model& m,
                 for (int64_t e : chosen) total += p[e];
                 Vec d(static_cast<size_t>(E), 0.0);
                 for (int64_t e : chosen) {
-                    Vec g = w.fused ? mul(w.gate_exps, u, e * 2 * F, F) : mul(w.gate_exps, u, e * F, F);
-                    Vec up = w.fused ? mul(w.gate_exps, u, e * 2 * F + F, F) : mul(w.up_exps, u, e * F, F);
+                    Vec g =
+                        w.fused ? mul(w.gate_exps, u, e * 2 * F, F) : mul(w.gate_exps, u, e * F, F);
+                    Vec up = w.fused ? mul(w.gate_exps, u, e * 2 * F + F, F)
+                                     : mul(w.up_exps, u, e * F, F);
                     for (int64_t i = 0; i < F; ++i) g[i] = silu(g[i]) * up[i];
                     Vec de = mul(w.down_exps, g, e * E, E);
                     for (int64_t i = 0; i < E; ++i) d[i] += p[e] / total * de[i];

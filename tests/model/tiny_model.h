@@ -164,7 +164,8 @@ inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
             // Router logits of a few units, so that top-k choices are rarely near a tie.
             matrix(b("ffn_gate_inp.weight"), E, X, 3.0);
             if (s.fused_gate_up) {
-                add(b("ffn_gate_up_exps.weight"), {E, 2 * F, X}, mt, 0.0, 1.0 / std::sqrt(double(E)));
+                add(b("ffn_gate_up_exps.weight"), {E, 2 * F, X}, mt, 0.0,
+                    1.0 / std::sqrt(double(E)));
             } else {
                 add(b("ffn_gate_exps.weight"), {E, F, X}, mt, 0.0, 1.0 / std::sqrt(double(E)));
                 add(b("ffn_up_exps.weight"), {E, F, X}, mt, 0.0, 1.0 / std::sqrt(double(E)));

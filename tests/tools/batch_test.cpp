@@ -42,7 +42,9 @@ TEST(BatchCli, SixteenPromptsEqualSixteenSoloRuns) {
     {
         std::ofstream f(in);
         for (const P& p : ps)
-            f << json{{"prompt", p.prompt}, {"max_tokens", p.n}, {"temperature", p.temp},
+            f << json{{"prompt", p.prompt},
+                      {"max_tokens", p.n},
+                      {"temperature", p.temp},
                       {"seed", p.seed}}
                      .dump()
               << "\n";
@@ -57,10 +59,9 @@ TEST(BatchCli, SixteenPromptsEqualSixteenSoloRuns) {
     for (size_t i = 0; i < ps.size(); ++i) {
         SCOPED_TRACE(::testing::Message() << "prompt " << i);
         EXPECT_EQ(got[i]["index"], i);
-        auto solo = test::deltallm_run("run -p " + quote(ps[i].prompt) + " -n " +
-                                       std::to_string(ps[i].n) + " --temp " +
-                                       std::to_string(ps[i].temp) + " --seed " +
-                                       std::to_string(ps[i].seed) + " --top-k 40");
+        auto solo = test::deltallm_run(
+            "run -p " + quote(ps[i].prompt) + " -n " + std::to_string(ps[i].n) + " --temp " +
+            std::to_string(ps[i].temp) + " --seed " + std::to_string(ps[i].seed) + " --top-k 40");
         ASSERT_EQ(solo.rc, 0) << solo.err;
         ASSERT_FALSE(solo.out.empty());
         EXPECT_EQ(got[i]["text"].get<std::string>(), solo.out.substr(0, solo.out.size() - 1));
@@ -96,7 +97,6 @@ TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
     auto r = test::deltallm_run("batch -i " + in + " -o " + out + " --parallel 0");
     test::expect_one_error_line(r, "--parallel 0", "--parallel");
 }
-
 
 // bench -b: one row per sequence count with positive aggregate rates, and a ceiling that grows
 // with the count while the weights' read is the bound (B sequences share each read).

@@ -134,7 +134,6 @@ TEST(VulkanScheduler, APrefixHitContinuesExactlyAsTheColdRun) {
     EXPECT_EQ(cold[0].done.cached_tokens, 0);
 }
 
-
 // Device memory for about one snapshot: older ones move to host memory and are still restored
 // from there (exactly as the cold run); the device's share stays under its budget.
 TEST(VulkanScheduler, SnapshotsPastTheDeviceBudgetMoveToTheHostAndStillHit) {
