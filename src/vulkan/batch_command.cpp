@@ -4,7 +4,6 @@
 // sequence's cache or state through the decode kernels. Commands are recorded once a
 // composition (which sessions, in which rows) and replayed while it lasts.
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -82,21 +81,11 @@ void ResidentDriver::run_batch(std::span<StepItem> items) {
         ids[b] = (uint32_t)items[b].tokens[0];
         // Each row's position and sampling parameters, where its kernels read them (a row that
         // wants logits is sampled greedily, unread).
-        auto* t = static_cast<uint32_t*>(s.tok.mapped());
-        t[0] = (uint32_t)s.n_past;
-        t[1] = (uint32_t)items[b].tokens[0];
-        const bool sample = items[b].want == Want::sample;
-        const SamplerParams p = sample ? *items[b].params : SamplerParams{};
-        auto bits = [](float f) {
-            uint32_t u;
-            std::memcpy(&u, &f, 4);
-            return u;
-        };
-        t[kSampleParams] = bits(sample ? p.temperature : 0.0f);
-        t[kSampleParams + 1] = (uint32_t)p.top_k;
-        t[kSampleParams + 2] = bits(p.top_p);
-        t[kSampleParams + 3] = bits(p.min_p);
-        t[kSampleParams + 4] = bits(sample ? (float)items[b].u : 0.0f);
+        const StepItem& it = items[b];
+        const SamplerParams* p = it.want == Want::sample ? it.params : nullptr;
+        set_tok(s, it.tokens[0],
+                p ? SampleArgs{p->temperature, p->top_k, p->top_p, p->min_p, (float)it.u}
+                  : SampleArgs{});
     }
     CommandList& cmd = batch_command(columns, host_logits);
     cmd.submit_and_wait();

@@ -254,10 +254,7 @@ Executor::ReadRate ResidentDriver::measure_read_rate() {
                         scratch_best ? "the scratch's" : "the weights'")};
 }
 
-void ResidentDriver::run_token(Session& s, int32_t token, bool logits, const SampleArgs& args) {
-    if (s.n_past >= s.n_ctx) fail("the session is full ({} tokens)", s.n_ctx);
-    if (token < 0 || token >= model_->hp.n_vocab)
-        fail("token id {} is outside the vocabulary of {}", token, model_->hp.n_vocab);
+void ResidentDriver::set_tok(Session& s, int32_t token, const SampleArgs& args) {
     auto* t = static_cast<uint32_t*>(s.tok.mapped());
     t[0] = (uint32_t)s.n_past;
     t[1] = (uint32_t)token;
@@ -271,6 +268,13 @@ void ResidentDriver::run_token(Session& s, int32_t token, bool logits, const Sam
     t[kSampleParams + 2] = bits(args.top_p);
     t[kSampleParams + 3] = bits(args.min_p);
     t[kSampleParams + 4] = bits(args.u);
+}
+
+void ResidentDriver::run_token(Session& s, int32_t token, bool logits, const SampleArgs& args) {
+    if (s.n_past >= s.n_ctx) fail("the session is full ({} tokens)", s.n_ctx);
+    if (token < 0 || token >= model_->hp.n_vocab)
+        fail("token id {} is outside the vocabulary of {}", token, model_->hp.n_vocab);
+    set_tok(s, token, args);
     const bool whole = profile_ && s.profiled_tokens++ % 2 == 1;
     CommandList& cmd = *s.token_cmds[Session::token_slot(s.n_past < s.short_until, logits, whole)];
     cmd.submit_and_wait();

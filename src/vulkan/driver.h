@@ -173,6 +173,9 @@ class ResidentDriver final : public Executor {
         SampleArgs(float t, int32_t k, float p, float mp, float uu)
             : temperature(t), top_p(p), min_p(mp), u(uu), top_k(k) {}
     };
+    // Writes what a session's next token command (or batch row) reads from its tok buffer: the
+    // position (n_past), the token and the sampling arguments.
+    static void set_tok(Session& s, int32_t token, const SampleArgs& args);
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
     // The token command's plan (token_command.cpp), and its recording. timed_whole: under

@@ -70,6 +70,14 @@ class Collector {
     size_t n_done_ = 0;
 };
 
+// One request through a scheduler, waited for.
+Result run_one(Scheduler& s, const GenerationRequest& r) {
+    Collector c(1);
+    EXPECT_GT(s.submit(r, c.sink(0)), 0u);
+    c.wait_all();
+    return c[0];
+}
+
 std::vector<int32_t> solo(Executor& ex, const GenerationRequest& r, int64_t n_ctx,
                           const std::function<bool(int32_t)>& is_eog) {
     auto s = ex.new_session(n_ctx);
@@ -220,12 +228,6 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
     o.n_ctx = 160;
     o.token_budget = 32;
     o.chunk_align = 16;
-    auto run = [&](Scheduler& s, const GenerationRequest& r) {
-        Collector c(1);
-        EXPECT_GT(s.submit(r, c.sink(0)), 0u);
-        c.wait_all();
-        return c[0];
-    };
     GenerationRequest t1;
     t1.prompt = test::tiny_tokens(40, V, 4);
     t1.sampling = greedy();
@@ -233,7 +235,7 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
     t1.snapshot_at = {24};
     o.prefix_cache_bytes = 64u << 20;
     Scheduler warm(chain, o);
-    const Result r1 = run(warm, t1);
+    const Result r1 = run_one(warm, t1);
     ASSERT_EQ(r1.tokens.size(), 12u);
     EXPECT_EQ(r1.done.cached_tokens, 0);
 
@@ -242,7 +244,7 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
     t2.prompt.insert(t2.prompt.end(), r1.tokens.begin(), r1.tokens.end());
     const auto more = test::tiny_tokens(9, V, 5);
     t2.prompt.insert(t2.prompt.end(), more.begin(), more.end());
-    const Result hit = run(warm, t2);
+    const Result hit = run_one(warm, t2);
     EXPECT_EQ(hit.done.cached_tokens, 40 + 11);
 
     GenerationRequest t3 = t1;
@@ -250,13 +252,13 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
     t3.prompt.resize(24);
     const auto other = test::tiny_tokens(10, V, 6);
     t3.prompt.insert(t3.prompt.end(), other.begin(), other.end());
-    const Result boundary = run(warm, t3);
+    const Result boundary = run_one(warm, t3);
     EXPECT_EQ(boundary.done.cached_tokens, 24);
 
     o.prefix_cache_bytes = 0;
     Scheduler cold(chain, o);
-    EXPECT_EQ(hit.tokens, run(cold, t2).tokens);
-    EXPECT_EQ(boundary.tokens, run(cold, t3).tokens);
+    EXPECT_EQ(hit.tokens, run_one(cold, t2).tokens);
+    EXPECT_EQ(boundary.tokens, run_one(cold, t3).tokens);
     EXPECT_EQ(warm.stats().cached_tokens, 51 + 24);
 }
 
@@ -274,12 +276,6 @@ TEST_P(PrefixCacheHit, ASharedBeginningHitsAtTheLastBoundaryInsideIt) {
     o.chunk_align = 16;
     o.snapshot_every = 16;
     o.prefix_cache_bytes = 64u << 20;
-    auto run = [&](Scheduler& s, const GenerationRequest& r) {
-        Collector c(1);
-        EXPECT_GT(s.submit(r, c.sink(0)), 0u);
-        c.wait_all();
-        return c[0];
-    };
     const auto system = test::tiny_tokens(45, V, 21);
     GenerationRequest a, b;
     a.sampling = b.sampling = greedy();
@@ -289,12 +285,12 @@ TEST_P(PrefixCacheHit, ASharedBeginningHitsAtTheLastBoundaryInsideIt) {
     a.prompt.insert(a.prompt.end(), qa.begin(), qa.end());
     b.prompt.insert(b.prompt.end(), qb.begin(), qb.end());
     Scheduler warm(chain, o);
-    EXPECT_EQ(run(warm, a).done.cached_tokens, 0);
-    const Result hit = run(warm, b);
+    EXPECT_EQ(run_one(warm, a).done.cached_tokens, 0);
+    const Result hit = run_one(warm, b);
     EXPECT_EQ(hit.done.cached_tokens, 32);  // 48 is past the shared 45
     o.prefix_cache_bytes = 0;
     Scheduler cold(chain, o);
-    EXPECT_EQ(hit.tokens, run(cold, b).tokens);
+    EXPECT_EQ(hit.tokens, run_one(cold, b).tokens);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheHit, ::testing::Values("qwen35", "qwen3", "llama"));
