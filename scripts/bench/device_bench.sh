@@ -2,7 +2,7 @@
 # deltallm vs llama.cpp (Vulkan; or CUDA with PEER_DEVICE=cuda) on the GPU machine in one device call.
 #
 # Here (prepare): builds nothing new; packs what the device needs into .tools/device-bench
-# (git-ignored): our deltallm binary and the libfmt it links (Ubuntu has no libfmt.so.9), and the
+# (git-ignored): our deltallm binary and the Debian libraries it links that Ubuntu lacks, and the
 # Vulkan peer program with only the prebuilt libraries it loads. Prints the size to carry.
 #   scripts/bench/device_bench.sh prepare [BUILD_DIR=build-bench] [PEER_BUILD=build-peer]
 # The pack is also written xz-compressed to .devrun/device-bench.tar.xz (about 7 MB: the tracked
@@ -36,7 +36,9 @@ if [ "$mode" = prepare ]; then
     rm -rf "$pack"
     mkdir -p "$pack/lib" "$pack/peer"
     cp "$build/deltallm" "$pack/"
-    cp -L /lib/x86_64-linux-gnu/libfmt.so.9 "$pack/lib/"
+    # The shared libraries of Debian 12 that the machine's Ubuntu lacks: fmt 9 and ICU 72 (the
+    # tokenizer's NFC normalization).
+    for l in libfmt.so.9 libicuuc.so.72 libicudata.so.72; do cp -L "/lib/x86_64-linux-gnu/$l" "$pack/lib/"; done
     cp -a "$peer/vulkan/." "$pack/peer/"
     # The prebuilt libraries carry symbol tables: stripped, the pack stays under the 64 MiB limit
     # together with .gl (scripts/vk/fetch_gl.sh) and the tracked tree.

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# deltallm serve vs llama-server on the GPU machine, same GGUF, same client, one device call.
+#
+# Needs what scripts/bench/device_bench.sh unpacks (the loader from .gl, our binary in
+# .tools/device-bench) and llama-server from scripts/bench/peer_server.sh (built there into
+# PEER_SERVER, default /tmp/ps; built first when missing, which takes minutes).
+#   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WORKLOADS="random multiturn"]
+#     scripts/bench/device_serve.sh
+# Each engine serves with as many slots as the highest level and the same context per slot;
+# scripts/bench/serve_bench.py drives both (streamed chat completions, outputs forced to their
+# length with ignore_eos). Results: $OUT/serve-<engine>-<workload>.json and serve.md.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+out=${OUT:-/tmp/device_serve_out}
+mkdir -p "$out"
+pack=$repo/.tools/device-bench
+ours=$pack/deltallm
+export LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+peer_dir=${PEER_SERVER:-/tmp/ps}
+if [ ! -x "$peer_dir/llama-server" ]; then
+    echo "== building llama-server"
+    bash scripts/bench/peer_server.sh build "$peer_dir" || exit 1
+fi
+levels=${LEVELS:-1,8,32}
+slots=$(echo "$levels" | tr , '\n' | sort -n | tail -1)
+ctx=${CTX:-2048}
+IFS=: read -r arch shape type <<<"${MODEL:-qwen35:9b:q4_k_m}"
+models=${MODELS_DIR:-/tmp/models}
+mkdir -p "$models"
+f=$models/$arch-$shape-$type.gguf
+[ -f "$f" ] || "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1
+
+wait_ready() {  # port pid
+    for _ in $(seq 1 240); do
+        kill -0 "$2" 2>/dev/null || return 1
+        python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$1/health', timeout=2)" \
+            2>/dev/null && return 0
+        sleep 0.5
+    done
+    return 1
+}
+
+run_engine() {  # name port command...
+    local name=$1 port=$2
+    shift 2
+    echo "== $name: $*"
+    "$@" >"$out/server-$name.log" 2>&1 &
+    local pid=$!
+    if ! wait_ready "$port" "$pid"; then
+        echo "$name did not come up"; tail -20 "$out/server-$name.log"; kill "$pid" 2>/dev/null; return 1
+    fi
+    for w in ${WORKLOADS:-random multiturn}; do
+        timeout 240 python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
+            --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
+            --json "$out/serve-$name-$w.json"
+        echo "rc=$?"
+    done
+    kill -TERM "$pid"
+    wait "$pid"
+    echo "$name exit status $?"
+}
+
+run_engine deltallm 8080 "$ours" serve -m "$f" --device vulkan --parallel "$slots" -c "$ctx" \
+    --port 8080
+run_engine llama-server 8081 "$peer_dir/llama-server" -m "$f" -ngl 999 --parallel "$slots" \
+    -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui
+python3 scripts/bench/serve_compare.py "$out"/serve-deltallm-*.json --peer-dir "$out" \
+    >"$out/serve.md"
+cat "$out/serve.md"
