@@ -7,7 +7,8 @@
 #
 # On the device it runs scripts/model/train.py (at most ~8 minutes of training, stopping early on
 # the held-out loss) and leaves under $OUT: model/ (safetensors shards under 16 MB, config,
-# tokenizer), loss.png, loss.csv, samples.txt, samples.json, metrics.json, reference/, train.log.
+# tokenizer), loss.png, loss.csv, samples.txt, samples.json, reference/, packed as
+# trained.tar.part-* beside metrics.json and train.log.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 data=$here/build/model-data
@@ -28,5 +29,18 @@ for f in train.u16 heldout.u16 heldout_text.u16; do
 done
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
-timeout 570 python3 "$here/scripts/model/train.py" --config "$here/scripts/model/train_config.json" \
-  --data "$data" --out "$OUT" 2>&1 | tee "$OUT/train.log"
+PYTHONUNBUFFERED=1 timeout 560 python3 "$here/scripts/model/train.py" \
+  --config "$here/scripts/model/train_config.json" --data "$data" --out "$OUT" 2>&1 |
+  tee "$OUT/train.log" || echo "device_train: training exited with an error (see train.log)"
+# A call returns at most 8 files of 16 MiB: everything but the log and the metrics travels as
+# one tar in 15 MB parts (join with: cat trained.tar.part-* | tar -x).
+cd "$OUT"
+parts=(model reference loss.png loss.csv samples.txt samples.json)
+have=()
+for p in "${parts[@]}"; do [ -e "$p" ] && have+=("$p"); done
+[ -f samples.txt ] && cat samples.txt
+if [ ${#have[@]} -gt 0 ]; then
+  tar -cf - "${have[@]}" | split -b 15M - trained.tar.part-
+  rm -rf "${have[@]}"
+fi
+ls -la "$OUT"

@@ -82,14 +82,13 @@ def build_model(mc, stand_in):
         linear_key_head_dim=mc["linear_key_head_dim"],
         linear_value_head_dim=mc["linear_value_head_dim"],
         linear_conv_kernel_dim=mc["linear_conv_kernel_dim"], layer_types=layer_types,
-        full_attention_interval=k, rms_norm_eps=mc["rms_norm_eps"],
+        rms_norm_eps=mc["rms_norm_eps"],
         tie_word_embeddings=mc["tie_word_embeddings"],
         max_position_embeddings=mc["max_position_embeddings"], bos_token_id=None,
         eos_token_id=mc["vocab_size"] - 7, pad_token_id=mc["vocab_size"] - 9,
         rope_parameters={"rope_type": "default", "rope_theta": mc["rope_theta"],
                          "partial_rotary_factor": mc["partial_rotary_factor"],
-                         "mrope_section": section, "mrope_interleaved": True},
-        attn_implementation="sdpa")
+                         "mrope_section": section, "mrope_interleaved": True})
     return mq.Qwen3_5ForCausalLM(cfg)
 
 
