@@ -93,7 +93,7 @@ while [ ! -x /tmp/ps/llama-server ] && kill -0 "$build_pid" 2>/dev/null && [ "$(
     sleep 5
 done
 if [ -x /tmp/ps/llama-server ] && fits 150 "serving"; then
-    LEVELS=${SERVE_LEVELS:-1,8,32,64} REQUESTS=${SERVE_REQUESTS:-32} TURNS=2 PEER_SERVER=/tmp/ps \
+    LEVELS=${SERVE_LEVELS:-1,8,32,64} REQUESTS=${SERVE_REQUESTS:-24} TURNS=2 PEER_SERVER=/tmp/ps \
         timeout $(($(left) - 10)) bash scripts/bench/device_serve.sh >"$out/serve.log" 2>&1
     tail -12 "$out/serve.log"
 else

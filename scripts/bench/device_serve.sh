@@ -8,7 +8,8 @@
 #     scripts/bench/device_serve.sh
 # Each engine serves with as many slots as the highest level and the same context per slot;
 # scripts/bench/serve_bench.py drives both (streamed chat completions, outputs forced to their
-# length with ignore_eos). Results: $OUT/serve-<engine>-<workload>.json and serve.md.
+# length with ignore_eos; the multi-turn chats open with a document of FIRST_TURN_WORDS words, so
+# the later turns' TTFT shows whether the history is prefilled again). Results: $OUT/serve-<engine>-<workload>.json and serve.md.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -25,7 +26,7 @@ if [ ! -x "$peer_dir/llama-server" ]; then
 fi
 levels=${LEVELS:-1,8,32}
 slots=$(echo "$levels" | tr , '\n' | sort -n | tail -1)
-ctx=${CTX:-2048}
+ctx=${CTX:-4096}
 IFS=: read -r arch shape type <<<"${MODEL:-qwen35:9b:q4_k_m}"
 models=${MODELS_DIR:-/tmp/models}
 mkdir -p "$models"
@@ -54,6 +55,7 @@ run_engine() {  # name port command...
     for w in ${WORKLOADS:-random multiturn}; do
         timeout 240 python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
+            --first-turn-words "${FIRST_TURN_WORDS:-1500}" \
             --json "$out/serve-$name-$w.json"
         echo "rc=$?"
     done
@@ -66,6 +68,6 @@ run_engine deltallm 8080 "$ours" serve -m "$f" --device vulkan --parallel "$slot
     --port 8080
 run_engine llama-server 8081 "$peer_dir/llama-server" -m "$f" -ngl 999 --parallel "$slots" \
     -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui
-python3 scripts/bench/serve_compare.py "$out"/serve-deltallm-*.json --peer-dir "$out" \
+python3 scripts/bench/serve_compare.py "$out"/serve-deltallm-*.json --peer-dir "$out" --png-dir "$out" \
     >"$out/serve.md"
 cat "$out/serve.md"

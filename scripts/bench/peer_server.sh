@@ -29,7 +29,9 @@ if [ "$mode" = prepare ]; then
     git -C "$tmp/git" fetch -q "$bundle" HEAD:refs/heads/peer
     mkdir -p "$tmp/pack/src" "$tmp/pack/glslc/lib" "$tmp/pack/include" "$tmp/spv"
     git -C "$tmp/git" archive refs/heads/peer CMakeLists.txt cmake ggml src include vendor common \
-        tools LICENSE | tar -x -C "$tmp/pack/src"
+        tools scripts/ui-assets.cmake LICENSE | tar -x -C "$tmp/pack/src"
+    # The web UI's sources and tests: the server is built without its UI (no npm there).
+    rm -rf "$tmp/pack/src/tools/ui/src" "$tmp/pack/src/tools/ui/tests" "$tmp/pack/src/tools/ui/package-lock.json"
     git -C "$tmp/git" log -1 --format='%H' refs/heads/peer >"$tmp/pack/src/SOURCE_COMMIT"
     lib=$trixie/usr/lib/x86_64-linux-gnu
     cp "$trixie/usr/bin/glslc" "$tmp/pack/glslc/"
@@ -79,7 +81,7 @@ t0=$SECONDS
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DGGML_VULKAN=ON -DGGML_NATIVE=OFF -DGGML_CCACHE=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF \
+    -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
     -DVulkan_INCLUDE_DIR="$work/include" -DVulkan_LIBRARY="$vklib" \
     -DVulkan_GLSLC_EXECUTABLE="$work/glslc.sh" -DSPIRV-Headers_DIR="$work/spirv/share/cmake/SPIRV-Headers" \
     -DCMAKE_CXX_FLAGS="-I$work/include -I$work/spirv/include" \

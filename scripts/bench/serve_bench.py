@@ -11,7 +11,8 @@ Workloads:
   random     prompts and output lengths drawn at random (--input-words, --output-tokens ranges)
   long       long prompts (--long-words), short outputs: prefill under load
   multiturn  each request is a conversation of --turns turns, each turn sent with the history;
-             the TTFT of turns after the first is reported on its own (prefix-cache reuse)
+             the TTFT of turns after the first is reported on its own (prefix-cache reuse);
+             --first-turn-words makes the first turn a long document
 
   serve_bench.py --url http://127.0.0.1:8080 [--workload random] [--requests 64]
                  [--concurrency 1,4,16] [--model NAME] [--api-key K] [--json OUT.json]
@@ -192,6 +193,8 @@ def make_jobs(args, rng):
             jobs.append(("single", messages, args.output_tokens[0], i))
         else:
             turns = [prompt_words(rng, rng.randint(*args.input_words)) for _ in range(args.turns)]
+            if args.first_turn_words:  # a long opening (a document), short questions after it
+                turns[0] = prompt_words(rng, args.first_turn_words)
             jobs.append(("multi", turns, rng.randint(*args.output_tokens), i))
     return jobs
 
@@ -307,6 +310,8 @@ def main():
     ap.add_argument("--output-tokens", type=int_range, default=(16, 128), metavar="LO,HI")
     ap.add_argument("--long-words", type=int, default=2000)
     ap.add_argument("--turns", type=int, default=4)
+    ap.add_argument("--first-turn-words", type=int, default=0,
+                    help="multiturn: words of the first turn (default: drawn like the others)")
     ap.add_argument("--slo-ttft-ms", type=float, default=1000)
     ap.add_argument("--slo-tpot-ms", type=float, default=100)
     ap.add_argument("--seed", type=int, default=1)
