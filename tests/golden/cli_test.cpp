@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "npy_read.h"
 #include "paths.h"
 
 namespace {
@@ -28,20 +29,16 @@ std::string sh(const std::string& cmd, int& rc) {
     return out;
 }
 
+// A 2-D float32 .npy file (tests/npy_read.h), as rows x cols.
 std::vector<float> read_npy_rows(const std::string& path, int64_t& rows, int64_t& cols) {
-    std::ifstream f(path, std::ios::binary);
-    std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (all.size() < 10 || std::memcmp(all.data(), "\x93NUMPY", 6) != 0) return {};
-    size_t hlen = all[6] == 1 ? (uint8_t)all[8] | ((uint8_t)all[9] << 8) : 0;
-    size_t off = all[6] == 1 ? 10 : 12;
-    if (all[6] != 1) std::memcpy(&hlen, all.data() + 8, 4);
-    std::string header(all.data() + off, hlen);
-    size_t p = header.find("'shape': (") + 10;
-    rows = std::stoll(header.substr(p));
-    cols = std::stoll(header.substr(header.find(',', p) + 1));
-    std::vector<float> v((size_t)(rows * cols));
-    std::memcpy(v.data(), all.data() + off + hlen, v.size() * 4);
-    return v;
+    dl::test::NpyArray a = dl::test::read_npy_file(path);
+    if (!a.ok() || a.shape.size() != 2 || a.f32.empty()) {
+        rows = cols = 0;
+        return {};
+    }
+    rows = a.shape[0];
+    cols = a.shape[1];
+    return std::move(a.f32);
 }
 
 class GoldenCli : public ::testing::TestWithParam<std::string> {};

@@ -16,6 +16,7 @@
 #include "convert/convert.h"
 #include "cpu/chain.h"
 #include "model/model.h"
+#include "npy_read.h"
 #include "paths.h"
 
 namespace {
@@ -25,36 +26,15 @@ namespace fs = std::filesystem;
 using golden::data_dir;
 using golden::tmp_dir;
 
-// A 2-D little-endian float32 C-order .npy file (format 1.0 or 2.0).
+// A 2-D float32 .npy file (tests/npy_read.h), as rows x cols.
 std::vector<float> read_npy(const std::string& path, int64_t& rows, int64_t& cols) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error("cannot open " + path);
-    char magic[8];
-    f.read(magic, 8);
-    if (std::memcmp(magic, "\x93NUMPY", 6) != 0) throw std::runtime_error("not .npy: " + path);
-    uint32_t hlen = 0;
-    if (magic[6] == 1) {
-        uint16_t h;
-        f.read(reinterpret_cast<char*>(&h), 2);
-        hlen = h;
-    } else {
-        f.read(reinterpret_cast<char*>(&hlen), 4);
+    dl::test::NpyArray a = dl::test::read_npy_file(path);
+    if (!a.ok() || a.shape.size() != 2 || a.f32.empty()) {
+        throw std::runtime_error(a.ok() ? "not a 2-D float32 array: " + path : a.error);
     }
-    std::string header(hlen, '\0');
-    f.read(header.data(), hlen);
-    if (header.find("'<f4'") == std::string::npos ||
-        header.find("'fortran_order': False") == std::string::npos)
-        throw std::runtime_error("not a C-order float32 array: " + path);
-    size_t p = header.find("'shape': (");
-    if (p == std::string::npos) throw std::runtime_error("no shape in " + path);
-    p += 10;
-    rows = std::stoll(header.substr(p));
-    p = header.find(',', p);
-    cols = std::stoll(header.substr(p + 1));
-    std::vector<float> v((size_t)(rows * cols));
-    f.read(reinterpret_cast<char*>(v.data()), (std::streamsize)(v.size() * 4));
-    if (!f) throw std::runtime_error("truncated " + path);
-    return v;
+    rows = a.shape[0];
+    cols = a.shape[1];
+    return std::move(a.f32);
 }
 
 // Largest over positions of ||a - b|| / ||b|| (rows of n_vocab).

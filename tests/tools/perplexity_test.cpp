@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "npy_read.h"
 
 namespace {
 
@@ -51,20 +52,6 @@ std::vector<int> parse_ids(const std::string& s) {
     std::istringstream ss(s);
     for (std::string item; std::getline(ss, item, ',');) ids.push_back(std::stoi(item));
     return ids;
-}
-
-std::vector<float> read_npy(const std::string& path, int64_t& rows, int64_t& cols) {
-    std::ifstream f(path, std::ios::binary);
-    std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (all.size() < 10 || std::memcmp(all.data(), "\x93NUMPY", 6) != 0 || all[6] != 1) return {};
-    const size_t hlen = (uint8_t)all[8] | ((uint8_t)all[9] << 8);
-    std::string header(all.data() + 10, hlen);
-    size_t p = header.find("'shape': (") + 10;
-    rows = std::stoll(header.substr(p));
-    cols = std::stoll(header.substr(header.find(',', p) + 1));
-    std::vector<float> v((size_t)(rows * cols));
-    std::memcpy(v.data(), all.data() + 10 + hlen, v.size() * 4);
-    return v;
 }
 
 // `tokenize --show-pieces` writes a piece between quotes with \n \t \r \' \\ \xHH escaped.
@@ -160,8 +147,10 @@ TEST_F(Perplexity, MatchesLogSoftmaxOfDumpedLogits) {
         Result r = deltallm("run -m " + model_ + " --device cpu --prompt-ids " + window +
                             " -n 0 --dump-logits " + npy);
         ASSERT_EQ(r.rc, 0) << r.err;
-        int64_t rows = 0, cols = 0;
-        std::vector<float> lg = read_npy(npy, rows, cols);
+        const dl::test::NpyArray a = dl::test::read_npy_file(npy);
+        ASSERT_TRUE(a.ok() && a.shape.size() == 2) << a.error;
+        const int64_t rows = a.shape[0], cols = a.shape[1];
+        const std::vector<float>& lg = a.f32;
         ASSERT_GE(rows, c);
         for (int i = c / 2; i < c - 1; ++i) {
             const float* row = lg.data() + (size_t)i * cols;
