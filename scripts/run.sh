@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds the deltallm binary, and generates text with the built-in demo
-# model (extra arguments go to `deltallm run`, e.g. -m MODEL.gguf -p "prompt" -n 64).
+# Installs what is needed, builds the deltallm binary, and generates text with the built-in model,
+# deltallm-tiny (extra arguments go to `deltallm run`, e.g. -m MODEL.gguf -p "prompt" -n 64).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}

@@ -64,8 +64,7 @@ std::string read_text_file(const std::string& path) {
 }
 
 void ModelArgs::add_to(CLI::App& app, bool with_device) {
-    app.add_option("-m,--model", path,
-                   "GGUF model file (default: a built-in demo model with random weights)");
+    app.add_option("-m,--model", path, "GGUF model file (default: the built-in deltallm-tiny)");
     if (with_device) {
         app.add_option("--device", device, "where to run: auto, cpu, vulkan or vulkan:N")
             ->capture_default_str();
@@ -90,11 +89,9 @@ std::unique_ptr<Engine> ModelArgs::open() const {
              n_ctx);
     o.n_ctx = n_ctx;
     if (path.empty()) {
-        std::fprintf(stderr,
-                     "deltallm: no model given (-m): using the built-in demo model, %s.\n"
-                     "deltallm: its weights are RANDOM, so its text is gibberish.\n",
+        std::fprintf(stderr, "deltallm: no model given (-m): using the built-in model, %s.\n",
                      default_model_description().c_str());
-        return Engine::open_image(default_model_image(), "demo model", o);
+        return Engine::open_image(default_model_image(), "built-in model", o);
     }
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) fail("cannot open {}: {}", path, std::strerror(errno));

@@ -1,5 +1,5 @@
 // What the model-running subcommands share: the -m/--device/-c options, the sampling options,
-// opening a model (or the built-in demo model) with a progress bar, and printing speeds.
+// opening a model (or the built-in model) with a progress bar, and printing speeds.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,12 +17,12 @@
 namespace dl::tools {
 
 struct ModelArgs {
-    std::string path;  // empty: the built-in demo model
+    std::string path;  // empty: the built-in model
     std::string device = "auto";
     int64_t n_ctx = 0;
 
     void add_to(CLI::App& app, bool with_device = true);
-    // Opens the model (or the demo model, saying so on stderr); throws dl::Error.
+    // Opens the model (or the built-in model, saying so on stderr); throws dl::Error.
     std::unique_ptr<Engine> open() const;
 };
 

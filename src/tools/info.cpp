@@ -251,11 +251,11 @@ int info(const InfoArgs& a) {
     std::shared_ptr<gguf::File> file;
     std::vector<uint8_t> image;
     if (a.model.path.empty()) {
-        std::fprintf(stderr, "deltallm: no model given (-m): showing the built-in demo model, %s\n",
+        std::fprintf(stderr, "deltallm: no model given (-m): showing the built-in model, %s\n",
                      default_model_description().c_str());
         image = default_model_image();
         file = std::make_shared<gguf::File>(
-            gguf::File::parse(image.data(), image.size(), "demo model"));
+            gguf::File::parse(image.data(), image.size(), "built-in model"));
     } else {
         file = std::make_shared<gguf::File>(gguf::File::open(a.model.path));
     }

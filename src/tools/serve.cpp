@@ -114,7 +114,7 @@ int serve(ServeArgs& a) {
         if (!engine->has_tokenizer()) fail("the model has no tokenizer, which serving needs");
         std::string id = a.alias;
         if (id.empty())
-            id = a.model.path.empty() ? "deltallm-demo"
+            id = a.model.path.empty() ? "deltallm-tiny"
                                       : std::filesystem::path(a.model.path).filename().string();
         std::fprintf(stderr, "deltallm: serving %s on %s, %lld slots of %lld tokens\n",
                      printable(id).c_str(), engine->executor().name().c_str(),

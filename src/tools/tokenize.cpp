@@ -48,9 +48,9 @@ int tokenize(const TokenizeArgs& a) {
     std::unique_ptr<tokenizer::Tokenizer> tok;
     if (a.model.empty()) {
         std::fprintf(stderr,
-                     "deltallm: no model given (-m): using the built-in demo model's vocabulary\n");
+                     "deltallm: no model given (-m): using the built-in model's vocabulary\n");
         std::vector<uint8_t> image = default_model_image();
-        gguf::File f = gguf::File::parse(image.data(), image.size(), "demo model");
+        gguf::File f = gguf::File::parse(image.data(), image.size(), "built-in model");
         tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Vocab::from_gguf(f));
     } else {
         gguf::File f = gguf::File::open(a.model);
@@ -70,7 +70,7 @@ int tokenize(const TokenizeArgs& a) {
 
 Registrar reg("tokenize", "text on stdin -> token ids on stdout", [](CLI::App& app) -> Run {
     auto a = std::make_shared<TokenizeArgs>();
-    app.add_option("-m,--model", a->model, "GGUF model file (default: the built-in demo model)");
+    app.add_option("-m,--model", a->model, "GGUF model file (default: the built-in model)");
     app.add_flag("--show-pieces", a->show_pieces, "one token per line with the text it stands for");
     app.add_flag("--no-special", a->no_special, "do not add the beginning-of-text token");
     app.add_flag("--no-parse-special", a->no_parse_special,

@@ -1,6 +1,6 @@
 // The generate loop over a scripted executor (whose logits make greedy decoding count upwards),
-// and over the CPU chain with the demo model, where every greedy token must be the argmax of a
-// fresh prefill of the whole sequence.
+// and over the CPU chain with a tiny synthetic model, where every greedy token must be the argmax
+// of a fresh prefill of the whole sequence.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// A tiny Qwen3.5-shaped GGUF with random weights, made in memory as the tools' demo model is, for
+// A tiny Qwen3.5-shaped GGUF with random weights, made in memory by the synthesizer, for
 // the engine tests that open a model from bytes.
 #pragma once
 

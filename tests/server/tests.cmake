@@ -1,5 +1,5 @@
 # End-to-end tests of `deltallm serve`: each starts the real binary on a free loopback port with
-# the built-in demo model and drives it (tests/server/e2e/).
+# the built-in model and drives it (tests/server/e2e/).
 find_program(DELTALLM_PYTHON3 NAMES python3 REQUIRED)
 set(_serve_e2e ${dir}/e2e)
 add_test(NAME Serve.BadInput

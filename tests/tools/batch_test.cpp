@@ -1,4 +1,4 @@
-// `deltallm batch` end to end with the demo model: sixteen prompts (text and chat, greedy and
+// `deltallm batch` end to end with the built-in model: sixteen prompts (text and chat, greedy and
 // seeded sampling, their own lengths) served four at a time in small steps give, line for line,
 // the text of sixteen separate `deltallm run` calls; bad input files are one error line and leave
 // no output behind.

@@ -1,4 +1,4 @@
-// The deltallm binary as a user and a script drive it: text and speeds from the demo model,
+// The deltallm binary as a user and a script drive it: text and speeds from the built-in model,
 // deterministic ids, logits dumps that numpy can read and that agree with the printed ids, seeds,
 // scripted chat, tokenize, info, and bad input (one "error:" line, exit code 1, no crash).
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 
 #include "cli_runner.h"
 #include "engine/tiny_image.h"
+#include "npy_read.h"
 
 namespace {
 
@@ -82,39 +83,17 @@ bool valid_utf8(const std::string& s) {
     return true;
 }
 
-// A .npy reader written from the format description (independent of the writer under test).
-struct Npy {
-    std::vector<int64_t> shape;
-    std::vector<float> data;
-};
-Npy read_npy(const std::string& path) {
-    std::string b = slurp(path);
-    Npy n;
-    EXPECT_GE(b.size(), 10u);
-    if (b.size() < 10) return n;
-    EXPECT_EQ(b.substr(0, 6), std::string("\x93NUMPY", 6));
-    size_t hlen = (unsigned char)b[8] | ((unsigned char)b[9] << 8);
-    std::string h = b.substr(10, hlen);
-    EXPECT_EQ((10 + hlen) % 64, 0u);
-    EXPECT_NE(h.find("'descr': '<f4'"), std::string::npos) << h;
-    EXPECT_NE(h.find("'fortran_order': False"), std::string::npos) << h;
-    size_t p = h.find("'shape': (");
-    EXPECT_NE(p, std::string::npos);
-    std::string dims = h.substr(p + 10, h.find(')', p) - p - 10);
-    std::istringstream ss(dims);
-    for (std::string d; std::getline(ss, d, ',');)
-        if (d.find_first_not_of(' ') != std::string::npos) n.shape.push_back(std::stoll(d));
-    int64_t count = 1;
-    for (int64_t d : n.shape) count *= d;
-    EXPECT_EQ(b.size(), 10 + hlen + (size_t)count * 4);
-    n.data.resize((size_t)count);
-    if (b.size() == 10 + hlen + (size_t)count * 4)
-        std::memcpy(n.data.data(), b.data() + 10 + hlen, count * 4);
+// A dump read back with the tests' own reader; the writer's header is padded to 64 bytes.
+dl::test::NpyArray read_dump(const std::string& path) {
+    dl::test::NpyArray n = dl::test::read_npy_file(path);
+    EXPECT_TRUE(n.ok()) << n.error;
+    EXPECT_EQ(n.data_offset % 64, 0u) << path;
+    EXPECT_FALSE(n.f32.empty()) << path << " is not float32";
     return n;
 }
 
-int argmax_row(const Npy& n, int64_t r) {
-    const float* row = n.data.data() + r * n.shape[1];
+int argmax_row(const dl::test::NpyArray& n, int64_t r) {
+    const float* row = n.f32.data() + r * n.shape[1];
     return (int)(std::max_element(row, row + n.shape[1]) - row);
 }
 
@@ -136,12 +115,13 @@ const char* kGreedy = " --temp 0 --device cpu ";
 
 }  // namespace
 
-TEST(Cli, RunWithTheDemoModelStreamsTextAndSpeeds) {
+TEST(Cli, RunWithTheBuiltInModelStreamsTextAndSpeeds) {
     Result r = deltallm("run -p 'Once upon a time' -n 12 --seed 1");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_GT(r.out.size(), 1u);
     EXPECT_TRUE(valid_utf8(r.out));
-    EXPECT_NE(r.err.find("RANDOM"), std::string::npos) << r.err;  // the demo model says so
+    // The built-in model says which it is.
+    EXPECT_NE(r.err.find("using the built-in model, deltallm-tiny"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("loaded"), std::string::npos);
     EXPECT_NE(r.err.find("deltallm: prompt "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tokens/s"), std::string::npos);
@@ -156,7 +136,7 @@ TEST(Cli, PromptIdsAndPrintIdsAreDeterministicWhenGreedy) {
     std::vector<int> ids = parse_ids(a.out);
     EXPECT_GE(ids.size(), 1u);
     EXPECT_LE(ids.size(), 8u);
-    for (int id : ids) EXPECT_TRUE(id >= 0 && id < 1024) << id;
+    for (int id : ids) EXPECT_TRUE(id >= 0 && id < 8192) << id;
     EXPECT_EQ(a.out, b.out);  // greedy: the seed does not matter
 }
 
@@ -168,10 +148,10 @@ TEST(Cli, DumpedLogitsAgreeWithThePrintedIds) {
     ASSERT_EQ(r.rc, 0) << r.err;
     std::vector<int> ids = parse_ids(r.out);
     ASSERT_EQ(ids.size(), 4u);
-    Npy n = read_npy(npy);
+    dl::test::NpyArray n = read_dump(npy);
     // Every evaluated position: the prompt's and those of the generated tokens but the last.
-    ASSERT_EQ(n.shape, (std::vector<int64_t>{n_prompt + 3, 1024}));
-    for (float x : n.data) ASSERT_TRUE(std::isfinite(x));
+    ASSERT_EQ(n.shape, (std::vector<int64_t>{n_prompt + 3, 8192}));
+    for (float x : n.f32) ASSERT_TRUE(std::isfinite(x));
     for (int i = 0; i < 4; ++i) EXPECT_EQ(argmax_row(n, n_prompt - 1 + i), ids[i]) << i;
 
     // With one token, the last row is the prompt's last position.
@@ -179,8 +159,8 @@ TEST(Cli, DumpedLogitsAgreeWithThePrintedIds) {
     Result r1 = deltallm("run --prompt-ids 1,2,3,4,5 --print-ids -n 1" + std::string(kGreedy) +
                          "--dump-logits " + npy1);
     ASSERT_EQ(r1.rc, 0) << r1.err;
-    Npy n1 = read_npy(npy1);
-    ASSERT_EQ(n1.shape, (std::vector<int64_t>{n_prompt, 1024}));
+    dl::test::NpyArray n1 = read_dump(npy1);
+    ASSERT_EQ(n1.shape, (std::vector<int64_t>{n_prompt, 8192}));
     EXPECT_EQ(argmax_row(n1, n_prompt - 1), parse_ids(r1.out).at(0));
 
     // Chosen positions are the same rows as in the full dump, in the order asked for.
@@ -189,18 +169,18 @@ TEST(Cli, DumpedLogitsAgreeWithThePrintedIds) {
         deltallm("run --prompt-ids 1,2,3,4,5 --print-ids --ignore-eos -n 4" + std::string(kGreedy) +
                  "--dump-logits " + npy2 + " --dump-positions 0,-1,2,-8");
     ASSERT_EQ(r2.rc, 0) << r2.err;
-    Npy n2 = read_npy(npy2);
-    ASSERT_EQ(n2.shape, (std::vector<int64_t>{4, 1024}));
+    dl::test::NpyArray n2 = read_dump(npy2);
+    ASSERT_EQ(n2.shape, (std::vector<int64_t>{4, 8192}));
     const int64_t want[] = {0, 7, 2, 0};
     for (int k = 0; k < 4; ++k)
-        EXPECT_TRUE(std::equal(n2.data.begin() + k * 1024, n2.data.begin() + (k + 1) * 1024,
-                               n.data.begin() + want[k] * 1024))
+        EXPECT_TRUE(std::equal(n2.f32.begin() + k * 8192, n2.f32.begin() + (k + 1) * 8192,
+                               n.f32.begin() + want[k] * 8192))
             << "row " << k;
 
     if (have_numpy()) {
         std::string script =
             "/usr/bin/python3 -c \"import numpy as np; a = np.load('" + npy +
-            "'); assert a.dtype == np.float32 and a.shape == (8, 1024), a.shape; "
+            "'); assert a.dtype == np.float32 and a.shape == (8, 8192), a.shape; "
             "print(','.join(str(int(np.argmax(a[i]))) for i in range(4, 8)))\" > " +
             tmp_dir() + "/cli_np.txt";
         ASSERT_EQ(std::system(script.c_str()), 0);
@@ -303,7 +283,7 @@ TEST(Cli, ChatRendersThroughATemplateFile) {
     Result r =
         deltallm("chat --device cpu -n 6 --seed 3 --chat-template-file " + thinking, "Hi\nHo\n");
     ASSERT_EQ(r.rc, 0) << r.err;
-    // The demo model never closes the block: everything it says is reasoning.
+    // The built-in model does not close the block in 6 tokens: everything it says is reasoning.
     EXPECT_EQ(r.out, "\n\n");
     EXPECT_GT(r.err.size(), 200u) << r.err;
 
@@ -350,7 +330,7 @@ TEST(Cli, InfoSummarisesWithoutDumpingArrays) {
     Result r = deltallm("info");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_NE(r.out.find("tokenizer.ggml.tokens"), std::string::npos);
-    EXPECT_NE(r.out.find("[1024 x string]"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[8192 x string]"), std::string::npos) << r.out;
     EXPECT_LT(lines(r.out).size(), 150u);
     EXPECT_NE(r.out.find("architecture   qwen35"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("KV cache"), std::string::npos);
@@ -358,10 +338,10 @@ TEST(Cli, InfoSummarisesWithoutDumpingArrays) {
     EXPECT_NE(r.out.find("q8_0"), std::string::npos);
     EXPECT_NE(r.out.find("cpu "), std::string::npos);
     EXPECT_EQ(r.out.find("blk.0.attn_qkv.weight"), std::string::npos);
-    // Memory at a context given by hand: the demo model has one attention layer with 2 KV heads
-    // of 64: 2 (K, V) x 1000 x 2 x 64 x 2 bytes = 512000 B.
+    // Memory at a context given by hand: the built-in model has two attention layers with one KV
+    // head of 256: 2 (K, V) x 1000 x 2 x 256 x 2 bytes = 2048000 B.
     Result c = deltallm("info -c 1000");
-    EXPECT_NE(c.out.find("500.00 KiB"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("KV cache (f16)       1.95 MiB"), std::string::npos) << c.out;
 
     Result t = deltallm("info --tensors");
     ASSERT_EQ(t.rc, 0);
@@ -374,7 +354,7 @@ TEST(Cli, InfoListsDevicesWithoutAModel) {
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_NE(r.out.find("cpu: "), std::string::npos) << r.out;
     // Either the Vulkan driver lists what it sees (its features or why it has none), or the
-    // build says it has no Vulkan driver; the demo model's metadata is not printed.
+    // build says it has no Vulkan driver; the built-in model's metadata is not printed.
     EXPECT_NE(r.out.find("vulkan"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("tokenizer.ggml.tokens"), std::string::npos) << r.out;
 }
@@ -416,7 +396,7 @@ TEST(Cli, InfoShowsThePlanOfTheDeviceAsked) {
 }
 
 // A context that does not fit the Vulkan device is shrunk to the largest that does, and the user
-// is told so (the demo model's KV cache for a billion tokens is 512 GB).
+// is told so (the built-in model's KV cache for a billion tokens is 2 TB).
 TEST(Cli, VulkanSaysWhenTheContextAskedDoesNotFit) {
     Result d = deltallm("info --devices");
     if (d.out.find("vulkan:0 ") == std::string::npos) GTEST_SKIP() << "no Vulkan device here";
@@ -458,13 +438,13 @@ TEST(Cli, VulkanTraceNamesTheTokenCommandsStages) {
 }
 
 // A context whose session cannot fit in the machine's memory is one clear error with the numbers,
-// not an allocation failure (the demo model's KV cache is 512 bytes a token: 51 TB here).
+// not an allocation failure (the built-in model's KV cache is 2 KiB a token: 200 TB here).
 TEST(Cli, CpuSessionLargerThanTheMachineIsAnError) {
     // Past the largest context accepted (2^30 tokens): refused before anything is sized.
     Result r = deltallm("run --device cpu -c 100000000000 -p hi -n 2");
     expect_one_error_line(r, "a 1e11-token context");
     EXPECT_NE(r.err.find("-c"), std::string::npos) << r.err;
-    // The largest context takes the demo model about 520 GiB on the CPU chain: more than this
+    // The largest context takes the built-in model about 2 TiB on the CPU chain: more than this
     // machine has, unless it is one of the very largest (then there is nothing to refuse).
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
     if ((double)pages * (double)page > 400.0 * (1ull << 30)) GTEST_SKIP() << "too much memory";

@@ -209,7 +209,7 @@ TEST(Hardening, FailedDumpKeepsTheEarlierDump) {
 
 namespace {
 
-// The demo model with some metadata strings replaced, written to path.
+// A tiny synthetic Qwen3.5 with some metadata strings replaced, written to path.
 void write_demo_with(const std::string& path, const std::map<std::string, std::string>& strings) {
     const std::vector<uint8_t> img = dl::test::tiny_qwen35_image();
     const dl::gguf::File f = dl::gguf::File::parse(img.data(), img.size());

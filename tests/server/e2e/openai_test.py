@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Starts `deltallm serve` (demo model, a key, metrics; and one with a template that opens a
+"""Starts `deltallm serve` (the built-in model, a key, metrics; and one with a template that opens a
 thinking block) and runs openai_client.cjs against them: the official OpenAI client for
 JavaScript, installed by scripts/setup.d/openai.sh."""
 import os
@@ -24,7 +24,7 @@ def main():
     with Server(binary, "--api-key", "sk-test", "--metrics", "--parallel", 2) as srv, \
             Server(binary, "--chat-template-file", thinking, "--alias", "thinker") as think:
         env = dict(os.environ, DELTALLM_URL=f"http://127.0.0.1:{srv.port}", DELTALLM_KEY="sk-test",
-                   DELTALLM_BIN=binary, DELTALLM_MODEL="deltallm-demo", DELTALLM_NPM_DIR=str(npm),
+                   DELTALLM_BIN=binary, DELTALLM_MODEL="deltallm-tiny", DELTALLM_NPM_DIR=str(npm),
                    DELTALLM_THINK_URL=f"http://127.0.0.1:{think.port}")
         rc = subprocess.run(["node", str(pathlib.Path(__file__).with_name("openai_client.cjs"))],
                             env=env, timeout=110).returncode
