@@ -36,9 +36,12 @@ if [ "$mode" = prepare ]; then
     rm -rf "$pack"
     mkdir -p "$pack/lib" "$pack/peer"
     cp "$build/deltallm" "$pack/"
-    # The shared libraries of Debian 12 that the machine's Ubuntu lacks: fmt 9 and ICU 72 (the
-    # tokenizer's NFC normalization).
-    for l in libfmt.so.9 libicuuc.so.72 libicudata.so.72; do cp -L "/lib/x86_64-linux-gnu/$l" "$pack/lib/"; done
+    # The shared libraries of Debian 12 that the machine's Ubuntu lacks: fmt 9, ICU 72 (the
+    # tokenizer's NFC normalization), cpp-httplib 0.11 (the server) and the brotli it links.
+    for l in libfmt.so.9 libicuuc.so.72 libicudata.so.72 libcpp-httplib.so.0.11 \
+        libbrotlidec.so.1 libbrotlienc.so.1 libbrotlicommon.so.1; do
+        cp -L "/lib/x86_64-linux-gnu/$l" "$pack/lib/"
+    done
     cp -a "$peer/vulkan/." "$pack/peer/"
     # The prebuilt libraries carry symbol tables: stripped, the pack stays under the 64 MiB limit
     # together with .gl (scripts/vk/fetch_gl.sh) and the tracked tree.
@@ -81,7 +84,7 @@ model_file() {
     IFS=: read -r arch shape type <<<"$1"
     name=$arch-$shape-$type
     f=$models/$name.gguf
-    [ -f "$f" ] || { echo "== synth $name"; "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1; }
+    [ -f "$f" ] || { echo "== synth $name"; "$ours" synth --arch "$arch" --shape "$shape" --type "$type" -o "$f" 2>&1 | tail -1; }
 }
 echo "== machine"; nproc; nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv 2>&1 | head -3
 "$ours" --version

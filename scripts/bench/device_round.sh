@@ -48,7 +48,7 @@ models=/tmp/models
 mkdir -p "$models"
 for spec in qwen35:9b:q4_k_m qwen35:0.8b:q4_k_m qwen3:8b:q4_k_m; do
     IFS=: read -r arch shape type <<<"$spec"
-    "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$models/$arch-$shape-$type.gguf" 2>&1 | tail -1
+    "$ours" synth --arch "$arch" --shape "$shape" --type "$type" -o "$models/$arch-$shape-$type.gguf" 2>&1 | tail -1
 done
 m9=$models/qwen35-9b-q4_k_m.gguf
 m08=$models/qwen35-0.8b-q4_k_m.gguf
