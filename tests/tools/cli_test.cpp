@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli_runner.h"
+#include "deltallm_cli.h"
 #include "engine/tiny_image.h"
 #include "npy_read.h"
 
@@ -398,8 +399,7 @@ TEST(Cli, InfoShowsThePlanOfTheDeviceAsked) {
 // A context that does not fit the Vulkan device is shrunk to the largest that does, and the user
 // is told so (the built-in model's KV cache for a billion tokens is 2 TB).
 TEST(Cli, VulkanSaysWhenTheContextAskedDoesNotFit) {
-    Result d = deltallm("info --devices");
-    if (d.out.find("vulkan:0 ") == std::string::npos) GTEST_SKIP() << "no Vulkan device here";
+    if (!dl::test::has_vulkan_device()) GTEST_SKIP() << "no Vulkan device here";
     Result r = deltallm("run --device vulkan -c 1000000000 -p hi -n 2");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_NE(r.err.find("a context of 1000000000 tokens does not fit"), std::string::npos)
@@ -414,8 +414,7 @@ TEST(Cli, VulkanSaysWhenTheContextAskedDoesNotFit) {
 // DELTALLM_VK_TRACE writes the token command's stages to stderr as it is recorded, each role with
 // its kernels; without it nothing of the kind; a value that is not a boolean is one error line.
 TEST(Cli, VulkanTraceNamesTheTokenCommandsStages) {
-    Result d = deltallm("info --devices");
-    if (d.out.find("vulkan:0 ") == std::string::npos) GTEST_SKIP() << "no Vulkan device here";
+    if (!dl::test::has_vulkan_device()) GTEST_SKIP() << "no Vulkan device here";
     const std::string args = "run --device vulkan --prompt-ids 1,2,3 -n 2";
     auto with = [&](const char* value) {
         setenv("DELTALLM_VK_TRACE", value, 1);

@@ -45,6 +45,13 @@ inline CliResult deltallm_run(const std::string& args, const std::string& stdin_
     return run_captured(prefix.empty() ? bin : prefix + " " + bin, args, base + ".in", base);
 }
 
+// Whether `deltallm info --devices` lists a Vulkan device (lavapipe counts); asked once.
+inline bool has_vulkan_device() {
+    static const bool yes =
+        deltallm_run("info --devices").out.find("vulkan:0 ") != std::string::npos;
+    return yes;
+}
+
 inline void expect_one_error_line(const CliResult& r, const std::string& what,
                                   const std::string& part = "") {
     EXPECT_EQ(r.rc, 1) << what << "\n" << r.err;

@@ -40,12 +40,6 @@ std::string join(const std::vector<int32_t>& ids) {
     return s;
 }
 
-bool has_vulkan() {
-    static const bool yes =
-        deltallm_run("info --devices").out.find("vulkan:0 ") != std::string::npos;
-    return yes;
-}
-
 // Every position's logits of `ids` as a prompt, from `deltallm run --dump-logits` (model: empty
 // for the built-in one, or " -m FILE").
 std::vector<float> prompt_logits(const std::string& model, const std::string& device,
@@ -74,7 +68,8 @@ double log_softmax_at(const float* row, int64_t n, int32_t id) {
 class TrainedModel : public ::testing::TestWithParam<std::string> {
   protected:
     void SetUp() override {
-        if (GetParam() == "vulkan" && !has_vulkan()) GTEST_SKIP() << "no Vulkan device here";
+        if (GetParam() == "vulkan" && !dl::test::has_vulkan_device())
+            GTEST_SKIP() << "no Vulkan device here";
     }
 };
 
