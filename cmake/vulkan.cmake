@@ -237,6 +237,9 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(gemv_${t} gemv.comp DEFINES WTYPE_${T}=1)
   dl_vk_shader(gemv_${t}_sg gemv.comp DEFINES WTYPE_${T}=1 SUBGROUP=1)
   dl_vk_shader(get_rows_${t} get_rows.comp DEFINES WTYPE_${T}=1)
+  # The same slice products over a batch of up to 8 vectors (see gemv_batch.comp).
+  dl_vk_shader(gemv_batch_${t} gemv_batch.comp DEFINES WTYPE_${T}=1)
+  dl_vk_shader(gemv_batch_${t}_sg gemv_batch.comp DEFINES WTYPE_${T}=1 SUBGROUP=1)
 endforeach()
 # The decode fusions of the same GEMV (see gemv.comp): an RMSNorm epilogue of the accumulated
 # residual stream (_norm), the FFN gate and up pair with the SwiGLU (_swiglu).

@@ -36,7 +36,7 @@ struct DriverOptions {
     Fusions fusions = Fusions::from_env();
     // The kernels' knobs (kernels_tuning.h), each read from its variable by the function below
     // (DELTALLM_VK_GEMV_X, _GEMV_GROUPS, _GEMV_WAVES, _ATTN_ONE_SPLIT, _GEMV_BALANCE, _GEMV_WIDE,
-    // _GEMV_SPLIT, _GEMV_TILED, _GEMM_TILE, _DN_COLUMNS, _DN_SCAN); tests and the speed reports
+    // _GEMV_SPLIT, _GEMV_TILED, _GEMM_TILE, _GEMM_GEMV_ROWS, _DN_COLUMNS, _DN_SCAN); tests and the speed reports
     // set fields of it directly.
     Tuning tuning = tuning_from_env();
     static Tuning tuning_from_env();
@@ -50,6 +50,7 @@ struct DriverOptions {
     static uint32_t gemv_split_from_env();
     static Kernels::GemvTiled gemv_tiled_from_env();
     static Kernels::GemmTile gemm_tile_from_env();
+    static uint32_t gemm_gemv_rows_from_env();
     static uint32_t deltanet_columns_from_env();
     static Kernels::DeltaNetScan deltanet_scan_from_env();
     // Prefill windows on the NV cooperative matrix 2 tiles expand the next GEMM's matrix to F16

@@ -25,6 +25,9 @@ struct MatmulPush {
 struct DequantPush {
     uint32_t rows, cols, row_bytes;
 };
+struct GemvBatchPush {
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec;
+};
 // Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in.
 constexpr uint32_t kGemmRows = 64;
 constexpr uint32_t kGemmCols = 64, kGemmColsCoopmat = 128;
@@ -122,8 +125,9 @@ GemmKernels::GemmTile GemmKernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_
 
 bool GemmKernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
                                View w16) const {
-    if (!cm2_usable(dev_.features(), v) || !gemm_reads_f16(v, cols) || t == QType::F16 ||
-        w16.buffer == VK_NULL_HANDLE || w16.range < (uint64_t)rows * cols * 2)
+    if (gemm_by_gemv(t, cols, n_rows) || !cm2_usable(dev_.features(), v) ||
+        !gemm_reads_f16(v, cols) || t == QType::F16 || w16.buffer == VK_NULL_HANDLE ||
+        w16.range < (uint64_t)rows * cols * 2)
         return false;
     if (tuning.gemm_expand >= 0) return tuning.gemm_expand == 1;
     // Expanding costs one pass over the matrix whatever the rows; the F16 tiles save about a
@@ -136,6 +140,11 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
                        bool accumulate, View w16, bool expanded, uint32_t stage_rows) {
     const Features& f = dev_.features();
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
+    if (gemm_by_gemv(t, cols, n_rows)) {
+        if (expanded) fail("a GEMM of {} rows given as expanded runs as a GEMV", n_rows);
+        gemv_batch(cl, t, w, rows, cols, x, x_off, y, y_off, n_rows, accumulate);
+        return;
+    }
     const bool f16 = gemm_reads_f16(v, cols);
     if (f16 && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
@@ -203,6 +212,39 @@ bool GemmKernels::matmul_f16(CommandList& cl, Variant v, View a, View w, View c,
     MatmulPush p{m, n, k};
     cl.dispatch(kk, {a, w, c}, p, (n + 15) / 16, (m + 15) / 16);
     return true;
+}
+
+bool GemmKernels::gemm_by_gemv(QType t, uint32_t cols, uint32_t n_rows) const {
+    // Rows of whole 32-value units (every block format's; F32 and F16 rows of other lengths
+    // take the tiles), so the batched GEMV has no tail to guard.
+    return n_rows <= tuning.gemm_gemv_rows && gemm_type(t) && cols % 32 == 0;
+}
+
+void GemmKernels::gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                             uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows,
+                             bool accumulate) {
+    const Features& f = dev_.features();
+    if (n_rows == 0 || rows == 0) return;
+    // Vectors a group: as even as the groups of at most 8 allow (13 rows: two groups of 7, the
+    // last vector of the second computed twice and stored once).
+    const uint32_t groups = (n_rows + 7) / 8, nb = (n_rows + groups - 1) / groups;
+    // One load of x serves every row of the workgroup (gemv_batch.comp), so more rows where the
+    // sums fit the registers: 8 rows over up to 4 vectors, 4 over more.
+    const uint32_t k_rows = nb <= 4 ? 8 : 4;
+    // Threads: a slice of 32 weights each, as many as the row has up to 128, at least the 64
+    // that store the sums (k_rows · nb).
+    const uint32_t slices = (cols + 31) / 32;
+    uint32_t wg = 64;
+    while (wg < 128 && wg < slices) wg *= 2;
+    const uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
+    const uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 && cols % 4 == 0 ? 1 : 0;
+    std::string name = "gemv_batch_" + type_name(t);
+    if (f.subgroup_arithmetic) name += "_sg";
+    const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), {wg, k_rows, w16, x16, nb});
+    GemvBatchPush p{cols,  rows, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
+                    n_rows};
+    auto [gx, gy] = grid(f, (rows + k_rows - 1) / k_rows);
+    cl.dispatch(k, {w, x, y}, p, gx, gy);
 }
 
 }  // namespace dl::vk

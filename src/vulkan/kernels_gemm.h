@@ -43,6 +43,15 @@ class GemmKernels : public virtual KernelFamily {
               uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
               View w16 = {}, bool expanded = false, uint32_t stage_rows = 0);
     static constexpr uint32_t kGemmExpandRows = 64;
+    // Whether gemm() of n_rows rows over weights of type t and rows of cols values runs as
+    // gemv_batch() (at most tuning.gemm_gemv_rows rows, rows of whole 32-value units); it then
+    // needs no F16 copy of X.
+    bool gemm_by_gemv(QType t, uint32_t cols, uint32_t n_rows) const;
+    // Y[m][n] (=|+=) Σ_k W[n][k] · X[m][k] for m < n_rows, with the same operands as gemm(), as
+    // one batched GEMV (shaders/gemv_batch.comp): each workgroup takes a few weight rows for
+    // every row of X, in groups of up to 8.
+    void gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
+                    uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows, bool accumulate);
     // Whether gemm() over variant v runs the F16 tiles over W expanded into w16.
     bool gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
                       View w16) const;

@@ -81,6 +81,12 @@ uint32_t DriverOptions::gemv_waves_from_env() {
     return (uint32_t)v;
 }
 
+uint32_t DriverOptions::gemm_gemv_rows_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMM_GEMV_ROWS");
+    if (v < 0 || v > 64) fail("DELTALLM_VK_GEMM_GEMV_ROWS={}: use 0 to 64", v);
+    return (uint32_t)v;
+}
+
 uint32_t DriverOptions::gemv_split_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_SPLIT");
     if (v < 0 || v > 4) fail("DELTALLM_VK_GEMV_SPLIT={}: use 0 to 4", v);
@@ -154,6 +160,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemv_split_parts = gemv_split_from_env();
     t.gemv_tiled = gemv_tiled_from_env();
     t.gemm_tile = gemm_tile_from_env();
+    t.gemm_gemv_rows = gemm_gemv_rows_from_env();
     t.deltanet_columns = deltanet_columns_from_env();
     t.deltanet_scan = deltanet_scan_from_env();
     return t;

@@ -42,14 +42,16 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
     // sizes with a tile larger than the matrix and a step past K (the tiles inside the matrices
     // of whole unrolled steps run an unclamped loop); the NV tiles both decoding the
     // blocks inside the tensor loads and over the matrix expanded to F16 in a scratch (poisoned
-    // past the matrix).
+    // past the matrix). And the batched GEMV that takes windows of up to gemv_rows rows (every
+    // window up to 64 rows here; the tiles run with it off).
     struct Run {
         Variant v;
         uint32_t y_off;
         Kernels::GemmTile tile;
         int expand;
+        uint32_t gemv_rows = 0;
     };
-    std::vector<Run> runs = {{Variant::scalar, 5, {}, 0}};
+    std::vector<Run> runs = {{Variant::scalar, 5, {}, 0}, {Variant::scalar, 5, {}, 0, 64}};
     const Features& f = dev.features();
     if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
         runs.push_back({Variant::khr_coopmat, 5, {}, 0});
@@ -60,7 +62,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                   Kernels::GemmTile{128, 128, 32, 128}, Kernels::GemmTile{64, 32, 64}})
                 runs.push_back({dev.variant(), 8, g, expand});
     Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
-    for (uint32_t m : {1u, 7u, 64u, 65u, 130u}) {
+    // 13 and 63 rows: batched GEMVs of uneven groups (two of 7, eight of 8 with one clamped).
+    for (uint32_t m : {1u, 7u, 13u, 63u, 64u, 65u, 130u}) {
         const uint32_t x_off = 3;
         std::vector<float> x = randn((size_t)m * cols + x_off, 5 + m);
         Buffer xb = test::to_device(dev, x);
@@ -72,11 +75,12 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     ref[(size_t)i * rows + r] += p;
                     mag[(size_t)i * rows + r] += std::fabs(p);
                 }
-        for (const auto& [v, y_off, tile, expand] : runs) {
+        for (const auto& [v, y_off, tile, expand, gemv_rows] : runs) {
             test::Scoped tile_scope(K.tuning.gemm_tile, tile);
             test::Scoped expand_scope(K.tuning.gemm_expand, expand);
-            // F16 tiles round x and w to 11 bits; the F32 tiles only reorder the sum.
-            const double tol = v == Variant::scalar ? 1e-5 : 2e-3;
+            test::Scoped gemv_scope(K.tuning.gemm_gemv_rows, gemv_rows);
+            // F16 tiles round x and w to 11 bits; the F32 tiles and the GEMV only reorder the sum.
+            const double tol = v == Variant::scalar || m <= gemv_rows ? 1e-5 : 2e-3;
             for (bool acc : {false, true}) {
                 const size_t n_out = (size_t)m * rows;
                 Buffer y = test::poisoned(dev, n_out + y_off + 4);
@@ -107,8 +111,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << qtype_name(t) << " m " << m << " element " << i;
                     ASSERT_NEAR(out[y_off + i], ref[i] + init[i], tol * mag[i] + 1e-5)
                         << qtype_name(t) << " " << variant_name(v) << " tile " << tile.bm << "x"
-                        << tile.bn << "x" << tile.bk << " expand " << expand << " m " << m
-                        << " row " << i / rows << " col " << i % rows << " acc " << acc;
+                        << tile.bn << "x" << tile.bk << " expand " << expand << " gemv rows "
+                        << gemv_rows << " m " << m << " row " << i / rows << " col " << i % rows
+                        << " acc " << acc;
                 }
             }
         }
@@ -118,9 +123,10 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
 INSTANTIATE_TEST_SUITE_P(
     Formats, GemmTiles,
     ::testing::Values(GemmCase{QType::F32, 70, 72}, GemmCase{QType::F32, 33, 37},
-                      GemmCase{QType::F16, 65, 40}, GemmCase{QType::Q4_0, 70, 96},
-                      GemmCase{QType::Q8_0, 33, 96}, GemmCase{QType::Q4_K, 70, 256},
-                      GemmCase{QType::Q5_K, 33, 512}, GemmCase{QType::Q6_K, 64, 256},
+                      GemmCase{QType::F32, 33, 96}, GemmCase{QType::F16, 65, 40},
+                      GemmCase{QType::Q4_0, 70, 96}, GemmCase{QType::Q8_0, 33, 96},
+                      GemmCase{QType::Q4_K, 70, 256}, GemmCase{QType::Q5_K, 33, 512},
+                      GemmCase{QType::Q6_K, 64, 256},
                       // Q6_K rows of several blocks in two tiles of rows, the second one
                       // row (weight_layout.h).
                       GemmCase{QType::Q6_K, 33, 768},

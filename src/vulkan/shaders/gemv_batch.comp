@@ -1,0 +1,153 @@
+// Y[b] = W·X[b] for a batch of nvec vectors (the decode tokens of a batched step, or a prefill
+// window of a few rows): X is [nvec][ncols] F32 at x_off (row stride ncols), Y is [nvec][nrows]
+// F32 at y_off (row stride nrows), written or added to (mode 1: the residual stream). W is in its
+// GGUF block format (WTYPE_* define), in the device's layout (weight_layout.h).
+//
+// Why: a step of a few tokens is bound, like one token's decode, by streaming the weights, and a
+// GEMM tile built for hundreds of rows runs it as a long chain of dependent steps over K in few
+// workgroups. Here every weight slice is loaded and decoded once and multiplied into NB vectors,
+// as the decode GEMV (gemv.comp, whose slice products this shares: gemv_slices.glsl) does for one.
+//
+// Layout of the work: a workgroup takes ROWS rows; its threads take the rows' slices t, t + WG,
+// ...; for each slice the NB vectors' x values are read (the same for every thread of a slice
+// position, so from cache) and each of ROWS · NB sums gets the slice's product, so one load of
+// x serves ROWS rows. The sums are reduced over the workgroup by subgroupAdd (SUBGROUP) or a
+// shared-memory tree. More than NB vectors are taken in groups of NB, one after another by the
+// same workgroup: its rows' bytes (a few KiB) are then read again from the L1 cache, not memory.
+// A last group past nvec computes clamped vectors and stores nothing for them.
+#version 450
+
+#extension GL_EXT_control_flow_attributes : enable
+#if defined(SUBGROUP)
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 128;    // threads, a power of two
+layout(constant_id = 1) const uint ROWS = 4;    // weight rows a workgroup
+layout(constant_id = 2) const uint W16 = 1;     // 1: the weight view is 16-byte aligned
+layout(constant_id = 3) const uint X16 = 1;     // 1: every vector of x starts 16-byte aligned
+layout(constant_id = 4) const uint NB = 8;      // vectors a group, 1 to 8
+
+layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
+layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
+layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
+layout(std430, binding = 2) buffer Y { float y[]; };
+
+layout(push_constant) uniform Push {
+    uint ncols;      // elements per row (and the stride of x's vectors)
+    uint nrows;      // rows (and the stride of y's vectors)
+    uint row_bytes;  // bytes per weight row
+    uint x_off;      // in floats
+    uint y_off;      // in floats
+    uint mode;       // 0: y = W·x, 1: y += W·x
+    uint nvec;       // vectors
+} p;
+
+#include "blocks.glsl"
+
+// 16 bytes at byte offset o (a multiple of 16 when W16 is set, else of 4).
+uvec4 load16(uint o) {
+    if (W16 != 0u) return wq4[o >> 4];
+    uint i = o >> 2;
+    return uvec4(wq[i], wq[i + 1u], wq[i + 2u], wq[i + 3u]);
+}
+
+// Four floats of vector b of x starting at element e (a multiple of 4).
+vec4 xload4(uint b, uint e) {
+    uint i = p.x_off + b * p.ncols + e;
+    if (X16 != 0u) return x4[i >> 2];
+    return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+}
+#include "gemv_slices.glsl"
+
+#if (defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K))
+const uint TPB = 8u, BLOCK = 256u;
+#else  // Q4_0, Q8_0, F32, F16
+const uint TPB = 1u, BLOCK = 32u;
+#endif
+
+const uint NS = ROWS * NB;    // sums a thread holds: row r, vector b at r · NB + b
+shared float partial[NS][WG];  // with SUBGROUP only [..][subgroup id] is used
+
+// Sums a[i] of every thread of the workgroup, stored by thread i < NS as row i / NB of vector
+// g0 + i % NB (where both exist).
+void store_sums(float a[NS], uint tid, uint row0, uint g0) {
+#if defined(SUBGROUP)
+    [[unroll]] for (uint i = 0; i < NS; ++i) {
+        float v = subgroupAdd(a[i]);
+        if (subgroupElect()) partial[i][gl_SubgroupID] = v;
+    }
+    barrier();
+    float v = 0.0;
+    if (tid < NS)
+        for (uint g = 0; g < gl_NumSubgroups; ++g) v += partial[tid][g];
+#else
+    [[unroll]] for (uint i = 0; i < NS; ++i) partial[i][tid] = a[i];
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (tid < s)
+            for (uint i = 0; i < NS; ++i) partial[i][tid] += partial[i][tid + s];
+        barrier();
+    }
+    float v = tid < NS ? partial[tid][0] : 0.0;
+#endif
+    uint row = row0 + tid / NB, b = g0 + tid % NB;
+    if (tid < NS && row < p.nrows && b < p.nvec) {
+        uint o = p.y_off + b * p.nrows + row;
+        if (p.mode == 1u) v += y[o];
+        y[o] = v;
+    }
+}
+
+void main() {
+    uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint tid = gl_LocalInvocationID.x;
+    uint row0 = wg * ROWS;
+    if (row0 >= p.nrows) return;  // the grid's overshoot: the whole workgroup leaves
+#if defined(SUBGROUP)
+    uint lt = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
+    uint lt = tid;
+#endif
+    // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
+    uint rb[ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) rb[r] = w_row(min(row0 + r, p.nrows - 1u), p.row_bytes);
+
+    for (uint g0 = 0; g0 < p.nvec; g0 += NB) {
+        // The previous group's sums are read out of the partials before they are rewritten.
+        if (g0 != 0u) barrier();
+        uint vb[NB];
+        [[unroll]] for (uint b = 0; b < NB; ++b) vb[b] = min(g0 + b, p.nvec - 1u);
+        float acc[NS];
+        [[unroll]] for (uint i = 0; i < NS; ++i) acc[i] = 0.0;
+#if defined(WTYPE_F32) || defined(WTYPE_F16)
+        // Rows of whole 32-value units (the launcher checks): read as 16-byte vectors.
+        uint units = p.ncols / 32u;
+        for (uint u = lt; u < units; u += WG) {
+            [[unroll]] for (uint b = 0; b < NB; ++b) {
+                vec4 xv[8];
+                [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(vb[b], u * 32u + 4u * i);
+                [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r * NB + b] += unit_dot(rb[r], u, xv);
+            }
+        }
+#else
+        uint slices = (p.ncols / BLOCK) * TPB;
+        for (uint s = lt; s < slices; s += WG) {
+            uint blk = s / TPB, part = s % TPB;
+            [[unroll]] for (uint b = 0; b < NB; ++b) {
+                vec4 xv[8];
+                [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(vb[b], slice_x(blk, part, i));
+                // Sums of x over the two 16-element runs (the Q4_K / Q5_K mins).
+                vec2 xs = vec2(dot(xv[0] + xv[1] + xv[2] + xv[3], vec4(1.0)),
+                               dot(xv[4] + xv[5] + xv[6] + xv[7], vec4(1.0)));
+                [[unroll]] for (uint r = 0; r < ROWS; ++r)
+                    acc[r * NB + b] += slice_dot(rb[r], blk, part, xv, xs);
+            }
+        }
+#endif
+        store_sums(acc, tid, row0, g0);
+    }
+}
