@@ -240,6 +240,9 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   # The same slice products over a batch of up to 8 vectors (see gemv_batch.comp).
   dl_vk_shader(gemv_batch_${t} gemv_batch.comp DEFINES WTYPE_${T}=1)
   dl_vk_shader(gemv_batch_${t}_sg gemv_batch.comp DEFINES WTYPE_${T}=1 SUBGROUP=1)
+  # ... over the chosen experts of a mixture-of-experts layer (EXPERTS).
+  dl_vk_shader(gemv_experts_${t} gemv_batch.comp DEFINES WTYPE_${T}=1 EXPERTS=1)
+  dl_vk_shader(gemv_experts_${t}_sg gemv_batch.comp DEFINES WTYPE_${T}=1 EXPERTS=1 SUBGROUP=1)
 endforeach()
 # The decode fusions of the same GEMV (see gemv.comp): an RMSNorm epilogue of the accumulated
 # residual stream (_norm), the FFN gate and up pair with the SwiGLU (_swiglu).
@@ -311,6 +314,7 @@ dl_vk_shader(attn_window_cm attn_window_cm.comp VARIANTS khr_coopmat)
 dl_vk_shader(attn_decode attn_decode.comp)
 dl_vk_shader(rms_norm rms_norm.comp)
 dl_vk_shader(swiglu swiglu.comp)
+dl_vk_shader(moe_route moe_route.comp)
 dl_vk_shader(argmax argmax.comp)
 # The streaming read probe of bench's decode floor.
 dl_vk_shader(stream_read stream_read.comp)

@@ -15,6 +15,14 @@
 // shared-memory tree. More than NB vectors are taken in groups of NB, one after another by the
 // same workgroup: its rows' bytes (a few KiB) are then read again from the L1 cache, not memory.
 // A last group past nvec computes clamped vectors and stores nothing for them.
+//
+// EXPERTS: the matrix is the stack of a mixture-of-experts layer's experts (nrows rows each),
+// and vector v is slot j = v % k of row v / k of the window: its weight rows are those of
+// expert route[route_off + (v / k) · 2k + j] (moe_route.comp wrote the ids and, after them, the
+// weights). x_per_slot 0: a row's k vectors all read the row's x (the gate and up
+// projections); 1: each vector reads its own (the down projection over the slots' SwiGLU
+// outputs). sum 1 (NB = k, a group one row): the slots' outputs are weighted and summed into
+// the row's one output, in slot order (ids ascending).
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -35,6 +43,9 @@ layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
+#if defined(EXPERTS)
+layout(std430, binding = 3) readonly buffer Route { uint route[]; };
+#endif
 
 layout(push_constant) uniform Push {
     uint ncols;      // elements per row (and the stride of x's vectors)
@@ -44,6 +55,9 @@ layout(push_constant) uniform Push {
     uint y_off;      // in floats
     uint mode;       // 0: y = W·x, 1: y += W·x
     uint nvec;       // vectors
+#if defined(EXPERTS)
+    uint k, route_off, x_per_slot, sum;
+#endif
 } p;
 
 #include "blocks.glsl"
@@ -55,9 +69,17 @@ uvec4 load16(uint o) {
     return uvec4(wq[i], wq[i + 1u], wq[i + 2u], wq[i + 3u]);
 }
 
+#if defined(EXPERTS)
+uint x_vector(uint v) { return p.x_per_slot != 0u ? v : v / p.k; }
+uint expert_of(uint v) { return route[p.route_off + (v / p.k) * 2u * p.k + v % p.k]; }
+float weight_of(uint v) { return uintBitsToFloat(route[p.route_off + (v / p.k) * 2u * p.k + p.k + v % p.k]); }
+#else
+uint x_vector(uint v) { return v; }
+#endif
+
 // Four floats of vector b of x starting at element e (a multiple of 4).
 vec4 xload4(uint b, uint e) {
-    uint i = p.x_off + b * p.ncols + e;
+    uint i = p.x_off + x_vector(b) * p.ncols + e;
     if (X16 != 0u) return x4[i >> 2];
     return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
@@ -94,6 +116,22 @@ void store_sums(float a[NS], uint tid, uint row0, uint g0) {
     }
     float v = tid < NS ? partial[tid][0] : 0.0;
 #endif
+#if defined(EXPERTS)
+    if (p.sum != 0u) {
+        barrier();  // every partial read
+        if (tid < NS) partial[tid][0] = v;
+        barrier();
+        uint row = row0 + tid;
+        if (tid < ROWS && row < p.nrows) {
+            float s = 0.0;
+            for (uint b = 0; b < NB; ++b) s += weight_of(g0 + b) * partial[tid * NB + b][0];
+            uint o = p.y_off + (g0 / p.k) * p.nrows + row;
+            if (p.mode == 1u) s += y[o];
+            y[o] = s;
+        }
+        return;
+    }
+#endif
     uint row = row0 + tid / NB, b = g0 + tid % NB;
     if (tid < NS && row < p.nrows && b < p.nvec) {
         uint o = p.y_off + b * p.nrows + row;
@@ -113,14 +151,27 @@ void main() {
     uint lt = tid;
 #endif
     // Rows past the end are computed on row nrows-1 (never read out of range) and not stored.
+#if !defined(EXPERTS)
     uint rb[ROWS];
     [[unroll]] for (uint r = 0; r < ROWS; ++r) rb[r] = w_row(min(row0 + r, p.nrows - 1u), p.row_bytes);
+#define RB(r, b) rb[r]
+#else
+    uint rbx[ROWS * NB];  // each vector's expert's rows
+#define RB(r, b) rbx[(r) * NB + (b)]
+#endif
 
     for (uint g0 = 0; g0 < p.nvec; g0 += NB) {
         // The previous group's sums are read out of the partials before they are rewritten.
         if (g0 != 0u) barrier();
         uint vb[NB];
         [[unroll]] for (uint b = 0; b < NB; ++b) vb[b] = min(g0 + b, p.nvec - 1u);
+#if defined(EXPERTS)
+        [[unroll]] for (uint b = 0; b < NB; ++b) {
+            uint first = expert_of(vb[b]) * p.nrows;
+            [[unroll]] for (uint r = 0; r < ROWS; ++r)
+                RB(r, b) = w_row(first + min(row0 + r, p.nrows - 1u), p.row_bytes);
+        }
+#endif
         float acc[NS];
         [[unroll]] for (uint i = 0; i < NS; ++i) acc[i] = 0.0;
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
@@ -130,7 +181,7 @@ void main() {
             [[unroll]] for (uint b = 0; b < NB; ++b) {
                 vec4 xv[8];
                 [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(vb[b], u * 32u + 4u * i);
-                [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r * NB + b] += unit_dot(rb[r], u, xv);
+                [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r * NB + b] += unit_dot(RB(r, b), u, xv);
             }
         }
 #else
@@ -144,7 +195,7 @@ void main() {
                 vec2 xs = vec2(dot(xv[0] + xv[1] + xv[2] + xv[3], vec4(1.0)),
                                dot(xv[4] + xv[5] + xv[6] + xv[7], vec4(1.0)));
                 [[unroll]] for (uint r = 0; r < ROWS; ++r)
-                    acc[r * NB + b] += slice_dot(rb[r], blk, part, xv, xs);
+                    acc[r * NB + b] += slice_dot(RB(r, b), blk, part, xv, xs);
             }
         }
 #endif

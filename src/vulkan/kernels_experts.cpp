@@ -1,0 +1,71 @@
+// Launchers of the mixture-of-experts kernels (see kernels_experts.h). Push-constant layouts
+// mirror the shaders.
+#include "vulkan/kernels_experts.h"
+
+#include "core/error.h"
+
+namespace dl::vk {
+
+namespace {
+
+struct RoutePush {
+    uint32_t n_expert, k, x_off, route_off;
+};
+struct ExpertGemvPush {
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec;
+    uint32_t k, route_off, x_per_slot, sum;
+};
+
+}  // namespace
+
+void ExpertKernels::moe_route(CommandList& cl, View x, uint32_t x_off, uint32_t n_expert,
+                              uint32_t k, View route, uint32_t route_off, uint32_t n_rows) {
+    if (k == 0 || k > kMaxUsed || k > n_expert)
+        fail("a router choosing {} of {} experts (the device takes 1 to {})", k, n_expert,
+             kMaxUsed);
+    const uint32_t wg = wg_size(256);
+    const Kernel& kern = pipes_.get("moe_route", 2, sizeof(RoutePush), {wg});
+    auto [gx, gy] = grid(dev_.features(), n_rows);
+    cl.dispatch(kern, {x, route}, RoutePush{n_expert, k, x_off, route_off}, gx, gy);
+}
+
+bool ExpertKernels::experts_supported(QType t, uint32_t cols) {
+    return type_suffix(t) != nullptr && cols % 32 == 0;
+}
+
+void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
+    const Features& f = dev_.features();
+    if (!experts_supported(g.type, g.cols))
+        fail("no expert GEMV over {} rows of {} values", qtype_name(g.type), g.cols);
+    if (g.k == 0 || g.k > kMaxUsed)
+        fail("{} experts a row: the device takes 1 to {}", g.k, kMaxUsed);
+    if (g.n_rows == 0 || g.rows == 0) return;
+    const uint32_t nvec = g.n_rows * g.k;
+    // A weighted sum takes a row's k slots in one group; the slots alone, groups of up to 8.
+    const uint32_t groups = (nvec + 7) / 8;
+    const uint32_t nb = g.sum ? g.k : (nvec + groups - 1) / groups;
+    const uint32_t k_rows = nb <= 4 ? 8 : 4;
+    const uint32_t slices = g.cols / 32;
+    uint32_t wg = 64;
+    while (wg < 128 && wg < slices) wg *= 2;
+    const uint32_t w16 = g.w.offset % 16 == 0 ? 1 : 0;
+    const uint32_t x16 = g.x.offset % 16 == 0 && g.x_off % 4 == 0 && g.cols % 4 == 0 ? 1 : 0;
+    std::string name = std::string("gemv_experts_") + type_suffix(g.type);
+    if (f.subgroup_arithmetic) name += "_sg";
+    const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemvPush), {wg, k_rows, w16, x16, nb});
+    ExpertGemvPush p{g.cols,
+                     g.rows,
+                     (uint32_t)row_size(g.type, g.cols),
+                     g.x_off,
+                     g.y_off,
+                     g.accumulate ? 1u : 0u,
+                     nvec,
+                     g.k,
+                     g.route_off,
+                     g.x_per_slot || g.sum ? 1u : 0u,
+                     g.sum ? 1u : 0u};
+    auto [gx, gy] = grid(f, (g.rows + k_rows - 1) / k_rows);
+    cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, gx, gy);
+}
+
+}  // namespace dl::vk

@@ -1,0 +1,52 @@
+// Launchers of the mixture-of-experts kernels: the router's choice of each row's experts on the
+// device (shaders/moe_route.comp) and the GEMVs over the chosen experts' rows only
+// (shaders/gemv_batch.comp, EXPERTS), which read the choice from the device, so a token's
+// command needs no read-back between the router and the experts.
+#pragma once
+
+#include <cstdint>
+
+#include "quant/types.h"
+#include "vulkan/kernel_family.h"
+
+namespace dl::vk {
+
+class ExpertKernels : public virtual KernelFamily {
+  public:
+    ExpertKernels(Device& dev, Pipelines& pipes) : KernelFamily(dev, pipes) {}
+
+    // The most experts a row may use (moe_route.comp; the weighted sum takes a row's experts in
+    // one group of the batched GEMV, at most 8).
+    static constexpr uint32_t kMaxUsed = 8;
+    // For each of n_rows rows of n_expert router logits at x[x_off + row · n_expert ..]: the k
+    // experts of the largest logits (the lower index first on a tie), ids ascending, with their
+    // softmax probabilities renormalised over the k, at route[route_off + row · 2k ..] (k ids,
+    // then k float weights). k <= kMaxUsed <= n_expert.
+    void moe_route(CommandList& cl, View x, uint32_t x_off, uint32_t n_expert, uint32_t k,
+                   View route, uint32_t route_off, uint32_t n_rows);
+    // GEMVs over the experts moe_route chose. W is the stack of n_expert matrices of rows × cols
+    // of `type` (one tensor, expert e's rows from e · rows). For n_rows rows of a window:
+    //  - slots: y[y_off + (row · k + j) · rows ..] (=|+=) W_e · x_row, e the row's j-th expert,
+    //  x_row
+    //    at x[x_off + row · cols]; with x_per_slot, x_(row, j) at x[x_off + (row · k + j) · cols];
+    //  - sum (weighted): y[y_off + row · rows ..] (=|+=) Σ_j w_j · W_e(j) · x_(row, j), the
+    //    slots' inputs as with x_per_slot.
+    struct ExpertGemv {
+        QType type = QType::F32;
+        View w;
+        uint32_t rows = 0, cols = 0, n_expert = 0, k = 0;
+        View route;
+        uint32_t route_off = 0;
+        View x;
+        uint32_t x_off = 0;
+        bool x_per_slot = false;
+        View y;
+        uint32_t y_off = 0;
+        bool sum = false, accumulate = false;
+        uint32_t n_rows = 1;
+    };
+    void gemv_experts(CommandList& cl, const ExpertGemv& g);
+    static bool experts_supported(QType t, uint32_t cols);
+};
+
+}  // namespace dl::vk

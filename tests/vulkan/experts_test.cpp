@@ -1,0 +1,220 @@
+// The mixture-of-experts kernels against references written here: the router's choice (ids and
+// renormalised weights, ties to the lower index, more experts than threads) and the GEMVs over
+// the chosen experts' rows (each slot apart, each slot over its own input, the weighted sum,
+// added to what y held), in every weight format, with rows that do not fill the last
+// workgroup and outputs poisoned around what must be written.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "vk_test.h"
+
+namespace dl::vk {
+namespace {
+
+using test::randn;
+
+// The reference routing of one row: ids by descending logit, the lower index first on a tie;
+// softmax over all experts in double; the k renormalised; then sorted by id.
+void reference_route(const float* logits, uint32_t n, uint32_t k, std::vector<uint32_t>& ids,
+                     std::vector<double>& w) {
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return logits[a] > logits[b]; });
+    const double mx = *std::max_element(logits, logits + n);
+    double all = 0;
+    for (uint32_t e = 0; e < n; ++e) all += std::exp(logits[e] - mx);
+    std::vector<std::pair<uint32_t, double>> chosen;
+    double sum = 0;
+    for (uint32_t j = 0; j < k; ++j) {
+        const double p = std::exp(logits[order[j]] - mx) / all;
+        chosen.push_back({order[j], p});
+        sum += p;
+    }
+    std::sort(chosen.begin(), chosen.end());
+    ids.clear();
+    w.clear();
+    for (const auto& [id, p] : chosen) {
+        ids.push_back(id);
+        w.push_back(p / sum);
+    }
+}
+
+struct RouteCase {
+    uint32_t n_expert, k, rows;
+    bool ties;
+};
+
+class MoeRoute : public ::testing::TestWithParam<RouteCase> {};
+
+TEST_P(MoeRoute, MatchesTheReference) {
+    VK_TEST_DEVICE();
+    const auto [n, k, rows, ties] = GetParam();
+    const uint32_t x_off = 5, route_off = 3;
+    std::vector<float> x = randn(x_off + (size_t)rows * n, 7 + n + k, 2.f);
+    if (ties)  // a few values repeated: among the largest and elsewhere
+        for (uint32_t r = 0; r < rows; ++r)
+            for (uint32_t e = 0; e < n; e += 3) x[x_off + r * n + e] = (e % 2) ? 1.5f : 3.f;
+    Buffer xb = test::to_device(dev, x);
+    const size_t words = route_off + (size_t)rows * 2 * k;
+    Buffer route = test::poisoned(dev, words + 4);
+    test::run(dev, [&](CommandList& cl) {
+        K.moe_route(cl, view(xb), x_off, n, k, view(route), route_off, rows);
+    });
+    auto out = test::from_device<uint32_t>(dev, route, words + 4);
+    for (uint32_t i = 0; i < route_off; ++i) ASSERT_EQ(out[i], test::kPoison) << "wrote before";
+    for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(out[words + i], test::kPoison) << "wrote past";
+    std::vector<uint32_t> ids;
+    std::vector<double> w;
+    for (uint32_t r = 0; r < rows; ++r) {
+        reference_route(x.data() + x_off + r * n, n, k, ids, w);
+        const uint32_t* o = out.data() + route_off + r * 2 * k;
+        for (uint32_t j = 0; j < k; ++j) {
+            ASSERT_EQ(o[j], ids[j]) << "row " << r << " slot " << j;
+            float got;
+            std::memcpy(&got, &o[k + j], 4);
+            ASSERT_NEAR(got, w[j], 1e-6 * (1 + w[j])) << "row " << r << " slot " << j;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MoeRoute,
+                         ::testing::Values(RouteCase{64, 8, 3, false}, RouteCase{64, 8, 2, true},
+                                           RouteCase{10, 2, 1, false}, RouteCase{8, 8, 2, true},
+                                           RouteCase{300, 1, 2, false}, RouteCase{600, 8, 2, true}),
+                         [](const auto& info) {
+                             const RouteCase& c = info.param;
+                             return fmt::format("e{}k{}r{}{}", c.n_expert, c.k, c.rows,
+                                                c.ties ? "_ties" : "");
+                         });
+
+struct ExpertCase {
+    QType type;
+    uint32_t rows, cols, n_expert, k;
+};
+
+class ExpertGemv : public ::testing::TestWithParam<ExpertCase> {};
+
+// Three window rows, each with its own k experts (written here, ids ascending); every mode of
+// gemv_experts against double sums over the dequantized weights.
+TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
+    VK_TEST_DEVICE();
+    const auto [t, rows, cols, n_expert, k] = GetParam();
+    if (!Kernels::experts_supported(t, cols)) GTEST_SKIP();
+    const uint32_t n_rows = 3, all_rows = rows * n_expert;
+    const auto [wq, deq] =
+        test::quantize_rows(t, randn((size_t)all_rows * cols, 31 + rows), all_rows, cols);
+    Buffer w = test::to_device(dev, wq);
+    // Each row's experts: k distinct ids (the last expert always among the first row's, so the
+    // stack's last rows are read), and weights summing to one.
+    std::mt19937 rng(5 + k);
+    const uint32_t route_off = 2;
+    std::vector<uint32_t> route(route_off + n_rows * 2 * k);
+    std::vector<std::vector<uint32_t>> ids(n_rows);
+    std::vector<std::vector<float>> wt(n_rows);
+    for (uint32_t r = 0; r < n_rows; ++r) {
+        std::vector<uint32_t> all(n_expert);
+        std::iota(all.begin(), all.end(), 0u);
+        std::shuffle(all.begin(), all.end(), rng);
+        if (r == 0) std::swap(*std::find(all.begin(), all.end(), n_expert - 1), all[0]);
+        ids[r].assign(all.begin(), all.begin() + k);
+        std::sort(ids[r].begin(), ids[r].end());
+        float s = 0;
+        for (uint32_t j = 0; j < k; ++j) s += wt[r].emplace_back(0.1f + (float)(j + r) / k);
+        for (uint32_t j = 0; j < k; ++j) {
+            wt[r][j] /= s;
+            route[route_off + r * 2 * k + j] = ids[r][j];
+            std::memcpy(&route[route_off + r * 2 * k + k + j], &wt[r][j], 4);
+        }
+    }
+    Buffer rb = test::to_device(dev, route);
+    const uint32_t x_off = 4;
+    // Inputs: a row's (n_rows rows) and each slot's own (n_rows · k).
+    std::vector<float> x = randn(x_off + (size_t)n_rows * k * cols, 17 + cols);
+    Buffer xb = test::to_device(dev, x);
+    auto dot = [&](uint32_t e, uint32_t row, const float* in, double& mag) {
+        double s = 0;
+        mag = 0;
+        for (uint32_t c = 0; c < cols; ++c) {
+            const double p = (double)deq[((size_t)e * rows + row) * cols + c] * in[c];
+            s += p;
+            mag += std::fabs(p);
+        }
+        return s;
+    };
+    for (int mode = 0; mode < 3; ++mode) {  // slots over the row's x, over their own, the sum
+        for (bool acc : {false, true}) {
+            const bool own = mode >= 1, sum = mode == 2;
+            const uint32_t y_off = 3;
+            const size_t n_out = (size_t)(sum ? n_rows : n_rows * k) * rows;
+            Buffer y = test::poisoned(dev, y_off + n_out + 4);
+            std::vector<float> init(n_out, 0.f);
+            if (acc) {
+                init = randn(n_out, 3);
+                dev.upload(y, y_off * 4, init.data(), n_out * 4);
+            }
+            test::run(dev, [&](CommandList& cl) {
+                K.gemv_experts(cl, {.type = t,
+                                    .w = view(w),
+                                    .rows = rows,
+                                    .cols = cols,
+                                    .n_expert = n_expert,
+                                    .k = k,
+                                    .route = view(rb),
+                                    .route_off = route_off,
+                                    .x = view(xb),
+                                    .x_off = x_off,
+                                    .x_per_slot = own,
+                                    .y = view(y),
+                                    .y_off = y_off,
+                                    .sum = sum,
+                                    .accumulate = acc,
+                                    .n_rows = n_rows});
+            });
+            auto out = test::from_device<float>(dev, y, y_off + n_out + 4);
+            for (uint32_t i = 0; i < y_off; ++i) ASSERT_EQ(test::bits(out[i]), test::kPoison);
+            for (uint32_t i = 0; i < 4; ++i)
+                ASSERT_EQ(test::bits(out[y_off + n_out + i]), test::kPoison);
+            for (uint32_t r = 0; r < n_rows; ++r)
+                for (uint32_t row = 0; row < rows; ++row) {
+                    double total = 0, total_mag = 0;
+                    for (uint32_t j = 0; j < k; ++j) {
+                        const float* in = x.data() + x_off + (size_t)(own ? r * k + j : r) * cols;
+                        double mag;
+                        const double v = dot(ids[r][j], row, in, mag);
+                        if (!sum) {
+                            const size_t o = ((size_t)r * k + j) * rows + row;
+                            ASSERT_NEAR(out[y_off + o], v + init[o], 1e-5 * mag + 1e-5)
+                                << qtype_name(t) << " row " << r << " slot " << j << " out " << row
+                                << " own " << own << " acc " << acc;
+                        }
+                        total += wt[r][j] * v;
+                        total_mag += wt[r][j] * mag;
+                    }
+                    if (sum) {
+                        const size_t o = (size_t)r * rows + row;
+                        ASSERT_NEAR(out[y_off + o], total + init[o], 1e-5 * total_mag + 1e-5)
+                            << qtype_name(t) << " row " << r << " out " << row << " acc " << acc;
+                    }
+                }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, ExpertGemv,
+    ::testing::Values(ExpertCase{QType::F32, 37, 64, 5, 2}, ExpertCase{QType::F16, 19, 96, 4, 3},
+                      ExpertCase{QType::Q8_0, 37, 96, 9, 8}, ExpertCase{QType::Q4_0, 12, 64, 6, 1},
+                      ExpertCase{QType::Q4_K, 40, 256, 9, 8}, ExpertCase{QType::Q5_K, 7, 256, 3, 2},
+                      ExpertCase{QType::Q6_K, 33, 512, 5, 4}),
+    [](const auto& info) {
+        const ExpertCase& c = info.param;
+        return fmt::format("{}_{}x{}_e{}k{}", qtype_name(c.type), c.rows, c.cols, c.n_expert, c.k);
+    });
+
+}  // namespace
+}  // namespace dl::vk
