@@ -39,9 +39,6 @@ void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) 
         fail("the Vulkan driver has no kernels for the step '{}' of layer {} here",
              op_name(st[i].op), st[i].layer);
     };
-    for (const Step& s : st)
-        if (s.op == Op::moe_experts)
-            fail("the Vulkan driver has no kernels for mixture-of-experts layers yet");
     size_t i = 0;
     while (i < st.size() && st[i].op != Op::rms_norm) ++i;  // the embedding and the first norm
     ++i;
@@ -49,7 +46,15 @@ void record_layers(const Model& model, const ActLayout& A, const LayerChain& c) 
         const Step& s = st[i];
         if (s.op != Op::project) unexpected(i);
         const Layer& L = model.layers[s.layer];
-        if (s.in == Act::xn && s.out == Act::gate) {  // the FFN
+        if (s.in == Act::xn && s.out == Act::router) {  // a mixture of experts
+            size_t n = i + 1;
+            if (n >= st.size() || st[n].op != Op::moe_experts || !c.experts) unexpected(i);
+            while (n < st.size() && st[n].op != Op::rms_norm) ++n;
+            if (n == st.size() || st[n - 1].op != Op::residual) unexpected(i);
+            c.inputs(A.xn, hp.n_embd);
+            c.experts(L, st[n].w);
+            i = n + 1;
+        } else if (s.in == Act::xn && s.out == Act::gate) {  // the FFN
             if (i + 2 >= st.size() || st[i + 1].out != Act::up || st[i + 2].op != Op::swiglu)
                 unexpected(i);
             size_t n = i + 3;
@@ -114,6 +119,10 @@ std::vector<std::vector<const Tensor*>> gemm_groups(const Model& model, bool hea
         groups.back().push_back(t);
         close();
     };
+    c.experts = [&](const Layer& L, const Tensor*) {
+        groups.back().push_back(L.ffn_gate_inp);
+        close();
+    };
     record_layers(model, act_layout(model.hp, 1), c);
     if (head) groups.back().push_back(model.output);
     if (groups.back().empty()) groups.pop_back();
@@ -137,6 +146,11 @@ std::map<const Tensor*, std::vector<const Tensor*>> norm_readers(const Model& mo
         readers[cur].push_back(L.ffn_up);
     };
     c.add_norm = [&](const Tensor*, Act, uint32_t, int64_t, const Tensor* norm_w) { cur = norm_w; };
+    c.experts = [&](const Layer& L, const Tensor* next_norm) {
+        for (const Tensor* t : {L.ffn_gate_inp, L.ffn_gate_shexp, L.ffn_up_shexp})
+            if (t) readers[cur].push_back(t);
+        cur = next_norm;
+    };
     record_layers(model, A, c);
     readers[cur].push_back(model.output);
     return readers;

@@ -29,6 +29,10 @@ struct LayerChain {
     // next_norm: the norm the down projection after it ends with (the next layer's attn_norm or
     // the output norm).
     std::function<void(const Layer& L, const Tensor* next_norm)> ffn_in;
+    // A mixture-of-experts FFN whole: from xn (the FFN's norm applied) through the router, the
+    // chosen experts and the shared expert to h += their sum, then xn = RMSNorm(h) · next_norm,
+    // with the stages between.
+    std::function<void(const Layer& L, const Tensor* next_norm)> experts;
     // h += W · act[x_off ..] (cols wide; the activation `in`), then xn = RMSNorm(h) · norm_w,
     // with the stages between.
     std::function<void(const Tensor* w, Act in, uint32_t x_off, int64_t cols, const Tensor* norm_w)>

@@ -59,7 +59,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             D.upload(w->slabs[pl.slab], pl.offset, src, pl.bytes);
             continue;
         }
-        const uint64_t rb = row_size(t.type, t.ne[0]), rows = (uint64_t)t.rows();
+        const uint64_t rb = row_size(t.type, t.ne[0]), rows = (uint64_t)device_rows(t);
         DL_ASSERT(device_bytes(t.type, t.ne[0], rows) == pl.bytes);
         const uint64_t chunk = std::max<uint64_t>(1, (64ull << 20) / (rb * kTileRows)) * kTileRows;
         for (uint64_t r = 0; r < rows; r += chunk) {

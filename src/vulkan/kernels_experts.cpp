@@ -13,7 +13,10 @@ struct RoutePush {
 };
 struct ExpertGemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec;
-    uint32_t k, route_off, x_per_slot, sum;
+    uint32_t k, route_off, x_per_slot, sum, expert_rows, first_row;
+};
+struct SharedAddPush {
+    uint32_t n, w_off, xn_off, shared_off, h_off;
 };
 
 }  // namespace
@@ -63,9 +66,20 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
                      g.k,
                      g.route_off,
                      g.x_per_slot || g.sum ? 1u : 0u,
-                     g.sum ? 1u : 0u};
+                     g.sum ? 1u : 0u,
+                     g.expert_rows ? g.expert_rows : g.rows,
+                     g.first_row};
     auto [gx, gy] = grid(f, (g.rows + k_rows - 1) / k_rows);
     cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, gx, gy);
+}
+
+void ExpertKernels::shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act,
+                                      uint32_t xn_off, uint32_t shared_off, uint32_t h_off,
+                                      uint32_t n, uint32_t n_rows) {
+    const uint32_t wg = wg_size(256);
+    const Kernel& k = pipes_.get("shared_expert_add", 2, sizeof(SharedAddPush), {wg});
+    auto [gx, gy] = grid(dev_.features(), n_rows);
+    cl.dispatch(k, {w, act}, SharedAddPush{n, w_off, xn_off, shared_off, h_off}, gx, gy);
 }
 
 }  // namespace dl::vk

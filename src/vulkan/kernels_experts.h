@@ -35,6 +35,9 @@ class ExpertKernels : public virtual KernelFamily {
         QType type = QType::F32;
         View w;
         uint32_t rows = 0, cols = 0, n_expert = 0, k = 0;
+        // Rows an expert holds in the stack (0: rows) and the first of them read: the fused
+        // gate and up stack holds 2 n_ff rows an expert, gate first.
+        uint32_t expert_rows = 0, first_row = 0;
         View route;
         uint32_t route_off = 0;
         View x;
@@ -47,6 +50,11 @@ class ExpertKernels : public virtual KernelFamily {
     };
     void gemv_experts(CommandList& cl, const ExpertGemv& g);
     static bool experts_supported(QType t, uint32_t cols);
+    // The shared expert's gated add for n_rows rows of n values (rows strided by n):
+    // act[h_off + row · n ..] += sigmoid(w[w_off ..] · act[xn_off + row · n ..]) ·
+    // act[shared_off + row · n ..].
+    void shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act, uint32_t xn_off,
+                           uint32_t shared_off, uint32_t h_off, uint32_t n, uint32_t n_rows);
 };
 
 }  // namespace dl::vk

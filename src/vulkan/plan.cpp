@@ -61,13 +61,25 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     a.qo = a.v + kvw * rows;
     a.o = a.qo + ow * rows;
     end = std::max(end, a.o + ow * rows);
+    const uint32_t n_ff = (uint32_t)std::max(hp.n_ff, hp.n_ff_shexp);
     a.gate = base;
-    a.up = a.gate + (uint32_t)hp.n_ff * rows;
-    a.ffn = a.up + (uint32_t)hp.n_ff * rows;
-    end = std::max(end, a.ffn + (uint32_t)hp.n_ff * rows);
+    a.up = a.gate + n_ff * rows;
+    a.ffn = a.up + n_ff * rows;
+    end = std::max(end, a.ffn + n_ff * rows);
+    if (hp.ffn_kind == FfnKind::experts) {
+        const uint32_t k = (uint32_t)hp.n_expert_used, slots = k * (uint32_t)hp.n_ff_exp * rows;
+        a.router = end;
+        a.route = a.router + (uint32_t)hp.n_expert * rows;
+        a.gate_e = a.route + 2 * k * rows;
+        a.up_e = a.gate_e + slots;
+        a.ffn_e = a.up_e + slots;
+        a.shared = a.ffn_e + slots;
+        end = a.shared + E * rows;
+    }
+    const uint32_t nff_all = (uint32_t)std::max<int64_t>(hp.n_ff, hp.n_ff_shexp);
     // Past everything a stage overwrites, 16-byte aligned.
     a.ffn_bytes = (end + 3) / 4 * 4;
-    end = a.ffn_bytes + Kernels::rounding_floats((uint32_t)hp.n_ff);
+    end = a.ffn_bytes + Kernels::rounding_floats(nff_all);
     a.h_bytes = (end + 3) / 4 * 4;
     end = a.h_bytes + Kernels::normed_rounding_floats((uint32_t)hp.n_embd);
     if (hp.ssm_n_v_heads > 0) {
@@ -111,12 +123,20 @@ uint32_t ActLayout::at(Act a) const {
             return up;
         case Act::ffn:
             return ffn;
-        case Act::logits:
-        case Act::router:  // mixture of experts: no kernels on the device yet
+        case Act::router:
+            return router;
         case Act::shared:
+            return shared;
+        case Act::logits:
             break;
     }
     fail("the activation {} has no place in the device's rows", act_name(a));
+}
+
+int64_t device_rows(const Tensor& t) {
+    int64_t rows = t.rows();
+    for (size_t i = 2; i < t.ne.size(); ++i) rows *= t.ne[i];
+    return rows;
 }
 
 const Placement* Plan::find(const Tensor* t) const {
@@ -167,6 +187,14 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         add("ffn_gate", L.ffn_gate);
         add("ffn_up", L.ffn_up);
         add("ffn_down", L.ffn_down);
+        add("ffn_gate_inp", L.ffn_gate_inp);
+        add("ffn_gate_exps", L.ffn_gate_exps);
+        add("ffn_up_exps", L.ffn_up_exps);
+        add("ffn_gate_up_exps", L.ffn_gate_up_exps);
+        add("ffn_down_exps", L.ffn_down_exps);
+        add("ffn_gate_shexp", L.ffn_gate_shexp);
+        add("ffn_up_shexp", L.ffn_up_shexp);
+        add("ffn_down_shexp", L.ffn_down_shexp);
         // A mixer's input projections in the order the layer chain records them (chain.cpp).
         add("attn_q", L.wq, true);
         add("attn_k", L.wk, true);
@@ -180,7 +208,9 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     }
     mats.push_back({"output", model.output, -1});
     // What a matrix takes on the device (weight_layout.h: tiles are padded to whole tiles).
-    auto bytes_of = [](const Tensor* t) { return device_bytes(t->type, t->cols(), t->rows()); };
+    auto bytes_of = [](const Tensor* t) {
+        return device_bytes(t->type, t->cols(), device_rows(*t));
+    };
     for (const auto& [what, t, in] : mats) {
         if (!Kernels::gemv_supports(t->type))
             return Decline{fmt::format("{} in {} has no device kernel", what, qtype_name(t->type))};
@@ -190,7 +220,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
                 "> {} bytes)",
                 what, t->name, human_bytes(bytes_of(t)), human_bytes(slab_limit), bytes_of(t),
                 slab_limit)};
-        if (t->cols() > (1 << 24) || t->rows() > (1 << 30))
+        if (t->cols() > (1 << 24) || device_rows(*t) > (1 << 30))
             return Decline{
                 fmt::format("{} of {} x {} is too large for the kernels' 32-bit indexing", what,
                             t->rows(), t->cols())};
@@ -290,6 +320,18 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         p.window = 0;
     };
     if (p.window == 0) p.window_decline = "windows are turned off";
+    // The experts' GEMMs of a window (rows grouped by expert) are not written yet: a mixture's
+    // prompt is prefilled token by token, its batches sequence by sequence.
+    if (hp.ffn_kind == FfnKind::experts) no_window("a mixture of experts runs token by token");
+    if (hp.ffn_kind == FfnKind::experts) {
+        if (hp.n_expert_used > Kernels::kMaxUsed)
+            return Decline{fmt::format("{} experts a token: the device kernels take up to {}",
+                                       hp.n_expert_used, Kernels::kMaxUsed)};
+        for (const auto& [what, t, in] : mats)
+            if (t->ne.size() > 2 && !Kernels::experts_supported(t->type, (uint32_t)t->cols()))
+                return Decline{fmt::format("{}: no expert GEMV over {} rows of {} values", what,
+                                           qtype_name(t->type), t->cols())};
+    }
     for (const auto& [what, t, in] : mats)
         if (auto d = Kernels::gemm_supported(f, t->type)) no_window(what + ": " + d->reason);
     if (n_gdn > 0)

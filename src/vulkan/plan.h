@@ -44,7 +44,11 @@ struct ActLayout {
     // applies the gated norm (Kernels::DeltaNetStep::ss_off; H_v · d_v floats at most).
     uint32_t y_ss = 0;
     uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;  // attention
-    uint32_t gate = 0, up = 0, ffn = 0;           // FFN
+    uint32_t gate = 0, up = 0, ffn = 0;           // FFN (and a mixture's shared expert)
+    // Mixture of experts: the router's logits (n_expert a row), its choice (2 k words a row:
+    // Kernels::moe_route), the chosen experts' gate, up and SwiGLU rows (k · n_ff_exp a row), the
+    // shared expert's output (n_embd a row).
+    uint32_t router = 0, route = 0, gate_e = 0, up_e = 0, ffn_e = 0, shared = 0;
     // The FFN activations quantized to int8 by the GEMV that writes them (Kernels::GemvRounding),
     // one row.
     uint32_t ffn_bytes = 0;
@@ -63,6 +67,10 @@ struct ActLayout {
     uint32_t at(Act a) const;
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);
+
+// The rows the device holds for a weight tensor: a matrix's, or every matrix's of a stack (a
+// mixture's experts, [cols, rows, n_expert], one after another).
+int64_t device_rows(const Tensor& t);
 
 // Alignment of every buffer part a kernel binds: at least every minStorageBufferOffsetAlignment
 // seen.

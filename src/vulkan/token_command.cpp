@@ -51,6 +51,15 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         d.q8 = q8;
         add(d);
     };
+    auto swiglu = [&](uint32_t gate, uint32_t up, uint32_t out, uint32_t n) {
+        TokenDispatch d;
+        d.kind = Kind::swiglu;
+        d.g_off = gate;
+        d.u_off = up;
+        d.y_off = out;
+        d.n = n;
+        add(d);
+    };
     auto norm = [&](const Tensor* w, uint32_t x_off, uint32_t y_off) {
         TokenDispatch d;
         d.kind = Kind::rms_norm;
@@ -322,10 +331,81 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         gemv_xn(matrix(L.ffn_gate), TokenOutput::act, A.gate);
         gemv_xn(matrix(L.ffn_up), TokenOutput::act, A.up);
         stage("gemv ffn");
-        TokenDispatch d;
-        d.kind = Kind::swiglu;
-        add(d);
+        swiglu(A.gate, A.up, A.ffn, (uint32_t)hp.n_ff);
         stage("swiglu");
+    };
+    chain.experts = [&](const Layer& L, const Tensor* next_norm) {
+        // The router and the shared expert read xn itself.
+        if (pending) {
+            norm(pending, A.h, A.xn);
+            stage("norm");
+            pending = nullptr;
+        }
+        h_rounded = false;
+        const uint32_t k = (uint32_t)hp.n_expert_used, n_ff = (uint32_t)hp.n_ff_exp;
+        gemv(L.ffn_gate_inp, A.xn, A.router, false);
+        if (L.ffn_gate_shexp) {
+            gemv(L.ffn_gate_shexp, A.xn, A.gate, false);
+            gemv(L.ffn_up_shexp, A.xn, A.up, false);
+        }
+        stage("gemv router");
+        TokenDispatch r;
+        r.kind = Kind::moe_route;
+        r.x_off = A.router;
+        r.y_off = A.route;
+        add(r);
+        if (L.ffn_gate_shexp) swiglu(A.gate, A.up, A.ffn, (uint32_t)hp.n_ff_shexp);
+        stage("route");
+        // Each chosen expert's gate and up rows (from the fused stack, gate rows first, where
+        // the file has one), its SwiGLU, then its down rows weighted and summed into h.
+        auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
+                           uint32_t y_off, bool sum) {
+            TokenDispatch d;
+            d.kind = Kind::gemv_experts;
+            d.layer = -1;
+            d.m = matrix(t);
+            d.experts = {.type = t->type,
+                         .rows = rows,
+                         .cols = (uint32_t)t->cols(),
+                         .n_expert = (uint32_t)hp.n_expert,
+                         .k = k,
+                         .expert_rows = (uint32_t)t->rows(),
+                         .first_row = first,
+                         .route_off = A.route,
+                         .x_off = x_off,
+                         .x_per_slot = sum,
+                         .y_off = y_off,
+                         .sum = sum,
+                         .accumulate = sum,
+                         .n_rows = 1};
+            add(d);
+        };
+        if (L.ffn_gate_up_exps) {
+            experts(L.ffn_gate_up_exps, n_ff, 0, A.xn, A.gate_e, false);
+            experts(L.ffn_gate_up_exps, n_ff, n_ff, A.xn, A.up_e, false);
+        } else {
+            experts(L.ffn_gate_exps, n_ff, 0, A.xn, A.gate_e, false);
+            experts(L.ffn_up_exps, n_ff, 0, A.xn, A.up_e, false);
+        }
+        if (L.ffn_gate_shexp) gemv(L.ffn_down_shexp, A.ffn, A.shared, false);
+        stage("gemv experts");
+        swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff);
+        stage("swiglu");
+        experts(L.ffn_down_exps, (uint32_t)hp.n_embd, 0, A.ffn_e, A.h, true);
+        stage("gemv experts down");
+        if (L.ffn_gate_shexp) {
+            TokenDispatch d;
+            d.kind = Kind::shared_expert_add;
+            d.norm = L.ffn_gate_inp_shexp;
+            d.x_off = A.xn;
+            d.u_off = A.shared;
+            d.y_off = A.h;
+            d.n = (uint32_t)hp.n_embd;
+            add(d);
+            stage("shared expert");
+        }
+        norm(next_norm, A.h, A.xn);
+        stage("norm");
     };
     chain.add_norm = add_norm;
 
@@ -454,7 +534,22 @@ void ResidentDriver::record_token(Session& s, CommandList& cl, const TokenPlan& 
                     break;
                 }
                 case Kind::swiglu:
-                    K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff);
+                    K.swiglu(cl, act, (uint32_t)d.g_off, act, (uint32_t)d.u_off, act, d.y_off, d.n);
+                    break;
+                case Kind::moe_route:
+                    K.moe_route(cl, act, d.x_off, (uint32_t)hp.n_expert, (uint32_t)hp.n_expert_used,
+                                act, d.y_off, 1);
+                    break;
+                case Kind::gemv_experts: {
+                    Kernels::ExpertGemv e = d.experts;
+                    e.w = w;
+                    e.route = e.x = e.y = act;
+                    K.gemv_experts(cl, e);
+                    break;
+                }
+                case Kind::shared_expert_add:
+                    K.shared_expert_add(cl, view(W.params), W.param(d.norm), act, d.x_off,
+                                        (uint32_t)d.u_off, d.y_off, d.n, 1);
                     break;
                 case Kind::deltanet_step:
                     K.deltanet_step(cl, d.deltanet, act, prm, view(s.ring[d.layer]),

@@ -24,6 +24,12 @@ const char* kind_name(TokenDispatch::Kind k) {
             return "gemv_swiglu";
         case K::swiglu:
             return "swiglu";
+        case K::moe_route:
+            return "moe_route";
+        case K::gemv_experts:
+            return "gemv_experts";
+        case K::shared_expert_add:
+            return "shared_expert_add";
         case K::deltanet_step:
             return "deltanet_step";
         case K::attention:
@@ -73,6 +79,14 @@ std::string describe(const TokenDispatch& d) {
         if (d.q8->out_norm) out += fmt::format(" times {}", d.q8->out_norm->name);
     }
     if (d.kind == K::gemv_swiglu) out += fmt::format(" g+{} u+{}", d.g_off, d.u_off);
+    if (d.kind == K::moe_route) out += fmt::format(" x@{} route@{}", d.x_off, d.y_off);
+    if (d.kind == K::gemv_experts)
+        out += fmt::format(" {} of {} rows from {} x@{}{} route@{} y@{}{}", d.experts.k,
+                           d.experts.expert_rows, d.experts.first_row, d.experts.x_off,
+                           d.experts.x_per_slot ? " a slot" : "", d.experts.route_off,
+                           d.experts.y_off, d.experts.sum ? " weighted sum" : "");
+    if (d.kind == K::shared_expert_add)
+        out += fmt::format(" x@{} shared@{} h@{}", d.x_off, d.u_off, d.y_off);
     if (d.kind == K::gemv_gated)
         out += fmt::format(" gated(ss@{} head {} groups {})", d.gated.ss_off, d.gated.head,
                            d.gated.groups);

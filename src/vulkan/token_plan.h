@@ -44,7 +44,10 @@ struct TokenDispatch {
         gemv_fused,     // ... += W · x, then xn = RMSNorm(h) · norm as its epilogue
         gemv_gated,     // ... over the DeltaNet output with its gated RMSNorm (`gated`)
         gemv_swiglu,    // act[y_off] = SiLU(G · x) · (U · x), G and U in one slab
-        swiglu,         // act[ffn] = SiLU(act[gate]) · act[up]
+        swiglu,         // act[y_off] = SiLU(act[g_off]) · act[u_off], n values
+        moe_route,      // the router's choice at act[y_off] from its logits at act[x_off]
+        gemv_experts,   // a GEMV over the chosen experts' rows of m (`experts`)
+        shared_expert_add,  // act[y_off] += sigmoid(norm · act[x_off]) · act[u_off], n values
         deltanet_step,  // the layer's DeltaNet decode step (`deltanet`)
         attention,      // the layer's decode attention (`attention`)
         sample,         // the next token chosen from the device logits
@@ -59,7 +62,11 @@ struct TokenDispatch {
     const Tensor* norm = nullptr;   // the norm weights rms_norm, gemv_normed, gemv_swiglu and
                                     // gemv_fused apply
     std::optional<PlannedQ8> q8;    // the int8 forms, where any
-    uint64_t g_off = 0, u_off = 0;  // gemv_swiglu: G's and U's byte offsets in m
+    uint64_t g_off = 0, u_off = 0;  // gemv_swiglu: G's and U's byte offsets in m; swiglu,
+                                    // shared_expert_add: their inputs' offsets in act
+    uint32_t n = 0;                 // swiglu, shared_expert_add: values
+    // gemv_experts: the operands but the views (the weights are m, x and y the activations).
+    Kernels::ExpertGemv experts{};
     Kernels::GemvGatedIn gated{};
     Kernels::DeltaNetStep deltanet{};
     Kernels::Attention attention{};

@@ -437,12 +437,50 @@ TEST(VulkanDriver, DeclinesWithASentence) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.reason().find("has no device kernel"), std::string::npos) << r.reason();
     EXPECT_NE(r.reason().find("q4_1"), std::string::npos) << r.reason();
-    // Mixture-of-experts layers have no device kernels yet: a sentence, not a wrong answer.
+    // More experts a token than the device's router takes: a sentence, not a wrong answer.
     TinySpec moe = test::parity_spec("qwen3");
     moe.arch = "qwen3moe";
+    moe.n_expert = 12;
+    moe.n_expert_used = 9;
     auto m = ResidentDriver::create(dl::test::tiny_model(moe), test_options());
     ASSERT_FALSE(m.ok());
-    EXPECT_NE(m.reason().find("mixture-of-experts"), std::string::npos) << m.reason();
+    EXPECT_NE(m.reason().find("9 experts a token"), std::string::npos) << m.reason();
+}
+
+// Mixture-of-experts layers (the router's choice and the experts on the device, token by
+// token) against the CPU chain: qwen3moe; qwen35moe with H_v != H_k, its shared expert and gate
+// and up in one stack; every expert of a token in the choice (k = n_expert); in F32, Q8_0 and a
+// Q4_K_M mix.
+TinySpec moe_spec(const std::string& arch, QType type = QType::F32) {
+    TinySpec s = test::parity_spec(arch.substr(0, arch.size() - 3), type);
+    s.arch = arch;
+    if (arch == "qwen35moe") {
+        s.n_ff_shexp = type == QType::Q4_K ? 256 : 48;
+        s.fused_gate_up = true;
+    }
+    if (type == QType::Q4_K) s.n_ff_exp = 256;
+    return s;
+}
+TEST(VulkanDriver, Qwen3MoeDecodeMatchesCpuChain) {
+    check_decode_parity(moe_spec("qwen3moe"), 2e-4);
+}
+TEST(VulkanDriver, Qwen35MoeDecodeMatchesCpuChain) {
+    check_decode_parity(moe_spec("qwen35moe"), 2e-4);
+}
+TEST(VulkanDriver, Qwen35MoeEveryExpertChosen) {
+    TinySpec s = moe_spec("qwen35moe");
+    s.n_expert = s.n_expert_used = 4;
+    check_decode_parity(s, 2e-4);
+}
+TEST(VulkanDriver, Qwen3MoeQ8DecodeStaysClose) {
+    TinySpec s = moe_spec("qwen3moe", QType::Q8_0);
+    s.n_expert = 9;
+    s.n_expert_used = 8;
+    check_decode_parity(s, 3e-2, Kernels::GemvX::automatic, true, true);
+}
+TEST(VulkanDriver, Qwen35MoeQ4KMixDecodeStaysClose) {
+    check_decode_parity(moe_spec("qwen35moe", QType::Q4_K), 3e-2, Kernels::GemvX::automatic, true,
+                        true);
 }
 
 // The tuning variables' defaults (the environment table) are the kernels' own defaults, which

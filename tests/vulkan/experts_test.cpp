@@ -216,5 +216,75 @@ INSTANTIATE_TEST_SUITE_P(
         return fmt::format("{}_{}x{}_e{}k{}", qtype_name(c.type), c.rows, c.cols, c.n_expert, c.k);
     });
 
+// A stack of experts of 2R rows each (gate and up fused, gate first): each half read alone.
+TEST(ExpertGemvFused, EachHalfOfTheExpertsRows) {
+    VK_TEST_DEVICE();
+    const QType t = QType::Q4_K;
+    const uint32_t R = 24, cols = 256, n_expert = 4, k = 2;
+    const auto [wq, deq] =
+        test::quantize_rows(t, randn((size_t)2 * R * n_expert * cols, 3), 2 * R * n_expert, cols);
+    Buffer w = test::to_device(dev, wq);
+    const std::vector<uint32_t> route = {1, 3, 0x3f000000u, 0x3f000000u};  // experts 1 and 3
+    Buffer rb = test::to_device(dev, route);
+    std::vector<float> x = randn(cols, 9);
+    Buffer xb = test::to_device(dev, x);
+    for (uint32_t half : {0u, 1u}) {
+        Buffer y = test::poisoned(dev, k * R + 4);
+        test::run(dev, [&](CommandList& cl) {
+            K.gemv_experts(cl, {.type = t,
+                                .w = view(w),
+                                .rows = R,
+                                .cols = cols,
+                                .n_expert = n_expert,
+                                .k = k,
+                                .expert_rows = 2 * R,
+                                .first_row = half * R,
+                                .route = view(rb),
+                                .x = view(xb),
+                                .y = view(y)});
+        });
+        auto out = test::from_device<float>(dev, y, k * R + 4);
+        for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(test::bits(out[k * R + i]), test::kPoison);
+        for (uint32_t j = 0; j < k; ++j)
+            for (uint32_t r = 0; r < R; ++r) {
+                const size_t row = (size_t)route[j] * 2 * R + half * R + r;
+                double s = 0, mag = 0;
+                for (uint32_t c = 0; c < cols; ++c) {
+                    s += (double)deq[row * cols + c] * x[c];
+                    mag += std::fabs((double)deq[row * cols + c] * x[c]);
+                }
+                ASSERT_NEAR(out[j * R + r], s, 1e-5 * mag + 1e-5)
+                    << "half " << half << " slot " << j;
+            }
+    }
+}
+
+// h += sigmoid(w · xn) · shared, rows of more values than the workgroup has threads.
+TEST(SharedExpertAdd, MatchesTheReference) {
+    VK_TEST_DEVICE();
+    for (uint32_t n : {40u, 600u}) {
+        const uint32_t rows = 3, w_off = 2, xn = 5, sh = xn + rows * n, h = sh + rows * n;
+        std::vector<float> w = randn(w_off + n, 4, 0.1f), act = randn(h + rows * n + 4, 8);
+        Buffer wb = test::to_device(dev, w), ab = test::to_device(dev, act);
+        test::run(dev, [&](CommandList& cl) {
+            K.shared_expert_add(cl, view(wb), w_off, view(ab), xn, sh, h, n, rows);
+        });
+        auto out = test::from_device<float>(dev, ab, act.size());
+        for (uint32_t i = 0; i < h; ++i) ASSERT_EQ(out[i], act[i]) << "changed its inputs";
+        for (uint32_t i = h + rows * n; i < act.size(); ++i)
+            ASSERT_EQ(out[i], act[i]) << "wrote past";
+        for (uint32_t r = 0; r < rows; ++r) {
+            double z = 0;
+            for (uint32_t i = 0; i < n; ++i) z += (double)w[w_off + i] * act[xn + r * n + i];
+            const double g = 1 / (1 + std::exp(-z));
+            for (uint32_t i = 0; i < n; ++i) {
+                const double want = act[h + r * n + i] + g * act[sh + r * n + i];
+                ASSERT_NEAR(out[h + r * n + i], want, 1e-5 * (1 + std::fabs(want)))
+                    << "n " << n << " row " << r;
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dl::vk

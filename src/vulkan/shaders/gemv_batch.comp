@@ -16,9 +16,9 @@
 // same workgroup: its rows' bytes (a few KiB) are then read again from the L1 cache, not memory.
 // A last group past nvec computes clamped vectors and stores nothing for them.
 //
-// EXPERTS: the matrix is the stack of a mixture-of-experts layer's experts (nrows rows each),
-// and vector v is slot j = v % k of row v / k of the window: its weight rows are those of
-// expert route[route_off + (v / k) · 2k + j] (moe_route.comp wrote the ids and, after them, the
+// EXPERTS: the matrix is the stack of a mixture-of-experts layer's experts (expert_rows rows
+// each, of which nrows from first_row are read), and vector v is slot j = v % k of row v / k of
+// the window: its weight rows are those of expert route[route_off + (v / k) · 2k + j] (moe_route.comp wrote the ids and, after them, the
 // weights). x_per_slot 0: a row's k vectors all read the row's x (the gate and up
 // projections); 1: each vector reads its own (the down projection over the slots' SwiGLU
 // outputs). sum 1 (NB = k, a group one row): the slots' outputs are weighted and summed into
@@ -57,6 +57,8 @@ layout(push_constant) uniform Push {
     uint nvec;       // vectors
 #if defined(EXPERTS)
     uint k, route_off, x_per_slot, sum;
+    uint expert_rows;  // rows an expert holds in the stack (nrows, or more: gate and up fused)
+    uint first_row;    // the first of them this GEMV reads
 #endif
 } p;
 
@@ -167,7 +169,7 @@ void main() {
         [[unroll]] for (uint b = 0; b < NB; ++b) vb[b] = min(g0 + b, p.nvec - 1u);
 #if defined(EXPERTS)
         [[unroll]] for (uint b = 0; b < NB; ++b) {
-            uint first = expert_of(vb[b]) * p.nrows;
+            uint first = expert_of(vb[b]) * p.expert_rows + p.first_row;
             [[unroll]] for (uint r = 0; r < ROWS; ++r)
                 RB(r, b) = w_row(first + min(row0 + r, p.nrows - 1u), p.row_bytes);
         }

@@ -1,0 +1,36 @@
+// The shared expert's gated add of a mixture-of-experts layer, one workgroup a row:
+// h[row] += sigmoid(w · xn[row]) · shared[row], n values a row (rows strided by n). The gate's
+// dot product is reduced over the workgroup through shared memory, then every thread adds its
+// part of the row: one dispatch where a 1-row GEMV and an add would take two stages.
+#version 450
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;  // threads, a power of two
+
+layout(std430, binding = 0) readonly buffer W { float w[]; };
+layout(std430, binding = 1) buffer Act { float act[]; };
+
+layout(push_constant) uniform Push {
+    uint n;
+    uint w_off;       // floats of binding 0
+    uint xn_off;      // floats of binding 1: the normalized input
+    uint shared_off;  // ... the shared expert's output
+    uint h_off;       // ... the residual stream
+} p;
+
+shared float part[WG];
+
+void main() {
+    uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+    float s = 0.0;
+    for (uint i = t; i < p.n; i += WG) s += w[p.w_off + i] * act[p.xn_off + row * p.n + i];
+    part[t] = s;
+    barrier();
+    for (uint h = WG / 2u; h > 0u; h >>= 1) {
+        if (t < h) part[t] += part[t + h];
+        barrier();
+    }
+    float g = 1.0 / (1.0 + exp(-part[0]));
+    for (uint i = t; i < p.n; i += WG) act[p.h_off + row * p.n + i] += g * act[p.shared_off + row * p.n + i];
+}
