@@ -316,6 +316,8 @@ dl_vk_shader(rms_norm rms_norm.comp)
 dl_vk_shader(swiglu swiglu.comp)
 dl_vk_shader(moe_route moe_route.comp)
 dl_vk_shader(shared_expert_add shared_expert_add.comp)
+dl_vk_shader(moe_sort moe_sort.comp)
+dl_vk_shader(moe_sum moe_sum.comp)
 dl_vk_shader(argmax argmax.comp)
 # The streaming read probe of bench's decode floor.
 dl_vk_shader(stream_read stream_read.comp)

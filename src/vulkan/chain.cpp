@@ -121,6 +121,12 @@ std::vector<std::vector<const Tensor*>> gemm_groups(const Model& model, bool hea
     };
     c.experts = [&](const Layer& L, const Tensor*) {
         groups.back().push_back(L.ffn_gate_inp);
+        if (L.ffn_gate_shexp) {
+            groups.back().push_back(L.ffn_gate_shexp);
+            groups.back().push_back(L.ffn_up_shexp);
+            close();
+            groups.back().push_back(L.ffn_down_shexp);
+        }
         close();
     };
     record_layers(model, act_layout(model.hp, 1), c);

@@ -13,7 +13,13 @@ struct RoutePush {
 };
 struct ExpertGemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec;
-    uint32_t k, route_off, x_per_slot, sum, expert_rows, first_row;
+    uint32_t k, route_off, x_per_slot, sum, expert_rows, first_row, perm_off;
+};
+struct SortPush {
+    uint32_t n_pairs, k, n_expert, route_off, perm_off;
+};
+struct SumPush {
+    uint32_t n, k, out_off, h_off, route_off;
 };
 struct SharedAddPush {
     uint32_t n, w_off, xn_off, shared_off, h_off;
@@ -43,6 +49,7 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     if (g.k == 0 || g.k > kMaxUsed)
         fail("{} experts a row: the device takes 1 to {}", g.k, kMaxUsed);
     if (g.n_rows == 0 || g.rows == 0) return;
+    if (g.sum && g.perm_off != kNone) fail("a weighted sum of experts over pairs in another order");
     const uint32_t nvec = g.n_rows * g.k;
     // A weighted sum takes a row's k slots in one group; the slots alone, groups of up to 8.
     const uint32_t groups = (nvec + 7) / 8;
@@ -68,7 +75,8 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
                      g.x_per_slot || g.sum ? 1u : 0u,
                      g.sum ? 1u : 0u,
                      g.expert_rows ? g.expert_rows : g.rows,
-                     g.first_row};
+                     g.first_row,
+                     g.perm_off};
     auto [gx, gy] = grid(f, (g.rows + k_rows - 1) / k_rows);
     cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, gx, gy);
 }
@@ -80,6 +88,21 @@ void ExpertKernels::shared_expert_add(CommandList& cl, View w, uint32_t w_off, V
     const Kernel& k = pipes_.get("shared_expert_add", 2, sizeof(SharedAddPush), {wg});
     auto [gx, gy] = grid(dev_.features(), n_rows);
     cl.dispatch(k, {w, act}, SharedAddPush{n, w_off, xn_off, shared_off, h_off}, gx, gy);
+}
+
+void ExpertKernels::moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k,
+                             uint32_t n_expert, uint32_t n_rows, uint32_t perm_off) {
+    if (n_expert > kMaxSortExperts)
+        fail("{} experts: the device's grouping takes up to {}", n_expert, kMaxSortExperts);
+    const Kernel& kern = pipes_.get("moe_sort", 1, sizeof(SortPush));
+    cl.dispatch(kern, {route}, SortPush{n_rows * k, k, n_expert, route_off, perm_off}, 1, 1);
+}
+
+void ExpertKernels::moe_sum(CommandList& cl, View act, uint32_t out_off, uint32_t h_off, View route,
+                            uint32_t route_off, uint32_t k, uint32_t n, uint32_t n_rows) {
+    const Kernel& kern = pipes_.get("moe_sum", 2, sizeof(SumPush));
+    auto [gx, gy] = grid(dev_.features(), n_rows);
+    cl.dispatch(kern, {act, route}, SumPush{n, k, out_off, h_off, route_off}, gx, gy);
 }
 
 }  // namespace dl::vk

@@ -38,6 +38,9 @@ class ExpertKernels : public virtual KernelFamily {
         // Rows an expert holds in the stack (0: rows) and the first of them read: the fused
         // gate and up stack holds 2 n_ff rows an expert, gate first.
         uint32_t expert_rows = 0, first_row = 0;
+        // Slots only: the pairs (row · k + slot) in the order moe_sort wrote at
+        // route[perm_off ..] (kNone: in order), so runs of vectors read one expert's rows.
+        uint32_t perm_off = kNone;
         View route;
         uint32_t route_off = 0;
         View x;
@@ -50,6 +53,16 @@ class ExpertKernels : public virtual KernelFamily {
     };
     void gemv_experts(CommandList& cl, const ExpertGemv& g);
     static bool experts_supported(QType t, uint32_t cols);
+    // The n_rows · k (row, slot) pairs of a window's choice (route_off, as moe_route wrote it)
+    // grouped by expert, as pair indices at route[perm_off ..] (one workgroup; n_expert up to
+    // kMaxSortExperts).
+    static constexpr uint32_t kMaxSortExperts = 1024;
+    void moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k, uint32_t n_expert,
+                  uint32_t n_rows, uint32_t perm_off);
+    // act[h_off + row · n ..] += Σ_j w_j · act[out_off + (row · k + j) · n ..] for n_rows rows,
+    // w_j the row's routing weights (slot order).
+    void moe_sum(CommandList& cl, View act, uint32_t out_off, uint32_t h_off, View route,
+                 uint32_t route_off, uint32_t k, uint32_t n, uint32_t n_rows);
     // The shared expert's gated add for n_rows rows of n values (rows strided by n):
     // act[h_off + row · n ..] += sigmoid(w[w_off ..] · act[xn_off + row · n ..]) ·
     // act[shared_off + row · n ..].

@@ -70,10 +70,12 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         const uint32_t k = (uint32_t)hp.n_expert_used, slots = k * (uint32_t)hp.n_ff_exp * rows;
         a.router = end;
         a.route = a.router + (uint32_t)hp.n_expert * rows;
-        a.gate_e = a.route + 2 * k * rows;
+        a.perm = a.route + 2 * k * rows;
+        a.gate_e = a.perm + k * rows;
         a.up_e = a.gate_e + slots;
         a.ffn_e = a.up_e + slots;
-        a.shared = a.ffn_e + slots;
+        a.down_e = a.ffn_e + slots;
+        a.shared = a.down_e + k * E * rows;
         end = a.shared + E * rows;
     }
     const uint32_t nff_all = (uint32_t)std::max<int64_t>(hp.n_ff, hp.n_ff_shexp);
@@ -320,9 +322,10 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         p.window = 0;
     };
     if (p.window == 0) p.window_decline = "windows are turned off";
-    // The experts' GEMMs of a window (rows grouped by expert) are not written yet: a mixture's
-    // prompt is prefilled token by token, its batches sequence by sequence.
-    if (hp.ffn_kind == FfnKind::experts) no_window("a mixture of experts runs token by token");
+    // A window groups its rows' experts in one workgroup (Kernels::moe_sort).
+    if (hp.ffn_kind == FfnKind::experts && hp.n_expert > Kernels::kMaxSortExperts)
+        no_window(fmt::format("{} experts: a window groups up to {}", hp.n_expert,
+                              Kernels::kMaxSortExperts));
     if (hp.ffn_kind == FfnKind::experts) {
         if (hp.n_expert_used > Kernels::kMaxUsed)
             return Decline{fmt::format("{} experts a token: the device kernels take up to {}",

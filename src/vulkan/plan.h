@@ -46,9 +46,12 @@ struct ActLayout {
     uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;  // attention
     uint32_t gate = 0, up = 0, ffn = 0;           // FFN (and a mixture's shared expert)
     // Mixture of experts: the router's logits (n_expert a row), its choice (2 k words a row:
-    // Kernels::moe_route), the chosen experts' gate, up and SwiGLU rows (k · n_ff_exp a row), the
-    // shared expert's output (n_embd a row).
-    uint32_t router = 0, route = 0, gate_e = 0, up_e = 0, ffn_e = 0, shared = 0;
+    // Kernels::moe_route), the (row, slot) pairs grouped by expert (k words a row:
+    // Kernels::moe_sort), the chosen experts' gate, up and SwiGLU rows (k · n_ff_exp a row), each
+    // pair's down projection (k · n_embd a row; windows), the shared expert's output (n_embd a
+    // row).
+    uint32_t router = 0, route = 0, perm = 0, gate_e = 0, up_e = 0, ffn_e = 0, down_e = 0;
+    uint32_t shared = 0;
     // The FFN activations quantized to int8 by the GEMV that writes them (Kernels::GemvRounding),
     // one row.
     uint32_t ffn_bytes = 0;

@@ -215,14 +215,101 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
             add(it);
         }
     };
+    auto swiglu = [&](uint32_t gate, uint32_t up, uint32_t out, uint32_t n) {
+        WindowItem it;
+        it.kind = Kind::swiglu;
+        it.x_off = gate;
+        it.u_off = up;
+        it.y_off = out;
+        it.n = n;
+        add(it);
+    };
     chain.ffn_in = [&](const Layer& L, const Tensor*) {
         gemm(L.ffn_gate, A.xn, false, A.gate, false);
         gemm(L.ffn_up, A.xn, false, A.up, false);
         stage("gemm");
-        WindowItem it;
-        it.kind = Kind::swiglu;
-        add(it);
+        swiglu(A.gate, A.up, A.ffn, (uint32_t)hp.n_ff * m);
         stage("swiglu");
+    };
+    // A mixture of experts over the rows: the router (and the shared expert's gate and up) as
+    // GEMMs; each row's choice, the (row, slot) pairs grouped by expert, so that the expert GEMVs
+    // over them find runs of vectors reading one expert's rows; each pair's down projection,
+    // then each row's weighted sum, and the shared expert's gated add.
+    chain.experts = [&](const Layer& L, const Tensor* next_norm) {
+        const uint32_t k = (uint32_t)hp.n_expert_used, n_ff = (uint32_t)hp.n_ff_exp;
+        const uint32_t E = (uint32_t)hp.n_embd, n_sh = (uint32_t)hp.n_ff_shexp;
+        gemm(L.ffn_gate_inp, A.xn, false, A.router, false);
+        if (L.ffn_gate_shexp) {
+            gemm(L.ffn_gate_shexp, A.xn, false, A.gate, false);
+            gemm(L.ffn_up_shexp, A.xn, false, A.up, false);
+        }
+        stage("gemm");
+        WindowItem route;
+        route.kind = Kind::moe_route;
+        route.x_off = A.router;
+        route.y_off = A.route;
+        route.n = m;
+        add(route);
+        if (L.ffn_gate_shexp) swiglu(A.gate, A.up, A.ffn, n_sh * m);
+        stage("route");
+        WindowItem sort;
+        sort.kind = Kind::moe_sort;
+        sort.x_off = A.route;
+        sort.y_off = A.perm;
+        sort.n = m;
+        add(sort);
+        if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh);
+        stage("sort");
+        auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
+                           bool per_slot, uint32_t y_off) {
+            WindowItem it;
+            it.kind = Kind::gemv_experts;
+            it.t = t;
+            it.experts = {.type = t->type,
+                          .rows = rows,
+                          .cols = (uint32_t)t->cols(),
+                          .n_expert = (uint32_t)hp.n_expert,
+                          .k = k,
+                          .expert_rows = (uint32_t)t->rows(),
+                          .first_row = first,
+                          .perm_off = A.perm,
+                          .route_off = A.route,
+                          .x_off = x_off,
+                          .x_per_slot = per_slot,
+                          .y_off = y_off,
+                          .n_rows = m};
+            add(it);
+        };
+        const Tensor* gate = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_gate_exps;
+        const Tensor* up = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_up_exps;
+        experts(gate, n_ff, 0, A.xn, false, A.gate_e);
+        experts(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0, A.xn, false, A.up_e);
+        if (L.ffn_gate_shexp) gemm(L.ffn_down_shexp, A.ffn, false, A.shared, false);
+        stage("experts");
+        swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff * m);
+        stage("swiglu");
+        experts(L.ffn_down_exps, E, 0, A.ffn_e, true, A.down_e);
+        stage("experts down");
+        WindowItem sum;
+        sum.kind = Kind::moe_sum;
+        sum.x_off = A.down_e;
+        sum.y_off = A.h;
+        sum.n = m;
+        add(sum);
+        stage("experts sum");
+        if (L.ffn_gate_shexp) {
+            WindowItem sh;
+            sh.kind = Kind::shared_expert_add;
+            sh.t = L.ffn_gate_inp_shexp;
+            sh.x_off = A.xn;
+            sh.u_off = A.shared;
+            sh.y_off = A.h;
+            sh.n = m;
+            add(sh);
+            stage("shared expert");
+        }
+        norm(next_norm, A.h, A.xn);
+        stage("norm");
     };
     chain.add_norm = [&](const Tensor* t, Act, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
         to_f16(x_off, cols);
@@ -359,7 +446,30 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                                  view(s.v_cache[i.layer]), tok, m, attn_var);
                 break;
             case Kind::swiglu:
-                K.swiglu(cl, act, A.gate, act, A.up, act, A.ffn, (uint32_t)hp.n_ff * m);
+                K.swiglu(cl, act, i.x_off, act, i.u_off, act, i.y_off, i.n);
+                break;
+            case Kind::moe_route:
+                K.moe_route(cl, act, i.x_off, (uint32_t)hp.n_expert, (uint32_t)hp.n_expert_used,
+                            act, i.y_off, i.n);
+                break;
+            case Kind::moe_sort:
+                K.moe_sort(cl, act, i.x_off, (uint32_t)hp.n_expert_used, (uint32_t)hp.n_expert, i.n,
+                           i.y_off);
+                break;
+            case Kind::gemv_experts: {
+                Kernels::ExpertGemv e = i.experts;
+                e.w = W.matrix(plan_, i.t);
+                e.route = e.x = e.y = act;
+                K.gemv_experts(cl, e);
+                break;
+            }
+            case Kind::moe_sum:
+                K.moe_sum(cl, act, i.x_off, i.y_off, act, A.route, (uint32_t)hp.n_expert_used,
+                          (uint32_t)hp.n_embd, i.n);
+                break;
+            case Kind::shared_expert_add:
+                K.shared_expert_add(cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off,
+                                    i.y_off, (uint32_t)hp.n_embd, i.n);
                 break;
             case Kind::head_gemv:
                 K.gemv(cl, {.type = t->type,

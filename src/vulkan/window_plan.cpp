@@ -26,6 +26,16 @@ const char* kind_name(WindowItem::Kind k) {
             return "attention_rows";
         case K::swiglu:
             return "swiglu";
+        case K::moe_route:
+            return "moe_route";
+        case K::moe_sort:
+            return "moe_sort";
+        case K::gemv_experts:
+            return "gemv_experts";
+        case K::moe_sum:
+            return "moe_sum";
+        case K::shared_expert_add:
+            return "shared_expert_add";
         case K::head_gemv:
             return "head_gemv";
         case K::deltanet_column:

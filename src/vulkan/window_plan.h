@@ -24,8 +24,15 @@ struct WindowItem {
         f16_copy,       // the F16 copy of act[x_off] (n values) the next GEMM tiles read
         deltanet_rows,  // the layer's DeltaNet over the rows (conv, gates, scan, gated norm)
         attention_rows,  // the layer's attention over the rows
-        swiglu,          // act[ffn] = SiLU(act[gate]) · act[up], every row
-        head_gemv,       // the last row's logits: one GEMV into the session's logits
+        swiglu,          // act[y_off] = SiLU(act[x_off]) · act[u_off], n values
+        // A mixture of experts over the rows (Kernels::moe_route, moe_sort, gemv_experts,
+        // moe_sum, shared_expert_add; `experts` holds the GEMV's operands but the views).
+        moe_route,          // the choice at act[y_off] from the router's logits at act[x_off]
+        moe_sort,           // the choice's pairs grouped by expert at act[y_off]
+        gemv_experts,       // a GEMV over the chosen experts' rows of t
+        moe_sum,            // act[y_off] += the weighted sum of each row's pairs at act[x_off]
+        shared_expert_add,  // act[y_off] += sigmoid(t · act[x_off]) · act[u_off], every row
+        head_gemv,          // the last row's logits: one GEMV into the session's logits
         // A batch of decodes (rows of different sequences, ResidentDriver::step): the layer's
         // mixer for one row, by the decode kernels on that row's sequence's cache or state.
         deltanet_column,
@@ -41,6 +48,7 @@ struct WindowItem {
     const Tensor* t = nullptr;  // the matrix, or the norm weights of rms_norm
     int64_t layer = -1;
     uint32_t x_off = 0, y_off = 0, n = 0;
+    uint32_t u_off = 0;      // swiglu, shared_expert_add: the second input
     bool to_logits = false;  // gemm: into the window's logits rather than act
     bool accumulate = false;
     View w16{};               // expand, gemm: the F16 expansion (range 0: none)
@@ -49,6 +57,7 @@ struct WindowItem {
     Kernels::AttentionRows attention{};
     uint32_t column = 0;               // the *_column kinds: the row and its sequence
     Kernels::DeltaNetStep deltanet{};  // deltanet_column
+    Kernels::ExpertGemv experts{};     // gemv_experts
     std::string role;
 };
 

@@ -36,9 +36,11 @@ double rel_err(std::span<const float> a, const std::vector<double>& b) {
     return std::sqrt(num / den);
 }
 
-void check_batch(const std::string& arch, QType type) {
+void check_batch(const dl::test::TinySpec& spec) {
     VK_TEST_DEVICE();
-    auto model = dl::test::tiny_model(test::parity_spec(arch, type));
+    const std::string& arch = spec.arch;
+    const QType type = spec.matrix_type;
+    auto model = dl::test::tiny_model(spec);
     auto drv = ResidentDriver::create(model, batch_options());
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
@@ -91,6 +93,10 @@ void check_batch(const std::string& arch, QType type) {
     }
 }
 
+void check_batch(const std::string& arch, QType type) {
+    check_batch(test::parity_spec(arch, type));
+}
+
 TEST(VulkanBatchedStep, Qwen35F32RowsEqualTheReferenceAlone) {
     check_batch("qwen35", QType::F32);
 }
@@ -105,6 +111,12 @@ TEST(VulkanBatchedStep, Qwen35Q8RowsEqualTheReferenceAlone) {
 }
 TEST(VulkanBatchedStep, Qwen3Q4KRowsEqualTheReferenceAlone) {
     check_batch("qwen3", QType::Q4_K);
+}
+TEST(VulkanBatchedStep, Qwen35MoeF32RowsEqualTheReferenceAlone) {
+    check_batch(test::moe_spec("qwen35moe"));
+}
+TEST(VulkanBatchedStep, Qwen3MoeQ8RowsEqualTheReferenceAlone) {
+    check_batch(test::moe_spec("qwen3moe", QType::Q8_0));
 }
 
 // Sampled on the device in a batch: the tokens each sequence's own decode_sample chooses with the

@@ -451,16 +451,7 @@ TEST(VulkanDriver, DeclinesWithASentence) {
 // token) against the CPU chain: qwen3moe; qwen35moe with H_v != H_k, its shared expert and gate
 // and up in one stack; every expert of a token in the choice (k = n_expert); in F32, Q8_0 and a
 // Q4_K_M mix.
-TinySpec moe_spec(const std::string& arch, QType type = QType::F32) {
-    TinySpec s = test::parity_spec(arch.substr(0, arch.size() - 3), type);
-    s.arch = arch;
-    if (arch == "qwen35moe") {
-        s.n_ff_shexp = type == QType::Q4_K ? 256 : 48;
-        s.fused_gate_up = true;
-    }
-    if (type == QType::Q4_K) s.n_ff_exp = 256;
-    return s;
-}
+using test::moe_spec;
 TEST(VulkanDriver, Qwen3MoeDecodeMatchesCpuChain) {
     check_decode_parity(moe_spec("qwen3moe"), 2e-4);
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "vk_test.h"
 
@@ -131,6 +132,12 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
             std::memcpy(&route[route_off + r * 2 * k + k + j], &wt[r][j], 4);
         }
     }
+    // After the choice, the pairs in another order (grouped by expert, the highest first): the
+    // slot GEMVs read their vectors through it and must still store each at its pair's place.
+    const uint32_t perm_off = (uint32_t)route.size();
+    for (uint32_t e = n_expert; e-- > 0;)
+        for (uint32_t pr = n_rows * k; pr-- > 0;)
+            if (ids[pr / k][pr % k] == e) route.push_back(pr);
     Buffer rb = test::to_device(dev, route);
     const uint32_t x_off = 4;
     // Inputs: a row's (n_rows rows) and each slot's own (n_rows · k).
@@ -146,9 +153,11 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
         }
         return s;
     };
-    for (int mode = 0; mode < 3; ++mode) {  // slots over the row's x, over their own, the sum
+    // Slots over the row's x, over their own, the sum; the slots also over the permutation.
+    for (int mode = 0; mode < 5; ++mode) {
         for (bool acc : {false, true}) {
-            const bool own = mode >= 1, sum = mode == 2;
+            const bool own = mode == 1 || mode == 2 || mode == 4, sum = mode == 2;
+            const bool permuted = mode >= 3;
             const uint32_t y_off = 3;
             const size_t n_out = (size_t)(sum ? n_rows : n_rows * k) * rows;
             Buffer y = test::poisoned(dev, y_off + n_out + 4);
@@ -164,6 +173,7 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
                                     .cols = cols,
                                     .n_expert = n_expert,
                                     .k = k,
+                                    .perm_off = permuted ? perm_off : Kernels::kNone,
                                     .route = view(rb),
                                     .route_off = route_off,
                                     .x = view(xb),
@@ -190,7 +200,7 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
                             const size_t o = ((size_t)r * k + j) * rows + row;
                             ASSERT_NEAR(out[y_off + o], v + init[o], 1e-5 * mag + 1e-5)
                                 << qtype_name(t) << " row " << r << " slot " << j << " out " << row
-                                << " own " << own << " acc " << acc;
+                                << " own " << own << " acc " << acc << " permuted " << permuted;
                         }
                         total += wt[r][j] * v;
                         total_mag += wt[r][j] * mag;
@@ -284,6 +294,68 @@ TEST(SharedExpertAdd, MatchesTheReference) {
             }
         }
     }
+}
+
+// The pairs of a window's choice grouped by expert: a permutation of the pairs along which the
+// experts never decrease; many rows, more pairs than the workgroup has threads.
+TEST(MoeSort, GroupsThePairsByExpert) {
+    VK_TEST_DEVICE();
+    for (auto [n_expert, k, rows] : {std::tuple{8u, 2u, 5u}, {256u, 8u, 300u}, {3u, 3u, 1u}}) {
+        std::mt19937 rng(n_expert + rows);
+        const uint32_t route_off = 7, perm_off = route_off + rows * 2 * k + 3;
+        std::vector<uint32_t> route(perm_off + rows * k + 4, test::kPoison);
+        std::vector<uint32_t> all(n_expert);
+        std::iota(all.begin(), all.end(), 0u);
+        for (uint32_t r = 0; r < rows; ++r) {
+            std::shuffle(all.begin(), all.end(), rng);
+            std::sort(all.begin(), all.begin() + k);
+            for (uint32_t j = 0; j < k; ++j) route[route_off + r * 2 * k + j] = all[j];
+        }
+        Buffer rb = test::to_device(dev, route);
+        test::run(dev, [&](CommandList& cl) {
+            K.moe_sort(cl, view(rb), route_off, k, n_expert, rows, perm_off);
+        });
+        auto out = test::from_device<uint32_t>(dev, rb, route.size());
+        for (uint32_t i = 0; i < perm_off; ++i) ASSERT_EQ(out[i], route[i]) << "changed " << i;
+        for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(out[perm_off + rows * k + i], test::kPoison);
+        std::vector<uint32_t> seen(rows * k, 0);
+        uint32_t last = 0;
+        for (uint32_t v = 0; v < rows * k; ++v) {
+            const uint32_t pr = out[perm_off + v];
+            ASSERT_LT(pr, rows * k);
+            ++seen[pr];
+            const uint32_t e = route[route_off + (pr / k) * 2 * k + pr % k];
+            ASSERT_GE(e, last) << "experts out of order at " << v;
+            last = e;
+        }
+        for (uint32_t c : seen) ASSERT_EQ(c, 1u) << "not a permutation";
+    }
+}
+
+// h += the weighted sum of each row's slots, in slot order.
+TEST(MoeSum, AddsTheWeightedSlots) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 300, k = 3, rows = 2, out_off = 5, h_off = out_off + rows * k * n;
+    std::vector<float> act = randn(h_off + rows * n + 4, 12);
+    std::vector<uint32_t> route(1 + rows * 2 * k);
+    std::vector<float> w = {0.5f, 0.3f, 0.2f, 0.1f, 0.6f, 0.3f};
+    for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t j = 0; j < k; ++j)
+            std::memcpy(&route[1 + r * 2 * k + k + j], &w[r * k + j], 4);
+    Buffer ab = test::to_device(dev, act), rb = test::to_device(dev, route);
+    test::run(dev, [&](CommandList& cl) {
+        K.moe_sum(cl, view(ab), out_off, h_off, view(rb), 1, k, n, rows);
+    });
+    auto out = test::from_device<float>(dev, ab, act.size());
+    for (uint32_t i = 0; i < h_off; ++i) ASSERT_EQ(out[i], act[i]);
+    for (uint32_t i = h_off + rows * n; i < act.size(); ++i) ASSERT_EQ(out[i], act[i]);
+    for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t i = 0; i < n; ++i) {
+            double s = 0;
+            for (uint32_t j = 0; j < k; ++j)
+                s += (double)w[r * k + j] * act[out_off + (r * k + j) * n + i];
+            ASSERT_NEAR(out[h_off + r * n + i], act[h_off + r * n + i] + s, 1e-5) << r << " " << i;
+        }
 }
 
 }  // namespace

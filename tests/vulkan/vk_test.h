@@ -293,6 +293,19 @@ inline dl::test::TinySpec parity_spec(const std::string& arch, QType type = QTyp
     return s;
 }
 
+// The mixture-of-experts version of parity_spec (arch qwen3moe or qwen35moe): qwen35moe with a
+// shared expert and gate and up in one stack; in Q4_K every expert row a whole block.
+inline dl::test::TinySpec moe_spec(const std::string& arch, QType type = QType::F32) {
+    dl::test::TinySpec s = parity_spec(arch.substr(0, arch.size() - 3), type);
+    s.arch = arch;
+    if (arch == "qwen35moe") {
+        s.n_ff_shexp = type == QType::Q4_K ? 256 : 48;
+        s.fused_gate_up = true;
+    }
+    if (type == QType::Q4_K) s.n_ff_exp = 256;
+    return s;
+}
+
 inline Buffer poisoned(Device& dev, size_t n_floats) {
     Buffer b = dev.create_buffer(n_floats * 4, MemoryKind::device);
     dev.fill(b, 0, n_floats * 4, kPoison);

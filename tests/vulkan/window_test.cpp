@@ -192,9 +192,11 @@ double rel_err(const float* a, const std::vector<double>& b) {
 constexpr int64_t kWindow = 8;
 
 // Prefill of n tokens then `decoded` single tokens, every row's logits against the reference.
-void check_window_prefill(const std::string& arch, QType type) {
+void check_window_prefill(const dl::test::TinySpec& spec) {
     VK_TEST_DEVICE();
-    auto model = dl::test::tiny_model(test::parity_spec(arch, type));
+    const std::string& arch = spec.arch;
+    const QType type = spec.matrix_type;
+    auto model = dl::test::tiny_model(spec);
     DriverOptions o;
     o.device.robust = ::dl::vk::test::robust();
     const char* tmp = std::getenv("DELTALLM_TEST_TMP");
@@ -240,6 +242,10 @@ void check_window_prefill(const std::string& arch, QType type) {
     }
 }
 
+void check_window_prefill(const std::string& arch, QType type) {
+    check_window_prefill(test::parity_spec(arch, type));
+}
+
 TEST(WindowPrefill, Qwen35F32) {
     check_window_prefill("qwen35", QType::F32);
 }
@@ -266,6 +272,16 @@ TEST(WindowPrefill, LlamaQ8) {
 }
 TEST(WindowPrefill, LlamaQ4K) {
     check_window_prefill("llama", QType::Q4_K);
+}
+// Mixtures of experts: each window's rows grouped by expert for the expert GEMVs.
+TEST(WindowPrefill, Qwen3MoeF32) {
+    check_window_prefill(test::moe_spec("qwen3moe"));
+}
+TEST(WindowPrefill, Qwen35MoeF32) {
+    check_window_prefill(test::moe_spec("qwen35moe"));
+}
+TEST(WindowPrefill, Qwen35MoeQ4K) {
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K));
 }
 
 }  // namespace

@@ -17,12 +17,15 @@
 // A last group past nvec computes clamped vectors and stores nothing for them.
 //
 // EXPERTS: the matrix is the stack of a mixture-of-experts layer's experts (expert_rows rows
-// each, of which nrows from first_row are read), and vector v is slot j = v % k of row v / k of
-// the window: its weight rows are those of expert route[route_off + (v / k) · 2k + j] (moe_route.comp wrote the ids and, after them, the
-// weights). x_per_slot 0: a row's k vectors all read the row's x (the gate and up
-// projections); 1: each vector reads its own (the down projection over the slots' SwiGLU
-// outputs). sum 1 (NB = k, a group one row): the slots' outputs are weighted and summed into
-// the row's one output, in slot order (ids ascending).
+// each, of which nrows from first_row are read), and vector v is the pair v = row · k + slot of
+// the window's choice: its weight rows are those of expert route[route_off + row · 2k + slot]
+// (moe_route.comp wrote the ids and, after them, the weights). x_per_slot 0: a row's k vectors
+// all read the row's x (the gate and up projections); 1: each vector reads its own (the down
+// projection over the slots' SwiGLU outputs). sum 1 (NB = k, a group one row): the slots'
+// outputs are weighted and summed into the row's one output, in slot order (ids ascending).
+// With perm_off, vector v is pair route[perm_off + v] (moe_sort.comp: the pairs grouped by
+// expert, so a group's vectors mostly read the same rows, from memory once) and its output
+// goes to the pair's place; not with sum.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -59,6 +62,7 @@ layout(push_constant) uniform Push {
     uint k, route_off, x_per_slot, sum;
     uint expert_rows;  // rows an expert holds in the stack (nrows, or more: gate and up fused)
     uint first_row;    // the first of them this GEMV reads
+    uint perm_off;     // 0xffffffff: vector v is pair v; else pair route[perm_off + v]
 #endif
 } p;
 
@@ -72,10 +76,13 @@ uvec4 load16(uint o) {
 }
 
 #if defined(EXPERTS)
+// The (row, slot) pair of vector v, pair = row · k + slot; the helpers below take pairs.
+uint pair_of(uint v) { return p.perm_off == 0xffffffffu ? v : route[p.perm_off + v]; }
 uint x_vector(uint v) { return p.x_per_slot != 0u ? v : v / p.k; }
 uint expert_of(uint v) { return route[p.route_off + (v / p.k) * 2u * p.k + v % p.k]; }
 float weight_of(uint v) { return uintBitsToFloat(route[p.route_off + (v / p.k) * 2u * p.k + p.k + v % p.k]); }
 #else
+uint pair_of(uint v) { return v; }
 uint x_vector(uint v) { return v; }
 #endif
 
@@ -136,7 +143,7 @@ void store_sums(float a[NS], uint tid, uint row0, uint g0) {
 #endif
     uint row = row0 + tid / NB, b = g0 + tid % NB;
     if (tid < NS && row < p.nrows && b < p.nvec) {
-        uint o = p.y_off + b * p.nrows + row;
+        uint o = p.y_off + pair_of(b) * p.nrows + row;
         if (p.mode == 1u) v += y[o];
         y[o] = v;
     }
@@ -166,7 +173,7 @@ void main() {
         // The previous group's sums are read out of the partials before they are rewritten.
         if (g0 != 0u) barrier();
         uint vb[NB];
-        [[unroll]] for (uint b = 0; b < NB; ++b) vb[b] = min(g0 + b, p.nvec - 1u);
+        [[unroll]] for (uint b = 0; b < NB; ++b) vb[b] = pair_of(min(g0 + b, p.nvec - 1u));
 #if defined(EXPERTS)
         [[unroll]] for (uint b = 0; b < NB; ++b) {
             uint first = expert_of(vb[b]) * p.expert_rows + p.first_row;

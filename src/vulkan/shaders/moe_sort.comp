@@ -1,0 +1,45 @@
+// The (row, slot) pairs of a window's expert choice grouped by expert, so the expert GEMVs
+// (gemv_batch.comp EXPERTS over this order) find runs of vectors that read the same expert's
+// rows, which the workgroup then reads from memory once for the run: pair = row · k + slot,
+// expert route[route_off + row · 2k + slot] (moe_route.comp). One workgroup: a histogram of the
+// experts in shared memory, its exclusive prefix sum, then each pair placed at its expert's next
+// free position. Within an expert the pairs' order depends on the atomics' order; each vector's
+// result does not (the GEMV computes every vector alike, whatever its neighbours).
+#version 450
+
+layout(local_size_x = 256) in;
+
+layout(std430, binding = 0) buffer Route { uint route[]; };
+
+layout(push_constant) uniform Push {
+    uint n_pairs;    // rows · k
+    uint k;
+    uint n_expert;   // at most MAX_EXPERTS
+    uint route_off;  // words
+    uint perm_off;   // words: where the n_pairs pair indices go
+} p;
+
+const uint MAX_EXPERTS = 1024u;
+shared uint count[MAX_EXPERTS];
+
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    for (uint e = t; e < p.n_expert; e += 256u) count[e] = 0u;
+    barrier();
+    for (uint i = t; i < p.n_pairs; i += 256u)
+        atomicAdd(count[route[p.route_off + (i / p.k) * 2u * p.k + i % p.k]], 1u);
+    barrier();
+    if (t == 0u) {  // exclusive prefix sum: each expert's first position
+        uint s = 0u;
+        for (uint e = 0u; e < p.n_expert; ++e) {
+            uint c = count[e];
+            count[e] = s;
+            s += c;
+        }
+    }
+    barrier();
+    for (uint i = t; i < p.n_pairs; i += 256u) {
+        uint e = route[p.route_off + (i / p.k) * 2u * p.k + i % p.k];
+        route[p.perm_off + atomicAdd(count[e], 1u)] = i;
+    }
+}
