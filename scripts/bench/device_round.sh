@@ -2,7 +2,8 @@
 # Every open measurement of the GPU machine in one device call, stage by stage under one deadline
 # (DEADLINE seconds, default 560; a stage that would not fit is skipped and says so), for when
 # device time allows a single call:
-#   1. llama-server built in the background (scripts/bench/peer_server.sh, idle cores only)
+#   1. llama-server unpacked from .devrun/extra/llama-server.tar.xz when carried (peer_server.sh
+#      pack), else built in the background (scripts/bench/peer_server.sh, idle cores only)
 #   2. before/after: the binary of BEFORE_BIN (a build of an earlier commit) and ours, alternating,
 #      pp512, pp2048, tg128 on Qwen3.5-9B, Qwen3.5-0.8B and Qwen3-8B Q4_K_M (synthesized here)
 #   3. batched: B = 8, 32, 64 sequences of pp512 + tg128 on the 9B, both engines
@@ -13,7 +14,7 @@
 #      chats (when llama-server is built by then)
 #   7. with time left: ours vs llama.cpp (Vulkan) single-stream on the 9B and 0.8B
 # Here: scripts/bench/device_bench.sh prepare, then put BEFORE_BIN, TEST_TOOLS and TEST_VULKAN
-# (xz-compressed) and HELD_OUT under .devrun/extra; carry .gl and those paths.
+# (xz-compressed), HELD_OUT and llama-server.tar.xz under .devrun/extra; carry .gl and those paths.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -40,8 +41,13 @@ done
 "$ours" --version
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 
-(JOBS=${PEER_JOBS:-12} timeout $((deadline - 200)) nice -n 19 bash scripts/bench/peer_server.sh build /tmp/ps \
-    >"$out/peer-server-build.log" 2>&1) &
+if [ -f "$extra/llama-server.tar.xz" ]; then
+    bash scripts/bench/peer_server.sh unpack "$extra/llama-server.tar.xz" /tmp/ps \
+        >"$out/peer-server-build.log" 2>&1 &
+else
+    (JOBS=${PEER_JOBS:-12} timeout $((deadline - 200)) nice -n 19 bash scripts/bench/peer_server.sh build /tmp/ps \
+        >"$out/peer-server-build.log" 2>&1) &
+fi
 build_pid=$!
 
 models=/tmp/models

@@ -2,8 +2,9 @@
 # deltallm serve vs llama-server on the GPU machine, same GGUF, same client, one device call.
 #
 # Needs what scripts/bench/device_bench.sh unpacks (the loader from .gl, our binary in
-# .tools/device-bench) and llama-server from scripts/bench/peer_server.sh (built there into
-# PEER_SERVER, default /tmp/ps; built first when missing, which takes minutes).
+# .tools/device-bench) and llama-server from scripts/bench/peer_server.sh in PEER_SERVER (default
+# /tmp/ps); when missing, unpacked from .devrun/extra/llama-server.tar.xz (peer_server.sh pack) if
+# that was carried, else built first, which takes minutes.
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WORKLOADS="random multiturn"]
 #     scripts/bench/device_serve.sh
 # Each engine serves with as many slots as the highest level and the same context per slot;
@@ -20,7 +21,10 @@ ours=$pack/deltallm
 export LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 peer_dir=${PEER_SERVER:-/tmp/ps}
-if [ ! -x "$peer_dir/llama-server" ]; then
+if [ ! -x "$peer_dir/llama-server" ] && [ -f .devrun/extra/llama-server.tar.xz ]; then
+    echo "== unpacking llama-server"
+    bash scripts/bench/peer_server.sh unpack .devrun/extra/llama-server.tar.xz "$peer_dir" || exit 1
+elif [ ! -x "$peer_dir/llama-server" ]; then
     echo "== building llama-server"
     bash scripts/bench/peer_server.sh build "$peer_dir" || exit 1
 fi

@@ -14,6 +14,10 @@
 #          DEST/llama-server.tar.xz (the binary and its libraries) for a later call to carry.
 #        scripts/bench/peer_server.sh unpack ARCHIVE [DEST]
 #          unpacks such an archive again.
+# Or here: scripts/bench/peer_server.sh pack [DEST]
+#          builds it here at low priority (JOBS, default 2) and writes .devrun/extra/llama-server.tar.xz
+#          (one binary; it needs only the C and C++ runtimes and the machine's libvulkan.so.1), which
+#          device_round.sh and device_serve.sh unpack instead of building there.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 mode=${1:-build}
@@ -55,6 +59,25 @@ if [ "$mode" = prepare ]; then
     exit 0
 fi
 
+if [ "$mode" = pack ]; then
+    dest=${2:-/tmp/ps}
+    JOBS=${JOBS:-2} nice -n 19 bash "$0" build "$dest" || exit 1
+    # Only what our own binary already needs there may come from the machine (the C and C++
+    # runtimes up to glibc 2.34 and GCC 12's libstdc++) besides its Vulkan loader.
+    needed=$(objdump -p "$dest/llama-server" | awk '/NEEDED/ {print $2}')
+    other=$(echo "$needed" | grep -vxE 'libvulkan\.so\.1|lib(c|m|stdc\+\+)\.so\.6|libgcc_s\.so\.1|ld-linux-x86-64\.so\.2' || true)
+    [ -z "$other" ] || { echo "peer_server: llama-server needs $other" >&2; exit 1; }
+    vers=$(objdump -T "$dest/llama-server" | grep -oE '(GLIBC|GLIBCXX|CXXABI)_[0-9.]+' | sort -uV)
+    newer=$(echo "$vers" | grep -vE '^GLIBC_2\.([0-9]|[12][0-9]|3[0-4])(\.|$)|^GLIBCXX_3\.4(\.([0-9]|[12][0-9]|30))?$|^CXXABI_1\.3(\.([0-9]|1[0-3]))?$' || true)
+    [ -z "$newer" ] || { echo "peer_server: llama-server needs" $newer >&2; exit 1; }
+    echo "needs:" $needed "(up to $(echo "$vers" | grep ^GLIBC_ | tail -1), $(echo "$vers" | grep ^GLIBCXX | tail -1))"
+    mkdir -p "$repo/.devrun/extra"
+    # The strongest xz: the archive counts against what a device call can carry.
+    tar -C "$dest" -cf - llama-server | nice -n 19 xz -9e -T1 >"$repo/.devrun/extra/llama-server.tar.xz"
+    du -sh "$repo/.devrun/extra/llama-server.tar.xz"
+    exit 0
+fi
+
 if [ "$mode" = unpack ]; then
     dest=${3:-/tmp/peer-server}
     mkdir -p "$dest"
@@ -78,10 +101,14 @@ chmod +x "$work/glslc.sh"
 vklib=$(ls /usr/lib/x86_64-linux-gnu/libvulkan.so.1* 2>/dev/null | head -1)
 [ -n "$vklib" ] || { echo "peer_server: no libvulkan.so.1: unpack .gl first" >&2; exit 1; }
 t0=$SECONDS
+# ggml and llama linked in and no OpenMP (the GPU does the work; the CPU code keeps ggml's own
+# threads): one binary. AVX2 at most. The C++ runtime stays the machine's: linked in, it would call
+# glibc 2.35 and 2.36 functions (arc4random, _dl_find_object) that an older C library lacks.
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DGGML_VULKAN=ON -DGGML_NATIVE=OFF -DGGML_CCACHE=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+    -DGGML_OPENMP=OFF \
     -DVulkan_INCLUDE_DIR="$work/include" -DVulkan_LIBRARY="$vklib" \
     -DVulkan_GLSLC_EXECUTABLE="$work/glslc.sh" -DSPIRV-Headers_DIR="$work/spirv/share/cmake/SPIRV-Headers" \
     -DCMAKE_CXX_FLAGS="-I$work/include -I$work/spirv/include" \
