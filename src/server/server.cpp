@@ -20,6 +20,7 @@
 #include "server/completion.h"
 #include "server/generation.h"
 #include "server/metrics.h"
+#include "server/peer_socket.h"
 #include "server/request.h"
 #include "server/sse.h"
 
@@ -238,8 +239,20 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     }
 
     if (!p.stream) {
-        while (!job->completion.finished())
-            if (std::optional<GenerationEvent> ev = job->queue->pop(1000ms)) job->on_event(*ev);
+        // Nothing is written before the answer, so the connection itself is asked now and then
+        // whether the client is still there; if not, the request stops taking steps.
+        const PeerSocket peer(req.remote_addr, req.remote_port);
+        auto last_check = std::chrono::steady_clock::now();
+        while (!job->completion.finished()) {
+            if (std::optional<GenerationEvent> ev = job->queue->pop(50ms)) job->on_event(*ev);
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last_check < 50ms) continue;
+            last_check = now;
+            if (peer.closed()) {
+                job->cancel();
+                return;  // no one to answer
+            }
+        }
         reply_json(res, job->completion.response());
         return;
     }

@@ -167,6 +167,26 @@ def disconnect_mid_stream(srv):
     assert made < 3000, f"the request ran to its end ({made} tokens) after the client left"
 
 
+def disconnect_before_answer(srv):
+    """A request answered in one piece (not streamed) whose client leaves while it runs: it is
+    cancelled then, not run to its end."""
+    before = srv.metric("deltallm_generated_tokens_total")
+    body = json.dumps({"messages": MSG, "max_tokens": 3000, "ignore_eos": True,
+                       "temperature": 0}).encode()
+    head = (f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall(head + body)
+    deadline = time.time() + 20
+    while srv.metric("deltallm_generated_tokens_total") - before < 8:
+        assert time.time() < deadline, "the request did not start generating"
+        time.sleep(0.02)
+    s.close()  # gone before the answer
+    wait_idle(srv)
+    made = srv.metric("deltallm_generated_tokens_total") - before
+    assert made < 3000, f"the request ran to its end ({made} tokens) after the client left"
+
+
 def full_queue(binary):
     with Server(binary, "--parallel", 1, "--queue", 1, "--metrics") as srv:
         long = {"messages": MSG, "max_tokens": 4000, "ignore_eos": True, "stream": True}
@@ -352,6 +372,8 @@ def main():
         checks.run("a slow client is served, and others meanwhile", slow_client, srv)
         checks.run("a client that leaves mid-stream cancels its request",
                    disconnect_mid_stream, srv)
+        checks.run("a client that leaves before a whole answer cancels its request",
+                   disconnect_before_answer, srv)
         checks.run("props, tokenize, detokenize and apply-template answer", other_routes, srv)
         checks.run("odd values in a valid request are 200s or 400s, never 5xx",
                    random_mutations, srv)
