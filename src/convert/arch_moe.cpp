@@ -1,7 +1,10 @@
 // Mixture-of-experts import (Qwen3MoE, Qwen3.5-MoE): the router, each layer's experts stacked
 // into one tensor per projection in expert order (gate and up as [E, F, n_expert], down as
 // [F, E, n_expert], as llama.cpp's converter writes them), and Qwen3.5's shared expert with its
-// gate. Checkpoints store one module per expert: mlp.experts.<e>.{gate,up,down}_proj.
+// gate. Checkpoints store one module per expert (mlp.experts.<e>.{gate,up,down}_proj, Qwen3MoE) or
+// every expert in one tensor per projection (mlp.experts.gate_up_proj [n_expert, 2 F, E], each
+// expert's gate rows then its up rows, and mlp.experts.down_proj [n_expert, E, F], Qwen3.5-MoE).
+#include <algorithm>
 #include <functional>
 
 #include "convert/hf.h"
@@ -47,11 +50,12 @@ void plan_moe_ffn(const std::shared_ptr<HfModel>& m, Plan& plan, const MoeSizes&
                   const std::string& b, const std::string& h) {
     const int64_t E = m->get_size("hidden_size"), F = s.n_ff_exp, X = s.n_expert;
     const std::string mlp = h + "mlp.";
-    if (!m->tensor(mlp + "experts.0.gate_proj.weight"))
+    const bool fused = m->tensor(mlp + "experts.gate_up_proj") != nullptr;
+    if (!fused && !m->tensor(mlp + "experts.0.gate_proj.weight"))
         fail(
-            "{}: '{}experts.0.gate_proj.weight' is missing: the experts are stored in a layout "
-            "this converter does not read (one module per expert)",
-            m->dir, m->prefix + mlp);
+            "{}: neither '{}experts.0.gate_proj.weight' nor '{}experts.gate_up_proj' is in the "
+            "checkpoint: its experts are stored in a layout this converter does not read",
+            m->dir, m->prefix + mlp, m->prefix + mlp);
     auto add = [&](std::string name, std::vector<int64_t> ne, std::function<void(float*)> f) {
         plan.tensors.push_back({std::move(name), std::move(ne), std::move(f), {}});
     };
@@ -70,9 +74,27 @@ void plan_moe_ffn(const std::shared_ptr<HfModel>& m, Plan& plan, const MoeSizes&
             }
         });
     };
-    stack("ffn_gate_exps.weight", "gate_proj", F, E);
-    stack("ffn_up_exps.weight", "up_proj", F, E);
-    stack("ffn_down_exps.weight", "down_proj", E, F);
+    // From the tensors of every expert: rows [first, first + rows) of each expert's matrix of
+    // expert_rows rows, one expert after another.
+    auto from_fused = [&](const std::string& gguf, const char* hf, int64_t expert_rows,
+                          int64_t first, int64_t rows, int64_t cols) {
+        add(b + gguf, {cols, rows, X},
+            [hm, mlp, hf, expert_rows, first, rows, cols, X](float* dst) {
+                const std::vector<float> v = hm->read(mlp + hf, {X, expert_rows, cols});
+                for (int64_t e = 0; e < X; ++e)
+                    std::copy_n(v.begin() + (e * expert_rows + first) * cols, rows * cols,
+                                dst + e * rows * cols);
+            });
+    };
+    if (fused) {
+        from_fused("ffn_gate_exps.weight", "experts.gate_up_proj", 2 * F, 0, F, E);
+        from_fused("ffn_up_exps.weight", "experts.gate_up_proj", 2 * F, F, F, E);
+        from_fused("ffn_down_exps.weight", "experts.down_proj", E, 0, E, F);
+    } else {
+        stack("ffn_gate_exps.weight", "gate_proj", F, E);
+        stack("ffn_up_exps.weight", "up_proj", F, E);
+        stack("ffn_down_exps.weight", "down_proj", E, F);
+    }
     if (s.n_ff_shexp > 0) {
         const int64_t S = s.n_ff_shexp;
         auto copy = [&](const std::string& gguf, const std::string& hf,
