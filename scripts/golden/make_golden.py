@@ -2,14 +2,15 @@
 """Golden reference data for the converter and the CPU chain.
 
 Builds tiny random models with fixed seeds through the reference PyTorch implementation
-(transformers: Qwen3.5 with H_v != H_k, Qwen3, Llama), saves each as a Hugging Face folder
+(transformers: Qwen3.5 with H_v != H_k, Qwen3, Llama; with --moe the mixtures Qwen3.5-MoE, with
+a shared expert and two attention layers, and Qwen3-MoE), saves each as a Hugging Face folder
 (config.json, model.safetensors, tokenizer.json, tokenizer_config.json) and records float32
 logits for every position of fixed token sequences plus their 32-token greedy continuations.
 
 Needs torch, transformers (5.x, with qwen3_5), safetensors, tokenizers, numpy. Runs on the CPU
 in float32 (no TF32, no fused kernels): the pure-torch Gated DeltaNet and eager attention paths.
 
-    python3 make_golden.py OUT_DIR
+    python3 make_golden.py OUT_DIR [--moe]
 """
 
 import json
@@ -99,7 +100,7 @@ def make_tokenizer(family):
         regex = LLAMA3_REGEX
     else:
         specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-        regex = QWEN35_REGEX if family == "qwen35" else QWEN2_REGEX
+        regex = QWEN35_REGEX if family.startswith("qwen35") else QWEN2_REGEX
     added = []
     for s in specials:
         added.append({"id": len(vocab), "content": s, "single_word": False, "lstrip": False,
@@ -174,7 +175,7 @@ def fill_weights(model, seed):
                 v = 1 + 0.3 * torch.randn(shape, generator=g)
             elif "norm" in name:
                 v = 0.3 * torch.randn(shape, generator=g)
-                if getattr(model.config, "model_type", "") in ("llama", "qwen3"):
+                if getattr(model.config, "model_type", "") in ("llama", "qwen3", "qwen3_moe"):
                     v = v + 1  # plain RMSNorm (w), not zero-centred
             elif "embed_tokens" in name:
                 v = torch.randn(shape, generator=g)
@@ -192,6 +193,7 @@ def force_torch_paths(model):
     import importlib
     mods = []
     for mname in ("transformers.models.qwen3_5.modeling_qwen3_5",
+                  "transformers.models.qwen3_5_moe.modeling_qwen3_5_moe",
                   "transformers.models.qwen3_next.modeling_qwen3_next"):
         try:
             mods.append(importlib.import_module(mname))
@@ -239,6 +241,32 @@ def build(family):
                              "partial_rotary_factor": 0.25, "mrope_section": [2, 1, 1],
                              "mrope_interleaved": True}, **eager)
         model = mq.Qwen3_5ForCausalLM(cfg)
+    elif family == "qwen35moe":
+        # H_v != H_k, two attention layers, 8 experts of which 2 a token, a shared expert.
+        from transformers.models.qwen3_5_moe import modeling_qwen3_5_moe as mqm
+        layer_types = (["linear_attention"] * 3 + ["full_attention"]) * 2
+        cfg = tf.Qwen3_5MoeTextConfig(
+            vocab_size=VOCAB, hidden_size=64, num_hidden_layers=8, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
+            linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
+            layer_types=layer_types, full_attention_interval=4, num_experts=8,
+            num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=48,
+            norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], rms_norm_eps=1e-6,
+            tie_word_embeddings=False, max_position_embeddings=4096, bos_token_id=None,
+            eos_token_id=VOCAB - 1,
+            rope_parameters={"rope_type": "default", "rope_theta": 1e7,
+                             "partial_rotary_factor": 0.25, "mrope_section": [2, 1, 1],
+                             "mrope_interleaved": True}, **eager)
+        model = mqm.Qwen3_5MoeForCausalLM(cfg)
+    elif family == "qwen3moe":
+        cfg = tf.Qwen3MoeConfig(
+            vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=32, num_experts=8, num_experts_per_tok=2,
+            moe_intermediate_size=32, norm_topk_prob=True, decoder_sparse_step=1,
+            mlp_only_layers=[], rms_norm_eps=1e-6, tie_word_embeddings=False,
+            max_position_embeddings=4096,
+            rope_parameters={"rope_type": "default", "rope_theta": 1e6}, **eager)
+        model = tf.Qwen3MoeForCausalLM(cfg)
     elif family == "qwen3":
         cfg = tf.Qwen3Config(
             vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
@@ -274,7 +302,10 @@ def main():
     summary = {"transformers": transformers.__version__, "torch": torch.__version__,
                "models": {}}
     print("transformers", transformers.__version__, "torch", torch.__version__, flush=True)
-    for family, seed in (("qwen35", 1), ("qwen3", 2), ("llama", 3)):
+    families = (("qwen35", 1), ("qwen3", 2), ("llama", 3))
+    if "--moe" in sys.argv[2:]:
+        families = (("qwen35moe", 4), ("qwen3moe", 5))
+    for family, seed in families:
         d = os.path.join(out, family)
         os.makedirs(d, exist_ok=True)
         torch.manual_seed(seed)
