@@ -19,21 +19,9 @@ using Want = StepItem::Want;
 
 DriverOptions batch_options() {
     DriverOptions o;
-    o.device.robust = ::dl::vk::test::robust();
-    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
-    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.device = test::device_options();
     o.plan.n_ctx = 128;
     return o;
-}
-
-// ||a - b|| / ||b|| over one row of logits.
-double rel_err(std::span<const float> a, const std::vector<double>& b) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < b.size(); ++i) {
-        num += (a[i] - b[i]) * (a[i] - b[i]);
-        den += b[i] * b[i];
-    }
-    return std::sqrt(num / den);
 }
 
 void check_batch(const dl::test::TinySpec& spec) {
@@ -79,7 +67,7 @@ void check_batch(const dl::test::TinySpec& spec) {
             EXPECT_EQ(gpu[i]->n_past, pos + 1);
             ASSERT_EQ(items[j].logits.size(), (size_t)V);
             for (float x : items[j].logits) ASSERT_TRUE(std::isfinite(x));
-            EXPECT_LE(rel_err(items[j].logits, ref[i][(size_t)pos]), tol)
+            EXPECT_LE(test::rel_err(items[j].logits, ref[i][(size_t)pos]), tol)
                 << arch << " " << qtype_name(type) << " step " << k << " sequence " << i;
         }
     }
@@ -88,7 +76,7 @@ void check_batch(const dl::test::TinySpec& spec) {
         const int64_t pos = history[i] + next[i];
         std::vector<float> a;
         d.decode(*gpu[i], toks[i][(size_t)pos], a);
-        EXPECT_LE(rel_err(a, ref[i][(size_t)pos]), tol)
+        EXPECT_LE(test::rel_err(a, ref[i][(size_t)pos]), tol)
             << arch << " " << qtype_name(type) << " solo decode after, sequence " << i;
     }
 }

@@ -24,9 +24,7 @@ DriverOptions options(bool fused, Kernels::GemvX x = Kernels::GemvX::automatic, 
                       bool merge_in = true, bool pre_round = true, bool gated_in = true,
                       bool round_h = true, bool gated_rounded = true, bool attn_rounded = true) {
     DriverOptions o;
-    o.device.robust = ::dl::vk::test::robust();
-    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
-    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.device = test::device_options();
     o.plan.n_ctx = 64;
     o.plan.window = 0;  // every token goes through the token command
     o.fusions.norm_epilogue = fused;

@@ -25,9 +25,7 @@ using dl::test::TinySpec;
 
 DriverOptions test_options() {
     DriverOptions o;
-    o.device.robust = ::dl::vk::test::robust();
-    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
-    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.device = test::device_options();
     o.plan.n_ctx = 128;
     return o;
 }

@@ -54,9 +54,7 @@ std::vector<Outcome> serve(Executor& ex, SchedulerOptions o,
 
 DriverOptions options() {
     DriverOptions o;
-    o.device.robust = ::dl::vk::test::robust();
-    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
-    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.device = test::device_options();
     o.plan.n_ctx = 96;
     return o;
 }

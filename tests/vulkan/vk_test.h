@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -47,6 +48,16 @@ inline bool robust() {
     return ::dl::env::get_bool("DELTALLM_VK_TEST_ROBUST");
 }
 
+// The device options of every test's device: robust() buffer accesses, and compiled pipelines
+// shared through the scratch dir, since CTest runs every test in its own process.
+inline DeviceOptions device_options() {
+    DeviceOptions o = DeviceOptions::from_env();
+    o.robust = robust();
+    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
+    o.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    return o;
+}
+
 struct Env {
     std::unique_ptr<Device> dev;
     std::unique_ptr<Pipelines> pipes;
@@ -61,13 +72,7 @@ inline Env& env() {
             std::filesystem::exists(lvp))
             setenv("VK_DRIVER_FILES", lvp, 1);
         Env e;
-        DeviceOptions o = DeviceOptions::from_env();
-        o.robust = ::dl::vk::test::robust();
-        // CTest runs every test in its own process: share compiled pipelines through the scratch
-        // dir.
-        const char* tmp = std::getenv("DELTALLM_TEST_TMP");
-        o.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
-        auto d = Device::open(o);
+        auto d = Device::open(device_options());
         if (!d) {
             e.decline = d.reason();
             return e;
@@ -325,6 +330,17 @@ inline void run(Device& dev, const std::function<void(CommandList&)>& record) {
     record(cl);
     cl.end();
     cl.submit_and_wait();
+}
+
+// ||a - b|| / ||b||: one row of logits against its double-precision reference.
+inline double rel_err(std::span<const float> a, const std::vector<double>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+        const double d = (double)a[i] - b[i];
+        num += d * d;
+        den += b[i] * b[i];
+    }
+    return std::sqrt(num / den);
 }
 
 inline uint32_t bits(float f) {

@@ -179,16 +179,6 @@ TEST(DequantF16, MatchesDequantizedRows) {
 
 using dl::test::TinySpec;
 
-double rel_err(const float* a, const std::vector<double>& b) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < b.size(); ++i) {
-        double d = (double)a[i] - b[i];
-        num += d * d;
-        den += b[i] * b[i];
-    }
-    return std::sqrt(num / den);
-}
-
 constexpr int64_t kWindow = 8;
 
 // Prefill of n tokens then `decoded` single tokens, every row's logits against the reference.
@@ -198,9 +188,7 @@ void check_window_prefill(const dl::test::TinySpec& spec) {
     const QType type = spec.matrix_type;
     auto model = dl::test::tiny_model(spec);
     DriverOptions o;
-    o.device.robust = ::dl::vk::test::robust();
-    const char* tmp = std::getenv("DELTALLM_TEST_TMP");
-    o.device.pipeline_cache_dir = tmp ? std::string(tmp) + "/vk_pipeline_cache" : "";
+    o.device = test::device_options();
     o.plan.n_ctx = 64;
     o.plan.window = kWindow;
     auto drv = ResidentDriver::create(model, o);
@@ -224,13 +212,13 @@ void check_window_prefill(const dl::test::TinySpec& spec) {
         ASSERT_EQ(lg.size(), n * V);
         for (size_t i = 0; i < n; ++i) {
             for (size_t j = 0; j < V; ++j) ASSERT_TRUE(std::isfinite(lg[i * V + j])) << i;
-            EXPECT_LE(rel_err(lg.data() + i * V, ref[i]), tol)
+            EXPECT_LE(test::rel_err({lg.data() + i * V, V}, ref[i]), tol)
                 << arch << " " << qtype_name(type) << " prompt " << n << " row " << i;
         }
         // The window leaves the KV cache, conv ring and state where decode continues.
         for (size_t i = n; i < n + 3; ++i) {
             d.decode(*s, all_tokens[i], lg);
-            EXPECT_LE(rel_err(lg.data(), ref[i]), tol)
+            EXPECT_LE(test::rel_err(lg, ref[i]), tol)
                 << arch << " " << qtype_name(type) << " prompt " << n << " then token " << i;
         }
         // Last-row logits only: the same values as that row of the full prefill.
@@ -238,7 +226,7 @@ void check_window_prefill(const dl::test::TinySpec& spec) {
         std::vector<float> last;
         d.prefill(*s2, std::span(all_tokens.data(), n), LogitsRows::last, last);
         ASSERT_EQ(last.size(), V);
-        EXPECT_LE(rel_err(last.data(), ref[n - 1]), tol) << arch << " last row of " << n;
+        EXPECT_LE(test::rel_err(last, ref[n - 1]), tol) << arch << " last row of " << n;
     }
 }
 
