@@ -13,25 +13,9 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 out=${OUT:-/tmp/device_batched_out}
-mkdir -p "$out"
-deadline=${DEADLINE:-560}
-left() { echo $((deadline - SECONDS)); }
-fits() {  # seconds name
-    if [ "$(left)" -lt "$1" ]; then echo "== skipped: $2 (needs $1 s, $(left) s left)"; return 1; fi
-    echo "== $2 ($(left) s left)"
-}
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
-python3 -c "import tarfile; tarfile.open('.devrun/device-bench.tar.xz').extractall('.tools')"
-pack=$repo/.tools/device-bench
-export LD_LIBRARY_PATH=$pack/lib
-ours=$pack/deltallm
-peer=$pack/peer/peer_bench
+source scripts/bench/device_common.sh
 [ -f .devrun/extra/test_vulkan.xz ] && xz -dc .devrun/extra/test_vulkan.xz >/tmp/test_vulkan &&
     chmod +x /tmp/test_vulkan
-"$ours" --version
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 
 m9=/tmp/qwen35-9b-q4_k_m.gguf
 "$ours" synth --arch qwen35 --shape 9b --type q4_k_m -o "$m9" 2>&1 | tail -1

@@ -19,27 +19,11 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 out=${OUT:-/tmp/device_round_out}
-mkdir -p "$out"
-deadline=${DEADLINE:-560}
 extra=$repo/.devrun/extra
-left() { echo $((deadline - SECONDS)); }
-fits() {  # seconds name
-    if [ "$(left)" -lt "$1" ]; then echo "== skipped: $2 (needs $1 s, $(left) s left)"; return 1; fi
-    echo "== $2 ($(left) s left)"
-}
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
-python3 -c "import tarfile; tarfile.open('.devrun/device-bench.tar.xz').extractall('.tools')"
-pack=$repo/.tools/device-bench
-export LD_LIBRARY_PATH=$pack/lib
-ours=$pack/deltallm
-peer=$pack/peer/peer_bench
+source scripts/bench/device_common.sh
 for b in deltallm-before test_tools test_vulkan; do
     [ -f "$extra/$b.xz" ] && xz -dc "$extra/$b.xz" >"/tmp/$b" && chmod +x "/tmp/$b"
 done
-"$ours" --version
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 
 if [ -f "$extra/llama-server.tar.xz" ]; then
     bash scripts/bench/peer_server.sh unpack "$extra/llama-server.tar.xz" /tmp/ps \

@@ -19,18 +19,9 @@
 
 namespace {
 
+using testhf::floats_of;
 using testhf::ramp;
 using testhf::StTensor;
-
-std::vector<float> floats_of(const dl::gguf::File& f, const std::string& name) {
-    const dl::gguf::TensorInfo* t = f.tensor(name);
-    EXPECT_NE(t, nullptr) << name;
-    if (!t) return {};
-    EXPECT_EQ(t->type, dl::QType::F32) << name;
-    std::vector<float> v((size_t)t->n_elements());
-    std::memcpy(v.data(), t->data, v.size() * 4);
-    return v;
-}
 
 // Qwen3.5 text model inside a multimodal checkpoint (nested text_config, language_model prefix,
 // vision and MTP tensors that must be left out). H_k = 2, H_v = 4, head dims 2.

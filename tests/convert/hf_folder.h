@@ -1,6 +1,6 @@
 // Test helper: writes small Hugging Face model folders (config.json, model.safetensors built
 // byte by byte, tokenizer.json, tokenizer_config.json) so that the importer can be checked
-// against values computed independently in the test.
+// against values computed independently in the test, and reads back what it wrote.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,7 +15,10 @@
 
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include "core/half.h"
+#include "gguf/gguf.h"
 
 namespace testhf {
 
@@ -121,6 +124,18 @@ inline void write_folder(const std::string& dir, const nlohmann::json& config,
 inline std::vector<float> ramp(size_t n, float base, float step = 0.001f) {
     std::vector<float> v(n);
     for (size_t i = 0; i < n; ++i) v[i] = base + step * (float)i;
+    return v;
+}
+
+// The values of an F32 tensor of a converted file (a test failure, and none, if it is missing or
+// of another type).
+inline std::vector<float> floats_of(const dl::gguf::File& f, const std::string& name) {
+    const dl::gguf::TensorInfo* t = f.tensor(name);
+    EXPECT_NE(t, nullptr) << name;
+    if (!t) return {};
+    EXPECT_EQ(t->type, dl::QType::F32) << name;
+    std::vector<float> v((size_t)t->n_elements());
+    std::memcpy(v.data(), t->data, v.size() * 4);
     return v;
 }
 

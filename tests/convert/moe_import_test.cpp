@@ -13,18 +13,9 @@
 
 namespace {
 
+using testhf::floats_of;
 using testhf::ramp;
 using testhf::StTensor;
-
-std::vector<float> floats_of(const dl::gguf::File& f, const std::string& name) {
-    const dl::gguf::TensorInfo* t = f.tensor(name);
-    EXPECT_NE(t, nullptr) << name;
-    if (!t) return {};
-    EXPECT_EQ(t->type, dl::QType::F32) << name;
-    std::vector<float> v((size_t)t->n_elements());
-    std::memcpy(v.data(), t->data, v.size() * 4);
-    return v;
-}
 
 }  // namespace
 
