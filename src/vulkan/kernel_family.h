@@ -39,6 +39,16 @@ class KernelFamily {
                                                        std::vector<uint32_t> spec);
     // The module suffix of weights of type t ("q4_k"), or null for a type no kernel reads.
     static const char* type_suffix(QType t);
+    // The shape of a batched GEMV (shaders/gemv_batch.comp, plain or EXPERTS) over nvec vectors
+    // of cols values: vectors a group (nb: as even as groups of at most 8 allow, unless the
+    // caller fixes it), weight rows a workgroup, threads, and its specialization constants for
+    // weights at w and x at x[x_off ..].
+    struct BatchGemvShape {
+        uint32_t nb, k_rows, wg;
+        std::vector<uint32_t> spec;
+    };
+    static BatchGemvShape batch_gemv_shape(uint32_t cols, uint32_t nvec, View w, View x,
+                                           uint32_t x_off, uint32_t fixed_nb = 0);
 
     Device& dev_;
     Pipelines& pipes_;

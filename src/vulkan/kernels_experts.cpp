@@ -52,17 +52,10 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     if (g.sum && g.perm_off != kNone) fail("a weighted sum of experts over pairs in another order");
     const uint32_t nvec = g.n_rows * g.k;
     // A weighted sum takes a row's k slots in one group; the slots alone, groups of up to 8.
-    const uint32_t groups = (nvec + 7) / 8;
-    const uint32_t nb = g.sum ? g.k : (nvec + groups - 1) / groups;
-    const uint32_t k_rows = nb <= 4 ? 8 : 4;
-    const uint32_t slices = g.cols / 32;
-    uint32_t wg = 64;
-    while (wg < 128 && wg < slices) wg *= 2;
-    const uint32_t w16 = g.w.offset % 16 == 0 ? 1 : 0;
-    const uint32_t x16 = g.x.offset % 16 == 0 && g.x_off % 4 == 0 && g.cols % 4 == 0 ? 1 : 0;
+    const BatchGemvShape sh = batch_gemv_shape(g.cols, nvec, g.w, g.x, g.x_off, g.sum ? g.k : 0);
     std::string name = std::string("gemv_experts_") + type_suffix(g.type);
     if (f.subgroup_arithmetic) name += "_sg";
-    const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemvPush), {wg, k_rows, w16, x16, nb});
+    const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemvPush), sh.spec);
     ExpertGemvPush p{g.cols,
                      g.rows,
                      (uint32_t)row_size(g.type, g.cols),
@@ -77,7 +70,7 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
                      g.expert_rows ? g.expert_rows : g.rows,
                      g.first_row,
                      g.perm_off};
-    auto [gx, gy] = grid(f, (g.rows + k_rows - 1) / k_rows);
+    auto [gx, gy] = grid(f, (g.rows + sh.k_rows - 1) / sh.k_rows);
     cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, gx, gy);
 }
 

@@ -225,25 +225,15 @@ void GemmKernels::gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, ui
                              bool accumulate) {
     const Features& f = dev_.features();
     if (n_rows == 0 || rows == 0) return;
-    // Vectors a group: as even as the groups of at most 8 allow (13 rows: two groups of 7, the
+    // Vectors a group as even as the groups of at most 8 allow (13 rows: two groups of 7, the
     // last vector of the second computed twice and stored once).
-    const uint32_t groups = (n_rows + 7) / 8, nb = (n_rows + groups - 1) / groups;
-    // One load of x serves every row of the workgroup (gemv_batch.comp), so more rows where the
-    // sums fit the registers: 8 rows over up to 4 vectors, 4 over more.
-    const uint32_t k_rows = nb <= 4 ? 8 : 4;
-    // Threads: a slice of 32 weights each, as many as the row has up to 128, at least the 64
-    // that store the sums (k_rows · nb).
-    const uint32_t slices = (cols + 31) / 32;
-    uint32_t wg = 64;
-    while (wg < 128 && wg < slices) wg *= 2;
-    const uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
-    const uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 && cols % 4 == 0 ? 1 : 0;
+    const BatchGemvShape sh = batch_gemv_shape(cols, n_rows, w, x, x_off);
     std::string name = "gemv_batch_" + type_name(t);
     if (f.subgroup_arithmetic) name += "_sg";
-    const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), {wg, k_rows, w16, x16, nb});
+    const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), sh.spec);
     GemvBatchPush p{cols,  rows, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
                     n_rows};
-    auto [gx, gy] = grid(f, (rows + k_rows - 1) / k_rows);
+    auto [gx, gy] = grid(f, (rows + sh.k_rows - 1) / sh.k_rows);
     cl.dispatch(k, {w, x, y}, p, gx, gy);
 }
 
