@@ -35,7 +35,7 @@ IFS=: read -r arch shape type <<<"${MODEL:-qwen35:9b:q4_k_m}"
 models=${MODELS_DIR:-/tmp/models}
 mkdir -p "$models"
 f=$models/$arch-$shape-$type.gguf
-[ -f "$f" ] || "$ours" synth --arch "$arch" --shape "$shape" -t "$type" -o "$f" 2>&1 | tail -1
+[ -f "$f" ] || "$ours" synth --arch "$arch" --shape "$shape" --type "$type" -o "$f" 2>&1 | tail -1
 
 wait_ready() {  # port pid
     for _ in $(seq 1 240); do
