@@ -10,7 +10,18 @@
 #include <xmmintrin.h>
 #endif
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
+// Not under ThreadSanitizer: the clones' resolver runs while the dynamic loader relocates the
+// binary, before the sanitizer's runtime is up, and its instrumented entry crashes the program
+// before main (the baseline clone alone is then built).
+#if defined(__SANITIZE_THREAD__)  // GCC
+#define DL_DELTANET_NO_CLONES 1
+#elif defined(__has_feature)  // Clang
+#if __has_feature(thread_sanitizer)
+#define DL_DELTANET_NO_CLONES 1
+#endif
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__) && \
+    !defined(DL_DELTANET_NO_CLONES)
 #define DL_DELTANET_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define DL_DELTANET_KERNEL
