@@ -80,6 +80,10 @@ int serve(ServeArgs& a) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
 
+    // The engine outlives the server, whose scheduler steps it until the server is destroyed:
+    // declared the other way round, the engine's weights were freed under a running step at
+    // shutdown.
+    std::unique_ptr<Engine> engine;
     server::Server srv(a.server);
     const int port = srv.bind();
     std::fprintf(stderr, "deltallm: listening on http://%s:%d\n", a.server.host.c_str(), port);
@@ -108,7 +112,6 @@ int serve(ServeArgs& a) {
         signals.join();
     };
 
-    std::unique_ptr<Engine> engine;
     try {
         engine = a.model.open();
         if (!engine->has_tokenizer()) fail("the model has no tokenizer, which serving needs");
