@@ -23,11 +23,12 @@ using test::TinySpec;
 std::shared_ptr<const Model> model_for(const std::string& arch) {
     TinySpec s;
     s.arch = arch;
-    if (arch != "qwen35") {
+    if (arch != "qwen35" && arch != "qwen35moe") {
         s.n_layer = 2;
         s.rope_dims = s.head_dim;
     }
     if (arch == "llama") s.rope_freqs = true;
+    if (arch == "qwen35moe") s.n_ff_shexp = 24;
     return test::tiny_model(s);
 }
 
@@ -293,7 +294,10 @@ TEST_P(PrefixCacheHit, ASharedBeginningHitsAtTheLastBoundaryInsideIt) {
     EXPECT_EQ(hit.tokens, run_one(cold, b).tokens);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheHit, ::testing::Values("qwen35", "qwen3", "llama"));
+// The mixtures too: the experts hold no state, and qwen35moe's DeltaNet layers are snapshotted as
+// qwen35's are.
+INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheHit,
+                         ::testing::Values("qwen35", "qwen3", "llama", "qwen35moe", "qwen3moe"));
 
 // A budget that holds about two snapshots: the least recently used go, the bytes stay under the
 // budget, and every request still equals its cold run.
