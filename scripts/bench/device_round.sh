@@ -63,7 +63,8 @@ fi
 
 if fits 40 "built-in model on the GPU"; then
     [ -f "$extra/heldout.txt" ] &&
-        timeout 30 "$ours" perplexity -f "$extra/heldout.txt" -c 512 --chunks 400 --device vulkan 2>&1 | tail -2
+        timeout 30 "$ours" perplexity -m models/deltallm-tiny-q8_0.gguf -f "$extra/heldout.txt" -c 512 \
+            --chunks 400 --device vulkan 2>&1 | tail -2
     [ -x /tmp/test_tools ] && DELTALLM_BIN=$ours DELTALLM_TEST_DATA=$repo/tests/data DELTALLM_TEST_TMP=/tmp \
         timeout 60 /tmp/test_tools --gtest_filter='OnDevice/TrainedModel.*vulkan' 2>&1 |
         grep -E "vulkan:|OK|FAILED|PASSED|Failure" | head -20
