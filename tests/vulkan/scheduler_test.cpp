@@ -59,9 +59,9 @@ DriverOptions options() {
     return o;
 }
 
-TEST(VulkanScheduler, RequestsServedTogetherEqualTheirSoloRuns) {
+void check_served_together(const dl::test::TinySpec& spec) {
     VK_TEST_DEVICE();
-    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    auto model = dl::test::tiny_model(spec);
     auto drv = ResidentDriver::create(model, options());
     ASSERT_TRUE(drv.ok()) << drv.reason();
     Executor& ex = **drv;
@@ -95,6 +95,14 @@ TEST(VulkanScheduler, RequestsServedTogetherEqualTheirSoloRuns) {
         EXPECT_EQ(got[i].tokens, want);
         EXPECT_EQ(got[i].done.finish, FinishReason::length);
     }
+}
+
+TEST(VulkanScheduler, RequestsServedTogetherEqualTheirSoloRuns) {
+    check_served_together(test::parity_spec("qwen35"));
+}
+// A mixture of experts: its batched steps choose and group experts over the rows.
+TEST(VulkanScheduler, MixtureRequestsServedTogetherEqualTheirSoloRuns) {
+    check_served_together(test::moe_spec("qwen35moe"));
 }
 
 TEST(VulkanScheduler, APrefixHitContinuesExactlyAsTheColdRun) {
