@@ -22,7 +22,8 @@ struct SumPush {
     uint32_t n, k, out_off, h_off, route_off;
 };
 struct SharedAddPush {
-    uint32_t n, w_off, xn_off, shared_off, h_off;
+    uint32_t n, w_off, xn_off, shared_off, h_off, norm_off;
+    float eps;
 };
 
 }  // namespace
@@ -76,11 +77,12 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
 
 void ExpertKernels::shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act,
                                       uint32_t xn_off, uint32_t shared_off, uint32_t h_off,
-                                      uint32_t n, uint32_t n_rows) {
+                                      uint32_t n, uint32_t n_rows, uint32_t norm_off, float eps) {
     const uint32_t wg = wg_size(256);
     const Kernel& k = pipes_.get("shared_expert_add", 2, sizeof(SharedAddPush), {wg});
     auto [gx, gy] = grid(dev_.features(), n_rows);
-    cl.dispatch(k, {w, act}, SharedAddPush{n, w_off, xn_off, shared_off, h_off}, gx, gy);
+    cl.dispatch(k, {w, act}, SharedAddPush{n, w_off, xn_off, shared_off, h_off, norm_off, eps}, gx,
+                gy);
 }
 
 void ExpertKernels::moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k,

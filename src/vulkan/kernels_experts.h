@@ -65,9 +65,11 @@ class ExpertKernels : public virtual KernelFamily {
                  uint32_t route_off, uint32_t k, uint32_t n, uint32_t n_rows);
     // The shared expert's gated add for n_rows rows of n values (rows strided by n):
     // act[h_off + row · n ..] += sigmoid(w[w_off ..] · act[xn_off + row · n ..]) ·
-    // act[shared_off + row · n ..].
+    // act[shared_off + row · n ..]; with norm_off, then the next RMSNorm of each new row into
+    // act[xn_off + row · n ..], its weights at w[norm_off ..].
     void shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act, uint32_t xn_off,
-                           uint32_t shared_off, uint32_t h_off, uint32_t n, uint32_t n_rows);
+                           uint32_t shared_off, uint32_t h_off, uint32_t n, uint32_t n_rows,
+                           uint32_t norm_off = kNone, float eps = 0.f);
 };
 
 }  // namespace dl::vk

@@ -393,7 +393,7 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         stage("swiglu");
         experts(L.ffn_down_exps, (uint32_t)hp.n_embd, 0, A.ffn_e, A.h, true);
         stage("gemv experts down");
-        if (L.ffn_gate_shexp) {
+        if (L.ffn_gate_shexp) {  // with the next norm of h into xn
             TokenDispatch d;
             d.kind = Kind::shared_expert_add;
             d.norm = L.ffn_gate_inp_shexp;
@@ -401,8 +401,10 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
             d.u_off = A.shared;
             d.y_off = A.h;
             d.n = (uint32_t)hp.n_embd;
+            d.next_norm = next_norm;
             add(d);
             stage("shared expert");
+            return;
         }
         norm(next_norm, A.h, A.xn);
         stage("norm");
@@ -549,7 +551,9 @@ void ResidentDriver::record_token(Session& s, CommandList& cl, const TokenPlan& 
                 }
                 case Kind::shared_expert_add:
                     K.shared_expert_add(cl, view(W.params), W.param(d.norm), act, d.x_off,
-                                        (uint32_t)d.u_off, d.y_off, d.n, 1);
+                                        (uint32_t)d.u_off, d.y_off, d.n, 1,
+                                        d.next_norm ? W.param(d.next_norm) : Kernels::kNone,
+                                        hp.rms_eps);
                     break;
                 case Kind::deltanet_step:
                     K.deltanet_step(cl, d.deltanet, act, prm, view(s.ring[d.layer]),

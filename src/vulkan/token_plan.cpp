@@ -86,7 +86,8 @@ std::string describe(const TokenDispatch& d) {
                            d.experts.x_per_slot ? " a slot" : "", d.experts.route_off,
                            d.experts.y_off, d.experts.sum ? " weighted sum" : "");
     if (d.kind == K::shared_expert_add)
-        out += fmt::format(" x@{} shared@{} h@{}", d.x_off, d.u_off, d.y_off);
+        out += fmt::format(" x@{} shared@{} h@{}{}", d.x_off, d.u_off, d.y_off,
+                           d.next_norm ? " then norm " + d.next_norm->name : "");
     if (d.kind == K::gemv_gated)
         out += fmt::format(" gated(ss@{} head {} groups {})", d.gated.ss_off, d.gated.head,
                            d.gated.groups);

@@ -37,20 +37,21 @@ enum class TokenOutput : uint8_t { act, host_logits, device_logits };
 
 struct TokenDispatch {
     enum class Kind : uint8_t {
-        embed,          // h = the token's row of the embedding
-        rms_norm,       // act[y_off] = RMSNorm(act[x_off]) · norm
-        gemv,           // y[y_off] (+)= W · act[x_off]
-        gemv_normed,    // ... over the RMSNorm of x by `norm`, applied as x is quantized
-        gemv_fused,     // ... += W · x, then xn = RMSNorm(h) · norm as its epilogue
-        gemv_gated,     // ... over the DeltaNet output with its gated RMSNorm (`gated`)
-        gemv_swiglu,    // act[y_off] = SiLU(G · x) · (U · x), G and U in one slab
-        swiglu,         // act[y_off] = SiLU(act[g_off]) · act[u_off], n values
-        moe_route,      // the router's choice at act[y_off] from its logits at act[x_off]
-        gemv_experts,   // a GEMV over the chosen experts' rows of m (`experts`)
-        shared_expert_add,  // act[y_off] += sigmoid(norm · act[x_off]) · act[u_off], n values
-        deltanet_step,  // the layer's DeltaNet decode step (`deltanet`)
-        attention,      // the layer's decode attention (`attention`)
-        sample,         // the next token chosen from the device logits
+        embed,              // h = the token's row of the embedding
+        rms_norm,           // act[y_off] = RMSNorm(act[x_off]) · norm
+        gemv,               // y[y_off] (+)= W · act[x_off]
+        gemv_normed,        // ... over the RMSNorm of x by `norm`, applied as x is quantized
+        gemv_fused,         // ... += W · x, then xn = RMSNorm(h) · norm as its epilogue
+        gemv_gated,         // ... over the DeltaNet output with its gated RMSNorm (`gated`)
+        gemv_swiglu,        // act[y_off] = SiLU(G · x) · (U · x), G and U in one slab
+        swiglu,             // act[y_off] = SiLU(act[g_off]) · act[u_off], n values
+        moe_route,          // the router's choice at act[y_off] from its logits at act[x_off]
+        gemv_experts,       // a GEMV over the chosen experts' rows of m (`experts`)
+        shared_expert_add,  // act[y_off] += sigmoid(norm · act[x_off]) · act[u_off], n values;
+                            // then act[x_off] = RMSNorm(act[y_off]) · next_norm
+        deltanet_step,      // the layer's DeltaNet decode step (`deltanet`)
+        attention,          // the layer's decode attention (`attention`)
+        sample,             // the next token chosen from the device logits
     };
     Kind kind = Kind::gemv;
     int64_t layer = -1;  // the mixers' layer (its KV cache, ring and state)
@@ -58,13 +59,14 @@ struct TokenDispatch {
     uint32_t x_off = 0, y_off = 0;
     TokenOutput y = TokenOutput::act;
     bool accumulate = false;
-    float share = 1.f;              // the GEMV's part of its stage's weight bytes (GemvPart)
-    const Tensor* norm = nullptr;   // the norm weights rms_norm, gemv_normed, gemv_swiglu and
-                                    // gemv_fused apply
-    std::optional<PlannedQ8> q8;    // the int8 forms, where any
-    uint64_t g_off = 0, u_off = 0;  // gemv_swiglu: G's and U's byte offsets in m; swiglu,
-                                    // shared_expert_add: their inputs' offsets in act
-    uint32_t n = 0;                 // swiglu, shared_expert_add: values
+    float share = 1.f;                  // the GEMV's part of its stage's weight bytes (GemvPart)
+    const Tensor* norm = nullptr;       // the norm weights rms_norm, gemv_normed, gemv_swiglu and
+                                        // gemv_fused apply (shared_expert_add: its gate's weights)
+    const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it writes to xn after
+    std::optional<PlannedQ8> q8;        // the int8 forms, where any
+    uint64_t g_off = 0, u_off = 0;      // gemv_swiglu: G's and U's byte offsets in m; swiglu,
+                                        // shared_expert_add: their inputs' offsets in act
+    uint32_t n = 0;                     // swiglu, shared_expert_add: values
     // gemv_experts: the operands but the views (the weights are m, x and y the activations).
     Kernels::ExpertGemv experts{};
     Kernels::GemvGatedIn gated{};

@@ -305,8 +305,10 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
             sh.u_off = A.shared;
             sh.y_off = A.h;
             sh.n = m;
+            sh.next_norm = next_norm;  // the next norm of h into xn, in the same workgroups
             add(sh);
             stage("shared expert");
+            return;
         }
         norm(next_norm, A.h, A.xn);
         stage("norm");
@@ -469,7 +471,9 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                 break;
             case Kind::shared_expert_add:
                 K.shared_expert_add(cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off,
-                                    i.y_off, (uint32_t)hp.n_embd, i.n);
+                                    i.y_off, (uint32_t)hp.n_embd, i.n,
+                                    i.next_norm ? W.param(i.next_norm) : Kernels::kNone,
+                                    hp.rms_eps);
                 break;
             case Kind::head_gemv:
                 K.gemv(cl, {.type = t->type,

@@ -31,7 +31,8 @@ struct WindowItem {
         moe_sort,           // the choice's pairs grouped by expert at act[y_off]
         gemv_experts,       // a GEMV over the chosen experts' rows of t
         moe_sum,            // act[y_off] += the weighted sum of each row's pairs at act[x_off]
-        shared_expert_add,  // act[y_off] += sigmoid(t · act[x_off]) · act[u_off], every row
+        shared_expert_add,  // act[y_off] += sigmoid(t · act[x_off]) · act[u_off], every row,
+                            // then act[x_off] = RMSNorm(act[y_off]) · next_norm
         head_gemv,          // the last row's logits: one GEMV into the session's logits
         // A batch of decodes (rows of different sequences, ResidentDriver::step): the layer's
         // mixer for one row, by the decode kernels on that row's sequence's cache or state.
@@ -48,8 +49,9 @@ struct WindowItem {
     const Tensor* t = nullptr;  // the matrix, or the norm weights of rms_norm
     int64_t layer = -1;
     uint32_t x_off = 0, y_off = 0, n = 0;
-    uint32_t u_off = 0;      // swiglu, shared_expert_add: the second input
-    bool to_logits = false;  // gemm: into the window's logits rather than act
+    uint32_t u_off = 0;                 // swiglu, shared_expert_add: the second input
+    const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it then writes to xn
+    bool to_logits = false;             // gemm: into the window's logits rather than act
     bool accumulate = false;
     View w16{};               // expand, gemm: the F16 expansion (range 0: none)
     bool expanded = false;    // gemm: reads w16

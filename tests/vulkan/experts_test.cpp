@@ -269,31 +269,45 @@ TEST(ExpertGemvFused, EachHalfOfTheExpertsRows) {
     }
 }
 
-// h += sigmoid(w · xn) · shared, rows of more values than the workgroup has threads.
+// h += sigmoid(w · xn) · shared, rows of more values than the workgroup has threads; and the
+// same followed by xn = RMSNorm(h) · norm_w of the new rows.
 TEST(SharedExpertAdd, MatchesTheReference) {
     VK_TEST_DEVICE();
-    for (uint32_t n : {40u, 600u}) {
-        const uint32_t rows = 3, w_off = 2, xn = 5, sh = xn + rows * n, h = sh + rows * n;
-        std::vector<float> w = randn(w_off + n, 4, 0.1f), act = randn(h + rows * n + 4, 8);
-        Buffer wb = test::to_device(dev, w), ab = test::to_device(dev, act);
-        test::run(dev, [&](CommandList& cl) {
-            K.shared_expert_add(cl, view(wb), w_off, view(ab), xn, sh, h, n, rows);
-        });
-        auto out = test::from_device<float>(dev, ab, act.size());
-        for (uint32_t i = 0; i < h; ++i) ASSERT_EQ(out[i], act[i]) << "changed its inputs";
-        for (uint32_t i = h + rows * n; i < act.size(); ++i)
-            ASSERT_EQ(out[i], act[i]) << "wrote past";
-        for (uint32_t r = 0; r < rows; ++r) {
-            double z = 0;
-            for (uint32_t i = 0; i < n; ++i) z += (double)w[w_off + i] * act[xn + r * n + i];
-            const double g = 1 / (1 + std::exp(-z));
-            for (uint32_t i = 0; i < n; ++i) {
-                const double want = act[h + r * n + i] + g * act[sh + r * n + i];
-                ASSERT_NEAR(out[h + r * n + i], want, 1e-5 * (1 + std::fabs(want)))
-                    << "n " << n << " row " << r;
+    for (bool with_norm : {false, true})
+        for (uint32_t n : {40u, 600u}) {
+            const uint32_t rows = 3, w_off = 2, norm_off = w_off + n + 1, xn = 5;
+            const uint32_t sh = xn + rows * n, h = sh + rows * n;
+            const float eps = 1e-5f;
+            std::vector<float> w = randn(norm_off + n, 4, 0.1f), act = randn(h + rows * n + 4, 8);
+            Buffer wb = test::to_device(dev, w), ab = test::to_device(dev, act);
+            test::run(dev, [&](CommandList& cl) {
+                K.shared_expert_add(cl, view(wb), w_off, view(ab), xn, sh, h, n, rows,
+                                    with_norm ? norm_off : Kernels::kNone, eps);
+            });
+            auto out = test::from_device<float>(dev, ab, act.size());
+            for (uint32_t i = with_norm ? sh : 0; i < h; ++i)
+                ASSERT_EQ(out[i], act[i]) << "changed its inputs";
+            for (uint32_t i = h + rows * n; i < act.size(); ++i) ASSERT_EQ(out[i], act[i]);
+            for (uint32_t r = 0; r < rows; ++r) {
+                double z = 0, ss = 0;
+                for (uint32_t i = 0; i < n; ++i) z += (double)w[w_off + i] * act[xn + r * n + i];
+                const double g = 1 / (1 + std::exp(-z));
+                std::vector<double> hn(n);
+                for (uint32_t i = 0; i < n; ++i) {
+                    hn[i] = act[h + r * n + i] + g * act[sh + r * n + i];
+                    ss += hn[i] * hn[i];
+                    ASSERT_NEAR(out[h + r * n + i], hn[i], 1e-5 * (1 + std::fabs(hn[i])))
+                        << "n " << n << " row " << r << " norm " << with_norm;
+                }
+                const double rs = 1 / std::sqrt(ss / n + eps);
+                for (uint32_t i = 0; i < n; ++i) {
+                    const double want =
+                        with_norm ? hn[i] * rs * w[norm_off + i] : act[xn + r * n + i];
+                    ASSERT_NEAR(out[xn + r * n + i], want, 1e-5 * (1 + std::fabs(want)))
+                        << "xn, n " << n << " row " << r << " norm " << with_norm;
+                }
             }
         }
-    }
 }
 
 // The pairs of a window's choice grouped by expert: a permutation of the pairs along which the

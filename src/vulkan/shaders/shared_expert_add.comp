@@ -1,7 +1,9 @@
 // The shared expert's gated add of a mixture-of-experts layer, one workgroup a row:
 // h[row] += sigmoid(w · xn[row]) · shared[row], n values a row (rows strided by n). The gate's
 // dot product is reduced over the workgroup through shared memory, then every thread adds its
-// part of the row: one dispatch where a 1-row GEMV and an add would take two stages.
+// part of the row: one dispatch where a 1-row GEMV and an add would take two stages. With
+// norm_off set, the same workgroup then writes the next RMSNorm of the new row,
+// xn[row] = h[row] / sqrt(mean(h[row]²) + eps) · norm_w, which saves the norm its own stage.
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -12,25 +14,43 @@ layout(std430, binding = 1) buffer Act { float act[]; };
 
 layout(push_constant) uniform Push {
     uint n;
-    uint w_off;       // floats of binding 0
-    uint xn_off;      // floats of binding 1: the normalized input
+    uint w_off;       // floats of binding 0: the gate's weights
+    uint xn_off;      // floats of binding 1: the normalized input (and the next norm's output)
     uint shared_off;  // ... the shared expert's output
     uint h_off;       // ... the residual stream
+    uint norm_off;    // floats of binding 0: the next norm's weights (0xffffffff: no norm)
+    float eps;
 } p;
 
 shared float part[WG];
+
+// The sum of every thread's v over the workgroup.
+float workgroup_sum(float v, uint t) {
+    barrier();  // the previous sum was read
+    part[t] = v;
+    barrier();
+    for (uint h = WG / 2u; h > 0u; h >>= 1) {
+        if (t < h) part[t] += part[t + h];
+        barrier();
+    }
+    return part[0];
+}
 
 void main() {
     uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     float s = 0.0;
     for (uint i = t; i < p.n; i += WG) s += w[p.w_off + i] * act[p.xn_off + row * p.n + i];
-    part[t] = s;
-    barrier();
-    for (uint h = WG / 2u; h > 0u; h >>= 1) {
-        if (t < h) part[t] += part[t + h];
-        barrier();
+    float g = 1.0 / (1.0 + exp(-workgroup_sum(s, t)));
+    float ss = 0.0;
+    for (uint i = t; i < p.n; i += WG) {
+        float v = act[p.h_off + row * p.n + i] + g * act[p.shared_off + row * p.n + i];
+        act[p.h_off + row * p.n + i] = v;
+        ss += v * v;
     }
-    float g = 1.0 / (1.0 + exp(-part[0]));
-    for (uint i = t; i < p.n; i += WG) act[p.h_off + row * p.n + i] += g * act[p.shared_off + row * p.n + i];
+    if (p.norm_off == 0xffffffffu) return;
+    // Every thread reads back only the values it wrote itself: no barrier is needed for them.
+    float r = inversesqrt(workgroup_sum(ss, t) / float(p.n) + p.eps);
+    for (uint i = t; i < p.n; i += WG)
+        act[p.xn_off + row * p.n + i] = act[p.h_off + row * p.n + i] * r * w[p.norm_off + i];
 }
