@@ -123,6 +123,27 @@ std::string ResidentDriver::name() const {
     return dev_->name();
 }
 
+Kernels::ExpertGemv expert_args(const Hparams& hp, const ActLayout& A, const Tensor* t,
+                                uint32_t rows, uint32_t first_row, uint32_t x_off, bool per_slot,
+                                uint32_t y_off, bool sum, uint32_t n_rows) {
+    Kernels::ExpertGemv e;
+    e.type = t->type;
+    e.rows = rows;
+    e.cols = (uint32_t)t->cols();
+    e.n_expert = (uint32_t)hp.n_expert;
+    e.k = (uint32_t)hp.n_expert_used;
+    e.expert_rows = (uint32_t)t->rows();
+    e.first_row = first_row;
+    e.perm_off = !sum && n_rows > 1 ? A.perm : Kernels::kNone;
+    e.route_off = A.route;
+    e.x_off = x_off;
+    e.x_per_slot = per_slot || sum;
+    e.y_off = y_off;
+    e.sum = e.accumulate = sum;
+    e.n_rows = n_rows;
+    return e;
+}
+
 Kernels::Attention attention_args(const Hparams& hp, const ActLayout& A, uint32_t freq_off,
                                   uint32_t n_ctx) {
     const uint32_t hd = (uint32_t)hp.head_dim;

@@ -36,8 +36,8 @@ struct DriverOptions {
     Fusions fusions = Fusions::from_env();
     // The kernels' knobs (kernels_tuning.h), each read from its variable by the function below
     // (DELTALLM_VK_GEMV_X, _GEMV_GROUPS, _GEMV_WAVES, _ATTN_ONE_SPLIT, _GEMV_BALANCE, _GEMV_WIDE,
-    // _GEMV_SPLIT, _GEMV_TILED, _GEMM_TILE, _GEMM_GEMV_ROWS, _DN_COLUMNS, _DN_SCAN); tests and the speed reports
-    // set fields of it directly.
+    // _GEMV_SPLIT, _GEMV_TILED, _GEMM_TILE, _GEMM_GEMV_ROWS, _DN_COLUMNS, _DN_SCAN); tests and the
+    // speed reports set fields of it directly.
     Tuning tuning = tuning_from_env();
     static Tuning tuning_from_env();
     // The readers tuning_from_env() takes each knob from (one clear error for a bad value).

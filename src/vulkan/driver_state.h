@@ -93,4 +93,12 @@ inline int32_t sampled_token(const void* tok) {
 Kernels::Attention attention_args(const Hparams& hp, const ActLayout& A, uint32_t freq_off,
                                   uint32_t n_ctx);
 
+// The expert GEMV's arguments but the views (Kernels::ExpertGemv) over rows [first_row,
+// first_row + rows) of each expert of the stack t, for n_rows rows of the layout A: each slot
+// over x_off (per_slot: its own input) into y_off, in the expert order of A.perm where there are
+// several rows; or (sum) the slots' weighted sum added to y_off.
+Kernels::ExpertGemv expert_args(const Hparams& hp, const ActLayout& A, const Tensor* t,
+                                uint32_t rows, uint32_t first_row, uint32_t x_off, bool per_slot,
+                                uint32_t y_off, bool sum, uint32_t n_rows);
+
 }  // namespace dl::vk

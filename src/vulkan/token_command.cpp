@@ -364,20 +364,7 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
             d.kind = Kind::gemv_experts;
             d.layer = -1;
             d.m = matrix(t);
-            d.experts = {.type = t->type,
-                         .rows = rows,
-                         .cols = (uint32_t)t->cols(),
-                         .n_expert = (uint32_t)hp.n_expert,
-                         .k = k,
-                         .expert_rows = (uint32_t)t->rows(),
-                         .first_row = first,
-                         .route_off = A.route,
-                         .x_off = x_off,
-                         .x_per_slot = sum,
-                         .y_off = y_off,
-                         .sum = sum,
-                         .accumulate = sum,
-                         .n_rows = 1};
+            d.experts = expert_args(hp, A, t, rows, first, x_off, sum, y_off, sum, 1);
             add(d);
         };
         if (L.ffn_gate_up_exps) {

@@ -265,19 +265,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
             WindowItem it;
             it.kind = Kind::gemv_experts;
             it.t = t;
-            it.experts = {.type = t->type,
-                          .rows = rows,
-                          .cols = (uint32_t)t->cols(),
-                          .n_expert = (uint32_t)hp.n_expert,
-                          .k = k,
-                          .expert_rows = (uint32_t)t->rows(),
-                          .first_row = first,
-                          .perm_off = A.perm,
-                          .route_off = A.route,
-                          .x_off = x_off,
-                          .x_per_slot = per_slot,
-                          .y_off = y_off,
-                          .n_rows = m};
+            it.experts = expert_args(hp, A, t, rows, first, x_off, per_slot, y_off, false, m);
             add(it);
         };
         const Tensor* gate = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_gate_exps;
