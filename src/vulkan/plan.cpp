@@ -78,10 +78,9 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         a.shared = a.down_e + k * E * rows;
         end = a.shared + E * rows;
     }
-    const uint32_t nff_all = (uint32_t)std::max<int64_t>(hp.n_ff, hp.n_ff_shexp);
     // Past everything a stage overwrites, 16-byte aligned.
     a.ffn_bytes = (end + 3) / 4 * 4;
-    end = a.ffn_bytes + Kernels::rounding_floats(nff_all);
+    end = a.ffn_bytes + Kernels::rounding_floats(n_ff);
     a.h_bytes = (end + 3) / 4 * 4;
     end = a.h_bytes + Kernels::normed_rounding_floats((uint32_t)hp.n_embd);
     if (hp.ssm_n_v_heads > 0) {
