@@ -1,6 +1,7 @@
 // Speed reports of the attention kernels: the decode attention of one layer at positions of a
 // long context and after other work, and the window attention of a prefill window on every path
 // the device has.
+#include <cstring>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -60,7 +61,12 @@ struct AttnBench {
         }
         kc = test::to_device(dev, packed);
         vc = test::to_device(dev, packed);
-        tok = dev.create_buffer(16, MemoryKind::host);
+        // One sequence alone in the pool: its blocks in order, as a driver's session takes them.
+        const uint64_t tok_bytes = Kernels::tok_bytes(n_ctx);
+        tok = dev.create_buffer(tok_bytes, MemoryKind::host);
+        auto* t = static_cast<uint32_t*>(tok.mapped());
+        std::memset(t, 0, tok_bytes);
+        for (uint32_t b = 0; b < Kernels::kv_blocks(n_ctx); ++b) t[Kernels::kKvTable + b] = b;
         counter = dev.create_buffer((size_t)s.n_head * 4, MemoryKind::device);
         dev.fill(counter, 0, (size_t)s.n_head * 4, 0);
         part = dev.create_buffer(Kernels::attention_partials(args(n_ctx)) * 4, MemoryKind::device);

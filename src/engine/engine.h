@@ -33,6 +33,9 @@ struct DeviceSpec {
 struct EngineOptions {
     DeviceSpec device;
     int64_t n_ctx = 0;  // 0: the model's training context, at most kDefaultContext
+    // Sequences run at once (a server's or a batch's slots): a device sizes its shared KV cache
+    // for this many of n_ctx tokens where its memory holds them.
+    int64_t sequences = 1;
     cpu::ChainOptions cpu;
     Model::Progress progress;  // called while the weights are read in
 };

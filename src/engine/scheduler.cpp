@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -63,6 +64,20 @@ struct Scheduler::Request {
     GenerationRequest req;
     GenerationSink sink;
     Clock::time_point submitted;
+    // The tokens a slot prefills: the prompt; for a request sent back to the queue (preempt),
+    // every token its session held, then the rest of its prompt.
+    std::vector<int32_t> feed;
+    // A request sent back to the queue goes on where it was: its sampler (random state and
+    // history), the token it had sampled but not yet fed (-1: none), the draw taken for that
+    // token's step, which did not run, and what it had reported.
+    struct Resume {
+        std::unique_ptr<Sampler> sampler;
+        int32_t pending = -1;
+        std::optional<double> draw;
+        int64_t generated = 0, cached = 0;
+        Clock::time_point first_step, first_token;
+    };
+    std::optional<Resume> resume;
 };
 
 struct Scheduler::Slot {
@@ -72,8 +87,14 @@ struct Scheduler::Slot {
     std::vector<int32_t> fed;  // the tokens in the session, in order (the prefix cache's key)
     int64_t prompt_done = 0;   // prompt tokens in the session
     int32_t pending = -1;      // sampled, not yet fed
+    // A resumed request's pending token, held until its feed is in the session again.
+    int32_t resume_token = -1;
+    // The uniform draw for the pending token's device sampling, kept until a step runs it (a step
+    // the KV cache refused leaves the sampler as it was).
+    std::optional<double> draw;
     int64_t generated = 0, cached = 0;
     bool started = false;
+    uint64_t admitted = 0;  // the order requests were taken into slots (the last gives way first)
     Clock::time_point first_step, first_token;
 };
 
@@ -115,6 +136,7 @@ uint64_t Scheduler::submit(GenerationRequest request, GenerationSink sink) {
     r->req = std::move(request);
     r->sink = std::move(sink);
     r->submitted = Clock::now();
+    r->feed = r->req.prompt;
     std::lock_guard lock(mutex_);
     if (stopping_ || (int64_t)queue_.size() >= options_.queue_limit) return 0;
     r->id = next_id_++;
@@ -183,33 +205,97 @@ void Scheduler::finish(Slot& slot, FinishReason why, const std::string& error) {
         --stats_.running;
     }
     done(std::move(r), why, &slot, error);
-    slot.sampler.reset();
-    slot.fed.clear();
-    slot.pending = -1;
+    release(slot);
+    admit_paused_ = false;
 }
 
-void Scheduler::start(Slot& slot, std::unique_ptr<Request> r) {
-    const std::vector<int32_t>& prompt = r->req.prompt;
-    slot.request = std::move(r);
-    slot.sampler = std::make_unique<Sampler>(slot.request->req.sampling);
-    for (int32_t t : prompt) slot.sampler->accept(t);
+void Scheduler::release(Slot& slot) {
+    slot.sampler.reset();
     slot.fed.clear();
-    slot.prompt_done = 0;
-    slot.pending = -1;
-    slot.generated = 0;
-    slot.cached = 0;
-    slot.started = false;
+    slot.pending = slot.resume_token = -1;
+    slot.draw.reset();
+    // An idle slot holds no rows of a paged KV cache (restored again when a request starts).
+    if (empty_) executor_.restore(*slot.session, *empty_);
+}
+
+// The KV cache had no room for a step: the sequence admitted last gives its rows back and goes to
+// the front of the queue. When a request has finished and there is room again it is admitted
+// anew, prefills the tokens its session held and goes on where it was, with its own sampler, so
+// its tokens are those it would have produced without the wait.
+void Scheduler::preempt(const std::string& why) {
+    Slot* last = nullptr;
+    int64_t running = 0;
+    for (auto& slot : slots_) {
+        if (!slot->request) continue;
+        ++running;
+        if (!last || slot->admitted > last->admitted) last = slot.get();
+    }
+    if (!last) return;
+    if (running == 1) {  // alone and still no room: the cache is held outside the scheduler
+        finish(*last, FinishReason::error, why);
+        return;
+    }
+    log::debug("a request goes back to the queue after {} tokens: {}", last->fed.size(), why);
+    std::unique_ptr<Request> r = std::move(last->request);
+    std::vector<int32_t> feed = last->fed;
+    feed.insert(feed.end(), r->feed.begin() + last->prompt_done, r->feed.end());
+    r->feed = std::move(feed);
+    Request::Resume z;
+    z.sampler = std::move(last->sampler);
+    z.pending = last->pending >= 0 ? last->pending : last->resume_token;
+    z.draw = last->draw;
+    z.generated = last->generated;
+    z.cached = last->cached;
+    z.first_step = last->first_step;
+    z.first_token = last->first_token;
+    r->resume = std::move(z);
+    release(*last);
+    admit_paused_ = true;
+    std::lock_guard lock(mutex_);
+    --stats_.running;
+    ++stats_.queued;
+    ++stats_.preempted;
+    queue_.push_front(std::move(r));
+}
+
+int64_t Scheduler::start(Slot& slot, std::unique_ptr<Request>& r) {
+    const std::vector<int32_t>& feed = r->feed;
     int64_t restored = 0;
-    // At least the prompt's last token is run, for its logits.
-    if (cache_) restored = cache_->restore(prompt, (int64_t)prompt.size() - 1, *slot.session);
+    // At least the last token is run, for its logits. A restore the KV cache has no room for
+    // throws CacheFull before anything changes.
+    if (cache_) restored = cache_->restore(feed, (int64_t)feed.size() - 1, *slot.session);
     if (restored == 0) {
         if (empty_)
             executor_.restore(*slot.session, *empty_);
         else
             slot.session = executor_.new_session(options_.n_ctx);
     }
-    slot.prompt_done = slot.cached = restored;
-    slot.fed.assign(prompt.begin(), prompt.begin() + restored);
+    slot.request = std::move(r);
+    Request& q = *slot.request;
+    slot.fed.assign(feed.begin(), feed.begin() + restored);
+    slot.prompt_done = restored;
+    slot.pending = -1;
+    if (q.resume) {
+        Request::Resume& z = *q.resume;
+        slot.sampler = std::move(z.sampler);
+        slot.resume_token = z.pending;
+        slot.draw = z.draw;
+        slot.generated = z.generated;
+        slot.cached = z.cached;
+        slot.started = true;
+        slot.first_step = z.first_step;
+        slot.first_token = z.first_token;
+        q.resume.reset();
+        return 0;  // its cached tokens were counted when it first started
+    }
+    slot.sampler = std::make_unique<Sampler>(q.req.sampling);
+    for (int32_t t : q.req.prompt) slot.sampler->accept(t);
+    slot.resume_token = -1;
+    slot.draw.reset();
+    slot.generated = 0;
+    slot.cached = restored;
+    slot.started = false;
+    return restored;
 }
 
 // Takes cancellations and the queue into the slots; calls sinks outside the lock.
@@ -238,7 +324,7 @@ void Scheduler::admit() {
                                                       slot->request->id) != cancelled.end()))
             finish(*slot, FinishReason::cancelled);
     for (auto& slot : slots_) {
-        if (slot->request) continue;
+        if (slot->request || admit_paused_) continue;
         std::unique_ptr<Request> r;
         {
             std::lock_guard lock(mutex_);
@@ -249,11 +335,32 @@ void Scheduler::admit() {
             ++stats_.running;
         }
         try {
-            start(*slot, std::move(r));
+            slot->admitted = ++admissions_;
+            const int64_t cached = start(*slot, r);
             std::lock_guard lock(mutex_);
-            stats_.cached_tokens += slot->cached;
+            stats_.cached_tokens += cached;
         } catch (const std::exception& e) {
-            if (slot->request) finish(*slot, FinishReason::error, e.what());
+            if (!r) {  // start() had taken it into the slot
+                finish(*slot, FinishReason::error, e.what());
+                continue;
+            }
+            bool others = false;
+            for (auto& o : slots_) others |= o->request != nullptr;
+            if (dynamic_cast<const CacheFull*>(&e) && others) {
+                // No rows for its cached prefix now: it waits at the front of the queue until a
+                // running request finishes.
+                admit_paused_ = true;
+                std::lock_guard lock(mutex_);
+                --stats_.running;
+                ++stats_.queued;
+                queue_.push_front(std::move(r));
+                break;
+            }
+            {
+                std::lock_guard lock(mutex_);
+                --stats_.running;
+            }
+            done(std::move(r), FinishReason::error, nullptr, e.what());
         }
     }
 }
@@ -276,14 +383,14 @@ void Scheduler::loop() {
 // snapshot point or an aligned position when the prompt goes on past it.
 int64_t Scheduler::chunk_length(const Slot& slot, int64_t room) const {
     const GenerationRequest& g = slot.request->req;
-    const int64_t pos = slot.prompt_done, left = (int64_t)g.prompt.size() - pos;
+    const int64_t pos = slot.prompt_done, left = (int64_t)slot.request->feed.size() - pos;
     int64_t end = pos + std::min(left, room);
     for (int64_t at : g.snapshot_at)
         if (at > pos && at < end) end = at;
     const int64_t every = cache_ ? options_.snapshot_every : 0;
     if (every > 0 && (pos / every + 1) * every < end) end = (pos / every + 1) * every;
     const int64_t a = options_.chunk_align;
-    if (a > 0 && end < (int64_t)g.prompt.size() && end / a * a > pos) end = end / a * a;
+    if (a > 0 && end < (int64_t)slot.request->feed.size() && end / a * a > pos) end = end / a * a;
     return end - pos;
 }
 
@@ -302,7 +409,8 @@ void Scheduler::run_step() {
         if (g.top_logprobs < 0 && executor_.samples_on_device(g.sampling)) {
             it.want = Want::sample;
             it.params = &g.sampling;
-            it.u = slot->sampler->draw();
+            if (!slot->draw) slot->draw = slot->sampler->draw();
+            it.u = *slot->draw;
         }
         items.push_back(it);
         owners.push_back(slot.get());
@@ -313,7 +421,7 @@ void Scheduler::run_step() {
         if (!slot->request || slot->pending >= 0 || budget <= 0) continue;
         const int64_t n = chunk_length(*slot, budget);
         if (n <= 0) continue;
-        const std::vector<int32_t>& prompt = slot->request->req.prompt;
+        const std::vector<int32_t>& prompt = slot->request->feed;
         StepItem it;
         it.session = slot->session.get();
         it.tokens = std::span<const int32_t>(prompt).subspan((size_t)slot->prompt_done, (size_t)n);
@@ -332,6 +440,9 @@ void Scheduler::run_step() {
         }
     try {
         executor_.step(items);
+    } catch (const CacheFull& e) {
+        preempt(e.what());  // nothing ran; the next step goes on without it
+        return;
     } catch (const std::exception& e) {
         log::warn("a step of {} sequences failed: {}", items.size(), e.what());
         for (Slot* s : owners) finish(*s, FinishReason::error, e.what());
@@ -352,7 +463,8 @@ void Scheduler::run_step() {
             std::lock_guard lock(mutex_);
             stats_.prompt_tokens += (int64_t)it.tokens.size();
         }
-        const bool at_end_of_prompt = slot.prompt_done == (int64_t)g.prompt.size();
+        slot.draw.reset();  // used by this step
+        const bool at_end_of_prompt = slot.prompt_done == (int64_t)slot.request->feed.size();
         const int64_t every = options_.snapshot_every;
         if (cache_ && !decoding &&
             (at_end_of_prompt || (every > 0 && slot.prompt_done % every == 0) ||
@@ -360,6 +472,13 @@ void Scheduler::run_step() {
                  g.snapshot_at.end()))
             cache_->put(slot.fed, *slot.session);
         if (!decoding && !at_end_of_prompt) continue;
+        if (!decoding && slot.resume_token >= 0) {
+            // A resumed request's tokens are back in its session: it goes on with the token it
+            // had sampled (already reported).
+            slot.pending = slot.resume_token;
+            slot.resume_token = -1;
+            continue;
+        }
 
         // This item produced the sequence's next token.
         GenerationEvent ev;
@@ -412,6 +531,9 @@ void Scheduler::run_step() {
     stats_.cache_bytes = cache_ ? cache_->bytes() : 0;
     stats_.cache_host_bytes = cache_ ? cache_->host_bytes() : 0;
     stats_.cache_entries = cache_ ? cache_->entries() : 0;
+    const Executor::CacheUse kv = executor_.cache_use();
+    stats_.kv_used_rows = kv.used_rows;
+    stats_.kv_total_rows = kv.total_rows;
 }
 
 }  // namespace dl

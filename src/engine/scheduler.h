@@ -102,6 +102,10 @@ struct SchedulerStats {
     int64_t requests_done = 0;
     int64_t steps = 0;
     uint64_t cache_bytes = 0, cache_host_bytes = 0, cache_entries = 0;
+    // The executor's paged KV cache (Executor::cache_use), and requests that gave their rows back
+    // to others when it was full (Scheduler::preempt).
+    int64_t kv_used_rows = 0, kv_total_rows = 0;
+    int64_t preempted = 0;
 };
 
 class Scheduler {
@@ -134,10 +138,14 @@ class Scheduler {
 
     void loop();
     void admit();
-    void start(Slot& slot, std::unique_ptr<Request> r);
+    // Takes a request into a slot; returns the prompt tokens it restored from the prefix cache
+    // (0 for a resumed request, counted when it first started).
+    int64_t start(Slot& slot, std::unique_ptr<Request>& r);
     int64_t chunk_length(const Slot& slot, int64_t room) const;
     void run_step();
     void finish(Slot& slot, FinishReason why, const std::string& error = {});
+    void release(Slot& slot);
+    void preempt(const std::string& why);
     void done(std::unique_ptr<Request> r, FinishReason why, const Slot* slot,
               const std::string& error);
 
@@ -153,6 +161,11 @@ class Scheduler {
     std::vector<uint64_t> cancelled_;
     bool stopping_ = false, finish_on_stop_ = true;
     uint64_t next_id_ = 1;
+    uint64_t admissions_ = 0;  // step thread only
+    // Set when the KV cache sent a request back: no request is admitted until one finishes and
+    // gives its rows back (else the one sent back would be admitted again at once, and the step
+    // that has no room for it would never run). Step thread only.
+    bool admit_paused_ = false;
     SchedulerStats stats_;
     std::thread thread_;
 };

@@ -13,18 +13,25 @@
 
 namespace dl {
 
+// What an executor is built for: sessions of up to n_ctx tokens (0: the driver's default), and
+// how many sequences run at once (a server's slots), which a device sizes its shared KV cache by.
+struct Capacity {
+    int64_t n_ctx = 0;
+    int64_t sequences = 1;
+};
+
 // A device driver (the Vulkan resident driver) registers one of these, once, before models are
 // opened. A driver that cannot run a model declines with a sentence instead of throwing.
 struct DeviceDriver {
     std::string name;  // "vulkan": what --device names
-    // Builds an executor on device `index` (-1: the driver's choice) for sessions of up to
-    // n_ctx tokens; on a decline returns nullptr and sets *reason.
+    // Builds an executor on device `index` (-1: the driver's choice) for this capacity; on a
+    // decline returns nullptr and sets *reason.
     std::function<std::unique_ptr<Executor>(std::shared_ptr<const Model> model, int index,
-                                            int64_t n_ctx, std::string* reason)>
+                                            Capacity capacity, std::string* reason)>
         make;
     // What the driver would do with the model on device `index` (-1: on each it sees), a line a
     // device, for `deltallm info` (may be empty).
-    std::function<std::string(const Model& model, int64_t n_ctx, int index)> describe;
+    std::function<std::string(const Model& model, Capacity capacity, int index)> describe;
     // Under --device auto the driver is tried only when this returns true, i.e. it has a device
     // worth preferring to the CPU chain (a hardware GPU rather than a software rasterizer such
     // as lavapipe). Empty: always tried.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "executor/sampler_params.h"
 
 namespace dl {
@@ -31,6 +32,13 @@ class SessionSnapshot {
     int64_t n_past = 0;    // tokens the snapshot holds
     uint64_t bytes = 0;    // memory it occupies
     bool spilled = false;  // moved to host memory by Executor::spill
+};
+
+// Thrown by an executor whose paged KV cache has no free block for what a call needs, before that
+// call changes any session: the caller frees a sequence's rows and tries again.
+class CacheFull : public Error {
+  public:
+    using Error::Error;
 };
 
 // Which rows of logits prefill returns.
@@ -116,6 +124,13 @@ class Executor {
         std::string what;
     };
     virtual ReadRate measure_read_rate() { return {}; }
+
+    // Rows of a paged KV cache shared by the executor's sessions (the Vulkan driver's pool): held
+    // by sessions, and in all. Both 0 where each session keeps its own rows.
+    struct CacheUse {
+        int64_t used_rows = 0, total_rows = 0;
+    };
+    virtual CacheUse cache_use() const { return {}; }
 
   protected:
     // Checks a step's items (non-empty tokens in the vocabulary, distinct sessions that fit);

@@ -89,6 +89,14 @@ std::string Metrics::render(const SchedulerStats& s) const {
           (double)s.cache_entries);
     gauge(out, "gauge", "deltallm_prefix_cache_host_bytes",
           "Bytes of prefix-cache snapshots moved to host memory.", (double)s.cache_host_bytes);
+    if (s.kv_total_rows > 0) {
+        gauge(out, "gauge", "deltallm_kv_cache_tokens", "Tokens of the KV cache held by sequences.",
+              (double)s.kv_used_rows);
+        gauge(out, "gauge", "deltallm_kv_cache_capacity_tokens", "Tokens the KV cache holds.",
+              (double)s.kv_total_rows);
+    }
+    gauge(out, "counter", "deltallm_requests_preempted_total",
+          "Requests sent back to the queue because the KV cache was full.", (double)s.preempted);
     {
         std::lock_guard lock(mutex_);
         out +=

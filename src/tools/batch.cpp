@@ -146,7 +146,9 @@ int batch(const BatchArgs& a) {
     const std::string text = read_text_file(a.input);
     const SamplerParams base = a.sampling.params();
 
-    std::unique_ptr<Engine> engine = a.model.open();
+    ModelArgs model = a.model;
+    model.sequences = a.parallel;
+    std::unique_ptr<Engine> engine = model.open();
     const tokenizer::Tokenizer& tok = engine->tokenizer();
     std::vector<Line> lines = read_lines(text, *engine, a, base);
     OutputFile out(a.output);

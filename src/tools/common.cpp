@@ -88,6 +88,7 @@ std::unique_ptr<Engine> ModelArgs::open() const {
         fail("-c must be 0 (the model's) or a number of tokens up to {}, not {}", kMaxContext,
              n_ctx);
     o.n_ctx = n_ctx;
+    o.sequences = sequences;
     if (path.empty()) {
         std::fprintf(stderr, "deltallm: no model given (-m): using the built-in model, %s.\n",
                      default_model_description().c_str());

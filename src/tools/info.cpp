@@ -25,6 +25,7 @@ struct InfoArgs {
     bool devices = false;
     std::string device = "auto";  // whose plan to show: auto (every device), cpu, vulkan[:N]
     int64_t n_ctx = 0;
+    int64_t parallel = 1;  // sequences at once: a device's KV cache pool is planned for them
 };
 
 const char* type_name(gguf::ValueType t) {
@@ -194,7 +195,8 @@ void print_model(const Model& m, int64_t n_ctx) {
 }
 
 // What each device of `spec` would do with the model (auto: every device).
-void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx, const DeviceSpec& spec) {
+void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx, int64_t parallel,
+                   const DeviceSpec& spec) {
     using Kind = DeviceSpec::Kind;
     std::printf("devices:\n");
     if (spec.kind != Kind::vulkan) {
@@ -219,7 +221,7 @@ void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx, const DeviceSp
     for (const DeviceDriver& d : registered_devices()) {
         vulkan = vulkan || d.name == "vulkan";
         // A line a device, each naming it ("vulkan:0 (NAME): ...").
-        std::string what = d.describe ? d.describe(*m, n_ctx, spec.index) : d.name + " registered";
+        std::string what = d.describe ? d.describe(*m, Capacity{n_ctx, parallel}, spec.index) : d.name + " registered";
         for (size_t at = 0; at < what.size();) {
             size_t end = std::min(what.find('\n', at), what.size());
             std::printf("  %s\n", what.substr(at, end - at).c_str());
@@ -248,6 +250,8 @@ int info(const InfoArgs& a) {
     if (a.n_ctx < 0 || a.n_ctx > kMaxContext)
         fail("-c must be 0 (the model's) or a number of tokens up to {}, not {}", kMaxContext,
              a.n_ctx);
+    if (a.parallel < 1 || a.parallel > 1024)
+        fail("--parallel must be 1 to 1024, not {}", a.parallel);
     std::shared_ptr<gguf::File> file;
     std::vector<uint8_t> image;
     if (a.model.path.empty()) {
@@ -274,7 +278,7 @@ int info(const InfoArgs& a) {
         n_ctx = model->hp.n_ctx_train > 0 ? std::min(model->hp.n_ctx_train, kDefaultContext)
                                           : kDefaultContext;
     print_model(*model, n_ctx);
-    print_devices(model, n_ctx, spec);
+    print_devices(model, n_ctx, a.parallel, spec);
     return 0;
 }
 
@@ -293,6 +297,8 @@ Registrar reg("info", "show a model's metadata, tensors and the memory it needs"
                   app.add_option(
                       "-c,--ctx", a->n_ctx,
                       "context size for the memory estimate (0: the model's, at most 4096)");
+                  app.add_option("--parallel,--np", a->parallel,
+                                 "sequences at once to plan a device's KV cache for");
                   return [a] { return info(*a); };
               });
 

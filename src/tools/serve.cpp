@@ -69,6 +69,7 @@ int serve(ServeArgs& a) {
     if (a.server.queue_limit < 0 || a.server.queue_limit > 4096)
         fail("--queue must be 0 to 4096, not {}", a.server.queue_limit);
     a.server.n_ctx = 0;  // the engine's: -c sets it
+    a.model.sequences = a.server.parallel;
 
     // Signals are taken by one thread with sigwait; every other thread (the HTTP workers, the
     // scheduler, the CPU chain's pool) inherits the blocked mask. A client that goes away must

@@ -44,11 +44,15 @@ void ResidentDriver::step(std::span<StepItem> items) {
                             (it.want == Want::last_logits || it.want == Want::sample);
         (decode && (int64_t)batch.size() < plan_.window ? batch : rest).push_back(i);
     }
+    check_step(items);  // before anything runs, so a bad item changes no session
+    // Every item's cache blocks, before any runs (CacheFull leaves every session as it was).
+    for (const StepItem& it : items)
+        reserve_rows(static_cast<Session&>(*it.session),
+                     it.session->n_past + (int64_t)it.tokens.size());
     if (batch.size() < 2) {
         Executor::step(items);
         return;
     }
-    check_step(items);  // before anything runs, so a bad item changes no session
     if (!rest.empty()) {
         std::vector<StepItem> others;
         for (size_t i : rest) others.push_back(items[i]);

@@ -104,6 +104,16 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
         if (P.window_w16_bytes > 0)
             w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
     }
+    // The paged KV cache: a key and a value pool of the plan's blocks for each attention layer.
+    if (P.kv_blocks > 0) {
+        const uint64_t bytes = P.kv_blocks * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            const bool attention = !hp.is_recurrent(il);
+            w->k_pool.push_back(attention ? D.create_buffer(bytes, MemoryKind::device) : Buffer{});
+            w->v_pool.push_back(attention ? D.create_buffer(bytes, MemoryKind::device) : Buffer{});
+        }
+        w->kv = std::make_shared<KvPool>((uint32_t)P.kv_blocks);
+    }
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
     d->fusions_ = opts.fusions;
@@ -295,6 +305,7 @@ void ResidentDriver::run_token(Session& s, int32_t token, bool logits, const Sam
     if (s.n_past >= s.n_ctx) fail("the session is full ({} tokens)", s.n_ctx);
     if (token < 0 || token >= model_->hp.n_vocab)
         fail("token id {} is outside the vocabulary of {}", token, model_->hp.n_vocab);
+    reserve_rows(s, s.n_past + 1);
     set_tok(s, token, args);
     const bool whole = profile_ && s.profiled_tokens++ % 2 == 1;
     CommandList& cmd = *s.token_cmds[Session::token_slot(s.n_past < s.short_until, logits, whole)];
@@ -361,6 +372,7 @@ void ResidentDriver::prefill(SessionState& st, std::span<const int32_t> tokens, 
     const int32_t n_vocab = model_->hp.n_vocab;
     for (int32_t t : tokens)
         if (t < 0 || t >= n_vocab) fail("token id {} is outside the vocabulary of {}", t, n_vocab);
+    reserve_rows(s, s.n_past + (int64_t)tokens.size());
     const size_t V = (size_t)n_vocab;
     const bool all = rows == LogitsRows::all;
     logits.clear();
@@ -405,11 +417,12 @@ void register_device_driver() {
     done = true;
     DeviceDriver d;
     d.name = "vulkan";
-    d.make = [](std::shared_ptr<const Model> model, int index, int64_t n_ctx,
+    d.make = [](std::shared_ptr<const Model> model, int index, Capacity c,
                 std::string* reason) -> std::unique_ptr<Executor> {
         DriverOptions o;
         if (index >= 0) o.device.index = index;
-        if (n_ctx > 0) o.plan.n_ctx = n_ctx;
+        if (c.n_ctx > 0) o.plan.n_ctx = c.n_ctx;
+        o.plan.sequences = std::max<int64_t>(c.sequences, 1);
         auto r = ResidentDriver::create(std::move(model), o);
         if (!r) {
             if (reason) *reason = r.reason();
@@ -417,7 +430,7 @@ void register_device_driver() {
         }
         return std::move(*r);
     };
-    d.describe = [](const Model& model, int64_t n_ctx, int index) -> std::string {
+    d.describe = [](const Model& model, Capacity c, int index) -> std::string {
         auto devs = list_devices();
         if (!devs) return "vulkan: " + devs.reason();
         if (index >= (int)devs->size())
@@ -426,7 +439,8 @@ void register_device_driver() {
         for (const DeviceSummary& s : *devs) {
             if (index >= 0 && (int)s.index != index) continue;
             PlanOptions o;
-            if (n_ctx > 0) o.n_ctx = n_ctx;
+            if (c.n_ctx > 0) o.n_ctx = c.n_ctx;
+            o.sequences = std::max<int64_t>(c.sequences, 1);
             auto p = plan(model, s.features, s.features.best_variant(), o);
             out += fmt::format("vulkan:{} ({}): {}\n", s.index, s.features.name,
                                p ? p->describe() : "declines: " + p.reason());

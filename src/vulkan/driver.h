@@ -129,6 +129,7 @@ class ResidentDriver final : public Executor {
     // GEMM tiles over the batch's rows, each weight read once a step; the mixers run a row at a
     // time on each row's own cache or state. Prompt chunks run one by one beside it.
     void step(std::span<StepItem> items) override;
+    CacheUse cache_use() const override;
     // Greedy decode without logits: only the chosen token id returns from the device.
     int32_t decode_greedy(SessionState& s, int32_t token);
     // Decode and sample the next token on the device (temperature, top-k, top-p, min-p; u is
@@ -177,6 +178,10 @@ class ResidentDriver final : public Executor {
     // Writes what a session's next token command (or batch row) reads from its tok buffer: the
     // position (n_past), the token and the sampling arguments.
     static void set_tok(Session& s, int32_t token, const SampleArgs& args);
+    // Gives a session blocks of the paged KV cache for its first `rows` rows (CacheFull when the
+    // pool has none left: the blocks it took stay the session's), or takes back those past them.
+    static void reserve_rows(Session& s, int64_t rows);
+    static void release_rows(Session& s, int64_t rows);
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
     // The token command's plan (token_command.cpp), and its recording. timed_whole: under

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "vulkan/driver.h"
+#include "vulkan/kv_pool.h"
 #include "vulkan/pipeline.h"
 
 namespace dl::vk {
@@ -27,6 +28,10 @@ struct ResidentDriver::Weights {
     // F16 copy of a GEMM input for the cooperative-matrix tiles.
     Buffer win_act, win_ids, win_logits, win_x16, win_w16;
     Buffer batch_logits;  // a batch's logits, every row, on the device (made on first use)
+    // The paged KV cache: each attention layer's key and value pools (empty for GDN layers) and
+    // their blocks (null for a model without attention layers).
+    std::vector<Buffer> k_pool, v_pool;
+    std::shared_ptr<KvPool> kv;
 
     // The bytes of slab `slab` from `offset` that hold `bytes` of matrix rows, with the 4 spare
     // bytes the plan keeps after every matrix, rounded to whole words.
@@ -52,7 +57,16 @@ struct ResidentDriver::Weights {
 };
 
 struct ResidentDriver::Session : SessionState {
+    ~Session() override {
+        for (uint32_t b : kv_blocks) kv->give(b);
+    }
     uint64_t id = 0;  // unique in the driver's life (the batch commands' keys)
+    // The session's blocks of the paged KV cache, in order; tok holds them as its block table
+    // (Kernels::kKvTable).
+    std::vector<uint32_t> kv_blocks;
+    std::shared_ptr<KvPool> kv;
+    // tok: the token command's words (position, token id, chosen id, sampling) and the block table
+    // (Kernels::tok_bytes).
     Buffer act, logits, logits_dev, tok, partials;
     Buffer sample_scratch;  // each vocabulary chunk's candidates (Kernels::sample)
     // The word the norm epilogues of the token command count their workgroups on (0 between
@@ -63,8 +77,7 @@ struct ResidentDriver::Session : SessionState {
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
     Buffer head_counter;
-    std::vector<Buffer> k_cache, v_cache;  // per layer (empty for GDN layers)
-    std::vector<Buffer> state, ring;       // per layer (empty for attention layers)
+    std::vector<Buffer> state, ring;  // per layer (empty for attention layers)
     // The token commands, by token_slot(): the one that returns only the chosen token and the
     // one that writes the logits to the host; under --profile the same timed whole (every other
     // token runs these, so the profile has the token's time without the stages' timestamps);

@@ -124,12 +124,12 @@ void AttentionKernels::attention(CommandList& cl, const Attention& a, View act, 
     const uint32_t target =
         f.sm_count ? std::max<uint32_t>(2 * f.sm_count / groups, 8) : kAttnMaxSplits;
     const uint32_t n_split = attention_splits(a.n_ctx, std::min(a.max_splits, target));
-    const uint64_t cache_bytes = attention_cache_bytes(a.n_ctx, a.n_kv, a.head_dim);
-    if (k_cache.range < cache_bytes || v_cache.range < cache_bytes)
+    const uint64_t block = kv_block_bytes(a.n_kv, a.head_dim);
+    if (k_cache.range < block || v_cache.range < block || tok.range < tok_bytes(a.n_ctx))
         fail(
-            "the decode attention's caches hold {} and {} bytes, not the {} a context of {} rows "
-            "takes",
-            k_cache.range, v_cache.range, cache_bytes, a.n_ctx);
+            "the decode attention's pools hold {} and {} bytes (blocks of {}) and its token "
+            "buffer {}, not the {} a block table of {} rows takes",
+            k_cache.range, v_cache.range, block, tok.range, tok_bytes(a.n_ctx), a.n_ctx);
     const Kernel& dec = attention_kernel(a);
     AttnDecodePush dp{a.n_head,
                       a.n_kv,

@@ -16,8 +16,7 @@ class AttentionKernels : public virtual KernelFamily {
   public:
     AttentionKernels(Device& dev, Pipelines& pipes) : KernelFamily(dev, pipes) {}
 
-    // Decode attention of one token over an F16 KV cache ([n_ctx][n_kv][head_dim], pairs packed
-    // in 32-bit words), one dispatch recorded once for a context of n_ctx rows: each workgroup
+    // Decode attention of one token over the paged F16 KV cache (below), one dispatch recorded once for a context of n_ctx rows: each workgroup
     // prepares its queries (per-head RMSNorm when q_norm_off is given, rope of the first n_rot
     // dims) and the one that reads row tok[0] prepares k (k_norm_off) and v for it, stored to that
     // row by the first head group of each key/value head; the query heads of each key/value head
@@ -27,12 +26,26 @@ class AttentionKernels : public virtual KernelFamily {
     // them, times sigmoid(gate) when gate_off is given, into act[o_off..].
     static constexpr uint32_t kAttnSplit = 64;
     static constexpr uint32_t kAttnMaxSplits = 64;  // attn_decode.comp MAXS
-    // Bytes of a key or value cache ([rows][n_kv][head_dim] F16) of a context of n_ctx rows for
-    // Kernels::attention: whole chunks of rows, since a chunk's value rows are read without a
-    // clamp to the live ones.
-    static uint64_t attention_cache_bytes(uint64_t n_ctx, uint64_t n_kv, uint64_t head_dim) {
-        return (n_ctx + kAttnSplit - 1) / kAttnSplit * kAttnSplit * n_kv * head_dim * 2;
+    // The KV cache is paged (kv_pages.glsl): a sequence's rows live in blocks of kKvBlock rows of
+    // a pool every sequence shares ([blocks][kKvBlock][n_kv][head_dim] F16, pairs packed in
+    // 32-bit words), in the order of its block table: the words of tok from kKvTable on, the pool
+    // block of each of its blocks. The decode chunks and the window tiles divide a block, so a
+    // chunk's value rows, read without a clamp to the live ones, stay inside its block.
+    static constexpr uint32_t kKvBlock = 64;
+    static constexpr uint32_t kKvTable = 64;
+    static_assert(kKvBlock % kAttnSplit == 0);
+    static uint64_t kv_blocks(uint64_t rows) { return (rows + kKvBlock - 1) / kKvBlock; }
+    // Bytes of one block of a layer's key or value pool.
+    static uint64_t kv_block_bytes(uint64_t n_kv, uint64_t head_dim) {
+        return (uint64_t)kKvBlock * n_kv * head_dim * 2;
     }
+    // Bytes of a key or value cache of n_ctx rows: whole blocks.
+    static uint64_t attention_cache_bytes(uint64_t n_ctx, uint64_t n_kv, uint64_t head_dim) {
+        return kv_blocks(n_ctx) * kv_block_bytes(n_kv, head_dim);
+    }
+    // Bytes of the token buffer of a sequence of up to n_ctx rows: the words before the block
+    // table (position, token id, sampling) and the table.
+    static uint64_t tok_bytes(uint64_t n_ctx) { return (kKvTable + kv_blocks(n_ctx)) * 4; }
     // Splits of the decode attention for a context of n_ctx rows (at most max_splits).
     static uint32_t attention_splits(uint32_t n_ctx, uint32_t max_splits = kAttnMaxSplits);
     struct Attention {

@@ -179,7 +179,7 @@ void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, V
     const WindowAttentionKernel kernel =
         attention_kernel(f, v, a, act.offset, k_cache.offset % 16 == 0 && v_cache.offset % 16 == 0);
     const Kernel* att = nullptr;
-    uint32_t heads = 0, rows = 0;
+    uint32_t heads = 0, rows = 0, keys = 0;
     if (kernel == WindowAttentionKernel::cm2) {
         AttentionCm2 t = *attention_cm2(f, v, a.head_dim, a.n_head, a.n_kv);
         if (tuning.attention_cm2_tile.query_vectors) {
@@ -191,6 +191,7 @@ void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, V
                           {256, a.head_dim, t.query_vectors, t.keys});
         heads = t.heads;
         rows = t.rows;
+        keys = t.keys;
     } else if (kernel == WindowAttentionKernel::khr) {
         const AttentionKhr t = *attention_khr(f, v, a.head_dim, a.n_head, a.n_kv);
         att = &pipes_.get("attn_window_cm@khr_coopmat", 4, sizeof(AttnWindowPush),
@@ -198,6 +199,7 @@ void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, V
                            t.shape.k, t.blocks, t.out_cols});
         heads = t.heads;
         rows = t.rows;
+        keys = t.keys;
     } else {
         const AttentionTiles t = attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv,
                                                  tuning.attention_shuffles);
@@ -207,7 +209,12 @@ void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, V
                            std::max(t.shuffle_lanes, 1u)});
         heads = t.heads;
         rows = t.rows;
+        keys = t.keys;
     }
+    // A tile of keys must lie inside one block of the paged cache (kv_pages.glsl).
+    if (keys == 0 || kKvBlock % keys != 0)
+        fail("window attention tiles of {} keys do not divide the KV cache's blocks of {} rows",
+             keys, kKvBlock);
     AttnWindowPush wp{a.n_head,
                       a.n_kv,
                       n,

@@ -146,19 +146,33 @@ const Placement* Plan::find(const Tensor* t) const {
     return nullptr;
 }
 
+int64_t Plan::pool_sequences() const {
+    const uint64_t one = Kernels::kv_blocks((uint64_t)std::max<int64_t>(n_ctx, 1));
+    return kv_blocks > 0 ? (int64_t)(kv_blocks / one) : 1;
+}
+
 std::string Plan::describe() const {
-    // Each further sequence needs its own KV rows and recurrent state; the rest is shared.
-    const uint64_t shared = weight_bytes + param_bytes + scratch_bytes;
-    const uint64_t per_seq = kv_bytes + recurrent_bytes;
+    // Each further sequence needs its own blocks of n_ctx tokens and its own state; the rest is
+    // shared.
+    const uint64_t blocks_one = Kernels::kv_blocks((uint64_t)std::max<int64_t>(n_ctx, 1));
+    const uint64_t seq_kv = kv_blocks > 0 ? kv_bytes / kv_blocks * blocks_one : 0;
+    const uint64_t shared = total() - kv_bytes - recurrent_bytes;
+    const uint64_t per_seq = seq_kv + per_sequence_bytes;
     const uint64_t fit =
         budget_bytes > shared && per_seq > 0 ? (budget_bytes - shared) / per_seq : 0;
+    const std::string kv =
+        kv_blocks > 0 ? fmt::format("KV cache {} (a pool of {} tokens in blocks of {}: {} "
+                                    "sequence{} of {} tokens at once)",
+                                    gib(kv_bytes), kv_blocks * Kernels::kKvBlock,
+                                    Kernels::kKvBlock, pool_sequences(),
+                                    pool_sequences() == 1 ? "" : "s", n_ctx)
+                      : std::string("no KV cache");
     return fmt::format(
-        "weights {} in {} slab{}, parameters {}, KV cache {} ({} tokens), recurrent state {}, "
-        "scratch {}: "
-        "total {} of {} budget ({} sequence{} of {} tokens fit); kernels {}; {}",
-        gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes),
-        gib(kv_bytes), n_ctx, gib(recurrent_bytes), gib(scratch_bytes), gib(total()),
-        gib(budget_bytes), fit, fit == 1 ? "" : "s", n_ctx, variant_name(variant),
+        "weights {} in {} slab{}, parameters {}, {}, recurrent state {}, scratch {}: "
+        "total {} of {} budget (the budget holds {} sequence{} of {} tokens); kernels {}; {}",
+        gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes), kv,
+        gib(recurrent_bytes), gib(scratch_bytes), gib(total()), gib(budget_bytes), fit,
+        fit == 1 ? "" : "s", n_ctx, variant_name(variant),
         window > 0 ? fmt::format("prefill in windows of {} rows{}", window,
                                  window_attention_tensor_cores ? ", attention on tensor cores" : "")
                    : "prefill token by token: " + window_decline);
@@ -386,6 +400,19 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         return n_attn ? (uint64_t)hp.n_head * splits * (hp.head_dim + 2) * 4 : 0;
     };
     int64_t n_ctx = std::max<int64_t>(opts.n_ctx, 1);
+    // Each layer's key and value pools are one binding each: a context longer than a binding
+    // holds shrinks to it (or declines).
+    const uint64_t layer_block = Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
+    const int64_t binding_rows =
+        n_attn > 0 ? (int64_t)(slab_limit / layer_block) * Kernels::kKvBlock : n_ctx;
+    if (n_ctx > binding_rows) {
+        if (!opts.shrink_context || binding_rows < 256)
+            return Decline{fmt::format(
+                "a KV cache of {} tokens is more than one binding of the device holds ({} tokens "
+                "in {})",
+                n_ctx, binding_rows, gib(slab_limit))};
+        n_ctx = binding_rows;
+    }
     // Where the whole context does not fit, the window halves first (down to kMinWindow rows: a
     // longer window only makes long prompts faster), then the context shrinks.
     auto fixed_bytes = [&] { return p.weight_bytes + p.param_bytes + p.recurrent_bytes + scratch; };
@@ -406,8 +433,26 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         while (n_ctx > 256 && fixed + kv_for(n_ctx) + partials_for(n_ctx) > budget) n_ctx -= 256;
     }
     p.n_ctx = n_ctx;
-    p.kv_bytes = kv_for(n_ctx);
     p.scratch_bytes = scratch + partials_for(n_ctx);
+    p.per_sequence_bytes = p.recurrent_bytes + token_scratch + partials_for(n_ctx) +
+                           Kernels::tok_bytes((uint64_t)n_ctx);
+    // The paged KV cache's pool: blocks for opts.sequences sequences of n_ctx tokens where the
+    // budget holds them and their own state beside it; at least one sequence's. Sequences share
+    // the pool, so more of them fit where most are shorter than n_ctx.
+    if (n_attn > 0) {
+        const uint64_t one = Kernels::kv_blocks((uint64_t)n_ctx);
+        const uint64_t block_bytes =
+            (uint64_t)n_attn * 2 * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
+        uint64_t blocks = one;
+        for (int64_t seq = 2; seq <= opts.sequences; ++seq) {
+            const uint64_t more = fixed + (blocks + one) * block_bytes +
+                                  (uint64_t)(seq - 1) * p.per_sequence_bytes + partials_for(n_ctx);
+            if (more > budget) break;
+            blocks += one;
+        }
+        p.kv_blocks = std::min<uint64_t>(blocks, (uint64_t)binding_rows / Kernels::kKvBlock);
+        p.kv_bytes = p.kv_blocks * block_bytes;
+    }
     // As Kernels::attention_rows decides it: the kernel for this device and head size, and the
     // window's queries, gate and output at 16-byte aligned offsets.
     if (p.window > 0 && n_attn > 0) {

@@ -18,7 +18,10 @@
 namespace dl::vk {
 
 struct PlanOptions {
-    int64_t n_ctx = 4096;
+    int64_t n_ctx = 4096;  // the most tokens one sequence holds
+    // Sequences expected at once (a server's slots): the paged KV cache's pool holds this many
+    // of n_ctx tokens where the budget allows, and at least one.
+    int64_t sequences = 1;
     // Device memory the plan may use; 0: 90% of the largest device-local heap.
     uint64_t budget_bytes = 0;
     // When the requested context does not fit, plan the largest that does (else decline).
@@ -105,15 +108,24 @@ struct Plan {
     std::vector<Placement> matrices;  // every matrix the trunk and the head read
     uint64_t weight_bytes = 0;        // sum of the slabs
     uint64_t param_bytes = 0;         // F32 per-channel parameters
-    uint64_t kv_bytes = 0;            // F16 K and V rows for n_ctx tokens, all attention layers
+    // The paged KV cache's pool (Kernels::kKvBlock): its blocks, and their F16 K and V rows of
+    // all attention layers.
+    uint64_t kv_blocks = 0;
+    uint64_t kv_bytes = 0;
     uint64_t recurrent_bytes = 0;     // DeltaNet state S and conv ring, all GDN layers
+    // What each sequence allocates for itself (recurrent state, attention partials, activations,
+    // logits): counted once in the total, and once for each further sequence the pool holds.
+    uint64_t per_sequence_bytes = 0;
     uint64_t scratch_bytes = 0;       // activations (token and window), logits, attention partials
     uint64_t budget_bytes = 0;
     uint64_t total() const {
         return weight_bytes + param_bytes + kv_bytes + recurrent_bytes + scratch_bytes;
     }
+    // Sequences of n_ctx tokens the pool holds at once, each with its blocks for all its tokens.
+    int64_t pool_sequences() const;
     const Placement* find(const Tensor* t) const;
-    // "weights 5.3 GiB in 3 slabs, KV 1.0 GiB (4096 tokens), ..." for logs and `deltallm info`.
+    // "weights 5.3 GiB in 3 slabs, KV cache 1.0 GiB (a pool of 4096 tokens), ..." for logs and
+    // `deltallm info`.
     std::string describe() const;
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -27,10 +28,11 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     s->logits_dev = D.create_buffer((uint64_t)hp.n_vocab * 4, MemoryKind::device);
     s->sample_scratch =
         D.create_buffer(Kernels::sample_scratch_bytes((uint32_t)hp.n_vocab), MemoryKind::device);
-    s->tok = D.create_buffer(256, MemoryKind::host_fast);
-    std::memset(s->tok.mapped(), 0, 256);
+    s->kv = W.kv;
+    const uint64_t tok_bytes = Kernels::tok_bytes((uint64_t)s->n_ctx);
+    s->tok = D.create_buffer(tok_bytes, MemoryKind::host_fast);
+    std::memset(s->tok.mapped(), 0, tok_bytes);
 
-    const uint32_t hd = (uint32_t)hp.head_dim;
     const Kernels::Attention at = attention_args(hp, A, W.freq_off, (uint32_t)s->n_ctx);
     s->partials = D.create_buffer(std::max<uint64_t>(Kernels::attention_partials(at) * 4, 16),
                                   MemoryKind::device);
@@ -47,8 +49,6 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     const uint32_t d_v = hp.ssm_n_v_heads ? (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads) : 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         if (hp.is_recurrent(il)) {
-            s->k_cache.emplace_back();
-            s->v_cache.emplace_back();
             s->state.push_back(D.create_buffer(
                 (uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4, MemoryKind::device));
             s->ring.push_back(D.create_buffer((uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4,
@@ -56,9 +56,6 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
             D.fill(s->state.back(), 0, s->state.back().size(), 0);
             D.fill(s->ring.back(), 0, s->ring.back().size(), 0);
         } else {
-            const uint64_t bytes = Kernels::attention_cache_bytes(s->n_ctx, hp.n_head_kv, hd);
-            s->k_cache.push_back(D.create_buffer(bytes, MemoryKind::device));
-            s->v_cache.push_back(D.create_buffer(bytes, MemoryKind::device));
             s->state.emplace_back();
             s->ring.emplace_back();
         }
@@ -106,24 +103,76 @@ int64_t ResidentDriver::attn_short_positions(int64_t n_ctx) const {
     return std::min<int64_t>(chunks * Kernels::kAttnSplit, n_ctx);
 }
 
+void ResidentDriver::reserve_rows(Session& s, int64_t rows) {
+    if (!s.kv) return;  // no attention layers
+    const size_t need = (size_t)Kernels::kv_blocks((uint64_t)rows);
+    auto* table = static_cast<uint32_t*>(s.tok.mapped()) + Kernels::kKvTable;
+    while (s.kv_blocks.size() < need) {
+        const std::optional<uint32_t> b = s.kv->take();
+        if (!b)
+            throw CacheFull(fmt::format(
+                "the KV cache is full: its {} blocks of {} tokens are all held by sequences",
+                s.kv->blocks(), Kernels::kKvBlock));
+        table[s.kv_blocks.size()] = *b;
+        s.kv_blocks.push_back(*b);
+    }
+}
+
+Executor::CacheUse ResidentDriver::cache_use() const {
+    const KvPool* kv = w_->kv.get();
+    if (!kv) return {};
+    const int64_t block = Kernels::kKvBlock;
+    return {(int64_t)(kv->blocks() - kv->free_blocks()) * block, (int64_t)kv->blocks() * block};
+}
+
+void ResidentDriver::release_rows(Session& s, int64_t rows) {
+    const size_t keep = (size_t)Kernels::kv_blocks((uint64_t)rows);
+    while (s.kv_blocks.size() > keep) {
+        s.kv->give(s.kv_blocks.back());
+        s.kv_blocks.pop_back();
+    }
+}
+
 namespace {
 
 struct DeviceSnapshot : SessionSnapshot {
     const void* owner = nullptr;
-    std::vector<Buffer> k, v, state, ring;  // per layer, empty where the layer has none
+    // Per layer, empty where the layer has none: the attention rows in order (whole blocks), the
+    // recurrent state and conv ring.
+    std::vector<Buffer> k, v, state, ring;
 };
+
+// Copies the first `rows` rows of a session's paged cache (its blocks, in order) to or from a
+// buffer holding them in order, one copy a run of consecutive pool blocks.
+void copy_blocks(CommandList& cl, std::span<const uint32_t> blocks, int64_t rows,
+                 uint64_t block_bytes, const Buffer& pool, const Buffer& flat, bool to_flat) {
+    const size_t n = (size_t)Kernels::kv_blocks((uint64_t)rows);
+    DL_ASSERT(n <= blocks.size());
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && blocks[j] == blocks[j - 1] + 1) ++j;
+        const uint64_t pool_off = blocks[i] * block_bytes, flat_off = i * block_bytes;
+        const uint64_t bytes = (j - i) * block_bytes;
+        if (to_flat)
+            cl.copy(pool, pool_off, flat, flat_off, bytes);
+        else
+            cl.copy(flat, flat_off, pool, pool_off, bytes);
+        i = j;
+    }
+}
 
 }  // namespace
 
 std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st) {
     const Session& s = static_cast<const Session&>(st);
     const Hparams& hp = model_->hp;
+    const Weights& W = *w_;
     Device& D = *dev_;
     auto snap = std::make_unique<DeviceSnapshot>();
     snap->owner = this;
     snap->n_past = s.n_past;
-    const uint64_t kv_row = (uint64_t)hp.n_head_kv * hp.head_dim * 2;
-    const uint64_t kv_bytes = std::max<uint64_t>((uint64_t)s.n_past * kv_row, 4);
+    const uint64_t block = Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
+    const uint64_t kv_bytes = Kernels::kv_blocks((uint64_t)s.n_past) * block;
     CommandList cl(D);
     cl.begin();
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -139,8 +188,8 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
         } else if (s.n_past > 0) {
             snap->k.back() = D.create_buffer(kv_bytes, MemoryKind::device);
             snap->v.back() = D.create_buffer(kv_bytes, MemoryKind::device);
-            cl.copy(s.k_cache[il], 0, snap->k.back(), 0, (uint64_t)s.n_past * kv_row);
-            cl.copy(s.v_cache[il], 0, snap->v.back(), 0, (uint64_t)s.n_past * kv_row);
+            copy_blocks(cl, s.kv_blocks, s.n_past, block, W.k_pool[il], snap->k.back(), true);
+            copy_blocks(cl, s.kv_blocks, s.n_past, block, W.v_pool[il], snap->v.back(), true);
         }
     }
     cl.end();
@@ -185,7 +234,12 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
     if (snap->n_past > s.n_ctx)
         fail("the snapshot holds {} tokens; the session has room for {}", snap->n_past, s.n_ctx);
     const Hparams& hp = model_->hp;
-    const uint64_t kv_row = (uint64_t)hp.n_head_kv * hp.head_dim * 2;
+    const Weights& W = *w_;
+    // Blocks first (a full pool leaves the session as it was), then those past the snapshot's rows
+    // go back.
+    reserve_rows(s, snap->n_past);
+    release_rows(s, snap->n_past);
+    const uint64_t block = Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
     CommandList cl(*dev_);
     cl.begin();
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -193,8 +247,8 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
             cl.copy(snap->state[il], 0, s.state[il], 0, s.state[il].size());
             cl.copy(snap->ring[il], 0, s.ring[il], 0, s.ring[il].size());
         } else if (snap->n_past > 0) {
-            cl.copy(snap->k[il], 0, s.k_cache[il], 0, (uint64_t)snap->n_past * kv_row);
-            cl.copy(snap->v[il], 0, s.v_cache[il], 0, (uint64_t)snap->n_past * kv_row);
+            copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.k_pool[il], snap->k[il], false);
+            copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.v_pool[il], snap->v[il], false);
         }
     }
     cl.end();

@@ -547,8 +547,8 @@ void ResidentDriver::record_token(Session& s, CommandList& cl, const TokenPlan& 
                                     view(s.state[d.layer]), tok, view(s.head_counter));
                     break;
                 case Kind::attention:
-                    K.attention(cl, d.attention, act, prm, view(s.k_cache[d.layer]),
-                                view(s.v_cache[d.layer]), view(s.partials), tok,
+                    K.attention(cl, d.attention, act, prm, view(W.k_pool[d.layer]),
+                                view(W.v_pool[d.layer]), view(s.partials), tok,
                                 view(s.head_counter));
                     if (d.prepare_after) K.prepare_attention(*d.prepare_after);
                     break;

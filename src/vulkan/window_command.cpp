@@ -432,8 +432,8 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                                 K.tuning.deltanet_scan);
                 break;
             case Kind::attention_rows:
-                K.attention_rows(cl, i.attention, act, prm, view(s.k_cache[i.layer]),
-                                 view(s.v_cache[i.layer]), tok, m, attn_var);
+                K.attention_rows(cl, i.attention, act, prm, view(W.k_pool[i.layer]),
+                                 view(W.v_pool[i.layer]), tok, m, attn_var);
                 break;
             case Kind::swiglu:
                 K.swiglu(cl, act, i.x_off, act, i.u_off, act, i.y_off, i.n);
@@ -482,8 +482,8 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
             }
             case Kind::attention_column: {
                 Session& c = *columns[i.column];
-                K.attention(cl, i.attention.a, act, prm, view(c.k_cache[i.layer]),
-                            view(c.v_cache[i.layer]), view(c.partials), view(c.tok),
+                K.attention(cl, i.attention.a, act, prm, view(W.k_pool[i.layer]),
+                            view(W.v_pool[i.layer]), view(c.partials), view(c.tok),
                             view(c.head_counter));
                 break;
             }

@@ -92,11 +92,13 @@ class FakeGpu : public Executor {
 TEST(Engine, DriverHookChoosesFallsBackAndRefuses) {
     bool decline = true;
     int asked_index = -7;
+    Capacity asked;
     DeviceDriver d;
     d.name = "vulkan";
-    d.make = [&](std::shared_ptr<const Model> m, int index, int64_t,
+    d.make = [&](std::shared_ptr<const Model> m, int index, Capacity c,
                  std::string* reason) -> std::unique_ptr<Executor> {
         asked_index = index;
+        asked = c;
         if (decline) {
             *reason = "layer 1: no kernel for this type";
             return nullptr;
@@ -122,8 +124,12 @@ TEST(Engine, DriverHookChoosesFallsBackAndRefuses) {
     EXPECT_EQ(asked_index, 3);
 
     decline = false;
+    o.n_ctx = 300;
+    o.sequences = 5;  // a server's slots reach the driver, which sizes its KV cache by them
     auto g = Engine::open_image(test::tiny_qwen35_image(), "demo", o);
     EXPECT_EQ(g->executor().name(), "fake-gpu");
+    EXPECT_EQ(asked.n_ctx, 300);
+    EXPECT_EQ(asked.sequences, 5);
     EXPECT_TRUE(g->fallback_reason().empty());
 
     // A driver with only a software device is skipped under auto but used when named.

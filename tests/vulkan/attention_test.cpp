@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "cpu/ops.h"
 #include "model/rope.h"
 #include "vk_test.h"
@@ -76,12 +77,10 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
                          c.round ? ro_off : Kernels::kNone,
                          c.group};
     Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
-    // Whole chunks of rows (Kernels::attention_cache_bytes), poisoned: those past the live rows
-    // are read, and must not reach the output.
-    size_t cache_words = Kernels::attention_cache_bytes(c.n_ctx, c.n_kv, hd) / 4;
-    Buffer kc = test::poisoned(dev, cache_words), vc = test::poisoned(dev, cache_words);
+    // A paged cache in whole blocks, poisoned: rows past the live ones are read, and must not
+    // reach the output.
+    test::PagedCache kv = test::paged_cache(dev, c.n_ctx, c.n_kv, hd);
     Buffer part = dev.create_buffer(Kernels::attention_partials(a) * 4, MemoryKind::device);
-    Buffer tok = dev.create_buffer(16, MemoryKind::host);
     // The heads' split counters: back at 0 after every token.
     Buffer counter = dev.create_buffer((size_t)c.n_head * 4, MemoryKind::device);
     dev.fill(counter, 0, (size_t)c.n_head * 4, 0);
@@ -93,7 +92,7 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
     cl.begin(true);
     const uint32_t one_split = K.tuning.attn_one_split;
     K.tuning.attn_one_split = c.one_split;
-    K.attention(cl, a, view(act), view(pb), view(kc), view(vc), view(part), view(tok),
+    K.attention(cl, a, view(act), view(pb), view(kv.k), view(kv.v), view(part), view(kv.tok),
                 view(counter));
     K.tuning.attn_one_split = one_split;
     cl.end();
@@ -101,7 +100,7 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
         std::vector<float> in = randn(n_act);
         for (uint32_t i = qo_off; i < n_act; ++i) std::memcpy(&in[i], &test::kPoison, 4);
         dev.upload(act, 0, in.data(), n_act * 4);
-        static_cast<uint32_t*>(tok.mapped())[0] = t;
+        static_cast<uint32_t*>(kv.tok.mapped())[0] = t;
         cl.submit_and_wait();
         auto out = test::from_device<float>(dev, act, n_act);
         for (uint32_t v : test::from_device<uint32_t>(dev, counter, c.n_head))
@@ -160,10 +159,25 @@ TEST_P(Attention, MatchesCpuOverManyTokens) {
             }
         }
     }
-    // Cache rows past the last token are never written.
-    auto kback = test::from_device<uint32_t>(dev, kc, cache_words);
-    size_t written = (size_t)c.tokens * c.n_kv * hd / 2;
-    for (size_t i = written; i < cache_words; ++i) ASSERT_EQ(kback[i], test::kPoison) << i;
+    // Each token's key row went to its pool row; no other pool row was written.
+    auto kback = test::from_device<uint32_t>(dev, kv.k, kv.pool_words);
+    std::vector<bool> written(kv.pool_words / kv.row_words, false);
+    for (uint32_t t = 0; t < c.tokens; ++t) written[kv.row(t)] = true;
+    for (size_t r = 0; r < written.size(); ++r) {
+        if (written[r]) continue;
+        for (size_t w = 0; w < kv.row_words; ++w)
+            ASSERT_EQ(kback[r * kv.row_words + w], test::kPoison) << "pool row " << r;
+    }
+    for (uint32_t t = 0; t < c.tokens; ++t) {
+        std::vector<uint16_t> got(kv.row_words * 2);
+        std::memcpy(got.data(), &kback[kv.row(t) * kv.row_words], got.size() * 2);
+        // The same normed, rotated key (its F16 rounding may differ by a step).
+        for (size_t i = 0; i < got.size(); ++i) {
+            const float want = f16_to_f32(Kr[(size_t)t * c.n_kv * hd + i]);
+            ASSERT_NEAR(f16_to_f32(got[i]), want, 2e-3f * (1 + std::fabs(want)))
+                << "key row " << t << " value " << i;
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -236,17 +250,14 @@ TEST(VulkanAttention, PreparedPipelineIsTheOneRecorded) {
     const uint64_t n_act = a.round_off + Kernels::rounding_floats(n_head * hd);
     Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
     Buffer params = dev.create_buffer(256, MemoryKind::device);
-    const uint64_t cache = Kernels::attention_cache_bytes(n_ctx, n_kv, hd);
-    Buffer kc = dev.create_buffer(cache, MemoryKind::device);
-    Buffer vc = dev.create_buffer(cache, MemoryKind::device);
+    test::PagedCache kv = test::paged_cache(dev, n_ctx, n_kv, hd);
     Buffer part = dev.create_buffer(Kernels::attention_partials(a) * 4, MemoryKind::device);
-    Buffer tok = dev.create_buffer(16, MemoryKind::host);
     Buffer counter = dev.create_buffer(n_head * 4, MemoryKind::device);
     auto record = [&](const Kernels::Attention& x) {
         CommandList cl(dev);
         cl.begin(true);
-        k.attention(cl, x, view(act), view(params), view(kc), view(vc), view(part), view(tok),
-                    view(counter));
+        k.attention(cl, x, view(act), view(params), view(kv.k), view(kv.v), view(part),
+                    view(kv.tok), view(counter));
         cl.end();
     };
     Kernels::Attention one = a;

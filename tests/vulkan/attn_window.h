@@ -23,8 +23,9 @@ struct WindowCase {
 
 // One window's buffers: act holds the q projection (with the gate after each head's q when
 // gated), k, v, then room for the prepared queries and the output, whose rows are spaced by a gap
-// that must stay untouched; the KV cache holds `start` rows of earlier windows and poison (NaN)
-// after them. Kh/Vh are the host F16 cache as the window leaves it.
+// that must stay untouched; the paged KV cache (test::paged_cache) holds `start` rows of earlier
+// windows and poison (NaN) after them. Kh/Vh are the host F16 cache, in the sequence's order, as
+// the window leaves it.
 struct Window {
     WindowCase c;
     uint32_t n, n_ctx, hd, q_stride, q_row, kv_row, o_row, q_off, k_off, v_off, qo_off, o_off,
@@ -32,7 +33,8 @@ struct Window {
     size_t row_halves;
     std::vector<float> in;
     std::vector<uint16_t> Kh, Vh;
-    Buffer act, kc, vc, params, tok;
+    Buffer act, params;
+    PagedCache kv;
     Kernels::AttentionRows args{};
 
     Window(Device& dev, const WindowCase& wc, uint32_t rows) : c(wc), n(rows) {
@@ -56,7 +58,6 @@ struct Window {
         act = test::to_device(dev, in);
 
         row_halves = (size_t)c.n_kv * hd;
-        const size_t cache_words = n_ctx * row_halves / 2;
         Kh.resize(n_ctx * row_halves);
         Vh.resize(Kh.size());
         std::normal_distribution<float> nd(0.f, 1.f);
@@ -64,11 +65,14 @@ struct Window {
             Kh[i] = f32_to_f16(nd(rng));
             Vh[i] = f32_to_f16(nd(rng));
         }
-        std::vector<uint32_t> kw(cache_words, test::kPoison), vw(cache_words, test::kPoison);
-        std::memcpy(kw.data(), Kh.data(), c.start * row_halves * 2);
-        std::memcpy(vw.data(), Vh.data(), c.start * row_halves * 2);
-        kc = test::to_device(dev, kw);
-        vc = test::to_device(dev, vw);
+        kv = test::paged_cache(dev, n_ctx, c.n_kv, hd);
+        std::vector<uint32_t> kw(kv.pool_words, test::kPoison), vw(kv.pool_words, test::kPoison);
+        for (uint32_t r = 0; r < c.start; ++r) {
+            std::memcpy(&kw[kv.row(r) * kv.row_words], &Kh[r * row_halves], row_halves * 2);
+            std::memcpy(&vw[kv.row(r) * kv.row_words], &Vh[r * row_halves], row_halves * 2);
+        }
+        dev.upload(kv.k, 0, kw.data(), kw.size() * 4);
+        dev.upload(kv.v, 0, vw.data(), vw.size() * 4);
         // The window's rows as the prep stores them (no norms, no rope: q passes through).
         for (uint32_t r = 0; r < n; ++r)
             for (uint32_t i = 0; i < kv_row; ++i) {
@@ -77,8 +81,7 @@ struct Window {
             }
 
         params = dev.create_buffer(16, MemoryKind::device);
-        tok = dev.create_buffer(16, MemoryKind::host);
-        static_cast<uint32_t*>(tok.mapped())[0] = c.start;
+        static_cast<uint32_t*>(kv.tok.mapped())[0] = c.start;
         args.a = Kernels::Attention{c.n_head, c.n_kv,         hd,
                                     0,        n_ctx,          q_off,
                                     q_stride, k_off,          v_off,
@@ -92,7 +95,8 @@ struct Window {
     }
 
     void record(Kernels& K, CommandList& cl, Variant v = Variant::scalar) {
-        K.attention_rows(cl, args, view(act), view(params), view(kc), view(vc), view(tok), n, v);
+        K.attention_rows(cl, args, view(act), view(params), view(kv.k), view(kv.v), view(kv.tok), n,
+                         v);
     }
 
     // Row r, head h in double precision: softmax(q · K / sqrt(head_dim)) · V over cache rows

@@ -21,6 +21,7 @@ DriverOptions batch_options() {
     DriverOptions o;
     o.device = test::device_options();
     o.plan.n_ctx = 128;
+    o.plan.sequences = 8;  // the batch's sessions and their solo twins
     return o;
 }
 

@@ -27,6 +27,7 @@ DriverOptions test_options() {
     DriverOptions o;
     o.device = test::device_options();
     o.plan.n_ctx = 128;
+    o.plan.sequences = 4;  // tests hold a few sessions at once
     return o;
 }
 

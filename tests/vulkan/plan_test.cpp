@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "model/tiny_model.h"
+#include "vulkan/kernels.h"
 #include "vulkan/plan.h"
 #include "vulkan/weight_layout.h"
 
@@ -160,6 +161,7 @@ TEST(VulkanPlan, ShrinksTheContextToTheBudgetOrDeclines) {
     dl::test::TinySpec s;
     auto model = dl::test::tiny_model(s);
     Features f = big_device();
+    f.max_storage_buffer_range = 1u << 30;  // a million tokens' pool in one binding
     auto full = plan(*model, f, Variant::scalar, {});
     ASSERT_TRUE(full.ok()) << full.reason();
     PlanOptions o;
@@ -177,6 +179,56 @@ TEST(VulkanPlan, ShrinksTheContextToTheBudgetOrDeclines) {
     o.budget_bytes = 1000;
     o.shrink_context = true;
     EXPECT_FALSE(plan(*model, f, Variant::scalar, o).ok());
+}
+
+// Each layer's key and value pools are one binding each: a context longer than one binding holds
+// shrinks to it, or declines saying so.
+TEST(VulkanPlan, KeepsEachKvPoolInOneBinding) {
+    dl::test::TinySpec s;
+    auto model = dl::test::tiny_model(s);
+    const Features f = big_device();  // bindings of 1 MiB
+    const uint64_t row = (uint64_t)s.n_head_kv * s.head_dim * 2;
+    const int64_t most = (int64_t)((f.max_storage_buffer_range / row) / Kernels::kKvBlock *
+                                   Kernels::kKvBlock);
+    PlanOptions o;
+    o.n_ctx = 4 * most;
+    auto r = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_EQ(r->n_ctx, most);
+    EXPECT_LE(r->kv_blocks * Kernels::kKvBlock * row, f.max_storage_buffer_range);
+    o.shrink_context = false;
+    auto d = plan(*model, f, Variant::scalar, o);
+    ASSERT_FALSE(d.ok());
+    EXPECT_NE(d.reason().find("binding"), std::string::npos) << d.reason();
+}
+
+// The pool holds `sequences` sequences of n_ctx tokens where the budget has room for them and
+// their own state, at least one, and no more than the budget.
+TEST(VulkanPlan, SizesTheKvPoolForItsSequences) {
+    dl::test::TinySpec s;
+    auto model = dl::test::tiny_model(s);
+    Features f = big_device();
+    f.max_storage_buffer_range = 1u << 30;
+    PlanOptions o;
+    o.n_ctx = 1000;  // 16 blocks of 64
+    auto one = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(one.ok()) << one.reason();
+    EXPECT_EQ(one->kv_blocks, 16u);
+    EXPECT_EQ(one->pool_sequences(), 1);
+    o.sequences = 6;
+    auto six = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(six.ok()) << six.reason();
+    EXPECT_EQ(six->kv_blocks, 6 * 16u);
+    EXPECT_EQ(six->pool_sequences(), 6);
+    EXPECT_EQ(six->kv_bytes, 6 * one->kv_bytes);
+    EXPECT_NE(six->describe().find("6 sequences of 1000 tokens at once"), std::string::npos)
+        << six->describe();
+    // A budget with room for three more sequences' blocks and state than one: four.
+    o.budget_bytes = one->total() + 3 * (one->kv_bytes + one->per_sequence_bytes) + 1;
+    auto four = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(four.ok()) << four.reason();
+    EXPECT_EQ(four->pool_sequences(), 4);
+    EXPECT_LE(four->total() + 3 * four->per_sequence_bytes, o.budget_bytes);
 }
 
 // The window gives way before the context: halved while the whole context does not fit, not

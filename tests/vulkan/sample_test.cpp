@@ -146,6 +146,7 @@ TEST(DeviceSampling, DriverDecodeSampleMatchesHostSampling) {
     DriverOptions o;
     o.device.robust = ::dl::vk::test::robust();
     o.plan.n_ctx = 64;
+    o.plan.sequences = 4;  // the host's sessions and the device's
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;

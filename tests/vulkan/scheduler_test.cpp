@@ -56,6 +56,7 @@ DriverOptions options() {
     DriverOptions o;
     o.device = test::device_options();
     o.plan.n_ctx = 96;
+    o.plan.sequences = 8;  // the scheduler's slots, its empty state, and the solo runs
     return o;
 }
 
@@ -183,6 +184,63 @@ TEST(VulkanScheduler, SnapshotsPastTheDeviceBudgetMoveToTheHostAndStillHit) {
     o.prefix_cache_bytes = 0;
     const std::vector<Outcome> cold = serve(ex, o, {again});
     EXPECT_EQ(warm[0].tokens, cold[0].tokens);
+}
+
+// A KV cache too small for every slot's sequence at once: 4 blocks of 64 rows, three slots whose
+// requests reach 100 rows (2 blocks) each. The request admitted last gives its rows back when a
+// step finds none; having produced nothing, it goes back to the queue and runs once another has
+// finished. No request is lost or crossed: each one's tokens are its solo run's, and when all are
+// done no row is held.
+TEST(VulkanScheduler, AFullKvCacheSendsTheLastRequestBackToTheQueue) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    DriverOptions d = options();
+    d.plan.n_ctx = 128;
+    d.plan.sequences = 2;
+    auto drv = ResidentDriver::create(model, d);
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    Executor& ex = **drv;
+    ASSERT_EQ(ex.cache_use().total_rows, 4 * 64);
+    const int64_t V = model->hp.n_vocab;
+    std::vector<GenerationRequest> reqs;
+    for (uint32_t i = 0; i < 5; ++i) {
+        GenerationRequest r;
+        r.prompt = dl::test::tiny_tokens(60, V, 500 + i);
+        r.max_tokens = 40;
+        r.ignore_eos = true;
+        r.sampling.temperature = i % 2 ? 0.7f : 0.0f;
+        r.sampling.seed = 60 + i;
+        reqs.push_back(r);
+    }
+    SchedulerOptions o;
+    o.parallel = 3;
+    o.n_ctx = 128;
+    o.token_budget = 16;  // prompts in chunks, side by side
+    std::vector<Outcome> got;
+    SchedulerStats st;
+    {
+        Scheduler s(ex, o);
+        got = submit_all(s, reqs);
+        s.shutdown(true);  // the step thread's last step is over: its counts are final
+        st = s.stats();
+    }
+    EXPECT_GT(st.preempted, 0);
+    EXPECT_EQ(st.kv_used_rows, 0);
+    EXPECT_EQ(st.kv_total_rows, 4 * 64);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        SCOPED_TRACE(::testing::Message() << "request " << i);
+        auto solo = ex.new_session(128);
+        Sampler sampler(reqs[i].sampling);
+        GenerateOptions go;
+        go.n_predict = reqs[i].max_tokens;
+        std::vector<int32_t> want;
+        generate(ex, *solo, sampler, reqs[i].prompt, go, [&](int32_t t) {
+            want.push_back(t);
+            return true;
+        });
+        EXPECT_EQ(got[i].done.finish, FinishReason::length) << got[i].done.error;
+        EXPECT_EQ(got[i].tokens, want);
+    }
 }
 
 }  // namespace

@@ -317,6 +317,37 @@ inline Buffer poisoned(Device& dev, size_t n_floats) {
     return b;
 }
 
+// One sequence's paged KV cache of up to n_ctx rows for a kernel test (Kernels::kKvBlock): key and
+// value pools of one spare block more than it needs, poisoned, and a token buffer whose block
+// table names the pool's blocks in reverse order (pool block 0 unused), so a kernel that ignored
+// the table would read and write the wrong rows.
+struct PagedCache {
+    Buffer k, v, tok;
+    uint32_t blocks = 0;     // the pool's
+    size_t pool_words = 0;   // of each pool
+    size_t row_words = 0;    // of one row: n_kv heads of F16 pairs
+    // The pool row of the sequence's row r.
+    size_t row(size_t r) const {
+        const size_t b = r / Kernels::kKvBlock;
+        return (blocks - 1 - b) * Kernels::kKvBlock + r % Kernels::kKvBlock;
+    }
+};
+inline PagedCache paged_cache(Device& dev, uint32_t n_ctx, uint32_t n_kv, uint32_t head_dim) {
+    PagedCache c;
+    const uint32_t need = (uint32_t)Kernels::kv_blocks(n_ctx);
+    c.blocks = need + 1;
+    c.row_words = (size_t)n_kv * head_dim / 2;
+    c.pool_words = (size_t)c.blocks * Kernels::kKvBlock * c.row_words;
+    c.k = poisoned(dev, c.pool_words);
+    c.v = poisoned(dev, c.pool_words);
+    const uint64_t tok_bytes = Kernels::tok_bytes(n_ctx);
+    c.tok = dev.create_buffer(tok_bytes, MemoryKind::host);
+    std::memset(c.tok.mapped(), 0, tok_bytes);
+    auto* table = static_cast<uint32_t*>(c.tok.mapped()) + Kernels::kKvTable;
+    for (uint32_t b = 0; b < need; ++b) table[b] = c.blocks - 1 - b;
+    return c;
+}
+
 template <typename T>
 std::vector<T> from_device(Device& dev, const Buffer& b, size_t n) {
     std::vector<T> v(n);

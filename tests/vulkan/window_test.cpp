@@ -190,6 +190,7 @@ void check_window_prefill(const dl::test::TinySpec& spec) {
     DriverOptions o;
     o.device = test::device_options();
     o.plan.n_ctx = 64;
+    o.plan.sequences = 4;  // the windowed session beside its token-by-token twin
     o.plan.window = kWindow;
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();

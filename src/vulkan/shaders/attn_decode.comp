@@ -90,6 +90,7 @@ layout(std430, binding = 3) coherent buffer Part { float part[]; };
 layout(std430, binding = 4) readonly buffer Tok { uint tok[]; };
 layout(std430, binding = 5) buffer Counter { uint counter[]; };  // [n_head / G], 0 between dispatches
 layout(std430, binding = 6) readonly buffer Params { float prm[]; };  // norms, frequencies
+#include "kv_pages.glsl"
 
 layout(push_constant) uniform Push {
     uint n_head, n_kv, head_dim;
@@ -154,8 +155,9 @@ void round_output(uint h0, uint t) {
     }
 }
 
-// Word w of key/value head kvh in cache row `row` ([n_ctx][n_kv][HD2] words).
-uint cache_word(uint row, uint kvh, uint w) { return (row * p.n_kv + kvh) * HD2 + w; }
+// Word w of key/value head kvh in the sequence's cache row `row` (pool rows [n_kv][HD2] words,
+// kv_pages.glsl). A chunk's rows are consecutive pool rows (CH divides KV_BLOCK).
+uint cache_word(uint row, uint kvh, uint w) { return (kv_row(row) * p.n_kv + kvh) * HD2 + w; }
 
 // Partial of head h, split s: (m, l, o[HD]).
 uint part_base(uint h, uint s) { return (h * p.n_split + s) * (HD + 2u); }

@@ -14,6 +14,7 @@ layout(std430, binding = 1) readonly buffer Params { float prm[]; };
 layout(std430, binding = 2) buffer KCache { uint kc[]; };
 layout(std430, binding = 3) buffer VCache { uint vc[]; };
 layout(std430, binding = 4) readonly buffer Tok { uint tok[]; };
+#include "kv_pages.glsl"
 
 layout(push_constant) uniform Push {
     uint n_head, n_kv, head_dim;
@@ -71,7 +72,7 @@ void main() {
         uint ob = p.qo_off + (r * p.n_head + j) * p.head_dim;
         for (uint i = t; i < p.head_dim; i += WG) act[ob + i] = xs[i + 256u];
     } else {
-        uint row = (pos * p.n_kv + j) * (p.head_dim / 2u);
+        uint row = (kv_row(pos) * p.n_kv + j) * (p.head_dim / 2u);
         uint vb = p.v_off + r * p.kv_row + j * p.head_dim;
         for (uint i = t; i < p.head_dim / 2u; i += WG) {
             kc[row + i] = packHalf2x16(vec2(xs[256u + 2u * i], xs[256u + 2u * i + 1u]));

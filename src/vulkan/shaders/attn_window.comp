@@ -46,6 +46,7 @@ layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
 layout(std430, binding = 2) readonly buffer VCache { uint vc[]; };
 layout(std430, binding = 3) readonly buffer Tok { uint tok[]; };
+#include "kv_pages.glsl"
 
 layout(push_constant) uniform Push {
     uint n_head, n_kv, n_rows;
@@ -73,7 +74,7 @@ void load_tile(bool values, uint kb, uint n_keys, uint kvh) {
         uint k = e / W, w = e % W;
         vec2 x = vec2(0.0);
         if (kb + k < n_keys) {
-            uint word = ((kb + k) * p.n_kv + kvh) * W + w;
+            uint word = (kv_row(kb + k) * p.n_kv + kvh) * W + w;
             x = unpackHalf2x16(values ? vc[word] : kc[word]);
         }
         tile[k * KST + w] = x;

@@ -51,6 +51,7 @@ layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { uvec4 kc[]; };  // 8 halves a unit
 layout(std430, binding = 2) readonly buffer VCache { uvec4 vc[]; };
 layout(std430, binding = 3) readonly buffer Tok { uint tok[]; };
+#include "kv_pages.glsl"
 
 layout(push_constant) uniform Push {
     uint n_head, n_kv, n_rows;
@@ -100,7 +101,7 @@ void stage_tile(bool values, uint kb, uint n_keys, uint kvh) {
         uint k = e / units, c = e % units;
         uvec4 x = uvec4(0u);
         if (kb + k < n_keys) {
-            uint i = ((kb + k) * p.n_kv + kvh) * units + c;
+            uint i = (kv_row(kb + k) * p.n_kv + kvh) * units + c;
             x = values ? vc[i] : kc[i];
         }
         sm[KV0 + k * LDQ + c] = x;

@@ -17,7 +17,7 @@
 //
 // Layouts (floats of act unless said): prepared queries [n][n_head][HD] at q_off; the output
 // head h of row r at o_off + r·o_row + h·HD; the gate at gate_off + r·gate_row + h·gate_stride;
-// the caches F16 [position][n_kv][HD]. Tensor layouts clamp: query rows past the window load as
+// the caches F16 pool rows [n_kv][HD] (kv_pages.glsl). Tensor layouts clamp: query rows past the window load as
 // zero and their outputs are dropped, cache rows past the written keys load as zero (so unwritten
 // rows, possibly NaN, never reach a product). Bases are 16-byte aligned (the launcher checks).
 #version 450
@@ -37,6 +37,7 @@ layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { float16_t kc[]; };
 layout(std430, binding = 2) readonly buffer VCache { float16_t vc[]; };
 layout(std430, binding = 3) readonly buffer Tok { uint tok[]; };
+#include "kv_pages.glsl"
 
 layout(push_constant) uniform Push {
     uint n_head, n_kv, n_rows;
@@ -90,13 +91,12 @@ void main() {
     coopmat<float16_t, gl_ScopeWorkgroup, BR, HD, gl_MatrixUseA> q =
         coopmat<float16_t, gl_ScopeWorkgroup, BR, HD, gl_MatrixUseA>(qh);
 
-    // Cache rows of key/value head kvh: [position][HD] with a row stride of n_kv·HD.
+    // A tile's cache rows of key/value head kvh: consecutive pool rows from kv_row(kb) (BC
+    // divides KV_BLOCK), [row][HD] with a row stride of n_kv·HD, as many as the tile has written
+    // keys (the rest clamp to zero).
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lkv =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-    lkv = setTensorLayoutDimensionNV(lkv, n_keys, HD);
-    lkv = setTensorLayoutStrideNV(lkv, p.n_kv * HD, 1);
     tensorViewNV<2, false, 1, 0> tr = createTensorViewNV(2, false, 1, 0);
-    const uint kv_base = kvh * HD;
 
     ACC(BR, HD) o = ACC(BR, HD)(0.0);
     ACC(BR, BC) m = ACC(BR, BC)(NEG_INF);
@@ -104,8 +104,12 @@ void main() {
     const uint qpos0 = pos0 + r0;
 
     for (uint kb = 0; kb < n_keys; kb += BC) {
+        tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lt =
+            setTensorLayoutDimensionNV(lkv, min(BC, n_keys - kb), HD);
+        lt = setTensorLayoutStrideNV(lt, p.n_kv * HD, 1);
+        const uint kv_base = (kv_row(kb) * p.n_kv + kvh) * HD;
         coopmat<float16_t, gl_ScopeWorkgroup, HD, BC, gl_MatrixUseB> kt;
-        coopMatLoadTensorNV(kt, kc, kv_base, sliceTensorLayoutNV(lkv, kb, BC, 0, HD), tr);
+        coopMatLoadTensorNV(kt, kc, kv_base, sliceTensorLayoutNV(lt, 0, BC, 0, HD), tr);
         ACC(BR, BC) s = coopMatMulAdd(q, kt, ACC(BR, BC)(0.0));
         coopMatPerElementNV(s, s, causal, qpos0, kb, n_keys, g);
 
@@ -132,7 +136,7 @@ void main() {
         coopmat<float16_t, gl_ScopeWorkgroup, BR, BC, gl_MatrixUseA> pa =
             coopmat<float16_t, gl_ScopeWorkgroup, BR, BC, gl_MatrixUseA>(ph);
         coopmat<float16_t, gl_ScopeWorkgroup, BC, HD, gl_MatrixUseB> v;
-        coopMatLoadTensorNV(v, vc, kv_base, sliceTensorLayoutNV(lkv, kb, BC, 0, HD));
+        coopMatLoadTensorNV(v, vc, kv_base, sliceTensorLayoutNV(lt, 0, BC, 0, HD));
         o = coopMatMulAdd(pa, v, o);
     }
 

@@ -1,0 +1,162 @@
+// The paged KV cache through the driver: sessions whose blocks interleave in the pool, blocks a
+// closed session gave back taken by another, a full pool refused before anything changes, and
+// snapshots restored into sessions whose blocks lie elsewhere; each against the CPU chain.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "cpu/chain.h"
+#include "model/tiny_model.h"
+#include "vk_test.h"
+#include "vulkan/driver.h"
+
+namespace dl::vk {
+namespace {
+
+DriverOptions paged_options(int64_t n_ctx, int64_t sequences) {
+    DriverOptions o;
+    o.device = test::device_options();
+    o.plan.n_ctx = n_ctx;
+    o.plan.sequences = sequences;
+    return o;
+}
+
+// The largest logit difference of two rows, relative to the reference's largest magnitude.
+double logit_error(const std::vector<float>& got, const std::vector<float>& want) {
+    EXPECT_EQ(got.size(), want.size());
+    double worst = 0, scale = 0;
+    for (size_t j = 0; j < want.size() && j < got.size(); ++j) {
+        EXPECT_TRUE(std::isfinite(got[j])) << "logit " << j;
+        worst = std::max(worst, std::fabs((double)got[j] - want[j]));
+        scale = std::max(scale, std::fabs((double)want[j]));
+    }
+    return worst / (1 + scale);
+}
+
+// A sequence on both executors, fed the same tokens.
+struct Twin {
+    std::unique_ptr<SessionState> gpu, cpu;
+    std::vector<int32_t> tokens;
+};
+
+class PagedKv : public ::testing::TestWithParam<const char*> {};
+
+// Three sequences take their blocks in turn, so each one's blocks are scattered through the pool
+// (a's rows 0-63, 64-127 and 128-191 live in pool blocks 0, 3 and 6 or wherever the turns left
+// them), and one closes mid-way so that another grows into the blocks it gave back. Every decoded
+// token's logits match the CPU chain's for the same sequence.
+TEST_P(PagedKv, InterleavedSessionsMatchTheCpuChain) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec(GetParam()));
+    const int64_t V = model->hp.n_vocab;
+    auto drv = ResidentDriver::create(model, paged_options(256, 3));
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    cpu::Chain chain(model);
+    std::vector<Twin> seqs(3);
+    std::vector<float> lg, lc;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        seqs[i].gpu = d.new_session(256);
+        seqs[i].cpu = chain.new_session(256);
+        seqs[i].tokens = dl::test::tiny_tokens(200, (int32_t)V, 300 + (uint32_t)i);
+    }
+    // Prompts of 40 tokens each (one block), then one token at a time in turns past 190.
+    for (Twin& t : seqs) {
+        std::span<const int32_t> p(t.tokens.data(), 40);
+        d.prefill(*t.gpu, p, LogitsRows::last, lg);
+        chain.prefill(*t.cpu, p, LogitsRows::last, lc);
+        ASSERT_LE(logit_error(lg, lc), 2e-3);
+    }
+    for (int64_t pos = 40; pos < 190; ++pos) {
+        if (pos == 100) {
+            seqs[1].gpu.reset();  // its two blocks go back; the others grow into them
+            seqs[1].cpu.reset();
+        }
+        for (size_t i = 0; i < seqs.size(); ++i) {
+            Twin& t = seqs[i];
+            if (!t.gpu) continue;
+            d.decode(*t.gpu, t.tokens[(size_t)pos], lg);
+            chain.decode(*t.cpu, t.tokens[(size_t)pos], lc);
+            ASSERT_LE(logit_error(lg, lc), 2e-3) << "sequence " << i << " position " << pos;
+        }
+    }
+}
+
+// A pool of two sequences' blocks: a third sequence's prompt that needs more than the free blocks
+// is refused (CacheFull) before it changes anything; once a sequence closes, the same call runs
+// and its logits match the CPU chain's.
+TEST_P(PagedKv, FullPoolRefusesUntilASequenceCloses) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec(GetParam()));
+    const int64_t V = model->hp.n_vocab;
+    auto drv = ResidentDriver::create(model, paged_options(128, 2));  // 4 blocks of 64
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    cpu::Chain chain(model);
+    const std::vector<int32_t> toks = dl::test::tiny_tokens(128, (int32_t)V, 77);
+    std::vector<float> lg, lc;
+    auto a = d.new_session(128), b = d.new_session(128), c = d.new_session(128);
+    d.prefill(*a, std::span<const int32_t>(toks.data(), 100), LogitsRows::last, lg);  // 2 blocks
+    d.prefill(*b, std::span<const int32_t>(toks.data(), 10), LogitsRows::last, lg);   // 1 block
+    // c's 70 tokens need two blocks; one is free.
+    EXPECT_THROW(d.prefill(*c, std::span<const int32_t>(toks.data(), 70), LogitsRows::last, lg),
+                 CacheFull);
+    EXPECT_EQ(c->n_past, 0);
+    // A step with it is refused whole: b's decode beside it does not run either.
+    std::vector<StepItem> items(2);
+    items[0].session = b.get();
+    items[0].tokens = std::span<const int32_t>(toks.data() + 10, 1);
+    items[1].session = c.get();
+    items[1].tokens = std::span<const int32_t>(toks.data(), 70);
+    EXPECT_THROW(d.step(items), CacheFull);
+    EXPECT_EQ(b->n_past, 10);
+    EXPECT_EQ(c->n_past, 0);
+    a.reset();
+    d.prefill(*c, std::span<const int32_t>(toks.data(), 70), LogitsRows::last, lg);
+    auto sc = chain.new_session(128);
+    chain.prefill(*sc, std::span<const int32_t>(toks.data(), 70), LogitsRows::last, lc);
+    EXPECT_LE(logit_error(lg, lc), 2e-3);
+}
+
+// A snapshot holds a sequence's rows in order, whichever pool blocks they came from; restored
+// into a session whose blocks lie elsewhere (and which held more rows than the snapshot), it goes
+// on as the original would: the same logits as the CPU chain's over the same tokens.
+TEST_P(PagedKv, SnapshotRestoresIntoOtherBlocks) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec(GetParam()));
+    const int64_t V = model->hp.n_vocab;
+    auto drv = ResidentDriver::create(model, paged_options(256, 3));
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    cpu::Chain chain(model);
+    const std::vector<int32_t> toks = dl::test::tiny_tokens(160, (int32_t)V, 91);
+    const std::vector<int32_t> other = dl::test::tiny_tokens(200, (int32_t)V, 92);
+    std::vector<float> lg, lc;
+    auto a = d.new_session(256), b = d.new_session(256);
+    // a and b take blocks in turns, so a's 130 rows are not in consecutive blocks.
+    for (int64_t pos = 0; pos < 130; pos += 10) {
+        d.prefill(*a, std::span<const int32_t>(toks.data() + pos, 10), LogitsRows::last, lg);
+        d.prefill(*b, std::span<const int32_t>(other.data() + pos, 10), LogitsRows::last, lg);
+    }
+    d.prefill(*b, std::span<const int32_t>(other.data() + 130, 60), LogitsRows::last, lg);
+    auto snap = d.snapshot(*a);
+    ASSERT_TRUE(snap);
+    EXPECT_EQ(snap->n_past, 130);
+    a.reset();
+    ASSERT_TRUE(d.restore(*b, *snap));  // 190 rows down to 130, in b's own blocks
+    EXPECT_EQ(b->n_past, 130);
+    auto sc = chain.new_session(256);
+    chain.prefill(*sc, std::span<const int32_t>(toks.data(), 130), LogitsRows::last, lc);
+    for (int64_t pos = 130; pos < 160; ++pos) {
+        d.decode(*b, toks[(size_t)pos], lg);
+        chain.decode(*sc, toks[(size_t)pos], lc);
+        ASSERT_LE(logit_error(lg, lc), 2e-3) << "position " << pos;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, PagedKv, ::testing::Values("qwen35", "qwen3", "llama"));
+
+}  // namespace
+}  // namespace dl::vk
