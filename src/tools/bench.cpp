@@ -276,6 +276,9 @@ int bench(const BenchArgs& a) {
     EngineOptions o;
     o.device = DeviceSpec::parse(a.device);
     o.n_ctx = n_ctx;
+    // The widest batched row's sequences hold their whole contexts at once (a device's KV
+    // cache is sized for them), plus the single-sequence rows' session.
+    for (const BatchedTest& t : batched) o.sequences = std::max(o.sequences, t.n_seq + 1);
     auto engine = Engine::open(a.model, o);
     if (!engine->fallback_reason().empty())
         std::fprintf(stderr, "deltallm bench: %s\n", engine->fallback_reason().c_str());
