@@ -1,9 +1,13 @@
 // A step of many sequences' decode tokens as one command (ResidentDriver::step): the window
-// command's chain over one row a sequence (plan_window with columns), so the projections are GEMM
-// tiles that read each weight once for every row, and each row's mixer runs on its own
-// sequence's cache or state through the decode kernels. Commands are recorded once a
-// composition (which sessions, in which rows) and replayed while it lasts.
+// command's chain over one row a sequence (plan_window of a batch), so the projections read each
+// weight once for every row, and each row's mixer runs on its own sequence's cache or state
+// through the decode kernels. Which sequence a row holds is data: the row's words (position,
+// token, sampling, where its state starts, its block table) are written before each step into
+// the batch's rows, and the caches and states are pools every session shares. So a command is
+// recorded once for each number of rows and replayed whoever joins or leaves.
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -12,24 +16,40 @@
 
 namespace dl::vk {
 
-CommandList& ResidentDriver::batch_command(std::span<Session* const> columns, bool host_logits) {
-    std::vector<uint64_t> ids;
-    for (const Session* c : columns) ids.push_back(c->id);
-    auto key = std::make_pair(std::move(ids), host_logits);
+void ResidentDriver::grow_batch(uint32_t m) {
+    Weights::BatchRows& B = w_->batch;
+    if (B.rows >= m) return;
+    const Hparams& hp = model_->hp;
+    Device& D = *dev_;
+    // The commands recorded so far bind the narrower rows' buffers.
+    batch_cmds_.clear();
+    const uint32_t rows = std::max(m, std::min(std::bit_ceil(m), (uint32_t)plan_.window));
+    auto aligned = [](uint64_t bytes) { return align_up(std::max<uint64_t>(bytes, 16), kBindAlign); };
+    const Kernels::Attention at =
+        attention_args(hp, act_layout(hp, 1), w_->freq_off, (uint32_t)plan_.n_ctx);
+    const uint64_t head_words =
+        std::max<uint64_t>({(uint64_t)hp.ssm_n_v_heads, (uint64_t)hp.n_head, 4});
+    B.tok_stride = aligned(Kernels::tok_bytes((uint64_t)plan_.n_ctx));
+    B.partials_stride = aligned(Kernels::attention_partials(at) * 4);
+    B.counter_stride = aligned(head_words * 4);
+    B.scratch_stride = aligned(Kernels::sample_scratch_bytes((uint32_t)hp.n_vocab));
+    B.tok = D.create_buffer(rows * B.tok_stride, MemoryKind::host_fast);
+    std::memset(B.tok.mapped(), 0, rows * B.tok_stride);
+    B.partials = D.create_buffer(rows * B.partials_stride, MemoryKind::device);
+    B.counter = D.create_buffer(rows * B.counter_stride, MemoryKind::device);
+    D.fill(B.counter, 0, rows * B.counter_stride, 0);  // 0 between dispatches
+    B.scratch = D.create_buffer(rows * B.scratch_stride, MemoryKind::device);
+    B.rows = rows;
+}
+
+CommandList& ResidentDriver::batch_command(uint32_t m, bool host_logits) {
+    grow_batch(m);
+    const auto key = std::make_pair(m, host_logits);
     if (auto it = batch_cmds_.find(key); it != batch_cmds_.end()) return *it->second;
-    // Compositions change as sequences join and leave; the oldest commands go (their sessions
-    // may be gone: a key of ids never seen again is never replayed).
-    if (batch_order_.size() >= kBatchCommands) {
-        batch_cmds_.erase(batch_order_.front());
-        batch_order_.erase(batch_order_.begin());
-    }
-    const uint32_t m = (uint32_t)columns.size();
     log::debug("vulkan: a batch command of {} decode rows recorded", m);
     auto cmd = std::make_unique<CommandList>(*dev_);
-    record_window(*cmd, plan_window(*columns[0], m, true, columns, host_logits), *columns[0], m,
-                  columns, false);
-    batch_order_.push_back(key);
-    return *batch_cmds_.emplace(std::move(key), std::move(cmd)).first->second;
+    record_window(*cmd, plan_window(plan_.n_ctx, m, true, true, host_logits), nullptr, m, false);
+    return *batch_cmds_.emplace(key, std::move(cmd)).first->second;
 }
 
 void ResidentDriver::step(std::span<StepItem> items) {
@@ -78,20 +98,27 @@ void ResidentDriver::run_batch(std::span<StepItem> items) {
     std::vector<Session*> columns;
     bool host_logits = false;
     auto* ids = static_cast<uint32_t*>(W.win_ids.mapped());
-    for (size_t b = 0; b < items.size(); ++b) {
+    const uint32_t m = (uint32_t)items.size();
+    grow_batch(m);
+    for (uint32_t b = 0; b < m; ++b) {
         Session& s = static_cast<Session&>(*items[b].session);
         columns.push_back(&s);
         host_logits |= items[b].want != Want::sample;
         ids[b] = (uint32_t)items[b].tokens[0];
-        // Each row's position and sampling parameters, where its kernels read them (a row that
-        // wants logits is sampled greedily, unread).
+        // Row b's words: its session's position and sampling parameters (a row that wants logits
+        // is sampled greedily, unread), where its recurrent state starts, its block table.
         const StepItem& it = items[b];
         const SamplerParams* p = it.want == Want::sample ? it.params : nullptr;
-        set_tok(s, it.tokens[0],
+        uint32_t* row = W.batch.words(b);
+        const auto* own = static_cast<const uint32_t*>(s.tok.mapped());
+        set_tok(row, s.n_past, it.tokens[0],
                 p ? SampleArgs{p->temperature, p->top_k, p->top_p, p->min_p, (float)it.u}
                   : SampleArgs{});
+        row[kStateBase] = own[kStateBase];
+        row[kRingBase] = own[kRingBase];
+        std::memcpy(row + Kernels::kKvTable, own + Kernels::kKvTable, s.kv_blocks.size() * 4);
     }
-    CommandList& cmd = batch_command(columns, host_logits);
+    CommandList& cmd = batch_command(m, host_logits);
     cmd.submit_and_wait();
     if (profile_) profile_->add("batch", (int64_t)items.size(), cmd.times());
     const float* logits = static_cast<const float*>(W.win_logits.mapped());
@@ -102,7 +129,7 @@ void ResidentDriver::run_batch(std::span<StepItem> items) {
         it.token = -1;
         it.logits = {};
         if (it.want == Want::sample) {
-            it.token = sampled_token(columns[b]->tok.mapped());
+            it.token = sampled_token(W.batch.words((uint32_t)b));
         } else {
             it.logits = std::span<const float>(logits + b * V, V);
         }

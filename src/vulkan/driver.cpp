@@ -112,7 +112,23 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             w->k_pool.push_back(attention ? D.create_buffer(bytes, MemoryKind::device) : Buffer{});
             w->v_pool.push_back(attention ? D.create_buffer(bytes, MemoryKind::device) : Buffer{});
         }
-        w->kv = std::make_shared<KvPool>((uint32_t)P.kv_blocks);
+        w->kv = std::make_shared<FreeList>((uint32_t)P.kv_blocks);
+    }
+    // The recurrent state's pools: a slot for each session open at once, zero until a session
+    // takes it (a fresh session's state and conv ring are zero).
+    if (P.state_slots > 0) {
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            if (!hp.is_recurrent(il)) {
+                w->state_pool.emplace_back();
+                w->ring_pool.emplace_back();
+                continue;
+            }
+            w->state_pool.push_back(D.create_buffer(P.state_slots * w->state_bytes(hp),
+                                                    MemoryKind::device));
+            w->ring_pool.push_back(
+                D.create_buffer(P.state_slots * w->ring_bytes(hp), MemoryKind::device));
+        }
+        w->state_slots = std::make_shared<FreeList>((uint32_t)P.state_slots);
     }
     d->w_ = std::move(w);
     if (opts.profile) d->profile_ = std::make_unique<Profile>();
@@ -286,8 +302,12 @@ Executor::ReadRate ResidentDriver::measure_read_rate() {
 }
 
 void ResidentDriver::set_tok(Session& s, int32_t token, const SampleArgs& args) {
-    auto* t = static_cast<uint32_t*>(s.tok.mapped());
-    t[0] = (uint32_t)s.n_past;
+    set_tok(static_cast<uint32_t*>(s.tok.mapped()), s.n_past, token, args);
+}
+
+void ResidentDriver::set_tok(uint32_t* t, int64_t position, int32_t token,
+                             const SampleArgs& args) {
+    t[0] = (uint32_t)position;
     t[1] = (uint32_t)token;
     auto bits = [](float f) {
         uint32_t u;
@@ -336,7 +356,7 @@ ResidentDriver::CommandCounts ResidentDriver::token_command_counts(const Session
 }
 
 WindowPlan ResidentDriver::window_plan(const SessionState& st, uint32_t m, bool all) const {
-    return plan_window(static_cast<const Session&>(st), m, all);
+    return plan_window(st.n_ctx, m, all);
 }
 
 TokenPlan ResidentDriver::token_plan(const SessionState& st, bool host_logits,

@@ -130,6 +130,9 @@ class ResidentDriver final : public Executor {
     // time on each row's own cache or state. Prompt chunks run one by one beside it.
     void step(std::span<StepItem> items) override;
     CacheUse cache_use() const override;
+    // Batch commands recorded and kept: one for each row count and logits' destination, however
+    // the sessions of the rows change.
+    size_t batch_commands() const { return batch_cmds_.size(); }
     // Greedy decode without logits: only the chosen token id returns from the device.
     int32_t decode_greedy(SessionState& s, int32_t token);
     // Decode and sample the next token on the device (temperature, top-k, top-p, min-p; u is
@@ -175,14 +178,18 @@ class ResidentDriver final : public Executor {
         SampleArgs(float t, int32_t k, float p, float mp, float uu)
             : temperature(t), top_p(p), min_p(mp), u(uu), top_k(k) {}
     };
-    // Writes what a session's next token command (or batch row) reads from its tok buffer: the
-    // position (n_past), the token and the sampling arguments.
+    // Writes what a session's next token command (or a batch's row) reads from its tok words: the
+    // position, the token and the sampling arguments.
+    static void set_tok(uint32_t* words, int64_t position, int32_t token, const SampleArgs& args);
     static void set_tok(Session& s, int32_t token, const SampleArgs& args);
     // Gives a session blocks of the paged KV cache for its first `rows` rows (CacheFull when the
     // pool has none left: the blocks it took stay the session's), or takes back those past them.
     static void reserve_rows(Session& s, int64_t rows);
     static void release_rows(Session& s, int64_t rows);
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
+    // tok[8], tok[9]: where the session's DeltaNet states and conv rings start in their pools
+    // (floats), for a batch's rows (Kernels::DeltaNetStep::state_in_tok).
+    static constexpr uint32_t kStateBase = 8, kRingBase = 9;
     void run_token(Session& s, int32_t token, bool logits, const SampleArgs& args);
     // The token command's plan (token_command.cpp), and its recording. timed_whole: under
     // --profile, the command timed as a whole, not stage by stage.
@@ -195,18 +202,24 @@ class ResidentDriver final : public Executor {
     // window's inputs are in place, so a command recorded now is queued in parts as it is
     // recorded (DriverOptions::early_submit); its submit_and_wait() then queues the rest.
     CommandList& window_command(Session& s, uint32_t m, bool all, bool queue = false);
-    // The window command's plan (window_command.cpp). With columns, the rows are one decode token
-    // of each of those sessions (a batch, step()): the mixers run a row at a time on the row's
-    // session, every row's logits are kept on the device, sampled there into each session's tok,
-    // and copied to the host when host_logits.
-    WindowPlan plan_window(const Session& s, uint32_t m, bool all,
-                           std::span<Session* const> columns = {}, bool host_logits = false) const;
-    void record_window(CommandList& cl, const WindowPlan& p, Session& s, uint32_t m,
-                       std::span<Session* const> columns, bool queue);
+    // The window command's plan (window_command.cpp) for a session of n_ctx tokens. A batch's
+    // plan (batch): the rows are one decode token each of m sessions (step()), whichever they
+    // are: the mixers run a row at a time on the sessions' state found through the batch's rows
+    // (Weights::BatchRows), every row's logits are kept on the device, sampled there into the
+    // row's words, and copied to the host when host_logits.
+    WindowPlan plan_window(int64_t n_ctx, uint32_t m, bool all, bool batch = false,
+                           bool host_logits = false) const;
+    // Records a window's plan: a prefill window of session s, or a batch (s null).
+    void record_window(CommandList& cl, const WindowPlan& p, Session* s, uint32_t m, bool queue);
     // Runs decode items (checked) as one batch command.
     void run_batch(std::span<StepItem> items);
-    // The command of a batch of decodes of these sessions, recorded on the batch's first step.
-    CommandList& batch_command(std::span<Session* const> columns, bool host_logits);
+    // The command of a batch of m decodes, recorded on the first step of m rows and replayed for
+    // every step of m rows, whichever sessions they are.
+    CommandList& batch_command(uint32_t m, bool host_logits);
+    // Makes room for batches of m rows (Weights::BatchRows); wider rows drop the commands
+    // recorded over the narrower ones.
+    void grow_batch(uint32_t m);
+
     Kernels::DeltaNetStep deltanet_args(const ActLayout& A, const Layer& L) const;
 
     std::shared_ptr<const Model> model_;
@@ -219,12 +232,8 @@ class ResidentDriver final : public Executor {
     bool expand_ahead_ = true;
     bool early_submit_ = true;
     bool gemm_groups_ = true;
-    // Batch commands by the sessions of their rows (Session::id, in row order) and whether they
-    // copy the logits to the host; the oldest go when more compositions than kBatchCommands.
-    static constexpr size_t kBatchCommands = 16;
-    std::map<std::pair<std::vector<uint64_t>, bool>, std::unique_ptr<CommandList>> batch_cmds_;
-    std::vector<std::pair<std::vector<uint64_t>, bool>> batch_order_;
-    uint64_t next_session_id_ = 1;
+    // Batch commands by their rows and whether they copy the logits to the host.
+    std::map<std::pair<uint32_t, bool>, std::unique_ptr<CommandList>> batch_cmds_;
 };
 
 // Registers "vulkan" with the engine (engine/engine.h register_device); called once at start-up.

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "vulkan/driver.h"
-#include "vulkan/kv_pool.h"
+#include "vulkan/free_list.h"
 #include "vulkan/pipeline.h"
 
 namespace dl::vk {
@@ -31,7 +31,48 @@ struct ResidentDriver::Weights {
     // The paged KV cache: each attention layer's key and value pools (empty for GDN layers) and
     // their blocks (null for a model without attention layers).
     std::vector<Buffer> k_pool, v_pool;
-    std::shared_ptr<KvPool> kv;
+    std::shared_ptr<FreeList> kv;
+    // The recurrent state: each GDN layer's pools of DeltaNet states S and conv rings (empty for
+    // attention layers), a slot of each for every session open at once, and the free slots (null
+    // for a model without GDN layers). A slot's part of a pool starts at slot · state_bytes or
+    // slot · ring_bytes, aligned for a binding.
+    std::vector<Buffer> state_pool, ring_pool;
+    std::shared_ptr<FreeList> state_slots;
+    static uint64_t state_bytes(const Hparams& hp) {
+        const uint64_t d_v = (uint64_t)(hp.ssm_d_inner / hp.ssm_n_v_heads);
+        return align_up((uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4, kBindAlign);
+    }
+    static uint64_t ring_bytes(const Hparams& hp) {
+        return align_up((uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4, kBindAlign);
+    }
+    // A batch's rows (ResidentDriver::step): for each, the words a session's token command reads
+    // from its tok buffer (position, token id, sampling, where its recurrent state starts, its
+    // block table; copied from the row's session before each step) and the scratch of its decode
+    // attention and sampling. They belong to the batch, not to its sessions, so which sessions a
+    // batch holds is data: one command of m rows serves every composition. Grown to the widest
+    // batch seen (ResidentDriver::grow_batch).
+    struct BatchRows {
+        uint32_t rows = 0;
+        uint64_t tok_stride = 0, partials_stride = 0, counter_stride = 0, scratch_stride = 0;
+        Buffer tok, partials, counter, scratch;
+        View tok_row(uint32_t b) const { return view(tok, b * tok_stride, tok_stride); }
+        View partials_row(uint32_t b) const {
+            return view(partials, b * partials_stride, partials_stride);
+        }
+        View counter_row(uint32_t b) const {
+            return view(counter, b * counter_stride, counter_stride);
+        }
+        View scratch_row(uint32_t b) const {
+            return view(scratch, b * scratch_stride, scratch_stride);
+        }
+        uint32_t* words(uint32_t b) const {
+            return static_cast<uint32_t*>(tok.mapped()) + b * tok_stride / 4;
+        }
+    } batch;
+    // A session's state and conv ring of GDN layer il, and where they start in their pools (in
+    // floats: a batch's rows find them there, Kernels::DeltaNetStep::state_in_tok).
+    View state(const Session& s, int64_t il, const Hparams& hp) const;
+    View ring(const Session& s, int64_t il, const Hparams& hp) const;
 
     // The bytes of slab `slab` from `offset` that hold `bytes` of matrix rows, with the 4 spare
     // bytes the plan keeps after every matrix, rounded to whole words.
@@ -59,12 +100,16 @@ struct ResidentDriver::Weights {
 struct ResidentDriver::Session : SessionState {
     ~Session() override {
         for (uint32_t b : kv_blocks) kv->give(b);
+        if (state_slots) state_slots->give(state_slot);
     }
-    uint64_t id = 0;  // unique in the driver's life (the batch commands' keys)
     // The session's blocks of the paged KV cache, in order; tok holds them as its block table
     // (Kernels::kKvTable).
     std::vector<uint32_t> kv_blocks;
-    std::shared_ptr<KvPool> kv;
+    std::shared_ptr<FreeList> kv;
+    // Its slot of the recurrent state's pools (Weights::state, ring), where the model has GDN
+    // layers.
+    uint32_t state_slot = 0;
+    std::shared_ptr<FreeList> state_slots;
     // tok: the token command's words (position, token id, chosen id, sampling) and the block table
     // (Kernels::tok_bytes).
     Buffer act, logits, logits_dev, tok, partials;
@@ -77,7 +122,6 @@ struct ResidentDriver::Session : SessionState {
     // One word a head that the DeltaNet decode step's column groups and the decode attention's
     // splits count on (0 between dispatches; they are stages apart).
     Buffer head_counter;
-    std::vector<Buffer> state, ring;  // per layer (empty for attention layers)
     // The token commands, by token_slot(): the one that returns only the chosen token and the
     // one that writes the logits to the host; under --profile the same timed whole (every other
     // token runs these, so the profile has the token's time without the stages' timestamps);
@@ -92,6 +136,13 @@ struct ResidentDriver::Session : SessionState {
     // Prefill window commands, by (rows, all logits): recorded on first use, replayed after.
     std::map<std::pair<uint32_t, bool>, std::unique_ptr<CommandList>> window_cmds;
 };
+
+inline View ResidentDriver::Weights::state(const Session& s, int64_t il, const Hparams& hp) const {
+    return view(state_pool[il], s.state_slot * state_bytes(hp), state_bytes(hp));
+}
+inline View ResidentDriver::Weights::ring(const Session& s, int64_t il, const Hparams& hp) const {
+    return view(ring_pool[il], s.state_slot * ring_bytes(hp), ring_bytes(hp));
+}
 
 // The id sample.comp chose into tok[2]; it gives none (0xffffffff) when the logits hold a NaN.
 inline int32_t sampled_token(const void* tok) {

@@ -33,6 +33,10 @@ class DeltaNetKernels : public virtual KernelFamily {
         // · d_v) floats, the layout of GemvRounding) instead of floats, for the tiled GEMV that
         // reads them with x_rounded (gemv_gated); needs column groups of 16 or more.
         bool round_y = false;
+        // The step only: ring and state are the pools of every session's, this one's at the
+        // float offsets tok[ResidentDriver::kRingBase] and tok[kStateBase] (a batch's rows, whose
+        // sessions are data); otherwise they start the bindings.
+        bool state_in_tok = false;
     };
     // Returns a Decline when the shape has no kernel (d_v over the workgroup limit ...).
     static std::optional<Decline> deltanet_step_supported(const Features& f, uint32_t d_k,

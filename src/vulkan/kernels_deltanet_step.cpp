@@ -83,7 +83,8 @@ void DeltaNetKernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View
                                  {cw * ks, a.d_k, a.conv_kernel, a.d_v, cw, ks,
                                   a.round_y  ? 2u
                                   : norm_out ? 1u
-                                             : 0u});
+                                             : 0u,
+                                  a.state_in_tok ? 1u : 0u});
     DeltaNetPush p{a.n_k_heads,
                    a.n_v_heads,
                    a.qkv_off,

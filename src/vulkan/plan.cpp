@@ -157,7 +157,7 @@ std::string Plan::describe() const {
     const uint64_t blocks_one = Kernels::kv_blocks((uint64_t)std::max<int64_t>(n_ctx, 1));
     const uint64_t seq_kv = kv_blocks > 0 ? kv_bytes / kv_blocks * blocks_one : 0;
     const uint64_t shared = total() - kv_bytes - recurrent_bytes;
-    const uint64_t per_seq = seq_kv + per_sequence_bytes;
+    const uint64_t per_seq = seq_kv + per_sequence_bytes + state_slot_bytes;
     const uint64_t fit =
         budget_bytes > shared && per_seq > 0 ? (budget_bytes - shared) / per_seq : 0;
     const std::string kv =
@@ -168,10 +168,12 @@ std::string Plan::describe() const {
                                     pool_sequences() == 1 ? "" : "s", n_ctx)
                       : std::string("no KV cache");
     return fmt::format(
-        "weights {} in {} slab{}, parameters {}, {}, recurrent state {}, scratch {}: "
+        "weights {} in {} slab{}, parameters {}, {}, recurrent state {}{}, scratch {}: "
         "total {} of {} budget (the budget holds {} sequence{} of {} tokens); kernels {}; {}",
         gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes), kv,
-        gib(recurrent_bytes), gib(scratch_bytes), gib(total()), gib(budget_bytes), fit,
+        gib(recurrent_bytes),
+        state_slots > 0 ? fmt::format(" ({} sessions)", state_slots) : std::string(),
+        gib(scratch_bytes), gib(total()), gib(budget_bytes), fit,
         fit == 1 ? "" : "s", n_ctx, variant_name(variant),
         window > 0 ? fmt::format("prefill in windows of {} rows{}", window,
                                  window_attention_tensor_cores ? ", attention on tensor cores" : "")
@@ -314,11 +316,25 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
             return *d;
     }
 
-    // Recurrent state: S (F32) and the conv ring of K rows per GDN layer.
+    // Recurrent state: S (F32) and the conv ring of K rows per GDN layer, in a pool of slots for
+    // each layer (one binding each), a slot for each session open at once.
     const uint64_t d_v = hp.ssm_n_v_heads ? hp.ssm_d_inner / hp.ssm_n_v_heads : 0;
-    p.recurrent_bytes = n_gdn * align_up((uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4 +
-                                             (uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4,
-                                         kAlign);
+    const uint64_t state_layer = (uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4;
+    const uint64_t ring_layer = (uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4;
+    if (n_gdn > 0) {
+        const uint64_t most = slab_limit / align_up(std::max(state_layer, ring_layer), kBindAlign);
+        p.state_slots =
+            std::min<uint64_t>((uint64_t)std::max<int64_t>(opts.sequences, 1) +
+                                   PlanOptions::kSpareSessions,
+                               most);
+        if (p.state_slots == 0)
+            return Decline{fmt::format("one DeltaNet layer's state ({}) is more than a binding of "
+                                       "the device holds ({})",
+                                       human_bytes(state_layer), human_bytes(slab_limit))};
+        p.state_slot_bytes =
+            n_gdn * (align_up(state_layer, kBindAlign) + align_up(ring_layer, kBindAlign));
+        p.recurrent_bytes = p.state_slots * p.state_slot_bytes;
+    }
 
     // Scratch for one decode token: a few activation rows of the widest projection, plus logits.
     uint64_t widest =
@@ -434,8 +450,8 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     }
     p.n_ctx = n_ctx;
     p.scratch_bytes = scratch + partials_for(n_ctx);
-    p.per_sequence_bytes = p.recurrent_bytes + token_scratch + partials_for(n_ctx) +
-                           Kernels::tok_bytes((uint64_t)n_ctx);
+    p.per_sequence_bytes =
+        token_scratch + partials_for(n_ctx) + Kernels::tok_bytes((uint64_t)n_ctx);
     // The paged KV cache's pool: blocks for opts.sequences sequences of n_ctx tokens where the
     // budget holds them and their own state beside it; at least one sequence's. Sequences share
     // the pool, so more of them fit where most are shorter than n_ctx.

@@ -20,8 +20,10 @@ namespace dl::vk {
 struct PlanOptions {
     int64_t n_ctx = 4096;  // the most tokens one sequence holds
     // Sequences expected at once (a server's slots): the paged KV cache's pool holds this many
-    // of n_ctx tokens where the budget allows, and at least one.
+    // of n_ctx tokens where the budget allows, and at least one; the recurrent state's pools hold
+    // kSpareSessions more (sessions beside them: a solo run, a prefix cache's probe).
     int64_t sequences = 1;
+    static constexpr int64_t kSpareSessions = 3;
     // Device memory the plan may use; 0: 90% of the largest device-local heap.
     uint64_t budget_bytes = 0;
     // When the requested context does not fit, plan the largest that does (else decline).
@@ -112,9 +114,13 @@ struct Plan {
     // all attention layers.
     uint64_t kv_blocks = 0;
     uint64_t kv_bytes = 0;
-    uint64_t recurrent_bytes = 0;     // DeltaNet state S and conv ring, all GDN layers
-    // What each sequence allocates for itself (recurrent state, attention partials, activations,
-    // logits): counted once in the total, and once for each further sequence the pool holds.
+    // The recurrent state's pools: a slot for each session open at once, each the DeltaNet state S
+    // and conv ring of all GDN layers (0 slots for a model without them).
+    uint64_t state_slots = 0;
+    uint64_t state_slot_bytes = 0;
+    uint64_t recurrent_bytes = 0;  // all slots
+    // What each session allocates for itself (attention partials, activations, logits): counted
+    // once in the total, and once for each further sequence the pool holds.
     uint64_t per_sequence_bytes = 0;
     uint64_t scratch_bytes = 0;       // activations (token and window), logits, attention partials
     uint64_t budget_bytes = 0;

@@ -20,7 +20,6 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     Device& D = *dev_;
     const Weights& W = *w_;
     auto s = std::make_unique<Session>();
-    s->id = next_session_id_++;
     s->n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : plan_.n_ctx, plan_.n_ctx);
     const ActLayout A = act_layout(hp, 1);
     s->act = D.create_buffer((uint64_t)A.total * 4, MemoryKind::device);
@@ -46,18 +45,24 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
     s->head_counter = D.create_buffer(head_words * 4, MemoryKind::device);
     D.fill(s->head_counter, 0, head_words * 4, 0);
 
-    const uint32_t d_v = hp.ssm_n_v_heads ? (uint32_t)(hp.ssm_d_inner / hp.ssm_n_v_heads) : 0;
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        if (hp.is_recurrent(il)) {
-            s->state.push_back(D.create_buffer(
-                (uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4, MemoryKind::device));
-            s->ring.push_back(D.create_buffer((uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4,
-                                              MemoryKind::device));
-            D.fill(s->state.back(), 0, s->state.back().size(), 0);
-            D.fill(s->ring.back(), 0, s->ring.back().size(), 0);
-        } else {
-            s->state.emplace_back();
-            s->ring.emplace_back();
+    // A slot of the recurrent state's pools, zeroed: a fresh session's state and conv ring.
+    if (W.state_slots) {
+        const std::optional<uint32_t> slot = W.state_slots->take();
+        if (!slot)
+            fail(
+                "all {} sessions the device holds recurrent state for are open; open the model "
+                "for more sequences at once (--parallel)",
+                W.state_slots->size());
+        s->state_slot = *slot;
+        s->state_slots = W.state_slots;
+        auto* t = static_cast<uint32_t*>(s->tok.mapped());
+        t[kStateBase] = (uint32_t)(*slot * Weights::state_bytes(hp) / 4);
+        t[kRingBase] = (uint32_t)(*slot * Weights::ring_bytes(hp) / 4);
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            if (!hp.is_recurrent(il)) continue;
+            const View st = W.state(*s, il, hp), ring = W.ring(*s, il, hp);
+            D.fill(W.state_pool[il], st.offset, st.range, 0);
+            D.fill(W.ring_pool[il], ring.offset, ring.range, 0);
         }
     }
 
@@ -112,17 +117,17 @@ void ResidentDriver::reserve_rows(Session& s, int64_t rows) {
         if (!b)
             throw CacheFull(fmt::format(
                 "the KV cache is full: its {} blocks of {} tokens are all held by sequences",
-                s.kv->blocks(), Kernels::kKvBlock));
+                s.kv->size(), Kernels::kKvBlock));
         table[s.kv_blocks.size()] = *b;
         s.kv_blocks.push_back(*b);
     }
 }
 
 Executor::CacheUse ResidentDriver::cache_use() const {
-    const KvPool* kv = w_->kv.get();
+    const FreeList* kv = w_->kv.get();
     if (!kv) return {};
     const int64_t block = Kernels::kKvBlock;
-    return {(int64_t)(kv->blocks() - kv->free_blocks()) * block, (int64_t)kv->blocks() * block};
+    return {(int64_t)(kv->size() - kv->free()) * block, (int64_t)kv->size() * block};
 }
 
 void ResidentDriver::release_rows(Session& s, int64_t rows) {
@@ -181,10 +186,11 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
         snap->state.emplace_back();
         snap->ring.emplace_back();
         if (hp.is_recurrent(il)) {
-            snap->state.back() = D.create_buffer(s.state[il].size(), MemoryKind::device);
-            snap->ring.back() = D.create_buffer(s.ring[il].size(), MemoryKind::device);
-            cl.copy(s.state[il], 0, snap->state.back(), 0, s.state[il].size());
-            cl.copy(s.ring[il], 0, snap->ring.back(), 0, s.ring[il].size());
+            const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
+            snap->state.back() = D.create_buffer(st.range, MemoryKind::device);
+            snap->ring.back() = D.create_buffer(ring.range, MemoryKind::device);
+            cl.copy(W.state_pool[il], st.offset, snap->state.back(), 0, st.range);
+            cl.copy(W.ring_pool[il], ring.offset, snap->ring.back(), 0, ring.range);
         } else if (s.n_past > 0) {
             snap->k.back() = D.create_buffer(kv_bytes, MemoryKind::device);
             snap->v.back() = D.create_buffer(kv_bytes, MemoryKind::device);
@@ -244,8 +250,9 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
     cl.begin();
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         if (hp.is_recurrent(il)) {
-            cl.copy(snap->state[il], 0, s.state[il], 0, s.state[il].size());
-            cl.copy(snap->ring[il], 0, s.ring[il], 0, s.ring[il].size());
+            const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
+            cl.copy(snap->state[il], 0, W.state_pool[il], st.offset, st.range);
+            cl.copy(snap->ring[il], 0, W.ring_pool[il], ring.offset, ring.range);
         } else if (snap->n_past > 0) {
             copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.k_pool[il], snap->k[il], false);
             copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.v_pool[il], snap->v[il], false);

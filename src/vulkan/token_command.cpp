@@ -543,8 +543,8 @@ void ResidentDriver::record_token(Session& s, CommandList& cl, const TokenPlan& 
                                         hp.rms_eps);
                     break;
                 case Kind::deltanet_step:
-                    K.deltanet_step(cl, d.deltanet, act, prm, view(s.ring[d.layer]),
-                                    view(s.state[d.layer]), tok, view(s.head_counter));
+                    K.deltanet_step(cl, d.deltanet, act, prm, W.ring(s, d.layer, hp),
+                                    W.state(s, d.layer, hp), tok, view(s.head_counter));
                     break;
                 case Kind::attention:
                     K.attention(cl, d.attention, act, prm, view(W.k_pool[d.layer]),

@@ -17,10 +17,9 @@ namespace dl::vk {
 // window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs and
 // the row kernels of attention and DeltaNet. Logits of the last row go to the session's logits
 // buffer, or of every row to the window logits buffer when `all`.
-WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
-                                       std::span<Session* const> columns, bool host_logits) const {
-    if (!columns.empty() && (columns.size() != m || !all))
-        fail("a batch plans one row a session and every row's logits");
+WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool batch,
+                                       bool host_logits) const {
+    if (batch && !all) fail("a batch plans every row's logits");
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
@@ -149,7 +148,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
         it.y_off = y_off;
         add(it);
     };
-    Kernels::AttentionRows ar{attention_args(hp, A, W.freq_off, (uint32_t)s.n_ctx), 0, 0, 0, 0};
+    Kernels::AttentionRows ar{attention_args(hp, A, W.freq_off, (uint32_t)n_ctx), 0, 0, 0, 0};
     ar.q_row = (uint32_t)hp.n_head * ar.a.q_stride;
     ar.kv_row = (uint32_t)(hp.n_head_kv * hp.head_dim);
     ar.o_row = (uint32_t)(hp.n_head * hp.head_dim);
@@ -165,7 +164,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
     // A batch's rows are sequences of their own: the decode kernels run each row's mixer on its
     // session's state, with the row's activations (row b of each activation) as their input.
     chain.deltanet = [&](int64_t il, const Layer& L) {
-        if (columns.empty()) {
+        if (!batch) {
             WindowItem it;
             it.kind = Kind::deltanet_rows;
             it.layer = il;
@@ -181,6 +180,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
             it.column = b;
             it.deltanet = deltanet_args(A, L);
             it.deltanet.wy_off = Kernels::kNone;
+            it.deltanet.state_in_tok = true;  // the row's session's, found through its words
             it.deltanet.qkv_off += b * conv_dim;
             it.deltanet.z_off += b * d_inner;
             it.deltanet.b_off += b * H_v;
@@ -190,7 +190,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
         }
     };
     chain.attention = [&](int64_t il, const Layer& L) {
-        if (columns.empty()) {
+        if (!batch) {
             WindowItem it;
             it.kind = Kind::attention_rows;
             it.layer = il;
@@ -205,7 +205,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
             it.layer = il;
             it.column = b;
             Kernels::Attention& a = it.attention.a;
-            a = attention_args(hp, A, W.freq_off, (uint32_t)columns[b]->n_ctx);
+            a = attention_args(hp, A, W.freq_off, (uint32_t)n_ctx);
             W.set_qk_norms(a, L);
             a.q_off += b * ar.q_row;
             if (a.gate_off != Kernels::kNone) a.gate_off += b * ar.gate_row;
@@ -322,7 +322,7 @@ WindowPlan ResidentDriver::plan_window(const Session& s, uint32_t m, bool all,
     if (all) {
         to_f16(A.xn, hp.n_embd);
         gemm(model_->output, A.xn, true, 0, false);
-        if (!columns.empty()) {  // each row's next token, and its logits when asked
+        if (batch) {  // each row's next token, and its logits when asked
             stage("head");
             for (uint32_t b = 0; b < m; ++b) {
                 WindowItem it;
@@ -357,17 +357,15 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     if (it != s.window_cmds.end()) return *it->second;
     const auto t0 = std::chrono::steady_clock::now();
     auto cmd = std::make_unique<CommandList>(*dev_);
-    record_window(*cmd, plan_window(s, m, all), s, m, {}, queue);
+    record_window(*cmd, plan_window(s.n_ctx, m, all), &s, m, queue);
     log::debug(
         "vulkan: the window command of {} rows recorded in {:.3f} ms", m,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
 }
 
-// Records a window's plan: a prefill window of session s, or a batch of the sessions `columns`
-// (s their first).
-void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session& s, uint32_t m,
-                                   std::span<Session* const> columns, bool queue) {
+void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session* s, uint32_t m,
+                                   bool queue) {
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
@@ -376,7 +374,8 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
         Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
     const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
     const uint32_t E = (uint32_t)hp.n_embd;
-    const View act = view(W.win_act), prm = view(W.params), tok = view(s.tok);
+    const View act = view(W.win_act), prm = view(W.params), tok = s ? view(s->tok) : View{};
+    const Weights::BatchRows& B = W.batch;
     const View x16 = W.win_x16 ? view(W.win_x16) : View{};
     // Queued in parts as recorded: after stages 1, 2, 4, 8, ... so the parts grow as the
     // device's lead over the recording does (a 9B's window of 512 rows: 2-3 ms of recording, a
@@ -396,7 +395,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
             case Kind::gemm:
                 K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
                        (uint32_t)t->cols(), act, i.x_off, x16,
-                       i.to_logits ? view(columns.empty() ? W.win_logits : W.batch_logits) : act,
+                       i.to_logits ? view(s ? W.win_logits : W.batch_logits) : act,
                        i.y_off, m, i.accumulate, i.w16, i.expanded, i.stage_rows);
                 break;
             case Kind::embed:
@@ -428,7 +427,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                 break;
             case Kind::deltanet_rows:
                 K.deltanet_rows(cl, deltanet_args(A, model_->layers[i.layer]), A.conv, act, prm,
-                                view(s.ring[i.layer]), view(s.state[i.layer]), tok, m,
+                                W.ring(*s, i.layer, hp), W.state(*s, i.layer, hp), tok, m,
                                 K.tuning.deltanet_scan);
                 break;
             case Kind::attention_rows:
@@ -470,30 +469,25 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                             .cols = (uint32_t)t->cols(),
                             .x = act,
                             .x_off = i.x_off,
-                            .y = view(s.logits),
+                            .y = view(s->logits),
                             .y_off = 0,
                             .accumulate = false});
                 break;
-            case Kind::deltanet_column: {
-                Session& c = *columns[i.column];
-                K.deltanet_step(cl, i.deltanet, act, prm, view(c.ring[i.layer]),
-                                view(c.state[i.layer]), view(c.tok), view(c.head_counter));
+            case Kind::deltanet_column:
+                K.deltanet_step(cl, i.deltanet, act, prm, view(W.ring_pool[i.layer]),
+                                view(W.state_pool[i.layer]), B.tok_row(i.column),
+                                B.counter_row(i.column));
                 break;
-            }
-            case Kind::attention_column: {
-                Session& c = *columns[i.column];
+            case Kind::attention_column:
                 K.attention(cl, i.attention.a, act, prm, view(W.k_pool[i.layer]),
-                            view(W.v_pool[i.layer]), view(c.partials), view(c.tok),
-                            view(c.head_counter));
+                            view(W.v_pool[i.layer]), B.partials_row(i.column),
+                            B.tok_row(i.column), B.counter_row(i.column));
                 break;
-            }
-            case Kind::sample_column: {
-                Session& c = *columns[i.column];
+            case Kind::sample_column:
                 K.sample(cl, view(W.batch_logits), i.column * (uint32_t)hp.n_vocab,
-                         (uint32_t)hp.n_vocab, view(c.tok), 2, kSampleParams,
-                         view(c.sample_scratch));
+                         (uint32_t)hp.n_vocab, B.tok_row(i.column), 2, kSampleParams,
+                         B.scratch_row(i.column));
                 break;
-            }
             case Kind::logits_to_host:
                 cl.copy(W.batch_logits, 0, W.win_logits, 0, (uint64_t)i.n * hp.n_vocab * 4);
                 break;

@@ -38,22 +38,34 @@ void check_batch(const dl::test::TinySpec& spec) {
     const double tol =
         Kernels::gemm_uses_coopmat(d.device().features(), d.plan().variant) ? 1e-2 : 2e-3;
     const int64_t V = model->hp.n_vocab;
-    const std::vector<int64_t> history = {3, 17, 1, 40, 9};
+    const std::vector<int64_t> history = {3, 17, 1, 40, 9, 22};
     std::vector<std::vector<int32_t>> toks;
     std::vector<std::vector<std::vector<double>>> ref;
     std::vector<std::unique_ptr<SessionState>> gpu;
     std::vector<float> ignored;
-    for (size_t i = 0; i < history.size(); ++i) {
-        toks.push_back(dl::test::tiny_tokens(history[i] + 4, V, 70 + (uint32_t)i));
-        ref.push_back(dl::test::reference_forward(*model, toks[i]));
-        gpu.push_back(d.new_session(96));
+    auto open = [&](size_t i) {
+        gpu[i] = d.new_session(96);
         d.prefill(*gpu[i], std::span<const int32_t>(toks[i].data(), (size_t)history[i]),
                   LogitsRows::last, ignored);
+    };
+    for (size_t i = 0; i < history.size(); ++i) {
+        toks.push_back(dl::test::tiny_tokens(history[i] + 5, V, 70 + (uint32_t)i));
+        ref.push_back(dl::test::reference_forward(*model, toks[i]));
+        gpu.emplace_back();
+        if (i < 5) open(i);
     }
-    // Three steps: all five sequences, then three of them in another order, then all again.
-    const std::vector<std::vector<size_t>> steps = {{0, 1, 2, 3, 4}, {3, 0, 2}, {4, 3, 2, 1, 0}};
+    // All five sequences, three of them in another order, three others (two join, two leave);
+    // then sequence 2 closes and sequence 5 opens in its state slot and blocks, and joins; then
+    // all that are open. Which sessions a batch's rows hold is data: one command of each row
+    // count serves every composition.
+    const std::vector<std::vector<size_t>> steps = {
+        {0, 1, 2, 3, 4}, {3, 0, 2}, {1, 4, 0}, {1, 5, 4}, {4, 3, 5, 1, 0}};
     std::vector<int64_t> next(history.size(), 0);
     for (size_t k = 0; k < steps.size(); ++k) {
+        if (k == 3) {
+            gpu[2].reset();
+            open(5);
+        }
         std::vector<StepItem> items;
         for (size_t i : steps[k]) {
             StepItem it;
@@ -72,8 +84,10 @@ void check_batch(const dl::test::TinySpec& spec) {
                 << arch << " " << qtype_name(type) << " step " << k << " sequence " << i;
         }
     }
+    EXPECT_EQ(d.batch_commands(), 2u) << "a command for each row count, not each composition";
     // After the batches each session continues alone where the reference does.
     for (size_t i = 0; i < history.size(); ++i) {
+        if (!gpu[i]) continue;
         const int64_t pos = history[i] + next[i];
         std::vector<float> a;
         d.decode(*gpu[i], toks[i][(size_t)pos], a);

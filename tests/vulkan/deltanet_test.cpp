@@ -28,9 +28,11 @@ using test::randn;
 // norm_out): y holds those values rounded to bytes by 16-value blocks (DeltaNetStep::round_y,
 // the layout of Kernels::GemvRounding), which times their block scales and the heads' factors
 // must be the CPU chain's output to within half a rounding step, each block's largest byte
-// ±127 and its scaled sum the scale times the sum of its bytes.
+// ±127 and its scaled sum the scale times the sum of its bytes. pooled: ring and state are the
+// second slot of pools of three (DeltaNetStep::state_in_tok, a batch's rows), found through
+// tok[8] and tok[9]; the other slots, poisoned, must stay untouched.
 void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, uint32_t columns,
-              bool subgroups, bool norm_out = false, bool round_y = false) {
+              bool subgroups, bool norm_out = false, bool round_y = false, bool pooled = false) {
     VK_TEST_DEVICE();
     test::Scoped cols(K.tuning.deltanet_columns, columns);
     test::Scoped sgs(K.tuning.deltanet_subgroups, subgroups);
@@ -63,17 +65,21 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, ui
     const uint32_t groups = K.deltanet_groups(dv, true);
     const uint32_t n_act = ss_off + (norm_out ? hv * groups : 0);
     Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
-    Buffer ring = dev.create_buffer((size_t)KC * conv_dim * 4, MemoryKind::device);
-    dev.fill(ring, 0, ring.size(), 0);
-    Buffer state = dev.create_buffer((size_t)hv * dk * dv * 4, MemoryKind::device);
-    dev.fill(state, 0, state.size(), 0);
-    Buffer tok = dev.create_buffer(16, MemoryKind::host);
+    const size_t ring_n = (size_t)KC * conv_dim, state_n = (size_t)hv * dk * dv;
+    const size_t slots = pooled ? 3 : 1, slot = pooled ? 1 : 0;
+    Buffer ring = test::poisoned(dev, slots * ring_n), state = test::poisoned(dev, slots * state_n);
+    dev.fill(ring, slot * ring_n * 4, ring_n * 4, 0);
+    dev.fill(state, slot * state_n * 4, state_n * 4, 0);
+    Buffer tok = dev.create_buffer(64, MemoryKind::host);
+    static_cast<uint32_t*>(tok.mapped())[8] = (uint32_t)(slot * state_n);
+    static_cast<uint32_t*>(tok.mapped())[9] = (uint32_t)(slot * ring_n);
 
     std::vector<float> S((size_t)hv * dk * dv, 0.f), conv_state((size_t)(KC - 1) * conv_dim, 0.f);
     Kernels::DeltaNetStep args{hk,    hv,    dk,       dv,     KC,      qkv_off,  z_off, b_off,
                                a_off, y_off, conv_off, dt_off, a_off_p, norm_off, eps};
     if (norm_out) args.ss_off = ss_off;
     args.round_y = round_y;
+    args.state_in_tok = pooled;
     for (int t = 0; t < tokens; ++t) {
         std::vector<float> qkv = randn(conv_dim, rng), z = randn(inner, rng), b = randn(hv, rng),
                            a = randn(hv, rng, 2.f);
@@ -137,10 +143,21 @@ void run_case(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, int tokens, ui
                 << "token " << t << " y[" << i << "]";
         }
     }
-    // The state itself, after all tokens.
-    auto Sd = test::from_device<float>(dev, state, S.size());
+    // The state itself, after all tokens; the other slots as they were.
+    auto Sd = test::from_device<float>(dev, state, slots * state_n);
     for (size_t i = 0; i < S.size(); ++i)
-        ASSERT_NEAR(Sd[i], S[i], 2e-4 * (1 + std::fabs(S[i]))) << "S[" << i << "]";
+        ASSERT_NEAR(Sd[slot * state_n + i], S[i], 2e-4 * (1 + std::fabs(S[i]))) << "S[" << i << "]";
+    auto Rd = test::from_device<uint32_t>(dev, ring, slots * ring_n);
+    for (size_t o = 0; o < slots; ++o) {
+        if (o == slot) continue;
+        for (size_t i = 0; i < state_n; ++i) {
+            uint32_t w;
+            std::memcpy(&w, &Sd[o * state_n + i], 4);
+            ASSERT_EQ(w, test::kPoison) << "slot " << o << " state " << i;
+        }
+        for (size_t i = 0; i < ring_n; ++i)
+            ASSERT_EQ(Rd[o * ring_n + i], test::kPoison) << "slot " << o << " ring " << i;
+    }
 }
 
 TEST(VulkanDeltaNet, StepMatchesCpuWithMoreValueHeads) {
@@ -180,6 +197,16 @@ TEST(VulkanDeltaNet, StepRoundsItsOutputForItsReader) {
         run_case(3, 3, 16, 64, 5, 0, sg, true, true);
         run_case(2, 4, 64, 64, 6, 16, sg, true, true);
         run_case(2, 4, 64, 32, 6, 0, sg, true, true);
+    }
+}
+
+// A batch's row: ring and state in a slot of pools shared with other sessions, found through the
+// row's words, with and without column groups and the norm left to the reader.
+TEST(VulkanDeltaNet, StepFindsItsStateInThePools) {
+    for (bool sg : {true, false}) {
+        run_case(2, 4, 64, 32, 6, 0, sg, false, false, true);
+        run_case(2, 4, 128, 128, 4, 32, sg, false, false, true);
+        run_case(2, 4, 64, 64, 6, 16, sg, true, true, true);
     }
 }
 

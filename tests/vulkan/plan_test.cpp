@@ -223,8 +223,14 @@ TEST(VulkanPlan, SizesTheKvPoolForItsSequences) {
     EXPECT_EQ(six->kv_bytes, 6 * one->kv_bytes);
     EXPECT_NE(six->describe().find("6 sequences of 1000 tokens at once"), std::string::npos)
         << six->describe();
-    // A budget with room for three more sequences' blocks and state than one: four.
-    o.budget_bytes = one->total() + 3 * (one->kv_bytes + one->per_sequence_bytes) + 1;
+    // A session's recurrent state for each sequence and a few beside them, whatever the budget.
+    EXPECT_EQ(one->state_slots, 1 + PlanOptions::kSpareSessions);
+    EXPECT_EQ(six->state_slots, 6 + PlanOptions::kSpareSessions);
+    EXPECT_EQ(six->recurrent_bytes, six->state_slots * one->state_slot_bytes);
+    // A budget with room for three more sequences' blocks and scratch than one (and the states
+    // of six): four.
+    o.budget_bytes = one->total() + 3 * (one->kv_bytes + one->per_sequence_bytes) +
+                     (six->recurrent_bytes - one->recurrent_bytes) + 1;
     auto four = plan(*model, f, Variant::scalar, o);
     ASSERT_TRUE(four.ok()) << four.reason();
     EXPECT_EQ(four->pool_sequences(), 4);

@@ -31,6 +31,11 @@
 // channels (conv_load), so one sharing a q/k head may read row pos mod K while the head's owner
 // stores it: that value is never used. A fresh session's ring is zero, which is the causal
 // padding.
+//
+// STATE_BASE 1 (a batch's rows, one dispatch a row): the binding is the pool of every session's
+// ring and state, and this row's lie at float offsets tok[9] and tok[8] (ResidentDriver::
+// kRingBase, kStateBase). Otherwise they start the bindings, and nothing this kernel reads before
+// the state waits for tok.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -48,6 +53,7 @@ layout(constant_id = 4) const uint CW = 128;   // value columns a workgroup (div
 layout(constant_id = 5) const uint KS = 1;     // parts of a column's d_k rows (divides DK)
 // 1: the reader applies the gated norm (above); 2: so, over y rounded here (CW a multiple of 16).
 layout(constant_id = 6) const uint NORM_OUT = 0;
+layout(constant_id = 7) const uint STATE_BASE = 0;
 
 const uint KR = DK / KS;  // state rows a thread holds
 
@@ -88,6 +94,8 @@ shared float gated[CW];  // NORM_OUT 2: the group's columns, for their rounding
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
+uint ring_base = 0u;  // STATE_BASE: where this row's ring and state start in their pools
+
 // A conv channel's inputs: its raw input x this token, every one of the ring's K rows and its K
 // taps. All of them are requested before any is used, none depends on the position (read from
 // tok), and the ring's new row is stored only after them (a load after a store to the same
@@ -96,7 +104,7 @@ float silu(float x) { return x / (1.0 + exp(-x)); }
 void conv_load(uint c, uint conv_dim, out float x, out float rows[KCONV], out float taps[KCONV]) {
     x = act[p.qkv_off + c];
     [[unroll]] for (uint r = 0u; r < KCONV; ++r) {
-        rows[r] = ring[r * conv_dim + c];
+        rows[r] = ring[ring_base + r * conv_dim + c];
         taps[r] = prm[p.conv_off + c * KCONV + r];
     }
 }
@@ -136,6 +144,8 @@ void main() {
     uint j = cg * CW + col;  // value column within the head
     uint hk = h % p.n_k_heads;
     uint pos = tok[0];
+    const uint state_base = STATE_BASE != 0u ? tok[8] : 0u;
+    ring_base = STATE_BASE != 0u ? tok[9] : 0u;
     // One workgroup per q/k head stores its raw inputs.
     bool qk_owner = h < p.n_k_heads && cg == 0u;
     // NORM_OUT: the column's gate input, requested now so its latency passes under the conv.
@@ -144,7 +154,7 @@ void main() {
     // them depends on the conv (H200, Qwen3.5-9B decode, deltanet 200 -> 195 us a token,
     // docs/PERF.md 2026-12-03).
     uint i0 = part * KR;
-    uint sb = h * DK * DV + i0 * DV + j;  // S[h][i0 + r][j] at sb + r * DV
+    uint sb = state_base + h * DK * DV + i0 * DV + j;  // S[h][i0 + r][j] at sb + r * DV
     float sv[KR];
     [[unroll]] for (uint r = 0; r < KR; ++r) sv[r] = S[sb + r * DV];
     float braw = act[p.b_off + h];
@@ -164,8 +174,8 @@ void main() {
         conv_load(ck, conv_dim, xk, rk, tk);
         float q = conv_out(xq, rq, tq, pos), k = conv_out(xk, rk, tk, pos);
         if (qk_owner) {
-            ring[row * conv_dim + cq] = xq;
-            ring[row * conv_dim + ck] = xk;
+            ring[ring_base + row * conv_dim + cq] = xq;
+            ring[ring_base + row * conv_dim + ck] = xk;
         }
         qs[i] = q;
         ks[i] = k;
@@ -173,7 +183,7 @@ void main() {
         kk += k * k;
     }
     float v = conv_out(xv, rv, tv, pos);
-    if (part == 0u) ring[row * conv_dim + cv] = xv;
+    if (part == 0u) ring[ring_base + row * conv_dim + cv] = xv;
     // l2norm as the reference: x * rsqrt(sum(x²) + 1e-6)
     vec2 qk = wg_sum2(vec2(qq, kk));
     float qn = inversesqrt(qk.x + 1e-6) * inversesqrt(float(DK));
