@@ -63,25 +63,40 @@ int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens
     return (int64_t)best->tokens.size();
 }
 
+// The least recently used entry, on the device (spilled false) or in host memory.
+std::vector<PrefixCache::Entry>::iterator PrefixCache::oldest(bool spilled) {
+    auto best = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+        if (it->snapshot->spilled == spilled &&
+            (best == entries_.end() || it->last_used < best->last_used))
+            best = it;
+    return best;
+}
+
+// An entry of the executor's memory to host memory where the host budget has room, else gone.
+void PrefixCache::move_out(std::vector<Entry>::iterator it) {
+    const uint64_t b = it->snapshot->bytes;
+    bytes_ -= b;
+    if (host_budget_ >= b && executor_.spill(*it->snapshot)) {
+        host_bytes_ += b;
+    } else {
+        entries_.erase(it);
+    }
+}
+
+bool PrefixCache::shed() {
+    auto it = oldest(false);
+    if (it == entries_.end()) return false;
+    move_out(it);
+    evict_to(bytes_);  // the host budget
+    return true;
+}
+
 void PrefixCache::evict_to(uint64_t budget) {
-    auto oldest = [&](bool spilled) {
-        auto best = entries_.end();
-        for (auto it = entries_.begin(); it != entries_.end(); ++it)
-            if (it->snapshot->spilled == spilled &&
-                (best == entries_.end() || it->last_used < best->last_used))
-                best = it;
-        return best;
-    };
     while (bytes_ > budget) {
         auto it = oldest(false);
         if (it == entries_.end()) break;
-        const uint64_t b = it->snapshot->bytes;
-        bytes_ -= b;
-        if (host_budget_ >= b && executor_.spill(*it->snapshot)) {
-            host_bytes_ += b;
-        } else {
-            entries_.erase(it);
-        }
+        move_out(it);
     }
     while (host_bytes_ > host_budget_) {
         auto it = oldest(true);

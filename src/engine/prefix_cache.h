@@ -34,6 +34,11 @@ class PrefixCache {
     // returns its length; 0 when none matches (the session is then untouched).
     int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, SessionState& session);
 
+    // Moves the least recently used entry of the executor's memory to host memory, or drops it,
+    // so that the executor gets its memory back (a paged KV cache's blocks it held); false when
+    // none is left there.
+    bool shed();
+
     uint64_t bytes() const { return bytes_; }            // in the executor's memory
     uint64_t host_bytes() const { return host_bytes_; }  // spilled to host memory
     size_t entries() const { return entries_.size(); }
@@ -49,6 +54,8 @@ class PrefixCache {
     // Spills or drops the least recently used entries of the executor's memory until `budget`
     // bytes are left there, then drops spilled ones past the host budget.
     void evict_to(uint64_t budget);
+    std::vector<Entry>::iterator oldest(bool spilled);
+    void move_out(std::vector<Entry>::iterator it);
 
     Executor& executor_;
     uint64_t budget_, host_budget_;

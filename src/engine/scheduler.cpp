@@ -346,10 +346,11 @@ void Scheduler::admit() {
             }
             bool others = false;
             for (auto& o : slots_) others |= o->request != nullptr;
-            if (dynamic_cast<const CacheFull*>(&e) && others) {
-                // No rows for its cached prefix now: it waits at the front of the queue until a
-                // running request finishes.
-                admit_paused_ = true;
+            const bool full = dynamic_cast<const CacheFull*>(&e) != nullptr;
+            if (full && (others || (cache_ && cache_->shed()))) {
+                // No rows for its cached prefix now: it waits at the front of the queue, until
+                // cached prefixes have moved out of the way or a running request finishes.
+                admit_paused_ = others;
                 std::lock_guard lock(mutex_);
                 --stats_.running;
                 ++stats_.queued;
@@ -441,7 +442,9 @@ void Scheduler::run_step() {
     try {
         executor_.step(items);
     } catch (const CacheFull& e) {
-        preempt(e.what());  // nothing ran; the next step goes on without it
+        // Nothing ran. Cached prefixes give their share of the cache back first (to host
+        // memory, or gone), then the request admitted last (preempt); the next step tries again.
+        if (!(cache_ && cache_->shed())) preempt(e.what());
         return;
     } catch (const std::exception& e) {
         log::warn("a step of {} sequences failed: {}", items.size(), e.what());

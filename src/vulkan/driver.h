@@ -182,9 +182,11 @@ class ResidentDriver final : public Executor {
     // position, the token and the sampling arguments.
     static void set_tok(uint32_t* words, int64_t position, int32_t token, const SampleArgs& args);
     static void set_tok(Session& s, int32_t token, const SampleArgs& args);
-    // Gives a session blocks of the paged KV cache for its first `rows` rows (CacheFull when the
-    // pool has none left: the blocks it took stay the session's), or takes back those past them.
-    static void reserve_rows(Session& s, int64_t rows);
+    // Gives a session blocks of the paged KV cache for its first `rows` rows, so that it may write
+    // rows n_past .. rows - 1: the block the next row goes into is copied first where another
+    // holds it too (a snapshot). CacheFull when the pool has none left (the blocks it took stay
+    // the session's). release_rows takes back the blocks past the first `rows` rows.
+    void reserve_rows(Session& s, int64_t rows);
     static void release_rows(Session& s, int64_t rows);
     static constexpr uint32_t kSampleParams = 3;  // tok[3..7]: temperature, top_k, top_p, min_p, u
     // tok[8], tok[9]: where the session's DeltaNet states and conv rings start in their pools

@@ -109,17 +109,42 @@ int64_t ResidentDriver::attn_short_positions(int64_t n_ctx) const {
 }
 
 void ResidentDriver::reserve_rows(Session& s, int64_t rows) {
-    if (!s.kv) return;  // no attention layers
+    if (!s.kv || rows <= s.n_past) return;  // no attention layers, or nothing to write
     const size_t need = (size_t)Kernels::kv_blocks((uint64_t)rows);
     auto* table = static_cast<uint32_t*>(s.tok.mapped()) + Kernels::kKvTable;
-    while (s.kv_blocks.size() < need) {
+    auto take = [&] {
         const std::optional<uint32_t> b = s.kv->take();
         if (!b)
             throw CacheFull(fmt::format(
-                "the KV cache is full: its {} blocks of {} tokens are all held by sequences",
+                "the KV cache is full: its {} blocks of {} tokens are all held by sequences and "
+                "cached prefixes",
                 s.kv->size(), Kernels::kKvBlock));
-        table[s.kv_blocks.size()] = *b;
-        s.kv_blocks.push_back(*b);
+        return *b;
+    };
+    // The block the next row goes into, where it holds earlier rows and has other holders (a
+    // snapshot, a session restored from one): this session writes into a copy of its own.
+    const size_t first = (size_t)(s.n_past / Kernels::kKvBlock);
+    if (first < s.kv_blocks.size() && s.kv->shared(s.kv_blocks[first])) {
+        const uint32_t old = s.kv_blocks[first], fresh = take();
+        const Hparams& hp = model_->hp;
+        const uint64_t block = Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
+        CommandList cl(*dev_);
+        cl.begin();
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            if (hp.is_recurrent(il)) continue;
+            cl.copy(w_->k_pool[il], old * block, w_->k_pool[il], fresh * block, block);
+            cl.copy(w_->v_pool[il], old * block, w_->v_pool[il], fresh * block, block);
+        }
+        cl.end();
+        cl.submit_and_wait();
+        s.kv_blocks[first] = fresh;
+        table[first] = fresh;
+        s.kv->give(old);
+    }
+    while (s.kv_blocks.size() < need) {
+        const uint32_t b = take();
+        table[s.kv_blocks.size()] = b;
+        s.kv_blocks.push_back(b);
     }
 }
 
@@ -140,15 +165,23 @@ void ResidentDriver::release_rows(Session& s, int64_t rows) {
 
 namespace {
 
+// A session's state at one position. Its attention rows stay where they are: the snapshot holds
+// the session's blocks of them (a writer copies a shared block first), until it is spilled to
+// host memory, where they are held in order. The recurrent state and conv ring are copies.
 struct DeviceSnapshot : SessionSnapshot {
+    ~DeviceSnapshot() override {
+        for (uint32_t b : kv_blocks) kv->give(b);
+    }
     const void* owner = nullptr;
-    // Per layer, empty where the layer has none: the attention rows in order (whole blocks), the
-    // recurrent state and conv ring.
+    std::vector<uint32_t> kv_blocks;
+    std::shared_ptr<FreeList> kv;
+    // Per layer, empty where the layer has none: the spilled attention rows (whole blocks, in
+    // order), the recurrent state and conv ring.
     std::vector<Buffer> k, v, state, ring;
 };
 
-// Copies the first `rows` rows of a session's paged cache (its blocks, in order) to or from a
-// buffer holding them in order, one copy a run of consecutive pool blocks.
+// Copies the first `rows` rows of a paged cache (these blocks, in order) to or from a buffer
+// holding them in order, one copy a run of consecutive pool blocks.
 void copy_blocks(CommandList& cl, std::span<const uint32_t> blocks, int64_t rows,
                  uint64_t block_bytes, const Buffer& pool, const Buffer& flat, bool to_flat) {
     const size_t n = (size_t)Kernels::kv_blocks((uint64_t)rows);
@@ -176,8 +209,20 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
     auto snap = std::make_unique<DeviceSnapshot>();
     snap->owner = this;
     snap->n_past = s.n_past;
-    const uint64_t block = Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
-    const uint64_t kv_bytes = Kernels::kv_blocks((uint64_t)s.n_past) * block;
+    // The blocks that hold its rows, held by the snapshot too; counted in its bytes, since they
+    // stay taken while it lives.
+    snap->kv = s.kv;
+    if (s.kv) {
+        const size_t n = (size_t)Kernels::kv_blocks((uint64_t)s.n_past);
+        for (size_t i = 0; i < n; ++i) {
+            s.kv->hold(s.kv_blocks[i]);
+            snap->kv_blocks.push_back(s.kv_blocks[i]);
+        }
+        int64_t n_attn = 0;
+        for (int64_t il = 0; il < hp.n_layer; ++il) n_attn += hp.is_recurrent(il) ? 0 : 1;
+        snap->bytes +=
+            n * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim) * 2 * (uint64_t)n_attn;
+    }
     CommandList cl(D);
     cl.begin();
     for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -185,22 +230,16 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
         snap->v.emplace_back();
         snap->state.emplace_back();
         snap->ring.emplace_back();
-        if (hp.is_recurrent(il)) {
-            const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
-            snap->state.back() = D.create_buffer(st.range, MemoryKind::device);
-            snap->ring.back() = D.create_buffer(ring.range, MemoryKind::device);
-            cl.copy(W.state_pool[il], st.offset, snap->state.back(), 0, st.range);
-            cl.copy(W.ring_pool[il], ring.offset, snap->ring.back(), 0, ring.range);
-        } else if (s.n_past > 0) {
-            snap->k.back() = D.create_buffer(kv_bytes, MemoryKind::device);
-            snap->v.back() = D.create_buffer(kv_bytes, MemoryKind::device);
-            copy_blocks(cl, s.kv_blocks, s.n_past, block, W.k_pool[il], snap->k.back(), true);
-            copy_blocks(cl, s.kv_blocks, s.n_past, block, W.v_pool[il], snap->v.back(), true);
-        }
+        if (!hp.is_recurrent(il)) continue;
+        const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
+        snap->state.back() = D.create_buffer(st.range, MemoryKind::device);
+        snap->ring.back() = D.create_buffer(ring.range, MemoryKind::device);
+        cl.copy(W.state_pool[il], st.offset, snap->state.back(), 0, st.range);
+        cl.copy(W.ring_pool[il], ring.offset, snap->ring.back(), 0, ring.range);
     }
     cl.end();
     cl.submit_and_wait();
-    for (const auto* list : {&snap->k, &snap->v, &snap->state, &snap->ring})
+    for (const auto* list : {&snap->state, &snap->ring})
         for (const Buffer& b : *list) snap->bytes += b.size();
     return snap;
 }
@@ -209,13 +248,29 @@ bool ResidentDriver::spill(SessionSnapshot& base) {
     auto* snap = dynamic_cast<DeviceSnapshot*>(&base);
     if (!snap || snap->owner != this) fail("the snapshot was made by another executor");
     if (snap->spilled) return true;
+    const Hparams& hp = model_->hp;
+    const Weights& W = *w_;
     Device& D = *dev_;
+    const uint64_t block = Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
+    const uint64_t kv_bytes = snap->kv_blocks.size() * block;
     std::vector<std::vector<Buffer>*> lists = {&snap->k, &snap->v, &snap->state, &snap->ring};
     std::vector<std::vector<Buffer>> host(lists.size());
     try {
         CommandList cl(D);
         cl.begin();
-        for (size_t l = 0; l < lists.size(); ++l)
+        // The attention rows from the pools, in order; the recurrent state as it is.
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            host[0].emplace_back();
+            host[1].emplace_back();
+            if (hp.is_recurrent(il) || kv_bytes == 0) continue;
+            host[0].back() = D.create_buffer(kv_bytes, MemoryKind::host);
+            host[1].back() = D.create_buffer(kv_bytes, MemoryKind::host);
+            copy_blocks(cl, snap->kv_blocks, snap->n_past, block, W.k_pool[il], host[0].back(),
+                        true);
+            copy_blocks(cl, snap->kv_blocks, snap->n_past, block, W.v_pool[il], host[1].back(),
+                        true);
+        }
+        for (size_t l = 2; l < lists.size(); ++l)
             for (const Buffer& b : *lists[l]) {
                 host[l].emplace_back();
                 if (!b) continue;
@@ -229,6 +284,8 @@ bool ResidentDriver::spill(SessionSnapshot& base) {
         return false;  // no host memory for it: the caller drops it instead
     }
     for (size_t l = 0; l < lists.size(); ++l) lists[l]->swap(host[l]);
+    for (uint32_t b : snap->kv_blocks) snap->kv->give(b);
+    snap->kv_blocks.clear();
     snap->spilled = true;
     return true;
 }
@@ -241,22 +298,47 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
         fail("the snapshot holds {} tokens; the session has room for {}", snap->n_past, s.n_ctx);
     const Hparams& hp = model_->hp;
     const Weights& W = *w_;
-    // Blocks first (a full pool leaves the session as it was), then those past the snapshot's rows
-    // go back.
-    reserve_rows(s, snap->n_past);
-    release_rows(s, snap->n_past);
     const uint64_t block = Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
     CommandList cl(*dev_);
     cl.begin();
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        if (hp.is_recurrent(il)) {
-            const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
-            cl.copy(snap->state[il], 0, W.state_pool[il], st.offset, st.range);
-            cl.copy(snap->ring[il], 0, W.ring_pool[il], ring.offset, ring.range);
-        } else if (snap->n_past > 0) {
+    if (!snap->spilled && s.kv) {
+        // The snapshot's blocks become the session's (held by both); its own go back.
+        for (uint32_t b : snap->kv_blocks) s.kv->hold(b);
+        release_rows(s, 0);
+        s.kv_blocks = snap->kv_blocks;
+        auto* table = static_cast<uint32_t*>(s.tok.mapped()) + Kernels::kKvTable;
+        std::copy(s.kv_blocks.begin(), s.kv_blocks.end(), table);
+    } else if (s.kv) {
+        // Fresh blocks for its rows (a full pool leaves the session as it was: none of its own
+        // is given back before all are taken), then the rows into them.
+        std::vector<uint32_t> fresh;
+        for (size_t i = 0; i < (size_t)Kernels::kv_blocks((uint64_t)snap->n_past); ++i) {
+            const std::optional<uint32_t> b = s.kv->take();
+            if (!b) {
+                for (uint32_t f : fresh) s.kv->give(f);
+                throw CacheFull(fmt::format(
+                    "the KV cache is full: no {} free blocks of {} tokens to restore {} tokens "
+                    "into",
+                    Kernels::kv_blocks((uint64_t)snap->n_past), Kernels::kKvBlock,
+                    snap->n_past));
+            }
+            fresh.push_back(*b);
+        }
+        release_rows(s, 0);
+        s.kv_blocks = std::move(fresh);
+        auto* table = static_cast<uint32_t*>(s.tok.mapped()) + Kernels::kKvTable;
+        std::copy(s.kv_blocks.begin(), s.kv_blocks.end(), table);
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            if (hp.is_recurrent(il) || snap->n_past == 0) continue;
             copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.k_pool[il], snap->k[il], false);
             copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.v_pool[il], snap->v[il], false);
         }
+    }
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        if (!hp.is_recurrent(il)) continue;
+        const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
+        cl.copy(snap->state[il], 0, W.state_pool[il], st.offset, st.range);
+        cl.copy(snap->ring[il], 0, W.ring_pool[il], ring.offset, ring.range);
     }
     cl.end();
     cl.submit_and_wait();

@@ -156,6 +156,71 @@ TEST_P(PagedKv, SnapshotRestoresIntoOtherBlocks) {
     }
 }
 
+// A snapshot holds its session's blocks instead of copying them, and a session restored from it
+// holds them too: neither takes a block until one writes into a block another holds, which it
+// then copies (the block of the snapshot's last rows, 100 of 128). Two sessions restored from
+// one snapshot go on with different tokens, and the original too, each as the CPU chain does;
+// spilled to host memory the snapshot gives its blocks back and still restores.
+TEST_P(PagedKv, SnapshotsShareBlocksUntilAWriterCopiesOne) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec(GetParam()));
+    const int64_t V = model->hp.n_vocab;
+    auto drv = ResidentDriver::create(model, paged_options(256, 4));
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    cpu::Chain chain(model);
+    const std::vector<int32_t> prompt = dl::test::tiny_tokens(100, (int32_t)V, 41);
+    std::vector<float> lg, lc;
+    auto a = d.new_session(256);
+    d.prefill(*a, prompt, LogitsRows::last, lg);
+    const int64_t used = d.cache_use().used_rows;
+    EXPECT_EQ(used, 128);
+    auto snap = d.snapshot(*a);
+    ASSERT_TRUE(snap);
+    EXPECT_EQ(d.cache_use().used_rows, used) << "a snapshot took blocks of its own";
+    auto b = d.new_session(256), c = d.new_session(256);
+    ASSERT_TRUE(d.restore(*b, *snap));
+    ASSERT_TRUE(d.restore(*c, *snap));
+    EXPECT_EQ(d.cache_use().used_rows, used) << "a restore took blocks of its own";
+    auto cold = chain.new_session(256);
+    chain.prefill(*cold, prompt, LogitsRows::last, lc);
+    auto snap_cpu = chain.snapshot(*cold);
+    ASSERT_TRUE(snap_cpu);
+    // Each writer copies the shared block once: three more blocks, then no more.
+    const std::vector<std::pair<SessionState*, uint32_t>> writers = {
+        {a.get(), 1}, {b.get(), 2}, {c.get(), 3}};
+    for (auto [gpu, seed] : writers) {
+        auto ref = chain.new_session(256);
+        ASSERT_TRUE(chain.restore(*ref, *snap_cpu));
+        const std::vector<int32_t> more = dl::test::tiny_tokens(20, (int32_t)V, 50 + seed);
+        for (size_t i = 0; i < more.size(); ++i) {
+            d.decode(*gpu, more[i], lg);
+            chain.decode(*ref, more[i], lc);
+            ASSERT_LE(logit_error(lg, lc), 2e-3) << "writer " << seed << " token " << i;
+        }
+        EXPECT_EQ(d.cache_use().used_rows, used + 64 * seed);
+    }
+    // Spilled, the snapshot gives its blocks back; restored, it goes on as before.
+    const int64_t before_spill = d.cache_use().used_rows;
+    ASSERT_TRUE(d.spill(*snap));
+    EXPECT_EQ(d.cache_use().used_rows, before_spill - 64) << "the block only it held";
+    auto e = d.new_session(256);
+    ASSERT_TRUE(d.restore(*e, *snap));
+    auto ref = chain.new_session(256);
+    ASSERT_TRUE(chain.restore(*ref, *snap_cpu));
+    for (int32_t t : dl::test::tiny_tokens(10, (int32_t)V, 60)) {
+        d.decode(*e, t, lg);
+        chain.decode(*ref, t, lc);
+        ASSERT_LE(logit_error(lg, lc), 2e-3);
+    }
+    a.reset();
+    b.reset();
+    c.reset();
+    e.reset();
+    snap.reset();
+    EXPECT_EQ(d.cache_use().used_rows, 0) << "a block was never given back";
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, PagedKv, ::testing::Values("qwen35", "qwen3", "llama"));
 
 }  // namespace

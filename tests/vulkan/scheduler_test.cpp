@@ -188,10 +188,11 @@ TEST(VulkanScheduler, SnapshotsPastTheDeviceBudgetMoveToTheHostAndStillHit) {
 
 // A KV cache too small for every slot's sequence at once: 4 blocks of 64 rows, three slots whose
 // requests reach 100 rows (2 blocks) each. The request admitted last gives its rows back when a
-// step finds none; having produced nothing, it goes back to the queue and runs once another has
-// finished. No request is lost or crossed: each one's tokens are its solo run's, and when all are
-// done no row is held.
-TEST(VulkanScheduler, AFullKvCacheSendsTheLastRequestBackToTheQueue) {
+// step finds none, goes back to the queue and resumes once another has finished. With a prefix
+// cache, whose snapshots hold blocks too, those go to host memory first. No request is lost or
+// crossed: each one's tokens are its solo run's, and when all are done no row is held but the
+// cache's.
+void check_full_kv_cache(bool prefix_cache) {
     VK_TEST_DEVICE();
     auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
     DriverOptions d = options();
@@ -216,6 +217,10 @@ TEST(VulkanScheduler, AFullKvCacheSendsTheLastRequestBackToTheQueue) {
     o.parallel = 3;
     o.n_ctx = 128;
     o.token_budget = 16;  // prompts in chunks, side by side
+    if (prefix_cache) {
+        o.prefix_cache_bytes = 1u << 30;
+        o.prefix_cache_host_bytes = 1u << 30;
+    }
     std::vector<Outcome> got;
     SchedulerStats st;
     {
@@ -224,8 +229,13 @@ TEST(VulkanScheduler, AFullKvCacheSendsTheLastRequestBackToTheQueue) {
         s.shutdown(true);  // the step thread's last step is over: its counts are final
         st = s.stats();
     }
-    EXPECT_GT(st.preempted, 0);
-    EXPECT_EQ(st.kv_used_rows, 0);
+    EXPECT_EQ(ex.cache_use().used_rows, 0) << "a block was never given back";
+    if (prefix_cache) {
+        EXPECT_GT(st.cache_host_bytes, 0u) << "no snapshot went to host memory for room";
+    } else {
+        EXPECT_GT(st.preempted, 0);
+        EXPECT_EQ(st.kv_used_rows, 0);
+    }
     EXPECT_EQ(st.kv_total_rows, 4 * 64);
     for (size_t i = 0; i < reqs.size(); ++i) {
         SCOPED_TRACE(::testing::Message() << "request " << i);
@@ -241,6 +251,13 @@ TEST(VulkanScheduler, AFullKvCacheSendsTheLastRequestBackToTheQueue) {
         EXPECT_EQ(got[i].done.finish, FinishReason::length) << got[i].done.error;
         EXPECT_EQ(got[i].tokens, want);
     }
+}
+
+TEST(VulkanScheduler, AFullKvCacheSendsTheLastRequestBackToTheQueue) {
+    check_full_kv_cache(false);
+}
+TEST(VulkanScheduler, AFullKvCacheMovesCachedPrefixesToTheHostFirst) {
+    check_full_kv_cache(true);
 }
 
 }  // namespace
