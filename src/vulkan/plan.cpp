@@ -435,6 +435,19 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     while (p.window > PlanOptions::kMinWindow &&
            fixed_bytes() + kv_for(n_ctx) + partials_for(n_ctx) > budget)
         plan_window(std::max<int64_t>(p.window / 2, PlanOptions::kMinWindow));
+    // The recurrent state of every session at once must leave room for one sequence's KV cache
+    // of the shortest context the plan would shrink to: where it does not, fewer sessions (those
+    // past them are refused, naming --parallel). Short of that, the window gave way first
+    // (above), and the context does next (below).
+    if (p.state_slots > 1) {
+        const int64_t some = std::min<int64_t>(n_ctx, 256);
+        const uint64_t others = fixed_bytes() - p.recurrent_bytes + kv_for(some) + partials_for(some);
+        if (others + p.recurrent_bytes > budget) {
+            const uint64_t room = budget > others ? (budget - others) / p.state_slot_bytes : 0;
+            p.state_slots = std::max<uint64_t>(1, std::min(p.state_slots, room));
+            p.recurrent_bytes = p.state_slots * p.state_slot_bytes;
+        }
+    }
     const uint64_t fixed = fixed_bytes();
     if (fixed + kv_for(n_ctx) + partials_for(n_ctx) > budget) {
         if (!opts.shrink_context || n_attn == 0 || fixed + kv_for(256) + partials_for(256) > budget)

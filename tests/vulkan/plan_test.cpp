@@ -237,6 +237,27 @@ TEST(VulkanPlan, SizesTheKvPoolForItsSequences) {
     EXPECT_LE(four->total() + 3 * four->per_sequence_bytes, o.budget_bytes);
 }
 
+// Sessions' recurrent state past what the budget holds beside one sequence's KV cache: fewer
+// sessions, not a plan past the budget.
+TEST(VulkanPlan, KeepsTheRecurrentStateOfManySessionsWithinTheBudget) {
+    dl::test::TinySpec s;
+    auto model = dl::test::tiny_model(s);
+    ASSERT_GT(model->hp.ssm_n_v_heads, 0);
+    Features f = big_device();
+    f.max_storage_buffer_range = 1u << 30;
+    PlanOptions o;
+    o.n_ctx = 1024;
+    auto one = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(one.ok()) << one.reason();
+    o.sequences = 1000;
+    o.budget_bytes = one->total() + 10 * one->state_slot_bytes;  // room for about 14 sessions
+    auto many = plan(*model, f, Variant::scalar, o);
+    ASSERT_TRUE(many.ok()) << many.reason();
+    EXPECT_LT(many->state_slots, 1000u);
+    EXPECT_GE(many->state_slots, 1u + PlanOptions::kSpareSessions);
+    EXPECT_LE(many->total(), o.budget_bytes);
+}
+
 // The window gives way before the context: halved while the whole context does not fit, not
 // below PlanOptions::kMinWindow, and never longer than the context.
 TEST(VulkanPlan, HalvesTheWindowBeforeTheContext) {
