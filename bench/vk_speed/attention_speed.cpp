@@ -1,9 +1,9 @@
 // Speed reports of the attention kernels: the decode attention of one layer at positions of a
 // long context and after other work, and the window attention of a prefill window on every path
 // the device has.
-#include <cstring>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <cstring>
 
 #include <algorithm>
 #include <cmath>

@@ -221,7 +221,8 @@ void print_devices(std::shared_ptr<const Model> m, int64_t n_ctx, int64_t parall
     for (const DeviceDriver& d : registered_devices()) {
         vulkan = vulkan || d.name == "vulkan";
         // A line a device, each naming it ("vulkan:0 (NAME): ...").
-        std::string what = d.describe ? d.describe(*m, Capacity{n_ctx, parallel}, spec.index) : d.name + " registered";
+        std::string what = d.describe ? d.describe(*m, Capacity{n_ctx, parallel}, spec.index)
+                                      : d.name + " registered";
         for (size_t at = 0; at < what.size();) {
             size_t end = std::min(what.find('\n', at), what.size());
             std::printf("  %s\n", what.substr(at, end - at).c_str());

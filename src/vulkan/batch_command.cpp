@@ -24,7 +24,9 @@ void ResidentDriver::grow_batch(uint32_t m) {
     // The commands recorded so far bind the narrower rows' buffers.
     batch_cmds_.clear();
     const uint32_t rows = std::max(m, std::min(std::bit_ceil(m), (uint32_t)plan_.window));
-    auto aligned = [](uint64_t bytes) { return align_up(std::max<uint64_t>(bytes, 16), kBindAlign); };
+    auto aligned = [](uint64_t bytes) {
+        return align_up(std::max<uint64_t>(bytes, 16), kBindAlign);
+    };
     const Kernels::Attention at =
         attention_args(hp, act_layout(hp, 1), w_->freq_off, (uint32_t)plan_.n_ctx);
     const uint64_t head_words =

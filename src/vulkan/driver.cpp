@@ -123,8 +123,8 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
                 w->ring_pool.emplace_back();
                 continue;
             }
-            w->state_pool.push_back(D.create_buffer(P.state_slots * w->state_bytes(hp),
-                                                    MemoryKind::device));
+            w->state_pool.push_back(
+                D.create_buffer(P.state_slots * w->state_bytes(hp), MemoryKind::device));
             w->ring_pool.push_back(
                 D.create_buffer(P.state_slots * w->ring_bytes(hp), MemoryKind::device));
         }
@@ -305,8 +305,7 @@ void ResidentDriver::set_tok(Session& s, int32_t token, const SampleArgs& args) 
     set_tok(static_cast<uint32_t*>(s.tok.mapped()), s.n_past, token, args);
 }
 
-void ResidentDriver::set_tok(uint32_t* t, int64_t position, int32_t token,
-                             const SampleArgs& args) {
+void ResidentDriver::set_tok(uint32_t* t, int64_t position, int32_t token, const SampleArgs& args) {
     t[0] = (uint32_t)position;
     t[1] = (uint32_t)token;
     auto bits = [](float f) {

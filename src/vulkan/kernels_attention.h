@@ -16,14 +16,15 @@ class AttentionKernels : public virtual KernelFamily {
   public:
     AttentionKernels(Device& dev, Pipelines& pipes) : KernelFamily(dev, pipes) {}
 
-    // Decode attention of one token over the paged F16 KV cache (below), one dispatch recorded once for a context of n_ctx rows: each workgroup
-    // prepares its queries (per-head RMSNorm when q_norm_off is given, rope of the first n_rot
-    // dims) and the one that reads row tok[0] prepares k (k_norm_off) and v for it, stored to that
-    // row by the first head group of each key/value head; the query heads of each key/value head
-    // together (up to four a workgroup), the cache walked in chunks of kAttnSplit rows with an
-    // online softmax, the live chunks dealt to attention_splits(n_ctx) splits into partials, the
-    // last split of each group (counted on counter, n_head words, 0 between dispatches) merging
-    // them, times sigmoid(gate) when gate_off is given, into act[o_off..].
+    // Decode attention of one token over the paged F16 KV cache (below), one dispatch recorded once
+    // for a context of n_ctx rows: each workgroup prepares its queries (per-head RMSNorm when
+    // q_norm_off is given, rope of the first n_rot dims) and the one that reads row tok[0] prepares
+    // k (k_norm_off) and v for it, stored to that row by the first head group of each key/value
+    // head; the query heads of each key/value head together (up to four a workgroup), the cache
+    // walked in chunks of kAttnSplit rows with an online softmax, the live chunks dealt to
+    // attention_splits(n_ctx) splits into partials, the last split of each group (counted on
+    // counter, n_head words, 0 between dispatches) merging them, times sigmoid(gate) when gate_off
+    // is given, into act[o_off..].
     static constexpr uint32_t kAttnSplit = 64;
     static constexpr uint32_t kAttnMaxSplits = 64;  // attn_decode.comp MAXS
     // The KV cache is paged (kv_pages.glsl): a sequence's rows live in blocks of kKvBlock rows of

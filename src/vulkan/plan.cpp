@@ -161,11 +161,11 @@ std::string Plan::describe() const {
     const uint64_t fit =
         budget_bytes > shared && per_seq > 0 ? (budget_bytes - shared) / per_seq : 0;
     const std::string kv =
-        kv_blocks > 0 ? fmt::format("KV cache {} (a pool of {} tokens in blocks of {}: {} "
-                                    "sequence{} of {} tokens at once)",
-                                    gib(kv_bytes), kv_blocks * Kernels::kKvBlock,
-                                    Kernels::kKvBlock, pool_sequences(),
-                                    pool_sequences() == 1 ? "" : "s", n_ctx)
+        kv_blocks > 0 ? fmt::format(
+                            "KV cache {} (a pool of {} tokens in blocks of {}: {} "
+                            "sequence{} of {} tokens at once)",
+                            gib(kv_bytes), kv_blocks * Kernels::kKvBlock, Kernels::kKvBlock,
+                            pool_sequences(), pool_sequences() == 1 ? "" : "s", n_ctx)
                       : std::string("no KV cache");
     return fmt::format(
         "weights {} in {} slab{}, parameters {}, {}, recurrent state {}{}, scratch {}: "
@@ -173,8 +173,8 @@ std::string Plan::describe() const {
         gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes), kv,
         gib(recurrent_bytes),
         state_slots > 0 ? fmt::format(" ({} sessions)", state_slots) : std::string(),
-        gib(scratch_bytes), gib(total()), gib(budget_bytes), fit,
-        fit == 1 ? "" : "s", n_ctx, variant_name(variant),
+        gib(scratch_bytes), gib(total()), gib(budget_bytes), fit, fit == 1 ? "" : "s", n_ctx,
+        variant_name(variant),
         window > 0 ? fmt::format("prefill in windows of {} rows{}", window,
                                  window_attention_tensor_cores ? ", attention on tensor cores" : "")
                    : "prefill token by token: " + window_decline);
@@ -323,14 +323,13 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     const uint64_t ring_layer = (uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4;
     if (n_gdn > 0) {
         const uint64_t most = slab_limit / align_up(std::max(state_layer, ring_layer), kBindAlign);
-        p.state_slots =
-            std::min<uint64_t>((uint64_t)std::max<int64_t>(opts.sequences, 1) +
-                                   PlanOptions::kSpareSessions,
-                               most);
+        p.state_slots = std::min<uint64_t>(
+            (uint64_t)std::max<int64_t>(opts.sequences, 1) + PlanOptions::kSpareSessions, most);
         if (p.state_slots == 0)
-            return Decline{fmt::format("one DeltaNet layer's state ({}) is more than a binding of "
-                                       "the device holds ({})",
-                                       human_bytes(state_layer), human_bytes(slab_limit))};
+            return Decline{
+                fmt::format("one DeltaNet layer's state ({}) is more than a binding of "
+                            "the device holds ({})",
+                            human_bytes(state_layer), human_bytes(slab_limit))};
         p.state_slot_bytes =
             n_gdn * (align_up(state_layer, kBindAlign) + align_up(ring_layer, kBindAlign));
         p.recurrent_bytes = p.state_slots * p.state_slot_bytes;
@@ -441,7 +440,8 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     // (above), and the context does next (below).
     if (p.state_slots > 1) {
         const int64_t some = std::min<int64_t>(n_ctx, 256);
-        const uint64_t others = fixed_bytes() - p.recurrent_bytes + kv_for(some) + partials_for(some);
+        const uint64_t others =
+            fixed_bytes() - p.recurrent_bytes + kv_for(some) + partials_for(some);
         if (others + p.recurrent_bytes > budget) {
             const uint64_t room = budget > others ? (budget - others) / p.state_slot_bytes : 0;
             p.state_slots = std::max<uint64_t>(1, std::min(p.state_slots, room));

@@ -122,7 +122,7 @@ struct Plan {
     // What each session allocates for itself (attention partials, activations, logits): counted
     // once in the total, and once for each further sequence the pool holds.
     uint64_t per_sequence_bytes = 0;
-    uint64_t scratch_bytes = 0;       // activations (token and window), logits, attention partials
+    uint64_t scratch_bytes = 0;  // activations (token and window), logits, attention partials
     uint64_t budget_bytes = 0;
     uint64_t total() const {
         return weight_bytes + param_bytes + kv_bytes + recurrent_bytes + scratch_bytes;

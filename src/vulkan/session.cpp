@@ -319,8 +319,7 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
                 throw CacheFull(fmt::format(
                     "the KV cache is full: no {} free blocks of {} tokens to restore {} tokens "
                     "into",
-                    Kernels::kv_blocks((uint64_t)snap->n_past), Kernels::kKvBlock,
-                    snap->n_past));
+                    Kernels::kv_blocks((uint64_t)snap->n_past), Kernels::kKvBlock, snap->n_past));
             }
             fresh.push_back(*b);
         }

@@ -395,8 +395,8 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
             case Kind::gemm:
                 K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
                        (uint32_t)t->cols(), act, i.x_off, x16,
-                       i.to_logits ? view(s ? W.win_logits : W.batch_logits) : act,
-                       i.y_off, m, i.accumulate, i.w16, i.expanded, i.stage_rows);
+                       i.to_logits ? view(s ? W.win_logits : W.batch_logits) : act, i.y_off, m,
+                       i.accumulate, i.w16, i.expanded, i.stage_rows);
                 break;
             case Kind::embed:
                 K.get_rows(cl, {.type = t->type,
@@ -480,8 +480,8 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                 break;
             case Kind::attention_column:
                 K.attention(cl, i.attention.a, act, prm, view(W.k_pool[i.layer]),
-                            view(W.v_pool[i.layer]), B.partials_row(i.column),
-                            B.tok_row(i.column), B.counter_row(i.column));
+                            view(W.v_pool[i.layer]), B.partials_row(i.column), B.tok_row(i.column),
+                            B.counter_row(i.column));
                 break;
             case Kind::sample_column:
                 K.sample(cl, view(W.batch_logits), i.column * (uint32_t)hp.n_vocab,

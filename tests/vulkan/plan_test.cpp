@@ -188,8 +188,8 @@ TEST(VulkanPlan, KeepsEachKvPoolInOneBinding) {
     auto model = dl::test::tiny_model(s);
     const Features f = big_device();  // bindings of 1 MiB
     const uint64_t row = (uint64_t)s.n_head_kv * s.head_dim * 2;
-    const int64_t most = (int64_t)((f.max_storage_buffer_range / row) / Kernels::kKvBlock *
-                                   Kernels::kKvBlock);
+    const int64_t most =
+        (int64_t)((f.max_storage_buffer_range / row) / Kernels::kKvBlock * Kernels::kKvBlock);
     PlanOptions o;
     o.n_ctx = 4 * most;
     auto r = plan(*model, f, Variant::scalar, o);

@@ -323,9 +323,9 @@ inline Buffer poisoned(Device& dev, size_t n_floats) {
 // the table would read and write the wrong rows.
 struct PagedCache {
     Buffer k, v, tok;
-    uint32_t blocks = 0;     // the pool's
-    size_t pool_words = 0;   // of each pool
-    size_t row_words = 0;    // of one row: n_kv heads of F16 pairs
+    uint32_t blocks = 0;    // the pool's
+    size_t pool_words = 0;  // of each pool
+    size_t row_words = 0;   // of one row: n_kv heads of F16 pairs
     // The pool row of the sequence's row r.
     size_t row(size_t r) const {
         const size_t b = r / Kernels::kKvBlock;
