@@ -41,7 +41,21 @@ struct Twin {
     std::vector<int32_t> tokens;
 };
 
-class PagedKv : public ::testing::TestWithParam<const char*> {};
+// Each test runs the tiny model of its parameter's architecture on the driver and the CPU chain.
+class PagedKv : public ::testing::TestWithParam<const char*> {
+  protected:
+    void open(int64_t n_ctx, int64_t sequences) {
+        model_ = dl::test::tiny_model(test::parity_spec(GetParam()));
+        auto drv = ResidentDriver::create(model_, paged_options(n_ctx, sequences));
+        ASSERT_TRUE(drv.ok()) << drv.reason();
+        driver_ = std::move(*drv);
+        chain_ = std::make_unique<cpu::Chain>(model_);
+    }
+    int32_t vocab() const { return (int32_t)model_->hp.n_vocab; }
+    std::shared_ptr<const Model> model_;
+    std::unique_ptr<ResidentDriver> driver_;
+    std::unique_ptr<cpu::Chain> chain_;
+};
 
 // Three sequences take their blocks in turn, so each one's blocks are scattered through the pool
 // (a's rows 0-63, 64-127 and 128-191 live in pool blocks 0, 3 and 6 or wherever the turns left
@@ -49,18 +63,16 @@ class PagedKv : public ::testing::TestWithParam<const char*> {};
 // token's logits match the CPU chain's for the same sequence.
 TEST_P(PagedKv, InterleavedSessionsMatchTheCpuChain) {
     VK_TEST_DEVICE();
-    auto model = dl::test::tiny_model(test::parity_spec(GetParam()));
-    const int64_t V = model->hp.n_vocab;
-    auto drv = ResidentDriver::create(model, paged_options(256, 3));
-    ASSERT_TRUE(drv.ok()) << drv.reason();
-    ResidentDriver& d = **drv;
-    cpu::Chain chain(model);
+    ASSERT_NO_FATAL_FAILURE(open(256, 3));
+    ResidentDriver& d = *driver_;
+    cpu::Chain& chain = *chain_;
+    const int32_t V = vocab();
     std::vector<Twin> seqs(3);
     std::vector<float> lg, lc;
     for (size_t i = 0; i < seqs.size(); ++i) {
         seqs[i].gpu = d.new_session(256);
         seqs[i].cpu = chain.new_session(256);
-        seqs[i].tokens = dl::test::tiny_tokens(200, (int32_t)V, 300 + (uint32_t)i);
+        seqs[i].tokens = dl::test::tiny_tokens(200, V, 300 + (uint32_t)i);
     }
     // Prompts of 40 tokens each (one block), then one token at a time in turns past 190.
     for (Twin& t : seqs) {
@@ -89,13 +101,11 @@ TEST_P(PagedKv, InterleavedSessionsMatchTheCpuChain) {
 // and its logits match the CPU chain's.
 TEST_P(PagedKv, FullPoolRefusesUntilASequenceCloses) {
     VK_TEST_DEVICE();
-    auto model = dl::test::tiny_model(test::parity_spec(GetParam()));
-    const int64_t V = model->hp.n_vocab;
-    auto drv = ResidentDriver::create(model, paged_options(128, 2));  // 4 blocks of 64
-    ASSERT_TRUE(drv.ok()) << drv.reason();
-    ResidentDriver& d = **drv;
-    cpu::Chain chain(model);
-    const std::vector<int32_t> toks = dl::test::tiny_tokens(128, (int32_t)V, 77);
+    ASSERT_NO_FATAL_FAILURE(open(128, 2));  // 4 blocks of 64
+    ResidentDriver& d = *driver_;
+    cpu::Chain& chain = *chain_;
+    const int32_t V = vocab();
+    const std::vector<int32_t> toks = dl::test::tiny_tokens(128, V, 77);
     std::vector<float> lg, lc;
     auto a = d.new_session(128), b = d.new_session(128), c = d.new_session(128);
     d.prefill(*a, std::span<const int32_t>(toks.data(), 100), LogitsRows::last, lg);  // 2 blocks
@@ -120,19 +130,17 @@ TEST_P(PagedKv, FullPoolRefusesUntilASequenceCloses) {
     EXPECT_LE(logit_error(lg, lc), 2e-3);
 }
 
-// A snapshot holds a sequence's rows in order, whichever pool blocks they came from; restored
-// into a session whose blocks lie elsewhere (and which held more rows than the snapshot), it goes
-// on as the original would: the same logits as the CPU chain's over the same tokens.
+// A snapshot of a sequence whose blocks are scattered through the pool, restored into a session
+// that held more rows of its own (they go back; the snapshot's blocks become its), goes on as the
+// original would: the same logits as the CPU chain's over the same tokens.
 TEST_P(PagedKv, SnapshotRestoresIntoOtherBlocks) {
     VK_TEST_DEVICE();
-    auto model = dl::test::tiny_model(test::parity_spec(GetParam()));
-    const int64_t V = model->hp.n_vocab;
-    auto drv = ResidentDriver::create(model, paged_options(256, 3));
-    ASSERT_TRUE(drv.ok()) << drv.reason();
-    ResidentDriver& d = **drv;
-    cpu::Chain chain(model);
-    const std::vector<int32_t> toks = dl::test::tiny_tokens(160, (int32_t)V, 91);
-    const std::vector<int32_t> other = dl::test::tiny_tokens(200, (int32_t)V, 92);
+    ASSERT_NO_FATAL_FAILURE(open(256, 3));
+    ResidentDriver& d = *driver_;
+    cpu::Chain& chain = *chain_;
+    const int32_t V = vocab();
+    const std::vector<int32_t> toks = dl::test::tiny_tokens(160, V, 91);
+    const std::vector<int32_t> other = dl::test::tiny_tokens(200, V, 92);
     std::vector<float> lg, lc;
     auto a = d.new_session(256), b = d.new_session(256);
     // a and b take blocks in turns, so a's 130 rows are not in consecutive blocks.
@@ -145,7 +153,7 @@ TEST_P(PagedKv, SnapshotRestoresIntoOtherBlocks) {
     ASSERT_TRUE(snap);
     EXPECT_EQ(snap->n_past, 130);
     a.reset();
-    ASSERT_TRUE(d.restore(*b, *snap));  // 190 rows down to 130, in b's own blocks
+    ASSERT_TRUE(d.restore(*b, *snap));  // 190 rows of its own down to a's 130
     EXPECT_EQ(b->n_past, 130);
     auto sc = chain.new_session(256);
     chain.prefill(*sc, std::span<const int32_t>(toks.data(), 130), LogitsRows::last, lc);
@@ -163,13 +171,11 @@ TEST_P(PagedKv, SnapshotRestoresIntoOtherBlocks) {
 // spilled to host memory the snapshot gives its blocks back and still restores.
 TEST_P(PagedKv, SnapshotsShareBlocksUntilAWriterCopiesOne) {
     VK_TEST_DEVICE();
-    auto model = dl::test::tiny_model(test::parity_spec(GetParam()));
-    const int64_t V = model->hp.n_vocab;
-    auto drv = ResidentDriver::create(model, paged_options(256, 4));
-    ASSERT_TRUE(drv.ok()) << drv.reason();
-    ResidentDriver& d = **drv;
-    cpu::Chain chain(model);
-    const std::vector<int32_t> prompt = dl::test::tiny_tokens(100, (int32_t)V, 41);
+    ASSERT_NO_FATAL_FAILURE(open(256, 4));
+    ResidentDriver& d = *driver_;
+    cpu::Chain& chain = *chain_;
+    const int32_t V = vocab();
+    const std::vector<int32_t> prompt = dl::test::tiny_tokens(100, V, 41);
     std::vector<float> lg, lc;
     auto a = d.new_session(256);
     d.prefill(*a, prompt, LogitsRows::last, lg);
@@ -192,7 +198,7 @@ TEST_P(PagedKv, SnapshotsShareBlocksUntilAWriterCopiesOne) {
     for (auto [gpu, seed] : writers) {
         auto ref = chain.new_session(256);
         ASSERT_TRUE(chain.restore(*ref, *snap_cpu));
-        const std::vector<int32_t> more = dl::test::tiny_tokens(20, (int32_t)V, 50 + seed);
+        const std::vector<int32_t> more = dl::test::tiny_tokens(20, V, 50 + seed);
         for (size_t i = 0; i < more.size(); ++i) {
             d.decode(*gpu, more[i], lg);
             chain.decode(*ref, more[i], lc);
@@ -208,7 +214,7 @@ TEST_P(PagedKv, SnapshotsShareBlocksUntilAWriterCopiesOne) {
     ASSERT_TRUE(d.restore(*e, *snap));
     auto ref = chain.new_session(256);
     ASSERT_TRUE(chain.restore(*ref, *snap_cpu));
-    for (int32_t t : dl::test::tiny_tokens(10, (int32_t)V, 60)) {
+    for (int32_t t : dl::test::tiny_tokens(10, V, 60)) {
         d.decode(*e, t, lg);
         chain.decode(*ref, t, lc);
         ASSERT_LE(logit_error(lg, lc), 2e-3);
