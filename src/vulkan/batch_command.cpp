@@ -47,11 +47,18 @@ void ResidentDriver::grow_batch(uint32_t m) {
 CommandList& ResidentDriver::batch_command(uint32_t m, bool host_logits) {
     grow_batch(m);
     const auto key = std::make_pair(m, host_logits);
-    if (auto it = batch_cmds_.find(key); it != batch_cmds_.end()) return *it->second;
+    if (auto it = batch_cmds_.find(key); it != batch_cmds_.end()) {
+        it->second.last_used = ++batch_steps_;
+        return *it->second.cmd;
+    }
+    if (batch_cmds_.size() >= kBatchCommands)
+        batch_cmds_.erase(std::min_element(
+            batch_cmds_.begin(), batch_cmds_.end(),
+            [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; }));
     log::debug("vulkan: a batch command of {} decode rows recorded", m);
-    auto cmd = std::make_unique<CommandList>(*dev_);
-    record_window(*cmd, plan_window(plan_.n_ctx, m, true, true, host_logits), nullptr, m, false);
-    return *batch_cmds_.emplace(key, std::move(cmd)).first->second;
+    BatchCommand b{std::make_unique<CommandList>(*dev_), ++batch_steps_};
+    record_window(*b.cmd, plan_window(plan_.n_ctx, m, true, true, host_logits), nullptr, m, false);
+    return *batch_cmds_.emplace(key, std::move(b)).first->second.cmd;
 }
 
 void ResidentDriver::step(std::span<StepItem> items) {

@@ -234,8 +234,16 @@ class ResidentDriver final : public Executor {
     bool expand_ahead_ = true;
     bool early_submit_ = true;
     bool gemm_groups_ = true;
-    // Batch commands by their rows and whether they copy the logits to the host.
-    std::map<std::pair<uint32_t, bool>, std::unique_ptr<CommandList>> batch_cmds_;
+    // Batch commands by their rows and whether they copy the logits to the host, with when each
+    // was last used: past kBatchCommands of them (a server whose load swings over many row
+    // counts), the least recently used goes.
+    struct BatchCommand {
+        std::unique_ptr<CommandList> cmd;
+        uint64_t last_used = 0;
+    };
+    static constexpr size_t kBatchCommands = 64;
+    std::map<std::pair<uint32_t, bool>, BatchCommand> batch_cmds_;
+    uint64_t batch_steps_ = 0;
 };
 
 // Registers "vulkan" with the engine (engine/engine.h register_device); called once at start-up.
