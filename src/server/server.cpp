@@ -19,6 +19,7 @@
 #include "server/chat_bridge.h"
 #include "server/completion.h"
 #include "server/generation.h"
+#include "server/listen_socket.h"
 #include "server/metrics.h"
 #include "server/peer_socket.h"
 #include "server/request.h"
@@ -524,6 +525,8 @@ int Server::bind() {
     if (port <= 0)
         fail("cannot listen on {}:{} (the address is in use, or not one of this machine's)",
              s.opt.host, s.opt.port);
+    if (!widen_backlog(port, SOMAXCONN))
+        log::warn("the listening socket keeps its backlog of 5: bursts of clients may be refused");
     return port;
 }
 
