@@ -396,6 +396,19 @@ TEST(Cli, InfoShowsThePlanOfTheDeviceAsked) {
     expect_one_error_line(deltallm("info --device gpu"), "info --device gpu");
 }
 
+// `info --parallel N` plans a device's paged KV cache for N sequences of the context and says so;
+// a count out of range is bad input.
+TEST(Cli, InfoPlansTheKvCacheForTheSequencesAsked) {
+    Result r = deltallm("info --device vulkan -c 4096 --parallel 8");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    if (r.out.find("vulkan:0 (") != std::string::npos &&
+        r.out.find("declines") == std::string::npos) {
+        EXPECT_NE(r.out.find("8 sequences of 4096 tokens at once"), std::string::npos) << r.out;
+    }
+    expect_one_error_line(deltallm("info --parallel 0"), "info --parallel 0");
+    expect_one_error_line(deltallm("info --parallel 5000"), "info --parallel 5000");
+}
+
 // A context that does not fit the Vulkan device is shrunk to the largest that does, and the user
 // is told so (the built-in model's KV cache for a billion tokens is 2 TB).
 TEST(Cli, VulkanSaysWhenTheContextAskedDoesNotFit) {
