@@ -52,6 +52,20 @@ std::vector<Outcome> serve(Executor& ex, SchedulerOptions o,
     return submit_all(s, reqs);
 }
 
+// The tokens a request gets run alone through generate(), in a session of n_ctx tokens.
+std::vector<int32_t> solo_run(Executor& ex, const GenerationRequest& r, int64_t n_ctx) {
+    auto s = ex.new_session(n_ctx);
+    Sampler sampler(r.sampling);
+    GenerateOptions go;
+    go.n_predict = r.max_tokens;
+    std::vector<int32_t> tokens;
+    generate(ex, *s, sampler, r.prompt, go, [&](int32_t t) {
+        tokens.push_back(t);
+        return true;
+    });
+    return tokens;
+}
+
 DriverOptions options() {
     DriverOptions o;
     o.device = test::device_options();
@@ -84,16 +98,7 @@ void check_served_together(const dl::test::TinySpec& spec) {
     const std::vector<Outcome> got = serve(ex, o, reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
         SCOPED_TRACE(::testing::Message() << "request " << i);
-        auto s = ex.new_session(96);
-        Sampler sampler(reqs[i].sampling);
-        GenerateOptions go;
-        go.n_predict = reqs[i].max_tokens;
-        std::vector<int32_t> want;
-        generate(ex, *s, sampler, reqs[i].prompt, go, [&](int32_t t) {
-            want.push_back(t);
-            return true;
-        });
-        EXPECT_EQ(got[i].tokens, want);
+        EXPECT_EQ(got[i].tokens, solo_run(ex, reqs[i], 96));
         EXPECT_EQ(got[i].done.finish, FinishReason::length);
     }
 }
@@ -239,17 +244,8 @@ void check_full_kv_cache(bool prefix_cache) {
     EXPECT_EQ(st.kv_total_rows, 4 * 64);
     for (size_t i = 0; i < reqs.size(); ++i) {
         SCOPED_TRACE(::testing::Message() << "request " << i);
-        auto solo = ex.new_session(128);
-        Sampler sampler(reqs[i].sampling);
-        GenerateOptions go;
-        go.n_predict = reqs[i].max_tokens;
-        std::vector<int32_t> want;
-        generate(ex, *solo, sampler, reqs[i].prompt, go, [&](int32_t t) {
-            want.push_back(t);
-            return true;
-        });
         EXPECT_EQ(got[i].done.finish, FinishReason::length) << got[i].done.error;
-        EXPECT_EQ(got[i].tokens, want);
+        EXPECT_EQ(got[i].tokens, solo_run(ex, reqs[i], 128));
     }
 }
 
