@@ -244,20 +244,19 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
             gemm(L.ffn_up_shexp, A.xn, false, A.up, false);
         }
         stage("gemm");
-        WindowItem route;
-        route.kind = Kind::moe_route;
-        route.x_off = A.router;
-        route.y_off = A.route;
-        route.n = m;
-        add(route);
+        // The choice, the pairs' grouping and the weighted sums: each a kernel over the m rows.
+        auto over_rows = [&](Kind kind, uint32_t x_off, uint32_t y_off) {
+            WindowItem it;
+            it.kind = kind;
+            it.x_off = x_off;
+            it.y_off = y_off;
+            it.n = m;
+            add(it);
+        };
+        over_rows(Kind::moe_route, A.router, A.route);
         if (L.ffn_gate_shexp) swiglu(A.gate, A.up, A.ffn, n_sh * m);
         stage("route");
-        WindowItem sort;
-        sort.kind = Kind::moe_sort;
-        sort.x_off = A.route;
-        sort.y_off = A.perm;
-        sort.n = m;
-        add(sort);
+        over_rows(Kind::moe_sort, A.route, A.perm);
         if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh);
         stage("sort");
         auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
@@ -278,12 +277,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         stage("swiglu");
         experts(L.ffn_down_exps, E, 0, A.ffn_e, true, A.down_e);
         stage("experts down");
-        WindowItem sum;
-        sum.kind = Kind::moe_sum;
-        sum.x_off = A.down_e;
-        sum.y_off = A.h;
-        sum.n = m;
-        add(sum);
+        over_rows(Kind::moe_sum, A.down_e, A.h);
         stage("experts sum");
         if (L.ffn_gate_shexp) {
             WindowItem sh;
