@@ -45,7 +45,7 @@ void ResidentDriver::grow_batch(uint32_t m) {
 }
 
 CommandList& ResidentDriver::batch_command(uint32_t m, bool host_logits) {
-    grow_batch(m);
+    DL_ASSERT(w_->batch.rows >= m);  // run_batch grew the rows (grow_batch) before filling them
     const auto key = std::make_pair(m, host_logits);
     if (auto it = batch_cmds_.find(key); it != batch_cmds_.end()) {
         it->second.last_used = ++batch_steps_;

@@ -124,9 +124,9 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
                 continue;
             }
             w->state_pool.push_back(
-                D.create_buffer(P.state_slots * w->state_bytes(hp), MemoryKind::device));
+                D.create_buffer(P.state_slots * deltanet_state_bytes(hp), MemoryKind::device));
             w->ring_pool.push_back(
-                D.create_buffer(P.state_slots * w->ring_bytes(hp), MemoryKind::device));
+                D.create_buffer(P.state_slots * conv_ring_bytes(hp), MemoryKind::device));
         }
         w->state_slots = std::make_shared<FreeList>((uint32_t)P.state_slots);
     }

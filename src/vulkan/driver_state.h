@@ -34,17 +34,10 @@ struct ResidentDriver::Weights {
     std::shared_ptr<FreeList> kv;
     // The recurrent state: each GDN layer's pools of DeltaNet states S and conv rings (empty for
     // attention layers), a slot of each for every session open at once, and the free slots (null
-    // for a model without GDN layers). A slot's part of a pool starts at slot · state_bytes or
-    // slot · ring_bytes, aligned for a binding.
+    // for a model without GDN layers). A slot's part of a pool starts at slot ·
+    // deltanet_state_bytes or slot · conv_ring_bytes (plan.h).
     std::vector<Buffer> state_pool, ring_pool;
     std::shared_ptr<FreeList> state_slots;
-    static uint64_t state_bytes(const Hparams& hp) {
-        const uint64_t d_v = (uint64_t)(hp.ssm_d_inner / hp.ssm_n_v_heads);
-        return align_up((uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4, kBindAlign);
-    }
-    static uint64_t ring_bytes(const Hparams& hp) {
-        return align_up((uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4, kBindAlign);
-    }
     // A batch's rows (ResidentDriver::step): for each, the words a session's token command reads
     // from its tok buffer (position, token id, sampling, where its recurrent state starts, its
     // block table; copied from the row's session before each step) and the scratch of its decode
@@ -138,10 +131,10 @@ struct ResidentDriver::Session : SessionState {
 };
 
 inline View ResidentDriver::Weights::state(const Session& s, int64_t il, const Hparams& hp) const {
-    return view(state_pool[il], s.state_slot * state_bytes(hp), state_bytes(hp));
+    return view(state_pool[il], s.state_slot * deltanet_state_bytes(hp), deltanet_state_bytes(hp));
 }
 inline View ResidentDriver::Weights::ring(const Session& s, int64_t il, const Hparams& hp) const {
-    return view(ring_pool[il], s.state_slot * ring_bytes(hp), ring_bytes(hp));
+    return view(ring_pool[il], s.state_slot * conv_ring_bytes(hp), conv_ring_bytes(hp));
 }
 
 // The id sample.comp chose into tok[2]; it gives none (0xffffffff) when the logits hold a NaN.

@@ -318,11 +318,9 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
 
     // Recurrent state: S (F32) and the conv ring of K rows per GDN layer, in a pool of slots for
     // each layer (one binding each), a slot for each session open at once.
-    const uint64_t d_v = hp.ssm_n_v_heads ? hp.ssm_d_inner / hp.ssm_n_v_heads : 0;
-    const uint64_t state_layer = (uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4;
-    const uint64_t ring_layer = (uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4;
     if (n_gdn > 0) {
-        const uint64_t most = slab_limit / align_up(std::max(state_layer, ring_layer), kBindAlign);
+        const uint64_t state_layer = deltanet_state_bytes(hp), ring_layer = conv_ring_bytes(hp);
+        const uint64_t most = slab_limit / std::max(state_layer, ring_layer);
         p.state_slots = std::min<uint64_t>(
             (uint64_t)std::max<int64_t>(opts.sequences, 1) + PlanOptions::kSpareSessions, most);
         if (p.state_slots == 0)
@@ -330,8 +328,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
                 fmt::format("one DeltaNet layer's state ({}) is more than a binding of "
                             "the device holds ({})",
                             human_bytes(state_layer), human_bytes(slab_limit))};
-        p.state_slot_bytes =
-            n_gdn * (align_up(state_layer, kBindAlign) + align_up(ring_layer, kBindAlign));
+        p.state_slot_bytes = n_gdn * (state_layer + ring_layer);
         p.recurrent_bytes = p.state_slots * p.state_slot_bytes;
     }
 

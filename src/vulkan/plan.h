@@ -84,6 +84,16 @@ int64_t device_rows(const Tensor& t);
 // seen.
 constexpr uint64_t kBindAlign = 256;
 
+// One session's DeltaNet state S and conv ring of one GDN layer, as the recurrent state's pools
+// hold them (a slot each, aligned for a binding).
+inline uint64_t deltanet_state_bytes(const Hparams& hp) {
+    const uint64_t d_v = (uint64_t)(hp.ssm_d_inner / hp.ssm_n_v_heads);
+    return align_up((uint64_t)hp.ssm_n_v_heads * hp.ssm_d_state * d_v * 4, kBindAlign);
+}
+inline uint64_t conv_ring_bytes(const Hparams& hp) {
+    return align_up((uint64_t)hp.ssm_conv_kernel * hp.conv_dim() * 4, kBindAlign);
+}
+
 // Where one weight matrix lives: slab index and byte offset (aligned for a storage binding).
 struct Placement {
     const Tensor* tensor = nullptr;

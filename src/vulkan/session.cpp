@@ -56,8 +56,8 @@ std::unique_ptr<SessionState> ResidentDriver::new_session(int64_t n_ctx) {
         s->state_slot = *slot;
         s->state_slots = W.state_slots;
         auto* t = static_cast<uint32_t*>(s->tok.mapped());
-        t[kStateBase] = (uint32_t)(*slot * Weights::state_bytes(hp) / 4);
-        t[kRingBase] = (uint32_t)(*slot * Weights::ring_bytes(hp) / 4);
+        t[kStateBase] = (uint32_t)(*slot * deltanet_state_bytes(hp) / 4);
+        t[kRingBase] = (uint32_t)(*slot * conv_ring_bytes(hp) / 4);
         for (int64_t il = 0; il < hp.n_layer; ++il) {
             if (!hp.is_recurrent(il)) continue;
             const View st = W.state(*s, il, hp), ring = W.ring(*s, il, hp);
