@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The batched engine on the GPU machine in one device call, under one deadline (DEADLINE seconds,
 # default 560):
-#   1. a sweep of `deltallm bench -b B -p 512 -n N --profile` on Qwen3.5-9B Q4_K_M for each B of
+#   1. the whole Vulkan test binary (TEST_VULKAN, xz in .devrun/extra) under the Khronos
+#      validation layer, first, so that the numbers after it come from kernels checked on this
+#      device (at most VALIDATION_SECONDS, default 200)
+#   2. a sweep of `deltallm bench -b B -p 512 -n N --profile` on Qwen3.5-9B Q4_K_M for each B of
 #      BATCHES and each DELTALLM_VK_GEMM_GEMV_ROWS of GEMV_ROWS (which GEMMs run as the batched
 #      GEMV), with the profile's GPU time per role of the batch command
-#   2. ours against llama.cpp (Vulkan, through llama.h) on the batched rows, same file
-#   3. the whole Vulkan test binary (TEST_VULKAN, xz in .devrun/extra) under the Khronos
-#      validation layer
+#   3. ours against llama.cpp (Vulkan, through llama.h) on the batched rows, same file
 # Here: scripts/bench/device_bench.sh prepare, xz the test binary to .devrun/extra/test_vulkan.xz;
 # carry .gl and .devrun.
 set -uo pipefail
@@ -16,6 +17,16 @@ out=${OUT:-/tmp/device_batched_out}
 source scripts/bench/device_common.sh
 [ -f .devrun/extra/test_vulkan.xz ] && xz -dc .devrun/extra/test_vulkan.xz >/tmp/test_vulkan &&
     chmod +x /tmp/test_vulkan
+
+if [ -x /tmp/test_vulkan ] && fits 300 "the Vulkan tests under the validation layer"; then
+    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation DELTALLM_VK_VALIDATION=1 DELTALLM_TEST_TMP=/tmp \
+        DELTALLM_TEST_DATA=$repo/tests/data DELTALLM_BIN=$ours timeout ${VALIDATION_SECONDS:-200} /tmp/test_vulkan --gtest_brief=1 \
+        --gtest_filter="${VALIDATION_FILTER:-*}" >"$out/validation.log" 2>&1
+    echo "rc=$? validation errors: $(grep -c 'Validation Error' "$out/validation.log")"
+    grep -E '^\[  FAILED|Failure$' "$out/validation.log" | sort -u | head -20
+    tail -4 "$out/validation.log"
+    grep -m3 'Validation Error' "$out/validation.log" | cut -c1-300
+fi
 
 m9=/tmp/qwen35-9b-q4_k_m.gguf
 "$ours" synth --arch qwen35 --shape 9b --type q4_k_m -o "$m9" 2>&1 | tail -1
@@ -39,12 +50,4 @@ if fits 150 "batched against llama.cpp"; then
     cat "$out/batched.md"
 fi
 
-if [ -x /tmp/test_vulkan ] && fits 60 "the Vulkan tests under the validation layer"; then
-    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation DELTALLM_VK_VALIDATION=1 DELTALLM_TEST_TMP=/tmp \
-        timeout $(($(left) - 10)) /tmp/test_vulkan --gtest_brief=1 \
-        --gtest_filter="${VALIDATION_FILTER:-*}" >"$out/validation.log" 2>&1
-    echo "rc=$? validation errors: $(grep -c 'Validation Error' "$out/validation.log")"
-    tail -4 "$out/validation.log"
-    grep -m3 'Validation Error' "$out/validation.log" | cut -c1-300
-fi
 echo "== done at $SECONDS s"
