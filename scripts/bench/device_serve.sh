@@ -5,7 +5,7 @@
 # .tools/device-bench) and llama-server from scripts/bench/peer_server.sh in PEER_SERVER (default
 # /tmp/ps); when missing, unpacked from .devrun/extra/llama-server.tar.xz (peer_server.sh pack) if
 # that was carried, else built first, which takes minutes.
-#   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WORKLOADS="random multiturn"]
+#   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
 #     scripts/bench/device_serve.sh
 # Each engine serves with as many slots as the highest level and the same context per slot;
 # scripts/bench/serve_bench.py drives both (streamed chat completions, outputs forced to their
@@ -59,7 +59,7 @@ run_engine() {  # name port command...
     for w in ${WORKLOADS:-random multiturn}; do
         timeout 240 python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
-            --first-turn-words "${FIRST_TURN_WORDS:-1500}" \
+            --first-turn-words "${FIRST_TURN_WORDS:-1500}" --waves "${WAVES:-0}" \
             --json "$out/serve-$name-$w.json"
         echo "rc=$?"
     done

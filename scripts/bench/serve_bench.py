@@ -179,10 +179,10 @@ def prompt_words(rng, n):
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-def make_jobs(args, rng):
+def make_jobs(args, n_requests, rng):
     """A list of async job factories; each returns a list of Results (one per turn)."""
     jobs = []
-    for i in range(args.requests):
+    for i in range(n_requests):
         if args.workload == "random":
             n_in = rng.randint(*args.input_words)
             n_out = rng.randint(*args.output_tokens)
@@ -309,6 +309,9 @@ def main():
     ap.add_argument("--input-words", type=int_range, default=(16, 256), metavar="LO,HI")
     ap.add_argument("--output-tokens", type=int_range, default=(16, 128), metavar="LO,HI")
     ap.add_argument("--long-words", type=int, default=2000)
+    ap.add_argument("--waves", type=int, default=0,
+                    help="at least this many requests per client at each level, so that a high "
+                         "level runs full more than once (requests = max(--requests, waves x level))")
     ap.add_argument("--turns", type=int, default=4)
     ap.add_argument("--first-turn-words", type=int, default=0,
                     help="multiturn: words of the first turn (default: drawn like the others)")
@@ -331,7 +334,7 @@ def main():
             model = json.loads(data)["data"][0]["id"]
         rows = []
         for c in levels:
-            jobs = make_jobs(args, random.Random(args.seed))
+            jobs = make_jobs(args, max(args.requests, args.waves * c), random.Random(args.seed))
             results, duration = await run_level(http, model, jobs, c, args.seed)
             rows.append((c, report(results, duration, args)))
             print(f"concurrency {c}: {rows[-1][1]['requests']} requests in {duration:.2f} s",
