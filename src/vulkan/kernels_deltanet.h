@@ -37,6 +37,11 @@ class DeltaNetKernels : public virtual KernelFamily {
         // float offsets tok[ResidentDriver::kRingBase] and tok[kStateBase] (a batch's rows, whose
         // sessions are data); otherwise they start the bindings.
         bool state_in_tok = false;
+        // With state_in_tok: the rows of a batch in one dispatch, row r's words tok_row · r words
+        // into tok, its counters counter_row · r words into counter, and its activations r rows
+        // on (a conv input row, n_v_heads · d_v gate and output values, n_v_heads betas and
+        // alphas a row). The gated norm stays in the step (no ss_off).
+        uint32_t rows = 1, tok_row = 0, counter_row = 0;
     };
     // Returns a Decline when the shape has no kernel (d_v over the workgroup limit ...).
     static std::optional<Decline> deltanet_step_supported(const Features& f, uint32_t d_k,

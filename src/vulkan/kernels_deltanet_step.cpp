@@ -16,7 +16,7 @@ struct DeltaNetPush {
     uint32_t n_k_heads, n_v_heads, qkv_off, z_off, b_off, a_off, y_off, conv_off, dt_off, ssma_off,
         norm_off;
     float eps;
-    uint32_t ss_off;
+    uint32_t ss_off, tok_row, counter_row;
 };
 
 }  // namespace
@@ -66,6 +66,8 @@ void DeltaNetKernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View
     // Column groups of cw (see deltanet_step.comp), each column's d_k rows in ks parts so a
     // thread holds at most 32 state values in registers.
     const bool norm_out = a.ss_off != kNone;
+    if (a.rows > 1 && (!a.state_in_tok || norm_out))
+        fail("the DeltaNet step takes many rows only from the pools, with its own gated norm");
     const uint32_t cw =
         a.d_v / deltanet_groups(a.d_v, norm_out || counter.buffer != VK_NULL_HANDLE);
     if (a.round_y && (!norm_out || cw % 16))
@@ -97,8 +99,10 @@ void DeltaNetKernels::deltanet_step(CommandList& cl, const DeltaNetStep& a, View
                    a.ssm_a_off,
                    a.norm_off,
                    a.eps,
-                   norm_out ? a.ss_off : 0u};
-    cl.dispatch(k, {act, params, ring, state, tok, counter}, p, a.n_v_heads, a.d_v / cw);
+                   norm_out ? a.ss_off : 0u,
+                   a.tok_row,
+                   a.counter_row};
+    cl.dispatch(k, {act, params, ring, state, tok, counter}, p, a.n_v_heads, a.d_v / cw, a.rows);
 }
 
 }  // namespace dl::vk

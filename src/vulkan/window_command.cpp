@@ -171,23 +171,14 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
             add(it);
             return;
         }
-        const uint32_t conv_dim = (uint32_t)hp.conv_dim(), d_inner = (uint32_t)hp.ssm_d_inner;
-        const uint32_t H_v = (uint32_t)hp.ssm_n_v_heads;
-        for (uint32_t b = 0; b < m; ++b) {
-            WindowItem it;
-            it.kind = Kind::deltanet_column;
-            it.layer = il;
-            it.column = b;
-            it.deltanet = deltanet_args(A, L);
-            it.deltanet.wy_off = Kernels::kNone;
-            it.deltanet.state_in_tok = true;  // the row's session's, found through its words
-            it.deltanet.qkv_off += b * conv_dim;
-            it.deltanet.z_off += b * d_inner;
-            it.deltanet.b_off += b * H_v;
-            it.deltanet.a_off += b * H_v;
-            it.deltanet.y_off += b * d_inner;
-            add(it);
-        }
+        WindowItem it;
+        it.kind = Kind::deltanet_batch;
+        it.layer = il;
+        it.deltanet = deltanet_args(A, L);
+        it.deltanet.wy_off = Kernels::kNone;
+        it.deltanet.state_in_tok = true;  // each row's session's, found through its words
+        it.deltanet.rows = m;
+        add(it);
     };
     chain.attention = [&](int64_t il, const Layer& L) {
         if (!batch) {
@@ -467,11 +458,14 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                             .y_off = 0,
                             .accumulate = false});
                 break;
-            case Kind::deltanet_column:
-                K.deltanet_step(cl, i.deltanet, act, prm, view(W.ring_pool[i.layer]),
-                                view(W.state_pool[i.layer]), B.tok_row(i.column),
-                                B.counter_row(i.column));
+            case Kind::deltanet_batch: {
+                Kernels::DeltaNetStep a = i.deltanet;
+                a.tok_row = (uint32_t)(B.tok_stride / 4);
+                a.counter_row = (uint32_t)(B.counter_stride / 4);
+                K.deltanet_step(cl, a, act, prm, view(W.ring_pool[i.layer]),
+                                view(W.state_pool[i.layer]), view(B.tok), view(B.counter));
                 break;
+            }
             case Kind::attention_column:
                 K.attention(cl, i.attention.a, act, prm, view(W.k_pool[i.layer]),
                             view(W.v_pool[i.layer]), B.partials_row(i.column), B.tok_row(i.column),

@@ -38,8 +38,8 @@ const char* kind_name(WindowItem::Kind k) {
             return "shared_expert_add";
         case K::head_gemv:
             return "head_gemv";
-        case K::deltanet_column:
-            return "deltanet_column";
+        case K::deltanet_batch:
+            return "deltanet_batch";
         case K::attention_column:
             return "attention_column";
         case K::sample_column:
@@ -66,8 +66,9 @@ std::string WindowPlan::describe() const {
         out += kind_name(i.kind);
         if (!i.role.empty()) out += fmt::format(" '{}'", i.role);
         if (i.layer >= 0) out += fmt::format(" blk.{}", i.layer);
-        if (i.kind == WindowItem::Kind::deltanet_column ||
-            i.kind == WindowItem::Kind::attention_column ||
+        if (i.kind == WindowItem::Kind::deltanet_batch)
+            out += fmt::format(" rows {}", i.deltanet.rows);
+        if (i.kind == WindowItem::Kind::attention_column ||
             i.kind == WindowItem::Kind::sample_column)
             out += fmt::format(" row {}", i.column);
         if (i.t) out += fmt::format(" {}", i.t->name);

@@ -35,8 +35,9 @@ struct WindowItem {
                             // then act[x_off] = RMSNorm(act[y_off]) · next_norm
         head_gemv,          // the last row's logits: one GEMV into the session's logits
         // A batch of decodes (rows of different sequences, ResidentDriver::step): the layer's
-        // mixer for one row, by the decode kernels on that row's sequence's cache or state.
-        deltanet_column,
+        // mixer by the decode kernels on each row's sequence's cache or state, every row in one
+        // dispatch (deltanet_batch) or one row (attention_column).
+        deltanet_batch,
         attention_column,
         sample_column,   // the row's next token, chosen from its logits into its sequence's tok
         logits_to_host,  // every row's logits copied to the host (n rows)
@@ -58,7 +59,7 @@ struct WindowItem {
     uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
     Kernels::AttentionRows attention{};
     uint32_t column = 0;               // the *_column kinds: the row and its sequence
-    Kernels::DeltaNetStep deltanet{};  // deltanet_column
+    Kernels::DeltaNetStep deltanet{};  // deltanet_batch
     Kernels::ExpertGemv experts{};     // gemv_experts
     std::string role;
 };

@@ -210,6 +210,132 @@ TEST(VulkanDeltaNet, StepFindsItsStateInThePools) {
     }
 }
 
+// The rows of a batch in one dispatch (DeltaNetStep::rows): row r at its own position, its words
+// and counters a stride apart, its ring and state in slot slot_of[r] of pools with one slot
+// more (poisoned, never touched), its activations r rows on. Each row must follow its own CPU
+// reference, and every counter must be back at 0 after each step.
+void run_rows(uint32_t hk, uint32_t hv, uint32_t dk, uint32_t dv, uint32_t columns) {
+    VK_TEST_DEVICE();
+    test::Scoped cols(K.tuning.deltanet_columns, columns);
+    const std::vector<uint32_t> slot_of = {2, 0, 3};
+    const uint32_t rows = (uint32_t)slot_of.size(), slots = rows + 1, spare = 1;
+    const uint32_t tok_row = 16, counter_row = hv + 3, KC = 4;
+    const float eps = 1e-6f;
+    dn::Shape shape{hk, hv, dk, dv};
+    const uint32_t conv_dim = (uint32_t)shape.conv_dim(), inner = hv * dv;
+    std::mt19937 rng(hk * 1000 + hv * 100 + dk + dv + columns);
+
+    std::vector<float> conv_w = randn((size_t)conv_dim * KC, rng, 0.5f);
+    std::vector<float> dt_bias = randn(hv, rng), ssm_a(hv), norm = randn(dv, rng, 0.3f);
+    for (float& a : ssm_a) a = -std::exp(std::uniform_real_distribution<float>(-2.f, 1.f)(rng));
+    for (float& w : norm) w += 1.f;
+    std::vector<float> params = conv_w;
+    const uint32_t dt_off = conv_dim * KC, a_off_p = dt_off + hv, norm_off = a_off_p + hv;
+    params.insert(params.end(), dt_bias.begin(), dt_bias.end());
+    params.insert(params.end(), ssm_a.begin(), ssm_a.end());
+    params.insert(params.end(), norm.begin(), norm.end());
+    Buffer pb = test::to_device(dev, params);
+
+    // act: qkv rows | z rows | beta rows | alpha rows | y rows.
+    const uint32_t z_off = rows * conv_dim, b_off = z_off + rows * inner, a_off = b_off + rows * hv,
+                   y_off = a_off + rows * hv, n_act = y_off + rows * inner;
+    Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
+    const size_t ring_n = (size_t)KC * conv_dim, state_n = (size_t)hv * dk * dv;
+    Buffer ring = test::poisoned(dev, slots * ring_n), state = test::poisoned(dev, slots * state_n);
+    for (uint32_t r = 0; r < rows; ++r) {
+        dev.fill(ring, slot_of[r] * ring_n * 4, ring_n * 4, 0);
+        dev.fill(state, slot_of[r] * state_n * 4, state_n * 4, 0);
+    }
+    Buffer tok = dev.create_buffer(rows * tok_row * 4, MemoryKind::host);
+    auto* words = static_cast<uint32_t*>(tok.mapped());
+    for (uint32_t r = 0; r < rows; ++r) {
+        words[r * tok_row + 8] = (uint32_t)(slot_of[r] * state_n);
+        words[r * tok_row + 9] = (uint32_t)(slot_of[r] * ring_n);
+    }
+    Buffer counter = dev.create_buffer(rows * counter_row * 4, MemoryKind::device);
+    dev.fill(counter, 0, rows * counter_row * 4, 0);
+
+    std::vector<std::vector<float>> S(rows, std::vector<float>(state_n, 0.f));
+    std::vector<std::vector<float>> conv_state(rows,
+                                               std::vector<float>((size_t)(KC - 1) * conv_dim));
+    Kernels::DeltaNetStep args{hk,    hv,    dk, dv,     KC,      0,        z_off, b_off,
+                               a_off, y_off, 0,  dt_off, a_off_p, norm_off, eps};
+    args.state_in_tok = true;
+    args.rows = rows;
+    args.tok_row = tok_row;
+    args.counter_row = counter_row;
+    for (int t = 0; t < 5; ++t) {
+        std::vector<float> in(n_act);
+        for (float& x : in) std::memcpy(&x, &test::kPoison, 4);
+        std::vector<std::vector<float>> qkv(rows), z(rows), b(rows), a(rows);
+        for (uint32_t r = 0; r < rows; ++r) {
+            qkv[r] = randn(conv_dim, rng), z[r] = randn(inner, rng), b[r] = randn(hv, rng);
+            a[r] = randn(hv, rng, 2.f);
+            std::copy(qkv[r].begin(), qkv[r].end(), in.begin() + r * conv_dim);
+            std::copy(z[r].begin(), z[r].end(), in.begin() + z_off + r * inner);
+            std::copy(b[r].begin(), b[r].end(), in.begin() + b_off + r * hv);
+            std::copy(a[r].begin(), a[r].end(), in.begin() + a_off + r * hv);
+            words[r * tok_row] = (uint32_t)(7 * r + t);  // each row at a position of its own
+        }
+        dev.upload(act, 0, in.data(), n_act * 4);
+        test::run(dev, [&](CommandList& cl) {
+            K.deltanet_step(cl, args, view(act), view(pb), view(ring), view(state), view(tok),
+                            view(counter));
+        });
+        for (uint32_t c : test::from_device<uint32_t>(dev, counter, rows * counter_row))
+            ASSERT_EQ(c, 0u) << "token " << t << ": a counter was not reset";
+        auto out = test::from_device<float>(dev, act, n_act);
+        for (uint32_t r = 0; r < rows; ++r) {
+            std::vector<float> c(conv_dim), beta(hv), g(hv), o(inner), y(inner);
+            dn::conv_silu(1, conv_dim, KC, qkv[r].data(), conv_w.data(), conv_state[r].data(),
+                          c.data());
+            dn::normalize_qk(shape, 1, c.data());
+            dn::gates(1, hv, b[r].data(), a[r].data(), dt_bias.data(), ssm_a.data(), beta.data(),
+                      g.data());
+            dn::step(shape, S[r].data(), c.data(), c.data() + shape.qk_width(),
+                     c.data() + 2 * shape.qk_width(), g.data(), beta.data(), o.data());
+            dn::gated_norm(shape, 1, o.data(), z[r].data(), norm.data(), eps, y.data());
+            for (uint32_t i = 0; i < inner; ++i)
+                ASSERT_NEAR(out[y_off + r * inner + i], y[i], 2e-4 * (1 + std::fabs(y[i])))
+                    << "token " << t << " row " << r << " y[" << i << "]";
+        }
+    }
+    auto Sd = test::from_device<float>(dev, state, slots * state_n);
+    for (uint32_t r = 0; r < rows; ++r)
+        for (size_t i = 0; i < state_n; ++i)
+            ASSERT_NEAR(Sd[slot_of[r] * state_n + i], S[r][i], 2e-4 * (1 + std::fabs(S[r][i])))
+                << "row " << r << " S[" << i << "]";
+    for (size_t i = 0; i < state_n; ++i) {
+        uint32_t w;
+        std::memcpy(&w, &Sd[spare * state_n + i], 4);
+        ASSERT_EQ(w, test::kPoison) << "the spare slot's state " << i;
+    }
+    auto Rd = test::from_device<uint32_t>(dev, ring, slots * ring_n);
+    for (size_t i = 0; i < ring_n; ++i)
+        ASSERT_EQ(Rd[spare * ring_n + i], test::kPoison) << "the spare slot's ring " << i;
+}
+
+TEST(VulkanDeltaNet, StepOfEveryBatchRowInOneDispatch) {
+    run_rows(2, 4, 64, 32, 0);
+    run_rows(2, 4, 128, 128, 32);
+}
+
+TEST(VulkanDeltaNet, StepOfManyRowsNeedsThePoolsAndItsOwnNorm) {
+    VK_TEST_DEVICE();
+    Kernels::DeltaNetStep args{2, 4, 64, 32, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1e-6f};
+    args.rows = 2;
+    Buffer b = dev.create_buffer(1 << 16, MemoryKind::device);
+    auto record = [&] {
+        test::run(dev, [&](CommandList& cl) {
+            K.deltanet_step(cl, args, view(b), view(b), view(b), view(b), view(b), view(b));
+        });
+    };
+    EXPECT_THROW(record(), Error) << "rows without state_in_tok";
+    args.state_in_tok = true;
+    args.ss_off = 0;
+    EXPECT_THROW(record(), Error) << "rows with the norm left to the reader";
+}
+
 TEST(VulkanDeltaNet, DeclinesValueHeadThatIsNotAPowerOfTwo) {
     VK_TEST_DEVICE();
     auto d = Kernels::deltanet_step_supported(dev.features(), 128, 96, 4);

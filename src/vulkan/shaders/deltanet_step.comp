@@ -32,10 +32,12 @@
 // stores it: that value is never used. A fresh session's ring is zero, which is the causal
 // padding.
 //
-// STATE_BASE 1 (a batch's rows, one dispatch a row): the binding is the pool of every session's
-// ring and state, and this row's lie at float offsets tok[9] and tok[8] (ResidentDriver::
-// kRingBase, kStateBase). Otherwise they start the bindings, and nothing this kernel reads before
-// the state waits for tok.
+// STATE_BASE 1 (a batch's rows): the binding is the pool of every session's ring and state, and
+// this row's lie at float offsets tok[9] and tok[8] (ResidentDriver::kRingBase, kStateBase) of
+// its words. Otherwise they start the bindings, and nothing this kernel reads before the state
+// waits for tok. Workgroup z is the row: every row of a batch in one dispatch, row r's words at
+// tok[r · tok_row], its counters at counter[r · counter_row] and its activations r rows on (a
+// conv input row, H_v · d_v gate and output values, H_v betas and alphas a row).
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
@@ -79,6 +81,8 @@ layout(push_constant) uniform Push {
     uint norm_off;  // prm: ssm_norm [d_v]
     float eps;      // gated RMSNorm epsilon
     uint ss_off;    // NORM_OUT: act, each column group's sum of squares of o ([H_v][DV / CW])
+    uint tok_row;      // words from one row's tok words to the next's (workgroup z: the row)
+    uint counter_row;  // words from one row's counters to the next's
 } p;
 
 shared float red[WG];
@@ -95,6 +99,7 @@ shared float gated[CW];  // NORM_OUT 2: the group's columns, for their rounding
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
 uint ring_base = 0u;  // STATE_BASE: where this row's ring and state start in their pools
+uint qkv_off = 0u;    // this row's conv input row in act
 
 // A conv channel's inputs: its raw input x this token, every one of the ring's K rows and its K
 // taps. All of them are requested before any is used, none depends on the position (read from
@@ -102,7 +107,7 @@ uint ring_base = 0u;  // STATE_BASE: where this row's ring and state start in th
 // buffer waits for the store): with the conv's inputs cold in memory, the loads of the q, k and
 // v channels took three round trips in turn.
 void conv_load(uint c, uint conv_dim, out float x, out float rows[KCONV], out float taps[KCONV]) {
-    x = act[p.qkv_off + c];
+    x = act[qkv_off + c];
     [[unroll]] for (uint r = 0u; r < KCONV; ++r) {
         rows[r] = ring[ring_base + r * conv_dim + c];
         taps[r] = prm[p.conv_off + c * KCONV + r];
@@ -143,13 +148,19 @@ void main() {
     uint col = t % CW, part = t / CW;
     uint j = cg * CW + col;  // value column within the head
     uint hk = h % p.n_k_heads;
-    uint pos = tok[0];
-    const uint state_base = STATE_BASE != 0u ? tok[8] : 0u;
-    ring_base = STATE_BASE != 0u ? tok[9] : 0u;
+    // This row's (b's) words, counters and activations.
+    const uint b = gl_WorkGroupID.z, words = b * p.tok_row, counters = b * p.counter_row;
+    const uint inner = p.n_v_heads * DV;
+    qkv_off = p.qkv_off + b * (2u * p.n_k_heads * DK + inner);
+    const uint z_off = p.z_off + b * inner, y_off = p.y_off + b * inner;
+    const uint b_off = p.b_off + b * p.n_v_heads, a_off = p.a_off + b * p.n_v_heads;
+    uint pos = tok[words];
+    const uint state_base = STATE_BASE != 0u ? tok[words + 8u] : 0u;
+    ring_base = STATE_BASE != 0u ? tok[words + 9u] : 0u;
     // One workgroup per q/k head stores its raw inputs.
     bool qk_owner = h < p.n_k_heads && cg == 0u;
     // NORM_OUT: the column's gate input, requested now so its latency passes under the conv.
-    float gz = NORM_OUT != 0u ? act[p.z_off + h * DV + j] : 0.0;
+    float gz = NORM_OUT != 0u ? act[z_off + h * DV + j] : 0.0;
     // The state values this thread updates and the gates' inputs, requested now too: none of
     // them depends on the conv (H200, Qwen3.5-9B decode, deltanet 200 -> 195 us a token,
     // docs/PERF.md 2026-12-03).
@@ -157,8 +168,8 @@ void main() {
     uint sb = state_base + h * DK * DV + i0 * DV + j;  // S[h][i0 + r][j] at sb + r * DV
     float sv[KR];
     [[unroll]] for (uint r = 0; r < KR; ++r) sv[r] = S[sb + r * DV];
-    float braw = act[p.b_off + h];
-    float a = act[p.a_off + h] + prm[p.dt_off + h];
+    float braw = act[b_off + h];
+    float a = act[a_off + h] + prm[p.dt_off + h];
     float ssa = prm[p.ssma_off + h];
 
     // The conv's inputs (conv_load): v's channel, then this thread's q and k channels.
@@ -207,7 +218,7 @@ void main() {
 
     if (NORM_OUT != 0u) {
         float g = o * prm[p.norm_off + j] * silu(gz);
-        if (NORM_OUT == 1u && part == 0u) act[p.y_off + h * DV + j] = g;
+        if (NORM_OUT == 1u && part == 0u) act[y_off + h * DV + j] = g;
         if (NORM_OUT == 2u && part == 0u) gated[col] = g;
         float ss = wg_sum(part == 0u ? o * o : 0.0);  // (its barriers publish `gated`)
         if (t == 0u) act[p.ss_off + h * (DV / CW) + cg] = ss;
@@ -216,36 +227,36 @@ void main() {
             [[unroll]] for (uint i = 0u; i < 4u; ++i)
                 v[i] = vec4(gated[16u * t + 4u * i], gated[16u * t + 4u * i + 1u],
                             gated[16u * t + 4u * i + 2u], gated[16u * t + 4u * i + 3u]);
-            store_rounded_block(v, p.y_off, p.n_v_heads * DV, (h * DV + cg * CW) / 16u + t);
+            store_rounded_block(v, y_off, p.n_v_heads * DV, (h * DV + cg * CW) / 16u + t);
         }
         return;
     }
     if (CW == DV) {  // the whole head is here
         float ss = wg_sum(part == 0u ? o * o : 0.0);
         if (part == 0u) {
-            float z = act[p.z_off + h * DV + j];
-            act[p.y_off + h * DV + j] =
+            float z = act[z_off + h * DV + j];
+            act[y_off + h * DV + j] =
                 o * inversesqrt(ss / float(DV) + p.eps) * prm[p.norm_off + j] * silu(z);
         }
         return;
     }
     // Release this group's raw columns, count it; the head's last group normalizes (see the top).
-    if (part == 0u) act[p.y_off + h * DV + j] = o;
+    if (part == 0u) act[y_off + h * DV + j] = o;
     memoryBarrierBuffer();
     barrier();
-    if (t == 0u) last_group = atomicAdd(counter[h], 1u) == DV / CW - 1u ? 1u : 0u;
+    if (t == 0u) last_group = atomicAdd(counter[counters + h], 1u) == DV / CW - 1u ? 1u : 0u;
     barrier();
     if (last_group == 0u) return;
     memoryBarrierBuffer();  // acquire: the other groups' columns
     float ss = 0.0;
     for (uint c = t; c < DV; c += WG) {
-        float x = act[p.y_off + h * DV + c];
+        float x = act[y_off + h * DV + c];
         ss += x * x;
     }
     float scale = inversesqrt(wg_sum(ss) / float(DV) + p.eps);
     for (uint c = t; c < DV; c += WG) {
-        uint y = p.y_off + h * DV + c;
-        act[y] = act[y] * scale * prm[p.norm_off + c] * silu(act[p.z_off + h * DV + c]);
+        uint y = y_off + h * DV + c;
+        act[y] = act[y] * scale * prm[p.norm_off + c] * silu(act[z_off + h * DV + c]);
     }
-    if (t == 0u) atomicExchange(counter[h], 0u);
+    if (t == 0u) atomicExchange(counter[counters + h], 0u);
 }
