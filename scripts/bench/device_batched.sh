@@ -7,7 +7,8 @@
 #   2. a sweep of `deltallm bench -b B -p 512 -n N --profile` on Qwen3.5-9B Q4_K_M for each B of
 #      BATCHES and each DELTALLM_VK_GEMM_GEMV_ROWS of GEMV_ROWS (which GEMMs run as the batched
 #      GEMV), with the profile's GPU time per role of the batch command
-#   3. ours against llama.cpp (Vulkan, through llama.h) on the batched rows, same file
+#   3. with BEFORE carried, that build and ours alternating on the same rows
+#   4. ours against llama.cpp (Vulkan, through llama.h) on the batched rows, same file
 # Here: scripts/bench/device_bench.sh prepare, xz the test binary to .devrun/extra/test_vulkan.xz;
 # carry .gl and .devrun.
 set -uo pipefail
@@ -41,6 +42,19 @@ for rows in ${GEMV_ROWS:-0 32 64}; do
         grep -A12 "profile, batch" "$out/b$b-rows$rows.err" | head -14
     done
 done
+
+# BEFORE (xz in .devrun/extra/deltallm-before.xz, a build of an earlier commit): both binaries
+# alternating on the batched rows, for an optimisation's before and after in one call.
+if [ -f .devrun/extra/deltallm-before.xz ] && fits 90 "before/after"; then
+    xz -dc .devrun/extra/deltallm-before.xz >/tmp/deltallm-before && chmod +x /tmp/deltallm-before
+    for b in ${BATCHES:-8 16 32 64}; do
+        for bin in /tmp/deltallm-before "$ours" /tmp/deltallm-before "$ours"; do
+            printf '%s B=%s: ' "$(basename "$bin")" "$b"
+            timeout 60 "$bin" bench -m "$m9" --device vulkan -b "$b" -p 512 -n "$n" -r 1 -o csv \
+                2>/dev/null | grep -i "B$b" | tail -1
+        done
+    done | tee "$out/before-after.txt"
+fi
 
 floors=(--bw-gbps 4800 --peak-gflops 989000)
 if fits 150 "batched against llama.cpp"; then
