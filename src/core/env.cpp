@@ -102,6 +102,12 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMM_GEMV_ROWS", "int", "32",
          "Vulkan GEMMs of at most this many rows (a batched step's tokens, a short prefill "
          "window) run as one batched GEMV rather than on the GEMM tiles (0 to 64; 0: never)"},
+        {"DELTALLM_VK_GEMV_BATCH_ONCE", "bool", "0",
+         "the Vulkan batched GEMV decodes each weight slice once for a group of up to 8 vectors "
+         "(1) rather than again for each vector (0)"},
+        {"DELTALLM_VK_GEMV_BATCH_ROWS", "int", "0",
+         "weight rows a workgroup of the Vulkan batched GEMV (1, 2, 4 or 8; 0: 8 for groups of up "
+         "to 4 vectors, else 4)"},
         {"DELTALLM_VK_ATTN_ONE_SPLIT", "int", "2",
          "contexts of up to this many chunks of 64 cache rows are walked by one workgroup a head "
          "group of the Vulkan decode attention, with no merge (0 to 64; longer contexts are "

@@ -227,7 +227,9 @@ void GemmKernels::gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, ui
     if (n_rows == 0 || rows == 0) return;
     // Vectors a group as even as the groups of at most 8 allow (13 rows: two groups of 7, the
     // last vector of the second computed twice and stored once).
-    const BatchGemvShape sh = batch_gemv_shape(cols, n_rows, w, x, x_off);
+    BatchGemvShape sh = batch_gemv_shape(cols, n_rows, w, x, x_off);
+    if (tuning.gemv_batch_rows) sh.spec[1] = sh.k_rows = tuning.gemv_batch_rows;
+    sh.spec.push_back(tuning.gemv_batch_decode_once && t != QType::F32 && t != QType::F16);
     std::string name = "gemv_batch_" + type_name(t);
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), sh.spec);

@@ -130,6 +130,11 @@ struct Tuning {
     // once and keeps every workgroup busy, rather than on the tiles (DELTALLM_VK_GEMM_GEMV_ROWS;
     // 0: never).
     uint32_t gemm_gemv_rows = 32;
+    // The batched GEMV's form (shaders/gemv_batch.comp DECODE_ONCE): each row's weight slice
+    // decoded once for a group's vectors, or again for each (DELTALLM_VK_GEMV_BATCH_ONCE); and
+    // its weight rows a workgroup (DELTALLM_VK_GEMV_BATCH_ROWS 1, 2, 4 or 8; 0: by the vectors).
+    bool gemv_batch_decode_once = false;
+    uint32_t gemv_batch_rows = 0;
 
     // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
 

@@ -87,6 +87,13 @@ uint32_t DriverOptions::gemm_gemv_rows_from_env() {
     return (uint32_t)v;
 }
 
+uint32_t DriverOptions::gemv_batch_rows_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMV_BATCH_ROWS");
+    if (v != 0 && v != 1 && v != 2 && v != 4 && v != 8)
+        fail("DELTALLM_VK_GEMV_BATCH_ROWS={}: use 0, 1, 2, 4 or 8", v);
+    return (uint32_t)v;
+}
+
 uint32_t DriverOptions::gemv_split_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_SPLIT");
     if (v < 0 || v > 4) fail("DELTALLM_VK_GEMV_SPLIT={}: use 0 to 4", v);
@@ -161,6 +168,8 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemv_tiled = gemv_tiled_from_env();
     t.gemm_tile = gemm_tile_from_env();
     t.gemm_gemv_rows = gemm_gemv_rows_from_env();
+    t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
+    t.gemv_batch_rows = gemv_batch_rows_from_env();
     t.deltanet_columns = deltanet_columns_from_env();
     t.deltanet_scan = deltanet_scan_from_env();
     return t;

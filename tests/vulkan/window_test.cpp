@@ -43,15 +43,22 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
     // of whole unrolled steps run an unclamped loop); the NV tiles both decoding the
     // blocks inside the tensor loads and over the matrix expanded to F16 in a scratch (poisoned
     // past the matrix). And the batched GEMV that takes windows of up to gemv_rows rows (every
-    // window up to 64 rows here; the tiles run with it off).
+    // window up to 64 rows here; the tiles run with it off), in both its forms and with rows a
+    // workgroup forced.
     struct Run {
         Variant v;
         uint32_t y_off;
         Kernels::GemmTile tile;
         int expand;
         uint32_t gemv_rows = 0;
+        bool decode_once = false;  // the batched GEMV's forms (Tuning::gemv_batch_decode_once)
+        uint32_t gemv_batch_rows = 0;
     };
-    std::vector<Run> runs = {{Variant::scalar, 5, {}, 0}, {Variant::scalar, 5, {}, 0, 64}};
+    std::vector<Run> runs = {{Variant::scalar, 5, {}, 0},
+                             {Variant::scalar, 5, {}, 0, 64},
+                             {Variant::scalar, 5, {}, 0, 64, true},
+                             {Variant::scalar, 5, {}, 0, 64, true, 1},
+                             {Variant::scalar, 5, {}, 0, 64, false, 2}};
     const Features& f = dev.features();
     if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
         runs.push_back({Variant::khr_coopmat, 5, {}, 0});
@@ -75,7 +82,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     ref[(size_t)i * rows + r] += p;
                     mag[(size_t)i * rows + r] += std::fabs(p);
                 }
-        for (const auto& [v, y_off, tile, expand, gemv_rows] : runs) {
+        for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows] : runs) {
+            test::Scoped once_scope(K.tuning.gemv_batch_decode_once, once);
+            test::Scoped rows_scope(K.tuning.gemv_batch_rows, batch_rows);
             test::Scoped tile_scope(K.tuning.gemm_tile, tile);
             test::Scoped expand_scope(K.tuning.gemm_expand, expand);
             test::Scoped gemv_scope(K.tuning.gemm_gemv_rows, gemv_rows);
@@ -112,7 +121,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     ASSERT_NEAR(out[y_off + i], ref[i] + init[i], tol * mag[i] + 1e-5)
                         << qtype_name(t) << " " << variant_name(v) << " tile " << tile.bm << "x"
                         << tile.bn << "x" << tile.bk << " expand " << expand << " gemv rows "
-                        << gemv_rows << " m " << m << " row " << i / rows << " col " << i % rows
+                        << gemv_rows << " decode once " << once << " rows a workgroup "
+                        << batch_rows << " m " << m << " row " << i / rows << " col " << i % rows
                         << " acc " << acc;
                 }
             }

@@ -5,13 +5,14 @@
 //
 // Why: a step of a few tokens is bound, like one token's decode, by streaming the weights, and a
 // GEMM tile built for hundreds of rows runs it as a long chain of dependent steps over K in few
-// workgroups. Here every weight slice is loaded and decoded once and multiplied into NB vectors,
-// as the decode GEMV (gemv.comp, whose slice products this shares: gemv_slices.glsl) does for one.
+// workgroups. Here every weight slice is loaded from memory once for NB vectors (read again from
+// the L1 for each, or decoded once for all: DECODE_ONCE), as the decode GEMV (gemv.comp, whose
+// slice products this shares: gemv_slices.glsl) does for one.
 //
 // Layout of the work: a workgroup takes ROWS rows; its threads take the rows' slices t, t + WG,
 // ...; for each slice the NB vectors' x values are read (the same for every thread of a slice
 // position, so from cache) and each of ROWS · NB sums gets the slice's product, so one load of
-// x serves ROWS rows. The sums are reduced over the workgroup by subgroupAdd (SUBGROUP) or a
+// x serves ROWS rows (or, DECODE_ONCE, each row's slice is decoded once for the NB vectors). The sums are reduced over the workgroup by subgroupAdd (SUBGROUP) or a
 // shared-memory tree. More than NB vectors are taken in groups of NB, one after another by the
 // same workgroup: its rows' bytes (a few KiB) are then read again from the L1 cache, not memory.
 // A last group past nvec computes clamped vectors and stores nothing for them.
@@ -40,6 +41,10 @@ layout(constant_id = 1) const uint ROWS = 4;    // weight rows a workgroup
 layout(constant_id = 2) const uint W16 = 1;     // 1: the weight view is 16-byte aligned
 layout(constant_id = 3) const uint X16 = 1;     // 1: every vector of x starts 16-byte aligned
 layout(constant_id = 4) const uint NB = 8;      // vectors a group, 1 to 8
+// 1 (block formats, not EXPERTS): each row's slice is decoded to floats once and multiplied
+// into the group's NB vectors, their x read again for every row (from the L1); 0: each vector's
+// x is read once and every row's slice decoded again for it.
+layout(constant_id = 5) const uint DECODE_ONCE = 0;
 
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
@@ -195,6 +200,25 @@ void main() {
         }
 #else
         uint slices = (p.ncols / BLOCK) * TPB;
+#if !defined(EXPERTS)
+        if (DECODE_ONCE != 0u) {
+            for (uint s = lt; s < slices; s += WG) {
+                uint blk = s / TPB, part = s % TPB;
+                [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+                    vec4 w[8];
+                    slice_values(RB(r, 0), blk, part, w);
+                    [[unroll]] for (uint b = 0; b < NB; ++b) {
+                        float a = 0.0;
+                        [[unroll]] for (uint i = 0; i < 8u; ++i)
+                            a += dot(w[i], xload4(vb[b], slice_x(blk, part, i)));
+                        acc[r * NB + b] += a;
+                    }
+                }
+            }
+            store_sums(acc, tid, row0, g0);
+            continue;
+        }
+#endif
         for (uint s = lt; s < slices; s += WG) {
             uint blk = s / TPB, part = s % TPB;
             [[unroll]] for (uint b = 0; b < NB; ++b) {

@@ -1,5 +1,7 @@
 // gemv.comp's slice products over x as floats: slice_dot() of a slice of 32 weights of each
-// block format (slice_x: the x values it meets), unit_dot() of 32 values of F32 / F16 rows.
+// block format (slice_x: the x values it meets), unit_dot() of 32 values of F32 / F16 rows;
+// slice_values(), the slice's weights as floats for a caller that multiplies them into several
+// vectors (gemv_batch.comp).
 //
 // Bytes become floats through the exponent trick (0x4B000000 | q is the float 2^23 + q, exact),
 // one OR and one subtraction that also absorbs the format's offset (-8, -32, -128), instead of
@@ -74,6 +76,19 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     vec2 dm = unpackHalf2x16(hd.x);
     return dm.x * (sc.x * lo + sc.y * hi) - dm.y * dot(mn, xs);
 }
+// The slice's 32 weights as floats, w[i] meeting xv[i] of slice_dot (mins applied).
+void slice_values(uint rb, uint blk, uint part, out vec4 w[8]) {
+    uvec4 hd = load16(tiled_byte(rb, blk, 144u, 0u));
+    uvec4 q = load16(tiled_byte(rb, blk, 144u, 16u + 16u * part));
+    vec2 sc, mn;
+    k4_pair(hd, part >> 1, sc, mn);
+    vec2 dm = unpackHalf2x16(hd.x);
+    vec2 s = dm.x * sc, m = dm.y * mn;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        w[i] = bytes_f(q[i] & 0x0f0f0f0fu, 0.0) * s.x - m.x;
+        w[4u + i] = bytes_f((q[i] >> 4) & 0x0f0f0f0fu, 0.0) * s.y - m.y;
+    }
+}
 #elif defined(WTYPE_Q5_K)
 float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     uint b = rb + blk * 176u;
@@ -93,6 +108,23 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     vec2 dm = unpackHalf2x16(hd.x);
     return dm.x * (sc.x * lo + sc.y * hi) - dm.y * dot(mn, xs);
 }
+void slice_values(uint rb, uint blk, uint part, out vec4 w[8]) {
+    uint b = rb + blk * 176u;
+    uvec4 hd = load16(b);
+    uvec4 qh = load16(b + 16u + 16u * (part & 1u));
+    uvec4 q = load16(b + 48u + 16u * part);
+    uint j = part >> 1;
+    vec2 sc, mn;
+    k4_pair(hd, j, sc, mn);
+    vec2 dm = unpackHalf2x16(hd.x);
+    vec2 s = dm.x * sc, m = dm.y * mn;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        uint h0 = ((qh[i] >> (2u * j)) & 0x01010101u) << 4;
+        uint h1 = ((qh[i] >> (2u * j + 1u)) & 0x01010101u) << 4;
+        w[i] = bytes_f((q[i] & 0x0f0f0f0fu) | h0, 0.0) * s.x - m.x;
+        w[4u + i] = bytes_f(((q[i] >> 4) & 0x0f0f0f0fu) | h1, 0.0) * s.y - m.y;
+    }
+}
 #elif defined(WTYPE_Q6_K)
 float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     uvec4 v[2];
@@ -106,6 +138,17 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     }
     return d * (sc.x * lo + sc.y * hi);
 }
+void slice_values(uint rb, uint blk, uint part, out vec4 w[8]) {
+    uvec4 v[2];
+    vec2 sc;
+    float d;
+    q6_slice(rb, blk, part, v, sc, d);
+    vec2 s = d * sc;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        w[i] = bytes_f(v[0][i], 32.0) * s.x;
+        w[4u + i] = bytes_f(v[1][i], 32.0) * s.y;
+    }
+}
 #elif defined(WTYPE_Q8_0)
 float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     uint b = rb + blk * 34u;
@@ -118,6 +161,15 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     }
     return w_f16(b) * acc;
 }
+void slice_values(uint rb, uint blk, uint part, out vec4 w[8]) {
+    uint b = rb + blk * 34u;
+    uvec4 q0 = load16_a2(b + 2u), q1 = load16_a2(b + 18u);
+    float d = w_f16(b);
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        w[i] = bytes_f(q0[i] ^ 0x80808080u, 128.0) * d;
+        w[4u + i] = bytes_f(q1[i] ^ 0x80808080u, 128.0) * d;
+    }
+}
 #elif defined(WTYPE_Q4_0)
 float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     uint b = rb + blk * 18u;
@@ -128,6 +180,15 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
         acc += dot(bytes_f((q[i] >> 4) & 0x0f0f0f0fu, 8.0), xv[4u + i]);
     }
     return w_f16(b) * acc;
+}
+void slice_values(uint rb, uint blk, uint part, out vec4 w[8]) {
+    uint b = rb + blk * 18u;
+    uvec4 q = load16_a2(b + 2u);
+    float d = w_f16(b);
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        w[i] = bytes_f(q[i] & 0x0f0f0f0fu, 8.0) * d;
+        w[4u + i] = bytes_f((q[i] >> 4) & 0x0f0f0f0fu, 8.0) * d;
+    }
 }
 #endif
 
