@@ -9,7 +9,9 @@
 #     scripts/bench/device_serve.sh
 # Each engine serves with as many slots as the highest level and the same context per slot;
 # scripts/bench/serve_bench.py drives both (streamed chat completions, outputs forced to their
-# length with ignore_eos; the multi-turn chats open with a document of FIRST_TURN_WORDS words, so
+# length with ignore_eos; the multi-turn chats open with a document of FIRST_TURN_WORDS words
+# (default 500: the synthetic files' vocabulary makes about 4 tokens a word, and a 1,500-word
+# turn overflowed a 4,096-token slot on 2026-12-05), so
 # the later turns' TTFT shows whether the history is prefilled again). Results: $OUT/serve-<engine>-<workload>.json and serve.md.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -59,7 +61,7 @@ run_engine() {  # name port command...
     for w in ${WORKLOADS:-random multiturn}; do
         timeout 240 python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
-            --first-turn-words "${FIRST_TURN_WORDS:-1500}" --waves "${WAVES:-0}" \
+            --first-turn-words "${FIRST_TURN_WORDS:-500}" --waves "${WAVES:-0}" \
             --json "$out/serve-$name-$w.json"
         echo "rc=$?"
     done
