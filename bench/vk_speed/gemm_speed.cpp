@@ -151,5 +151,63 @@ TEST(GemmSpeed, Report) {
     }
 }
 
+// The batched GEMV (a batched step's GEMMs of a few rows) in its two forms: each weight slice
+// decoded again for every vector of a group, or once for the group (Tuning::
+// gemv_batch_decode_once), under the launcher's rows a workgroup and forced ones. Each run's
+// output is checked against the dequantized reference on a spread of elements.
+TEST(BatchedGemvSpeed, Forms) {
+    VK_SPEED_DEVICE();
+    const bool cpu = dev.features().cpu;
+    const uint32_t rows = cpu ? 4096 : 12288, cols = 4096, runs = cpu ? 2 : 20;
+    test::Scoped gemv_rows(K.tuning.gemm_gemv_rows, 64u);
+    for (QType t : {QType::Q4_K, QType::Q6_K, QType::Q8_0}) {
+        constexpr uint32_t kDistinct = 64;
+        const uint64_t rb = row_size(t, cols);
+        std::mt19937 rng(rows ^ cols ^ (uint32_t)t);
+        std::normal_distribution<float> nd(0.f, 1.f);
+        std::vector<float> wf((size_t)kDistinct * cols);
+        for (float& v : wf) v = nd(rng);
+        const auto [wq, deq] = test::quantize_rows(t, wf, kDistinct, cols);
+        std::vector<uint8_t> tiled((rb * rows + 3) / 4 * 4 + 4, 0);
+        for (uint32_t r = 0; r < rows; ++r)
+            std::copy_n(wq.data() + (r % kDistinct) * rb, rb, tiled.data() + r * rb);
+        Buffer w = test::to_device(dev, tiled);
+        for (uint32_t m : {2u, 8u, 32u}) {
+            std::vector<float> x((size_t)m * cols);
+            for (float& v : x) v = nd(rng);
+            Buffer xb = test::to_device(dev, x);
+            Buffer y = test::poisoned(dev, (size_t)m * rows);
+            for (bool once : {false, true})
+                for (uint32_t k_rows : {0u, 1u, 2u}) {
+                    test::Scoped once_scope(K.tuning.gemv_batch_decode_once, once);
+                    test::Scoped rows_scope(K.tuning.gemv_batch_rows, k_rows);
+                    const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                        K.gemm(cl, Variant::scalar, t, view(w), rows, cols, view(xb), 0, {},
+                               view(y), 0, m, false, {});
+                    });
+                    fmt::print(
+                        "batched GEMV {} {}x{}, {} vectors, decode {}, rows a workgroup {}: "
+                        "{:.3f} ms, {:.1f} GB/s of weights\n",
+                        qtype_name(t), rows, cols, m, once ? "once" : "for each vector",
+                        k_rows ? fmt::format("{}", k_rows) : std::string("auto"), ms,
+                        (double)rb * rows / (ms * 1e-3) / 1e9);
+                    auto out = test::from_device<float>(dev, y, (size_t)m * rows);
+                    for (uint32_t i = 0; i < m; i += 3)
+                        for (uint32_t r = 0; r < rows; r += 97) {
+                            double ref = 0, mag = 0;
+                            for (uint32_t k = 0; k < cols; ++k) {
+                                const double p = (double)deq[(size_t)(r % kDistinct) * cols + k] *
+                                                 x[(size_t)i * cols + k];
+                                ref += p;
+                                mag += std::fabs(p);
+                            }
+                            ASSERT_NEAR(out[(size_t)i * rows + r], ref, 1e-5 * mag + 1e-4)
+                                << qtype_name(t) << " vector " << i << " row " << r;
+                        }
+                }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dl::vk
