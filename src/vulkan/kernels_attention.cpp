@@ -21,6 +21,7 @@ struct AttnDecodePush {
     float eps;
     uint32_t interleaved, one_split;
     uint32_t ro_off;
+    uint32_t tok_row, part_row, counter_row, q_row, k_row, o_row;
 };
 
 }  // namespace
@@ -110,8 +111,12 @@ void AttentionKernels::attention(CommandList& cl, const Attention& a, View act, 
                                  View counter) {
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
-    DL_ASSERT(counter.buffer != VK_NULL_HANDLE && counter.range >= (uint64_t)a.n_head * 4);
     const uint32_t round_o = a.round_off != kNone;
+    const uint64_t last = a.rows - 1;  // a batch's last row (Attention::rows)
+    if (a.rows == 0 || (a.rows > 1 && round_o))
+        fail("the decode attention takes one row or more, and rounds the output of one only");
+    DL_ASSERT(counter.buffer != VK_NULL_HANDLE &&
+              counter.range >= (last * a.counter_row + a.n_head) * 4);
     if (round_o && a.head_dim % 16)
         fail("the decode attention rounds heads of a multiple of 16 values, not {}", a.head_dim);
     const Features& f = dev_.features();
@@ -125,7 +130,8 @@ void AttentionKernels::attention(CommandList& cl, const Attention& a, View act, 
         f.sm_count ? std::max<uint32_t>(2 * f.sm_count / groups, 8) : kAttnMaxSplits;
     const uint32_t n_split = attention_splits(a.n_ctx, std::min(a.max_splits, target));
     const uint64_t block = kv_block_bytes(a.n_kv, a.head_dim);
-    if (k_cache.range < block || v_cache.range < block || tok.range < tok_bytes(a.n_ctx))
+    if (k_cache.range < block || v_cache.range < block ||
+        tok.range < last * a.tok_row * 4 + tok_bytes(a.n_ctx))
         fail(
             "the decode attention's pools hold {} and {} bytes (blocks of {}) and its token "
             "buffer {}, not the {} a block table of {} rows takes",
@@ -150,10 +156,16 @@ void AttentionKernels::attention(CommandList& cl, const Attention& a, View act, 
                       a.eps,
                       a.interleaved ? 1u : 0u,
                       tuning.attn_one_split,
-                      a.round_off};
-    DL_ASSERT(partials.range >= attention_partials(a) * 4);
+                      a.round_off,
+                      a.tok_row,
+                      a.part_row,
+                      a.counter_row,
+                      a.q_row,
+                      a.k_row,
+                      a.o_row};
+    DL_ASSERT(partials.range >= (last * a.part_row + attention_partials(a)) * 4);
     cl.dispatch(dec, {act, k_cache, v_cache, partials, tok, counter, params}, dp, a.n_head / g,
-                n_split);
+                n_split, a.rows);
 }
 
 }  // namespace dl::vk

@@ -68,6 +68,13 @@ class AttentionKernels : public virtual KernelFamily {
         // of n_head / n_kv the shared memory holds (1: one head a workgroup, each cache row read
         // once a query head; less code, for the short contexts of ResidentDriver's token command).
         uint32_t heads_a_group = 0;
+        // Decode: the rows of a batch in one dispatch, each a sequence of its own: row r's words
+        // tok_row · r words into tok, its partials part_row · r floats into the partials, its
+        // counters counter_row · r words into the counters, and its act values r rows on (q_row
+        // for the raw queries and the gate, k_row for the key and value, o_row for the output).
+        // The output is rounded (round_off) for one row only.
+        uint32_t rows = 1, tok_row = 0, part_row = 0, counter_row = 0;
+        uint32_t q_row = 0, k_row = 0, o_row = 0;
     };
     static std::optional<Decline> attention_supported(const Features& f, uint32_t head_dim,
                                                       uint32_t n_head, uint32_t n_kv);

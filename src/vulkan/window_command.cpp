@@ -190,21 +190,17 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
             add(it);
             return;
         }
-        for (uint32_t b = 0; b < m; ++b) {
-            WindowItem it;
-            it.kind = Kind::attention_column;
-            it.layer = il;
-            it.column = b;
-            Kernels::Attention& a = it.attention.a;
-            a = attention_args(hp, A, W.freq_off, (uint32_t)n_ctx);
-            W.set_qk_norms(a, L);
-            a.q_off += b * ar.q_row;
-            if (a.gate_off != Kernels::kNone) a.gate_off += b * ar.gate_row;
-            a.k_off += b * ar.kv_row;
-            a.v_off += b * ar.kv_row;
-            a.o_off += b * ar.o_row;
-            add(it);
-        }
+        WindowItem it;
+        it.kind = Kind::attention_batch;
+        it.layer = il;
+        Kernels::Attention& a = it.attention.a;
+        a = attention_args(hp, A, W.freq_off, (uint32_t)n_ctx);
+        W.set_qk_norms(a, L);
+        a.rows = m;
+        a.q_row = ar.q_row;
+        a.k_row = ar.kv_row;
+        a.o_row = ar.o_row;
+        add(it);
     };
     auto swiglu = [&](uint32_t gate, uint32_t up, uint32_t out, uint32_t n) {
         WindowItem it;
@@ -466,11 +462,15 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                                 view(W.state_pool[i.layer]), view(B.tok), view(B.counter));
                 break;
             }
-            case Kind::attention_column:
-                K.attention(cl, i.attention.a, act, prm, view(W.k_pool[i.layer]),
-                            view(W.v_pool[i.layer]), B.partials_row(i.column), B.tok_row(i.column),
-                            B.counter_row(i.column));
+            case Kind::attention_batch: {
+                Kernels::Attention a = i.attention.a;
+                a.tok_row = (uint32_t)(B.tok_stride / 4);
+                a.part_row = (uint32_t)(B.partials_stride / 4);
+                a.counter_row = (uint32_t)(B.counter_stride / 4);
+                K.attention(cl, a, act, prm, view(W.k_pool[i.layer]), view(W.v_pool[i.layer]),
+                            view(B.partials), view(B.tok), view(B.counter));
                 break;
+            }
             case Kind::sample_column:
                 K.sample(cl, view(W.batch_logits), i.column * (uint32_t)hp.n_vocab,
                          (uint32_t)hp.n_vocab, B.tok_row(i.column), 2, kSampleParams,

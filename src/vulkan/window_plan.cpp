@@ -40,8 +40,8 @@ const char* kind_name(WindowItem::Kind k) {
             return "head_gemv";
         case K::deltanet_batch:
             return "deltanet_batch";
-        case K::attention_column:
-            return "attention_column";
+        case K::attention_batch:
+            return "attention_batch";
         case K::sample_column:
             return "sample_column";
         case K::logits_to_host:
@@ -68,9 +68,9 @@ std::string WindowPlan::describe() const {
         if (i.layer >= 0) out += fmt::format(" blk.{}", i.layer);
         if (i.kind == WindowItem::Kind::deltanet_batch)
             out += fmt::format(" rows {}", i.deltanet.rows);
-        if (i.kind == WindowItem::Kind::attention_column ||
-            i.kind == WindowItem::Kind::sample_column)
-            out += fmt::format(" row {}", i.column);
+        if (i.kind == WindowItem::Kind::attention_batch)
+            out += fmt::format(" rows {}", i.attention.a.rows);
+        if (i.kind == WindowItem::Kind::sample_column) out += fmt::format(" row {}", i.column);
         if (i.t) out += fmt::format(" {}", i.t->name);
         if (i.kind == WindowItem::Kind::gemm || i.kind == WindowItem::Kind::rms_norm ||
             i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::head_gemv)

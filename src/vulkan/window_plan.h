@@ -36,9 +36,9 @@ struct WindowItem {
         head_gemv,          // the last row's logits: one GEMV into the session's logits
         // A batch of decodes (rows of different sequences, ResidentDriver::step): the layer's
         // mixer by the decode kernels on each row's sequence's cache or state, every row in one
-        // dispatch (deltanet_batch) or one row (attention_column).
+        // dispatch.
         deltanet_batch,
-        attention_column,
+        attention_batch,
         sample_column,   // the row's next token, chosen from its logits into its sequence's tok
         logits_to_host,  // every row's logits copied to the host (n rows)
         barrier,         // a barrier with no stage after it
@@ -58,7 +58,7 @@ struct WindowItem {
     bool expanded = false;    // gemm: reads w16
     uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
     Kernels::AttentionRows attention{};
-    uint32_t column = 0;               // the *_column kinds: the row and its sequence
+    uint32_t column = 0;               // sample_column: the row and its sequence
     Kernels::DeltaNetStep deltanet{};  // deltanet_batch
     Kernels::ExpertGemv experts{};     // gemv_experts
     std::string role;

@@ -276,6 +276,147 @@ TEST(VulkanAttention, PreparedPipelineIsTheOneRecorded) {
     EXPECT_THROW(k.prepare_attention(three), Error);
 }
 
+// The rows of a batch in one dispatch (Attention::rows): three sequences at positions of their
+// own (long enough that some split and merge), gated, with q/k norms, their words, partials and
+// counters a stride apart, their caches in blocks of one pool that their tables interleave. Each
+// row's output must be its own CPU reference; the counters are back at 0 after each step.
+TEST(VulkanAttention, EveryBatchRowInOneDispatch) {
+    VK_TEST_DEVICE();
+    const uint32_t n_head = 4, n_kv = 1, hd = 64, n_rot = 32, n_ctx = 256, rows = 3;
+    const std::vector<uint32_t> start = {0, 70, 131};  // each row's first position
+    const float eps = 1e-6f;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    auto randn = [&](size_t n) {
+        std::vector<float> v(n);
+        for (float& x : v) x = nd(rng);
+        return v;
+    };
+    const uint32_t q_stride = 2 * hd, q_row = n_head * q_stride, k_row = n_kv * hd,
+                   o_row = n_head * hd;
+    // act: q rows | k rows | v rows | output rows
+    const uint32_t k_off = rows * q_row, v_off = k_off + rows * k_row, o_off = v_off + rows * k_row,
+                   n_act = o_off + rows * o_row;
+    std::vector<float> qn = randn(hd), kn = randn(hd), inv(n_rot / 2);
+    rope_inv_freq(1e7f, n_rot, nullptr, inv.data());
+    std::vector<float> params = qn;
+    params.insert(params.end(), kn.begin(), kn.end());
+    params.insert(params.end(), inv.begin(), inv.end());
+    Buffer pb = test::to_device(dev, params);
+
+    Kernels::Attention a{n_head,         n_kv,  hd, n_rot,    n_ctx, 0,  q_stride, k_off, v_off,
+                         Kernels::kNone, o_off, hd, q_stride, 0,     hd, 2 * hd,   eps};
+    a.max_splits = 3;  // several splits, merged, at these lengths
+    a.rows = rows;
+    a.q_row = q_row;
+    a.k_row = k_row;
+    a.o_row = o_row;
+    // One pool for all rows; row r's block j is pool block (j · rows + r), reversed.
+    const uint32_t need = (uint32_t)Kernels::kv_blocks(n_ctx), blocks = need * rows;
+    const size_t row_words = (size_t)n_kv * hd / 2,
+                 pool_words = (size_t)blocks * Kernels::kKvBlock * row_words;
+    Buffer kc = test::poisoned(dev, pool_words), vc = test::poisoned(dev, pool_words);
+    a.tok_row = (uint32_t)(Kernels::tok_bytes(n_ctx) / 4) + 5;
+    Buffer tok = dev.create_buffer((size_t)rows * a.tok_row * 4, MemoryKind::host);
+    auto* words = static_cast<uint32_t*>(tok.mapped());
+    std::memset(words, 0, (size_t)rows * a.tok_row * 4);
+    for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t j = 0; j < need; ++j)
+            words[r * a.tok_row + Kernels::kKvTable + j] = blocks - 1 - (j * rows + r);
+    a.part_row = (uint32_t)Kernels::attention_partials(a) + 3;
+    Buffer part = dev.create_buffer((size_t)rows * a.part_row * 4, MemoryKind::device);
+    a.counter_row = n_head + 2;
+    Buffer counter = dev.create_buffer((size_t)rows * a.counter_row * 4, MemoryKind::device);
+    dev.fill(counter, 0, (size_t)rows * a.counter_row * 4, 0);
+    Buffer act = dev.create_buffer(n_act * 4, MemoryKind::device);
+
+    CommandList cl(dev);
+    cl.begin(true);
+    K.attention(cl, a, view(act), view(pb), view(kc), view(vc), view(part), view(tok),
+                view(counter));
+    cl.end();
+    // Each row's keys and values so far, as the kernel stores them: the rows before its start
+    // position written here (F16 values of their own), the rest by the kernel.
+    std::vector<std::vector<uint16_t>> Kr(rows, std::vector<uint16_t>((size_t)n_ctx * hd)), Vr = Kr;
+    for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t t = 0; t < start[r]; ++t) {
+            std::vector<float> k = randn(hd), v = randn(hd);
+            cpu::to_f16(k.data(), &Kr[r][(size_t)t * hd], hd);
+            cpu::to_f16(v.data(), &Vr[r][(size_t)t * hd], hd);
+            const size_t pool_row =
+                (size_t)words[r * a.tok_row + Kernels::kKvTable + t / Kernels::kKvBlock] *
+                    Kernels::kKvBlock +
+                t % Kernels::kKvBlock;
+            dev.upload(kc, pool_row * row_words * 4, &Kr[r][(size_t)t * hd], hd * 2);
+            dev.upload(vc, pool_row * row_words * 4, &Vr[r][(size_t)t * hd], hd * 2);
+        }
+    std::vector<float> scores(n_ctx), cosv(n_rot / 2), sinv(n_rot / 2);
+    for (uint32_t step = 0; step < 61; ++step) {
+        std::vector<float> in = randn(n_act);
+        for (uint32_t i = o_off; i < n_act; ++i) std::memcpy(&in[i], &test::kPoison, 4);
+        dev.upload(act, 0, in.data(), n_act * 4);
+        for (uint32_t r = 0; r < rows; ++r) words[r * a.tok_row] = start[r] + step;
+        cl.submit_and_wait();
+        auto out = test::from_device<float>(dev, act, n_act);
+        for (uint32_t v : test::from_device<uint32_t>(dev, counter, rows * a.counter_row))
+            ASSERT_EQ(v, 0u) << "step " << step << ": a counter was not reset";
+        for (uint32_t r = 0; r < rows; ++r) {
+            const uint32_t pos = start[r] + step;
+            cpu::rope_angles(pos, inv.data(), n_rot, cosv.data(), sinv.data());
+            std::vector<float> k(in.begin() + k_off + r * k_row,
+                                 in.begin() + k_off + r * k_row + hd);
+            cpu::rmsnorm(k.data(), kn.data(), k.data(), hd, eps);
+            cpu::rope_neox(k.data(), n_rot, cosv.data(), sinv.data());
+            cpu::to_f16(k.data(), &Kr[r][(size_t)pos * hd], hd);
+            cpu::to_f16(&in[v_off + r * k_row], &Vr[r][(size_t)pos * hd], hd);
+            for (uint32_t h = 0; h < n_head; ++h) {
+                const uint32_t q0 = r * q_row + h * q_stride;
+                std::vector<float> q(in.begin() + q0, in.begin() + q0 + hd);
+                cpu::rmsnorm(q.data(), qn.data(), q.data(), hd, eps);
+                cpu::rope_neox(q.data(), n_rot, cosv.data(), sinv.data());
+                std::vector<float> o(hd);
+                cpu::attend(q.data(), Kr[r].data(), Vr[r].data(), hd, pos + 1, hd,
+                            1.f / std::sqrt((float)hd), scores.data(), o.data());
+                for (uint32_t d = 0; d < hd; ++d) {
+                    const float want = o[d] * cpu::sigmoid(in[q0 + hd + d]);
+                    const float got = out[o_off + r * o_row + h * hd + d];
+                    ASSERT_NEAR(got, want, 3e-3 * (1 + std::fabs(want)))
+                        << "step " << step << " row " << r << " head " << h << " dim " << d;
+                }
+            }
+        }
+    }
+}
+
+// More than one row, with the output rounded, is refused.
+TEST(VulkanAttention, RoundsTheOutputOfOneRowOnly) {
+    VK_TEST_DEVICE();
+    Kernels::Attention a{4,
+                         1,
+                         64,
+                         32,
+                         128,
+                         0,
+                         64,
+                         256,
+                         320,
+                         Kernels::kNone,
+                         384,
+                         Kernels::kNone,
+                         64,
+                         Kernels::kNone,
+                         Kernels::kNone,
+                         0,
+                         1e-6f};
+    a.rows = 2;
+    a.round_off = 640;
+    Buffer b = dev.create_buffer(1 << 16, MemoryKind::device);
+    CommandList cl(dev);
+    cl.begin(true);
+    EXPECT_THROW(K.attention(cl, a, view(b), view(b), view(b), view(b), view(b), view(b), view(b)),
+                 Error);
+}
+
 TEST(VulkanAttention, DeclinesHeadSizesWithoutKernels) {
     VK_TEST_DEVICE();
     EXPECT_TRUE(Kernels::attention_supported(dev.features(), 512, 8, 2).has_value());

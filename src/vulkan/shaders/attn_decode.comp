@@ -44,6 +44,11 @@
 // of it is waited on: at a short context the kernel is a chain of latencies, and each load
 // waited on alone was a link of it.
 //
+// Workgroup z is a batch's row (a sequence of its own): its words (position, block table) at
+// tok[z · tok_row], its partials z · part_row floats on, its counters z · counter_row words on,
+// and its raw query, key and value, gate and output z rows on in act (strides q_row, k_row,
+// o_row). One dispatch then serves every row of a batched step.
+//
 // ROUND_O: the workgroup that writes a head group's output also rounds it to signed bytes by
 // 16-value blocks (round_bytes.glsl: block e's four words of bytes at ro_off + 4e, its scale and
 // scaled sum at ro_off + n / 4 + 2e, n = n_head · HD), the layout an output projection reads
@@ -107,7 +112,13 @@ layout(push_constant) uniform Push {
     uint interleaved;      // 0: NeoX pairs (qwen); 1: pairs (2j, 2j + 1) (llama)
     uint one_split;        // contexts of up to this many chunks: one split, no merge
     uint ro_off;           // ROUND_O: act, the output's rounding
+    uint tok_row, part_row, counter_row;  // a batch's rows (workgroup z): words, floats, words
+    uint q_row, k_row, o_row;             // ... and their act strides (the gate's is q_row)
 } p;
+
+// This workgroup's row (workgroup z): where its partials, counters and act values start.
+uint part0 = 0u, counter0 = 0u;
+uint q_off = 0u, gate_off = 0xffffffffu, o_off = 0u, k_off = 0u, v_off = 0u;
 
 shared vec2 qs[G * HD2];      // the G queries
 shared vec4 sc[G * CH / 4u];  // a chunk's scores, then its weights, head by head
@@ -131,14 +142,14 @@ uint merge_l(uint g, uint s) { return g * 2u * MAXS + MAXS + s; }
 
 // The gate's logit of dim dd of head h (qwen35's gated attention; 0 where ungated).
 float gate_logit(uint h, uint dd) {
-    return p.gate_off != 0xffffffffu ? act[p.gate_off + h * p.gate_stride + dd] : 0.0;
+    return gate_off != 0xffffffffu ? act[gate_off + h * p.gate_stride + dd] : 0.0;
 }
 
 // Dim dd of head h's output, normalised: times sigmoid(gate) where the model gates it (gl, the
 // gate's logit).
 void write_output(uint h, uint dd, float o, float gl) {
-    if (p.gate_off != 0xffffffffu) o *= 1.0 / (1.0 + exp(-gl));
-    act[p.o_off + h * HD + dd] = o;
+    if (gate_off != 0xffffffffu) o *= 1.0 / (1.0 + exp(-gl));
+    act[o_off + h * HD + dd] = o;
     if (ROUND_O != 0u) ro[(h % G) * HD + dd] = o;
 }
 
@@ -160,7 +171,7 @@ void round_output(uint h0, uint t) {
 uint cache_word(uint row, uint kvh, uint w) { return (kv_row(row) * p.n_kv + kvh) * HD2 + w; }
 
 // Partial of head h, split s: (m, l, o[HD]).
-uint part_base(uint h, uint s) { return (h * p.n_split + s) * (HD + 2u); }
+uint part_base(uint h, uint s) { return part0 + (h * p.n_split + s) * (HD + 2u); }
 
 // The heads being prepared lie in ored, seen as floats, until the walk needs it.
 float scratch(uint i) { return ored[i >> 1][i & 1u]; }
@@ -240,14 +251,23 @@ void load_keys(uint c, uint n_rows, uint pos, uint kvh, uint j, uint share, out 
 void main() {
     const uint hg = gl_WorkGroupID.x, s = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
     const uint h0 = hg * G, kvh = h0 / (p.n_head / p.n_kv);
+    const uint brow = gl_WorkGroupID.z;  // the batch's row
+    kv_words = brow * p.tok_row;
+    part0 = brow * p.part_row;
+    counter0 = brow * p.counter_row;
+    q_off = p.q_off + brow * p.q_row;
+    gate_off = p.gate_off != 0xffffffffu ? p.gate_off + brow * p.q_row : 0xffffffffu;
+    o_off = p.o_off + brow * p.o_row;
+    k_off = p.k_off + brow * p.k_row;
+    v_off = p.v_off + brow * p.k_row;
     // What the preparation and a one-split walk's output read, and no stage of this dispatch
     // writes, is requested before anything waits on a load (the position included), so their
     // latencies pass together, not one after another: the G raw queries and the token's raw key
     // with their norm weights, the rotary frequencies of the elements this thread rotates, its
     // words of the token's value row, and the gates' logits of the outputs it writes.
     float qx[NE], qw[NE], kx[NE], kw[NE];
-    load_heads(G, p.q_off + h0 * p.q_stride, p.q_stride, p.qn_off, qx, qw);
-    load_heads(1u, p.k_off + kvh * HD, 0u, p.kn_off, kx, kw);
+    load_heads(G, q_off + h0 * p.q_stride, p.q_stride, p.qn_off, qx, qw);
+    load_heads(1u, k_off + kvh * HD, 0u, p.kn_off, kx, kw);
     vec2 qf[QW], gates[QW];  // query word i = t + k · WG: its elements' frequencies, its gates
     [[unroll]] for (uint k = 0; k < QW; ++k) {
         uint i = min(t + k * WG, G * HD2 - 1u), w = i % HD2, h = h0 + i / HD2;
@@ -258,9 +278,9 @@ void main() {
     [[unroll]] for (uint k = 0; k < KW; ++k) {
         uint w = min(t + k * WG, HD2 - 1u);
         kf[k] = vec2(rope_freq(2u * w), rope_freq(2u * w + 1u));
-        vn[k] = vec2(act[p.v_off + kvh * HD + 2u * w], act[p.v_off + kvh * HD + 2u * w + 1u]);
+        vn[k] = vec2(act[v_off + kvh * HD + 2u * w], act[v_off + kvh * HD + 2u * w + 1u]);
     }
-    const uint pos = tok[0], n_rows = pos + 1u;
+    const uint pos = tok[kv_words], n_rows = pos + 1u;
     const uint chunks = (n_rows + CH - 1u) / CH;
     const uint cps = chunks <= p.one_split ? chunks : (chunks + p.n_split - 1u) / p.n_split;
     const uint live = (chunks + cps - 1u) / cps;
@@ -445,7 +465,7 @@ void main() {
     // Release the partials, count this split; the group's last live split merges (see the top).
     memoryBarrierBuffer();
     barrier();
-    if (t == 0u) last_split = atomicAdd(counter[hg], 1u) == live - 1u ? 1u : 0u;
+    if (t == 0u) last_split = atomicAdd(counter[counter0 + hg], 1u) == live - 1u ? 1u : 0u;
     barrier();
     if (last_split == 0u) return;
     memoryBarrierBuffer();  // acquire: the other splits' partials
@@ -498,6 +518,6 @@ void main() {
         uint g = i / HD;
         write_output(h0 + g, i % HD, acc[k] * hl[g], gate_logit(h0 + g, i % HD));
     }
-    if (t == 0u) atomicExchange(counter[hg], 0u);
+    if (t == 0u) atomicExchange(counter[counter0 + hg], 0u);
     if (ROUND_O != 0u) round_output(h0, t);
 }

@@ -7,5 +7,10 @@
 const uint KV_BLOCK = 64u;
 const uint KV_TABLE = 64u;
 
+// Where the sequence's words start in tok (a batch's row: its row's words; else 0).
+uint kv_words = 0u;
+
 // The pool row that holds row r of the sequence.
-uint kv_row(uint r) { return tok[KV_TABLE + r / KV_BLOCK] * KV_BLOCK + r % KV_BLOCK; }
+uint kv_row(uint r) {
+    return tok[kv_words + KV_TABLE + r / KV_BLOCK] * KV_BLOCK + r % KV_BLOCK;
+}
