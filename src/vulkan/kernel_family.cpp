@@ -62,4 +62,15 @@ KernelFamily::BatchGemvShape KernelFamily::batch_gemv_shape(uint32_t cols, uint3
     return s;
 }
 
+KernelFamily::BatchGemvSpan KernelFamily::batch_gemv_span(const Features& f, uint32_t row_blocks,
+                                                          uint32_t nvec, uint32_t nb) {
+    // About 32 workgroups a multiprocessor (of 64-128 threads: several resident at once), so
+    // that one waiting on its loads leaves others to run.
+    const uint32_t want = (f.sm_count ? f.sm_count : 32) * 32;
+    const uint32_t groups = (nvec + nb - 1) / nb;
+    const uint32_t z = std::clamp((want + row_blocks - 1) / row_blocks, 1u, groups);
+    const uint32_t span = (groups + z - 1) / z;
+    return {span, (groups + span - 1) / span};
+}
+
 }  // namespace dl::vk

@@ -49,6 +49,15 @@ class KernelFamily {
     };
     static BatchGemvShape batch_gemv_shape(uint32_t cols, uint32_t nvec, View w, View x,
                                            uint32_t x_off, uint32_t fixed_nb = 0);
+    // The groups of vectors a workgroup of that GEMV takes (its push constant `span`) and so its
+    // workgroups along z: every group in one workgroup where the weight rows alone give the
+    // device enough workgroups, else split until they do (a window's expert GEMVs: a few
+    // hundred rows over thousands of pairs).
+    struct BatchGemvSpan {
+        uint32_t span, z;
+    };
+    static BatchGemvSpan batch_gemv_span(const Features& f, uint32_t row_blocks, uint32_t nvec,
+                                         uint32_t nb);
 
     Device& dev_;
     Pipelines& pipes_;

@@ -12,7 +12,7 @@ struct RoutePush {
     uint32_t n_expert, k, x_off, route_off;
 };
 struct ExpertGemvPush {
-    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec;
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec, span;
     uint32_t k, route_off, x_per_slot, sum, expert_rows, first_row, perm_off;
 };
 struct SortPush {
@@ -57,6 +57,8 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     std::string name = std::string("gemv_experts_") + type_suffix(g.type);
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemvPush), sh.spec);
+    const uint32_t row_blocks = (g.rows + sh.k_rows - 1) / sh.k_rows;
+    const BatchGemvSpan sp = batch_gemv_span(f, row_blocks, nvec, sh.nb);
     ExpertGemvPush p{g.cols,
                      g.rows,
                      (uint32_t)row_size(g.type, g.cols),
@@ -64,6 +66,7 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
                      g.y_off,
                      g.accumulate ? 1u : 0u,
                      nvec,
+                     sp.span,
                      g.k,
                      g.route_off,
                      g.x_per_slot || g.sum ? 1u : 0u,
@@ -71,8 +74,8 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
                      g.expert_rows ? g.expert_rows : g.rows,
                      g.first_row,
                      g.perm_off};
-    auto [gx, gy] = grid(f, (g.rows + sh.k_rows - 1) / sh.k_rows);
-    cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, gx, gy);
+    auto [gx, gy] = grid(f, row_blocks);
+    cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, gx, gy, sp.z);
 }
 
 void ExpertKernels::shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act,

@@ -26,7 +26,7 @@ struct DequantPush {
     uint32_t rows, cols, row_bytes;
 };
 struct GemvBatchPush {
-    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec;
+    uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec, span;
 };
 // Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in.
 constexpr uint32_t kGemmRows = 64;
@@ -233,10 +233,12 @@ void GemmKernels::gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, ui
     std::string name = "gemv_batch_" + type_name(t);
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), sh.spec);
-    GemvBatchPush p{cols,  rows, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
-                    n_rows};
-    auto [gx, gy] = grid(f, (rows + sh.k_rows - 1) / sh.k_rows);
-    cl.dispatch(k, {w, x, y}, p, gx, gy);
+    const uint32_t row_blocks = (rows + sh.k_rows - 1) / sh.k_rows;
+    const BatchGemvSpan sp = batch_gemv_span(f, row_blocks, n_rows, sh.nb);
+    GemvBatchPush p{cols,   rows,   (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
+                    n_rows, sp.span};
+    auto [gx, gy] = grid(f, row_blocks);
+    cl.dispatch(k, {w, x, y}, p, gx, gy, sp.z);
 }
 
 }  // namespace dl::vk

@@ -143,7 +143,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // Rows of whole unrolled steps (K of 512), so the NV tiles that lie
                       // inside the matrices take their unclamped loop beside clamped edge tiles.
                       GemmCase{QType::F16, 130, 512}, GemmCase{QType::Q8_0, 70, 512},
-                      GemmCase{QType::Q6_K, 130, 512}),
+                      GemmCase{QType::Q6_K, 130, 512},
+                      // Enough weight rows that the batched GEMV's workgroups take two groups of
+                      // vectors each (KernelFamily::batch_gemv_span on a device of unknown size).
+                      GemmCase{QType::Q4_K, 600, 256}),
     [](const auto& info) {
         return fmt::format("{}_{}x{}", qtype_name(info.param.type), info.param.rows,
                            info.param.cols);

@@ -15,7 +15,9 @@
 // x serves ROWS rows (or, DECODE_ONCE, each row's slice is decoded once for the NB vectors). The sums are reduced over the workgroup by subgroupAdd (SUBGROUP) or a
 // shared-memory tree. More than NB vectors are taken in groups of NB, one after another by the
 // same workgroup: its rows' bytes (a few KiB) are then read again from the L1 cache, not memory.
-// A last group past nvec computes clamped vectors and stores nothing for them.
+// A last group past nvec computes clamped vectors and stores nothing for them. Workgroup z takes
+// `span` groups: a matrix of few row blocks (an expert's) over many vectors (a window's pairs)
+// spreads its groups over workgroups rather than walking them all in a few.
 //
 // EXPERTS: the matrix is the stack of a mixture-of-experts layer's experts (expert_rows rows
 // each, of which nrows from first_row are read), and vector v is the pair v = row · k + slot of
@@ -63,6 +65,7 @@ layout(push_constant) uniform Push {
     uint y_off;      // in floats
     uint mode;       // 0: y = W·x, 1: y += W·x
     uint nvec;       // vectors
+    uint span;       // groups of NB vectors a workgroup takes, from workgroup z's first
 #if defined(EXPERTS)
     uint k, route_off, x_per_slot, sum;
     uint expert_rows;  // rows an expert holds in the stack (nrows, or more: gate and up fused)
@@ -174,9 +177,10 @@ void main() {
 #define RB(r, b) rbx[(r) * NB + (b)]
 #endif
 
-    for (uint g0 = 0; g0 < p.nvec; g0 += NB) {
+    const uint first = gl_WorkGroupID.z * p.span * NB, end = min(p.nvec, first + p.span * NB);
+    for (uint g0 = first; g0 < end; g0 += NB) {
         // The previous group's sums are read out of the partials before they are rewritten.
-        if (g0 != 0u) barrier();
+        if (g0 != first) barrier();
         uint vb[NB];
         [[unroll]] for (uint b = 0; b < NB; ++b) vb[b] = pair_of(min(g0 + b, p.nvec - 1u));
 #if defined(EXPERTS)
