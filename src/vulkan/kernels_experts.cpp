@@ -52,8 +52,12 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     if (g.n_rows == 0 || g.rows == 0) return;
     if (g.sum && g.perm_off != kNone) fail("a weighted sum of experts over pairs in another order");
     const uint32_t nvec = g.n_rows * g.k;
-    // A weighted sum takes a row's k slots in one group; the slots alone, groups of up to 8.
-    const BatchGemvShape sh = batch_gemv_shape(g.cols, nvec, g.w, g.x, g.x_off, g.sum ? g.k : 0);
+    // A weighted sum takes a row's k slots in one group. Slots in the window's order (grouped
+    // by expert) go in groups of up to 8, which mostly read the same rows; slots in the rows'
+    // order (a token's) each read their own expert's rows, and one a group spreads them over
+    // workgroups (batch_gemv_span) instead of one workgroup reading all k experts' rows.
+    const uint32_t nb = g.sum ? g.k : g.perm_off == kNone ? 1 : 0;
+    const BatchGemvShape sh = batch_gemv_shape(g.cols, nvec, g.w, g.x, g.x_off, nb);
     std::string name = std::string("gemv_experts_") + type_suffix(g.type);
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemvPush), sh.spec);
