@@ -44,7 +44,10 @@ for rows in ${GEMV_ROWS:-0 32 64}; do
 done
 
 # BEFORE (xz in .devrun/extra/deltallm-before.xz, a build of an earlier commit): both binaries
-# alternating on the batched rows, for an optimisation's before and after in one call.
+# alternating on the batched rows, for an optimisation's before and after in one call. Build it
+# with scripts/build.sh: a plain CMake build lacks the cooperative-matrix shaders (they need the
+# newer glslc that script sets up), and its scalar prefill of B x 512 tokens outlasts the stage's
+# timeout (2026-12-05: the earlier build printed no row).
 if [ -f .devrun/extra/deltallm-before.xz ] && fits 90 "before/after"; then
     xz -dc .devrun/extra/deltallm-before.xz >/tmp/deltallm-before && chmod +x /tmp/deltallm-before
     for b in ${BATCHES:-8 16 32 64}; do
