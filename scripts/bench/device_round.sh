@@ -1,99 +1,98 @@
 #!/usr/bin/env bash
-# Every open measurement of the GPU machine in one device call, stage by stage under one deadline
-# (DEADLINE seconds, default 560; a stage that would not fit is skipped and says so), for when
-# device time allows a single call:
-#   1. llama-server unpacked from .devrun/extra/llama-server.tar.xz when carried (peer_server.sh
-#      pack), else built in the background (scripts/bench/peer_server.sh, idle cores only)
-#   2. before/after: the binary of BEFORE_BIN (a build of an earlier commit) and ours, alternating,
-#      pp512, pp2048, tg128 on Qwen3.5-9B, Qwen3.5-0.8B and Qwen3-8B Q4_K_M (synthesized here)
-#   3. batched: B = 8, 32, 64 sequences of pp512 + tg128 on the 9B, both engines
-#   4. the built-in model on the GPU: held-out perplexity (HELD_OUT text) and the trained-model
-#      tests (TEST_TOOLS binary) on the Vulkan driver
-#   5. the Vulkan tests (TEST_VULKAN binary) under the Khronos validation layer
-#   6. serving: scripts/bench/device_serve.sh at concurrency 1, 8, 32, 64, random and two-turn
-#      chats (when llama-server is built by then)
-#   7. with time left: ours vs llama.cpp (Vulkan) single-stream on the 9B and 0.8B
-# Here: scripts/bench/device_bench.sh prepare, then put BEFORE_BIN, TEST_TOOLS and TEST_VULKAN
-# (xz-compressed), HELD_OUT and llama-server.tar.xz under .devrun/extra; carry .gl and those paths.
+# Every open measurement of the GPU machine, stage by stage under one deadline (DEADLINE
+# seconds, default 560; a stage that would not fit is skipped and says so), most wanted first.
+# STAGES picks and orders them (default "golden forms batched moe tests serve table"):
+#   golden   transformers' goldens of the tiny mixtures (scripts/golden/make_golden.py --moe), in
+#            the background, packed into $OUT/golden-moe.tgz for tests/data/golden
+#   forms    the batched GEMV's forms on the 9B (scripts/bench/device_gemv_batch.sh's sweep)
+#   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
+#            (GEMV_ONCE=1 sets DELTALLM_VK_GEMV_BATCH_ONCE for ours)
+#   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
+#            llama.cpp (scripts/bench/device_moe.sh)
+#   tests    the Vulkan test binary (TEST_VULKAN, xz in .devrun/extra); with VALIDATE=1 under the
+#            Khronos validation layer
+#   serve    deltallm serve against llama-server (scripts/bench/device_serve.sh; llama-server
+#            from .devrun/extra/llama-server.tar.xz, peer_server.sh pack) at 1, 8, 32, 64 clients
+#   table    ours against llama.cpp single-stream on the 9B, the 0.8B and Qwen3-8B Q4_K_M
+# Here: scripts/bench/device_bench.sh prepare, the xz files under .devrun/extra; carry .gl and
+# .devrun. The outputs are many small files: tar $OUT's folder into one before it comes back.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 out=${OUT:-/tmp/device_round_out}
 extra=$repo/.devrun/extra
 source scripts/bench/device_common.sh
-for b in deltallm-before test_tools test_vulkan; do
-    [ -f "$extra/$b.xz" ] && xz -dc "$extra/$b.xz" >"/tmp/$b" && chmod +x "/tmp/$b"
-done
-
-if [ -f "$extra/llama-server.tar.xz" ]; then
-    bash scripts/bench/peer_server.sh unpack "$extra/llama-server.tar.xz" /tmp/ps \
-        >"$out/peer-server-build.log" 2>&1 &
-else
-    (JOBS=${PEER_JOBS:-12} timeout $((deadline - 200)) nice -n 19 bash scripts/bench/peer_server.sh build /tmp/ps \
-        >"$out/peer-server-build.log" 2>&1) &
-fi
-build_pid=$!
-
 models=/tmp/models
 mkdir -p "$models"
-for spec in qwen35:9b:q4_k_m qwen35:0.8b:q4_k_m qwen3:8b:q4_k_m; do
-    IFS=: read -r arch shape type <<<"$spec"
-    "$ours" synth --arch "$arch" --shape "$shape" --type "$type" -o "$models/$arch-$shape-$type.gguf" 2>&1 | tail -1
-done
 m9=$models/qwen35-9b-q4_k_m.gguf
-m08=$models/qwen35-0.8b-q4_k_m.gguf
-m8=$models/qwen3-8b-q4_k_m.gguf
-
-if [ -x /tmp/deltallm-before ] && fits 100 "before/after"; then
-    for m in "$m9" "$m08" "$m8"; do
-        for b in /tmp/deltallm-before "$ours"; do
-            echo "-- $(basename "$b") $(basename "$m")"
-            timeout 40 "$b" bench -m "$m" --device vulkan -p 512,2048 -n 128 -r 2 -o csv 2>/dev/null
-        done
-    done | tee "$out/before-after.csv"
-fi
-
-floors=(--bw-gbps 4800 --peak-gflops 989000)
-args=(--ours "$ours" --peer "$peer" --device vulkan "${floors[@]}")
-if fits 120 "batched 9B"; then
-    timeout 200 python3 scripts/bench/compare.py "${args[@]}" -m "$m9" -p 512 -n 128 -b 8,32,64 \
-        -r 1 --rounds 1 --md "$out/batched.md" --batched-json "$out/batched.json" >/dev/null
-    cat "$out/batched.md"
-fi
-
-if fits 40 "built-in model on the GPU"; then
-    [ -f "$extra/heldout.txt" ] &&
-        timeout 30 "$ours" perplexity -m models/deltallm-tiny-q8_0.gguf -f "$extra/heldout.txt" -c 512 \
-            --chunks 400 --device vulkan 2>&1 | tail -2
-    [ -x /tmp/test_tools ] && DELTALLM_BIN=$ours DELTALLM_TEST_DATA=$repo/tests/data DELTALLM_TEST_TMP=/tmp \
-        timeout 60 /tmp/test_tools --gtest_filter='OnDevice/TrainedModel.*vulkan' 2>&1 |
-        grep -E "vulkan:|OK|FAILED|PASSED|Failure" | head -20
-fi
-
-if [ -x /tmp/test_vulkan ] && fits 40 "Vulkan tests under the validation layer"; then
-    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation DELTALLM_VK_VALIDATION=1 DELTALLM_TEST_TMP=/tmp \
-        timeout 60 /tmp/test_vulkan --gtest_brief=1 \
-        --gtest_filter="${VALIDATION_FILTER:-*Batched*:*Scheduler*:*WindowPrefill*:*DecodeFusion*:*Experts*}" \
-        >"$out/validation.log" 2>&1
-    echo "rc=$? validation errors: $(grep -c 'Validation Error' "$out/validation.log")"
-    tail -3 "$out/validation.log"
-    grep -m3 'Validation Error' "$out/validation.log" | cut -c1-300
-fi
-# The serving stage waits for the peer's build while enough time is left for it.
-while [ ! -x /tmp/ps/llama-server ] && kill -0 "$build_pid" 2>/dev/null && [ "$(left)" -gt 200 ]; do
-    sleep 5
+synth() {  # arch shape type
+    local f=$models/$1-$2-$3.gguf
+    [ -f "$f" ] || "$ours" synth --arch "$1" --shape "$2" --type "$3" -o "$f" 2>&1 | tail -1
+}
+args=(--ours "$ours" --peer "$peer" --device vulkan --bw-gbps 4800 --peak-gflops 989000)
+golden_pid=
+for stage in ${STAGES:-golden forms batched moe tests serve table}; do
+    case $stage in
+    golden)
+        (timeout 240 python3 scripts/golden/make_golden.py /tmp/golden --moe >"$out/golden.log" 2>&1
+            echo "golden rc=$?" >>"$out/golden.log"
+            tar -C /tmp/golden -czf "$out/golden-moe.tgz" .) &
+        golden_pid=$!
+        ;;
+    forms)
+        fits 90 "the batched GEMV's forms" || continue
+        synth qwen35 9b q4_k_m
+        for b in 8 32; do
+            for form in ${FORMS:-0:0 1:0 1:1 1:2}; do
+                printf 'B=%s once:rows=%s ' "$b" "$form"
+                DELTALLM_VK_GEMV_BATCH_ONCE=${form%:*} DELTALLM_VK_GEMV_BATCH_ROWS=${form#*:} \
+                    timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 16 -n 32 -r 1 \
+                    -o csv 2>/dev/null | grep "B$b " | cut -d, -f4,9
+            done
+        done | tee "$out/gemv-batch.txt"
+        ;;
+    batched)
+        fits 150 "batched 9B against llama.cpp" || continue
+        synth qwen35 9b q4_k_m
+        DELTALLM_VK_GEMV_BATCH_ONCE=${GEMV_ONCE:-0} timeout 240 python3 scripts/bench/compare.py \
+            "${args[@]}" -m "$m9" -p 512 -n 128 -b 1,8,32,64 -r 1 --rounds 1 \
+            --md "$out/batched.md" --batched-json "$out/batched.json" >/dev/null
+        cat "$out/batched.md"
+        ;;
+    moe)
+        fits 150 "mixtures of experts" || continue
+        DEADLINE=$(($(left) - 10)) PROMPTS=512 MOE_BATCHES=8 OUT=$out bash scripts/bench/device_moe.sh |
+            grep -v '^deltallm\|^NVIDIA'
+        ;;
+    tests)
+        [ -f "$extra/test_vulkan.xz" ] || continue
+        fits 60 "the Vulkan tests${VALIDATE:+ under the validation layer}" || continue
+        xz -dc "$extra/test_vulkan.xz" >/tmp/test_vulkan && chmod +x /tmp/test_vulkan
+        layer=()
+        [ -n "${VALIDATE:-}" ] && layer=(VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation
+            DELTALLM_VK_VALIDATION=1)
+        env "${layer[@]}" DELTALLM_TEST_TMP=/tmp DELTALLM_TEST_DATA="$repo/tests/data" \
+            DELTALLM_BIN="$ours" timeout $(($(left) > 300 ? 240 : $(left) - 20)) /tmp/test_vulkan \
+            --gtest_brief=1 >"$out/tests.log" 2>&1
+        echo "rc=$? (124: cut by its time) validation errors: $(grep -c 'Validation Error' "$out/tests.log")"
+        grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran' "$out/tests.log" | sort -u | head -20
+        ;;
+    serve)
+        fits 200 "serving against llama-server" || continue
+        LEVELS=${SERVE_LEVELS:-1,8,32,64} REQUESTS=${SERVE_REQUESTS:-16} WAVES=2 TURNS=2 \
+            OUT=$out timeout $(($(left) - 10)) bash scripts/bench/device_serve.sh >"$out/serve.log" 2>&1
+        tail -30 "$out/serve.log"
+        ;;
+    table)
+        fits 120 "ours against llama.cpp, single stream" || continue
+        for s in qwen35:9b qwen35:0.8b qwen3:8b; do synth "${s%:*}" "${s#*:}" q4_k_m; done
+        timeout $(($(left) - 10)) python3 scripts/bench/compare.py "${args[@]}" -m "$m9" \
+            -m "$models/qwen35-0.8b-q4_k_m.gguf" -m "$models/qwen3-8b-q4_k_m.gguf" -p 512,2048 \
+            -n 128 -r 2 --rounds 1 --md "$out/table.md" --json "$out/table.json" >/dev/null
+        cat "$out/table.md"
+        ;;
+    *) echo "== no stage '$stage'" ;;
+    esac
 done
-if [ -x /tmp/ps/llama-server ] && fits 150 "serving"; then
-    LEVELS=${SERVE_LEVELS:-1,8,32,64} REQUESTS=${SERVE_REQUESTS:-24} TURNS=2 PEER_SERVER=/tmp/ps \
-        timeout $(($(left) - 10)) bash scripts/bench/device_serve.sh >"$out/serve.log" 2>&1
-    tail -12 "$out/serve.log"
-else
-    echo "== serving: no llama-server yet ($(tail -2 "$out/peer-server-build.log" | tr '\n' ' '))"
-fi
-
-if fits 120 "ours vs llama.cpp"; then
-    timeout 150 python3 scripts/bench/compare.py "${args[@]}" -m "$m9" -m "$m08" -p 512,2048 -n 128 \
-        -r 2 --rounds 1 --md "$out/table.md" --json "$out/table.json" >/dev/null
-    cat "$out/table.md"
-fi
+[ -n "$golden_pid" ] && wait "$golden_pid" && tail -3 "$out/golden.log"
 echo "== done at $SECONDS s"
