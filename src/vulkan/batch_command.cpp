@@ -57,7 +57,7 @@ CommandList& ResidentDriver::batch_command(uint32_t m, bool host_logits) {
             [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; }));
     log::debug("vulkan: a batch command of {} decode rows recorded", m);
     BatchCommand b{std::make_unique<CommandList>(*dev_), ++batch_steps_};
-    record_window(*b.cmd, plan_window(plan_.n_ctx, m, true, true, host_logits), nullptr, m, false);
+    record_window(*b.cmd, batch_plan(m, host_logits), nullptr, m, false);
     return *batch_cmds_.emplace(key, std::move(b)).first->second.cmd;
 }
 

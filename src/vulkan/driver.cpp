@@ -358,6 +358,10 @@ WindowPlan ResidentDriver::window_plan(const SessionState& st, uint32_t m, bool 
     return plan_window(st.n_ctx, m, all);
 }
 
+WindowPlan ResidentDriver::batch_plan(uint32_t m, bool host_logits) const {
+    return plan_window(plan_.n_ctx, m, true, true, host_logits);
+}
+
 TokenPlan ResidentDriver::token_plan(const SessionState& st, bool host_logits,
                                      bool short_attn) const {
     return plan_token(static_cast<const Session&>(st), host_logits, short_attn);

@@ -160,6 +160,9 @@ class ResidentDriver final : public Executor {
     // The plan of a session's prefill window of m rows (window_plan.h): the last row's logits, or
     // every row's when `all`.
     WindowPlan window_plan(const SessionState& s, uint32_t m, bool all) const;
+    // The plan of a batch command of m decode rows (step()), with every row's logits copied to
+    // the host when host_logits.
+    WindowPlan batch_plan(uint32_t m, bool host_logits) const;
     // The positions below which the session's tokens run the attention's short-context form
     // (DriverOptions::attn_short).
     int64_t short_attention_until(const SessionState& s) const;
@@ -207,9 +210,9 @@ class ResidentDriver final : public Executor {
     CommandList& window_command(Session& s, uint32_t m, bool all, bool queue = false);
     // The window command's plan (window_command.cpp) for a session of n_ctx tokens. A batch's
     // plan (batch): the rows are one decode token each of m sessions (step()), whichever they
-    // are: the mixers run a row at a time on the sessions' state found through the batch's rows
-    // (Weights::BatchRows), every row's logits are kept on the device, sampled there into the
-    // row's words, and copied to the host when host_logits.
+    // are: each layer's mixer runs every row in one dispatch, on the sessions' caches and state
+    // found through the batch's rows (Weights::BatchRows); every row's logits are kept on the
+    // device, sampled there into the row's words, and copied to the host when host_logits.
     WindowPlan plan_window(int64_t n_ctx, uint32_t m, bool all, bool batch = false,
                            bool host_logits = false) const;
     // Records a window's plan: a prefill window of session s, or a batch (s null).

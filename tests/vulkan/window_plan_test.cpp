@@ -55,5 +55,46 @@ TEST(VulkanWindowPlan, StagesInTheForwardPassOrder) {
     }
 }
 
+// A batch of m decode rows: each layer's mixer is one item over all m rows (one dispatch, each
+// row on its own session's cache or state), so the plan's length does not grow with m except
+// for the rows' sampling; the items are the same whatever the rows but for their row count.
+TEST(VulkanWindowPlan, ABatchRunsEachMixerOnceForEveryRow) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35", QType::F32));
+    DriverOptions o;
+    o.device.robust = test::robust();
+    o.plan.n_ctx = 64;
+    auto d = ResidentDriver::create(model, o);
+    ASSERT_TRUE(d.ok()) << d.reason();
+    int64_t recurrent = 0;
+    for (int64_t il = 0; il < model->hp.n_layer; ++il) recurrent += model->hp.is_recurrent(il);
+    ASSERT_GT(recurrent, 0);
+    ASSERT_LT(recurrent, model->hp.n_layer);
+    size_t items_3 = 0;
+    for (uint32_t m : {3u, 7u}) {
+        const WindowPlan p = (*d)->batch_plan(m, false);
+        int64_t deltanet = 0, attention = 0, samples = 0;
+        for (const WindowItem& i : p.items) {
+            if (i.kind == WindowItem::Kind::deltanet_batch) {
+                ++deltanet;
+                EXPECT_EQ(i.deltanet.rows, m);
+                EXPECT_TRUE(i.deltanet.state_in_tok);
+            }
+            if (i.kind == WindowItem::Kind::attention_batch) {
+                ++attention;
+                EXPECT_EQ(i.attention.a.rows, m);
+            }
+            samples += i.kind == WindowItem::Kind::sample_column;
+        }
+        EXPECT_EQ(deltanet, recurrent) << p.describe();
+        EXPECT_EQ(attention, model->hp.n_layer - recurrent) << p.describe();
+        EXPECT_EQ(samples, (int64_t)m);
+        if (m == 3)
+            items_3 = p.items.size();
+        else
+            EXPECT_EQ(p.items.size(), items_3 + (m - 3)) << "only the sampling grows with the rows";
+    }
+}
+
 }  // namespace
 }  // namespace dl::vk
