@@ -8,6 +8,13 @@
 
 namespace dl::vk {
 
+// The rows of a batch that one sampling dispatch a pass serves: row r's words tok_row · r words
+// into tok, its logits logits_row · r floats on and its scratch scratch_row · r bytes on.
+struct SampleRows {
+    uint32_t rows = 1, tok_row = 0, logits_row = 0;
+    uint64_t scratch_row = 0;
+};
+
 class SampleKernels : public virtual KernelFamily {
   public:
     SampleKernels(Device& dev, Pipelines& pipes) : KernelFamily(dev, pipes) {}
@@ -21,8 +28,9 @@ class SampleKernels : public virtual KernelFamily {
     // a first pass keeps each chunk's candidates (shaders/sample_chunks.comp) and the choice
     // runs over those; a barrier between the two passes is recorded here.
     static constexpr uint32_t kSampleTopK = 256;  // the largest top_k sampled on the device
+    // rows: the rows of a batch in one dispatch a pass (SampleRows).
     void sample(CommandList& cl, View logits, uint32_t l_off, uint32_t n, View tok,
-                uint32_t out_idx, uint32_t par, View scratch = {});
+                uint32_t out_idx, uint32_t par, View scratch = {}, const SampleRows& rows = {});
     static uint64_t sample_scratch_bytes(uint32_t n);
 };
 

@@ -305,12 +305,10 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         gemm(model_->output, A.xn, true, 0, false);
         if (batch) {  // each row's next token, and its logits when asked
             stage("head");
-            for (uint32_t b = 0; b < m; ++b) {
-                WindowItem it;
-                it.kind = Kind::sample_column;
-                it.column = b;
-                add(it);
-            }
+            WindowItem sample;
+            sample.kind = Kind::sample_batch;
+            sample.n = m;
+            add(sample);
             if (host_logits) {
                 WindowItem it;
                 it.kind = Kind::logits_to_host;
@@ -471,10 +469,11 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                             view(B.partials), view(B.tok), view(B.counter));
                 break;
             }
-            case Kind::sample_column:
-                K.sample(cl, view(W.batch_logits), i.column * (uint32_t)hp.n_vocab,
-                         (uint32_t)hp.n_vocab, B.tok_row(i.column), 2, kSampleParams,
-                         B.scratch_row(i.column));
+            case Kind::sample_batch:
+                K.sample(
+                    cl, view(W.batch_logits), 0, (uint32_t)hp.n_vocab, view(B.tok), 2,
+                    kSampleParams, view(B.scratch),
+                    {i.n, (uint32_t)(B.tok_stride / 4), (uint32_t)hp.n_vocab, B.scratch_stride});
                 break;
             case Kind::logits_to_host:
                 cl.copy(W.batch_logits, 0, W.win_logits, 0, (uint64_t)i.n * hp.n_vocab * 4);

@@ -42,8 +42,8 @@ const char* kind_name(WindowItem::Kind k) {
             return "deltanet_batch";
         case K::attention_batch:
             return "attention_batch";
-        case K::sample_column:
-            return "sample_column";
+        case K::sample_batch:
+            return "sample_batch";
         case K::logits_to_host:
             return "logits_to_host";
         case K::barrier:
@@ -70,7 +70,7 @@ std::string WindowPlan::describe() const {
             out += fmt::format(" rows {}", i.deltanet.rows);
         if (i.kind == WindowItem::Kind::attention_batch)
             out += fmt::format(" rows {}", i.attention.a.rows);
-        if (i.kind == WindowItem::Kind::sample_column) out += fmt::format(" row {}", i.column);
+        if (i.kind == WindowItem::Kind::sample_batch) out += fmt::format(" rows {}", i.n);
         if (i.t) out += fmt::format(" {}", i.t->name);
         if (i.kind == WindowItem::Kind::gemm || i.kind == WindowItem::Kind::rms_norm ||
             i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::head_gemv)

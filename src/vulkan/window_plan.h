@@ -39,7 +39,7 @@ struct WindowItem {
         // dispatch.
         deltanet_batch,
         attention_batch,
-        sample_column,   // the row's next token, chosen from its logits into its sequence's tok
+        sample_batch,    // each of n rows' next token, chosen from its logits into its words
         logits_to_host,  // every row's logits copied to the host (n rows)
         barrier,         // a barrier with no stage after it
         stage_end,       // a barrier ending the stage `role` (counted for queueing in parts)
@@ -58,7 +58,6 @@ struct WindowItem {
     bool expanded = false;    // gemm: reads w16
     uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
     Kernels::AttentionRows attention{};
-    uint32_t column = 0;               // sample_column: the row and its sequence
     Kernels::DeltaNetStep deltanet{};  // deltanet_batch
     Kernels::ExpertGemv experts{};     // gemv_experts
     std::string role;

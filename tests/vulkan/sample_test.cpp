@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cpu/chain.h"
@@ -102,6 +103,62 @@ TEST(DeviceSampling, ChoosesAsTheHostSampler) {
     std::printf("[ sampling ] %d of %d draws differ from the host (boundary rounding)\n",
                 mismatches, trials);
     EXPECT_LE(mismatches * 20, trials);
+}
+
+// The rows of a batch in one dispatch a pass (SampleRows): four rows of their own logits and
+// parameters (greedy and sampled, different top-k and draws), their logits, words and scratch a
+// stride apart (the gaps poisoned). Each row's token must be the one the same row chooses alone
+// (the same arithmetic), and a greedy row's the host's argmax; one workgroup a row, and the two
+// passes over chunks.
+TEST(DeviceSampling, EveryBatchRowInOneDispatch) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 5003, rows = 4, logits_row = n + 7, tok_row = 16 + 3;
+    const Params cases[rows] = {
+        {0.f, 40, 0.95f, 0.05f}, {0.8f, 40, 0.95f, 0.05f}, {1.5f, 256, 1.0f, 0.0f}, {0.f, 1, 1, 0}};
+    std::mt19937 rng(23);
+    std::vector<float> logits((size_t)rows * logits_row);
+    for (float& x : logits) std::memcpy(&x, &test::kPoison, 4);
+    std::vector<uint32_t> tokv((size_t)rows * tok_row, 0);
+    for (uint32_t r = 0; r < rows; ++r) {
+        std::normal_distribution<float> nd(0.f, 1.f + 2.f * r);
+        for (uint32_t i = 0; i < n; ++i) logits[(size_t)r * logits_row + i] = nd(rng);
+        uint32_t* w = &tokv[(size_t)r * tok_row];
+        w[2] = 0xdeadbeef;
+        w[3] = test::bits(cases[r].temperature);
+        w[4] = (uint32_t)cases[r].top_k;
+        w[5] = test::bits(cases[r].top_p);
+        w[6] = test::bits(cases[r].min_p);
+        w[7] = test::bits(0.1f + 0.25f * r);
+    }
+    Buffer lb = test::to_device(dev, logits);
+    const uint64_t scratch_row = (Kernels::sample_scratch_bytes(n) + 8 + 7) / 8 * 8;
+    for (uint32_t chunk : {0u, 256u, 4096u}) {
+        test::Scoped chunk_scope(K.tuning.sample_chunk, chunk ? chunk : 4096u);
+        Buffer tb = test::to_device(dev, tokv);
+        Buffer scratch = test::poisoned(dev, rows * scratch_row / 4);
+        test::run(dev, [&](CommandList& cl) {
+            K.sample(cl, view(lb), 0, n, view(tb), 2, 3, chunk ? view(scratch) : View{},
+                     {rows, tok_row, logits_row, scratch_row});
+        });
+        const auto got = test::from_device<uint32_t>(dev, tb, rows * tok_row);
+        for (uint32_t r = 0; r < rows; ++r) {
+            std::vector<float> row(logits.begin() + (size_t)r * logits_row,
+                                   logits.begin() + (size_t)r * logits_row + n);
+            Buffer one = test::to_device(dev, row);
+            std::vector<uint32_t> w(tokv.begin() + (size_t)r * tok_row,
+                                    tokv.begin() + (size_t)(r + 1) * tok_row);
+            Buffer ob = test::to_device(dev, w);
+            Buffer os = test::poisoned(dev, Kernels::sample_scratch_bytes(n) / 4);
+            test::run(dev, [&](CommandList& cl) {
+                K.sample(cl, view(one), 0, n, view(ob), 2, 3, chunk ? view(os) : View{});
+            });
+            const uint32_t alone = test::from_device<uint32_t>(dev, ob, tok_row)[2];
+            EXPECT_EQ(got[(size_t)r * tok_row + 2], alone) << "row " << r << " chunk " << chunk;
+            if (cases[r].temperature <= 0.f)
+                EXPECT_EQ(alone, (uint32_t)(std::max_element(row.begin(), row.end()) - row.begin()))
+                    << "row " << r;
+        }
+    }
 }
 
 // One NaN among the logits gives no token (0xffffffff, which the driver turns into an error) on

@@ -55,10 +55,10 @@ TEST(VulkanWindowPlan, StagesInTheForwardPassOrder) {
     }
 }
 
-// A batch of m decode rows: each layer's mixer is one item over all m rows (one dispatch, each
-// row on its own session's cache or state), so the plan's length does not grow with m except
-// for the rows' sampling; the items are the same whatever the rows but for their row count.
-TEST(VulkanWindowPlan, ABatchRunsEachMixerOnceForEveryRow) {
+// A batch of m decode rows: each layer's mixer, and the rows' sampling, is one item over all m
+// rows (one dispatch a pass, each row on its own session's cache, state and words), so the
+// plan's length does not grow with m.
+TEST(VulkanWindowPlan, ABatchRunsEachMixerAndItsSamplingOnceForEveryRow) {
     VK_TEST_DEVICE();
     auto model = dl::test::tiny_model(test::parity_spec("qwen35", QType::F32));
     DriverOptions o;
@@ -84,15 +84,18 @@ TEST(VulkanWindowPlan, ABatchRunsEachMixerOnceForEveryRow) {
                 ++attention;
                 EXPECT_EQ(i.attention.a.rows, m);
             }
-            samples += i.kind == WindowItem::Kind::sample_column;
+            if (i.kind == WindowItem::Kind::sample_batch) {
+                ++samples;
+                EXPECT_EQ(i.n, m);
+            }
         }
         EXPECT_EQ(deltanet, recurrent) << p.describe();
         EXPECT_EQ(attention, model->hp.n_layer - recurrent) << p.describe();
-        EXPECT_EQ(samples, (int64_t)m);
+        EXPECT_EQ(samples, 1);
         if (m == 3)
             items_3 = p.items.size();
         else
-            EXPECT_EQ(p.items.size(), items_3 + (m - 3)) << "only the sampling grows with the rows";
+            EXPECT_EQ(p.items.size(), items_3) << "the plan's items do not grow with the rows";
     }
 }
 

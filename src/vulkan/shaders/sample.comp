@@ -15,6 +15,8 @@
 // turns into an error: argmax and the radix selection would otherwise pass over it in silence.
 // CANDIDATES: the entries are not the logits but the (logit, index) pairs that sample_chunks.comp
 // kept of each chunk (index 0xffffffff: none); the order of the result is the same.
+// Workgroup x is a batch's row: its words at tok[x · tok_row], its logits (or candidates) x ·
+// l_row on; one dispatch chooses every row's token.
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -32,7 +34,11 @@ layout(push_constant) uniform Push {
     uint l_off;    // first logit (CANDIDATES: logits a chunk)
     uint out_idx;  // tok[out_idx] receives the token id
     uint par;      // tok[par ..]: temperature, top_k, top_p, min_p, u (floats as bits but top_k)
+    uint tok_row;  // words from one row's tok words to the next's
+    uint l_row;    // logits (CANDIDATES: pairs) from one row's to the next's
 } p;
+
+uint words = 0u, first = 0u;  // this workgroup's row: its tok words and its first entry
 
 const uint CAP = 512;
 shared float best_v[WG];
@@ -53,12 +59,12 @@ uint key(float f) {
 // Entry e: its logit and token id; false when it holds none.
 bool entry(uint e, out float v, out uint id) {
 #if defined(CANDIDATES)
-    uvec2 d = cd[e];
+    uvec2 d = cd[first + e];
     v = uintBitsToFloat(d.x);
     id = d.y;
     return id != 0xffffffffu;
 #else
-    v = lg[p.l_off + e];
+    v = lg[first + e];
     id = e;
     return true;
 #endif
@@ -79,11 +85,17 @@ bool before(uint a, uint b) { return cl[a] > cl[b] || (cl[a] == cl[b] && ci[a] <
 
 void main() {
     uint t = gl_LocalInvocationID.x;
-    float temp = uintBitsToFloat(tok[p.par]);
-    uint k = tok[p.par + 1u];
-    float top_p = uintBitsToFloat(tok[p.par + 2u]);
-    float min_p = uintBitsToFloat(tok[p.par + 3u]);
-    float u = uintBitsToFloat(tok[p.par + 4u]);
+    words = gl_WorkGroupID.x * p.tok_row;
+#if defined(CANDIDATES)
+    first = gl_WorkGroupID.x * p.l_row;
+#else
+    first = p.l_off + gl_WorkGroupID.x * p.l_row;
+#endif
+    float temp = uintBitsToFloat(tok[words + p.par]);
+    uint k = tok[words + p.par + 1u];
+    float top_p = uintBitsToFloat(tok[words + p.par + 2u]);
+    float min_p = uintBitsToFloat(tok[words + p.par + 3u]);
+    float u = uintBitsToFloat(tok[words + p.par + 4u]);
 #if defined(CANDIDATES)
     // Each chunk left min(top_k, its length) entries (1 for greedy), chunk after chunk.
     const uint N = p.n * min(temp <= 0.0 ? 1u : k, p.l_off);
@@ -108,7 +120,7 @@ void main() {
             }
         }
         best_of(best, bi);
-        if (t == 0u) tok[p.out_idx] = nan_seen != 0u ? 0xffffffffu : best_i[0];
+        if (t == 0u) tok[words + p.out_idx] = nan_seen != 0u ? 0xffffffffu : best_i[0];
         return;
     }
 
@@ -194,6 +206,6 @@ void main() {
                 break;
             }
         }
-        tok[p.out_idx] = nan_seen != 0u ? 0xffffffffu : ci[pick];
+        tok[words + p.out_idx] = nan_seen != 0u ? 0xffffffffu : ci[pick];
     }
 }

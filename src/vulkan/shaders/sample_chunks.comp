@@ -8,6 +8,8 @@
 // then a subset of the union of the chunks' candidates. They go to cand[c·kc ..] as (logit,
 // index) pairs; slots past the chunk's last logit get the index 0xffffffff (none). A chunk with a
 // NaN keeps only that NaN, so that the second pass sees it and gives no token.
+// Workgroup y is a batch's row: its words at tok[y · tok_row], its logits y · l_row on, its
+// candidates y · cand_row pairs on.
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 
@@ -23,6 +25,7 @@ layout(push_constant) uniform Push {
     uint n;      // vocabulary
     uint l_off;  // first logit
     uint par;    // tok[par ..]: temperature, top_k (as in sample.comp)
+    uint tok_row, l_row, cand_row;  // a batch's rows (workgroup y): words, logits, pairs
 } p;
 
 const uint PER = CHUNK / WG;  // logits a thread, contiguous so that scans follow index order
@@ -47,13 +50,15 @@ bool kth_key_of(uint i, out uint kv) {
 
 void main() {
     const uint t = gl_LocalInvocationID.x, c = gl_WorkGroupID.x, base = c * CHUNK;
-    const uint k = uintBitsToFloat(tok[p.par]) <= 0.0 ? 1u : tok[p.par + 1u];
+    const uint row = gl_WorkGroupID.y, words = row * p.tok_row, l0 = p.l_off + row * p.l_row;
+    const uint k = uintBitsToFloat(tok[words + p.par]) <= 0.0 ? 1u : tok[words + p.par + 1u];
     const uint kc = min(k, CHUNK);
+    const uint c0 = row * p.cand_row + c * kc;  // this chunk's first candidate slot
     const uint valid = min(CHUNK, p.n - base);  // the grid has no chunk past n
     const uint keff = min(kc, valid);
     [[unroll]] for (uint j = 0; j < PER; ++j) {
         uint i = t * PER + j;
-        sv[i] = i < valid ? lg[p.l_off + base + i] : 0.0;
+        sv[i] = i < valid ? lg[l0 + base + i] : 0.0;
     }
     if (t == 0u) nan_seen = 0u;
     barrier();
@@ -62,7 +67,7 @@ void main() {
     barrier();
     if (nan_seen != 0u) {
         for (uint s = t; s < kc; s += WG)
-            cand[c * kc + s] = s == 0u ? uvec2(0x7fc00000u, base) : uvec2(0u, 0xffffffffu);
+            cand[c0 + s] = s == 0u ? uvec2(0x7fc00000u, base) : uvec2(0u, 0xffffffffu);
         return;
     }
 
@@ -77,8 +82,8 @@ void main() {
             }
         }
         best_of(best, t * PER < valid ? bi : 0xffffffffu);
-        if (t == 0u) cand[c * kc] = uvec2(floatBitsToUint(best_v[0]), base + best_i[0]);
-        for (uint s = 1u + t; s < kc; s += WG) cand[c * kc + s] = uvec2(0u, 0xffffffffu);
+        if (t == 0u) cand[c0] = uvec2(floatBitsToUint(best_v[0]), base + best_i[0]);
+        for (uint s = 1u + t; s < kc; s += WG) cand[c0 + s] = uvec2(0u, 0xffffffffu);
         return;
     }
 
@@ -108,7 +113,7 @@ void main() {
     }
     const uint total_gt = red_a[WG - 1u];  // fewer than keff by the threshold's choice
     uint at_gt = red_a[t] - gt, at_eq = red_b[t] - eq;
-    const uint first = c * kc;
+    const uint first = c0;
     [[unroll]] for (uint j = 0; j < PER; ++j) {
         uint i = t * PER + j;
         if (i >= valid) continue;
