@@ -48,16 +48,6 @@ struct ResidentDriver::Weights {
         uint32_t rows = 0;
         uint64_t tok_stride = 0, partials_stride = 0, counter_stride = 0, scratch_stride = 0;
         Buffer tok, partials, counter, scratch;
-        View tok_row(uint32_t b) const { return view(tok, b * tok_stride, tok_stride); }
-        View partials_row(uint32_t b) const {
-            return view(partials, b * partials_stride, partials_stride);
-        }
-        View counter_row(uint32_t b) const {
-            return view(counter, b * counter_stride, counter_stride);
-        }
-        View scratch_row(uint32_t b) const {
-            return view(scratch, b * scratch_stride, scratch_stride);
-        }
         uint32_t* words(uint32_t b) const {
             return static_cast<uint32_t*>(tok.mapped()) + b * tok_stride / 4;
         }
