@@ -154,9 +154,10 @@ TEST(DeviceSampling, EveryBatchRowInOneDispatch) {
             });
             const uint32_t alone = test::from_device<uint32_t>(dev, ob, tok_row)[2];
             EXPECT_EQ(got[(size_t)r * tok_row + 2], alone) << "row " << r << " chunk " << chunk;
-            if (cases[r].temperature <= 0.f)
+            if (cases[r].temperature <= 0.f) {
                 EXPECT_EQ(alone, (uint32_t)(std::max_element(row.begin(), row.end()) - row.begin()))
                     << "row " << r;
+            }
         }
     }
 }
