@@ -90,11 +90,17 @@ void slice_values(uint rb, uint blk, uint part, out vec4 w[8]) {
     }
 }
 #elif defined(WTYPE_Q5_K)
-float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
+// Slice part of block blk of the Q5_K row at byte rb: the block's header (d, dmin, scales),
+// the fifth bits of elements l = 16·(part & 1) .. of its sub-blocks, and the slice's nibbles.
+void q5_slice(uint rb, uint blk, uint part, out uvec4 hd, out uvec4 qh, out uvec4 q) {
     uint b = rb + blk * 176u;
-    uvec4 hd = load16(b);
-    uvec4 qh = load16(b + 16u + 16u * (part & 1u));  // fifth bits of elements l = 16*(part&1)..
-    uvec4 q = load16(b + 48u + 16u * part);
+    hd = load16(b);
+    qh = load16(b + 16u + 16u * (part & 1u));
+    q = load16(b + 48u + 16u * part);
+}
+float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
+    uvec4 hd, qh, q;
+    q5_slice(rb, blk, part, hd, qh, q);
     uint j = part >> 1;
     vec2 sc, mn;
     k4_pair(hd, j, sc, mn);
@@ -109,10 +115,8 @@ float slice_dot(uint rb, uint blk, uint part, vec4 xv[8], vec2 xs) {
     return dm.x * (sc.x * lo + sc.y * hi) - dm.y * dot(mn, xs);
 }
 void slice_values(uint rb, uint blk, uint part, out vec4 w[8]) {
-    uint b = rb + blk * 176u;
-    uvec4 hd = load16(b);
-    uvec4 qh = load16(b + 16u + 16u * (part & 1u));
-    uvec4 q = load16(b + 48u + 16u * part);
+    uvec4 hd, qh, q;
+    q5_slice(rb, blk, part, hd, qh, q);
     uint j = part >> 1;
     vec2 sc, mn;
     k4_pair(hd, j, sc, mn);

@@ -41,10 +41,8 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
 }
 #elif defined(WTYPE_Q5_K)
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
-    uint b = rb + blk * 176u;
-    uvec4 hd = load16(b);
-    uvec4 qh = load16(b + 16u + 16u * (part & 1u));
-    uvec4 q = load16(b + 48u + 16u * part);
+    uvec4 hd, qh, q;
+    q5_slice(rb, blk, part, hd, qh, q);
     uint j = part >> 1;
     vec2 sc, mn;
     k4_pair(hd, j, sc, mn);
