@@ -57,7 +57,9 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     // order (a token's) each read their own expert's rows, and one a group spreads them over
     // workgroups (batch_gemv_span) instead of one workgroup reading all k experts' rows.
     const uint32_t nb = g.sum ? g.k : g.perm_off == kNone ? 1 : 0;
-    const BatchGemvShape sh = batch_gemv_shape(g.cols, nvec, g.w, g.x, g.x_off, nb);
+    BatchGemvShape sh = batch_gemv_shape(g.cols, nvec, g.w, g.x, g.x_off, nb);
+    sh.spec.push_back(tuning.gemv_batch_decode_once && g.type != QType::F32 &&
+                      g.type != QType::F16);
     std::string name = std::string("gemv_experts_") + type_suffix(g.type);
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemvPush), sh.spec);

@@ -153,11 +153,14 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
         }
         return s;
     };
-    // Slots over the row's x, over their own, the sum; the slots also over the permutation.
-    for (int mode = 0; mode < 5; ++mode) {
+    // Slots over the row's x, over their own, the sum; the slots also over the permutation. Each
+    // in both forms of the batched GEMV (Tuning::gemv_batch_decode_once: a group whose vectors
+    // share an expert decodes its rows once; with one expert, every group does).
+    for (int mode = 0; mode < 10; ++mode) {
+        test::Scoped once(K.tuning.gemv_batch_decode_once, mode >= 5);
         for (bool acc : {false, true}) {
-            const bool own = mode == 1 || mode == 2 || mode == 4, sum = mode == 2;
-            const bool permuted = mode >= 3;
+            const bool own = mode % 5 == 1 || mode % 5 == 2 || mode % 5 == 4, sum = mode % 5 == 2;
+            const bool permuted = mode % 5 >= 3;
             const uint32_t y_off = 3;
             const size_t n_out = (size_t)(sum ? n_rows : n_rows * k) * rows;
             Buffer y = test::poisoned(dev, y_off + n_out + 4);
@@ -200,7 +203,8 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
                             const size_t o = ((size_t)r * k + j) * rows + row;
                             ASSERT_NEAR(out[y_off + o], v + init[o], 1e-5 * mag + 1e-5)
                                 << qtype_name(t) << " row " << r << " slot " << j << " out " << row
-                                << " own " << own << " acc " << acc << " permuted " << permuted;
+                                << " own " << own << " acc " << acc << " permuted " << permuted
+                                << " decode once " << (mode >= 5);
                         }
                         total += wt[r][j] * v;
                         total_mag += wt[r][j] * mag;
@@ -208,7 +212,8 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
                     if (sum) {
                         const size_t o = (size_t)r * rows + row;
                         ASSERT_NEAR(out[y_off + o], total + init[o], 1e-5 * total_mag + 1e-5)
-                            << qtype_name(t) << " row " << r << " out " << row << " acc " << acc;
+                            << qtype_name(t) << " row " << r << " out " << row << " acc " << acc
+                            << " decode once " << (mode >= 5);
                     }
                 }
         }
@@ -220,7 +225,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ExpertCase{QType::F32, 37, 64, 5, 2}, ExpertCase{QType::F16, 19, 96, 4, 3},
                       ExpertCase{QType::Q8_0, 37, 96, 9, 8}, ExpertCase{QType::Q4_0, 12, 64, 6, 1},
                       ExpertCase{QType::Q4_K, 40, 256, 9, 8}, ExpertCase{QType::Q5_K, 7, 256, 3, 2},
-                      ExpertCase{QType::Q6_K, 33, 512, 5, 4}),
+                      ExpertCase{QType::Q6_K, 33, 512, 5, 4},
+                      // One expert: every group of the permuted pairs reads the same rows.
+                      ExpertCase{QType::Q4_K, 40, 256, 1, 1}),
     [](const auto& info) {
         const ExpertCase& c = info.param;
         return fmt::format("{}_{}x{}_e{}k{}", qtype_name(c.type), c.rows, c.cols, c.n_expert, c.k);

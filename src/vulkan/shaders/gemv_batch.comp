@@ -43,9 +43,11 @@ layout(constant_id = 1) const uint ROWS = 4;    // weight rows a workgroup
 layout(constant_id = 2) const uint W16 = 1;     // 1: the weight view is 16-byte aligned
 layout(constant_id = 3) const uint X16 = 1;     // 1: every vector of x starts 16-byte aligned
 layout(constant_id = 4) const uint NB = 8;      // vectors a group, 1 to 8
-// 1 (block formats, not EXPERTS): each row's slice is decoded to floats once and multiplied
-// into the group's NB vectors, their x read again for every row (from the L1); 0: each vector's
-// x is read once and every row's slice decoded again for it.
+// 1 (block formats): each row's slice is decoded to floats once and multiplied into the group's
+// NB vectors, their x read again for every row (from the L1), where the group's vectors read the
+// same rows (EXPERTS: the same expert, as the window's pairs grouped by expert mostly do); 0 (or
+// a group of several experts): each vector's x is read once and every row's slice decoded again
+// for it.
 layout(constant_id = 5) const uint DECODE_ONCE = 0;
 
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -183,11 +185,13 @@ void main() {
         if (g0 != first) barrier();
         uint vb[NB];
         [[unroll]] for (uint b = 0; b < NB; ++b) vb[b] = pair_of(min(g0 + b, p.nvec - 1u));
+        bool one_expert = true;  // every vector of the group reads the same rows
 #if defined(EXPERTS)
         [[unroll]] for (uint b = 0; b < NB; ++b) {
-            uint first = expert_of(vb[b]) * p.expert_rows + p.first_row;
+            uint e = expert_of(vb[b]), base = e * p.expert_rows + p.first_row;
+            one_expert = one_expert && e == expert_of(vb[0]);
             [[unroll]] for (uint r = 0; r < ROWS; ++r)
-                RB(r, b) = w_row(first + min(row0 + r, p.nrows - 1u), p.row_bytes);
+                RB(r, b) = w_row(base + min(row0 + r, p.nrows - 1u), p.row_bytes);
         }
 #endif
         float acc[NS];
@@ -204,8 +208,7 @@ void main() {
         }
 #else
         uint slices = (p.ncols / BLOCK) * TPB;
-#if !defined(EXPERTS)
-        if (DECODE_ONCE != 0u) {
+        if (DECODE_ONCE != 0u && one_expert) {
             for (uint s = lt; s < slices; s += WG) {
                 uint blk = s / TPB, part = s % TPB;
                 [[unroll]] for (uint r = 0; r < ROWS; ++r) {
@@ -222,7 +225,6 @@ void main() {
             store_sums(acc, tid, row0, g0);
             continue;
         }
-#endif
         for (uint s = lt; s < slices; s += WG) {
             uint blk = s / TPB, part = s % TPB;
             [[unroll]] for (uint b = 0; b < NB; ++b) {
