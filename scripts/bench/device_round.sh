@@ -4,9 +4,10 @@
 # STAGES picks and orders them (default "golden forms batched moe tests serve table"):
 #   golden   transformers' goldens of the tiny mixtures (scripts/golden/make_golden.py --moe), in
 #            the background, packed into $OUT/golden-moe.tgz for tests/data/golden
-#   forms    the batched GEMV's forms on the 9B (scripts/bench/device_gemv_batch.sh's sweep)
+#   forms    the batched GEMV's forms on the 9B (DELTALLM_VK_GEMV_BATCH_ONCE and _ROWS, FORMS
+#            "once:rows ..."), B = 8 and 32; the later stages then run the form whose two
+#            aggregate rates sum highest, unless GEMV_FORM="once:rows" names one
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
-#            (GEMV_ONCE=1 sets DELTALLM_VK_GEMV_BATCH_ONCE for ours)
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
 #            llama.cpp (scripts/bench/device_moe.sh)
 #   tests    the Vulkan test binary (TEST_VULKAN, xz in .devrun/extra); with VALIDATE=1 under the
@@ -31,6 +32,10 @@ synth() {  # arch shape type
 }
 args=(--ours "$ours" --peer "$peer" --device vulkan --bw-gbps 4800 --peak-gflops 989000)
 golden_pid=
+form() {  # the batched GEMV's form the stages after `forms` run
+    export DELTALLM_VK_GEMV_BATCH_ONCE=${GEMV_FORM%:*} DELTALLM_VK_GEMV_BATCH_ROWS=${GEMV_FORM#*:}
+}
+GEMV_FORM=${GEMV_FORM:-}
 for stage in ${STAGES:-golden forms batched moe tests serve table}; do
     case $stage in
     golden)
@@ -50,17 +55,26 @@ for stage in ${STAGES:-golden forms batched moe tests serve table}; do
                     -o csv 2>/dev/null | grep "B$b " | cut -d, -f4,9
             done
         done | tee "$out/gemv-batch.txt"
+        # The form with the highest B = 8 and B = 32 rates together (lines "B=8 once:rows=1:0
+        # B8 pp16+tg32,<t/s>").
+        best=$(awk '{split($2, f, "="); split($4, v, ","); sum[f[2]] += v[2]}
+            END {for (k in sum) if (sum[k] > top) {top = sum[k]; form = k}; print form}' \
+            "$out/gemv-batch.txt")
+        [ -n "$best" ] && [ -z "${GEMV_FORM:-}" ] && GEMV_FORM=$best
+        echo "== the later stages run the form once:rows=${GEMV_FORM:-0:0}"
         ;;
     batched)
         fits 150 "batched 9B against llama.cpp" || continue
         synth qwen35 9b q4_k_m
-        DELTALLM_VK_GEMV_BATCH_ONCE=${GEMV_ONCE:-0} timeout 240 python3 scripts/bench/compare.py \
-            "${args[@]}" -m "$m9" -p 512 -n 128 -b 1,8,32,64 -r 1 --rounds 1 \
-            --md "$out/batched.md" --batched-json "$out/batched.json" >/dev/null
+        [ -n "$GEMV_FORM" ] && form
+        timeout 240 python3 scripts/bench/compare.py "${args[@]}" -m "$m9" -p 512 -n 128 \
+            -b 1,8,32,64 -r 1 --rounds 1 --md "$out/batched.md" --batched-json "$out/batched.json" \
+            >/dev/null
         cat "$out/batched.md"
         ;;
     moe)
         fits 150 "mixtures of experts" || continue
+        [ -n "$GEMV_FORM" ] && form
         DEADLINE=$(($(left) - 10)) PROMPTS=512 MOE_BATCHES=8 OUT=$out bash scripts/bench/device_moe.sh |
             grep -v '^deltallm\|^NVIDIA'
         ;;
@@ -79,6 +93,7 @@ for stage in ${STAGES:-golden forms batched moe tests serve table}; do
         ;;
     serve)
         fits 200 "serving against llama-server" || continue
+        [ -n "$GEMV_FORM" ] && form
         LEVELS=${SERVE_LEVELS:-1,8,32,64} REQUESTS=${SERVE_REQUESTS:-16} WAVES=2 TURNS=2 \
             OUT=$out timeout $(($(left) - 10)) bash scripts/bench/device_serve.sh >"$out/serve.log" 2>&1
         tail -30 "$out/serve.log"
