@@ -16,11 +16,17 @@
 #            from .devrun/extra/llama-server.tar.xz, peer_server.sh pack) at 1, 8, 32, 64 clients
 #   table    ours against llama.cpp single-stream on the 9B, the 0.8B and Qwen3-8B Q4_K_M
 # Here: scripts/bench/device_bench.sh prepare, the xz files under .devrun/extra; carry .gl and
-# .devrun. The outputs are many small files: tar $OUT's folder into one before it comes back.
+# .devrun. The outputs are many small files (a device call returns 8): they are written to a
+# folder of their own and packed into $OUT/round.tgz when the script ends or is stopped.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-out=${OUT:-/tmp/device_round_out}
+final=${OUT:-/tmp/device_round_out}
+out=/tmp/device_round_files
+mkdir -p "$final" "$out"
+pack_outputs() { tar -C "$out" -czf "$final/round.tgz" . 2>/dev/null; }
+trap pack_outputs EXIT
+trap 'exit 143' TERM INT
 extra=$repo/.devrun/extra
 source scripts/bench/device_common.sh
 models=/tmp/models
