@@ -6,7 +6,9 @@
 #            the background, packed into $OUT/golden-moe.tgz for tests/data/golden
 #   forms    the batched GEMV's forms on the 9B (DELTALLM_VK_GEMV_BATCH_ONCE and _ROWS, FORMS
 #            "once:rows ..."), B = 8 and 32; the later stages then run the form whose two
-#            aggregate rates sum highest, unless GEMV_FORM="once:rows" names one
+#            aggregate rates sum highest, unless GEMV_FORM="once:rows" names one; and B = 64
+#            on the tiles or the batched GEMV (DELTALLM_VK_GEMM_GEMV_ROWS 32 or 64), the faster
+#            kept for the later stages
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
 #            llama.cpp (scripts/bench/device_moe.sh)
@@ -68,6 +70,18 @@ for stage in ${STAGES:-golden forms batched moe tests serve table}; do
             "$out/gemv-batch.txt")
         [ -n "$best" ] && [ -z "${GEMV_FORM:-}" ] && GEMV_FORM=$best
         echo "== the later stages run the form once:rows=${GEMV_FORM:-0:0}"
+        # B = 64: its GEMMs on the tiles (32: the default, over the F16 expansion) or as the
+        # batched GEMV in that form (64); the faster goes on too.
+        for rows in 32 64; do
+            printf 'B=64 gemv_rows=%s ' "$rows"
+            [ -n "$GEMV_FORM" ] && form
+            DELTALLM_VK_GEMM_GEMV_ROWS=$rows timeout 60 "$ours" bench -m "$m9" --device vulkan \
+                -b 64 -p 16 -n 32 -r 1 -o csv 2>/dev/null | grep "B64 " | cut -d, -f4,9
+        done | tee "$out/gemv-rows-64.txt"
+        GEMV_ROWS=$(awk '{split($2, f, "="); split($4, v, ","); if (v[2] > top) {top = v[2];
+            r = f[2]}} END {print r}' "$out/gemv-rows-64.txt")
+        [ -n "$GEMV_ROWS" ] && export DELTALLM_VK_GEMM_GEMV_ROWS=$GEMV_ROWS
+        echo "== the later stages run GEMMs of up to ${GEMV_ROWS:-32} rows as the batched GEMV"
         ;;
     batched)
         fits 150 "batched 9B against llama.cpp" || continue
