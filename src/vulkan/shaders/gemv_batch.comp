@@ -12,12 +12,13 @@
 // Layout of the work: a workgroup takes ROWS rows; its threads take the rows' slices t, t + WG,
 // ...; for each slice the NB vectors' x values are read (the same for every thread of a slice
 // position, so from cache) and each of ROWS · NB sums gets the slice's product, so one load of
-// x serves ROWS rows (or, DECODE_ONCE, each row's slice is decoded once for the NB vectors). The sums are reduced over the workgroup by subgroupAdd (SUBGROUP) or a
-// shared-memory tree. More than NB vectors are taken in groups of NB, one after another by the
-// same workgroup: its rows' bytes (a few KiB) are then read again from the L1 cache, not memory.
-// A last group past nvec computes clamped vectors and stores nothing for them. Workgroup z takes
-// `span` groups: a matrix of few row blocks (an expert's) over many vectors (a window's pairs)
-// spreads its groups over workgroups rather than walking them all in a few.
+// x serves ROWS rows (or, DECODE_ONCE, each row's slice is decoded once for the NB vectors).
+// The sums are reduced over the workgroup by subgroupAdd (SUBGROUP) or a shared-memory tree.
+// More than NB vectors are taken in groups of NB: workgroup z takes `span` of them one after
+// another, its rows' bytes (a few KiB) then read again from the L1 cache, not memory, and a
+// matrix of few row blocks (an expert's) over many vectors (a window's pairs) spreads its groups
+// over workgroups rather than walking them all in a few. A last group past nvec computes clamped
+// vectors and stores nothing for them.
 //
 // EXPERTS: the matrix is the stack of a mixture-of-experts layer's experts (expert_rows rows
 // each, of which nrows from first_row are read), and vector v is the pair v = row · k + slot of
