@@ -5,7 +5,8 @@
 #   golden   transformers' goldens of the tiny mixtures (scripts/golden/make_golden.py --moe), in
 #            the background, packed into $OUT/golden-moe.tgz for tests/data/golden
 #   forms    the batched GEMV's forms on the 9B (DELTALLM_VK_GEMV_BATCH_ONCE and _ROWS, FORMS
-#            "once:rows ..."), B = 8 and 32; the later stages then run the form whose two
+#            "once:rows ...", or "tiles" / "f16": the tiles take even these GEMMs, decoding the
+#            weights in their loads / over their F16 expansion), B = 8 and 32; the later stages then run the form whose two
 #            aggregate rates sum highest, unless GEMV_FORM="once:rows" names one; and B = 64
 #            on the tiles or the batched GEMV (DELTALLM_VK_GEMM_GEMV_ROWS 32 or 64), the faster
 #            kept for the later stages
@@ -40,8 +41,17 @@ synth() {  # arch shape type
 }
 args=(--ours "$ours" --peer "$peer" --device vulkan --bw-gbps 4800 --peak-gflops 989000)
 golden_pid=
-form() {  # the batched GEMV's form the stages after `forms` run
-    export DELTALLM_VK_GEMV_BATCH_ONCE=${GEMV_FORM%:*} DELTALLM_VK_GEMV_BATCH_ROWS=${GEMV_FORM#*:}
+form_env() {  # the environment of form $1 ("once:rows", or "tiles" / "f16": no batched GEMV)
+    if [ "$1" = tiles ]; then
+        echo DELTALLM_VK_GEMM_GEMV_ROWS=0
+    elif [ "$1" = f16 ]; then
+        echo DELTALLM_VK_GEMM_GEMV_ROWS=0 DELTALLM_VK_GEMM_EXPAND_ROWS=1
+    else
+        echo DELTALLM_VK_GEMV_BATCH_ONCE=${1%:*} DELTALLM_VK_GEMV_BATCH_ROWS=${1#*:}
+    fi
+}
+form() {  # the form the stages after `forms` run
+    export $(form_env "$GEMV_FORM")
 }
 GEMV_FORM=${GEMV_FORM:-}
 for stage in ${STAGES:-golden forms batched moe tests serve table}; do
@@ -56,11 +66,12 @@ for stage in ${STAGES:-golden forms batched moe tests serve table}; do
         fits 90 "the batched GEMV's forms" || continue
         synth qwen35 9b q4_k_m
         for b in 8 32; do
-            for form in ${FORMS:-0:0 1:0 1:1 1:2}; do
+            for form in ${FORMS:-0:0 0:8 1:0 1:8 tiles f16}; do
                 printf 'B=%s once:rows=%s ' "$b" "$form"
-                DELTALLM_VK_GEMV_BATCH_ONCE=${form%:*} DELTALLM_VK_GEMV_BATCH_ROWS=${form#*:} \
-                    timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 16 -n 32 -r 1 \
-                    -o csv 2>/dev/null | grep "B$b " | cut -d, -f4,9
+                # "tiles": the cooperative-matrix tiles (weights decoded in their loads) take
+                # every GEMM; "f16": the tiles over the weights expanded to F16 first.
+                env $(form_env "$form") timeout 40 "$ours" bench -m "$m9" --device vulkan \
+                    -b "$b" -p 16 -n 32 -r 1 -o csv 2>/dev/null | grep "B$b " | cut -d, -f4,9
             done
         done | tee "$out/gemv-batch.txt"
         # The form with the highest B = 8 and B = 32 rates together (lines "B=8 once:rows=1:0
@@ -72,6 +83,7 @@ for stage in ${STAGES:-golden forms batched moe tests serve table}; do
         echo "== the later stages run the form once:rows=${GEMV_FORM:-0:0}"
         # B = 64: its GEMMs on the tiles (32: the default, over the F16 expansion) or as the
         # batched GEMV in that form (64); the faster goes on too.
+        [ "$GEMV_FORM" = tiles ] || [ "$GEMV_FORM" = f16 ] && continue
         for rows in 32 64; do
             printf 'B=64 gemv_rows=%s ' "$rows"
             [ -n "$GEMV_FORM" ] && form

@@ -102,6 +102,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMM_GEMV_ROWS", "int", "32",
          "Vulkan GEMMs of at most this many rows (a batched step's tokens, a short prefill "
          "window) run as one batched GEMV rather than on the GEMM tiles (0 to 64; 0: never)"},
+        {"DELTALLM_VK_GEMM_EXPAND_ROWS", "int", "64",
+         "on the NV cooperative matrix 2 tiles, Vulkan GEMMs of at least this many rows first "
+         "expand their weights to F16 (1 to 2048)"},
         {"DELTALLM_VK_GEMV_BATCH_ONCE", "bool", "0",
          "the Vulkan batched GEMV decodes each weight slice once for a group of up to 8 vectors "
          "(1) rather than again for each vector (0)"},

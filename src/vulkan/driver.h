@@ -51,6 +51,7 @@ struct DriverOptions {
     static Kernels::GemvTiled gemv_tiled_from_env();
     static Kernels::GemmTile gemm_tile_from_env();
     static uint32_t gemm_gemv_rows_from_env();
+    static uint32_t gemm_expand_rows_from_env();
     static uint32_t gemv_batch_rows_from_env();
     static uint32_t deltanet_columns_from_env();
     static Kernels::DeltaNetScan deltanet_scan_from_env();

@@ -109,7 +109,7 @@ GemmKernels::GemmTile GemmKernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_
     // 12630 -> 10030 / 14790 t/s, Qwen3-8B 9400 / 13100 -> 12100 / 15870), except where their
     // grid is small (0.8B's 1024-row GEMMs over 512 rows, 32 tiles: 64x128x64 over 256, pp512
     // 37000 -> 41000-44000; the 9B's 4096-row GEMMs, 128 tiles, keep the large ones: 9000 ->
-    // 10000). Weights decoded inside the tensor loads (windows under kGemmExpandRows) run in
+    // 10000). Weights decoded inside the tensor loads (windows under gemm_expand_rows) run in
     // 64x128x32. The grid counted is that of every GEMM of the stage (stage_rows: their weight
     // rows together).
     if (t == QType::F16 && n_rows >= 128 &&
@@ -132,7 +132,7 @@ bool GemmKernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols,
     if (tuning.gemm_expand >= 0) return tuning.gemm_expand == 1;
     // Expanding costs one pass over the matrix whatever the rows; the F16 tiles save about a
     // microsecond a row on a 12288x4096 matrix: worth it from a few dozen rows.
-    return n_rows >= kGemmExpandRows;
+    return n_rows >= tuning.gemm_expand_rows;
 }
 
 void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,

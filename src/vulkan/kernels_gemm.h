@@ -32,7 +32,7 @@ class GemmKernels : public virtual KernelFamily {
     // at y_off (stride rows); W is rows × cols of type t in its native blocks. The
     // cooperative-matrix tiles read X from its F16 copy x16 (f16_copy() of the same rows, starting
     // the view); gemm_reads_f16() says whether this call needs it.
-    // On the NV cooperative matrix 2 tiles, a window of at least kGemmExpandRows rows expands W
+    // On the NV cooperative matrix 2 tiles, a window of at least tuning.gemm_expand_rows expands W
     // to F16 in the scratch w16 first (dequant_f16(), rows × cols × 2 bytes; barriers before and
     // after it are recorded here) and runs the F16 tiles over it; without w16 the tensor loads
     // decode the blocks themselves. `expanded`: the caller has already recorded dequant_f16() of

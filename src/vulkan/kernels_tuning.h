@@ -125,6 +125,9 @@ struct Tuning {
     // Tests and the speed report: 0 never expands W to F16, 1 always does when given a scratch,
     // -1 (every real use) decides by the window's rows.
     int gemm_expand = -1;
+    // ...by whether the GEMM has at least this many rows (DELTALLM_VK_GEMM_EXPAND_ROWS; the plan
+    // gives windows of at least kGemmExpandRows rows the scratch).
+    uint32_t gemm_expand_rows = 64;
     // GEMMs of at most this many window rows (a batched step's decode tokens, a short window)
     // run as one batched GEMV over the rows (GemmKernels::gemv_batch), which reads each weight
     // once and keeps every workgroup busy, rather than on the tiles (DELTALLM_VK_GEMM_GEMV_ROWS;

@@ -87,6 +87,12 @@ uint32_t DriverOptions::gemm_gemv_rows_from_env() {
     return (uint32_t)v;
 }
 
+uint32_t DriverOptions::gemm_expand_rows_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMM_EXPAND_ROWS");
+    if (v < 1 || v > 2048) fail("DELTALLM_VK_GEMM_EXPAND_ROWS={}: use 1 to 2048", v);
+    return (uint32_t)v;
+}
+
 uint32_t DriverOptions::gemv_batch_rows_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_BATCH_ROWS");
     if (v != 0 && v != 1 && v != 2 && v != 4 && v != 8)
@@ -168,6 +174,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemv_tiled = gemv_tiled_from_env();
     t.gemm_tile = gemm_tile_from_env();
     t.gemm_gemv_rows = gemm_gemv_rows_from_env();
+    t.gemm_expand_rows = gemm_expand_rows_from_env();
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
     t.gemv_batch_rows = gemv_batch_rows_from_env();
     t.deltanet_columns = deltanet_columns_from_env();
