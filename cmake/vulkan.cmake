@@ -274,7 +274,14 @@ if(DELTALLM_VK_INTEGER_DOT)
       dl_vk_shader(gemv_${t}${fuse}_i8 gemv.comp DEFINES ${_defs})
       dl_vk_shader(gemv_${t}${fuse}_i8_sg gemv.comp DEFINES ${_defs} SUBGROUP=1)
     endforeach()
+    # The batched GEMV over its vectors rounded to bytes (round_rows), plain and over experts.
+    dl_vk_shader(gemv_batch_${t}_i8 gemv_batch.comp DEFINES WTYPE_${T}=1 X_INT8=1)
+    dl_vk_shader(gemv_batch_${t}_i8_sg gemv_batch.comp DEFINES WTYPE_${T}=1 X_INT8=1 SUBGROUP=1)
+    dl_vk_shader(gemv_experts_${t}_i8 gemv_batch.comp DEFINES WTYPE_${T}=1 X_INT8=1 EXPERTS=1)
+    dl_vk_shader(gemv_experts_${t}_i8_sg gemv_batch.comp
+                 DEFINES WTYPE_${T}=1 X_INT8=1 EXPERTS=1 SUBGROUP=1)
   endforeach()
+  dl_vk_shader(round_rows round_rows.comp)
 endif()
 # Prefill GEMM tiles over the same formats: scalar, on KHR cooperative matrices, and on NV
 # cooperative matrix 2 block loads.

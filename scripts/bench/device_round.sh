@@ -4,10 +4,11 @@
 # STAGES picks and orders them (default "golden forms batched moe tests serve table"):
 #   golden   transformers' goldens of the tiny mixtures (scripts/golden/make_golden.py --moe), in
 #            the background, packed into $OUT/golden-moe.tgz for tests/data/golden
-#   forms    the batched GEMV's forms on the 9B (DELTALLM_VK_GEMV_BATCH_ONCE and _ROWS, FORMS
-#            "once:rows ...", or "tiles" / "f16": the tiles take even these GEMMs, decoding the
-#            weights in their loads / over their F16 expansion), B = 8 and 32; the later stages then run the form whose two
-#            aggregate rates sum highest, unless GEMV_FORM="once:rows" names one; and B = 64
+#   forms    the forms of a batched step's GEMMs on the 9B (FORMS): the batched GEMV over x
+#            rounded to bytes (bytes; bytes8: 8 weight rows a workgroup), over F32 x (float;
+#            once: each slice decoded once for a group), or the tiles (tiles: the weights decoded
+#            in their loads; f16: over their F16 expansion), B = 8 and 32; the later stages then run the form whose two
+#            aggregate rates sum highest, unless GEMV_FORM names one; and B = 64
 #            on the tiles or the batched GEMV (DELTALLM_VK_GEMM_GEMV_ROWS 32 or 64), the faster
 #            kept for the later stages
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
@@ -41,14 +42,15 @@ synth() {  # arch shape type
 }
 args=(--ours "$ours" --peer "$peer" --device vulkan --bw-gbps 4800 --peak-gflops 989000)
 golden_pid=
-form_env() {  # the environment of form $1 ("once:rows", or "tiles" / "f16": no batched GEMV)
-    if [ "$1" = tiles ]; then
-        echo DELTALLM_VK_GEMM_GEMV_ROWS=0
-    elif [ "$1" = f16 ]; then
-        echo DELTALLM_VK_GEMM_GEMV_ROWS=0 DELTALLM_VK_GEMM_EXPAND_ROWS=1
-    else
-        echo DELTALLM_VK_GEMV_BATCH_ONCE=${1%:*} DELTALLM_VK_GEMV_BATCH_ROWS=${1#*:}
-    fi
+form_env() {  # the environment of form $1 (see `forms` at the top)
+    case $1 in
+    bytes) echo DELTALLM_VK_GEMV_X=auto ;;
+    bytes8) echo DELTALLM_VK_GEMV_BATCH_ROWS=8 ;;
+    float) echo DELTALLM_VK_GEMV_X=global ;;
+    once) echo DELTALLM_VK_GEMV_X=global DELTALLM_VK_GEMV_BATCH_ONCE=1 ;;
+    tiles) echo DELTALLM_VK_GEMM_GEMV_ROWS=0 ;;
+    f16) echo DELTALLM_VK_GEMM_GEMV_ROWS=0 DELTALLM_VK_GEMM_EXPAND_ROWS=1 ;;
+    esac
 }
 form() {  # the form the stages after `forms` run
     export $(form_env "$GEMV_FORM")
@@ -66,21 +68,19 @@ for stage in ${STAGES:-golden forms batched moe tests serve table}; do
         fits 90 "the batched GEMV's forms" || continue
         synth qwen35 9b q4_k_m
         for b in 8 32; do
-            for form in ${FORMS:-0:0 0:8 1:0 1:8 tiles f16}; do
-                printf 'B=%s once:rows=%s ' "$b" "$form"
-                # "tiles": the cooperative-matrix tiles (weights decoded in their loads) take
-                # every GEMM; "f16": the tiles over the weights expanded to F16 first.
+            for form in ${FORMS:-bytes bytes8 float once tiles f16}; do
+                printf 'B=%s form=%s ' "$b" "$form"
                 env $(form_env "$form") timeout 40 "$ours" bench -m "$m9" --device vulkan \
                     -b "$b" -p 16 -n 32 -r 1 -o csv 2>/dev/null | grep "B$b " | cut -d, -f4,9
             done
         done | tee "$out/gemv-batch.txt"
-        # The form with the highest B = 8 and B = 32 rates together (lines "B=8 once:rows=1:0
+        # The form with the highest B = 8 and B = 32 rates together (lines "B=8 form=bytes
         # B8 pp16+tg32,<t/s>").
         best=$(awk '{split($2, f, "="); split($4, v, ","); sum[f[2]] += v[2]}
             END {for (k in sum) if (sum[k] > top) {top = sum[k]; form = k}; print form}' \
             "$out/gemv-batch.txt")
         [ -n "$best" ] && [ -z "${GEMV_FORM:-}" ] && GEMV_FORM=$best
-        echo "== the later stages run the form once:rows=${GEMV_FORM:-0:0}"
+        echo "== the later stages run the form ${GEMV_FORM:-bytes}"
         # B = 64: its GEMMs on the tiles (32: the default, over the F16 expansion) or as the
         # batched GEMV in that form (64); the faster goes on too.
         [ "$GEMV_FORM" = tiles ] || [ "$GEMV_FORM" = f16 ] && continue

@@ -28,6 +28,9 @@ struct DequantPush {
 struct GemvBatchPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec, span;
 };
+struct RoundRowsPush {
+    uint32_t x_off, ncols, nvec, out_off;
+};
 // Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in.
 constexpr uint32_t kGemmRows = 64;
 constexpr uint32_t kGemmCols = 64, kGemmColsCoopmat = 128;
@@ -142,7 +145,13 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
     if (gemm_by_gemv(t, cols, n_rows)) {
         if (expanded) fail("a GEMM of {} rows given as expanded runs as a GEMV", n_rows);
-        gemv_batch(cl, t, w, rows, cols, x, x_off, y, y_off, n_rows, accumulate);
+        if (gemv_batch_reads_bytes(t, cols, n_rows)) {
+            if (x16.buffer == VK_NULL_HANDLE)
+                fail("the batched GEMV over bytes needs the rounded rows");
+            gemv_batch(cl, t, w, rows, cols, x16, 0, y, y_off, n_rows, accumulate, true);
+        } else {
+            gemv_batch(cl, t, w, rows, cols, x, x_off, y, y_off, n_rows, accumulate);
+        }
         return;
     }
     const bool f16 = gemm_reads_f16(v, cols);
@@ -220,17 +229,48 @@ bool GemmKernels::gemm_by_gemv(QType t, uint32_t cols, uint32_t n_rows) const {
     return n_rows <= tuning.gemm_gemv_rows && gemm_type(t) && cols % 32 == 0;
 }
 
+bool GemmKernels::gemv_batch_reads_bytes(uint32_t cols, uint32_t n_rows) const {
+    const Features& f = dev_.features();
+    if (!f.integer_dot || n_rows > tuning.gemm_gemv_rows || cols % 32 != 0 ||
+        find_module("round_rows").empty())
+        return false;
+    switch (tuning.gemv_x) {
+        case Tuning::GemvX::bytes:
+            return true;
+        case Tuning::GemvX::global:
+            return false;
+        default:
+            return f.integer_dot_fast && cols >= 1024;
+    }
+}
+
+bool GemmKernels::gemv_batch_reads_bytes(QType t, uint32_t cols, uint32_t n_rows) const {
+    return Kernels::block_format(t) && gemv_batch_reads_bytes(cols, n_rows) &&
+           !find_module("gemv_batch_" + type_name(t) + "_i8").empty();
+}
+
+void GemmKernels::round_rows(CommandList& cl, View x, uint32_t x_off, View out, uint32_t out_off,
+                             uint32_t cols, uint32_t n) {
+    if (cols % 32) fail("round_rows of rows of {} values: not a multiple of 32", cols);
+    const Kernel& k = pipes_.get("round_rows", 2, sizeof(RoundRowsPush));
+    RoundRowsPush p{x_off, cols, n, out_off};
+    auto [gx, gy] = grid(dev_.features(), ((uint64_t)n * cols / 16 + 63) / 64);
+    cl.dispatch(k, {x, out}, p, gx, gy);
+}
+
 void GemmKernels::gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
                              uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows,
-                             bool accumulate) {
+                             bool accumulate, bool bytes) {
     const Features& f = dev_.features();
     if (n_rows == 0 || rows == 0) return;
+    if (bytes && !Kernels::block_format(t))
+        fail("no batched GEMV over bytes for {}", qtype_name(t));
     // Vectors a group as even as the groups of at most 8 allow (13 rows: two groups of 7, the
     // last vector of the second computed twice and stored once).
     BatchGemvShape sh = batch_gemv_shape(cols, n_rows, w, x, x_off);
     if (tuning.gemv_batch_rows) sh.spec[1] = sh.k_rows = tuning.gemv_batch_rows;
     sh.spec.push_back(tuning.gemv_batch_decode_once && t != QType::F32 && t != QType::F16);
-    std::string name = "gemv_batch_" + type_name(t);
+    std::string name = "gemv_batch_" + type_name(t) + (bytes ? "_i8" : "");
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), sh.spec);
     const uint32_t row_blocks = (rows + sh.k_rows - 1) / sh.k_rows;

@@ -31,7 +31,9 @@ class GemmKernels : public virtual KernelFamily {
     // Y[m][n] (=|+=) Σ_k W[n][k] · X[m][k] for m < n_rows: X rows at x_off (stride cols), Y rows
     // at y_off (stride rows); W is rows × cols of type t in its native blocks. The
     // cooperative-matrix tiles read X from its F16 copy x16 (f16_copy() of the same rows, starting
-    // the view); gemm_reads_f16() says whether this call needs it.
+    // the view); gemm_reads_f16() says whether this call needs it. Where the GEMM runs as the
+    // batched GEMV over bytes (gemv_batch_reads_bytes()), x16 holds instead X's rows rounded to
+    // bytes (round_rows() of the same rows, starting the view).
     // On the NV cooperative matrix 2 tiles, a window of at least tuning.gemm_expand_rows expands W
     // to F16 in the scratch w16 first (dequant_f16(), rows × cols × 2 bytes; barriers before and
     // after it are recorded here) and runs the F16 tiles over it; without w16 the tensor loads
@@ -50,8 +52,21 @@ class GemmKernels : public virtual KernelFamily {
     // Y[m][n] (=|+=) Σ_k W[n][k] · X[m][k] for m < n_rows, with the same operands as gemm(), as
     // one batched GEMV (shaders/gemv_batch.comp): each workgroup takes a few weight rows for
     // every row of X, in groups of up to 8.
+    // bytes: x is X's rows rounded (round_rows(), x_off its word offset).
     void gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols, View x,
-                    uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows, bool accumulate);
+                    uint32_t x_off, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
+                    bool bytes = false);
+    // Whether GEMMs of n_rows rows of cols values that run as the batched GEMV read X rounded to
+    // signed bytes (block formats; integer dot products in hardware, rows of 1024+ values, as
+    // the decode GEMV's DELTALLM_VK_GEMV_X policy): the caller then rounds X first.
+    bool gemv_batch_reads_bytes(uint32_t cols, uint32_t n_rows) const;
+    bool gemv_batch_reads_bytes(QType t, uint32_t cols, uint32_t n_rows) const;
+    // n rows of x (cols values each, a multiple of 32, at x_off) rounded to signed bytes in
+    // blocks of 16 into out (shaders/round_rows.comp), row v from word out_off + v ·
+    // rounded_row_words(cols).
+    void round_rows(CommandList& cl, View x, uint32_t x_off, View out, uint32_t out_off,
+                    uint32_t cols, uint32_t n);
+    static uint32_t rounded_row_words(uint32_t cols) { return cols / 4 + cols / 8; }
     // Whether gemm() over variant v runs the F16 tiles over W expanded into w16.
     bool gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
                       View w16) const;

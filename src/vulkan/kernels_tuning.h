@@ -17,6 +17,7 @@ struct Tuning {
     // by row length what measured fastest (gemv_x_for: bytes for rows of 1024+ where integer dot
     // products are accelerated). Where the device or build lacks bytes, or x's bytes do not fit
     // the shared memory, it falls back to `global`; F32 / F16 weights always read x globally.
+    // The batched GEMV follows the same choice (GemmKernels::gemv_batch_reads_bytes).
     enum class GemvX { automatic, global, bytes };
     GemvX gemv_x = GemvX::automatic;
     // For the GEMV speed report only: a nonzero shape forces threads and rows a workgroup.

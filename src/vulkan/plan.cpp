@@ -379,12 +379,19 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         scratch = token_scratch;
         if (w == 0) return;
         scratch += (uint64_t)act_layout(hp, (uint32_t)w).total * 4;
-        if (Kernels::gemm_uses_coopmat(f, variant)) {
-            int64_t widest_in = 0;
-            for (const auto& [what, t, in] : mats) widest_in = std::max(widest_in, t->cols());
+        int64_t widest_in = 0;
+        for (const auto& [what, t, in] : mats) widest_in = std::max(widest_in, t->cols());
+        if (Kernels::gemm_uses_coopmat(f, variant))
             p.window_x16_bytes = align_up((uint64_t)w * widest_in * 2, kAlign);
-            scratch += p.window_x16_bytes;
-        }
+        // The batched GEMV's rows rounded to bytes (at most 64 rows: DELTALLM_VK_GEMM_GEMV_ROWS)
+        // share the buffer: 1.5 bytes a value.
+        if (f.integer_dot)
+            p.window_x16_bytes =
+                std::max<uint64_t>(p.window_x16_bytes,
+                                   align_up((uint64_t)std::min<int64_t>(w, 64) *
+                                                Kernels::rounded_row_words((uint32_t)widest_in) * 4,
+                                            kAlign));
+        scratch += p.window_x16_bytes;
         if (Kernels::gemm_uses_cm2(f, variant) && w >= Kernels::kGemmExpandRows) {
             uint64_t largest = 0;
             for (const auto& group : gemm_groups(model, false)) {

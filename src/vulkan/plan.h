@@ -110,7 +110,9 @@ struct Plan {
     std::string window_decline;
     // The window attention runs on tensor cores (Kernels::attention_cm2) rather than on tiles.
     bool window_attention_tensor_cores = false;
-    uint64_t window_x16_bytes = 0;  // F16 copy of the widest GEMM input of a window (0: none)
+    // F16 copy of the widest GEMM input of a window, or its rows rounded to bytes for the batched
+    // GEMV (0: neither)
+    uint64_t window_x16_bytes = 0;
     // Two slots, each the F16 expansion of the largest group of quantized layer matrices that
     // one stage multiplies by (gemm_groups), for the NV cooperative matrix 2 tiles of a window
     // (Kernels::gemm; 0: none): the next group's matrices are expanded into one while the GEMMs

@@ -130,8 +130,18 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         ++group;
         if (expand_ahead_ && group < groups.size() && any_expands(group)) expand(group);
     };
-    // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input).
+    // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input);
+    // or the rows rounded to bytes, when they run as the batched GEMV over bytes.
     auto to_f16 = [&](uint32_t x_off, int64_t cols) {
+        if (K.gemv_batch_reads_bytes((uint32_t)cols, m)) {
+            WindowItem it;
+            it.kind = Kind::round_rows;
+            it.x_off = x_off;
+            it.n = (uint32_t)cols;
+            add(it);
+            end_stage(Kind::mark_end, "round rows");
+            return;
+        }
         if (!K.gemm_reads_f16(var, (uint32_t)cols)) return;
         WindowItem it;
         it.kind = Kind::f16_copy;
@@ -403,6 +413,10 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                 break;
             case Kind::f16_copy:
                 K.f16_copy(cl, act, i.x_off, x16, i.n);
+                break;
+            case Kind::round_rows:
+                if (!x16.buffer) fail("the window has no buffer for its rounded rows");
+                K.round_rows(cl, act, i.x_off, x16, 0, i.n, m);
                 break;
             case Kind::deltanet_rows:
                 K.deltanet_rows(cl, deltanet_args(A, model_->layers[i.layer]), A.conv, act, prm,

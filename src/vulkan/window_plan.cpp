@@ -20,6 +20,8 @@ const char* kind_name(WindowItem::Kind k) {
             return "rms_norm";
         case K::f16_copy:
             return "f16_copy";
+        case K::round_rows:
+            return "round_rows";
         case K::deltanet_rows:
             return "deltanet_rows";
         case K::attention_rows:
@@ -73,7 +75,8 @@ std::string WindowPlan::describe() const {
         if (i.kind == WindowItem::Kind::sample_batch) out += fmt::format(" rows {}", i.n);
         if (i.t) out += fmt::format(" {}", i.t->name);
         if (i.kind == WindowItem::Kind::gemm || i.kind == WindowItem::Kind::rms_norm ||
-            i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::head_gemv)
+            i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::round_rows ||
+            i.kind == WindowItem::Kind::head_gemv)
             out += fmt::format(" x@{} y@{}{}", i.x_off, i.y_off, i.to_logits ? " (logits)" : "");
         if (i.accumulate) out += " +=";
         if (i.w16.range > 0) out += fmt::format(" f16@{}:{}", i.w16.offset, i.w16.range);

@@ -22,6 +22,8 @@ struct WindowItem {
         embed,          // h = the rows of tok_embd of the window's ids
         rms_norm,       // act[y_off] = RMSNorm(act[x_off]) · t, every row
         f16_copy,       // the F16 copy of act[x_off] (n values) the next GEMM tiles read
+        round_rows,     // the window's rows at act[x_off] (n values each) rounded to bytes for
+                        // the next GEMMs (the batched GEMV over bytes)
         deltanet_rows,  // the layer's DeltaNet over the rows (conv, gates, scan, gated norm)
         attention_rows,  // the layer's attention over the rows
         swiglu,          // act[y_off] = SiLU(act[x_off]) · act[u_off], n values

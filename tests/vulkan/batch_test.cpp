@@ -100,6 +100,69 @@ void check_batch(const std::string& arch, QType type) {
     check_batch(test::parity_spec(arch, type));
 }
 
+// Over bytes (Tuning::gemv_x, as a GPU with fast integer dot products runs rows of 1024+ values):
+// the batched step's GEMMs round their rows to bytes (round_rows, the batched GEMV over bytes)
+// as the decode GEMVs round x, so each row is compared with its sequence decoded alone over
+// bytes, step by step, rather than with the double reference (which both miss by about 1 %).
+// Most rows agree to 1e-4; where a value lies a hair from a half, the two paths (which compute
+// it in another order: the decode GEMVs round x times the norm weights, the batch the normed
+// rows) round it the other way, and one byte moves a tiny model's logits by up to 0.5 %.
+void check_batch_over_bytes(const dl::test::TinySpec& spec) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    auto model = dl::test::tiny_model(spec);
+    DriverOptions o = batch_options();
+    o.tuning.gemv_x = Kernels::GemvX::bytes;
+    auto drv = ResidentDriver::create(model, o);
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    if (d.plan().window < 4) GTEST_SKIP() << "no window kernels here";
+    ASSERT_NE(d.batch_plan(4, true).describe().find("round_rows"), std::string::npos)
+        << "the batched step does not run over bytes";
+    const int64_t V = model->hp.n_vocab;
+    std::vector<std::unique_ptr<SessionState>> batched, alone;
+    std::vector<std::vector<int32_t>> toks;
+    std::vector<float> ignored, solo;
+    for (uint32_t i = 0; i < 4; ++i) {
+        toks.push_back(dl::test::tiny_tokens(12, V, 90 + i));
+        for (auto* set : {&batched, &alone}) {
+            set->push_back(d.new_session(64));
+            d.prefill(*set->back(), std::span<const int32_t>(toks[i].data(), 3 + i),
+                      LogitsRows::last, ignored);
+        }
+    }
+    int close = 0;
+    for (uint32_t k = 0; k < 4; ++k) {
+        std::vector<StepItem> items;
+        for (uint32_t i = 0; i < 4; ++i) {
+            StepItem it;
+            it.session = batched[i].get();
+            it.tokens = std::span<const int32_t>(&toks[i][3 + i + k], 1);
+            items.push_back(it);
+        }
+        d.step(items);
+        for (uint32_t i = 0; i < 4; ++i) {
+            d.decode(*alone[i], toks[i][3 + i + k], solo);
+            for (float x : items[i].logits) ASSERT_TRUE(std::isfinite(x));
+            const double e =
+                test::rel_err(items[i].logits, std::vector<double>(solo.begin(), solo.end()));
+            EXPECT_LE(e, 1e-2) << spec.arch << " step " << k << " sequence " << i;
+            close += e <= 1e-4;
+        }
+    }
+    EXPECT_GE(close, 8) << "of 16 rows, too few agree with their solo decodes to 1e-4";
+}
+
+TEST(VulkanBatchedStep, Qwen35Q8RowsOverBytesEqualTheirSoloDecodes) {
+    check_batch_over_bytes(test::parity_spec("qwen35", QType::Q8_0));
+}
+TEST(VulkanBatchedStep, Qwen35Q4KMixRowsOverBytesEqualTheirSoloDecodes) {
+    check_batch_over_bytes(test::parity_spec("qwen35", QType::Q4_K));
+}
+TEST(VulkanBatchedStep, LlamaQ4KRowsOverBytesEqualTheirSoloDecodes) {
+    check_batch_over_bytes(test::parity_spec("llama", QType::Q4_K));
+}
+
 TEST(VulkanBatchedStep, Qwen35F32RowsEqualTheReferenceAlone) {
     check_batch("qwen35", QType::F32);
 }

@@ -44,7 +44,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
     // blocks inside the tensor loads and over the matrix expanded to F16 in a scratch (poisoned
     // past the matrix). And the batched GEMV that takes windows of up to gemv_rows rows (every
     // window up to 64 rows here; the tiles run with it off), in both its forms and with rows a
-    // workgroup forced.
+    // workgroup forced, and over X rounded to bytes (round_rows(); block formats, devices with
+    // integer dot products), checked against the products over the host's rounding of X.
     struct Run {
         Variant v;
         uint32_t y_off;
@@ -53,12 +54,15 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         uint32_t gemv_rows = 0;
         bool decode_once = false;  // the batched GEMV's forms (Tuning::gemv_batch_decode_once)
         uint32_t gemv_batch_rows = 0;
+        bool bytes = false;  // the batched GEMV over X rounded to bytes
     };
     std::vector<Run> runs = {{Variant::scalar, 5, {}, 0},
                              {Variant::scalar, 5, {}, 0, 64},
                              {Variant::scalar, 5, {}, 0, 64, true},
                              {Variant::scalar, 5, {}, 0, 64, true, 1},
-                             {Variant::scalar, 5, {}, 0, 64, false, 2}};
+                             {Variant::scalar, 5, {}, 0, 64, false, 2},
+                             {Variant::scalar, 5, {}, 0, 64, false, 0, true},
+                             {Variant::scalar, 5, {}, 0, 64, false, 2, true}};
     const Features& f = dev.features();
     if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
         runs.push_back({Variant::khr_coopmat, 5, {}, 0});
@@ -74,22 +78,46 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         const uint32_t x_off = 3;
         std::vector<float> x = randn((size_t)m * cols + x_off, 5 + m);
         Buffer xb = test::to_device(dev, x);
-        std::vector<double> ref((size_t)m * rows), mag((size_t)m * rows);
-        for (uint32_t i = 0; i < m; ++i)
-            for (uint32_t r = 0; r < rows; ++r)
-                for (uint32_t c = 0; c < cols; ++c) {
-                    double p = (double)deq[(size_t)r * cols + c] * x[x_off + (size_t)i * cols + c];
-                    ref[(size_t)i * rows + r] += p;
-                    mag[(size_t)i * rows + r] += std::fabs(p);
-                }
-        for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows] : runs) {
+        // X as the batched GEMV over bytes sees it: each row's blocks of 16 rounded to signed
+        // bytes, 127 for the largest magnitude.
+        std::vector<float> xr(x);
+        for (size_t b = x_off; b + 16 <= x.size(); b += 16) {
+            float amax = 0.f;
+            for (size_t i = b; i < b + 16; ++i) amax = std::max(amax, std::fabs(x[i]));
+            for (size_t i = b; i < b + 16; ++i)
+                xr[i] = amax > 0.f ? std::nearbyint(x[i] * (127.f / amax)) * (amax / 127.f) : 0.f;
+        }
+        auto products = [&](const std::vector<float>& xs, std::vector<double>& ref,
+                            std::vector<double>& mag) {
+            ref.assign((size_t)m * rows, 0.0);
+            mag.assign((size_t)m * rows, 0.0);
+            for (uint32_t i = 0; i < m; ++i)
+                for (uint32_t r = 0; r < rows; ++r)
+                    for (uint32_t c = 0; c < cols; ++c) {
+                        double p =
+                            (double)deq[(size_t)r * cols + c] * xs[x_off + (size_t)i * cols + c];
+                        ref[(size_t)i * rows + r] += p;
+                        mag[(size_t)i * rows + r] += std::fabs(p);
+                    }
+        };
+        std::vector<double> ref_x, mag_x, ref_xr, mag_xr;
+        products(x, ref_x, mag_x);
+        products(xr, ref_xr, mag_xr);
+        for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes] : runs) {
+            test::Scoped x_scope(K.tuning.gemv_x,
+                                 bytes ? Kernels::GemvX::bytes : Kernels::GemvX::global);
+            const bool rounds = K.gemv_batch_reads_bytes(t, cols, m);
+            if (bytes && !rounds) continue;  // F32 / F16, or no integer dot products
+            const std::vector<double>& ref = rounds ? ref_xr : ref_x;
+            const std::vector<double>& mag = rounds ? mag_xr : mag_x;
             test::Scoped once_scope(K.tuning.gemv_batch_decode_once, once);
             test::Scoped rows_scope(K.tuning.gemv_batch_rows, batch_rows);
             test::Scoped tile_scope(K.tuning.gemm_tile, tile);
             test::Scoped expand_scope(K.tuning.gemm_expand, expand);
             test::Scoped gemv_scope(K.tuning.gemm_gemv_rows, gemv_rows);
-            // F16 tiles round x and w to 11 bits; the F32 tiles and the GEMV only reorder the sum.
-            const double tol = v == Variant::scalar || m <= gemv_rows ? 1e-5 : 2e-3;
+            // F16 tiles round x and w to 11 bits; the F32 tiles and the GEMV only reorder the sum
+            // (over bytes, a product a hair from a half may round the other way).
+            const double tol = rounds ? 1e-4 : v == Variant::scalar || m <= gemv_rows ? 1e-5 : 2e-3;
             for (bool acc : {false, true}) {
                 const size_t n_out = (size_t)m * rows;
                 Buffer y = test::poisoned(dev, n_out + y_off + 4);
@@ -98,13 +126,19 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     init = randn(n_out, 9);
                     dev.upload(y, y_off * 4, init.data(), n_out * 4);
                 }
-                // The F16 copy of X the cooperative-matrix tiles read, poisoned past the rows.
+                // The F16 copy of X the cooperative-matrix tiles read (or its rows rounded to
+                // bytes), poisoned past the rows.
                 const uint32_t n16 = (m * cols + 7) / 8 * 8;
-                Buffer x16 = test::poisoned(dev, n16 / 2 + 4);
-                const bool f16 = K.gemm_reads_f16(v, cols);
+                Buffer x16 = test::poisoned(
+                    dev, std::max(n16 / 2, m * Kernels::rounded_row_words(cols)) + 4);
+                const bool f16 = !rounds && K.gemm_reads_f16(v, cols);
                 test::run(dev, [&](CommandList& cl) {
                     if (f16) {
                         K.f16_copy(cl, view(xb), x_off, view(x16), m * cols);
+                        cl.barrier();
+                    }
+                    if (rounds) {
+                        K.round_rows(cl, view(xb), x_off, view(x16), 0, cols, m);
                         cl.barrier();
                     }
                     K.gemm(cl, v, t, view(w), rows, cols, view(xb), x_off, view(x16), view(y),
@@ -122,8 +156,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << qtype_name(t) << " " << variant_name(v) << " tile " << tile.bm << "x"
                         << tile.bn << "x" << tile.bk << " expand " << expand << " gemv rows "
                         << gemv_rows << " decode once " << once << " rows a workgroup "
-                        << batch_rows << " m " << m << " row " << i / rows << " col " << i % rows
-                        << " acc " << acc;
+                        << batch_rows << " bytes " << rounds << " m " << m << " row " << i / rows
+                        << " col " << i % rows << " acc " << acc;
                 }
             }
         }

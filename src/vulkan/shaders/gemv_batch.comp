@@ -30,9 +30,19 @@
 // With perm_off, vector v is pair route[perm_off + v] (moe_sort.comp: the pairs grouped by
 // expert, so a group's vectors mostly read the same rows, from memory once) and its output
 // goes to the pair's place; not with sum.
+//
+// X_INT8 (block formats, devices with integer dot products): x is the nvec vectors rounded to
+// signed bytes (round_rows.comp: x_off and the vectors' stride in words of that layout), and a
+// slice meets them in packed integer dot products (gemv_slices_bytes.glsl), as the decode GEMV
+// does over its rounded x. Each row's slice is prepared once (its words and terms,
+// slice_words()) and met by every vector of the group, whose rounded values are read once for
+// all ROWS rows: neither the decoding of the weights nor the reads of x is repeated.
 #version 450
 
 #extension GL_EXT_control_flow_attributes : enable
+#if defined(X_INT8)
+#extension GL_EXT_integer_dot_product : require
+#endif
 #if defined(SUBGROUP)
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -55,6 +65,8 @@ layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
+layout(std430, binding = 1) readonly buffer XQ4 { uvec4 gxq4[]; };  // X_INT8: the rounded x
+layout(std430, binding = 1) readonly buffer XD2 { vec2 gxd2[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
 #if defined(EXPERTS)
 layout(std430, binding = 3) readonly buffer Route { uint route[]; };
@@ -64,7 +76,7 @@ layout(push_constant) uniform Push {
     uint ncols;      // elements per row (and the stride of x's vectors)
     uint nrows;      // rows (and the stride of y's vectors)
     uint row_bytes;  // bytes per weight row
-    uint x_off;      // in floats
+    uint x_off;      // in floats (X_INT8: in words of the rounded layout)
     uint y_off;      // in floats
     uint mode;       // 0: y = W·x, 1: y += W·x
     uint nvec;       // vectors
@@ -104,6 +116,22 @@ vec4 xload4(uint b, uint e) {
     return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
 #include "gemv_slices.glsl"
+
+#if defined(X_INT8)
+const uint ABLATE = 0u, WIDE = 0u;  // x_slice.glsl's knobs of gemv.comp: none here
+#include "round_bytes.glsl"
+// The word where the rounded vector the next x_slice() reads starts (x_vector()'s).
+uint xbase;
+uvec4 xq_at(uint e) { return gxq4[(xbase >> 2) + e]; }
+vec2 xd_at(uint e) { return gxd2[((xbase + p.ncols / 4u) >> 1) + e]; }
+#include "x_slice.glsl"
+#include "gemv_slices_bytes.glsl"
+// The slice of 32 values of vector b of x (its pair's x vector) that slice (blk, part) meets.
+XSlice x_slice_of(uint b, uint blk, uint part) {
+    xbase = p.x_off + x_vector(b) * (p.ncols / 4u + p.ncols / 8u);
+    return x_slice(blk, part);
+}
+#endif
 
 #if (defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K))
 const uint TPB = 8u, BLOCK = 256u;
@@ -205,6 +233,28 @@ void main() {
                 vec4 xv[8];
                 [[unroll]] for (uint i = 0; i < 8u; ++i) xv[i] = xload4(vb[b], u * 32u + 4u * i);
                 [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r * NB + b] += unit_dot(RB(r, b), u, xv);
+            }
+        }
+#elif defined(X_INT8)
+        uint slices = (p.ncols / BLOCK) * TPB;
+        for (uint s = lt; s < slices; s += WG) {
+            uint blk = s / TPB, part = s % TPB;
+            if (one_expert) {
+                uvec4 wa[ROWS], wb[ROWS];
+                vec4 wc[ROWS];
+                [[unroll]] for (uint r = 0; r < ROWS; ++r)
+                    slice_words(RB(r, 0), blk, part, wa[r], wb[r], wc[r]);
+                [[unroll]] for (uint b = 0; b < NB; ++b) {
+                    XSlice xs = x_slice_of(vb[b], blk, part);
+                    [[unroll]] for (uint r = 0; r < ROWS; ++r)
+                        acc[r * NB + b] += words_dot(wa[r], wb[r], wc[r], xs);
+                }
+            } else {  // the group's vectors read several experts' rows
+                [[unroll]] for (uint b = 0; b < NB; ++b) {
+                    XSlice xs = x_slice_of(vb[b], blk, part);
+                    [[unroll]] for (uint r = 0; r < ROWS; ++r)
+                        acc[r * NB + b] += slice_dot_i8(RB(r, b), blk, part, xs);
+                }
             }
         }
 #else

@@ -2,18 +2,43 @@
 // of a slice of each block format in 4-way packed integer dot products, included inside
 // #if defined(X_INT8).
 //
+// A slice of 32 weights is, in every format, two words-of-bytes vectors a and b (the values
+// meeting x's blocks a and b, XSlice) and four float terms c (slice_words()), and its product
+// with x is c.x·f.x·(a·x.a) + c.y·f.y·(b·x.b) - c.z·f.z - c.w·f.w (words_dot()): the format's
+// offsets and mins go through the scaled sums of x's blocks. gemv_batch.comp prepares a row's
+// slice once and meets it with every vector of its group.
+//
 // Wide slices (WIDE, X_INT8 Q4_K and Q6_K): a slice of 64 weights, so the fixed work of a
 // slice (the header or scale loads, unpacking the scales, the float terms) is paid once for
 // twice the weights; the launcher gives a thread half the rows, so it holds as many weight
 // bytes. On an H200 these GEMVs were bound by that work a slice, not by the bytes: a Q4_K
 // GEMV over 65536 rows took 65.5 -> 51.5 us (2.3 -> 2.9 TB/s).
 
-#if defined(WTYPE_Q4_K)
-float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
-    uvec4 hd = load16(tiled_byte(rb, blk, 144u, 0u));
-    vec2 sc, mn;
+float words_dot(uvec4 a, uvec4 b, vec4 c, XSlice x) {
     int lo = 0, hi = 0;
+    [[unroll]] for (uint i = 0; i < 4u; ++i) {
+        lo += dot4(a[i], x.a[i]);
+        hi += dot4(b[i], x.b[i]);
+    }
+    return c.x * x.f.x * float(lo) + c.y * x.f.y * float(hi) - c.z * x.f.z - c.w * x.f.w;
+}
+
+#if defined(WTYPE_Q4_K)
+void slice_words(uint rb, uint blk, uint part, out uvec4 a, out uvec4 b, out vec4 c) {
+    uvec4 hd = load16(tiled_byte(rb, blk, 144u, 0u));
+    uvec4 q = load16(tiled_byte(rb, blk, 144u, 16u + 16u * part));
+    vec2 sc, mn;
+    k4_pair(hd, part >> 1, sc, mn);
+    a = q & 0x0f0f0f0fu;
+    b = (q >> 4) & 0x0f0f0f0fu;
+    vec2 dm = unpackHalf2x16(hd.x);
+    c = vec4(dm.x * sc, dm.y * mn);
+}
+float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
     if (WIDE != 0u) {
+        uvec4 hd = load16(tiled_byte(rb, blk, 144u, 0u));
+        vec2 sc, mn;
+        int lo = 0, hi = 0;
         // Bytes 32·part .. +31 of the nibbles: sub-block 2·part (low) and 2·part + 1 (high).
         uvec4 q0 = load16(tiled_byte(rb, blk, 144u, 16u + 32u * part));
         uvec4 q1 = load16(tiled_byte(rb, blk, 144u, 32u + 32u * part));
@@ -30,31 +55,28 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
                        sc.y * (x.f.z * float(hi) + x.f.w * float(hi2))) -
                dm.y * dot(mn, vec2(x.g.x + x.g.y, x.g.z + x.g.w));
     }
-    uvec4 q = load16(tiled_byte(rb, blk, 144u, 16u + 16u * part));
-    k4_pair(hd, part >> 1, sc, mn);
-    [[unroll]] for (uint i = 0; i < 4u; ++i) {
-        lo += dot4(q[i] & 0x0f0f0f0fu, x.a[i]);
-        hi += dot4((q[i] >> 4) & 0x0f0f0f0fu, x.b[i]);
-    }
-    vec2 dm = unpackHalf2x16(hd.x);
-    return dm.x * (sc.x * x.f.x * float(lo) + sc.y * x.f.y * float(hi)) - dm.y * dot(mn, x.f.zw);
+    uvec4 a, b;
+    vec4 c;
+    slice_words(rb, blk, part, a, b, c);
+    return words_dot(a, b, c, x);
 }
 #elif defined(WTYPE_Q5_K)
-float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
+void slice_words(uint rb, uint blk, uint part, out uvec4 a, out uvec4 b, out vec4 c) {
     uvec4 hd, qh, q;
     q5_slice(rb, blk, part, hd, qh, q);
     uint j = part >> 1;
     vec2 sc, mn;
     k4_pair(hd, j, sc, mn);
-    int lo = 0, hi = 0;
-    [[unroll]] for (uint i = 0; i < 4u; ++i) {
-        uint h0 = ((qh[i] >> (2u * j)) & 0x01010101u) << 4;
-        uint h1 = ((qh[i] >> (2u * j + 1u)) & 0x01010101u) << 4;
-        lo += dot4((q[i] & 0x0f0f0f0fu) | h0, x.a[i]);
-        hi += dot4(((q[i] >> 4) & 0x0f0f0f0fu) | h1, x.b[i]);
-    }
+    a = (q & 0x0f0f0f0fu) | (((qh >> (2u * j)) & 0x01010101u) << 4);
+    b = ((q >> 4) & 0x0f0f0f0fu) | (((qh >> (2u * j + 1u)) & 0x01010101u) << 4);
     vec2 dm = unpackHalf2x16(hd.x);
-    return dm.x * (sc.x * x.f.x * float(lo) + sc.y * x.f.y * float(hi)) - dm.y * dot(mn, x.f.zw);
+    c = vec4(dm.x * sc, dm.y * mn);
+}
+float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
+    uvec4 a, b;
+    vec4 c;
+    slice_words(rb, blk, part, a, b, c);
+    return words_dot(a, b, c, x);
 }
 #elif defined(WTYPE_Q6_K)
 // WIDE slice part = 2h + c of block blk (see q6_slice): bytes 32c .. 32c + 31 of the half's low
@@ -79,6 +101,15 @@ void q6_slice_wide(uint rb, uint blk, uint part, out uvec4 v[4], out vec4 sc, ou
               bitfieldExtract(int(s.y), sh, 8), bitfieldExtract(int(s.y), sh + 8, 8));
 }
 
+void slice_words(uint rb, uint blk, uint part, out uvec4 a, out uvec4 b, out vec4 c) {
+    uvec4 v[2];
+    vec2 sc;
+    float d;
+    q6_slice(rb, blk, part, v, sc, d);
+    a = v[0];
+    b = v[1];
+    c = vec4(d * sc, 32.0 * d * sc);  // the -32 of every value through the sums of x's blocks
+}
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
     if (WIDE != 0u) {
         uvec4 v[4];
@@ -95,38 +126,34 @@ float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
         vec4 dots = vec4(x.f.x * float(l0), x.f.y * float(l1), x.f.z * float(h0), x.f.w * float(h1));
         return d * dot(sc, dots - 32.0 * x.g);
     }
-    uvec4 v[2];
-    vec2 sc;
-    float d;
-    q6_slice(rb, blk, part, v, sc, d);
-    int lo = 0, hi = 0;
-    [[unroll]] for (uint i = 0; i < 4u; ++i) {
-        lo += dot4(v[0][i], x.a[i]);
-        hi += dot4(v[1][i], x.b[i]);
-    }
-    // The -32 of every value through the sums of the rounded x halves.
-    return d * (sc.x * (x.f.x * float(lo) - 32.0 * x.f.z) + sc.y * (x.f.y * float(hi) - 32.0 * x.f.w));
+    uvec4 a, b;
+    vec4 c;
+    slice_words(rb, blk, part, a, b, c);
+    return words_dot(a, b, c, x);
 }
 #elif defined(WTYPE_Q8_0)
-float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
-    uint b = rb + blk * 34u;
-    uvec4 q0 = load16_a2(b + 2u), q1 = load16_a2(b + 18u);
-    int s0 = 0, s1 = 0;
-    [[unroll]] for (uint i = 0; i < 4u; ++i) {
-        s0 += dot4(q0[i], x.a[i]);
-        s1 += dot4(q1[i], x.b[i]);
-    }
-    return w_f16(b) * (x.f.x * float(s0) + x.f.y * float(s1));
+void slice_words(uint rb, uint blk, uint part, out uvec4 a, out uvec4 b, out vec4 c) {
+    uint o = rb + blk * 34u;
+    a = load16_a2(o + 2u);
+    b = load16_a2(o + 18u);
+    float d = w_f16(o);
+    c = vec4(d, d, 0.0, 0.0);
 }
 #elif defined(WTYPE_Q4_0)
+void slice_words(uint rb, uint blk, uint part, out uvec4 a, out uvec4 b, out vec4 c) {
+    uint o = rb + blk * 18u;
+    uvec4 q = load16_a2(o + 2u);
+    a = q & 0x0f0f0f0fu;
+    b = (q >> 4) & 0x0f0f0f0fu;
+    float d = w_f16(o);
+    c = vec4(d, d, 8.0 * d, 8.0 * d);  // the -8 of every value
+}
+#endif
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
 float slice_dot_i8(uint rb, uint blk, uint part, XSlice x) {
-    uint b = rb + blk * 18u;
-    uvec4 q = load16_a2(b + 2u);
-    int s0 = 0, s1 = 0;
-    [[unroll]] for (uint i = 0; i < 4u; ++i) {
-        s0 += dot4(q[i] & 0x0f0f0f0fu, x.a[i]);
-        s1 += dot4((q[i] >> 4) & 0x0f0f0f0fu, x.b[i]);
-    }
-    return w_f16(b) * (x.f.x * float(s0) + x.f.y * float(s1) - 8.0 * (x.f.z + x.f.w));
+    uvec4 a, b;
+    vec4 c;
+    slice_words(rb, blk, part, a, b, c);
+    return words_dot(a, b, c, x);
 }
 #endif
