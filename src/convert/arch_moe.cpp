@@ -14,7 +14,9 @@ namespace dl::convert {
 
 MoeSizes plan_expert_keys(const HfModel& m, Plan& plan) {
     MoeSizes s;
-    s.n_expert = m.get_size("num_experts");
+    // Checkpoints name the count num_experts; transformers 5 saves Qwen3MoE's as
+    // num_local_experts.
+    s.n_expert = m.has("num_experts") ? m.get_size("num_experts") : m.get_size("num_local_experts");
     s.n_used = m.get_size("num_experts_per_tok");
     s.n_ff_exp = m.get_size("moe_intermediate_size");
     s.n_ff_shexp = m.has("shared_expert_intermediate_size")

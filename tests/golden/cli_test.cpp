@@ -46,8 +46,10 @@ class GoldenCli : public ::testing::TestWithParam<std::string> {};
 // The 64-token sequence: its reference greedy margins are at least 0.048 (recorded in
 // golden.json), far above the f16 KV cache's rounding, so the printed continuation must match.
 // The prompt logits go through the f16 KV cache the command uses; measured 8.3e-4 (qwen3),
-// 9.8e-4 (llama) and 2.1e-2 for the perturbation-amplifying tiny hybrid (see golden_test.cpp),
-// bounded at about 3x that (the f32-cache library-level test holds 1e-4).
+// 9.8e-4 (llama), 2.1e-2 for the perturbation-amplifying tiny hybrid (see golden_test.cpp) and
+// 0.163 for its mixture, whose router takes other experts where scores lie a hair apart (the
+// same as its F16 file on the CPU chain, golden_test.cpp); bounded at about 3x that (the
+// f32-cache library-level test holds 1e-4).
 TEST_P(GoldenCli, ConvertThenRunMatchesReference) {
     const std::string bin = golden::deltallm_bin(), data = golden::data_dir(),
                       tmp = golden::tmp_dir();
@@ -101,11 +103,12 @@ TEST_P(GoldenCli, ConvertThenRunMatchesReference) {
         worst = std::max(worst, std::sqrt(d2 / b2));
     }
     std::printf("%s: deltallm run prompt logits max relative error %.3g\n", family.c_str(), worst);
-    EXPECT_LT(worst, family == "qwen35" ? 6e-2 : 3e-3);
+    EXPECT_LT(worst, family == "qwen35" ? 6e-2 : family == "qwen35moe" ? 0.5 : 3e-3);
     fs::remove(gguf);
     fs::remove(dump);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GoldenCli, ::testing::Values("qwen35", "qwen3", "llama"));
+INSTANTIATE_TEST_SUITE_P(Models, GoldenCli,
+                         ::testing::Values("qwen35", "qwen3", "llama", "qwen35moe", "qwen3moe"));
 
 }  // namespace
