@@ -43,6 +43,23 @@ bool ExpertKernels::experts_supported(QType t, uint32_t cols) {
     return type_suffix(t) != nullptr && cols % 32 == 0;
 }
 
+bool ExpertKernels::experts_read_bytes(QType t, uint32_t cols) const {
+    const Features& f = dev_.features();
+    const char* suffix = type_suffix(t);
+    if (!f.integer_dot || !suffix || t == QType::F32 || t == QType::F16 || cols % 32 != 0 ||
+        find_module(std::string("gemv_experts_") + suffix + "_i8").empty() ||
+        find_module("round_rows").empty())
+        return false;
+    switch (tuning.gemv_x) {
+        case Tuning::GemvX::bytes:
+            return true;
+        case Tuning::GemvX::global:
+            return false;
+        default:
+            return f.integer_dot_fast;
+    }
+}
+
 void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     const Features& f = dev_.features();
     if (!experts_supported(g.type, g.cols))
@@ -60,7 +77,10 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     BatchGemvShape sh = batch_gemv_shape(g.cols, nvec, g.w, g.x, g.x_off, nb);
     sh.spec.push_back(tuning.gemv_batch_decode_once && g.type != QType::F32 &&
                       g.type != QType::F16);
-    std::string name = std::string("gemv_experts_") + type_suffix(g.type);
+    if (g.x_bytes && !experts_read_bytes(g.type, g.cols))
+        fail("no expert GEMV over bytes for {} rows of {} values", qtype_name(g.type), g.cols);
+    std::string name =
+        std::string("gemv_experts_") + type_suffix(g.type) + (g.x_bytes ? "_i8" : "");
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemvPush), sh.spec);
     const uint32_t row_blocks = (g.rows + sh.k_rows - 1) / sh.k_rows;

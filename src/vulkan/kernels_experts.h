@@ -46,6 +46,9 @@ class ExpertKernels : public virtual KernelFamily {
         View x;
         uint32_t x_off = 0;
         bool x_per_slot = false;
+        // x holds the vectors rounded to bytes (GemmKernels::round_rows; x_off in words), read
+        // in integer dot products (experts_read_bytes() must hold).
+        bool x_bytes = false;
         View y;
         uint32_t y_off = 0;
         bool sum = false, accumulate = false;
@@ -53,6 +56,11 @@ class ExpertKernels : public virtual KernelFamily {
     };
     void gemv_experts(CommandList& cl, const ExpertGemv& g);
     static bool experts_supported(QType t, uint32_t cols);
+    // Whether expert GEMVs over weights of type t read their vectors rounded to bytes: block
+    // formats where integer dot products run in hardware (Tuning::gemv_x `automatic`; `bytes`
+    // wherever the device has them, `global` never). Rows of any length: the rounding is done
+    // once for every expert, unlike the decode GEMV's in each workgroup.
+    bool experts_read_bytes(QType t, uint32_t cols) const;
     // The n_rows · k (row, slot) pairs of a window's choice (route_off, as moe_route wrote it)
     // grouped by expert, as pair indices at route[perm_off ..] (one workgroup; n_expert up to
     // kMaxSortExperts).

@@ -77,6 +77,10 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         a.down_e = a.ffn_e + slots;
         a.shared = a.down_e + k * E * rows;
         end = a.shared + E * rows;
+        a.xn_rounded = (end + 3) / 4 * 4;
+        end = a.xn_rounded + Kernels::rounded_row_words(E) * rows;
+        a.ffn_e_rounded = (end + 3) / 4 * 4;
+        end = a.ffn_e_rounded + Kernels::rounded_row_words((uint32_t)hp.n_ff_exp) * k * rows;
     }
     // Past everything a stage overwrites, 16-byte aligned.
     a.ffn_bytes = (end + 3) / 4 * 4;

@@ -57,6 +57,9 @@ struct ActLayout {
     // row).
     uint32_t router = 0, route = 0, perm = 0, gate_e = 0, up_e = 0, ffn_e = 0, down_e = 0;
     uint32_t shared = 0;
+    // Mixture of experts, windows: the rows of xn and of ffn_e rounded to bytes for the expert
+    // GEMVs over bytes (Kernels::round_rows; 16-byte aligned).
+    uint32_t xn_rounded = 0, ffn_e_rounded = 0;
     // The FFN activations quantized to int8 by the GEMV that writes them (Kernels::GemvRounding),
     // one row.
     uint32_t ffn_bytes = 0;

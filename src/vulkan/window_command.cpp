@@ -137,6 +137,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
             WindowItem it;
             it.kind = Kind::round_rows;
             it.x_off = x_off;
+            it.y_off = Kernels::kNone;
             it.n = (uint32_t)cols;
             add(it);
             end_stage(Kind::mark_end, "round rows");
@@ -235,11 +236,29 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
     chain.experts = [&](const Layer& L, const Tensor* next_norm) {
         const uint32_t k = (uint32_t)hp.n_expert_used, n_ff = (uint32_t)hp.n_ff_exp;
         const uint32_t E = (uint32_t)hp.n_embd, n_sh = (uint32_t)hp.n_ff_shexp;
+        // Over bytes (Kernels::experts_read_bytes), each expert GEMV reads its input's rows
+        // rounded once: xn's beside the router (which reads the same xn), ffn_e's after the
+        // SwiGLU.
+        auto round_rows = [&](uint32_t x_off, uint32_t cols, uint32_t rows, uint32_t y_off) {
+            WindowItem it;
+            it.kind = Kind::round_rows;
+            it.x_off = x_off;
+            it.y_off = y_off;
+            it.n = cols;
+            it.rows = rows;
+            add(it);
+        };
+        const Tensor* gate = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_gate_exps;
+        const Tensor* up = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_up_exps;
+        const bool gate_bytes =
+            K.experts_read_bytes(gate->type, E) || K.experts_read_bytes(up->type, E);
+        const bool down_bytes = K.experts_read_bytes(L.ffn_down_exps->type, n_ff);
         gemm(L.ffn_gate_inp, A.xn, false, A.router, false);
         if (L.ffn_gate_shexp) {
             gemm(L.ffn_gate_shexp, A.xn, false, A.gate, false);
             gemm(L.ffn_up_shexp, A.xn, false, A.up, false);
         }
+        if (gate_bytes) round_rows(A.xn, E, m, A.xn_rounded);
         stage("gemm");
         // The choice, the pairs' grouping and the weighted sums: each a kernel over the m rows.
         auto over_rows = [&](Kind kind, uint32_t x_off, uint32_t y_off) {
@@ -257,22 +276,28 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh);
         stage("sort");
         auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
-                           bool per_slot, uint32_t y_off) {
+                           bool per_slot, uint32_t y_off, uint32_t rounded) {
             WindowItem it;
             it.kind = Kind::gemv_experts;
             it.t = t;
             it.experts = expert_args(hp, A, t, rows, first, x_off, per_slot, y_off, false, m);
+            if (K.experts_read_bytes(t->type, (uint32_t)t->cols())) {
+                it.experts.x_bytes = true;
+                it.experts.x_off = rounded;
+            }
             add(it);
         };
-        const Tensor* gate = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_gate_exps;
-        const Tensor* up = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_up_exps;
-        experts(gate, n_ff, 0, A.xn, false, A.gate_e);
-        experts(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0, A.xn, false, A.up_e);
+        experts(gate, n_ff, 0, A.xn, false, A.gate_e, A.xn_rounded);
+        experts(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0, A.xn, false, A.up_e, A.xn_rounded);
         if (L.ffn_gate_shexp) gemm(L.ffn_down_shexp, A.ffn, false, A.shared, false);
         stage("experts");
         swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff * m);
         stage("swiglu");
-        experts(L.ffn_down_exps, E, 0, A.ffn_e, true, A.down_e);
+        if (down_bytes) {
+            round_rows(A.ffn_e, n_ff, k * m, A.ffn_e_rounded);
+            stage("round rows");
+        }
+        experts(L.ffn_down_exps, E, 0, A.ffn_e, true, A.down_e, A.ffn_e_rounded);
         stage("experts down");
         over_rows(Kind::moe_sum, A.down_e, A.h);
         stage("experts sum");
@@ -415,8 +440,12 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                 K.f16_copy(cl, act, i.x_off, x16, i.n);
                 break;
             case Kind::round_rows:
-                if (!x16.buffer) fail("the window has no buffer for its rounded rows");
-                K.round_rows(cl, act, i.x_off, x16, 0, i.n, m);
+                if (i.y_off != Kernels::kNone)
+                    K.round_rows(cl, act, i.x_off, act, i.y_off, i.n, i.rows ? i.rows : m);
+                else if (x16.buffer)
+                    K.round_rows(cl, act, i.x_off, x16, 0, i.n, i.rows ? i.rows : m);
+                else
+                    fail("the window has no buffer for its rounded rows");
                 break;
             case Kind::deltanet_rows:
                 K.deltanet_rows(cl, deltanet_args(A, model_->layers[i.layer]), A.conv, act, prm,

@@ -22,8 +22,9 @@ struct WindowItem {
         embed,          // h = the rows of tok_embd of the window's ids
         rms_norm,       // act[y_off] = RMSNorm(act[x_off]) · t, every row
         f16_copy,       // the F16 copy of act[x_off] (n values) the next GEMM tiles read
-        round_rows,     // the window's rows at act[x_off] (n values each) rounded to bytes for
-                        // the next GEMMs (the batched GEMV over bytes)
+        round_rows,     // `rows` rows at act[x_off] (n values each; 0: the window's rows)
+                        // rounded to bytes for the next GEMMs (the batched GEMV over bytes), into
+                        // the F16 copy's buffer (y_off kNone) or act[y_off]
         deltanet_rows,  // the layer's DeltaNet over the rows (conv, gates, scan, gated norm)
         attention_rows,  // the layer's attention over the rows
         swiglu,          // act[y_off] = SiLU(act[x_off]) · act[u_off], n values
@@ -53,6 +54,7 @@ struct WindowItem {
     int64_t layer = -1;
     uint32_t x_off = 0, y_off = 0, n = 0;
     uint32_t u_off = 0;                 // swiglu, shared_expert_add: the second input
+    uint32_t rows = 0;                  // round_rows
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it then writes to xn
     bool to_logits = false;             // gemm: into the window's logits rather than act
     bool accumulate = false;

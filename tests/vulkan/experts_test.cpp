@@ -143,6 +143,18 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
     // Inputs: a row's (n_rows rows) and each slot's own (n_rows · k).
     std::vector<float> x = randn(x_off + (size_t)n_rows * k * cols, 17 + cols);
     Buffer xb = test::to_device(dev, x);
+    // The same vectors as the GEMV over bytes reads them (Kernels::round_rows, here from word
+    // xr_off of their own buffer), and the values they stand for: each block of 16 rounded to
+    // signed bytes, 127 for its largest magnitude.
+    const uint32_t xr_off = 8, nvec = n_rows * k;
+    Buffer xrb = test::poisoned(dev, xr_off + nvec * Kernels::rounded_row_words(cols) + 4);
+    std::vector<float> xr(x);
+    for (size_t b = x_off; b + 16 <= x.size(); b += 16) {
+        float amax = 0.f;
+        for (size_t i = b; i < b + 16; ++i) amax = std::max(amax, std::fabs(x[i]));
+        for (size_t i = b; i < b + 16; ++i)
+            xr[i] = amax > 0.f ? std::nearbyint(x[i] * (127.f / amax)) * (amax / 127.f) : 0.f;
+    }
     auto dot = [&](uint32_t e, uint32_t row, const float* in, double& mag) {
         double s = 0;
         mag = 0;
@@ -155,12 +167,19 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
     };
     // Slots over the row's x, over their own, the sum; the slots also over the permutation. Each
     // in both forms of the batched GEMV (Tuning::gemv_batch_decode_once: a group whose vectors
-    // share an expert decodes its rows once; with one expert, every group does).
-    for (int mode = 0; mode < 10; ++mode) {
-        test::Scoped once(K.tuning.gemv_batch_decode_once, mode >= 5);
+    // share an expert decodes its rows once; with one expert, every group does), and over the
+    // vectors rounded to bytes (block formats, devices with integer dot products).
+    for (int mode = 0; mode < 15; ++mode) {
+        const bool bytes = mode >= 10;
+        test::Scoped x_form(K.tuning.gemv_x,
+                            bytes ? Kernels::GemvX::bytes : Kernels::GemvX::global);
+        if (bytes && !K.experts_read_bytes(t, cols)) break;
+        test::Scoped once(K.tuning.gemv_batch_decode_once, mode >= 5 && !bytes);
         for (bool acc : {false, true}) {
             const bool own = mode % 5 == 1 || mode % 5 == 2 || mode % 5 == 4, sum = mode % 5 == 2;
             const bool permuted = mode % 5 >= 3;
+            // Over bytes a product a hair from a half may round the other way.
+            const double tol = bytes ? 1e-4 : 1e-5;
             const uint32_t y_off = 3;
             const size_t n_out = (size_t)(sum ? n_rows : n_rows * k) * rows;
             Buffer y = test::poisoned(dev, y_off + n_out + 4);
@@ -170,6 +189,10 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
                 dev.upload(y, y_off * 4, init.data(), n_out * 4);
             }
             test::run(dev, [&](CommandList& cl) {
+                if (bytes) {
+                    K.round_rows(cl, view(xb), x_off, view(xrb), xr_off, cols, nvec);
+                    cl.barrier();
+                }
                 K.gemv_experts(cl, {.type = t,
                                     .w = view(w),
                                     .rows = rows,
@@ -179,9 +202,10 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
                                     .perm_off = permuted ? perm_off : Kernels::kNone,
                                     .route = view(rb),
                                     .route_off = route_off,
-                                    .x = view(xb),
-                                    .x_off = x_off,
+                                    .x = bytes ? view(xrb) : view(xb),
+                                    .x_off = bytes ? xr_off : x_off,
                                     .x_per_slot = own,
+                                    .x_bytes = bytes,
                                     .y = view(y),
                                     .y_off = y_off,
                                     .sum = sum,
@@ -196,24 +220,25 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
                 for (uint32_t row = 0; row < rows; ++row) {
                     double total = 0, total_mag = 0;
                     for (uint32_t j = 0; j < k; ++j) {
-                        const float* in = x.data() + x_off + (size_t)(own ? r * k + j : r) * cols;
+                        const float* in =
+                            (bytes ? xr : x).data() + x_off + (size_t)(own ? r * k + j : r) * cols;
                         double mag;
                         const double v = dot(ids[r][j], row, in, mag);
                         if (!sum) {
                             const size_t o = ((size_t)r * k + j) * rows + row;
-                            ASSERT_NEAR(out[y_off + o], v + init[o], 1e-5 * mag + 1e-5)
+                            ASSERT_NEAR(out[y_off + o], v + init[o], tol * mag + 1e-5)
                                 << qtype_name(t) << " row " << r << " slot " << j << " out " << row
                                 << " own " << own << " acc " << acc << " permuted " << permuted
-                                << " decode once " << (mode >= 5);
+                                << " decode once " << (mode >= 5) << " bytes " << bytes;
                         }
                         total += wt[r][j] * v;
                         total_mag += wt[r][j] * mag;
                     }
                     if (sum) {
                         const size_t o = (size_t)r * rows + row;
-                        ASSERT_NEAR(out[y_off + o], total + init[o], 1e-5 * total_mag + 1e-5)
+                        ASSERT_NEAR(out[y_off + o], total + init[o], tol * total_mag + 1e-5)
                             << qtype_name(t) << " row " << r << " out " << row << " acc " << acc
-                            << " decode once " << (mode >= 5);
+                            << " decode once " << (mode >= 5) << " bytes " << bytes;
                     }
                 }
         }

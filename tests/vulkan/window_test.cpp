@@ -229,7 +229,11 @@ using dl::test::TinySpec;
 constexpr int64_t kWindow = 8;
 
 // Prefill of n tokens then `decoded` single tokens, every row's logits against the reference.
-void check_window_prefill(const dl::test::TinySpec& spec) {
+// Over bytes (GemvX::bytes: every GEMM of these short windows and every expert GEMV reads its
+// rows rounded to bytes, as the decode GEMVs do), within 1 % (the rounding's own error is
+// 0.3-0.8 % on these tiny models); a mixture's router may then take another expert where two
+// lie a hair apart, and one such row (of 60) may miss by up to 10 %.
+void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false) {
     VK_TEST_DEVICE();
     const std::string& arch = spec.arch;
     const QType type = spec.matrix_type;
@@ -239,13 +243,24 @@ void check_window_prefill(const dl::test::TinySpec& spec) {
     o.plan.n_ctx = 64;
     o.plan.sequences = 4;  // the windowed session beside its token-by-token twin
     o.plan.window = kWindow;
+    if (bytes) {
+        if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+        o.tuning.gemv_x = Kernels::GemvX::bytes;
+    }
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
     ASSERT_EQ(d.plan().window, kWindow) << d.plan().window_decline;
+    if (bytes)
+        ASSERT_NE(d.batch_plan(kWindow, true).describe().find("round_rows"), std::string::npos);
     // F32 activations and an F16 KV cache on the scalar tiles; F16 tiles round every GEMM input.
     const bool cm = Kernels::gemm_uses_coopmat(d.device().features(), d.plan().variant);
-    const double tol = cm ? 1e-2 : 2e-3;
+    const double tol = bytes ? 1e-2 : cm ? 1e-2 : 2e-3;
+    int flips = 0;  // rows over bytes past tol, within 10 %
+    auto check = [&](double e, const std::string& what) {
+        if (bytes && e > tol && e <= 0.1 && arch.ends_with("moe") && ++flips <= 1) return;
+        EXPECT_LE(e, tol) << arch << " " << qtype_name(type) << " " << what;
+    };
     std::vector<int32_t> all_tokens;
     std::mt19937 rng(3);
     for (int i = 0; i < 2 * kWindow + 4; ++i)
@@ -260,21 +275,20 @@ void check_window_prefill(const dl::test::TinySpec& spec) {
         ASSERT_EQ(lg.size(), n * V);
         for (size_t i = 0; i < n; ++i) {
             for (size_t j = 0; j < V; ++j) ASSERT_TRUE(std::isfinite(lg[i * V + j])) << i;
-            EXPECT_LE(test::rel_err({lg.data() + i * V, V}, ref[i]), tol)
-                << arch << " " << qtype_name(type) << " prompt " << n << " row " << i;
+            check(test::rel_err({lg.data() + i * V, V}, ref[i]),
+                  fmt::format("prompt {} row {}", n, i));
         }
         // The window leaves the KV cache, conv ring and state where decode continues.
         for (size_t i = n; i < n + 3; ++i) {
             d.decode(*s, all_tokens[i], lg);
-            EXPECT_LE(test::rel_err(lg, ref[i]), tol)
-                << arch << " " << qtype_name(type) << " prompt " << n << " then token " << i;
+            check(test::rel_err(lg, ref[i]), fmt::format("prompt {} then token {}", n, i));
         }
         // Last-row logits only: the same values as that row of the full prefill.
         auto s2 = d.new_session(64);
         std::vector<float> last;
         d.prefill(*s2, std::span(all_tokens.data(), n), LogitsRows::last, last);
         ASSERT_EQ(last.size(), V);
-        EXPECT_LE(test::rel_err(last, ref[n - 1]), tol) << arch << " last row of " << n;
+        check(test::rel_err(last, ref[n - 1]), fmt::format("last row of {}", n));
     }
 }
 
@@ -318,6 +332,16 @@ TEST(WindowPrefill, Qwen35MoeF32) {
 }
 TEST(WindowPrefill, Qwen35MoeQ4K) {
     check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K));
+}
+// Over bytes: the batched GEMVs of the windows' GEMMs and the expert GEMVs.
+TEST(WindowPrefill, Qwen35Q4KOverBytes) {
+    check_window_prefill(test::parity_spec("qwen35", QType::Q4_K), true);
+}
+TEST(WindowPrefill, Qwen35MoeQ4KOverBytes) {
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), true);
+}
+TEST(WindowPrefill, Qwen3MoeQ8OverBytes) {
+    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), true);
 }
 
 }  // namespace
