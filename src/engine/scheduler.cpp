@@ -417,9 +417,15 @@ void Scheduler::run_step() {
         owners.push_back(slot.get());
         --budget;
     }
-    // Then prompt chunks, in slot order, while the budget lasts.
-    for (auto& slot : slots_) {
-        if (!slot->request || slot->pending >= 0 || budget <= 0) continue;
+    // Then prompt chunks, the earliest admitted first, while the budget and prompt_chunks last.
+    std::vector<Slot*> prompting;
+    for (auto& slot : slots_)
+        if (slot->request && slot->pending < 0) prompting.push_back(slot.get());
+    std::sort(prompting.begin(), prompting.end(),
+              [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
+    int64_t chunks = 0;
+    for (Slot* slot : prompting) {
+        if (budget <= 0 || (options_.prompt_chunks > 0 && chunks >= options_.prompt_chunks)) break;
         const int64_t n = chunk_length(*slot, budget);
         if (n <= 0) continue;
         const std::vector<int32_t>& prompt = slot->request->feed;
@@ -429,8 +435,9 @@ void Scheduler::run_step() {
         it.want =
             slot->prompt_done + n == (int64_t)prompt.size() ? Want::last_logits : Want::nothing;
         items.push_back(it);
-        owners.push_back(slot.get());
+        owners.push_back(slot);
         budget -= n;
+        ++chunks;
     }
     if (items.empty()) return;
     const Clock::time_point now = Clock::now();

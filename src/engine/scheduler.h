@@ -31,7 +31,12 @@ struct SchedulerOptions {
     int64_t parallel = 4;        // sequences generating at once (slots), each with n_ctx tokens
     int64_t n_ctx = 4096;        // context of each slot
     int64_t token_budget = 512;  // tokens per step: decodes first, then prompt chunks
-    int64_t queue_limit = 64;    // requests waiting for a slot beyond which submit() refuses
+    // Prompts a step reads a chunk of, the earliest admitted first (0: as many as the budget
+    // allows). An executor runs each chunk as a prefill window of its own, and a window costs a
+    // read of every weight however few its rows, so one chunk of many rows a step reads prompts
+    // faster, and holds the running streams back less, than several short ones.
+    int64_t prompt_chunks = 1;
+    int64_t queue_limit = 64;  // requests waiting for a slot beyond which submit() refuses
     // Prompt chunks end on multiples of this many tokens (so that chunk ends are the positions
     // where the prefix cache keeps snapshots). 0: no alignment.
     int64_t chunk_align = 256;

@@ -149,6 +149,91 @@ TEST(Scheduler, EveryRequestEqualsItsSoloRun) {
     }
 }
 
+// An executor that records, for each step, the sessions of its items of more than one token (the
+// prompt chunks, where every chunk is longer than one), and runs the step on the chain.
+class StepRecorder : public Executor {
+  public:
+    explicit StepRecorder(Executor& inner) : inner_(inner) {}
+    std::string name() const override { return inner_.name(); }
+    const Model& model() const override { return inner_.model(); }
+    std::unique_ptr<SessionState> new_session(int64_t n_ctx) override {
+        return inner_.new_session(n_ctx);
+    }
+    void prefill(SessionState& s, std::span<const int32_t> tokens, LogitsRows rows,
+                 std::vector<float>& logits) override {
+        inner_.prefill(s, tokens, rows, logits);
+    }
+    std::span<const float> decode(SessionState& s, int32_t token) override {
+        return inner_.decode(s, token);
+    }
+    void step(std::span<StepItem> items) override {
+        std::vector<const SessionState*> chunks;
+        for (const StepItem& it : items)
+            if (it.tokens.size() > 1) chunks.push_back(it.session);
+        steps.push_back(chunks);
+        inner_.step(items);
+    }
+    std::vector<std::vector<const SessionState*>> steps;
+
+  private:
+    Executor& inner_;
+};
+
+// Prompt chunks a step: at most SchedulerOptions::prompt_chunks (one by default), the earliest
+// admitted prompt first, so each prompt is read to its end before the next starts; without the
+// limit the budget spreads over several. Tokens equal the solo runs either way.
+TEST(Scheduler, PromptChunksAStepEarliestAdmittedFirst) {
+    auto model = model_for("qwen3");
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab, n_ctx = 96;
+    std::vector<GenerationRequest> reqs;
+    for (uint32_t i = 0; i < 4; ++i) {
+        GenerationRequest r;
+        r.prompt = test::tiny_tokens(40, V, 300 + i);  // chunks of 16, 16 and 8 tokens
+        r.max_tokens = 6;
+        r.sampling = greedy();
+        reqs.push_back(r);
+    }
+    for (int64_t limit : {1, 0}) {
+        SCOPED_TRACE(::testing::Message() << "prompt_chunks " << limit);
+        StepRecorder rec(chain);
+        SchedulerOptions o;
+        o.parallel = 4;
+        o.n_ctx = n_ctx;
+        o.token_budget = 20;
+        o.chunk_align = 8;
+        o.prompt_chunks = limit;
+        Collector got(reqs.size());
+        {
+            Scheduler sched(rec, o);
+            for (size_t i = 0; i < reqs.size(); ++i)
+                ASSERT_GT(sched.submit(reqs[i], got.sink(i)), 0u);
+            got.wait_all();
+        }
+        size_t most = 0;
+        std::vector<const SessionState*> order;  // each session, when its first chunk ran
+        for (const auto& chunks : rec.steps) {
+            most = std::max(most, chunks.size());
+            for (const SessionState* s : chunks)
+                if (std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
+        }
+        if (limit == 1) {
+            EXPECT_EQ(most, 1u);
+            // One prompt at a time: a session's chunks all run before the next session's first.
+            std::vector<const SessionState*> runs;
+            for (const auto& chunks : rec.steps)
+                for (const SessionState* s : chunks)
+                    if (runs.empty() || runs.back() != s) runs.push_back(s);
+            EXPECT_EQ(runs.size(), reqs.size()) << "prompts interleaved";
+        } else {
+            EXPECT_GE(most, 2u) << "the budget never took two prompts in one step";
+        }
+        EXPECT_EQ(order.size(), reqs.size());
+        for (size_t i = 0; i < reqs.size(); ++i)
+            EXPECT_EQ(got[i].tokens, solo(chain, reqs[i], n_ctx, nullptr)) << "request " << i;
+    }
+}
+
 // A sink that says stop ends its request after that token; cancel() ends a queued one; the slots
 // keep serving the rest.
 TEST(Scheduler, StoppedAndCancelledRequestsFreeTheirSlots) {
