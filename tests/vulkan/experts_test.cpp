@@ -149,12 +149,8 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
     const uint32_t xr_off = 8, nvec = n_rows * k;
     Buffer xrb = test::poisoned(dev, xr_off + nvec * Kernels::rounded_row_words(cols) + 4);
     std::vector<float> xr(x);
-    for (size_t b = x_off; b + 16 <= x.size(); b += 16) {
-        float amax = 0.f;
-        for (size_t i = b; i < b + 16; ++i) amax = std::max(amax, std::fabs(x[i]));
-        for (size_t i = b; i < b + 16; ++i)
-            xr[i] = amax > 0.f ? std::nearbyint(x[i] * (127.f / amax)) * (amax / 127.f) : 0.f;
-    }
+    const test::BytesX rounded = test::round_x_bytes(x.data() + x_off, x.size() - x_off);
+    std::copy(rounded.values.begin(), rounded.values.end(), xr.begin() + x_off);
     auto dot = [&](uint32_t e, uint32_t row, const float* in, double& mag) {
         double s = 0;
         mag = 0;

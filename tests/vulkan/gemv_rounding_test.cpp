@@ -274,6 +274,54 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvRoundedChain,
 // What a rounding cannot be: rows that are not whole 16-value blocks, a destination past its
 // view or not 16-byte aligned, a reader over x as F32 or over a norm's input: a clear error at
 // recording.
+// The rows of a batched GEMV over bytes rounded once (Kernels::round_rows): each row's blocks
+// in the layout above at its stride (rounded_row_words), the CPU's rounding byte for byte but for
+// values a hair from a half, a block of zeros with scale 0, a NaN making its block's scale NaN,
+// and nothing written before or past the rows.
+TEST(RoundRows, EachRowInTheRoundingLayout) {
+    VK_TEST_DEVICE();
+    const uint32_t cols = 96, rows = 3, x_off = 3, out_off = 8;
+    const uint32_t stride = Kernels::rounded_row_words(cols);
+    std::vector<float> x = randn(x_off + rows * cols, 41, 3.f);
+    for (uint32_t i = 0; i < 16; ++i) x[x_off + cols + 32 + i] = 0.f;  // row 1, block 2
+    x[x_off + 2 * cols + 70] = NAN;                                    // row 2, block 4
+    Buffer xb = test::to_device(dev, x);
+    const size_t total = out_off + rows * stride + 8;
+    Buffer out = test::poisoned(dev, total);
+    test::run(dev, [&](CommandList& cl) {
+        K.round_rows(cl, view(xb), x_off, view(out), out_off, cols, rows);
+    });
+    const auto got = test::from_device<float>(dev, out, total);
+    for (uint32_t i = 0; i < out_off; ++i) ASSERT_EQ(test::bits(got[i]), test::kPoison) << i;
+    for (size_t i = out_off + rows * stride; i < total; ++i)
+        ASSERT_EQ(test::bits(got[i]), test::kPoison) << "wrote past the rows at " << i;
+    for (uint32_t r = 0; r < rows; ++r) {
+        const std::vector<float> row(x.begin() + x_off + r * cols,
+                                     x.begin() + x_off + (r + 1) * cols);
+        const test::Rounded want = test::rounding_layout(row);
+        for (uint32_t e = 0; e < cols / 16; ++e) {
+            const std::string what = "row " + std::to_string(r) + " block " + std::to_string(e);
+            const uint32_t off = out_off + r * stride;
+            if (r == 2 && e == 4) {
+                EXPECT_TRUE(std::isnan(got[off + cols / 4 + 2 * e])) << what;
+                continue;
+            }
+            test::RoundedBlock b;
+            test::read_rounded_block(got, off, cols, e, what, b);
+            if (HasFatalFailure()) return;
+            EXPECT_FLOAT_EQ(b.d, want.layout[cols / 4 + 2 * e]) << what;
+            const float wd = want.layout[cols / 4 + 2 * e];
+            for (uint32_t j = 0; j < 16; ++j) {
+                const int q = wd == 0.f ? 0 : (int)std::lround(want.values[16 * e + j] / wd);
+                if (b.q[j] == q) continue;
+                const double m = std::fabs((double)row[16 * e + j] / wd);
+                EXPECT_TRUE(std::abs(b.q[j] - q) == 1 && std::fabs(m - std::floor(m) - 0.5) < 1e-4)
+                    << what << " value " << j << ": " << (int)b.q[j] << " vs " << q;
+            }
+        }
+    }
+}
+
 TEST(GemvRounding, RefusesWhatItCannotRun) {
     VK_TEST_DEVICE();
     test::Scoped bytes(K.tuning.gemv_x, Kernels::GemvX::bytes);

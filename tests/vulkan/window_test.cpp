@@ -81,12 +81,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         // X as the batched GEMV over bytes sees it: each row's blocks of 16 rounded to signed
         // bytes, 127 for the largest magnitude.
         std::vector<float> xr(x);
-        for (size_t b = x_off; b + 16 <= x.size(); b += 16) {
-            float amax = 0.f;
-            for (size_t i = b; i < b + 16; ++i) amax = std::max(amax, std::fabs(x[i]));
-            for (size_t i = b; i < b + 16; ++i)
-                xr[i] = amax > 0.f ? std::nearbyint(x[i] * (127.f / amax)) * (amax / 127.f) : 0.f;
-        }
+        const test::BytesX rounded = test::round_x_bytes(x.data() + x_off, x.size() - x_off);
+        std::copy(rounded.values.begin(), rounded.values.end(), xr.begin() + x_off);
         auto products = [&](const std::vector<float>& xs, std::vector<double>& ref,
                             std::vector<double>& mag) {
             ref.assign((size_t)m * rows, 0.0);
