@@ -73,4 +73,20 @@ KernelFamily::BatchGemvSpan KernelFamily::batch_gemv_span(const Features& f, uin
     return {span, (groups + span - 1) / span};
 }
 
+bool KernelFamily::batch_gemv_reads_bytes(const std::string& module, uint32_t cols,
+                                          uint32_t min_cols) const {
+    const Features& f = dev_.features();
+    if (!f.integer_dot || cols % 32 != 0 || find_module(module).empty() ||
+        find_module("round_rows").empty())
+        return false;
+    switch (tuning.gemv_x) {
+        case Tuning::GemvX::bytes:
+            return true;
+        case Tuning::GemvX::global:
+            return false;
+        default:
+            return f.integer_dot_fast && cols >= min_cols;
+    }
+}
+
 }  // namespace dl::vk

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "quant/types.h"
@@ -58,6 +59,11 @@ class KernelFamily {
     };
     static BatchGemvSpan batch_gemv_span(const Features& f, uint32_t row_blocks, uint32_t nvec,
                                          uint32_t nb);
+    // Whether that GEMV (its module `module`, without the _sg suffix) reads its vectors rounded
+    // to bytes (GemmKernels::round_rows): Tuning::gemv_x `bytes` wherever the device has integer
+    // dot products and the build the modules, `global` never, `automatic` where they run in
+    // hardware and the rows hold at least min_cols values.
+    bool batch_gemv_reads_bytes(const std::string& module, uint32_t cols, uint32_t min_cols) const;
 
     Device& dev_;
     Pipelines& pipes_;

@@ -44,20 +44,9 @@ bool ExpertKernels::experts_supported(QType t, uint32_t cols) {
 }
 
 bool ExpertKernels::experts_read_bytes(QType t, uint32_t cols) const {
-    const Features& f = dev_.features();
     const char* suffix = type_suffix(t);
-    if (!f.integer_dot || !suffix || t == QType::F32 || t == QType::F16 || cols % 32 != 0 ||
-        find_module(std::string("gemv_experts_") + suffix + "_i8").empty() ||
-        find_module("round_rows").empty())
-        return false;
-    switch (tuning.gemv_x) {
-        case Tuning::GemvX::bytes:
-            return true;
-        case Tuning::GemvX::global:
-            return false;
-        default:
-            return f.integer_dot_fast;
-    }
+    return suffix && t != QType::F32 && t != QType::F16 &&
+           batch_gemv_reads_bytes(std::string("gemv_experts_") + suffix + "_i8", cols, 0);
 }
 
 void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {

@@ -229,24 +229,15 @@ bool GemmKernels::gemm_by_gemv(QType t, uint32_t cols, uint32_t n_rows) const {
     return n_rows <= tuning.gemm_gemv_rows && gemm_type(t) && cols % 32 == 0;
 }
 
+// Rows of 1024+ values, as the decode GEMV's rule (gemv_x_for), so a batched row computes as
+// its sequence's solo decode does.
 bool GemmKernels::gemv_batch_reads_bytes(uint32_t cols, uint32_t n_rows) const {
-    const Features& f = dev_.features();
-    if (!f.integer_dot || n_rows > tuning.gemm_gemv_rows || cols % 32 != 0 ||
-        find_module("round_rows").empty())
-        return false;
-    switch (tuning.gemv_x) {
-        case Tuning::GemvX::bytes:
-            return true;
-        case Tuning::GemvX::global:
-            return false;
-        default:
-            return f.integer_dot_fast && cols >= 1024;
-    }
+    return n_rows <= tuning.gemm_gemv_rows && batch_gemv_reads_bytes("round_rows", cols, 1024);
 }
 
 bool GemmKernels::gemv_batch_reads_bytes(QType t, uint32_t cols, uint32_t n_rows) const {
-    return Kernels::block_format(t) && gemv_batch_reads_bytes(cols, n_rows) &&
-           !find_module("gemv_batch_" + type_name(t) + "_i8").empty();
+    return Kernels::block_format(t) && n_rows <= tuning.gemm_gemv_rows &&
+           batch_gemv_reads_bytes("gemv_batch_" + type_name(t) + "_i8", cols, 1024);
 }
 
 void GemmKernels::round_rows(CommandList& cl, View x, uint32_t x_off, View out, uint32_t out_off,
