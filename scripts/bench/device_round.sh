@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Every open measurement of the GPU machine, stage by stage under one deadline (DEADLINE
 # seconds, default 560; a stage that would not fit is skipped and says so), most wanted first.
-# STAGES picks and orders them (default "golden forms batched moe tests serve table"):
+# STAGES picks and orders them (default "golden forms profile batched moe tests serve table"):
 #   golden   transformers' goldens of the tiny mixtures (scripts/golden/make_golden.py --moe), in
 #            the background, packed into $OUT/golden-moe.tgz for tests/data/golden
 #   forms    the forms of a batched step's GEMMs on the 9B (FORMS): the batched GEMV over x
-#            rounded to bytes (bytes; bytes8: 8 weight rows a workgroup), over F32 x (float;
-#            once: each slice decoded once for a group), or the tiles (tiles: the weights decoded
-#            in their loads; f16: over their F16 expansion), B = 8 and 32; the later stages then run the form whose two
+#            rounded to bytes (bytes; bytes8: 8 weight rows a workgroup; bytes8t32: and 32
+#            threads), over F32 x (float; once: each slice decoded once for a group), or the
+#            tiles (tiles: the weights decoded in their loads; f16: over their F16 expansion),
+#            B = 8 and 32; the later stages then run the form whose two
 #            aggregate rates sum highest, unless GEMV_FORM names one; and B = 64
 #            on the tiles or the batched GEMV (DELTALLM_VK_GEMM_GEMV_ROWS 32 or 64), the faster
 #            kept for the later stages
+#   profile  --profile of batched steps of 8 and 32 rows on the 9B, by stage
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
 #            llama.cpp (scripts/bench/device_moe.sh)
@@ -46,6 +48,9 @@ form_env() {  # the environment of form $1 (see `forms` at the top)
     case $1 in
     bytes) echo DELTALLM_VK_GEMV_X=auto ;;
     bytes8) echo DELTALLM_VK_GEMV_BATCH_ROWS=8 ;;
+    bytes8t32) echo DELTALLM_VK_GEMV_BATCH_ROWS=8 DELTALLM_VK_GEMV_BATCH_THREADS=32 ;;
+    bytes8t64) echo DELTALLM_VK_GEMV_BATCH_ROWS=8 DELTALLM_VK_GEMV_BATCH_THREADS=64 ;;
+    bytes4t32) echo DELTALLM_VK_GEMV_BATCH_ROWS=4 DELTALLM_VK_GEMV_BATCH_THREADS=32 ;;
     float) echo DELTALLM_VK_GEMV_X=global ;;
     once) echo DELTALLM_VK_GEMV_X=global DELTALLM_VK_GEMV_BATCH_ONCE=1 ;;
     tiles) echo DELTALLM_VK_GEMM_GEMV_ROWS=0 ;;
@@ -56,7 +61,7 @@ form() {  # the form the stages after `forms` run
     export $(form_env "$GEMV_FORM")
 }
 GEMV_FORM=${GEMV_FORM:-}
-for stage in ${STAGES:-golden forms batched moe tests serve table}; do
+for stage in ${STAGES:-golden forms profile batched moe tests serve table}; do
     case $stage in
     golden)
         (timeout 240 python3 scripts/golden/make_golden.py /tmp/golden --moe >"$out/golden.log" 2>&1
@@ -68,7 +73,7 @@ for stage in ${STAGES:-golden forms batched moe tests serve table}; do
         fits 90 "the batched GEMV's forms" || continue
         synth qwen35 9b q4_k_m
         for b in 8 32; do
-            for form in ${FORMS:-bytes bytes8 float once tiles f16}; do
+            for form in ${FORMS:-bytes bytes8 bytes8t32 bytes8t64 bytes4t32 tiles}; do
                 printf 'B=%s form=%s ' "$b" "$form"
                 env $(form_env "$form") timeout 40 "$ours" bench -m "$m9" --device vulkan \
                     -b "$b" -p 16 -n 32 -r 1 -o csv 2>/dev/null | grep "B$b " | cut -d, -f4,9
@@ -94,6 +99,16 @@ for stage in ${STAGES:-golden forms batched moe tests serve table}; do
             r = f[2]}} END {print r}' "$out/gemv-rows-64.txt")
         [ -n "$GEMV_ROWS" ] && export DELTALLM_VK_GEMM_GEMV_ROWS=$GEMV_ROWS
         echo "== the later stages run GEMMs of up to ${GEMV_ROWS:-32} rows as the batched GEMV"
+        ;;
+    profile)
+        fits 80 "profiles of batched steps" || continue
+        synth qwen35 9b q4_k_m
+        [ -n "$GEMV_FORM" ] && form
+        for b in 8 32; do
+            echo "== B=$b"
+            timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 512 -n 32 -r 1 \
+                --profile 2>&1 | grep -A12 "profile, batch"
+        done | tee "$out/profile.txt"
         ;;
     batched)
         fits 150 "batched 9B against llama.cpp" || continue

@@ -111,6 +111,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMV_BATCH_ROWS", "int", "0",
          "weight rows a workgroup of the Vulkan batched GEMV (1, 2, 4 or 8; 0: 8 for groups of up "
          "to 4 vectors, else 4)"},
+        {"DELTALLM_VK_GEMV_BATCH_THREADS", "int", "0",
+         "threads a workgroup of the Vulkan batched GEMV (32, 64, 128 or 256; 0: one a 32-value "
+         "slice of the row, 64 to 128)"},
         {"DELTALLM_VK_ATTN_ONE_SPLIT", "int", "2",
          "contexts of up to this many chunks of 64 cache rows are walked by one workgroup a head "
          "group of the Vulkan decode attention, with no merge (0 to 64; longer contexts are "

@@ -42,23 +42,28 @@ const char* KernelFamily::type_suffix(QType t) {
     }
 }
 
-KernelFamily::BatchGemvShape KernelFamily::batch_gemv_shape(uint32_t cols, uint32_t nvec, View w,
-                                                            View x, uint32_t x_off,
-                                                            uint32_t fixed_nb) {
+KernelFamily::BatchGemvShape KernelFamily::batch_gemv_shape(QType t, uint32_t cols, uint32_t nvec,
+                                                            View w, View x, uint32_t x_off,
+                                                            uint32_t fixed_nb) const {
+    const Features& f = dev_.features();
     BatchGemvShape s;
     const uint32_t groups = (nvec + 7) / 8;
     s.nb = fixed_nb ? fixed_nb : (nvec + groups - 1) / groups;
     // One load of x serves every row of the workgroup, so more rows where the sums fit the
     // registers: 8 rows over up to 4 vectors, 4 over more.
-    s.k_rows = s.nb <= 4 ? 8 : 4;
-    // Threads: a slice of 32 weights each, as many as the row has up to 128, at least the 64
-    // that store the sums (k_rows · nb).
+    s.k_rows = tuning.gemv_batch_rows ? tuning.gemv_batch_rows : s.nb <= 4 ? 8 : 4;
+    // Threads: a slice of 32 weights each, as many as the row has from 64 up to 128.
     const uint32_t slices = (cols + 31) / 32;
     s.wg = 64;
     while (s.wg < 128 && s.wg < slices) s.wg *= 2;
+    if (tuning.gemv_batch_threads) s.wg = std::min(tuning.gemv_batch_threads, wg_size(256));
     const uint32_t w16 = w.offset % 16 == 0 ? 1 : 0;
     const uint32_t x16 = x.offset % 16 == 0 && x_off % 4 == 0 && cols % 4 == 0 ? 1 : 0;
-    s.spec = {s.wg, s.k_rows, w16, x16, s.nb};
+    const bool decode_once = tuning.gemv_batch_decode_once && t != QType::F32 && t != QType::F16;
+    // The partial sums' columns: a subgroup's each (the _sg modules) or a thread's.
+    const uint32_t nsg =
+        f.subgroup_arithmetic ? std::max(1u, s.wg / std::max(1u, f.min_subgroup_size)) : s.wg;
+    s.spec = {s.wg, s.k_rows, w16, x16, s.nb, decode_once ? 1u : 0u, nsg};
     return s;
 }
 

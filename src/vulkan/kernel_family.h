@@ -41,15 +41,16 @@ class KernelFamily {
     // The module suffix of weights of type t ("q4_k"), or null for a type no kernel reads.
     static const char* type_suffix(QType t);
     // The shape of a batched GEMV (shaders/gemv_batch.comp, plain or EXPERTS) over nvec vectors
-    // of cols values: vectors a group (nb: as even as groups of at most 8 allow, unless the
-    // caller fixes it), weight rows a workgroup, threads, and its specialization constants for
-    // weights at w and x at x[x_off ..].
+    // of cols values of weights of type t: vectors a group (nb: as even as groups of at most 8
+    // allow, unless the caller fixes it), weight rows a workgroup, threads (each by its rule or
+    // tuning's gemv_batch_rows / _threads), and its specialization constants for weights at w and
+    // x at x[x_off ..].
     struct BatchGemvShape {
         uint32_t nb, k_rows, wg;
         std::vector<uint32_t> spec;
     };
-    static BatchGemvShape batch_gemv_shape(uint32_t cols, uint32_t nvec, View w, View x,
-                                           uint32_t x_off, uint32_t fixed_nb = 0);
+    BatchGemvShape batch_gemv_shape(QType t, uint32_t cols, uint32_t nvec, View w, View x,
+                                    uint32_t x_off, uint32_t fixed_nb = 0) const;
     // The groups of vectors a workgroup of that GEMV takes (its push constant `span`) and so its
     // workgroups along z: every group in one workgroup where the weight rows alone give the
     // device enough workgroups, else split until they do (a window's expert GEMVs: a few

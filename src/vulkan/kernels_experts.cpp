@@ -63,9 +63,7 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     // order (a token's) each read their own expert's rows, and one a group spreads them over
     // workgroups (batch_gemv_span) instead of one workgroup reading all k experts' rows.
     const uint32_t nb = g.sum ? g.k : g.perm_off == kNone ? 1 : 0;
-    BatchGemvShape sh = batch_gemv_shape(g.cols, nvec, g.w, g.x, g.x_off, nb);
-    sh.spec.push_back(tuning.gemv_batch_decode_once && g.type != QType::F32 &&
-                      g.type != QType::F16);
+    const BatchGemvShape sh = batch_gemv_shape(g.type, g.cols, nvec, g.w, g.x, g.x_off, nb);
     if (g.x_bytes && !experts_read_bytes(g.type, g.cols))
         fail("no expert GEMV over bytes for {} rows of {} values", qtype_name(g.type), g.cols);
     std::string name =

@@ -258,9 +258,7 @@ void GemmKernels::gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, ui
         fail("no batched GEMV over bytes for {}", qtype_name(t));
     // Vectors a group as even as the groups of at most 8 allow (13 rows: two groups of 7, the
     // last vector of the second computed twice and stored once).
-    BatchGemvShape sh = batch_gemv_shape(cols, n_rows, w, x, x_off);
-    if (tuning.gemv_batch_rows) sh.spec[1] = sh.k_rows = tuning.gemv_batch_rows;
-    sh.spec.push_back(tuning.gemv_batch_decode_once && t != QType::F32 && t != QType::F16);
+    const BatchGemvShape sh = batch_gemv_shape(t, cols, n_rows, w, x, x_off);
     std::string name = "gemv_batch_" + type_name(t) + (bytes ? "_i8" : "");
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), sh.spec);

@@ -139,6 +139,10 @@ struct Tuning {
     // its weight rows a workgroup (DELTALLM_VK_GEMV_BATCH_ROWS 1, 2, 4 or 8; 0: by the vectors).
     bool gemv_batch_decode_once = false;
     uint32_t gemv_batch_rows = 0;
+    // Its threads a workgroup (DELTALLM_VK_GEMV_BATCH_THREADS 32 to 256; 0: one a slice of the
+    // row, 64 to 128): fewer take more slices of each row, so fewer partial sums are reduced
+    // across the workgroup for the same products.
+    uint32_t gemv_batch_threads = 0;
 
     // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
 

@@ -93,6 +93,13 @@ uint32_t DriverOptions::gemm_expand_rows_from_env() {
     return (uint32_t)v;
 }
 
+uint32_t DriverOptions::gemv_batch_threads_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMV_BATCH_THREADS");
+    if (v != 0 && v != 32 && v != 64 && v != 128 && v != 256)
+        fail("DELTALLM_VK_GEMV_BATCH_THREADS={}: use 0, 32, 64, 128 or 256", v);
+    return (uint32_t)v;
+}
+
 uint32_t DriverOptions::gemv_batch_rows_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_BATCH_ROWS");
     if (v != 0 && v != 1 && v != 2 && v != 4 && v != 8)
@@ -177,6 +184,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemm_expand_rows = gemm_expand_rows_from_env();
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
     t.gemv_batch_rows = gemv_batch_rows_from_env();
+    t.gemv_batch_threads = gemv_batch_threads_from_env();
     t.deltanet_columns = deltanet_columns_from_env();
     t.deltanet_scan = deltanet_scan_from_env();
     return t;

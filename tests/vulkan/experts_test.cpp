@@ -171,6 +171,10 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
                             bytes ? Kernels::GemvX::bytes : Kernels::GemvX::global);
         if (bytes && !K.experts_read_bytes(t, cols)) break;
         test::Scoped once(K.tuning.gemv_batch_decode_once, mode >= 5 && !bytes);
+        // The second form also in workgroups of 32 threads over 8 rows (each thread stores
+        // several sums).
+        test::Scoped threads(K.tuning.gemv_batch_threads, mode >= 5 && mode < 10 ? 32u : 0u);
+        test::Scoped rows8(K.tuning.gemv_batch_rows, mode >= 5 && mode < 10 ? 8u : 0u);
         for (bool acc : {false, true}) {
             const bool own = mode % 5 == 1 || mode % 5 == 2 || mode % 5 == 4, sum = mode % 5 == 2;
             const bool permuted = mode % 5 >= 3;

@@ -54,7 +54,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         uint32_t gemv_rows = 0;
         bool decode_once = false;  // the batched GEMV's forms (Tuning::gemv_batch_decode_once)
         uint32_t gemv_batch_rows = 0;
-        bool bytes = false;  // the batched GEMV over X rounded to bytes
+        bool bytes = false;    // the batched GEMV over X rounded to bytes
+        uint32_t threads = 0;  // its threads a workgroup (0: by the row)
     };
     std::vector<Run> runs = {{Variant::scalar, 5, {}, 0},
                              {Variant::scalar, 5, {}, 0, 64},
@@ -62,7 +63,10 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                              {Variant::scalar, 5, {}, 0, 64, true, 1},
                              {Variant::scalar, 5, {}, 0, 64, false, 2},
                              {Variant::scalar, 5, {}, 0, 64, false, 0, true},
-                             {Variant::scalar, 5, {}, 0, 64, false, 2, true}};
+                             {Variant::scalar, 5, {}, 0, 64, false, 2, true},
+                             // Fewer threads than sums: each stores several.
+                             {Variant::scalar, 5, {}, 0, 64, false, 8, true, 32},
+                             {Variant::scalar, 5, {}, 0, 64, true, 8, false, 256}};
     const Features& f = dev.features();
     if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
         runs.push_back({Variant::khr_coopmat, 5, {}, 0});
@@ -99,7 +103,11 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         std::vector<double> ref_x, mag_x, ref_xr, mag_xr;
         products(x, ref_x, mag_x);
         products(xr, ref_xr, mag_xr);
-        for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes] : runs) {
+        for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes, threads] :
+             runs) {
+            // (Each shape is a pipeline to compile: the threads' runs take two window sizes.)
+            if (threads && m != 13 && m != 63) continue;
+            test::Scoped threads_scope(K.tuning.gemv_batch_threads, threads);
             test::Scoped x_scope(K.tuning.gemv_x,
                                  bytes ? Kernels::GemvX::bytes : Kernels::GemvX::global);
             const bool rounds = K.gemv_batch_reads_bytes(t, cols, m);
@@ -152,8 +160,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << qtype_name(t) << " " << variant_name(v) << " tile " << tile.bm << "x"
                         << tile.bn << "x" << tile.bk << " expand " << expand << " gemv rows "
                         << gemv_rows << " decode once " << once << " rows a workgroup "
-                        << batch_rows << " bytes " << rounds << " m " << m << " row " << i / rows
-                        << " col " << i % rows << " acc " << acc;
+                        << batch_rows << " bytes " << rounds << " threads " << threads << " m " << m
+                        << " row " << i / rows << " col " << i % rows << " acc " << acc;
                 }
             }
         }

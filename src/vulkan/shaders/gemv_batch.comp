@@ -60,6 +60,9 @@ layout(constant_id = 4) const uint NB = 8;      // vectors a group, 1 to 8
 // a group of several experts): each vector's x is read once and every row's slice decoded again
 // for it.
 layout(constant_id = 5) const uint DECODE_ONCE = 0;
+// Columns of the partial sums: the most subgroups a workgroup may hold (SUBGROUP: WG over the
+// device's smallest subgroup size), else WG.
+layout(constant_id = 6) const uint NSG = 128;
 
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
@@ -139,11 +142,11 @@ const uint TPB = 8u, BLOCK = 256u;
 const uint TPB = 1u, BLOCK = 32u;
 #endif
 
-const uint NS = ROWS * NB;    // sums a thread holds: row r, vector b at r · NB + b
-shared float partial[NS][WG];  // with SUBGROUP only [..][subgroup id] is used
+const uint NS = ROWS * NB;      // sums a thread holds: row r, vector b at r · NB + b
+shared float partial[NS][NSG];  // [sum][subgroup] (SUBGROUP), else [sum][thread]
 
-// Sums a[i] of every thread of the workgroup, stored by thread i < NS as row i / NB of vector
-// g0 + i % NB (where both exist).
+// Sums a[i] of every thread of the workgroup, sum i stored as row i / NB of vector g0 + i % NB
+// (where both exist), each by thread i % WG.
 void store_sums(float a[NS], uint tid, uint row0, uint g0) {
 #if defined(SUBGROUP)
     [[unroll]] for (uint i = 0; i < NS; ++i) {
@@ -151,9 +154,12 @@ void store_sums(float a[NS], uint tid, uint row0, uint g0) {
         if (subgroupElect()) partial[i][gl_SubgroupID] = v;
     }
     barrier();
-    float v = 0.0;
-    if (tid < NS)
-        for (uint g = 0; g < gl_NumSubgroups; ++g) v += partial[tid][g];
+    // Sum i's total into partial[i][0] (only this thread reads or writes sum i's row here).
+    for (uint i = tid; i < NS; i += WG) {
+        float v = 0.0;
+        for (uint g = 0; g < gl_NumSubgroups; ++g) v += partial[i][g];
+        partial[i][0] = v;
+    }
 #else
     [[unroll]] for (uint i = 0; i < NS; ++i) partial[i][tid] = a[i];
     barrier();
@@ -162,13 +168,10 @@ void store_sums(float a[NS], uint tid, uint row0, uint g0) {
             for (uint i = 0; i < NS; ++i) partial[i][tid] += partial[i][tid + s];
         barrier();
     }
-    float v = tid < NS ? partial[tid][0] : 0.0;
 #endif
 #if defined(EXPERTS)
     if (p.sum != 0u) {
-        barrier();  // every partial read
-        if (tid < NS) partial[tid][0] = v;
-        barrier();
+        barrier();  // every total in partial[..][0]
         uint row = row0 + tid;
         if (tid < ROWS && row < p.nrows) {
             float s = 0.0;
@@ -180,11 +183,14 @@ void store_sums(float a[NS], uint tid, uint row0, uint g0) {
         return;
     }
 #endif
-    uint row = row0 + tid / NB, b = g0 + tid % NB;
-    if (tid < NS && row < p.nrows && b < p.nvec) {
-        uint o = p.y_off + pair_of(b) * p.nrows + row;
-        if (p.mode == 1u) v += y[o];
-        y[o] = v;
+    for (uint i = tid; i < NS; i += WG) {
+        uint row = row0 + i / NB, b = g0 + i % NB;
+        if (row < p.nrows && b < p.nvec) {
+            float v = partial[i][0];
+            uint o = p.y_off + pair_of(b) * p.nrows + row;
+            if (p.mode == 1u) v += y[o];
+            y[o] = v;
+        }
     }
 }
 
