@@ -16,8 +16,8 @@
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
 #            llama.cpp (scripts/bench/device_moe.sh)
-#   tests    the Vulkan test binary (TEST_VULKAN, xz in .devrun/extra); with VALIDATE=1 under the
-#            Khronos validation layer
+#   tests    the Vulkan test binary (xz in .devrun/extra) in SHARDS (4) processes at once; with
+#            VALIDATE=1 under the Khronos validation layer
 #   serve    deltallm serve against llama-server (scripts/bench/device_serve.sh; llama-server
 #            from .devrun/extra/llama-server.tar.xz, peer_server.sh pack) at 1, 8, 32, 64 clients
 #   table    ours against llama.cpp single-stream on the 9B, the 0.8B and Qwen3-8B Q4_K_M
@@ -132,11 +132,27 @@ for stage in ${STAGES:-golden forms profile batched moe tests serve table}; do
         layer=()
         [ -n "${VALIDATE:-}" ] && layer=(VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation
             DELTALLM_VK_VALIDATION=1)
-        env "${layer[@]}" DELTALLM_TEST_TMP=/tmp DELTALLM_TEST_DATA="$repo/tests/data" \
-            DELTALLM_BIN="$ours" timeout $(($(left) > 300 ? 240 : $(left) - 20)) /tmp/test_vulkan \
-            --gtest_brief=1 >"$out/tests.log" 2>&1
-        echo "rc=$? (124: cut by its time) validation errors: $(grep -c 'Validation Error' "$out/tests.log")"
-        grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran' "$out/tests.log" | sort -u | head -20
+        # In SHARDS processes at once (gtest's shards; the layer makes the whole binary slower
+        # than one call allows): each shard's log apart, then one summary.
+        shards=${SHARDS:-4}
+        limit=$(($(left) > 300 ? 280 : $(left) - 20))
+        pids=()
+        for i in $(seq 0 $((shards - 1))); do
+            mkdir -p /tmp/shard$i
+            env "${layer[@]}" DELTALLM_TEST_TMP=/tmp/shard$i DELTALLM_TEST_DATA="$repo/tests/data" \
+                DELTALLM_BIN="$ours" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+                timeout $limit /tmp/test_vulkan --gtest_brief=1 >"$out/tests-$i.log" 2>&1 &
+            pids+=($!)
+        done
+        rcs=
+        for pid in "${pids[@]}"; do
+            wait "$pid"
+            rcs="$rcs $?"
+        done
+        echo "shards' rc:$rcs (124: cut by its time) validation errors: $(cat "$out"/tests-*.log |
+            grep -c 'Validation Error')"
+        cat "$out"/tests-*.log | grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran' | sort -u |
+            head -20
         ;;
     serve)
         fits 200 "serving against llama-server" || continue
