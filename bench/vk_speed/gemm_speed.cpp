@@ -151,15 +151,24 @@ TEST(GemmSpeed, Report) {
     }
 }
 
-// The batched GEMV (a batched step's GEMMs of a few rows) in its two forms: each weight slice
-// decoded again for every vector of a group, or once for the group (Tuning::
-// gemv_batch_decode_once), under the launcher's rows a workgroup and forced ones. Each run's
-// output is checked against the dequantized reference on a spread of elements.
+// The batched GEMV (a batched step's GEMMs of a few rows) in its forms: over F32 x (each weight
+// slice decoded again for every vector of a group, or once for the group: Tuning::
+// gemv_batch_decode_once) and over x rounded to bytes (round_rows, outside the timing), under the
+// launcher's rows and threads a workgroup and forced ones. Each run's output is checked against
+// the dequantized reference (over the host's rounding of x for the bytes form) on a spread of
+// elements.
 TEST(BatchedGemvSpeed, Forms) {
     VK_SPEED_DEVICE();
     const bool cpu = dev.features().cpu;
     const uint32_t rows = cpu ? 4096 : 12288, cols = 4096, runs = cpu ? 2 : 20;
     test::Scoped gemv_rows(K.tuning.gemm_gemv_rows, 64u);
+    struct Form {
+        bool bytes, once;
+        uint32_t rows, threads;
+    };
+    const std::vector<Form> forms = {
+        {false, false, 0, 0}, {false, true, 0, 0},  {true, false, 0, 0},  {true, false, 8, 0},
+        {true, false, 8, 32}, {true, false, 8, 64}, {true, false, 4, 32}, {true, false, 4, 64}};
     for (QType t : {QType::Q4_K, QType::Q6_K, QType::Q8_0}) {
         constexpr uint32_t kDistinct = 64;
         const uint64_t rb = row_size(t, cols);
@@ -175,36 +184,51 @@ TEST(BatchedGemvSpeed, Forms) {
         for (uint32_t m : {2u, 8u, 32u}) {
             std::vector<float> x((size_t)m * cols);
             for (float& v : x) v = nd(rng);
+            const std::vector<float> xr = test::round_x_bytes(x.data(), x.size()).values;
             Buffer xb = test::to_device(dev, x);
+            Buffer xq = test::poisoned(dev, m * Kernels::rounded_row_words(cols) + 4);
+            test::run(
+                dev, [&](CommandList& cl) { K.round_rows(cl, view(xb), 0, view(xq), 0, cols, m); });
             Buffer y = test::poisoned(dev, (size_t)m * rows);
-            for (bool once : {false, true})
-                for (uint32_t k_rows : {0u, 1u, 2u}) {
-                    test::Scoped once_scope(K.tuning.gemv_batch_decode_once, once);
-                    test::Scoped rows_scope(K.tuning.gemv_batch_rows, k_rows);
-                    const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                        K.gemm(cl, Variant::scalar, t, view(w), rows, cols, view(xb), 0, {},
-                               view(y), 0, m, false, {});
-                    });
-                    fmt::print(
-                        "batched GEMV {} {}x{}, {} vectors, decode {}, rows a workgroup {}: "
-                        "{:.3f} ms, {:.1f} GB/s of weights\n",
-                        qtype_name(t), rows, cols, m, once ? "once" : "for each vector",
-                        k_rows ? fmt::format("{}", k_rows) : std::string("auto"), ms,
-                        (double)rb * rows / (ms * 1e-3) / 1e9);
-                    auto out = test::from_device<float>(dev, y, (size_t)m * rows);
-                    for (uint32_t i = 0; i < m; i += 3)
-                        for (uint32_t r = 0; r < rows; r += 97) {
-                            double ref = 0, mag = 0;
-                            for (uint32_t k = 0; k < cols; ++k) {
-                                const double p = (double)deq[(size_t)(r % kDistinct) * cols + k] *
-                                                 x[(size_t)i * cols + k];
-                                ref += p;
-                                mag += std::fabs(p);
-                            }
-                            ASSERT_NEAR(out[(size_t)i * rows + r], ref, 1e-5 * mag + 1e-4)
-                                << qtype_name(t) << " vector " << i << " row " << r;
+            for (const Form& form : forms) {
+                test::Scoped x_form(K.tuning.gemv_x,
+                                    form.bytes ? Kernels::GemvX::bytes : Kernels::GemvX::global);
+                if (form.bytes && !K.gemv_batch_reads_bytes(t, cols, m)) continue;
+                test::Scoped once_scope(K.tuning.gemv_batch_decode_once, form.once);
+                test::Scoped rows_scope(K.tuning.gemv_batch_rows, form.rows);
+                test::Scoped threads_scope(K.tuning.gemv_batch_threads, form.threads);
+                const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                    K.gemm(cl, Variant::scalar, t, view(w), rows, cols, view(xb), 0, view(xq),
+                           view(y), 0, m, false, {});
+                });
+                auto count = [](uint32_t v) {
+                    return v ? fmt::format("{}", v) : std::string("auto");
+                };
+                fmt::print(
+                    "batched GEMV {} {}x{}, {} vectors, {}, rows a workgroup {}, threads {}: "
+                    "{:.3f} ms, {:.1f} GB/s of weights\n",
+                    qtype_name(t), rows, cols, m,
+                    form.bytes  ? "over bytes"
+                    : form.once ? "F32 x, decoded once"
+                                : "F32 x, decoded for each vector",
+                    count(form.rows), count(form.threads), ms,
+                    (double)rb * rows / (ms * 1e-3) / 1e9);
+                auto out = test::from_device<float>(dev, y, (size_t)m * rows);
+                const std::vector<float>& xs = form.bytes ? xr : x;
+                for (uint32_t i = 0; i < m; i += 3)
+                    for (uint32_t r = 0; r < rows; r += 97) {
+                        double ref = 0, mag = 0;
+                        for (uint32_t k = 0; k < cols; ++k) {
+                            const double p = (double)deq[(size_t)(r % kDistinct) * cols + k] *
+                                             xs[(size_t)i * cols + k];
+                            ref += p;
+                            mag += std::fabs(p);
                         }
-                }
+                        ASSERT_NEAR(out[(size_t)i * rows + r], ref,
+                                    (form.bytes ? 1e-4 : 1e-5) * mag + 1e-4)
+                            << qtype_name(t) << " vector " << i << " row " << r;
+                    }
+            }
         }
     }
 }

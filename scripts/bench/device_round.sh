@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every open measurement of the GPU machine, stage by stage under one deadline (DEADLINE
 # seconds, default 560; a stage that would not fit is skipped and says so), most wanted first.
-# STAGES picks and orders them (default "golden forms profile batched moe tests serve table"):
+# STAGES picks and orders them (default "golden kernels forms profile batched moe tests serve
+# table"):
 #   golden   transformers' goldens of the tiny mixtures (scripts/golden/make_golden.py --moe), in
 #            the background, packed into $OUT/golden-moe.tgz for tests/data/golden
 #   forms    the forms of a batched step's GEMMs on the 9B (FORMS): the batched GEMV over x
@@ -12,6 +13,8 @@
 #            aggregate rates sum highest, unless GEMV_FORM names one; and B = 64
 #            on the tiles or the batched GEMV (DELTALLM_VK_GEMM_GEMV_ROWS 32 or 64), the faster
 #            kept for the later stages
+#   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
+#            xz in .devrun/extra), each checked against a CPU reference
 #   profile  --profile of batched steps of 8 and 32 rows on the 9B, by stage
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
@@ -61,7 +64,7 @@ form() {  # the form the stages after `forms` run
     export $(form_env "$GEMV_FORM")
 }
 GEMV_FORM=${GEMV_FORM:-}
-for stage in ${STAGES:-golden forms profile batched moe tests serve table}; do
+for stage in ${STAGES:-golden kernels forms profile batched moe tests serve table}; do
     case $stage in
     golden)
         (timeout 240 python3 scripts/golden/make_golden.py /tmp/golden --moe >"$out/golden.log" 2>&1
@@ -99,6 +102,13 @@ for stage in ${STAGES:-golden forms profile batched moe tests serve table}; do
             r = f[2]}} END {print r}' "$out/gemv-rows-64.txt")
         [ -n "$GEMV_ROWS" ] && export DELTALLM_VK_GEMM_GEMV_ROWS=$GEMV_ROWS
         echo "== the later stages run GEMMs of up to ${GEMV_ROWS:-32} rows as the batched GEMV"
+        ;;
+    kernels)
+        [ -f "$extra/vk_speed.xz" ] || continue
+        fits 60 "the batched GEMV's forms alone (vk_speed)" || continue
+        xz -dc "$extra/vk_speed.xz" >/tmp/vk_speed && chmod +x /tmp/vk_speed
+        timeout 120 /tmp/vk_speed --gtest_filter='BatchedGemvSpeed.*' 2>&1 |
+            grep -E '^batched GEMV|FAILED|OK \]' | tee "$out/kernels.txt"
         ;;
     profile)
         fits 80 "profiles of batched steps" || continue
