@@ -15,7 +15,8 @@
 #            kept for the later stages
 #   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
 #            xz in .devrun/extra), each checked against a CPU reference
-#   profile  --profile of batched steps of 8 and 32 rows on the 9B, by stage
+#   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
+#            stream, by stage
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
 #            llama.cpp (scripts/bench/device_moe.sh)
@@ -119,6 +120,13 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
             timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 512 -n 32 -r 1 \
                 --profile 2>&1 | grep -A12 "profile, batch"
         done | tee "$out/profile.txt"
+        # The 35B-A3B's single stream by stage (its decode: 6.4 ms a token on an H100, where a
+        # dense 9B layer takes half the time of one of its layers).
+        fits 60 "a profile of the 35B-A3B" || continue
+        synth qwen35moe 35b-a3b
+        timeout 50 "$ours" bench -m "$models/qwen35moe-35b-a3b-q4_k_m.gguf" --device vulkan \
+            -p 512 -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
+            tee "$out/profile-35b-a3b.txt"
         ;;
     batched)
         fits 150 "batched 9B against llama.cpp" || continue
