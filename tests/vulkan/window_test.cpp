@@ -190,6 +190,55 @@ INSTANTIATE_TEST_SUITE_P(
                            info.param.cols);
     });
 
+// The batched GEMV's modules without subgroup arithmetic (their shared-memory reduction), as a
+// device without it runs them, dispatched directly: over F32 x and over rounded bytes, in
+// workgroups of fewer threads than sums (each storing several) and of more.
+TEST(BatchedGemvModule, SharedMemoryReductionMatchesReference) {
+    VK_TEST_DEVICE();
+    const QType t = QType::Q4_K;
+    const uint32_t rows = 37, cols = 4096, m = 8,
+                   k_rows = 8;  // 128 slices a row: every thread busy
+    const auto [wq, deq] = test::quantize_rows(t, randn((size_t)rows * cols, 3), rows, cols);
+    Buffer w = test::to_device(dev, wq);
+    const std::vector<float> x = randn((size_t)m * cols, 4);
+    Buffer xb = test::to_device(dev, x);
+    Buffer xq = test::poisoned(dev, m * Kernels::rounded_row_words(cols) + 4);
+    test::run(dev, [&](CommandList& cl) { K.round_rows(cl, view(xb), 0, view(xq), 0, cols, m); });
+    const std::vector<float> xr = test::round_x_bytes(x.data(), x.size()).values;
+    Pipelines& pipes = *test::env().pipes;
+    for (bool bytes : {false, true})
+        for (uint32_t wg : {32u, 128u}) {
+            const std::string name = std::string("gemv_batch_q4_k") + (bytes ? "_i8" : "");
+            if (find_module(name).empty()) continue;
+            struct Push {  // gemv_batch.comp's
+                uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec, span;
+            } p{cols, rows, (uint32_t)row_size(t, cols), 0, 0, 0, m, 1};
+            const Kernel& k = pipes.get(name, 3, sizeof(Push), {wg, k_rows, 1, 1, m, 0, wg});
+            Buffer y = test::poisoned(dev, (size_t)m * rows + 4);
+            test::run(dev, [&](CommandList& cl) {
+                cl.dispatch(k, {view(w), bytes ? view(xq) : view(xb), view(y)}, p,
+                            (rows + k_rows - 1) / k_rows);
+            });
+            const auto out = test::from_device<float>(dev, y, (size_t)m * rows + 4);
+            for (uint32_t i = 0; i < 4; ++i)
+                ASSERT_EQ(test::bits(out[(size_t)m * rows + i]), test::kPoison) << "wrote past";
+            const std::vector<float>& xs = bytes ? xr : x;
+            for (uint32_t v = 0; v < m; ++v)
+                for (uint32_t r = 0; r < rows; ++r) {
+                    double ref = 0, mag = 0;
+                    for (uint32_t c = 0; c < cols; ++c) {
+                        const double q =
+                            (double)deq[(size_t)r * cols + c] * xs[(size_t)v * cols + c];
+                        ref += q;
+                        mag += std::fabs(q);
+                    }
+                    ASSERT_NEAR(out[(size_t)v * rows + r], ref, (bytes ? 1e-4 : 1e-5) * mag + 1e-5)
+                        << (bytes ? "bytes" : "F32 x") << " threads " << wg << " vector " << v
+                        << " row " << r;
+                }
+        }
+}
+
 // The F16 copy the cooperative-matrix tiles read: every value within one rounding step of the
 // host conversion (the device may round either way), nothing written past n.
 TEST(F16Copy, MatchesHostRounding) {
