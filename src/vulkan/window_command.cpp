@@ -130,16 +130,22 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         ++group;
         if (expand_ahead_ && group < groups.size() && any_expands(group)) expand(group);
     };
+    // `rows` rows (0: the window's) of cols values at act[x_off] rounded to bytes, into the F16
+    // copy's buffer (y_off kNone) or act[y_off].
+    auto round_rows = [&](uint32_t x_off, uint32_t cols, uint32_t rows, uint32_t y_off) {
+        WindowItem it;
+        it.kind = Kind::round_rows;
+        it.x_off = x_off;
+        it.y_off = y_off;
+        it.n = cols;
+        it.rows = rows;
+        add(it);
+    };
     // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input);
     // or the rows rounded to bytes, when they run as the batched GEMV over bytes.
     auto to_f16 = [&](uint32_t x_off, int64_t cols) {
         if (K.gemv_batch_reads_bytes((uint32_t)cols, m)) {
-            WindowItem it;
-            it.kind = Kind::round_rows;
-            it.x_off = x_off;
-            it.y_off = Kernels::kNone;
-            it.n = (uint32_t)cols;
-            add(it);
+            round_rows(x_off, (uint32_t)cols, 0, Kernels::kNone);
             end_stage(Kind::mark_end, "round rows");
             return;
         }
@@ -239,15 +245,6 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         // Over bytes (Kernels::experts_read_bytes), each expert GEMV reads its input's rows
         // rounded once: xn's beside the router (which reads the same xn), ffn_e's after the
         // SwiGLU.
-        auto round_rows = [&](uint32_t x_off, uint32_t cols, uint32_t rows, uint32_t y_off) {
-            WindowItem it;
-            it.kind = Kind::round_rows;
-            it.x_off = x_off;
-            it.y_off = y_off;
-            it.n = cols;
-            it.rows = rows;
-            add(it);
-        };
         const Tensor* gate = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_gate_exps;
         const Tensor* up = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_up_exps;
         const bool gate_bytes =
