@@ -186,7 +186,7 @@ TEST(BatchedGemvSpeed, Forms) {
             for (float& v : x) v = nd(rng);
             const std::vector<float> xr = test::round_x_bytes(x.data(), x.size()).values;
             Buffer xb = test::to_device(dev, x);
-            Buffer xq = test::poisoned(dev, m * Kernels::rounded_row_words(cols) + 4);
+            Buffer xq = test::poisoned(dev, m * Kernels::rounding_floats(cols) + 4);
             test::run(
                 dev, [&](CommandList& cl) { K.round_rows(cl, view(xb), 0, view(xq), 0, cols, m); });
             Buffer y = test::poisoned(dev, (size_t)m * rows);

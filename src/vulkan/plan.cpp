@@ -78,9 +78,9 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         a.shared = a.down_e + k * E * rows;
         end = a.shared + E * rows;
         a.xn_rounded = (end + 3) / 4 * 4;
-        end = a.xn_rounded + Kernels::rounded_row_words(E) * rows;
+        end = a.xn_rounded + Kernels::rounding_floats(E) * rows;
         a.ffn_e_rounded = (end + 3) / 4 * 4;
-        end = a.ffn_e_rounded + Kernels::rounded_row_words((uint32_t)hp.n_ff_exp) * k * rows;
+        end = a.ffn_e_rounded + Kernels::rounding_floats((uint32_t)hp.n_ff_exp) * k * rows;
     }
     // Past everything a stage overwrites, 16-byte aligned.
     a.ffn_bytes = (end + 3) / 4 * 4;
@@ -390,11 +390,10 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         // The batched GEMV's rows rounded to bytes (at most 64 rows: DELTALLM_VK_GEMM_GEMV_ROWS)
         // share the buffer: 1.5 bytes a value.
         if (f.integer_dot)
-            p.window_x16_bytes =
-                std::max<uint64_t>(p.window_x16_bytes,
-                                   align_up((uint64_t)std::min<int64_t>(w, 64) *
-                                                Kernels::rounded_row_words((uint32_t)widest_in) * 4,
-                                            kAlign));
+            p.window_x16_bytes = std::max<uint64_t>(
+                p.window_x16_bytes, align_up((uint64_t)std::min<int64_t>(w, 64) *
+                                                 Kernels::rounding_floats((uint32_t)widest_in) * 4,
+                                             kAlign));
         scratch += p.window_x16_bytes;
         if (Kernels::gemm_uses_cm2(f, variant) && w >= Kernels::kGemmExpandRows) {
             uint64_t largest = 0;

@@ -147,7 +147,7 @@ TEST_P(ExpertGemv, SlotsAndWeightedSumsMatchTheReference) {
     // xr_off of their own buffer), and the values they stand for: each block of 16 rounded to
     // signed bytes, 127 for its largest magnitude.
     const uint32_t xr_off = 8, nvec = n_rows * k;
-    Buffer xrb = test::poisoned(dev, xr_off + nvec * Kernels::rounded_row_words(cols) + 4);
+    Buffer xrb = test::poisoned(dev, xr_off + nvec * Kernels::rounding_floats(cols) + 4);
     std::vector<float> xr(x);
     const test::BytesX rounded = test::round_x_bytes(x.data() + x_off, x.size() - x_off);
     std::copy(rounded.values.begin(), rounded.values.end(), xr.begin() + x_off);

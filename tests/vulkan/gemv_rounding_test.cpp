@@ -275,13 +275,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvRoundedChain,
 // view or not 16-byte aligned, a reader over x as F32 or over a norm's input: a clear error at
 // recording.
 // The rows of a batched GEMV over bytes rounded once (Kernels::round_rows): each row's blocks
-// in the layout above at its stride (rounded_row_words), the CPU's rounding byte for byte but for
+// in the layout above at its stride (rounding_floats), the CPU's rounding byte for byte but for
 // values a hair from a half, a block of zeros with scale 0, a NaN making its block's scale NaN,
 // and nothing written before or past the rows.
 TEST(RoundRows, EachRowInTheRoundingLayout) {
     VK_TEST_DEVICE();
     const uint32_t cols = 96, rows = 3, x_off = 3, out_off = 8;
-    const uint32_t stride = Kernels::rounded_row_words(cols);
+    const uint32_t stride = Kernels::rounding_floats(cols);
     std::vector<float> x = randn(x_off + rows * cols, 41, 3.f);
     for (uint32_t i = 0; i < 16; ++i) x[x_off + cols + 32 + i] = 0.f;  // row 1, block 2
     x[x_off + 2 * cols + 70] = NAN;                                    // row 2, block 4

@@ -133,8 +133,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                 // The F16 copy of X the cooperative-matrix tiles read (or its rows rounded to
                 // bytes), poisoned past the rows.
                 const uint32_t n16 = (m * cols + 7) / 8 * 8;
-                Buffer x16 = test::poisoned(
-                    dev, std::max(n16 / 2, m * Kernels::rounded_row_words(cols)) + 4);
+                Buffer x16 =
+                    test::poisoned(dev, std::max(n16 / 2, m * Kernels::rounding_floats(cols)) + 4);
                 const bool f16 = !rounds && K.gemm_reads_f16(v, cols);
                 test::run(dev, [&](CommandList& cl) {
                     if (f16) {
@@ -202,7 +202,7 @@ TEST(BatchedGemvModule, SharedMemoryReductionMatchesReference) {
     Buffer w = test::to_device(dev, wq);
     const std::vector<float> x = randn((size_t)m * cols, 4);
     Buffer xb = test::to_device(dev, x);
-    Buffer xq = test::poisoned(dev, m * Kernels::rounded_row_words(cols) + 4);
+    Buffer xq = test::poisoned(dev, m * Kernels::rounding_floats(cols) + 4);
     test::run(dev, [&](CommandList& cl) { K.round_rows(cl, view(xb), 0, view(xq), 0, cols, m); });
     const std::vector<float> xr = test::round_x_bytes(x.data(), x.size()).values;
     Pipelines& pipes = *test::env().pipes;
