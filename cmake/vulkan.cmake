@@ -292,6 +292,11 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(gemm_${t} gemm_cm2.comp DEFINES WTYPE_${T}=1 VARIANTS nv_coopmat2)
   dl_vk_shader(dequant_f16_${t} dequant_f16.comp DEFINES WTYPE_${T}=1)
 endforeach()
+# The expert GEMMs of a prefill window as grouped tiles: scalar, and on KHR cooperative matrices.
+foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
+  string(TOUPPER ${t} T)
+  dl_vk_shader(gemm_experts_${t} gemm_experts.comp DEFINES WTYPE_${T}=1 VARIANTS scalar khr_coopmat)
+endforeach()
 # F16 accumulators in the NV tiles over F16 weights: the GEMM speed report's experiment.
 dl_vk_shader(gemm_f16_acc16 gemm_cm2.comp DEFINES WTYPE_F16=1 ACC_F16=1 VARIANTS nv_coopmat2)
 dl_vk_shader(f16_copy f16_copy.comp)

@@ -18,6 +18,10 @@
 #   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
 #            stream, by stage
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
+#   experts  the expert GEMMs of prefill windows as grouped GEMM tiles: their kernel and window
+#            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
+#            the tiles from EXPERT_TILES pairs an expert on average (DELTALLM_VK_EXPERT_TILES:
+#            0, the grouped GEMVs, against 2, 8 and 32), and its profile by stage on the tiles
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
 #            llama.cpp (scripts/bench/device_moe.sh)
 #   tests    the Vulkan test binary (xz in .devrun/extra) in SHARDS (4) processes at once; with
@@ -123,7 +127,7 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
         # The 35B-A3B's single stream by stage (its decode: 6.4 ms a token on an H100, where a
         # dense 9B layer takes half the time of one of its layers).
         fits 60 "a profile of the 35B-A3B" || continue
-        synth qwen35moe 35b-a3b
+        synth qwen35moe 35b-a3b q4_k_m
         timeout 50 "$ours" bench -m "$models/qwen35moe-35b-a3b-q4_k_m.gguf" --device vulkan \
             -p 512 -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
             tee "$out/profile-35b-a3b.txt"
@@ -136,6 +140,27 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
             -b 1,8,32,64 -r 1 --rounds 1 --md "$out/batched.md" --batched-json "$out/batched.json" \
             >/dev/null
         cat "$out/batched.md"
+        ;;
+    experts)
+        fits 120 "the expert GEMM tiles" || continue
+        if [ -f "$extra/test_vulkan.xz" ]; then
+            xz -dc "$extra/test_vulkan.xz" >/tmp/test_vulkan && chmod +x /tmp/test_vulkan
+            DELTALLM_TEST_DATA="$repo/tests/data" timeout 90 /tmp/test_vulkan --gtest_brief=1 \
+                --gtest_filter='*ExpertTiles*:*ExpertGemv*:MoeSort.*:WindowPrefill.*Moe*' 2>&1 |
+                grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran|Failure|error' | head -20 |
+                tee "$out/experts-tests.txt"
+        fi
+        synth qwen35moe 35b-a3b q4_k_m
+        m35=$models/qwen35moe-35b-a3b-q4_k_m.gguf
+        for tiles in ${EXPERT_TILES:-0 2 8 32}; do
+            printf 'expert_tiles=%s ' "$tiles"
+            DELTALLM_VK_EXPERT_TILES=$tiles timeout 60 "$ours" bench -m "$m35" --device vulkan \
+                -p 512,2048 -n 0 -r 2 -o csv 2>/dev/null | grep ',pp' | cut -d, -f7,10 | tr '\n' ' '
+            echo
+        done | tee "$out/experts.txt"
+        fits 40 "a profile of the 35B-A3B's prefill on the tiles" || continue
+        DELTALLM_VK_EXPERT_TILES=2 timeout 40 "$ours" bench -m "$m35" --device vulkan -p 2048 \
+            -n 0 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" | tee "$out/profile-35b-tiles.txt"
         ;;
     moe)
         fits 150 "mixtures of experts" || continue

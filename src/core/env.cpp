@@ -99,7 +99,7 @@ const std::vector<Var>& all() {
          "force the NV cooperative matrix 2 GEMM tile of Vulkan prefill windows, as weight rows x "
          "window rows x columns (e.g. 64x128x64, multiples of 32; empty: chosen by the rows), "
          "optionally x invocations a workgroup (128, 256 or 512; default 256)"},
-        {"DELTALLM_VK_GEMM_GEMV_ROWS", "int", "32",
+        {"DELTALLM_VK_GEMM_GEMV_ROWS", "int", "64",
          "Vulkan GEMMs of at most this many rows (a batched step's tokens, a short prefill "
          "window) run as one batched GEMV rather than on the GEMM tiles (0 to 64; 0: never)"},
         {"DELTALLM_VK_GEMM_EXPAND_ROWS", "int", "64",
@@ -110,10 +110,14 @@ const std::vector<Var>& all() {
          "(1) rather than again for each vector (0)"},
         {"DELTALLM_VK_GEMV_BATCH_ROWS", "int", "0",
          "weight rows a workgroup of the Vulkan batched GEMV (1, 2, 4 or 8; 0: 8 for groups of up "
-         "to 4 vectors, else 4)"},
+         "to 4 vectors or over bytes more than 8 vectors, else 4)"},
         {"DELTALLM_VK_GEMV_BATCH_THREADS", "int", "0",
-         "threads a workgroup of the Vulkan batched GEMV (32, 64, 128 or 256; 0: one a 32-value "
-         "slice of the row, 64 to 128)"},
+         "threads a workgroup of the Vulkan batched GEMV (32, 64, 128 or 256; 0: over bytes a "
+         "subgroup's worth, else one a 32-value slice of the row, 64 to 128)"},
+        {"DELTALLM_VK_EXPERT_TILES", "int", "8",
+         "a Vulkan prefill window's expert GEMMs run as grouped GEMM tiles where its tokens "
+         "choose at least this many per expert on average, else as grouped batched GEMVs (0 to "
+         "4096; 0: never)"},
         {"DELTALLM_VK_ATTN_ONE_SPLIT", "int", "2",
          "contexts of up to this many chunks of 64 cache rows are walked by one workgroup a head "
          "group of the Vulkan decode attention, with no merge (0 to 64; longer contexts are "

@@ -49,8 +49,11 @@ class KernelFamily {
         uint32_t nb, k_rows, wg;
         std::vector<uint32_t> spec;
     };
+    // sum: the EXPERTS weighted sum, whose threads take (vector, slice) pairs; bytes: x rounded
+    // to bytes (X_INT8).
     BatchGemvShape batch_gemv_shape(QType t, uint32_t cols, uint32_t nvec, View w, View x,
-                                    uint32_t x_off, uint32_t fixed_nb = 0) const;
+                                    uint32_t x_off, uint32_t fixed_nb = 0, bool sum = false,
+                                    bool bytes = false) const;
     // The groups of vectors a workgroup of that GEMV takes (its push constant `span`) and so its
     // workgroups along z: every group in one workgroup where the weight rows alone give the
     // device enough workgroups, else split until they do (a window's expert GEMVs: a few

@@ -2,7 +2,12 @@
 // mirror the shaders.
 #include "vulkan/kernels_experts.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "core/error.h"
+#include "vulkan/kernels_gemm.h"
 
 namespace dl::vk {
 
@@ -16,7 +21,11 @@ struct ExpertGemvPush {
     uint32_t k, route_off, x_per_slot, sum, expert_rows, first_row, perm_off;
 };
 struct SortPush {
-    uint32_t n_pairs, k, n_expert, route_off, perm_off;
+    uint32_t n_pairs, k, n_expert, route_off, perm_off, tile_rows, tiles_off;
+};
+struct ExpertGemmPush {
+    uint32_t k_cols, n, row_bytes, x_off, y_off, k, x_per_slot, expert_rows, first_row, perm_off,
+        tiles_off;
 };
 struct SumPush {
     uint32_t n, k, out_off, h_off, route_off;
@@ -63,7 +72,8 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     // order (a token's) each read their own expert's rows, and one a group spreads them over
     // workgroups (batch_gemv_span) instead of one workgroup reading all k experts' rows.
     const uint32_t nb = g.sum ? g.k : g.perm_off == kNone ? 1 : 0;
-    const BatchGemvShape sh = batch_gemv_shape(g.type, g.cols, nvec, g.w, g.x, g.x_off, nb);
+    const BatchGemvShape sh =
+        batch_gemv_shape(g.type, g.cols, nvec, g.w, g.x, g.x_off, nb, g.sum, g.x_bytes);
     if (g.x_bytes && !experts_read_bytes(g.type, g.cols))
         fail("no expert GEMV over bytes for {} rows of {} values", qtype_name(g.type), g.cols);
     std::string name =
@@ -102,11 +112,66 @@ void ExpertKernels::shared_expert_add(CommandList& cl, View w, uint32_t w_off, V
 }
 
 void ExpertKernels::moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k,
-                             uint32_t n_expert, uint32_t n_rows, uint32_t perm_off) {
+                             uint32_t n_expert, uint32_t n_rows, uint32_t perm_off,
+                             uint32_t tiles_off) {
     if (n_expert > kMaxSortExperts)
         fail("{} experts: the device's grouping takes up to {}", n_expert, kMaxSortExperts);
     const Kernel& kern = pipes_.get("moe_sort", 1, sizeof(SortPush));
-    cl.dispatch(kern, {route}, SortPush{n_rows * k, k, n_expert, route_off, perm_off}, 1, 1);
+    const uint32_t tile_rows = tiles_off == kNone ? 0 : kExpertTileRows;
+    cl.dispatch(kern, {route},
+                SortPush{n_rows * k, k, n_expert, route_off, perm_off, tile_rows,
+                         tiles_off == kNone ? 0 : tiles_off},
+                1, 1);
+}
+
+uint32_t ExpertKernels::expert_tiles_words(uint32_t n_pairs, uint32_t n_expert) {
+    return 1 +
+           3 * ((n_pairs + kExpertTileRows - 1) / kExpertTileRows + std::min(n_pairs, n_expert));
+}
+
+bool ExpertKernels::experts_use_tiles(QType t, uint32_t cols, uint32_t n_pairs,
+                                      uint32_t n_expert) const {
+    return tuning.expert_tile_pairs != 0 && experts_supported(t, cols) &&
+           (uint64_t)n_pairs >= (uint64_t)tuning.expert_tile_pairs * n_expert;
+}
+
+void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g,
+                                 uint32_t tiles_off) {
+    const Features& f = dev_.features();
+    if (!experts_supported(g.type, g.cols))
+        fail("no expert GEMM over {} rows of {} values", qtype_name(g.type), g.cols);
+    if (g.sum || g.x_bytes || g.perm_off == kNone || g.accumulate)
+        fail("the expert GEMM tiles write each pair's slot from F32 rows in the sorted order");
+    if (g.n_rows == 0 || g.rows == 0) return;
+    // KHR: 8 subgroups in a 2×4 grid; scalar: 256 threads of 4 pairs × 8 weight rows.
+    const std::string khr_name = fmt::format("gemm_experts_{}@khr_coopmat", type_suffix(g.type));
+    const auto khr_shared = module_shared_bytes(khr_name.c_str(), {8 * f.subgroup_size});
+    const bool khr =
+        GemmKernels::gemm_uses_khr(f, v) && khr_shared && *khr_shared <= f.max_shared_memory;
+    const std::string name =
+        khr ? khr_name : fmt::format("gemm_experts_{}@scalar", type_suffix(g.type));
+    const uint32_t wg = khr ? 8 * f.subgroup_size : 256;
+    if (wg > f.max_workgroup_invocations)
+        fail("the expert GEMM tiles need {} threads a workgroup; the device allows {}", wg,
+             f.max_workgroup_invocations);
+    const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemmPush), {wg});
+    ExpertGemmPush p{g.cols,
+                     g.rows,
+                     (uint32_t)row_size(g.type, g.cols),
+                     g.x_off,
+                     g.y_off,
+                     g.k,
+                     g.x_per_slot ? 1u : 0u,
+                     g.expert_rows ? g.expert_rows : g.rows,
+                     g.first_row,
+                     g.perm_off,
+                     tiles_off};
+    const uint32_t n_pairs = g.n_rows * g.k;
+    const uint32_t tiles = (expert_tiles_words(n_pairs, g.n_expert) - 1) / 3;
+    constexpr uint32_t kWeightRows = 128;  // a tile's weight rows (the shader's BN)
+    if (tiles > f.max_workgroup_count[1])
+        fail("{} expert GEMM tiles: the device's grid takes {}", tiles, f.max_workgroup_count[1]);
+    cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, (g.rows + kWeightRows - 1) / kWeightRows, tiles);
 }
 
 void ExpertKernels::moe_sum(CommandList& cl, View act, uint32_t out_off, uint32_t h_off, View route,

@@ -64,9 +64,24 @@ class ExpertKernels : public virtual KernelFamily {
     // The n_rows · k (row, slot) pairs of a window's choice (route_off, as moe_route wrote it)
     // grouped by expert, as pair indices at route[perm_off ..] (one workgroup; n_expert up to
     // kMaxSortExperts).
+    // With tiles_off, also the table of gemm_experts()' tiles at route[tiles_off ..]
+    // (expert_tiles_words() words).
     static constexpr uint32_t kMaxSortExperts = 1024;
     void moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k, uint32_t n_expert,
-                  uint32_t n_rows, uint32_t perm_off);
+                  uint32_t n_rows, uint32_t perm_off, uint32_t tiles_off = kNone);
+    // The expert GEMMs of a window as grouped GEMM tiles (shaders/gemm_experts.comp): the slots
+    // of gemv_experts() (not the weighted sum; x in F32, not bytes), each expert's pairs in the
+    // order moe_sort wrote at perm_off cut into tiles of up to kExpertTileRows pairs (its table
+    // at tiles_off), each tile's weight rows decoded once for all its pairs. KHR cooperative
+    // matrices where variant v runs them, else F32 tiles on any device.
+    static constexpr uint32_t kExpertTileRows = 64;
+    void gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g, uint32_t tiles_off);
+    // The words of that table for n_pairs pairs over n_expert experts: a count, and three a
+    // tile for at most one tile a kExpertTileRows pairs and one more an expert.
+    static uint32_t expert_tiles_words(uint32_t n_pairs, uint32_t n_expert);
+    // Whether a window's expert GEMMs over weights of type t, rows of cols values, run as
+    // gemm_experts() for its n_pairs pairs (Tuning::expert_tile_pairs on average an expert).
+    bool experts_use_tiles(QType t, uint32_t cols, uint32_t n_pairs, uint32_t n_expert) const;
     // act[h_off + row · n ..] += Σ_j w_j · act[out_off + (row · k + j) · n ..] for n_rows rows,
     // w_j the row's routing weights (slot order).
     void moe_sum(CommandList& cl, View act, uint32_t out_off, uint32_t h_off, View route,

@@ -89,6 +89,10 @@ bool GemmKernels::gemm_uses_cm2(const Features& f, Variant v) {
     return cm2_usable(f, v);
 }
 
+bool GemmKernels::gemm_uses_khr(const Features& f, Variant v) {
+    return khr_usable(f, v);
+}
+
 bool GemmKernels::gemm_reads_f16(Variant v, uint32_t cols) const {
     return gemm_uses_coopmat(dev_.features(), v) && cols % 8 == 0;
 }
@@ -258,7 +262,7 @@ void GemmKernels::gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, ui
         fail("no batched GEMV over bytes for {}", qtype_name(t));
     // Vectors a group as even as the groups of at most 8 allow (13 rows: two groups of 7, the
     // last vector of the second computed twice and stored once).
-    const BatchGemvShape sh = batch_gemv_shape(t, cols, n_rows, w, x, x_off);
+    const BatchGemvShape sh = batch_gemv_shape(t, cols, n_rows, w, x, x_off, 0, false, bytes);
     std::string name = "gemv_batch_" + type_name(t) + (bytes ? "_i8" : "");
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), sh.spec);

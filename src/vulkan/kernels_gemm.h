@@ -28,6 +28,8 @@ class GemmKernels : public virtual KernelFamily {
     static bool gemm_uses_coopmat(const Features& f, Variant v);
     // Whether variant v runs the NV cooperative matrix 2 tiles (block-decoding tensor loads).
     static bool gemm_uses_cm2(const Features& f, Variant v);
+    // Whether variant v runs tiles on KHR cooperative matrices (8 subgroups of a fixed size).
+    static bool gemm_uses_khr(const Features& f, Variant v);
     // Y[m][n] (=|+=) Σ_k W[n][k] · X[m][k] for m < n_rows: X rows at x_off (stride cols), Y rows
     // at y_off (stride rows); W is rows × cols of type t in its native blocks. The
     // cooperative-matrix tiles read X from its F16 copy x16 (f16_copy() of the same rows, starting

@@ -132,17 +132,22 @@ struct Tuning {
     // GEMMs of at most this many window rows (a batched step's decode tokens, a short window)
     // run as one batched GEMV over the rows (GemmKernels::gemv_batch), which reads each weight
     // once and keeps every workgroup busy, rather than on the tiles (DELTALLM_VK_GEMM_GEMV_ROWS;
-    // 0: never).
-    uint32_t gemm_gemv_rows = 32;
+    // 0: never). Measured on an H100 (9B Q4_K_M, batched steps of 64 rows over bytes in 32
+    // threads: 754 t/s aggregate as the GEMV, 560 on the tiles).
+    uint32_t gemm_gemv_rows = 64;
     // The batched GEMV's form (shaders/gemv_batch.comp DECODE_ONCE): each row's weight slice
     // decoded once for a group's vectors, or again for each (DELTALLM_VK_GEMV_BATCH_ONCE); and
     // its weight rows a workgroup (DELTALLM_VK_GEMV_BATCH_ROWS 1, 2, 4 or 8; 0: by the vectors).
     bool gemv_batch_decode_once = false;
     uint32_t gemv_batch_rows = 0;
-    // Its threads a workgroup (DELTALLM_VK_GEMV_BATCH_THREADS 32 to 256; 0: one a slice of the
-    // row, 64 to 128): fewer take more slices of each row, so fewer partial sums are reduced
-    // across the workgroup for the same products.
+    // Its threads a workgroup (DELTALLM_VK_GEMV_BATCH_THREADS 32 to 256; 0: over bytes a
+    // subgroup's worth, else one a slice of the row, 64 to 128): fewer take more slices of each
+    // row, so fewer partial sums are reduced across the workgroup for the same products.
     uint32_t gemv_batch_threads = 0;
+    // A window's expert GEMMs run as grouped GEMM tiles (ExpertKernels::gemm_experts) where its
+    // (row, slot) pairs are at least this many per expert on average, else as grouped batched
+    // GEMVs (DELTALLM_VK_EXPERT_TILES; 0: never).
+    uint32_t expert_tile_pairs = 8;
 
     // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
 

@@ -93,6 +93,12 @@ uint32_t DriverOptions::gemm_expand_rows_from_env() {
     return (uint32_t)v;
 }
 
+uint32_t DriverOptions::expert_tile_pairs_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_EXPERT_TILES");
+    if (v < 0 || v > 4096) fail("DELTALLM_VK_EXPERT_TILES={}: use 0 to 4096", v);
+    return (uint32_t)v;
+}
+
 uint32_t DriverOptions::gemv_batch_threads_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMV_BATCH_THREADS");
     if (v != 0 && v != 32 && v != 64 && v != 128 && v != 256)
@@ -185,6 +191,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
     t.gemv_batch_rows = gemv_batch_rows_from_env();
     t.gemv_batch_threads = gemv_batch_threads_from_env();
+    t.expert_tile_pairs = expert_tile_pairs_from_env();
     t.deltanet_columns = deltanet_columns_from_env();
     t.deltanet_scan = deltanet_scan_from_env();
     return t;

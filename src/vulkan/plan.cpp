@@ -81,6 +81,8 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         end = a.xn_rounded + Kernels::rounding_floats(E) * rows;
         a.ffn_e_rounded = (end + 3) / 4 * 4;
         end = a.ffn_e_rounded + Kernels::rounding_floats((uint32_t)hp.n_ff_exp) * k * rows;
+        a.expert_tiles = end;
+        end += Kernels::expert_tiles_words(k * rows, (uint32_t)hp.n_expert);
     }
     // Past everything a stage overwrites, 16-byte aligned.
     a.ffn_bytes = (end + 3) / 4 * 4;

@@ -60,6 +60,9 @@ struct ActLayout {
     // Mixture of experts, windows: the rows of xn and of ffn_e rounded to bytes for the expert
     // GEMVs over bytes (Kernels::round_rows; 16-byte aligned).
     uint32_t xn_rounded = 0, ffn_e_rounded = 0;
+    // Mixture of experts, windows: the table of the expert GEMM tiles (moe_sort; words,
+    // Kernels::expert_tiles_words).
+    uint32_t expert_tiles = 0;
     // The FFN activations quantized to int8 by the GEMV that writes them (Kernels::GemvRounding),
     // one row.
     uint32_t ffn_bytes = 0;

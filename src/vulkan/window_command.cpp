@@ -245,11 +245,19 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         // Over bytes (Kernels::experts_read_bytes), each expert GEMV reads its input's rows
         // rounded once: xn's beside the router (which reads the same xn), ffn_e's after the
         // SwiGLU.
+        // Where the pairs are many per expert (Kernels::experts_use_tiles), the expert GEMMs run
+        // as grouped GEMM tiles over F32 rows instead, from a table of tiles the sort writes.
         const Tensor* gate = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_gate_exps;
         const Tensor* up = L.ffn_gate_up_exps ? L.ffn_gate_up_exps : L.ffn_up_exps;
-        const bool gate_bytes =
-            K.experts_read_bytes(gate->type, E) || K.experts_read_bytes(up->type, E);
-        const bool down_bytes = K.experts_read_bytes(L.ffn_down_exps->type, n_ff);
+        auto tiles = [&](const Tensor* t) {
+            return m > 1 &&
+                   K.experts_use_tiles(t->type, (uint32_t)t->cols(), k * m, (uint32_t)hp.n_expert);
+        };
+        auto bytes = [&](const Tensor* t) {
+            return !tiles(t) && K.experts_read_bytes(t->type, (uint32_t)t->cols());
+        };
+        const bool gate_bytes = bytes(gate) || bytes(up);
+        const bool down_bytes = bytes(L.ffn_down_exps);
         gemm(L.ffn_gate_inp, A.xn, false, A.router, false);
         if (L.ffn_gate_shexp) {
             gemm(L.ffn_gate_shexp, A.xn, false, A.gate, false);
@@ -270,6 +278,8 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         if (L.ffn_gate_shexp) swiglu(A.gate, A.up, A.ffn, n_sh * m);
         stage("route");
         over_rows(Kind::moe_sort, A.route, A.perm);
+        p.items.back().u_off =
+            tiles(gate) || tiles(up) || tiles(L.ffn_down_exps) ? A.expert_tiles : Kernels::kNone;
         if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh);
         stage("sort");
         auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
@@ -278,7 +288,10 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
             it.kind = Kind::gemv_experts;
             it.t = t;
             it.experts = expert_args(hp, A, t, rows, first, x_off, per_slot, y_off, false, m);
-            if (K.experts_read_bytes(t->type, (uint32_t)t->cols())) {
+            if (tiles(t)) {
+                it.kind = Kind::gemm_experts;
+                it.u_off = A.expert_tiles;
+            } else if (bytes(t)) {
                 it.experts.x_bytes = true;
                 it.experts.x_off = rounded;
             }
@@ -462,13 +475,20 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                 break;
             case Kind::moe_sort:
                 K.moe_sort(cl, act, i.x_off, (uint32_t)hp.n_expert_used, (uint32_t)hp.n_expert, i.n,
-                           i.y_off);
+                           i.y_off, i.u_off);
                 break;
             case Kind::gemv_experts: {
                 Kernels::ExpertGemv e = i.experts;
                 e.w = W.matrix(plan_, i.t);
                 e.route = e.x = e.y = act;
                 K.gemv_experts(cl, e);
+                break;
+            }
+            case Kind::gemm_experts: {
+                Kernels::ExpertGemv e = i.experts;
+                e.w = W.matrix(plan_, i.t);
+                e.route = e.x = e.y = act;
+                K.gemm_experts(cl, var, e, i.u_off);
                 break;
             }
             case Kind::moe_sum:

@@ -34,6 +34,8 @@ const char* kind_name(WindowItem::Kind k) {
             return "moe_sort";
         case K::gemv_experts:
             return "gemv_experts";
+        case K::gemm_experts:
+            return "gemm_experts";
         case K::moe_sum:
             return "moe_sum";
         case K::shared_expert_add:

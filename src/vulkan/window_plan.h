@@ -31,8 +31,10 @@ struct WindowItem {
         // A mixture of experts over the rows (Kernels::moe_route, moe_sort, gemv_experts,
         // moe_sum, shared_expert_add; `experts` holds the GEMV's operands but the views).
         moe_route,          // the choice at act[y_off] from the router's logits at act[x_off]
-        moe_sort,           // the choice's pairs grouped by expert at act[y_off]
+        moe_sort,           // the choice's pairs grouped by expert at act[y_off] (and, u_off
+                            // not kNone, the table of the expert GEMM tiles at act[u_off])
         gemv_experts,       // a GEMV over the chosen experts' rows of t
+        gemm_experts,       // the same as grouped GEMM tiles, their table at act[u_off]
         moe_sum,            // act[y_off] += the weighted sum of each row's pairs at act[x_off]
         shared_expert_add,  // act[y_off] += sigmoid(t · act[x_off]) · act[u_off], every row,
                             // then act[x_off] = RMSNorm(act[y_off]) · next_norm
@@ -53,8 +55,8 @@ struct WindowItem {
     const Tensor* t = nullptr;  // the matrix, or the norm weights of rms_norm
     int64_t layer = -1;
     uint32_t x_off = 0, y_off = 0, n = 0;
-    uint32_t u_off = 0;                 // swiglu, shared_expert_add: the second input
-    uint32_t rows = 0;                  // round_rows
+    uint32_t u_off = 0;  // swiglu, shared_expert_add: the second input; moe_sort, gemm_experts
+    uint32_t rows = 0;   // round_rows
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it then writes to xn
     bool to_logits = false;             // gemm: into the window's logits rather than act
     bool accumulate = false;
@@ -63,7 +65,7 @@ struct WindowItem {
     uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
     Kernels::AttentionRows attention{};
     Kernels::DeltaNetStep deltanet{};  // deltanet_batch
-    Kernels::ExpertGemv experts{};     // gemv_experts
+    Kernels::ExpertGemv experts{};     // gemv_experts, gemm_experts
     std::string role;
 };
 

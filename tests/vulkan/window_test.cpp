@@ -286,7 +286,9 @@ constexpr int64_t kWindow = 8;
 // rows rounded to bytes, as the decode GEMVs do), within 1 % (the rounding's own error is
 // 0.3-0.8 % on these tiny models); a mixture's router may then take another expert where two
 // lie a hair apart, and one such row (of 60) may miss by up to 10 %.
-void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false) {
+// tiles: a mixture's windows of 4 rows or more run their expert GEMMs as grouped GEMM tiles
+// (Tuning::expert_tile_pairs 1: the tiny models' 8 experts, 2 a row), shorter ones as GEMVs.
+void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bool tiles = false) {
     VK_TEST_DEVICE();
     const std::string& arch = spec.arch;
     const QType type = spec.matrix_type;
@@ -300,12 +302,18 @@ void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false) {
         if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
         o.tuning.gemv_x = Kernels::GemvX::bytes;
     }
+    o.tuning.expert_tile_pairs = tiles ? 1 : 0;
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
     ASSERT_EQ(d.plan().window, kWindow) << d.plan().window_decline;
     if (bytes)
         ASSERT_NE(d.batch_plan(kWindow, true).describe().find("round_rows"), std::string::npos);
+    if (arch.ends_with("moe")) {
+        const std::string p = d.batch_plan(kWindow, true).describe();
+        ASSERT_EQ(p.find("gemm_experts") != std::string::npos, tiles) << p;
+        ASSERT_EQ(p.find("gemv_experts") != std::string::npos, !tiles) << p;
+    }
     // F32 activations and an F16 KV cache on the scalar tiles; F16 tiles round every GEMM input.
     const bool cm = Kernels::gemm_uses_coopmat(d.device().features(), d.plan().variant);
     const double tol = bytes ? 1e-2 : cm ? 1e-2 : 2e-3;
@@ -395,6 +403,16 @@ TEST(WindowPrefill, Qwen35MoeQ4KOverBytes) {
 }
 TEST(WindowPrefill, Qwen3MoeQ8OverBytes) {
     check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), true);
+}
+// The expert GEMMs as grouped GEMM tiles (the shared expert's and the rest over bytes, if so).
+TEST(WindowPrefill, Qwen35MoeF32ExpertTiles) {
+    check_window_prefill(test::moe_spec("qwen35moe"), false, true);
+}
+TEST(WindowPrefill, Qwen35MoeQ4KExpertTiles) {
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), false, true);
+}
+TEST(WindowPrefill, Qwen3MoeQ8ExpertTilesOverBytes) {
+    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), true, true);
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 // experts in shared memory, its exclusive prefix sum, then each pair placed at its expert's next
 // free position. Within an expert the pairs' order depends on the atomics' order; each vector's
 // result does not (the GEMV computes every vector alike, whatever its neighbours).
+// With tile_rows, also the table of the grouped GEMM tiles (gemm_experts.comp) at tiles_off:
+// the number of tiles, then for each its expert and the first and end positions of its pairs,
+// each expert's run cut into tiles of at most tile_rows pairs.
 #version 450
 
 layout(local_size_x = 256) in;
@@ -17,6 +20,8 @@ layout(push_constant) uniform Push {
     uint n_expert;   // at most MAX_EXPERTS
     uint route_off;  // words
     uint perm_off;   // words: where the n_pairs pair indices go
+    uint tile_rows;  // 0: no table of tiles
+    uint tiles_off;  // words
 } p;
 
 const uint MAX_EXPERTS = 1024u;
@@ -30,12 +35,19 @@ void main() {
         atomicAdd(count[route[p.route_off + (i / p.k) * 2u * p.k + i % p.k]], 1u);
     barrier();
     if (t == 0u) {  // exclusive prefix sum: each expert's first position
-        uint s = 0u;
+        uint s = 0u, tiles = 0u;
         for (uint e = 0u; e < p.n_expert; ++e) {
             uint c = count[e];
             count[e] = s;
+            for (uint r = 0u; p.tile_rows != 0u && r < c; r += p.tile_rows) {
+                uint at = p.tiles_off + 1u + 3u * tiles++;
+                route[at] = e;
+                route[at + 1u] = s + r;
+                route[at + 2u] = s + min(r + p.tile_rows, c);
+            }
             s += c;
         }
+        if (p.tile_rows != 0u) route[p.tiles_off] = tiles;
     }
     barrier();
     for (uint i = t; i < p.n_pairs; i += 256u) {
