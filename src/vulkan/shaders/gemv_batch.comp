@@ -29,7 +29,10 @@
 // outputs are weighted and summed into the row's one output, in slot order (ids ascending).
 // With perm_off, vector v is pair route[perm_off + v] (moe_sort.comp: the pairs grouped by
 // expert, so a group's vectors mostly read the same rows, from memory once) and its output
-// goes to the pair's place; not with sum.
+// goes to the pair's place; not with sum. With sum the workgroup's threads take the group's
+// (vector, slice) pairs rather than every vector of a slice (sum_group()): each vector reads
+// another expert's rows, and an expert's short rows (512 values: 16 slices) would otherwise
+// leave most threads idle while each of the rest decoded k experts' slices.
 //
 // X_INT8 (block formats, devices with integer dot products): x is the nvec vectors rounded to
 // signed bytes (round_rows.comp: x_off and the vectors' stride in words of that layout), and a
@@ -194,6 +197,76 @@ void store_sums(float a[NS], uint tid, uint row0, uint g0) {
     }
 }
 
+#if defined(EXPERTS)
+// The weighted sum of the group of NB slots from g0 (a row's k) for the workgroup's rows: thread
+// lt takes (vector, slice) pairs lt, lt + WG, ... and sums w_b · (its expert's row slice · its x
+// slice) for each row; the rows' sums are reduced over the workgroup and stored (added in
+// mode 1) at the row's output.
+void sum_group(uint g0, uint tid, uint lt, uint row0) {
+    float acc[ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
+#if defined(WTYPE_F32) || defined(WTYPE_F16)
+    uint slices = p.ncols / 32u;
+#else
+    uint slices = (p.ncols / BLOCK) * TPB;
+#endif
+    for (uint i = lt; i < NB * slices; i += WG) {
+        uint v = min(g0 + i / slices, p.nvec - 1u), s = i % slices;
+        uint base = expert_of(v) * p.expert_rows + p.first_row;
+        float wt = weight_of(v);
+#if defined(WTYPE_F32) || defined(WTYPE_F16)
+        vec4 xv[8];
+        [[unroll]] for (uint j = 0; j < 8u; ++j) xv[j] = xload4(v, s * 32u + 4u * j);
+        [[unroll]] for (uint r = 0; r < ROWS; ++r)
+            acc[r] += wt * unit_dot(w_row(base + min(row0 + r, p.nrows - 1u), p.row_bytes), s, xv);
+#elif defined(X_INT8)
+        uint blk = s / TPB, part = s % TPB;
+        XSlice xs = x_slice_of(v, blk, part);
+        [[unroll]] for (uint r = 0; r < ROWS; ++r)
+            acc[r] += wt * slice_dot_i8(w_row(base + min(row0 + r, p.nrows - 1u), p.row_bytes),
+                                        blk, part, xs);
+#else
+        uint blk = s / TPB, part = s % TPB;
+        vec4 xv[8];
+        [[unroll]] for (uint j = 0; j < 8u; ++j) xv[j] = xload4(v, slice_x(blk, part, j));
+        vec2 xs = vec2(dot(xv[0] + xv[1] + xv[2] + xv[3], vec4(1.0)),
+                       dot(xv[4] + xv[5] + xv[6] + xv[7], vec4(1.0)));
+        [[unroll]] for (uint r = 0; r < ROWS; ++r)
+            acc[r] += wt * slice_dot(w_row(base + min(row0 + r, p.nrows - 1u), p.row_bytes), blk,
+                                     part, xv, xs);
+#endif
+    }
+    // The rows' totals into partial[r][0], as store_sums() reduces (ROWS <= NS).
+#if defined(SUBGROUP)
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        float v = subgroupAdd(acc[r]);
+        if (subgroupElect()) partial[r][gl_SubgroupID] = v;
+    }
+    barrier();
+    if (tid < ROWS) {
+        float v = 0.0;
+        for (uint g = 0; g < gl_NumSubgroups; ++g) v += partial[tid][g];
+        partial[tid][0] = v;
+    }
+#else
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) partial[r][tid] = acc[r];
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (tid < s)
+            for (uint r = 0; r < ROWS; ++r) partial[r][tid] += partial[r][tid + s];
+        barrier();
+    }
+#endif
+    uint row = row0 + tid;
+    if (tid < ROWS && row < p.nrows) {
+        uint o = p.y_off + (g0 / p.k) * p.nrows + row;
+        float s = partial[tid][0];
+        if (p.mode == 1u) s += y[o];
+        y[o] = s;
+    }
+}
+#endif
+
 void main() {
     uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
@@ -215,6 +288,15 @@ void main() {
 #endif
 
     const uint first = gl_WorkGroupID.z * p.span * NB, end = min(p.nvec, first + p.span * NB);
+#if defined(EXPERTS)
+    if (p.sum != 0u) {
+        for (uint g0 = first; g0 < end; g0 += NB) {
+            if (g0 != first) barrier();  // the previous group's totals are read out
+            sum_group(g0, tid, lt, row0);
+        }
+        return;
+    }
+#endif
     for (uint g0 = first; g0 < end; g0 += NB) {
         // The previous group's sums are read out of the partials before they are rewritten.
         if (g0 != first) barrier();
