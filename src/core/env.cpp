@@ -99,7 +99,7 @@ const std::vector<Var>& all() {
          "force the NV cooperative matrix 2 GEMM tile of Vulkan prefill windows, as weight rows x "
          "window rows x columns (e.g. 64x128x64, multiples of 32; empty: chosen by the rows), "
          "optionally x invocations a workgroup (128, 256 or 512; default 256)"},
-        {"DELTALLM_VK_GEMM_GEMV_ROWS", "int", "64",
+        {"DELTALLM_VK_GEMM_GEMV_ROWS", "int", "32",
          "Vulkan GEMMs of at most this many rows (a batched step's tokens, a short prefill "
          "window) run as one batched GEMV rather than on the GEMM tiles (0 to 64; 0: never)"},
         {"DELTALLM_VK_GEMM_EXPAND_ROWS", "int", "64",

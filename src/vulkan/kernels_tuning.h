@@ -132,9 +132,9 @@ struct Tuning {
     // GEMMs of at most this many window rows (a batched step's decode tokens, a short window)
     // run as one batched GEMV over the rows (GemmKernels::gemv_batch), which reads each weight
     // once and keeps every workgroup busy, rather than on the tiles (DELTALLM_VK_GEMM_GEMV_ROWS;
-    // 0: never). Measured on an H100 (9B Q4_K_M, batched steps of 64 rows over bytes in 32
-    // threads: 754 t/s aggregate as the GEMV, 560 on the tiles).
-    uint32_t gemm_gemv_rows = 64;
+    // 0: never). Measured on an H100 (9B Q4_K_M, 128 batched steps of 64 rows after their
+    // prompts: 2,240 t/s aggregate on the tiles, 1,223 as the GEMV over bytes in 32 threads).
+    uint32_t gemm_gemv_rows = 32;
     // The batched GEMV's form (shaders/gemv_batch.comp DECODE_ONCE): each row's weight slice
     // decoded once for a group's vectors, or again for each (DELTALLM_VK_GEMV_BATCH_ONCE); and
     // its weight rows a workgroup (DELTALLM_VK_GEMV_BATCH_ROWS 1, 2, 4 or 8; 0: by the vectors).
