@@ -6,7 +6,9 @@
 # /tmp/ps); when missing, unpacked from .devrun/extra/llama-server.tar.xz (peer_server.sh pack) if
 # that was carried, else built first, which takes minutes.
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
-#     scripts/bench/device_serve.sh
+#   [WARMUP=8] scripts/bench/device_serve.sh
+# WARMUP requests go to each server before its first level, unmeasured (pipelines and commands
+# made on first use); after each workload the server's /metrics are kept (ours: the steps' time).
 # Each engine serves with as many slots as the highest level and the same context per slot;
 # scripts/bench/serve_bench.py drives both (streamed chat completions, outputs forced to their
 # length with ignore_eos; the multi-turn chats open with a document of FIRST_TURN_WORDS words
@@ -62,8 +64,12 @@ run_engine() {  # name port command...
         timeout 240 python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
             --first-turn-words "${FIRST_TURN_WORDS:-500}" --waves "${WAVES:-0}" \
-            --json "$out/serve-$name-$w.json"
+            --warmup "${WARMUP:-8}" --json "$out/serve-$name-$w.json"
         echo "rc=$?"
+        # The server's own counters after the workload (ours: where a step's time went).
+        python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$port/metrics', timeout=5).read().decode())" \
+            >"$out/metrics-$name-$w.txt" 2>&1
+        grep -E '^deltallm_(step|steps|prompt_step|snapshot)' "$out/metrics-$name-$w.txt"
     done
     kill -TERM "$pid"
     wait "$pid"

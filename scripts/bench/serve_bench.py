@@ -318,6 +318,10 @@ def main():
     ap.add_argument("--slo-ttft-ms", type=float, default=1000)
     ap.add_argument("--slo-tpot-ms", type=float, default=100)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="requests sent (at that many at once, up to the highest level) before the "
+                         "first level and not measured: a server's pipelines and commands made on "
+                         "first use; their prompts share no prefix with the measured ones")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
@@ -332,6 +336,11 @@ def main():
             if status != 200:
                 raise SystemExit(f"GET /v1/models: HTTP {status}")
             model = json.loads(data)["data"][0]["id"]
+        if args.warmup > 0:
+            jobs = make_jobs(args, args.warmup, random.Random(args.seed + 7919))
+            _, duration = await run_level(http, model, jobs, min(args.warmup, max(levels)),
+                                          args.seed + 7919)
+            print(f"warm-up: {args.warmup} requests in {duration:.2f} s", file=sys.stderr)
         rows = []
         for c in levels:
             jobs = make_jobs(args, max(args.requests, args.waves * c), random.Random(args.seed))

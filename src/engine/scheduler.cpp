@@ -198,7 +198,7 @@ void Scheduler::done(std::unique_ptr<Request> r, FinishReason why, const Slot* s
 void Scheduler::finish(Slot& slot, FinishReason why, const std::string& error) {
     // The tokens fed so far are a prefix later requests (the next turn of a chat) may share.
     if (cache_ && why != FinishReason::error && slot.session->n_past == (int64_t)slot.fed.size())
-        cache_->put(slot.fed, *slot.session);
+        snapshot(slot);
     std::unique_ptr<Request> r = std::move(slot.request);
     {
         std::lock_guard lock(mutex_);
@@ -207,6 +207,13 @@ void Scheduler::finish(Slot& slot, FinishReason why, const std::string& error) {
     done(std::move(r), why, &slot, error);
     release(slot);
     admit_paused_ = false;
+}
+
+void Scheduler::snapshot(Slot& slot) {
+    const Clock::time_point t0 = Clock::now();
+    cache_->put(slot.fed, *slot.session);
+    std::lock_guard lock(mutex_);
+    stats_.snapshot_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 void Scheduler::release(Slot& slot) {
@@ -441,6 +448,7 @@ void Scheduler::run_step() {
     }
     if (items.empty()) return;
     const Clock::time_point now = Clock::now();
+    const bool carries_prompt = chunks > 0;
     for (Slot* s : owners)
         if (!s->started) {
             s->started = true;
@@ -458,10 +466,19 @@ void Scheduler::run_step() {
         for (Slot* s : owners) finish(*s, FinishReason::error, e.what());
         return;
     }
+    const double step_seconds = std::chrono::duration<double>(Clock::now() - now).count();
     {
         std::lock_guard lock(mutex_);
         ++stats_.steps;
+        stats_.step_seconds += step_seconds;
+        if (carries_prompt) {
+            ++stats_.prompt_steps;
+            stats_.prompt_step_seconds += step_seconds;
+        }
     }
+    log::debug("step: {} decodes, {} prompt chunks of {} tokens: {:.2f} ms", items.size() - chunks,
+               chunks, options_.token_budget - budget - ((int64_t)items.size() - chunks),
+               step_seconds * 1e3);
     for (size_t i = 0; i < items.size(); ++i) {
         Slot& slot = *owners[i];
         StepItem& it = items[i];
@@ -480,7 +497,7 @@ void Scheduler::run_step() {
             (at_end_of_prompt || (every > 0 && slot.prompt_done % every == 0) ||
              std::find(g.snapshot_at.begin(), g.snapshot_at.end(), slot.prompt_done) !=
                  g.snapshot_at.end()))
-            cache_->put(slot.fed, *slot.session);
+            snapshot(slot);
         if (!decoding && !at_end_of_prompt) continue;
         if (!decoding && slot.resume_token >= 0) {
             // A resumed request's tokens are back in its session: it goes on with the token it

@@ -106,6 +106,10 @@ struct SchedulerStats {
     int64_t prompt_tokens = 0, generated_tokens = 0, cached_tokens = 0;  // totals
     int64_t requests_done = 0;
     int64_t steps = 0;
+    // Where the step thread's time goes: the executor's steps (those that carried a prompt chunk
+    // apart), and the prefix cache's snapshots after them.
+    double step_seconds = 0, prompt_step_seconds = 0, snapshot_seconds = 0;
+    int64_t prompt_steps = 0;
     uint64_t cache_bytes = 0, cache_host_bytes = 0, cache_entries = 0;
     // The executor's paged KV cache (Executor::cache_use), and requests that gave their rows back
     // to others when it was full (Scheduler::preempt).
@@ -150,6 +154,8 @@ class Scheduler {
     void run_step();
     void finish(Slot& slot, FinishReason why, const std::string& error = {});
     void release(Slot& slot);
+    // The prefix cache's snapshot of the slot's tokens so far (timed in the stats).
+    void snapshot(Slot& slot);
     void preempt(const std::string& why);
     void done(std::unique_ptr<Request> r, FinishReason why, const Slot* slot,
               const std::string& error);

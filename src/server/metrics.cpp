@@ -80,6 +80,14 @@ std::string Metrics::render(const SchedulerStats& s) const {
     gauge(out, "counter", "deltallm_requests_finished_total", "Generation requests finished.",
           (double)s.requests_done);
     gauge(out, "counter", "deltallm_steps_total", "Batched steps run.", (double)s.steps);
+    gauge(out, "counter", "deltallm_step_seconds_total", "Time the executor's steps took.",
+          s.step_seconds);
+    gauge(out, "counter", "deltallm_prompt_steps_total", "Steps that carried a prompt chunk.",
+          (double)s.prompt_steps);
+    gauge(out, "counter", "deltallm_prompt_step_seconds_total",
+          "Time the steps that carried a prompt chunk took.", s.prompt_step_seconds);
+    gauge(out, "counter", "deltallm_snapshot_seconds_total",
+          "Time the prefix cache's snapshots after the steps took.", s.snapshot_seconds);
     gauge(out, "gauge", "deltallm_requests_running", "Requests generating now.", (double)s.running);
     gauge(out, "gauge", "deltallm_requests_queued", "Requests waiting for a slot.",
           (double)s.queued);

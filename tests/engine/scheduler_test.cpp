@@ -137,6 +137,12 @@ TEST(Scheduler, EveryRequestEqualsItsSoloRun) {
         EXPECT_EQ(st.queued, 0);
         EXPECT_EQ(st.requests_done, 16);
         EXPECT_LT(st.steps, 16 * 10);  // requests shared steps
+        // One prompt chunk a step (SchedulerOptions::prompt_chunks): a step each prompt at least.
+        EXPECT_GE(st.prompt_steps, 16);
+        EXPECT_LE(st.prompt_steps, st.steps);
+        EXPECT_GT(st.step_seconds, 0.0);
+        EXPECT_GT(st.prompt_step_seconds, 0.0);
+        EXPECT_LE(st.prompt_step_seconds, st.step_seconds);
     }
     for (size_t i = 0; i < reqs.size(); ++i) {
         SCOPED_TRACE(::testing::Message() << "request " << i);
@@ -418,6 +424,8 @@ TEST(PrefixCacheEviction, UnderMemoryPressureTheOldestGoAndAnswersStayExact) {
         EXPECT_LE(st.cache_bytes, one * 2 + one / 2);
     }
     EXPECT_LE(warm.stats().cache_entries, 2u);
+    EXPECT_GT(warm.stats().snapshot_seconds, 0.0);
+    EXPECT_EQ(cold.stats().snapshot_seconds, 0.0);
 }
 
 // The cache compares tokens on every hash match and only restores whole entries.

@@ -36,12 +36,20 @@ TEST(Metrics, RendersTheSchedulerTotalsAndGauges) {
     s.queued = 1;
     s.cache_bytes = 4096;
     s.cache_entries = 3;
+    s.steps = 9;
+    s.prompt_steps = 4;
+    s.step_seconds = 1.5;
+    s.prompt_step_seconds = 1.25;
+    s.snapshot_seconds = 0.5;
     const std::string t = m.render(s);
     for (const char* line :
          {"deltallm_prompt_tokens_total 120\n", "deltallm_generated_tokens_total 5\n",
           "deltallm_prefix_cache_hit_tokens_total 64\n", "deltallm_requests_running 2\n",
           "deltallm_requests_queued 1\n", "deltallm_prefix_cache_bytes 4096\n",
-          "deltallm_prefix_cache_entries 3\n", "deltallm_http_requests_total{class=\"4xx\"} 1\n",
+          "deltallm_prefix_cache_entries 3\n", "deltallm_steps_total 9\n",
+          "deltallm_prompt_steps_total 4\n", "deltallm_step_seconds_total 1.5\n",
+          "deltallm_prompt_step_seconds_total 1.25\n", "deltallm_snapshot_seconds_total 0.5\n",
+          "deltallm_http_requests_total{class=\"4xx\"} 1\n",
           "deltallm_request_duration_seconds_count 1\n",
           "deltallm_time_to_first_token_seconds_count 1\n",
           "deltallm_time_per_output_token_seconds_sum 0.0625\n"})
