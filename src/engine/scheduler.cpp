@@ -424,13 +424,15 @@ void Scheduler::run_step() {
         owners.push_back(slot.get());
         --budget;
     }
-    // Then prompt chunks, the earliest admitted first, while the budget and prompt_chunks last.
+    // Then prompt chunks, the earliest admitted first, while the budget and prompt_chunks last;
+    // with no stream decoding, up to the idle budget.
+    if (items.empty()) budget = std::max(budget, options_.idle_token_budget);
     std::vector<Slot*> prompting;
     for (auto& slot : slots_)
         if (slot->request && slot->pending < 0) prompting.push_back(slot.get());
     std::sort(prompting.begin(), prompting.end(),
               [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
-    int64_t chunks = 0;
+    int64_t chunks = 0, chunk_tokens = 0;
     for (Slot* slot : prompting) {
         if (budget <= 0 || (options_.prompt_chunks > 0 && chunks >= options_.prompt_chunks)) break;
         const int64_t n = chunk_length(*slot, budget);
@@ -444,6 +446,7 @@ void Scheduler::run_step() {
         items.push_back(it);
         owners.push_back(slot);
         budget -= n;
+        chunk_tokens += n;
         ++chunks;
     }
     if (items.empty()) return;
@@ -477,8 +480,7 @@ void Scheduler::run_step() {
         }
     }
     log::debug("step: {} decodes, {} prompt chunks of {} tokens: {:.2f} ms", items.size() - chunks,
-               chunks, options_.token_budget - budget - ((int64_t)items.size() - chunks),
-               step_seconds * 1e3);
+               chunks, chunk_tokens, step_seconds * 1e3);
     for (size_t i = 0; i < items.size(); ++i) {
         Slot& slot = *owners[i];
         StepItem& it = items[i];

@@ -31,15 +31,19 @@ struct SchedulerOptions {
     int64_t parallel = 4;        // sequences generating at once (slots), each with n_ctx tokens
     int64_t n_ctx = 4096;        // context of each slot
     int64_t token_budget = 512;  // tokens per step: decodes first, then prompt chunks
+    // Tokens a step may read of prompts while no stream decodes (below token_budget: the
+    // budget): no stream waits on that step, and one window of many rows costs an executor less
+    // than several short ones, each a read of every weight.
+    int64_t idle_token_budget = 2048;
     // Prompts a step reads a chunk of, the earliest admitted first (0: as many as the budget
     // allows). An executor runs each chunk as a prefill window of its own, and a window costs a
     // read of every weight however few its rows, so one chunk of many rows a step reads prompts
     // faster, and holds the running streams back less, than several short ones.
     int64_t prompt_chunks = 1;
     int64_t queue_limit = 64;  // requests waiting for a slot beyond which submit() refuses
-    // Prompt chunks end on multiples of this many tokens (so that chunk ends are the positions
-    // where the prefix cache keeps snapshots). 0: no alignment.
-    int64_t chunk_align = 256;
+    // Prompt chunks end on multiples of this many tokens (a KV block: chunks of a few sizes, whose
+    // commands an executor records once), unless the prompt ends first. 0: no alignment.
+    int64_t chunk_align = 64;
     uint64_t prefix_cache_bytes = 0;  // 0: no prefix cache
     // Snapshots past prefix_cache_bytes move to host memory up to this many bytes (the Vulkan
     // driver keeps them in device memory first); 0: they are dropped instead.

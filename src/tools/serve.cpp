@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "engine/scheduler.h"
 #include "server/server.h"
 #include "template/template.h"
 #include "tools/common.h"
@@ -64,8 +65,9 @@ int serve(ServeArgs& a) {
     a.server.cache_host_bytes = (uint64_t)(a.cache_host_mib * 1048576.0);
     if (a.server.cache_every < 0 || a.server.cache_every > (int64_t{1} << 30))
         fail("--cache-every must be 0 (off) to 2^30 tokens, not {}", a.server.cache_every);
-    // Prompt chunks end on multiples of 256 tokens; a snapshot point must be one of them.
-    a.server.cache_every = (a.server.cache_every + 255) / 256 * 256;
+    // Prompt chunks end on multiples of chunk_align tokens; a snapshot point must be one of them.
+    const int64_t align = dl::SchedulerOptions{}.chunk_align;
+    a.server.cache_every = (a.server.cache_every + align - 1) / align * align;
     if (a.server.queue_limit < 0 || a.server.queue_limit > 4096)
         fail("--queue must be 0 to 4096, not {}", a.server.queue_limit);
     a.server.n_ctx = 0;  // the engine's: -c sets it

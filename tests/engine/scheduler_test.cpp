@@ -156,7 +156,8 @@ TEST(Scheduler, EveryRequestEqualsItsSoloRun) {
 }
 
 // An executor that records, for each step, the sessions of its items of more than one token (the
-// prompt chunks, where every chunk is longer than one), and runs the step on the chain.
+// prompt chunks, where every chunk is longer than one) and every item's tokens, and runs the
+// step on the chain.
 class StepRecorder : public Executor {
   public:
     explicit StepRecorder(Executor& inner) : inner_(inner) {}
@@ -174,12 +175,17 @@ class StepRecorder : public Executor {
     }
     void step(std::span<StepItem> items) override {
         std::vector<const SessionState*> chunks;
-        for (const StepItem& it : items)
+        std::vector<size_t> n;
+        for (const StepItem& it : items) {
             if (it.tokens.size() > 1) chunks.push_back(it.session);
+            n.push_back(it.tokens.size());
+        }
         steps.push_back(chunks);
+        sizes.push_back(n);
         inner_.step(items);
     }
     std::vector<std::vector<const SessionState*>> steps;
+    std::vector<std::vector<size_t>> sizes;
 
   private:
     Executor& inner_;
@@ -235,6 +241,53 @@ TEST(Scheduler, PromptChunksAStepEarliestAdmittedFirst) {
             EXPECT_GE(most, 2u) << "the budget never took two prompts in one step";
         }
         EXPECT_EQ(order.size(), reqs.size());
+        for (size_t i = 0; i < reqs.size(); ++i)
+            EXPECT_EQ(got[i].tokens, solo(chain, reqs[i], n_ctx, nullptr)) << "request " << i;
+    }
+}
+
+// A step with no stream decoding reads up to SchedulerOptions::idle_token_budget of a prompt
+// (aligned), one with streams decoding at most token_budget less the decodes; 0 turns the idle
+// budget off. Tokens equal the solo runs either way.
+TEST(Scheduler, WithNoStreamDecodingAStepReadsUpToTheIdleBudget) {
+    auto model = model_for("qwen3");
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab, n_ctx = 96;
+    std::vector<GenerationRequest> reqs;
+    for (uint32_t i = 0; i < 2; ++i) {
+        GenerationRequest r;
+        r.prompt = test::tiny_tokens(i == 0 ? 40 : 30, V, 500 + i);
+        r.max_tokens = 12;
+        r.sampling = greedy();
+        reqs.push_back(r);
+    }
+    for (int64_t idle : {32, 0}) {
+        SCOPED_TRACE(::testing::Message() << "idle_token_budget " << idle);
+        StepRecorder rec(chain);
+        SchedulerOptions o;
+        o.parallel = 2;
+        o.n_ctx = n_ctx;
+        o.token_budget = 10;
+        o.idle_token_budget = idle;
+        o.chunk_align = 8;
+        Collector got(reqs.size());
+        {
+            Scheduler sched(rec, o);
+            for (size_t i = 0; i < reqs.size(); ++i)
+                ASSERT_GT(sched.submit(reqs[i], got.sink(i)), 0u);
+            got.wait_all();
+        }
+        ASSERT_GE(rec.sizes.size(), 3u);
+        // The first prompt alone: 32 then 8 tokens with the idle budget, else 8 a step.
+        EXPECT_EQ(rec.sizes[0], std::vector<size_t>{idle ? 32u : 8u});
+        EXPECT_EQ(rec.sizes[1], std::vector<size_t>{8u});
+        for (const auto& step : rec.sizes) {
+            const size_t decodes = std::count(step.begin(), step.end(), 1u);
+            if (decodes == 0) continue;
+            size_t read = 0;
+            for (size_t n : step) read += n;
+            EXPECT_LE(read, (size_t)o.token_budget) << "a step with decodes past the budget";
+        }
         for (size_t i = 0; i < reqs.size(); ++i)
             EXPECT_EQ(got[i].tokens, solo(chain, reqs[i], n_ctx, nullptr)) << "request " << i;
     }
