@@ -43,7 +43,10 @@ void ExpertKernels::moe_route(CommandList& cl, View x, uint32_t x_off, uint32_t 
         fail("a router choosing {} of {} experts (the device takes 1 to {})", k, n_expert,
              kMaxUsed);
     const uint32_t wg = wg_size(256);
-    const Kernel& kern = pipes_.get("moe_route", 2, sizeof(RoutePush), {wg});
+    // With subgroup arithmetic each thread holds up to 4 experts' logits (moe_route.comp).
+    const bool sg =
+        tuning.moe_route_subgroups && dev_.features().subgroup_arithmetic && n_expert <= 4 * wg;
+    const Kernel& kern = pipes_.get(sg ? "moe_route_sg" : "moe_route", 2, sizeof(RoutePush), {wg});
     auto [gx, gy] = grid(dev_.features(), n_rows);
     cl.dispatch(kern, {x, route}, RoutePush{n_expert, k, x_off, route_off}, gx, gy);
 }

@@ -144,6 +144,9 @@ struct Tuning {
     // subgroup's worth, else one a slice of the row, 64 to 128): fewer take more slices of each
     // row, so fewer partial sums are reduced across the workgroup for the same products.
     uint32_t gemv_batch_threads = 0;
+    // The router's top-k by subgroup reductions where the device has them (tests turn it off to
+    // run the shared-memory tree).
+    bool moe_route_subgroups = true;
     // A window's expert GEMMs run as grouped GEMM tiles (ExpertKernels::gemm_experts) where its
     // (row, slot) pairs are at least this many per expert on average, else as grouped batched
     // GEMVs (DELTALLM_VK_EXPERT_TILES; 0: never).

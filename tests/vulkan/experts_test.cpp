@@ -62,23 +62,28 @@ TEST_P(MoeRoute, MatchesTheReference) {
             for (uint32_t e = 0; e < n; e += 3) x[x_off + r * n + e] = (e % 2) ? 1.5f : 3.f;
     Buffer xb = test::to_device(dev, x);
     const size_t words = route_off + (size_t)rows * 2 * k;
-    Buffer route = test::poisoned(dev, words + 4);
-    test::run(dev, [&](CommandList& cl) {
-        K.moe_route(cl, view(xb), x_off, n, k, view(route), route_off, rows);
-    });
-    auto out = test::from_device<uint32_t>(dev, route, words + 4);
-    for (uint32_t i = 0; i < route_off; ++i) ASSERT_EQ(out[i], test::kPoison) << "wrote before";
-    for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(out[words + i], test::kPoison) << "wrote past";
-    std::vector<uint32_t> ids;
-    std::vector<double> w;
-    for (uint32_t r = 0; r < rows; ++r) {
-        reference_route(x.data() + x_off + r * n, n, k, ids, w);
-        const uint32_t* o = out.data() + route_off + r * 2 * k;
-        for (uint32_t j = 0; j < k; ++j) {
-            ASSERT_EQ(o[j], ids[j]) << "row " << r << " slot " << j;
-            float got;
-            std::memcpy(&got, &o[k + j], 4);
-            ASSERT_NEAR(got, w[j], 1e-6 * (1 + w[j])) << "row " << r << " slot " << j;
+    // By subgroup reductions (where the device has them) and by the shared-memory tree.
+    for (bool subgroups : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << "subgroups " << subgroups);
+        test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
+        Buffer route = test::poisoned(dev, words + 4);
+        test::run(dev, [&](CommandList& cl) {
+            K.moe_route(cl, view(xb), x_off, n, k, view(route), route_off, rows);
+        });
+        auto out = test::from_device<uint32_t>(dev, route, words + 4);
+        for (uint32_t i = 0; i < route_off; ++i) ASSERT_EQ(out[i], test::kPoison) << "wrote before";
+        for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(out[words + i], test::kPoison) << "wrote past";
+        std::vector<uint32_t> ids;
+        std::vector<double> w;
+        for (uint32_t r = 0; r < rows; ++r) {
+            reference_route(x.data() + x_off + r * n, n, k, ids, w);
+            const uint32_t* o = out.data() + route_off + r * 2 * k;
+            for (uint32_t j = 0; j < k; ++j) {
+                ASSERT_EQ(o[j], ids[j]) << "row " << r << " slot " << j;
+                float got;
+                std::memcpy(&got, &o[k + j], 4);
+                ASSERT_NEAR(got, w[j], 1e-6 * (1 + w[j])) << "row " << r << " slot " << j;
+            }
         }
     }
 }
@@ -92,6 +97,28 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MoeRoute,
                              return fmt::format("e{}k{}r{}{}", c.n_expert, c.k, c.rows,
                                                 c.ties ? "_ties" : "");
                          });
+
+// Every logit equal: the k lowest ids (torch.topk's order on ties), each weighted 1/k, by both
+// forms of the top-k (a subgroup's lanes tie too, not only its winners).
+TEST(MoeRouteTies, AllEqualTakeTheLowestIds) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 300, k = 3;
+    Buffer xb = test::to_device(dev, std::vector<float>(n, 0.5f));
+    for (bool subgroups : {true, false}) {
+        test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
+        Buffer route = test::poisoned(dev, 2 * k);
+        test::run(dev, [&](CommandList& cl) {
+            K.moe_route(cl, view(xb), 0, n, k, view(route), 0, 1);
+        });
+        auto out = test::from_device<uint32_t>(dev, route, 2 * k);
+        for (uint32_t j = 0; j < k; ++j) {
+            EXPECT_EQ(out[j], j) << "subgroups " << subgroups;
+            float w;
+            std::memcpy(&w, &out[k + j], 4);
+            EXPECT_NEAR(w, 1.0 / k, 1e-6) << "subgroups " << subgroups;
+        }
+    }
+}
 
 struct ExpertCase {
     QType type;
