@@ -18,7 +18,7 @@ struct RoutePush {
 };
 struct ExpertGemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec, span;
-    uint32_t k, route_off, x_per_slot, sum, expert_rows, first_row, perm_off;
+    uint32_t k, route_off, x_per_slot, sum, expert_rows, first_row, perm_off, up_off;
 };
 struct SortPush {
     uint32_t n_pairs, k, n_expert, route_off, perm_off, tile_rows, tiles_off;
@@ -77,6 +77,8 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     const uint32_t nb = g.sum ? g.k : g.perm_off == kNone ? 1 : 0;
     const BatchGemvShape sh =
         batch_gemv_shape(g.type, g.cols, nvec, g.w, g.x, g.x_off, nb, g.sum, g.x_bytes);
+    if (g.up_off != kNone && (g.x_bytes || g.up_off % 4 != g.x_off % 4))
+        fail("an expert GEMV over a SwiGLU's gates and ups reads F32 rows laid out alike");
     if (g.x_bytes && !experts_read_bytes(g.type, g.cols))
         fail("no expert GEMV over bytes for {} rows of {} values", qtype_name(g.type), g.cols);
     std::string name =
@@ -99,7 +101,8 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
                      g.sum ? 1u : 0u,
                      g.expert_rows ? g.expert_rows : g.rows,
                      g.first_row,
-                     g.perm_off};
+                     g.perm_off,
+                     g.up_off};
     auto [gx, gy] = grid(f, row_blocks);
     cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, gx, gy, sp.z);
 }

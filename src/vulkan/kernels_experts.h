@@ -49,6 +49,9 @@ class ExpertKernels : public virtual KernelFamily {
         // x holds the vectors rounded to bytes (GemmKernels::round_rows; x_off in words), read
         // in integer dot products (experts_read_bytes() must hold).
         bool x_bytes = false;
+        // F32 x only: x holds a SwiGLU's gates and x[up_off ..] its ups, laid out alike
+        // (up_off ≡ x_off mod 4), and the vectors are SiLU(gate) · up.
+        uint32_t up_off = kNone;
         View y;
         uint32_t y_off = 0;
         bool sum = false, accumulate = false;

@@ -342,7 +342,7 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
             pending = nullptr;
         }
         h_rounded = false;
-        const uint32_t k = (uint32_t)hp.n_expert_used, n_ff = (uint32_t)hp.n_ff_exp;
+        const uint32_t n_ff = (uint32_t)hp.n_ff_exp;
         gemv(L.ffn_gate_inp, A.xn, A.router, false);
         if (L.ffn_gate_shexp) {
             gemv(L.ffn_gate_shexp, A.xn, A.gate, false);
@@ -376,9 +376,9 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         }
         if (L.ffn_gate_shexp) gemv(L.ffn_down_shexp, A.ffn, A.shared, false);
         stage("gemv experts");
-        swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff);
-        stage("swiglu");
-        experts(L.ffn_down_exps, (uint32_t)hp.n_embd, 0, A.ffn_e, A.h, true);
+        // The down projection forms each slot's SwiGLU as it reads the gates and ups.
+        experts(L.ffn_down_exps, (uint32_t)hp.n_embd, 0, A.gate_e, A.h, true);
+        p.stages.back().dispatches.back().experts.up_off = A.up_e;
         stage("gemv experts down");
         if (L.ffn_gate_shexp) {  // with the next norm of h into xn
             TokenDispatch d;

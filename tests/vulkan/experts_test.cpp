@@ -107,9 +107,8 @@ TEST(MoeRouteTies, AllEqualTakeTheLowestIds) {
     for (bool subgroups : {true, false}) {
         test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
         Buffer route = test::poisoned(dev, 2 * k);
-        test::run(dev, [&](CommandList& cl) {
-            K.moe_route(cl, view(xb), 0, n, k, view(route), 0, 1);
-        });
+        test::run(dev,
+                  [&](CommandList& cl) { K.moe_route(cl, view(xb), 0, n, k, view(route), 0, 1); });
         auto out = test::from_device<uint32_t>(dev, route, 2 * k);
         for (uint32_t j = 0; j < k; ++j) {
             EXPECT_EQ(out[j], j) << "subgroups " << subgroups;
@@ -326,6 +325,63 @@ TEST(ExpertGemvFused, EachHalfOfTheExpertsRows) {
                     << "half " << half << " slot " << j;
             }
     }
+}
+
+// The token's down projection over a SwiGLU's gates and ups (ExpertGemv::up_off): each slot's
+// vector SiLU(gate) · up formed as it is read, weighted and summed into y, in F32 x and Q4_K
+// weights; a misaligned up_off is refused.
+TEST(ExpertGemvSwiGLU, TheWeightedSumOverGatesAndUps) {
+    VK_TEST_DEVICE();
+    const QType t = QType::Q4_K;
+    const uint32_t R = 40, cols = 256, n_expert = 5, k = 3, n_rows = 2;
+    const auto [wq, deq] =
+        test::quantize_rows(t, randn((size_t)R * n_expert * cols, 21), R * n_expert, cols);
+    Buffer w = test::to_device(dev, wq);
+    const std::vector<std::vector<uint32_t>> ids = {{0, 2, 4}, {1, 3, 4}};
+    const std::vector<std::vector<float>> wt = {{0.5f, 0.3f, 0.2f}, {0.1f, 0.6f, 0.3f}};
+    std::vector<uint32_t> route(n_rows * 2 * k);
+    for (uint32_t r = 0; r < n_rows; ++r)
+        for (uint32_t j = 0; j < k; ++j) {
+            route[r * 2 * k + j] = ids[r][j];
+            std::memcpy(&route[r * 2 * k + k + j], &wt[r][j], 4);
+        }
+    Buffer rb = test::to_device(dev, route);
+    const uint32_t x_off = 4, slots = n_rows * k * cols, up_off = x_off + slots + 8;
+    std::vector<float> x = randn(up_off + slots, 33);
+    Buffer xb = test::to_device(dev, x);
+    Buffer y = test::poisoned(dev, n_rows * R + 4);
+    Kernels::ExpertGemv g{.type = t,
+                          .w = view(w),
+                          .rows = R,
+                          .cols = cols,
+                          .n_expert = n_expert,
+                          .k = k,
+                          .route = view(rb),
+                          .x = view(xb),
+                          .x_off = x_off,
+                          .x_per_slot = true,
+                          .up_off = up_off,
+                          .y = view(y),
+                          .sum = true,
+                          .n_rows = n_rows};
+    test::run(dev, [&](CommandList& cl) { K.gemv_experts(cl, g); });
+    auto out = test::from_device<float>(dev, y, n_rows * R + 4);
+    for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(test::bits(out[n_rows * R + i]), test::kPoison);
+    for (uint32_t r = 0; r < n_rows; ++r)
+        for (uint32_t row = 0; row < R; ++row) {
+            double s = 0, mag = 0;
+            for (uint32_t j = 0; j < k; ++j)
+                for (uint32_t c = 0; c < cols; ++c) {
+                    const size_t i = (size_t)(r * k + j) * cols + c;
+                    const double gt = x[x_off + i], v = gt / (1 + std::exp(-gt)) * x[up_off + i];
+                    const double p = (double)deq[((size_t)ids[r][j] * R + row) * cols + c] * v;
+                    s += wt[r][j] * p;
+                    mag += wt[r][j] * std::fabs(p);
+                }
+            ASSERT_NEAR(out[r * R + row], s, 1e-5 * mag + 1e-5) << "row " << r << " out " << row;
+        }
+    g.up_off = up_off + 1;
+    EXPECT_THROW(test::run(dev, [&](CommandList& cl) { K.gemv_experts(cl, g); }), Error);
 }
 
 // h += sigmoid(w · xn) · shared, rows of more values than the workgroup has threads; and the

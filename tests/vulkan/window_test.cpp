@@ -307,8 +307,9 @@ void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bo
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
     ASSERT_EQ(d.plan().window, kWindow) << d.plan().window_decline;
-    if (bytes)
+    if (bytes) {
         ASSERT_NE(d.batch_plan(kWindow, true).describe().find("round_rows"), std::string::npos);
+    }
     if (arch.ends_with("moe")) {
         const std::string p = d.batch_plan(kWindow, true).describe();
         ASSERT_EQ(p.find("gemm_experts") != std::string::npos, tiles) << p;

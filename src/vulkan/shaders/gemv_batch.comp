@@ -34,6 +34,10 @@
 // another expert's rows, and an expert's short rows (512 values: 16 slices) would otherwise
 // leave most threads idle while each of the rest decoded k experts' slices.
 //
+// up_off (EXPERTS, F32 x): x_off holds the gates of a SwiGLU and up_off its ups, laid out alike,
+// and the vectors are SiLU(gate) · up, formed as they are read: the token's down projection
+// needs no SwiGLU pass (and no barrier) of its own.
+//
 // X_INT8 (block formats, devices with integer dot products): x is the nvec vectors rounded to
 // signed bytes (round_rows.comp: x_off and the vectors' stride in words of that layout), and a
 // slice meets them in packed integer dot products (gemv_slices_bytes.glsl), as the decode GEMV
@@ -92,6 +96,7 @@ layout(push_constant) uniform Push {
     uint expert_rows;  // rows an expert holds in the stack (nrows, or more: gate and up fused)
     uint first_row;    // the first of them this GEMV reads
     uint perm_off;     // 0xffffffff: vector v is pair v; else pair route[perm_off + v]
+    uint up_off;       // F32 x: 0xffffffff, or x is gates and these ups (floats), x = SiLU(g) · u
 #endif
 } p;
 
@@ -118,8 +123,15 @@ uint x_vector(uint v) { return v; }
 // Four floats of vector b of x starting at element e (a multiple of 4).
 vec4 xload4(uint b, uint e) {
     uint i = p.x_off + x_vector(b) * p.ncols + e;
-    if (X16 != 0u) return x4[i >> 2];
-    return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+    vec4 v = X16 != 0u ? x4[i >> 2] : vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+#if defined(EXPERTS)
+    if (p.up_off != 0xffffffffu) {  // x holds a SwiGLU's gates, up_off its ups: SiLU(g) · u
+        uint j = p.up_off + (i - p.x_off);
+        vec4 u = X16 != 0u ? x4[j >> 2] : vec4(x[j], x[j + 1u], x[j + 2u], x[j + 3u]);
+        v = v / (1.0 + exp(-v)) * u;
+    }
+#endif
+    return v;
 }
 #include "gemv_slices.glsl"
 
