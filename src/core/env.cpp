@@ -110,7 +110,7 @@ const std::vector<Var>& all() {
          "(1) rather than again for each vector (0)"},
         {"DELTALLM_VK_GEMV_BATCH_ROWS", "int", "0",
          "weight rows a workgroup of the Vulkan batched GEMV (1, 2, 4 or 8; 0: 8 for groups of up "
-         "to 4 vectors or over bytes more than 8 vectors, else 4)"},
+         "to 4 vectors or over bytes more than 8 vectors not of experts, else 4)"},
         {"DELTALLM_VK_GEMV_BATCH_THREADS", "int", "0",
          "threads a workgroup of the Vulkan batched GEMV (32, 64, 128 or 256; 0: over bytes a "
          "subgroup's worth, else one a 32-value slice of the row, 64 to 128)"},

@@ -44,18 +44,18 @@ const char* KernelFamily::type_suffix(QType t) {
 
 KernelFamily::BatchGemvShape KernelFamily::batch_gemv_shape(QType t, uint32_t cols, uint32_t nvec,
                                                             View w, View x, uint32_t x_off,
-                                                            uint32_t fixed_nb, bool sum,
-                                                            bool bytes) const {
+                                                            const BatchGemvForm& form) const {
     const Features& f = dev_.features();
+    const bool sum = form.sum, bytes = form.bytes;
     BatchGemvShape s;
     const uint32_t groups = (nvec + 7) / 8;
-    s.nb = fixed_nb ? fixed_nb : (nvec + groups - 1) / groups;
+    s.nb = form.fixed_nb ? form.fixed_nb : (nvec + groups - 1) / groups;
     // One load of x serves every row of the workgroup, so more rows where the sums fit the
     // registers: 8 rows over up to 4 vectors, 4 over more; over bytes 8 where a workgroup takes
-    // several groups (more than 8 vectors).
-    s.k_rows = tuning.gemv_batch_rows             ? tuning.gemv_batch_rows
-               : s.nb <= 4 || (bytes && nvec > 8) ? 8
-                                                  : 4;
+    // several groups (more than 8 vectors), but not over experts, whose every (row, vector)
+    // holds a row of its own.
+    const bool wide = bytes && !form.experts && nvec > 8;
+    s.k_rows = tuning.gemv_batch_rows ? tuning.gemv_batch_rows : s.nb <= 4 || wide ? 8 : 4;
     // Threads: a slice of 32 weights each, as many as the row has from 64 up to 128; for a
     // weighted sum of experts a (vector, slice) pair each, up to 256. Over bytes one subgroup's
     // worth (at least 32), each thread several slices, so that fewer partial sums are reduced for

@@ -16,6 +16,14 @@
 
 namespace dl::vk {
 
+// The form of a batched GEMV (KernelFamily::batch_gemv_shape).
+struct BatchGemvForm {
+    uint32_t fixed_nb = 0;  // vectors a group (0: as even as groups of at most 8 allow)
+    bool experts = false;   // EXPERTS: a group's vectors may read different experts' rows
+    bool sum = false;       // EXPERTS' weighted sum: threads take (vector, slice) pairs
+    bool bytes = false;     // x rounded to bytes (X_INT8)
+};
+
 class KernelFamily {
   public:
     KernelFamily(Device& dev, Pipelines& pipes) : dev_(dev), pipes_(pipes) {}
@@ -49,11 +57,8 @@ class KernelFamily {
         uint32_t nb, k_rows, wg;
         std::vector<uint32_t> spec;
     };
-    // sum: the EXPERTS weighted sum, whose threads take (vector, slice) pairs; bytes: x rounded
-    // to bytes (X_INT8).
     BatchGemvShape batch_gemv_shape(QType t, uint32_t cols, uint32_t nvec, View w, View x,
-                                    uint32_t x_off, uint32_t fixed_nb = 0, bool sum = false,
-                                    bool bytes = false) const;
+                                    uint32_t x_off, const BatchGemvForm& form = {}) const;
     // The groups of vectors a workgroup of that GEMV takes (its push constant `span`) and so its
     // workgroups along z: every group in one workgroup where the weight rows alone give the
     // device enough workgroups, else split until they do (a window's expert GEMVs: a few

@@ -76,7 +76,8 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     // workgroups (batch_gemv_span) instead of one workgroup reading all k experts' rows.
     const uint32_t nb = g.sum ? g.k : g.perm_off == kNone ? 1 : 0;
     const BatchGemvShape sh =
-        batch_gemv_shape(g.type, g.cols, nvec, g.w, g.x, g.x_off, nb, g.sum, g.x_bytes);
+        batch_gemv_shape(g.type, g.cols, nvec, g.w, g.x, g.x_off,
+                         {.fixed_nb = nb, .experts = true, .sum = g.sum, .bytes = g.x_bytes});
     if (g.up_off != kNone && (g.x_bytes || g.up_off % 4 != g.x_off % 4))
         fail("an expert GEMV over a SwiGLU's gates and ups reads F32 rows laid out alike");
     if (g.x_bytes && !experts_read_bytes(g.type, g.cols))

@@ -262,7 +262,7 @@ void GemmKernels::gemv_batch(CommandList& cl, QType t, View w, uint32_t rows, ui
         fail("no batched GEMV over bytes for {}", qtype_name(t));
     // Vectors a group as even as the groups of at most 8 allow (13 rows: two groups of 7, the
     // last vector of the second computed twice and stored once).
-    const BatchGemvShape sh = batch_gemv_shape(t, cols, n_rows, w, x, x_off, 0, false, bytes);
+    const BatchGemvShape sh = batch_gemv_shape(t, cols, n_rows, w, x, x_off, {.bytes = bytes});
     std::string name = "gemv_batch_" + type_name(t) + (bytes ? "_i8" : "");
     if (f.subgroup_arithmetic) name += "_sg";
     const Kernel& k = pipes_.get(name, 3, sizeof(GemvBatchPush), sh.spec);
