@@ -262,7 +262,8 @@ Registrar reg("batch", "generate for every prompt of a JSONL file, many at once"
                   app.add_option("--parallel", a->parallel, "sequences generated at once")
                       ->capture_default_str();
                   app.add_option("--batch-tokens", a->token_budget,
-                                 "tokens per step (decodes and prompt chunks)")
+                                 "tokens per step (decodes and prompt chunks) while sequences "
+                                 "generate; a step with none generating reads up to 2048 if more")
                       ->capture_default_str();
                   app.add_option("-n,--n-predict", a->n_predict,
                                  "tokens per prompt unless its line says (-1: until the end)")
