@@ -22,8 +22,8 @@
 #            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
 #            the tiles from EXPERT_TILES pairs an expert on average (DELTALLM_VK_EXPERT_TILES:
 #            0, the grouped GEMVs, against 2, 8 and 32), and its profile by stage on the tiles
-#   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512, tg128 and B = 8 against
-#            llama.cpp (scripts/bench/device_moe.sh)
+#   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512 and pp2048 (MOE_PROMPTS),
+#            tg128 and B = 8 (MOE_BATCHES) against llama.cpp (scripts/bench/device_moe.sh)
 #   tests    the Vulkan test binary (xz in .devrun/extra) in SHARDS (4) processes at once; with
 #            VALIDATE=1 under the Khronos validation layer
 #   serve    deltallm serve against llama-server (scripts/bench/device_serve.sh; llama-server
@@ -165,7 +165,8 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
     moe)
         fits 150 "mixtures of experts" || continue
         [ -n "$GEMV_FORM" ] && form
-        DEADLINE=$(($(left) - 10)) PROMPTS=512 MOE_BATCHES=8 OUT=$out bash scripts/bench/device_moe.sh |
+        DEADLINE=$(($(left) - 10)) PROMPTS=${MOE_PROMPTS:-512,2048} MOE_BATCHES=${MOE_BATCHES:-8} \
+            OUT=$out bash scripts/bench/device_moe.sh |
             grep -v '^deltallm\|^NVIDIA'
         ;;
     tests)
