@@ -451,7 +451,6 @@ void Scheduler::run_step() {
     }
     if (items.empty()) return;
     const Clock::time_point now = Clock::now();
-    const bool carries_prompt = chunks > 0;
     for (Slot* s : owners)
         if (!s->started) {
             s->started = true;
@@ -474,7 +473,7 @@ void Scheduler::run_step() {
         std::lock_guard lock(mutex_);
         ++stats_.steps;
         stats_.step_seconds += step_seconds;
-        if (carries_prompt) {
+        if (chunks > 0) {
             ++stats_.prompt_steps;
             stats_.prompt_step_seconds += step_seconds;
         }

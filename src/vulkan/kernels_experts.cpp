@@ -27,6 +27,12 @@ struct ExpertGemmPush {
     uint32_t k_cols, n, row_bytes, x_off, y_off, k, x_per_slot, expert_rows, first_row, perm_off,
         tiles_off;
 };
+// The most tiles gemm_experts() may have: one for each kExpertTileRows pairs and one more for
+// each expert that may start one.
+uint32_t max_expert_tiles(uint32_t n_pairs, uint32_t n_expert) {
+    const uint32_t rows = ExpertKernels::kExpertTileRows;
+    return (n_pairs + rows - 1) / rows + std::min(n_pairs, n_expert);
+}
 struct SumPush {
     uint32_t n, k, out_off, h_off, route_off;
 };
@@ -126,14 +132,11 @@ void ExpertKernels::moe_sort(CommandList& cl, View route, uint32_t route_off, ui
     const Kernel& kern = pipes_.get("moe_sort", 1, sizeof(SortPush));
     const uint32_t tile_rows = tiles_off == kNone ? 0 : kExpertTileRows;
     cl.dispatch(kern, {route},
-                SortPush{n_rows * k, k, n_expert, route_off, perm_off, tile_rows,
-                         tiles_off == kNone ? 0 : tiles_off},
-                1, 1);
+                SortPush{n_rows * k, k, n_expert, route_off, perm_off, tile_rows, tiles_off}, 1, 1);
 }
 
 uint32_t ExpertKernels::expert_tiles_words(uint32_t n_pairs, uint32_t n_expert) {
-    return 1 +
-           3 * ((n_pairs + kExpertTileRows - 1) / kExpertTileRows + std::min(n_pairs, n_expert));
+    return 1 + 3 * max_expert_tiles(n_pairs, n_expert);
 }
 
 bool ExpertKernels::experts_use_tiles(QType t, uint32_t cols, uint32_t n_pairs,
@@ -173,8 +176,7 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
                      g.first_row,
                      g.perm_off,
                      tiles_off};
-    const uint32_t n_pairs = g.n_rows * g.k;
-    const uint32_t tiles = (expert_tiles_words(n_pairs, g.n_expert) - 1) / 3;
+    const uint32_t tiles = max_expert_tiles(g.n_rows * g.k, g.n_expert);
     constexpr uint32_t kWeightRows = 128;  // a tile's weight rows (the shader's BN)
     if (tiles > f.max_workgroup_count[1])
         fail("{} expert GEMM tiles: the device's grid takes {}", tiles, f.max_workgroup_count[1]);

@@ -359,12 +359,13 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         // Each chosen expert's gate and up rows (from the fused stack, gate rows first, where
         // the file has one), its SwiGLU, then its down rows weighted and summed into h.
         auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
-                           uint32_t y_off, bool sum) {
+                           uint32_t y_off, bool sum, uint32_t up_off = Kernels::kNone) {
             TokenDispatch d;
             d.kind = Kind::gemv_experts;
             d.layer = -1;
             d.m = matrix(t);
             d.experts = expert_args(hp, A, t, rows, first, x_off, sum, y_off, sum, 1);
+            d.experts.up_off = up_off;
             add(d);
         };
         if (L.ffn_gate_up_exps) {
@@ -377,8 +378,7 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         if (L.ffn_gate_shexp) gemv(L.ffn_down_shexp, A.ffn, A.shared, false);
         stage("gemv experts");
         // The down projection forms each slot's SwiGLU as it reads the gates and ups.
-        experts(L.ffn_down_exps, (uint32_t)hp.n_embd, 0, A.gate_e, A.h, true);
-        p.stages.back().dispatches.back().experts.up_off = A.up_e;
+        experts(L.ffn_down_exps, (uint32_t)hp.n_embd, 0, A.gate_e, A.h, true, A.up_e);
         stage("gemv experts down");
         if (L.ffn_gate_shexp) {  // with the next norm of h into xn
             TokenDispatch d;

@@ -477,18 +477,15 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                 K.moe_sort(cl, act, i.x_off, (uint32_t)hp.n_expert_used, (uint32_t)hp.n_expert, i.n,
                            i.y_off, i.u_off);
                 break;
-            case Kind::gemv_experts: {
-                Kernels::ExpertGemv e = i.experts;
-                e.w = W.matrix(plan_, i.t);
-                e.route = e.x = e.y = act;
-                K.gemv_experts(cl, e);
-                break;
-            }
+            case Kind::gemv_experts:
             case Kind::gemm_experts: {
                 Kernels::ExpertGemv e = i.experts;
                 e.w = W.matrix(plan_, i.t);
                 e.route = e.x = e.y = act;
-                K.gemm_experts(cl, var, e, i.u_off);
+                if (i.kind == Kind::gemm_experts)
+                    K.gemm_experts(cl, var, e, i.u_off);
+                else
+                    K.gemv_experts(cl, e);
                 break;
             }
             case Kind::moe_sum:

@@ -222,8 +222,8 @@ void sum_group(uint g0, uint tid, uint lt, uint row0) {
 #else
     uint slices = (p.ncols / BLOCK) * TPB;
 #endif
-    for (uint i = lt; i < NB * slices; i += WG) {
-        uint v = min(g0 + i / slices, p.nvec - 1u), s = i % slices;
+    for (uint i = lt; i < NB * slices && g0 + i / slices < p.nvec; i += WG) {
+        uint v = g0 + i / slices, s = i % slices;
         uint base = expert_of(v) * p.expert_rows + p.first_row;
         float wt = weight_of(v);
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
