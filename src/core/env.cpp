@@ -65,6 +65,12 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_ATTN_GATED_FORM", "bool", "1",
          "Vulkan decode: a hybrid model's attention layers run their output projection in the "
          "DeltaNet layers' form (one pipeline, its code warm; 0: a form of their own)"},
+        {"DELTALLM_VK_ROUTER_TOPK", "bool", "1",
+         "Vulkan decode: a mixture-of-experts router's GEMV chooses the experts in its last "
+         "workgroup, beside the shared expert's gate and up as one GEMV (0: a route stage)"},
+        {"DELTALLM_VK_EXPERTS_SUM_EPILOGUE", "bool", "1",
+         "Vulkan decode: a mixture-of-experts layer's weighted sum of experts adds the shared "
+         "expert's gated output and leaves the next norm to its readers (0: stages of their own)"},
         {"DELTALLM_VK_GEMV_BALANCE", "bool", "1",
          "Vulkan decode: a GEMV alone in its stage takes fewer rows a workgroup where that evens "
          "out its row blocks over the device (0: the fixed shapes)"},

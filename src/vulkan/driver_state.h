@@ -97,9 +97,12 @@ struct ResidentDriver::Session : SessionState {
     // (Kernels::tok_bytes).
     Buffer act, logits, logits_dev, tok, partials;
     Buffer sample_scratch;  // each vocabulary chunk's candidates (Kernels::sample)
-    // The word the norm epilogues of the token command count their workgroups on (0 between
-    // dispatches; see Kernels::gemv_fused).
+    // The words the token command's last-workgroup epilogues count their workgroups on (0
+    // between dispatches): word 0 the norm epilogues' (Kernels::gemv_fused), word
+    // kRouterCounter the router's choice (Kernels::moe_router), which may share a stage with a
+    // GEMV that norms.
     Buffer gemv_counter;
+    static constexpr uint32_t kRouterCounter = 1;
     // The scratch of the tiled GEMVs that split their rows over workgroups (Kernels::gemv_split).
     Buffer gemv_split;
     // One word a head that the DeltaNet decode step's column groups and the decode attention's

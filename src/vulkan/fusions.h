@@ -44,6 +44,15 @@ struct Fusions {
     // DeltaNet layers' type and shape runs in their pipeline (with no gate factor), whose code
     // the DeltaNet layers keep warm (DELTALLM_VK_ATTN_GATED_FORM).
     bool shared_output_pipeline = true;
+    // A mixture-of-experts layer's router over an F32 matrix chooses the experts in its GEMV's
+    // last workgroup, and the shared expert's gate and up run as one GEMV with the SwiGLU as its
+    // epilogue beside it: no route stage (DELTALLM_VK_ROUTER_TOPK).
+    bool router_top_k = true;
+    // A mixture-of-experts layer's weighted sum of experts into h also adds the shared expert's
+    // output times its gate (the gate's logit a row of the router's dispatch; needs
+    // router_top_k), and the next norm is left to the GEMVs that read it where they norm x
+    // themselves: no shared-expert or norm stage (DELTALLM_VK_EXPERTS_SUM_EPILOGUE).
+    bool experts_sum_epilogue = true;
 
     // Each from its variable (all on unless set to 0).
     static Fusions from_env();

@@ -16,9 +16,13 @@ namespace {
 struct RoutePush {
     uint32_t n_expert, k, x_off, route_off;
 };
+struct RouterPush {
+    uint32_t n_expert, k, n_embd, xn_off, logit_off, route_off, counter_idx, gate_off;
+};
 struct ExpertGemvPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec, span;
     uint32_t k, route_off, x_per_slot, sum, expert_rows, first_row, perm_off, up_off;
+    uint32_t shared_off, gate_off;
 };
 struct SortPush {
     uint32_t n_pairs, k, n_expert, route_off, perm_off, tile_rows, tiles_off;
@@ -43,18 +47,37 @@ struct SharedAddPush {
 
 }  // namespace
 
-void ExpertKernels::moe_route(CommandList& cl, View x, uint32_t x_off, uint32_t n_expert,
-                              uint32_t k, View route, uint32_t route_off, uint32_t n_rows) {
+// The top-k's pipeline name ("moe_route" or "moe_router") for n_expert over wg threads: with
+// subgroup arithmetic each thread holds up to 4 experts' logits (moe_topk.glsl).
+std::string ExpertKernels::route_kernel(const char* name, uint32_t n_expert, uint32_t k,
+                                        uint32_t wg) const {
     if (k == 0 || k > kMaxUsed || k > n_expert)
         fail("a router choosing {} of {} experts (the device takes 1 to {})", k, n_expert,
              kMaxUsed);
-    const uint32_t wg = wg_size(256);
-    // With subgroup arithmetic each thread holds up to 4 experts' logits (moe_route.comp).
     const bool sg =
         tuning.moe_route_subgroups && dev_.features().subgroup_arithmetic && n_expert <= 4 * wg;
-    const Kernel& kern = pipes_.get(sg ? "moe_route_sg" : "moe_route", 2, sizeof(RoutePush), {wg});
+    return std::string(name) + (sg ? "_sg" : "");
+}
+
+void ExpertKernels::moe_route(CommandList& cl, View x, uint32_t x_off, uint32_t n_expert,
+                              uint32_t k, View route, uint32_t route_off, uint32_t n_rows) {
+    const uint32_t wg = wg_size(256);
+    const Kernel& kern =
+        pipes_.get(route_kernel("moe_route", n_expert, k, wg), 2, sizeof(RoutePush), {wg});
     auto [gx, gy] = grid(dev_.features(), n_rows);
     cl.dispatch(kern, {x, route}, RoutePush{n_expert, k, x_off, route_off}, gx, gy);
+}
+
+void ExpertKernels::moe_router(CommandList& cl, const Router& r) {
+    // 4 rows a workgroup (moe_router.comp's RPW), a power of two of threads over them.
+    const uint32_t wg = wg_size(256);
+    const Kernel& kern =
+        pipes_.get(route_kernel("moe_router", r.n_expert, r.k, wg), 5, sizeof(RouterPush), {wg});
+    const uint32_t rows = r.n_expert + (r.gate_off != kNone ? 1 : 0);
+    cl.dispatch(kern, {r.w, r.act, r.route, r.counter, r.gate_off != kNone ? r.gate_w : r.w},
+                RouterPush{r.n_expert, r.k, r.n_embd, r.xn_off, r.logit_off, r.route_off,
+                           r.counter_idx, r.gate_off},
+                (rows + 3) / 4, 1);
 }
 
 bool ExpertKernels::experts_supported(QType t, uint32_t cols) {
@@ -84,6 +107,8 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
     const BatchGemvShape sh =
         batch_gemv_shape(g.type, g.cols, nvec, g.w, g.x, g.x_off,
                          {.fixed_nb = nb, .experts = true, .sum = g.sum, .bytes = g.x_bytes});
+    if (g.shared_off != kNone && (!g.sum || g.n_rows != 1))
+        fail("the shared expert joins the weighted sum of one row's experts only");
     if (g.up_off != kNone && (g.x_bytes || g.up_off % 4 != g.x_off % 4))
         fail("an expert GEMV over a SwiGLU's gates and ups reads F32 rows laid out alike");
     if (g.x_bytes && !experts_read_bytes(g.type, g.cols))
@@ -109,7 +134,9 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
                      g.expert_rows ? g.expert_rows : g.rows,
                      g.first_row,
                      g.perm_off,
-                     g.up_off};
+                     g.up_off,
+                     g.shared_off,
+                     g.gate_off};
     auto [gx, gy] = grid(f, row_blocks);
     cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, gx, gy, sp.z);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "quant/types.h"
 #include "vulkan/kernel_family.h"
@@ -24,6 +25,19 @@ class ExpertKernels : public virtual KernelFamily {
     // then k float weights). k <= kMaxUsed <= n_expert.
     void moe_route(CommandList& cl, View x, uint32_t x_off, uint32_t n_expert, uint32_t k,
                    View route, uint32_t route_off, uint32_t n_rows);
+    // One token's router GEMV with the choice as its epilogue (shaders/moe_router.comp): the
+    // logits W · act[xn_off ..] at act[logit_off ..] (W: n_expert F32 rows of n_embd), then the
+    // choice moe_route would write at route[route_off ..], made by the GEMV's last workgroup.
+    // counter[counter_idx] (a 32-bit word) must be 0 before the dispatch and is 0 after it.
+    // With gate_off, also the shared expert's gate logit gate_w[gate_off ..] · xn at
+    // act[logit_off + n_expert] (ExpertGemv::gate_off).
+    struct Router {
+        View w, act, route, counter, gate_w;
+        uint32_t n_expert = 0, k = 0, n_embd = 0;
+        uint32_t xn_off = 0, logit_off = 0, route_off = 0, counter_idx = 0;
+        uint32_t gate_off = kNone;
+    };
+    void moe_router(CommandList& cl, const Router& r);
     // GEMVs over the experts moe_route chose. W is the stack of n_expert matrices of rows × cols
     // of `type` (one tensor, expert e's rows from e · rows). For n_rows rows of a window:
     //  - slots: y[y_off + (row · k + j) · rows ..] (=|+=) W_e · x_row, e the row's j-th expert,
@@ -52,6 +66,9 @@ class ExpertKernels : public virtual KernelFamily {
         // F32 x only: x holds a SwiGLU's gates and x[up_off ..] its ups, laid out alike
         // (up_off ≡ x_off mod 4), and the vectors are SiLU(gate) · up.
         uint32_t up_off = kNone;
+        // Sum of one row only: also adds y[shared_off ..] (the shared expert's output) times
+        // sigmoid(y[gate_off]) (its gate's logit); kNone: nothing.
+        uint32_t shared_off = kNone, gate_off = 0;
         View y;
         uint32_t y_off = 0;
         bool sum = false, accumulate = false;
@@ -96,6 +113,9 @@ class ExpertKernels : public virtual KernelFamily {
     void shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act, uint32_t xn_off,
                            uint32_t shared_off, uint32_t h_off, uint32_t n, uint32_t n_rows,
                            uint32_t norm_off = kNone, float eps = 0.f);
+
+  private:
+    std::string route_kernel(const char* name, uint32_t n_expert, uint32_t k, uint32_t wg) const;
 };
 
 }  // namespace dl::vk

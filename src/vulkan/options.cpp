@@ -22,6 +22,8 @@ Fusions Fusions::from_env() {
     f.deltanet_q8_out = env::get_bool("DELTALLM_VK_GATED_ROUNDED");
     f.attention_q8_out = env::get_bool("DELTALLM_VK_ATTN_ROUNDED");
     f.shared_output_pipeline = env::get_bool("DELTALLM_VK_ATTN_GATED_FORM");
+    f.router_top_k = env::get_bool("DELTALLM_VK_ROUTER_TOPK");
+    f.experts_sum_epilogue = env::get_bool("DELTALLM_VK_EXPERTS_SUM_EPILOGUE");
     return f;
 }
 
@@ -29,7 +31,8 @@ Fusions Fusions::none() {
     Fusions f;
     f.norm_epilogue = f.norm_in_readers = f.ffn_q8_out = f.residual_q8_out = false;
     f.merged_input_projections = f.gated_norm_in_output = f.deltanet_q8_out = false;
-    f.attention_q8_out = f.shared_output_pipeline = false;
+    f.attention_q8_out = f.shared_output_pipeline = f.router_top_k = false;
+    f.experts_sum_epilogue = false;
     return f;
 }
 

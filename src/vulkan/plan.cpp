@@ -69,7 +69,7 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     if (hp.ffn_kind == FfnKind::experts) {
         const uint32_t k = (uint32_t)hp.n_expert_used, slots = k * (uint32_t)hp.n_ff_exp * rows;
         a.router = end;
-        a.route = a.router + (uint32_t)hp.n_expert * rows;
+        a.route = a.router + (uint32_t)hp.n_expert * rows + 1;
         a.perm = a.route + 2 * k * rows;
         a.gate_e = a.perm + k * rows;
         a.up_e = a.gate_e + slots;

@@ -50,7 +50,8 @@ struct ActLayout {
     uint32_t y_ss = 0;
     uint32_t q = 0, k = 0, v = 0, qo = 0, o = 0;  // attention
     uint32_t gate = 0, up = 0, ffn = 0;           // FFN (and a mixture's shared expert)
-    // Mixture of experts: the router's logits (n_expert a row), its choice (2 k words a row:
+    // Mixture of experts: the router's logits (n_expert a row, then one float for a token's
+    // shared expert gate logit: Kernels::moe_router), its choice (2 k words a row:
     // Kernels::moe_route), the (row, slot) pairs grouped by expert (k words a row:
     // Kernels::moe_sort), the chosen experts' gate, up and SwiGLU rows (k · n_ff_exp a row), each
     // pair's down projection (k · n_embd a row; windows), the shared expert's output (n_embd a

@@ -1,5 +1,6 @@
-// The decode token command: one token's whole forward pass, recorded once a session and replayed
-// per token, with the fusions of Fusions applied where the shapes allow.
+// The decode token command's plan: one token's whole forward pass as stages of dispatches, with
+// the fusions of Fusions applied where the shapes allow (token_record.cpp records it once a
+// session; it is replayed per token).
 #include "vulkan/driver.h"
 
 #include <algorithm>
@@ -39,6 +40,21 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         DL_ASSERT(pl);
         return PlannedMatrix{
             t, t->type, pl->slab, pl->offset, pl->bytes, (uint32_t)t->rows(), (uint32_t)t->cols()};
+    };
+    // A gate and up pair as one GEMV with the SwiGLU as its epilogue (x and y left to the
+    // caller), where the plan keeps them in one slab with the same type and shape.
+    auto swiglu_pair = [&](const Tensor* gate, const Tensor* up) -> std::optional<TokenDispatch> {
+        const Placement *g = plan_.find(gate), *u = plan_.find(up);
+        if (gate->type != up->type || g->slab != u->slab || gate->ne != up->ne) return {};
+        const uint64_t lo = std::min(g->offset, u->offset);
+        const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
+        TokenDispatch d;
+        d.kind = Kind::gemv_swiglu;
+        d.m = PlannedMatrix{
+            gate, gate->type, g->slab, lo, hi - lo, (uint32_t)gate->rows(), (uint32_t)gate->cols()};
+        d.g_off = g->offset - lo;
+        d.u_off = u->offset - lo;
+        return d;
     };
     auto gemv = [&](const Tensor* t, uint32_t x_off, uint32_t y_off, bool acc,
                     std::optional<PlannedQ8> q8 = {}) {
@@ -297,14 +313,10 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         add(d);
     };
     chain.ffn_in = [&](const Layer& L, const Tensor* next_norm) {
-        // Fused: one GEMV dispatch for both matrices with the SwiGLU as its epilogue, where the
-        // plan keeps them in one slab with the same type.
-        const Placement *g = plan_.find(L.ffn_gate), *u = plan_.find(L.ffn_up);
-        if (fusions_.norm_epilogue && L.ffn_gate->type == L.ffn_up->type && g->slab == u->slab &&
-            L.ffn_gate->ne == L.ffn_up->ne) {
-            const uint64_t lo = std::min(g->offset, u->offset);
-            const uint64_t hi = std::max(g->offset + g->bytes, u->offset + u->bytes);
-            const uint32_t rows = (uint32_t)L.ffn_gate->rows(), cols = (uint32_t)L.ffn_gate->cols();
+        // Fused: one GEMV dispatch for both matrices with the SwiGLU as its epilogue.
+        std::optional<TokenDispatch> pair = swiglu_pair(L.ffn_gate, L.ffn_up);
+        if (fusions_.norm_epilogue && pair) {
+            const uint32_t rows = pair->m.rows, cols = pair->m.cols;
             // The pair quantizes its rows to int8 for the down projection where that reads them
             // so (as a fused GEMV where the norm after it is its epilogue).
             const Tensor* down = L.ffn_down;
@@ -315,11 +327,7 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
             PlannedQ8 q8;
             if (ffn_rounded) q8.out_off = A.ffn_bytes;
             q8.x_q8 = pending && h_rounded;
-            TokenDispatch d;
-            d.kind = Kind::gemv_swiglu;
-            d.m = PlannedMatrix{L.ffn_gate, L.ffn_gate->type, g->slab, lo, hi - lo, rows, cols};
-            d.g_off = g->offset - lo;
-            d.u_off = u->offset - lo;
+            TokenDispatch& d = *pair;
             d.x_off = !pending ? A.xn : h_rounded ? A.h_bytes : A.h;
             d.y_off = A.ffn;
             d.norm = pending;
@@ -343,19 +351,47 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         }
         h_rounded = false;
         const uint32_t n_ff = (uint32_t)hp.n_ff_exp;
-        gemv(L.ffn_gate_inp, A.xn, A.router, false);
-        if (L.ffn_gate_shexp) {
-            gemv(L.ffn_gate_shexp, A.xn, A.gate, false);
-            gemv(L.ffn_up_shexp, A.xn, A.up, false);
+        // The shared expert's gate and up as one GEMV with the SwiGLU as its epilogue.
+        std::optional<TokenDispatch> shared_pair;
+        if (L.ffn_gate_shexp) shared_pair = swiglu_pair(L.ffn_gate_shexp, L.ffn_up_shexp);
+        if (shared_pair) {
+            shared_pair->x_off = A.xn;
+            shared_pair->y_off = A.ffn;
         }
-        stage("gemv router");
-        TokenDispatch r;
-        r.kind = Kind::moe_route;
-        r.x_off = A.router;
-        r.y_off = A.route;
-        add(r);
-        if (L.ffn_gate_shexp) swiglu(A.gate, A.up, A.ffn, (uint32_t)hp.n_ff_shexp);
-        stage("route");
+        // The router's choice in its GEMV's last workgroup (Fusions::router_top_k), where the
+        // shared expert needs no SwiGLU stage of its own either.
+        const bool fused_router = fusions_.router_top_k && L.ffn_gate_inp->type == QType::F32 &&
+                                  (!L.ffn_gate_shexp || shared_pair);
+        // The shared expert joins h in the experts' weighted sum, its gate's logit a row of the
+        // router's dispatch (Fusions::experts_sum_epilogue).
+        const bool shared_in_sum =
+            L.ffn_gate_shexp && fused_router && fusions_.experts_sum_epilogue;
+        if (fused_router) {
+            TokenDispatch r;
+            r.kind = Kind::moe_router;
+            r.m = matrix(L.ffn_gate_inp);
+            r.x_off = A.xn;
+            r.u_off = A.router;
+            r.y_off = A.route;
+            if (shared_in_sum) r.norm = L.ffn_gate_inp_shexp;
+            add(r);
+            if (shared_pair) add(*shared_pair);
+            stage("router");
+        } else {
+            gemv(L.ffn_gate_inp, A.xn, A.router, false);
+            if (L.ffn_gate_shexp) {
+                gemv(L.ffn_gate_shexp, A.xn, A.gate, false);
+                gemv(L.ffn_up_shexp, A.xn, A.up, false);
+            }
+            stage("gemv router");
+            TokenDispatch r;
+            r.kind = Kind::moe_route;
+            r.x_off = A.router;
+            r.y_off = A.route;
+            add(r);
+            if (L.ffn_gate_shexp) swiglu(A.gate, A.up, A.ffn, (uint32_t)hp.n_ff_shexp);
+            stage("route");
+        }
         // Each chosen expert's gate and up rows (from the fused stack, gate rows first, where
         // the file has one), its SwiGLU, then its down rows weighted and summed into h.
         auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
@@ -366,6 +402,10 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
             d.m = matrix(t);
             d.experts = expert_args(hp, A, t, rows, first, x_off, sum, y_off, sum, 1);
             d.experts.up_off = up_off;
+            if (sum && shared_in_sum) {
+                d.experts.shared_off = A.shared;
+                d.experts.gate_off = A.router + (uint32_t)hp.n_expert;
+            }
             add(d);
         };
         if (L.ffn_gate_up_exps) {
@@ -380,7 +420,7 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
         // The down projection forms each slot's SwiGLU as it reads the gates and ups.
         experts(L.ffn_down_exps, (uint32_t)hp.n_embd, 0, A.gate_e, A.h, true, A.up_e);
         stage("gemv experts down");
-        if (L.ffn_gate_shexp) {  // with the next norm of h into xn
+        if (L.ffn_gate_shexp && !shared_in_sum) {  // with the next norm of h into xn
             TokenDispatch d;
             d.kind = Kind::shared_expert_add;
             d.norm = L.ffn_gate_inp_shexp;
@@ -391,6 +431,11 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
             d.next_norm = next_norm;
             add(d);
             stage("shared expert");
+            return;
+        }
+        // The next norm by the GEMVs that read it, where they norm x themselves.
+        if (fusions_.experts_sum_epilogue && normed_by_readers(next_norm)) {
+            pending = next_norm;
             return;
         }
         norm(next_norm, A.h, A.xn);
@@ -430,142 +475,6 @@ TokenPlan ResidentDriver::plan_token(const Session& s, bool host_logits, bool sh
     }
     p.stages.pop_back();  // the empty stage after the last
     return p;
-}
-
-// Records a token command's plan: each dispatch its launcher, each stage's end a barrier.
-void ResidentDriver::record_token(Session& s, CommandList& cl, const TokenPlan& p,
-                                  bool timed_whole) {
-    const Hparams& hp = model_->hp;
-    Kernels& K = *w_->kernels;
-    const Weights& W = *w_;
-    const ActLayout A = act_layout(hp, 1);
-    const View act = view(s.act), prm = view(W.params), tok = view(s.tok);
-    const uint32_t E = (uint32_t)hp.n_embd;
-    auto norm_weights = [&](const Tensor* w) {
-        return view(W.params, (uint64_t)W.param(w) * 4, (uint64_t)w->n_elements() * 4);
-    };
-    auto output = [&](TokenOutput y) {
-        return y == TokenOutput::host_logits     ? view(s.logits)
-               : y == TokenOutput::device_logits ? view(s.logits_dev)
-                                                 : act;
-    };
-    using Kind = TokenDispatch::Kind;
-    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16, !timed_whole);
-    cl.begin(true);
-    // The GEMVs that add to h are alone in their stages: they may split over one scratch.
-    K.gemv_split = view(s.gemv_split);
-    for (const TokenStage& st : p.stages) {
-        for (const TokenDispatch& d : st.dispatches) {
-            const View w = d.m.first ? W.rows(d.m.slab, d.m.offset, d.m.bytes) : View{};
-            Kernels::GemvRounding r;
-            if (d.q8) {
-                r.x_rounded = d.q8->x_q8;
-                r.out_off = d.q8->out_off;
-                if (d.q8->out_norm) r.out_norm = norm_weights(d.q8->out_norm);
-            }
-            const Kernels::Gemv g{.type = d.m.type,
-                                  .w = w,
-                                  .rows = d.m.rows,
-                                  .cols = d.m.cols,
-                                  .x = act,
-                                  .x_off = d.x_off,
-                                  .y = output(d.y),
-                                  .y_off = d.y_off,
-                                  .accumulate = d.accumulate,
-                                  .share = {d.share},
-                                  .rounding = d.q8 ? &r : nullptr};
-            switch (d.kind) {
-                case Kind::embed:  // tok[0] = position, tok[1] = token id
-                    K.get_rows(cl, {.type = d.m.type,
-                                    .table = w,
-                                    .rows = d.m.rows,
-                                    .cols = E,
-                                    .ids = tok,
-                                    .id_off = 1,
-                                    .out = act,
-                                    .out_off = A.h,
-                                    .n = 1});
-                    break;
-                case Kind::rms_norm:
-                    K.rms_norm(cl, {.w = norm_weights(d.norm),
-                                    .x = act,
-                                    .x_off = d.x_off,
-                                    .x_stride = E,
-                                    .y = act,
-                                    .y_off = d.y_off,
-                                    .y_stride = E,
-                                    .n = E,
-                                    .nrows = 1,
-                                    .eps = hp.rms_eps});
-                    break;
-                case Kind::gemv:
-                    K.gemv(cl, g);
-                    break;
-                case Kind::gemv_normed:
-                    K.gemv_normed(cl, g, Kernels::GemvNormIn{norm_weights(d.norm), hp.rms_eps});
-                    break;
-                case Kind::gemv_fused: {
-                    Kernels::GemvFusion fu;
-                    fu.norm_w = norm_weights(d.norm);
-                    fu.counter = view(s.gemv_counter);
-                    fu.xn_off = A.xn;
-                    fu.eps = hp.rms_eps;
-                    K.gemv_fused(cl, g, fu);
-                    break;
-                }
-                case Kind::gemv_gated:
-                    K.gemv_gated(cl, g, d.gated);
-                    break;
-                case Kind::gemv_swiglu: {
-                    const Kernels::GemvNormIn nin{d.norm ? norm_weights(d.norm) : View{},
-                                                  hp.rms_eps};
-                    K.gemv_swiglu(cl, g, d.g_off, d.u_off, d.norm ? &nin : nullptr);
-                    break;
-                }
-                case Kind::swiglu:
-                    K.swiglu(cl, act, (uint32_t)d.g_off, act, (uint32_t)d.u_off, act, d.y_off, d.n);
-                    break;
-                case Kind::moe_route:
-                    K.moe_route(cl, act, d.x_off, (uint32_t)hp.n_expert, (uint32_t)hp.n_expert_used,
-                                act, d.y_off, 1);
-                    break;
-                case Kind::gemv_experts: {
-                    Kernels::ExpertGemv e = d.experts;
-                    e.w = w;
-                    e.route = e.x = e.y = act;
-                    K.gemv_experts(cl, e);
-                    break;
-                }
-                case Kind::shared_expert_add:
-                    K.shared_expert_add(cl, view(W.params), W.param(d.norm), act, d.x_off,
-                                        (uint32_t)d.u_off, d.y_off, d.n, 1,
-                                        d.next_norm ? W.param(d.next_norm) : Kernels::kNone,
-                                        hp.rms_eps);
-                    break;
-                case Kind::deltanet_step:
-                    K.deltanet_step(cl, d.deltanet, act, prm, W.ring(s, d.layer, hp),
-                                    W.state(s, d.layer, hp), tok, view(s.head_counter));
-                    break;
-                case Kind::attention:
-                    K.attention(cl, d.attention, act, prm, view(W.k_pool[d.layer]),
-                                view(W.v_pool[d.layer]), view(s.partials), tok,
-                                view(s.head_counter));
-                    if (d.prepare_after) K.prepare_attention(*d.prepare_after);
-                    break;
-                case Kind::sample:  // the chosen token at tok[2]
-                    K.sample(cl, view(s.logits_dev), 0, (uint32_t)hp.n_vocab, tok, 2, kSampleParams,
-                             view(s.sample_scratch));
-                    break;
-            }
-        }
-        if (st.to_host)
-            cl.host_barrier();
-        else
-            cl.barrier();
-        cl.mark(st.role.c_str());
-    }
-    cl.end();
-    K.gemv_split = {};
 }
 
 }  // namespace dl::vk

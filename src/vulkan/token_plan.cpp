@@ -26,6 +26,8 @@ const char* kind_name(TokenDispatch::Kind k) {
             return "swiglu";
         case K::moe_route:
             return "moe_route";
+        case K::moe_router:
+            return "moe_router";
         case K::gemv_experts:
             return "gemv_experts";
         case K::shared_expert_add:
@@ -80,6 +82,8 @@ std::string describe(const TokenDispatch& d) {
     }
     if (d.kind == K::gemv_swiglu) out += fmt::format(" g+{} u+{}", d.g_off, d.u_off);
     if (d.kind == K::moe_route) out += fmt::format(" x@{} route@{}", d.x_off, d.y_off);
+    if (d.kind == K::moe_router)
+        out += fmt::format(" x@{} logits@{} route@{}", d.x_off, d.u_off, d.y_off);
     if (d.kind == K::gemv_experts)
         out += fmt::format(" {} of {} rows from {} x@{}{} route@{} y@{}{}", d.experts.k,
                            d.experts.expert_rows, d.experts.first_row, d.experts.x_off,

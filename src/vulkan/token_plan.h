@@ -46,6 +46,8 @@ struct TokenDispatch {
         gemv_swiglu,        // act[y_off] = SiLU(G · x) · (U · x), G and U in one slab
         swiglu,             // act[y_off] = SiLU(act[g_off]) · act[u_off], n values
         moe_route,          // the router's choice at act[y_off] from its logits at act[x_off]
+        moe_router,         // the router's logits m · act[x_off] at act[u_off], then its choice
+                            // at act[y_off] (one dispatch)
         gemv_experts,       // a GEMV over the chosen experts' rows of m (`experts`)
         shared_expert_add,  // act[y_off] += sigmoid(norm · act[x_off]) · act[u_off], n values;
                             // then act[x_off] = RMSNorm(act[y_off]) · next_norm
@@ -65,7 +67,8 @@ struct TokenDispatch {
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it writes to xn after
     std::optional<PlannedQ8> q8;        // the int8 forms, where any
     uint64_t g_off = 0, u_off = 0;      // gemv_swiglu: G's and U's byte offsets in m; swiglu,
-                                        // shared_expert_add: their inputs' offsets in act
+                                        // shared_expert_add: their inputs' offsets in act;
+                                        // moe_router: its logits' offset in act
     uint32_t n = 0;                     // swiglu, shared_expert_add: values
     // gemv_experts: the operands but the views (the weights are m, x and y the activations).
     Kernels::ExpertGemv experts{};

@@ -161,8 +161,9 @@ inline std::vector<uint8_t> tiny_gguf(const TinySpec& s) {
         norm(b(a == "qwen35" ? "post_attention_norm.weight" : "ffn_norm.weight"), E);
         if (is_moe(s)) {
             const int64_t F = s.n_ff_exp, X = s.n_expert;
-            // Router logits of a few units, so that top-k choices are rarely near a tie.
-            matrix(b("ffn_gate_inp.weight"), E, X, 3.0);
+            // Router logits of a few units, so that top-k choices are rarely near a tie; in F32
+            // whatever the matrices' type, as llama-quantize leaves the router.
+            add(b("ffn_gate_inp.weight"), {E, X}, QType::F32, 0.0, 3.0 / std::sqrt(double(E)));
             if (s.fused_gate_up) {
                 add(b("ffn_gate_up_exps.weight"), {E, 2 * F, X}, mt, 0.0,
                     1.0 / std::sqrt(double(E)));

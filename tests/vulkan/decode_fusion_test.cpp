@@ -448,6 +448,64 @@ TEST(VulkanDecodeFusion, ThreeStagesFewerPerLayer) {
     EXPECT_LE(f.barriers, 32u * 5u + 3u + 8u * 2u);  // attention's own two inner barriers
 }
 
+// A mixture-of-experts router's choice in its GEMV's last workgroup, beside the shared expert's
+// gate and up as one GEMV (Fusions::router_top_k), against the router GEMV and a route stage;
+// then the shared expert's gated output in the experts' weighted sum and the next norm left to
+// its readers (Fusions::experts_sum_epilogue): a stage fewer a layer for each, and the same
+// logits up to the rounding of sums taken in another order, token after token (qwen35moe with
+// its shared expert, qwen3moe, and the Q4_K mix, whose router stays F32 as llama-quantize
+// leaves it).
+TEST(VulkanDecodeFusion, MixtureOfExpertsStages) {
+    VK_TEST_DEVICE();
+    const std::pair<const char*, QType> cases[] = {
+        {"qwen35moe", QType::F32}, {"qwen3moe", QType::F32}, {"qwen35moe", QType::Q4_K}};
+    const std::vector<int32_t> toks = {1, 7, 42, 3, 3, 79, 0, 15, 8, 64, 22, 5};
+    for (const auto& [arch, type] : cases) {
+        SCOPED_TRACE(::testing::Message() << arch << " " << qtype_name(type));
+        auto model = dl::test::tiny_model(test::moe_spec(arch, type));
+        const int64_t layers = model->hp.n_layer;
+        const bool shared = model->hp.n_ff_shexp > 0;
+        // Over x in bytes on the tiled GEMV the next layer's input GEMVs norm h themselves.
+        const bool readers_norm = type == QType::Q4_K && tiled_gemv_here(dev.features());
+        const Kernels::GemvX x = readers_norm ? Kernels::GemvX::bytes : Kernels::GemvX::automatic;
+        DriverOptions all = options(true, x), router = options(true, x), none = options(true, x);
+        router.fusions.experts_sum_epilogue = false;
+        none.fusions.router_top_k = none.fusions.experts_sum_epilogue = false;
+        none.plan.n_ctx = 128;  // two sessions' blocks
+        auto d_all = ResidentDriver::create(model, all);
+        auto d_router = ResidentDriver::create(model, router);
+        auto d_none = ResidentDriver::create(model, none);
+        ASSERT_TRUE(d_all.ok() && d_router.ok() && d_none.ok()) << d_all.reason();
+        auto s_all = (*d_all)->new_session(32), s_router = (*d_router)->new_session(32),
+             s_none = (*d_none)->new_session(32);
+        const TokenPlan p_all = (*d_all)->token_plan(*s_all, false, false);
+        const TokenPlan p_router = (*d_router)->token_plan(*s_router, false, false);
+        const TokenPlan p_none = (*d_none)->token_plan(*s_none, false, false);
+        auto count = [](const TokenPlan& p, const std::string& role) {
+            return std::count_if(p.stages.begin(), p.stages.end(),
+                                 [&](const TokenStage& st) { return st.role == role; });
+        };
+        EXPECT_EQ(count(p_router, "router"), layers) << p_router.describe();
+        EXPECT_EQ(count(p_router, "route"), 0) << p_router.describe();
+        EXPECT_EQ(count(p_none, "route"), layers) << p_none.describe();
+        EXPECT_EQ(p_router.stages.size() + layers, p_none.stages.size());
+        // The shared expert's stage (which also norms) goes; where the readers norm, so does the
+        // norm of a model without one.
+        EXPECT_EQ(count(p_router, "shared expert"), shared ? layers : 0);
+        EXPECT_EQ(count(p_all, "shared expert"), 0) << p_all.describe();
+        EXPECT_EQ(p_all.stages.size() + (readers_norm ? layers : 0), p_router.stages.size())
+            << p_all.describe();
+        // Over x in bytes the forms round x in other kernels (the shared expert's pair GEMV,
+        // the norms in their readers), a byte near a half either way: the byte paths' tolerance
+        // (NormsInTheirReadersEqualEpilogues), greedy tokens not compared.
+        const double tol = readers_norm ? 3e-2 : 2e-5;
+        expect_same_decode(**d_router, *s_router, **d_none, *s_none, toks, tol, arch,
+                           !readers_norm);
+        auto s_none2 = (*d_none)->new_session(32);
+        expect_same_decode(**d_all, *s_all, **d_none, *s_none2, toks, tol, arch, !readers_norm);
+    }
+}
+
 // The token command's plan as a value (token_plan.h): the plain chain's stages in the order of
 // the model's forward pass, and each rule of Fusions, switched off alone, changing the plan of a
 // model where it applies (the Q4_K mix over x as int8, whose tiled GEMVs take every rule here)

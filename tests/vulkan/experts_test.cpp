@@ -119,6 +119,99 @@ TEST(MoeRouteTies, AllEqualTakeTheLowestIds) {
     }
 }
 
+// One token's router GEMV with the choice in its last workgroup (moe_router.comp): the logits
+// against double sums, the choice against the reference on those logits, nothing written
+// around them, the counter back at 0, and a second token through the same counter; router rows
+// that do not fill the last workgroup, more experts than threads, both top-k forms.
+struct RouterCase {
+    uint32_t n_expert, k, n_embd;
+};
+
+class MoeRouter : public ::testing::TestWithParam<RouterCase> {};
+
+TEST_P(MoeRouter, LogitsAndChoiceMatchTheReference) {
+    VK_TEST_DEVICE();
+    const auto [n, k, cols] = GetParam();
+    const std::vector<float> w = randn((size_t)n * cols, 3 + n, 1.f / std::sqrt((float)cols));
+    Buffer wb = test::to_device(dev, w);
+    // The shared expert's gate, at float 7 of a buffer of its own (the driver's parameters).
+    const uint32_t gate_off = 7;
+    const std::vector<float> gate = randn(gate_off + cols, 11 + n, 1.f / std::sqrt((float)cols));
+    Buffer gb = test::to_device(dev, gate);
+    // act: xn at 3, the logits at xn_off + cols + 5, the route after them, poison around all.
+    const uint32_t xn_off = 3, logit_off = xn_off + cols + 5, route_off = logit_off + n + 3;
+    const size_t words = route_off + 2 * k + 4;
+    for (int form_gate = 0; form_gate < 4; ++form_gate) {
+        const bool subgroups = form_gate & 1, with_gate = form_gate & 2;
+        SCOPED_TRACE(::testing::Message() << "subgroups " << subgroups << " gate " << with_gate);
+        test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
+        Buffer counter = dev.create_buffer(8, MemoryKind::device);
+        dev.fill(counter, 0, 8, 0);
+        for (uint32_t token = 0; token < 2; ++token) {
+            Buffer act = test::poisoned(dev, words);
+            const std::vector<float> xn = randn(cols, 40 + token, 1.f);
+            dev.upload(act, (uint64_t)xn_off * 4, xn.data(), (uint64_t)cols * 4);
+            test::run(dev, [&](CommandList& cl) {
+                K.moe_router(cl, {.w = view(wb),
+                                  .act = view(act),
+                                  .route = view(act),
+                                  .counter = view(counter),
+                                  .gate_w = view(gb),
+                                  .n_expert = n,
+                                  .k = k,
+                                  .n_embd = cols,
+                                  .xn_off = xn_off,
+                                  .logit_off = logit_off,
+                                  .route_off = route_off,
+                                  .counter_idx = 1,
+                                  .gate_off = with_gate ? gate_off : Kernels::kNone});
+            });
+            auto out = test::from_device<uint32_t>(dev, act, words);
+            auto f = test::from_device<float>(dev, act, words);
+            for (uint32_t i = xn_off + cols; i < logit_off; ++i)
+                ASSERT_EQ(out[i], test::kPoison) << "wrote between xn and the logits";
+            for (uint32_t i = logit_off + n + (with_gate ? 1 : 0); i < route_off; ++i)
+                ASSERT_EQ(out[i], test::kPoison) << "wrote past the logits";
+            if (with_gate) {
+                double ref = 0, mag = 0;
+                for (uint32_t c = 0; c < cols; ++c) {
+                    ref += (double)gate[gate_off + c] * xn[c];
+                    mag += std::fabs((double)gate[gate_off + c] * xn[c]);
+                }
+                ASSERT_NEAR(f[logit_off + n], ref, 1e-5 * (1 + mag)) << "the gate's logit";
+            }
+            for (size_t i = route_off + 2 * k; i < words; ++i)
+                ASSERT_EQ(out[i], test::kPoison) << "wrote past the route";
+            for (uint32_t e = 0; e < n; ++e) {
+                double ref = 0, mag = 0;
+                for (uint32_t c = 0; c < cols; ++c) {
+                    ref += (double)w[(size_t)e * cols + c] * xn[c];
+                    mag += std::fabs((double)w[(size_t)e * cols + c] * xn[c]);
+                }
+                ASSERT_NEAR(f[logit_off + e], ref, 1e-5 * (1 + mag)) << "logit " << e;
+            }
+            std::vector<uint32_t> ids;
+            std::vector<double> wt;
+            reference_route(f.data() + logit_off, n, k, ids, wt);
+            for (uint32_t j = 0; j < k; ++j) {
+                ASSERT_EQ(out[route_off + j], ids[j]) << "token " << token << " slot " << j;
+                ASSERT_NEAR(f[route_off + k + j], wt[j], 1e-6 * (1 + wt[j])) << "slot " << j;
+            }
+            const auto c = test::from_device<uint32_t>(dev, counter, 2);
+            ASSERT_EQ(c[0], 0u) << "touched another counter";
+            ASSERT_EQ(c[1], 0u) << "the counter is not back at 0";
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MoeRouter,
+                         ::testing::Values(RouterCase{64, 8, 128}, RouterCase{10, 2, 96},
+                                           RouterCase{600, 8, 64}, RouterCase{256, 8, 2048}),
+                         [](const auto& info) {
+                             const RouterCase& c = info.param;
+                             return fmt::format("e{}k{}n{}", c.n_expert, c.k, c.n_embd);
+                         });
+
 struct ExpertCase {
     QType type;
     uint32_t rows, cols, n_expert, k;
@@ -283,6 +376,72 @@ INSTANTIATE_TEST_SUITE_P(
         const ExpertCase& c = info.param;
         return fmt::format("{}_{}x{}_e{}k{}", qtype_name(c.type), c.rows, c.cols, c.n_expert, c.k);
     });
+
+// One token's weighted sum of its experts added to h with the shared expert's gated output
+// (ExpertGemv::shared_off): h + Σ_j w_j · W_e(j) · x_j + sigmoid(gate) · shared, all in one
+// buffer as the token command lays them out, over both sum forms of the batched GEMV and over
+// x in bytes where the device reads them; nothing written but h.
+TEST(ExpertGemvShared, TheSharedExpertJoinsTheSum) {
+    VK_TEST_DEVICE();
+    for (QType t : {QType::F32, QType::Q4_K}) {
+        const uint32_t rows = 40, cols = 256, n_expert = 6, k = 3;
+        const auto [wq, deq] =
+            test::quantize_rows(t, randn((size_t)rows * n_expert * cols, 5), rows * n_expert, cols);
+        Buffer w = test::to_device(dev, wq);
+        // act: route (k ids, k weights) at 0, x (k slots' inputs) at 8, h, shared, the gate logit.
+        const uint32_t x_off = 8, h_off = x_off + k * cols, shared_off = h_off + rows + 1,
+                       gate_off = shared_off + rows + 1, n_act = gate_off + 4;
+        std::vector<float> act = randn(n_act, 21);
+        const uint32_t ids[k] = {0, 2, 5};
+        const float wt[k] = {0.5f, 0.3f, 0.2f};
+        for (uint32_t j = 0; j < k; ++j) {
+            std::memcpy(&act[j], &ids[j], 4);
+            act[k + j] = wt[j];
+        }
+        act[gate_off] = -0.7f;
+        for (int form = 0; form < 2; ++form) {
+            SCOPED_TRACE(::testing::Message() << qtype_name(t) << " form " << form);
+            test::Scoped threads(K.tuning.gemv_batch_threads, form ? 32u : 0u);
+            test::Scoped rows8(K.tuning.gemv_batch_rows, form ? 8u : 0u);
+            Buffer ab = test::to_device(dev, act);
+            test::run(dev, [&](CommandList& cl) {
+                K.gemv_experts(cl, {.type = t,
+                                    .w = view(w),
+                                    .rows = rows,
+                                    .cols = cols,
+                                    .n_expert = n_expert,
+                                    .k = k,
+                                    .route = view(ab),
+                                    .x = view(ab),
+                                    .x_off = x_off,
+                                    .x_per_slot = true,
+                                    .shared_off = shared_off,
+                                    .gate_off = gate_off,
+                                    .y = view(ab),
+                                    .y_off = h_off,
+                                    .sum = true,
+                                    .accumulate = true});
+            });
+            auto out = test::from_device<float>(dev, ab, n_act);
+            for (uint32_t i = 0; i < n_act; ++i)
+                if (i < h_off || i >= h_off + rows)
+                    ASSERT_EQ(test::bits(out[i]), test::bits(act[i])) << "wrote at " << i;
+            const double g = 1 / (1 + std::exp(0.7));
+            for (uint32_t r = 0; r < rows; ++r) {
+                double s = act[h_off + r] + g * act[shared_off + r], mag = std::fabs(s);
+                for (uint32_t j = 0; j < k; ++j)
+                    for (uint32_t c = 0; c < cols; ++c) {
+                        const double v = (double)wt[j] *
+                                         deq[((size_t)ids[j] * rows + r) * cols + c] *
+                                         act[x_off + j * cols + c];
+                        s += v;
+                        mag += std::fabs(v);
+                    }
+                ASSERT_NEAR(out[h_off + r], s, 1e-5 * (1 + mag)) << "row " << r;
+            }
+        }
+    }
+}
 
 // A stack of experts of 2R rows each (gate and up fused, gate first): each half read alone.
 TEST(ExpertGemvFused, EachHalfOfTheExpertsRows) {

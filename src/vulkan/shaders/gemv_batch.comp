@@ -34,6 +34,10 @@
 // another expert's rows, and an expert's short rows (512 values: 16 slices) would otherwise
 // leave most threads idle while each of the rest decoded k experts' slices.
 //
+// shared_off (EXPERTS, sum, one row): the row's sum also adds the shared expert's output
+// y[shared_off ..] times the sigmoid of its gate's logit y[gate_off] (both written by earlier
+// stages): the token's shared expert needs no stage of its own to join h.
+//
 // up_off (EXPERTS, F32 x): x_off holds the gates of a SwiGLU and up_off its ups, laid out alike,
 // and the vectors are SiLU(gate) · up, formed as they are read: the token's down projection
 // needs no SwiGLU pass (and no barrier) of its own.
@@ -97,6 +101,8 @@ layout(push_constant) uniform Push {
     uint first_row;    // the first of them this GEMV reads
     uint perm_off;     // 0xffffffff: vector v is pair v; else pair route[perm_off + v]
     uint up_off;       // F32 x: 0xffffffff, or x is gates and these ups (floats), x = SiLU(g) · u
+    uint shared_off;   // sum: 0xffffffff, or the shared expert's output (floats of y) ...
+    uint gate_off;     // ... and its gate's logit
 #endif
 } p;
 
@@ -115,6 +121,13 @@ uint pair_of(uint v) { return p.perm_off == 0xffffffffu ? v : route[p.perm_off +
 uint x_vector(uint v) { return p.x_per_slot != 0u ? v : v / p.k; }
 uint expert_of(uint v) { return route[p.route_off + (v / p.k) * 2u * p.k + v % p.k]; }
 float weight_of(uint v) { return uintBitsToFloat(route[p.route_off + (v / p.k) * 2u * p.k + p.k + v % p.k]); }
+// A sum's output o for weight row `row`: s, plus what y held (mode 1), plus the shared expert's
+// gated row (shared_off).
+float sum_output(float s, uint o, uint row) {
+    if (p.mode == 1u) s += y[o];
+    if (p.shared_off != 0xffffffffu) s += y[p.shared_off + row] / (1.0 + exp(-y[p.gate_off]));
+    return s;
+}
 #else
 uint pair_of(uint v) { return v; }
 uint x_vector(uint v) { return v; }
@@ -192,8 +205,7 @@ void store_sums(float a[NS], uint tid, uint row0, uint g0) {
             float s = 0.0;
             for (uint b = 0; b < NB; ++b) s += weight_of(g0 + b) * partial[tid * NB + b][0];
             uint o = p.y_off + (g0 / p.k) * p.nrows + row;
-            if (p.mode == 1u) s += y[o];
-            y[o] = s;
+            y[o] = sum_output(s, o, row);
         }
         return;
     }
@@ -272,9 +284,7 @@ void sum_group(uint g0, uint tid, uint lt, uint row0) {
     uint row = row0 + tid;
     if (tid < ROWS && row < p.nrows) {
         uint o = p.y_off + (g0 / p.k) * p.nrows + row;
-        float s = partial[tid][0];
-        if (p.mode == 1u) s += y[o];
-        y[o] = s;
+        y[o] = sum_output(partial[tid][0], o, row);
     }
 }
 #endif

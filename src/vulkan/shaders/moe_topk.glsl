@@ -1,0 +1,185 @@
+// The choice of a mixture-of-experts router from one row's logits, for moe_route.comp (a row a
+// workgroup) and moe_router.comp (the last workgroup of the router's GEMV): route_row(row, base,
+// t), called by every thread t of the workgroup, reads the n_expert logits x[base ..] and writes
+// route[route_off + row · 2k ..]: the k largest (the lower index first on a tie, as torch.topk
+// orders them) as expert ids (uints) in ascending order, then their softmax probabilities over
+// all experts renormalised to sum to one (floats) in the same order, so the experts' outputs are
+// summed in the order the CPU chain sums them (cpu/forward_experts.cpp).
+//
+// k rounds of an argmax over the workgroup, each reduced through shared memory as (value,
+// index) pairs; a chosen expert drops out of the next rounds. k is at most 32.
+// SUBGROUP: each thread keeps its experts' logits in registers, and a round is a subgroup's
+// maximum (the lowest index among the lanes that hold it) and one pass over the subgroups'
+// winners in shared memory: one barrier a round rather than one a level of the shared tree
+// (on an H100 the shared tree's routing took 19 us a layer of a 35B-A3B token).
+// The includer declares WG (threads, a power of two), the buffers x (float) and route (uint),
+// and p.n_expert, p.k, p.route_off.
+
+const uint KMAX = 32u;
+shared float best_v[WG];
+shared uint best_i[WG];
+shared float sum_part[WG];
+shared uint chosen[KMAX];
+
+// The better of two (value, index) pairs: the larger value, the lower index on a tie.
+bool better(float va, uint ia, float vb, uint ib) { return va > vb || (va == vb && ia < ib); }
+
+// The argmax over the workgroup of each thread's (v, i); the result in best_v[0], best_i[0].
+void argmax(float v, uint i, uint t) {
+    best_v[t] = v;
+    best_i[t] = i;
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (t < s && better(best_v[t + s], best_i[t + s], best_v[t], best_i[t])) {
+            best_v[t] = best_v[t + s];
+            best_i[t] = best_i[t + s];
+        }
+        barrier();
+    }
+}
+
+// Thread 0 weighs the k experts of chosen[] (summed in the order they were chosen, as the CPU
+// chain sums them), sorts them by id and writes them renormalised.
+void write_route(uint row, uint base, float mx, float sum_all, uint t) {
+    if (t == 0u) {
+        float w[KMAX];
+        float sum = 0.0;
+        for (uint j = 0; j < p.k; ++j) {
+            w[j] = exp(x[base + chosen[j]] - mx) / sum_all;
+            sum += w[j];
+        }
+        for (uint a = 1u; a < p.k; ++a) {
+            uint id = chosen[a];
+            float wa = w[a];
+            uint b = a;
+            for (; b > 0u && chosen[b - 1u] > id; --b) {
+                chosen[b] = chosen[b - 1u];
+                w[b] = w[b - 1u];
+            }
+            chosen[b] = id;
+            w[b] = wa;
+        }
+        uint o = p.route_off + row * 2u * p.k;
+        for (uint j = 0; j < p.k; ++j) {
+            route[o + j] = chosen[j];
+            route[o + p.k + j] = floatBitsToUint(w[j] / sum);
+        }
+    }
+}
+
+#if defined(SUBGROUP)
+const uint PER = 4u;       // experts a thread holds (n_expert <= PER · WG: the launcher checks)
+shared float sg_v[2][WG];  // each subgroup's winner of a round, two rounds apart
+shared uint sg_i[2][WG];
+shared float sg_sum[WG];
+
+// The workgroup's best (v, i) (the larger value, the lower index on a tie; an index of
+// 0xffffffff offers nothing), through buffer b of the subgroups' winners; every thread gets it.
+void argmax_sg(float v, uint i, uint b, out float best, out uint best_index) {
+    float m = subgroupMax(i == 0xffffffffu ? uintBitsToFloat(0xff800000u) : v);
+    uint mi = subgroupMin(i != 0xffffffffu && v == m ? i : 0xffffffffu);
+    if (subgroupElect()) {
+        sg_v[b][gl_SubgroupID] = m;
+        sg_i[b][gl_SubgroupID] = mi;
+    }
+    barrier();
+    best = uintBitsToFloat(0xff800000u);
+    best_index = 0xffffffffu;
+    for (uint g = 0; g < gl_NumSubgroups; ++g)
+        if (sg_i[b][g] != 0xffffffffu &&
+            (best_index == 0xffffffffu || better(sg_v[b][g], sg_i[b][g], best, best_index))) {
+            best = sg_v[b][g];
+            best_index = sg_i[b][g];
+        }
+}
+
+void route_row(uint row, uint base, uint t) {
+    float v[PER];
+    bool live[PER];  // this thread's expert t + j · WG exists and is not chosen yet
+    float local_max = uintBitsToFloat(0xff800000u);
+    uint local_arg = 0xffffffffu;
+    [[unroll]] for (uint j = 0; j < PER; ++j) {
+        uint e = t + j * WG;
+        live[j] = e < p.n_expert;
+        v[j] = live[j] ? x[base + e] : 0.0;
+        if (live[j] && (local_arg == 0xffffffffu || better(v[j], e, local_max, local_arg))) {
+            local_max = v[j];
+            local_arg = e;
+        }
+    }
+    float mx;
+    uint unused;
+    argmax_sg(local_max, local_arg, 0u, mx, unused);
+    float s = 0.0;
+    [[unroll]] for (uint j = 0; j < PER; ++j)
+        if (live[j]) s += exp(v[j] - mx);
+    s = subgroupAdd(s);
+    if (subgroupElect()) sg_sum[gl_SubgroupID] = s;
+    barrier();
+    float sum_all = 0.0;
+    for (uint g = 0; g < gl_NumSubgroups; ++g) sum_all += sg_sum[g];
+
+    // k rounds: each thread offers its best expert not chosen yet, buffers alternating so that
+    // a round's writes never meet the previous round's reads.
+    for (uint r = 0; r < p.k; ++r) {
+        float bv = 0.0;
+        uint bi = 0xffffffffu;
+        [[unroll]] for (uint j = 0; j < PER; ++j) {
+            uint e = t + j * WG;
+            if (live[j] && (bi == 0xffffffffu || better(v[j], e, bv, bi))) {
+                bv = v[j];
+                bi = e;
+            }
+        }
+        float w;
+        uint id;
+        argmax_sg(bv, bi, (r + 1u) & 1u, w, id);
+        [[unroll]] for (uint j = 0; j < PER; ++j)
+            if (t + j * WG == id) live[j] = false;
+        if (t == 0u) chosen[r] = id;
+    }
+    barrier();  // chosen[] written
+    write_route(row, base, mx, sum_all, t);
+}
+#else
+void route_row(uint row, uint base, uint t) {
+    const float NEG = uintBitsToFloat(0xff800000u);  // -inf: below every finite logit
+
+    // The row's maximum and the softmax's normaliser (which cancels in the renormalisation but
+    // rounds the weights as the reference's does).
+    float m = NEG;
+    for (uint e = t; e < p.n_expert; e += WG) m = max(m, x[base + e]);
+    argmax(m, 0u, t);
+    float mx = best_v[0];
+    barrier();
+    float s = 0.0;
+    for (uint e = t; e < p.n_expert; e += WG) s += exp(x[base + e] - mx);
+    sum_part[t] = s;
+    barrier();
+    for (uint h = WG / 2u; h > 0u; h >>= 1) {
+        if (t < h) sum_part[t] += sum_part[t + h];
+        barrier();
+    }
+    float sum_all = sum_part[0];
+
+    // k rounds: each thread offers its best expert not chosen yet.
+    for (uint j = 0; j < p.k; ++j) {
+        float v = NEG;
+        uint vi = 0xffffffffu;
+        for (uint e = t; e < p.n_expert; e += WG) {
+            bool taken = false;
+            for (uint c = 0; c < j; ++c) taken = taken || chosen[c] == e;
+            float xe = x[base + e];
+            if (!taken && (vi == 0xffffffffu || better(xe, e, v, vi))) {
+                v = xe;
+                vi = e;
+            }
+        }
+        argmax(v, vi, t);
+        if (t == 0u) chosen[j] = best_i[0];
+        barrier();
+    }
+
+    write_route(row, base, mx, sum_all, t);
+}
+#endif
