@@ -22,6 +22,8 @@
 #            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
 #            the tiles from EXPERT_TILES pairs an expert on average (DELTALLM_VK_EXPERT_TILES:
 #            0, the grouped GEMVs, against 2, 8 and 32), and its profile by stage on the tiles
+#   moe_decode  the 35B-A3B's tg128 with the mixture's decode fusions on and off (ours alone:
+#            DELTALLM_VK_ROUTER_TOPK, DELTALLM_VK_EXPERTS_SUM_EPILOGUE), and its profile by stage
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512 and pp2048 (MOE_PROMPTS),
 #            tg128 and B = 8 (MOE_BATCHES) against llama.cpp (scripts/bench/device_moe.sh)
 #   tests    the Vulkan test binary (xz in .devrun/extra) in SHARDS (4) processes at once; with
@@ -131,6 +133,21 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
         timeout 50 "$ours" bench -m "$models/qwen35moe-35b-a3b-q4_k_m.gguf" --device vulkan \
             -p 512 -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
             tee "$out/profile-35b-a3b.txt"
+        ;;
+    moe_decode)
+        # The 35B-A3B's token with the mixture's decode fusions on and off (ours alone), then
+        # its decode and prefill by stage.
+        fits 90 "the 35B-A3B's decode fusions" || continue
+        synth qwen35moe 35b-a3b q4_k_m
+        f=$models/qwen35moe-35b-a3b-q4_k_m.gguf
+        for v in DELTALLM_VK_ROUTER_TOPK=1 DELTALLM_VK_EXPERTS_SUM_EPILOGUE=0 \
+            "DELTALLM_VK_ROUTER_TOPK=0 DELTALLM_VK_EXPERTS_SUM_EPILOGUE=0"; do
+            echo "== $v"
+            env $v timeout 40 "$ours" bench -m "$f" --device vulkan -p 16 -n 128 -r 3 2>&1 |
+                grep tg128
+        done | tee "$out/moe-decode.txt"
+        timeout 50 "$ours" bench -m "$f" --device vulkan -p 512 -n 32 -r 1 --profile 2>&1 |
+            grep -A24 "vulkan profile" | tee "$out/profile-35b-a3b.txt"
         ;;
     batched)
         fits 150 "batched 9B against llama.cpp" || continue

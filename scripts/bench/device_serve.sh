@@ -6,7 +6,8 @@
 # /tmp/ps); when missing, unpacked from .devrun/extra/llama-server.tar.xz (peer_server.sh pack) if
 # that was carried, else built first, which takes minutes.
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
-#   [WARMUP=8] scripts/bench/device_serve.sh
+#   [WARMUP=8] [OURS_ARGS=-v] scripts/bench/device_serve.sh
+# OURS_ARGS go to `deltallm serve` (-v: every step's rows and time in server-deltallm.log).
 # WARMUP requests go to each server before its first level, unmeasured (pipelines and commands
 # made on first use); after each workload the server's /metrics are kept (ours: the steps' time).
 # Each engine serves with as many slots as the highest level and the same context per slot;
@@ -77,7 +78,7 @@ run_engine() {  # name port command...
 }
 
 run_engine deltallm 8080 "$ours" serve -m "$f" --device vulkan --parallel "$slots" -c "$ctx" \
-    --port 8080
+    --port 8080 ${OURS_ARGS:-}
 run_engine llama-server 8081 "$peer_dir/llama-server" -m "$f" -ngl 999 --parallel "$slots" \
     -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui
 python3 scripts/bench/serve_compare.py "$out"/serve-deltallm-*.json --peer-dir "$out" --png-dir "$out" \
