@@ -8,8 +8,9 @@
 // experts' weighted sum reads (gemv_batch.comp, shared_off).
 //
 // Why: the choice was one workgroup's dispatch behind a barrier of its own after the router's
-// GEMV, a stage in each of a 35B-A3B's 40 layers (the route stage took 630 us of a 4.5 ms
-// token, timed a stage at a time on an H100; docs/PERF.md).
+// GEMV, a stage in each of a 35B-A3B's 40 layers (that stage, with the shared expert's SwiGLU,
+// took 630 us of a 4.5 ms token timed a stage at a time on an H100: docs/perf/history.md,
+// 2026-12-05 (19:30)).
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 #if defined(SUBGROUP)
