@@ -63,7 +63,8 @@ struct TokenDispatch {
     bool accumulate = false;
     float share = 1.f;                  // the GEMV's part of its stage's weight bytes (GemvPart)
     const Tensor* norm = nullptr;       // the norm weights rms_norm, gemv_normed, gemv_swiglu and
-                                        // gemv_fused apply (shared_expert_add: its gate's weights)
+                                        // gemv_fused apply (shared_expert_add, moe_router: the
+                                        // shared expert's gate weights)
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it writes to xn after
     std::optional<PlannedQ8> q8;        // the int8 forms, where any
     uint64_t g_off = 0, u_off = 0;      // gemv_swiglu: G's and U's byte offsets in m; swiglu,
