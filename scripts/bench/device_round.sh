@@ -13,6 +13,10 @@
 #            aggregate rates sum highest, unless GEMV_FORM names one; and B = 64
 #            on the tiles or the batched GEMV (DELTALLM_VK_GEMM_GEMV_ROWS 32 or 64), the faster
 #            kept for the later stages
+#   split    GEMM tiles of few rows split over K (DELTALLM_VK_GEMM_SPLIT, off on the NV tiles until
+#            checked): the GEMM tile and batched-step tests with it on, then the 9B's batched
+#            steps (B = 8, 32, 64; pp16 + tg32) and its short prompts (pp32-pp128) with the GEMMs
+#            as today, on the tiles unsplit, split, and split without the F16 expansion
 #   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
 #            xz in .devrun/extra), each checked against a CPU reference
 #   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
@@ -109,6 +113,31 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
             r = f[2]}} END {print r}' "$out/gemv-rows-64.txt")
         [ -n "$GEMV_ROWS" ] && export DELTALLM_VK_GEMM_GEMV_ROWS=$GEMV_ROWS
         echo "== the later stages run GEMMs of up to ${GEMV_ROWS:-32} rows as the batched GEMV"
+        ;;
+    split)
+        fits 150 "GEMMs of few rows split over K" || continue
+        if [ -f "$extra/test_vulkan.xz" ]; then
+            xz -dc "$extra/test_vulkan.xz" >/tmp/test_vulkan && chmod +x /tmp/test_vulkan
+            DELTALLM_VK_GEMM_SPLIT=1 DELTALLM_TEST_DATA="$repo/tests/data" timeout 120 \
+                /tmp/test_vulkan --gtest_brief=1 \
+                --gtest_filter='Formats/GemmTiles.*:VulkanBatchedStep.*:WindowPrefill.*' 2>&1 |
+                grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran|Failure|error' | head -20 |
+                tee "$out/split-tests.txt"
+        fi
+        synth qwen35 9b q4_k_m
+        for form in "DELTALLM_VK_GEMM_SPLIT=0" "DELTALLM_VK_GEMM_GEMV_ROWS=0 DELTALLM_VK_GEMM_SPLIT=0" \
+            "DELTALLM_VK_GEMM_GEMV_ROWS=0 DELTALLM_VK_GEMM_SPLIT=1" \
+            "DELTALLM_VK_GEMM_GEMV_ROWS=0 DELTALLM_VK_GEMM_SPLIT=1 DELTALLM_VK_GEMM_EXPAND_ROWS=2048"; do
+            for b in 8 32 64; do
+                printf 'B=%s %s ' "$b" "$form"
+                env $form timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 16 -n 32 \
+                    -r 1 -o csv 2>/dev/null | grep "B$b " | cut -d, -f4,9
+            done
+            printf 'short prompts %s ' "$form"
+            env $form timeout 40 "$ours" bench -m "$m9" --device vulkan -p 32,64,128 -n 0 -r 2 \
+                -o csv 2>/dev/null | grep ',pp' | cut -d, -f7,10 | tr '\n' ' '
+            echo
+        done | tee "$out/split.txt"
         ;;
     kernels)
         [ -f "$extra/vk_speed.xz" ] || continue

@@ -111,6 +111,10 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMM_EXPAND_ROWS", "int", "64",
          "on the NV cooperative matrix 2 tiles, Vulkan GEMMs of at least this many rows first "
          "expand their weights to F16 (1 to 2048)"},
+        {"DELTALLM_VK_GEMM_SPLIT", "int", "-1",
+         "Vulkan GEMM tiles of at most 128 rows whose grid is smaller than the device split their "
+         "columns over several workgroups: -1 by the grid (not yet on the NV cooperative matrix 2 "
+         "tiles), 0 never, 1 by the grid on every tile, 2 to 16 into that many parts"},
         {"DELTALLM_VK_GEMV_BATCH_ONCE", "bool", "0",
          "the Vulkan batched GEMV decodes each weight slice once for a group of up to 8 vectors "
          "(1) rather than again for each vector (0)"},

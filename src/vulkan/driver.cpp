@@ -103,6 +103,10 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             w->win_x16 = D.create_buffer(P.window_x16_bytes, MemoryKind::device);
         if (P.window_w16_bytes > 0)
             w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
+        if (P.window_split_bytes > 0) {  // (its counters zero between GEMMs)
+            w->win_split = D.create_buffer(P.window_split_bytes, MemoryKind::device);
+            D.fill(w->win_split, 0, P.window_split_bytes, 0);
+        }
     }
     // The paged KV cache: a key and a value pool of the plan's blocks for each attention layer.
     if (P.kv_blocks > 0) {

@@ -52,6 +52,7 @@ struct DriverOptions {
     static Kernels::GemmTile gemm_tile_from_env();
     static uint32_t gemm_gemv_rows_from_env();
     static uint32_t gemm_expand_rows_from_env();
+    static int gemm_split_from_env();
     static uint32_t gemv_batch_rows_from_env();
     static uint32_t gemv_batch_threads_from_env();
     static uint32_t expert_tile_pairs_from_env();

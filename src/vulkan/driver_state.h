@@ -25,8 +25,9 @@ struct ResidentDriver::Weights {
     std::unique_ptr<Kernels> kernels;
     // Prefill window scratch, shared by the sessions (prefill runs one window at a time):
     // activations of plan.window rows, their token ids, every row's logits when asked, and the
-    // F16 copy of a GEMM input for the cooperative-matrix tiles.
-    Buffer win_act, win_ids, win_logits, win_x16, win_w16;
+    // F16 copy of a GEMM input for the cooperative-matrix tiles, the F16 expansions of the
+    // matrices, and the scratch of GEMMs split over K.
+    Buffer win_act, win_ids, win_logits, win_x16, win_w16, win_split;
     Buffer batch_logits;  // a batch's logits, every row, on the device (made on first use)
     // The paged KV cache: each attention layer's key and value pools (empty for GDN layers) and
     // their blocks (null for a model without attention layers).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/align.h"
 #include "core/error.h"
 #include "vulkan/kernels.h"
 
@@ -14,7 +15,7 @@ namespace dl::vk {
 namespace {
 
 struct GemmPush {
-    uint32_t m, n, k, row_bytes, x_off, y_off, mode;
+    uint32_t m, n, k, row_bytes, x_off, y_off, mode, splits, k_split;
 };
 struct F16CopyPush {
     uint32_t n, x_off;
@@ -31,9 +32,11 @@ struct GemvBatchPush {
 struct RoundRowsPush {
     uint32_t x_off, ncols, nvec, out_off;
 };
-// Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in.
+// Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in;
+// the columns a step of the scalar tiles.
 constexpr uint32_t kGemmRows = 64;
 constexpr uint32_t kGemmCols = 64, kGemmColsCoopmat = 128;
+constexpr uint32_t kGemmStep = 64;
 constexpr uint32_t kGemmShared = 32 * 1024, kGemmSharedCoopmat = 38 * 1024;
 
 bool gemm_type(QType t) {
@@ -130,6 +133,63 @@ GemmKernels::GemmTile GemmKernels::gemm_cm2_tile(QType t, uint32_t rows, uint32_
     return g;
 }
 
+namespace {
+// The workgroups a split GEMM's stage aims at: twice the multiprocessors (16 where the device
+// does not say how many it has).
+uint32_t split_target(const Features& f) {
+    return f.sm_count ? 2 * f.sm_count : 16;
+}
+}  // namespace
+
+GemmKernels::SplitNeed GemmKernels::gemm_split_scratch(const Features& f, uint32_t gemms) {
+    const uint64_t target = split_target(f);
+    return {gemms * align_up(target * 4, 256), gemms * align_up(target * 128 * 128 * 4, 256)};
+}
+
+GemmKernels::GemmSplit GemmKernels::split_for(bool nv, uint32_t tile_w, uint32_t tile_x,
+                                               uint32_t step, uint32_t rows, uint32_t cols,
+                                               uint32_t n_rows, uint32_t stage_rows) const {
+    const int mode = tuning.gemm_split;
+    if (mode == 0 || (mode == -1 && nv) || n_rows > kGemmSplitRows || n_rows == 0) return {};
+    const uint32_t x_tiles = (n_rows + tile_x - 1) / tile_x;
+    const uint32_t tiles = (rows + tile_w - 1) / tile_w * x_tiles;
+    const uint32_t stage_tiles = (std::max(rows, stage_rows) + tile_w - 1) / tile_w * x_tiles;
+    const uint32_t steps = (cols + step - 1) / step;
+    uint32_t parts = mode >= 2 ? (uint32_t)mode : split_target(dev_.features()) / stage_tiles;
+    parts = std::min({parts, steps, kGemmSplitParts});
+    if (parts < 2) return {};
+    GemmSplit g;
+    g.k_split = (steps + parts - 1) / parts * step;
+    g.parts = (cols + g.k_split - 1) / g.k_split;
+    if (g.parts < 2) return {};
+    g.need = {(uint64_t)tiles * 4, (uint64_t)tiles * g.parts * tile_w * tile_x * 4};
+    return g;
+}
+
+GemmKernels::GemmSplit GemmKernels::cm2_split(QType mt, uint32_t rows, uint32_t cols,
+                                              uint32_t n_rows, uint32_t stage_rows) const {
+    if (tuning.gemm_acc16 && mt == QType::F16) return {};
+    const GemmTile g = gemm_cm2_tile(mt, rows, n_rows, stage_rows);
+    // gemm_cm2.comp's loop: a whole block a step for the k-quants, else 8 steps of bk.
+    const bool k_quant = mt == QType::Q4_K || mt == QType::Q5_K || mt == QType::Q6_K;
+    return split_for(true, g.bm, g.bn, k_quant ? 256 : 8 * g.bk, rows, cols, n_rows, stage_rows);
+}
+
+GemmKernels::SplitNeed GemmKernels::gemm_split_need(Variant v, QType t, uint32_t rows,
+                                                    uint32_t cols, uint32_t n_rows,
+                                                    uint32_t stage_rows) const {
+    if (!gemm_type(t) || gemm_by_gemv(t, cols, n_rows)) return {};
+    SplitNeed need =
+        split_for(false, kGemmCols, kGemmRows, kGemmStep, rows, cols, n_rows, stage_rows).need;
+    if (cm2_usable(dev_.features(), v))
+        for (QType mt : {t, QType::F16}) {
+            const SplitNeed n = cm2_split(mt, rows, cols, n_rows, stage_rows).need;
+            need.counters = std::max(need.counters, n.counters);
+            need.parts = std::max(need.parts, n.parts);
+        }
+    return need;
+}
+
 bool GemmKernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
                                View w16) const {
     if (gemm_by_gemv(t, cols, n_rows) || !cm2_usable(dev_.features(), v) ||
@@ -144,7 +204,8 @@ bool GemmKernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols,
 
 void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols,
                        View x, uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows,
-                       bool accumulate, View w16, bool expanded, uint32_t stage_rows) {
+                       bool accumulate, View w16, bool expanded, uint32_t stage_rows,
+                       SplitScratch split) {
     const Features& f = dev_.features();
     if (auto d = gemm_supported(f, t)) fail("{}", d->reason);
     if (gemm_by_gemv(t, cols, n_rows)) {
@@ -160,7 +221,18 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
     }
     const bool f16 = gemm_reads_f16(v, cols);
     if (f16 && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
-    GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u};
+    GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
+               1, 0};
+    // A split that fits its scratch (else none); unsplit, the scratch's bindings are y's.
+    auto split_by = [&](GemmSplit g) {
+        if (g.parts < 2 || split.counters.buffer == VK_NULL_HANDLE ||
+            split.parts.buffer == VK_NULL_HANDLE || split.counters.range < g.need.counters ||
+            split.parts.range < g.need.parts)
+            g = {};
+        p.splits = g.parts;
+        p.k_split = g.k_split;
+        return g.parts;
+    };
     // The tensor stores of the NV tiles need Y's base 16-byte aligned; the KHR tiles take any.
     if (f16 && cm2_usable(f, v) && y_off % 4 == 0) {
         QType mt = t;
@@ -187,18 +259,28 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
         if (g.wg > f.cm2_max_workgroup || g.wg > f.max_workgroup_invocations)
             fail("a GEMM tile of {} invocations: the device allows {}", g.wg,
                  std::min(f.cm2_max_workgroup, f.max_workgroup_invocations));
-        const Kernel& k = pipes_.get(module, 3, sizeof(GemmPush), {g.wg, g.bm, g.bn, g.bk});
-        cl.dispatch(k, {mw, x16, y}, p, (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn);
+        const Kernel& k = pipes_.get(module, 5, sizeof(GemmPush), {g.wg, g.bm, g.bn, g.bk});
+        const bool s = split_by(cm2_split(mt, rows, cols, n_rows, stage_rows)) > 1;
+        cl.dispatch(k, {mw, x16, y, s ? split.counters : y, s ? split.parts : y}, p,
+                    (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn, p.splits);
         return;
     }
     const bool khr = f16 && khr_usable(f, v);
     std::vector<uint32_t> spec;
     if (khr) spec = {8 * f.subgroup_size, tuning.gemm_omitted_work};
-    const Kernel& k = pipes_.get(gemm_module(t, khr ? Variant::khr_coopmat : Variant::scalar), 3,
-                                 sizeof(GemmPush), spec);
-    const uint32_t cols_a_tile = khr ? kGemmColsCoopmat : kGemmCols;
-    cl.dispatch(k, {w, khr ? x16 : x, y}, p, (rows + cols_a_tile - 1) / cols_a_tile,
-                (n_rows + kGemmRows - 1) / kGemmRows);
+    if (khr) {  // (not split)
+        const Kernel& k =
+            pipes_.get(gemm_module(t, Variant::khr_coopmat), 3, sizeof(GemmPush), spec);
+        cl.dispatch(k, {w, x16, y}, p, (rows + kGemmColsCoopmat - 1) / kGemmColsCoopmat,
+                    (n_rows + kGemmRows - 1) / kGemmRows);
+        return;
+    }
+    const Kernel& k = pipes_.get(gemm_module(t, Variant::scalar), 5, sizeof(GemmPush), spec);
+    const bool s = split_by(split_for(false, kGemmCols, kGemmRows, kGemmStep, rows, cols, n_rows,
+                                      stage_rows)) > 1;
+    cl.dispatch(k, {w, x, y, s ? split.counters : y, s ? split.parts : y}, p,
+                (rows + kGemmCols - 1) / kGemmCols, (n_rows + kGemmRows - 1) / kGemmRows,
+                p.splits);
 }
 
 void GemmKernels::dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,

@@ -43,9 +43,39 @@ class GemmKernels : public virtual KernelFamily {
     // W into w16 and a barrier since (gemm_expands() must hold), so that the expansion can run
     // beside an earlier GEMM; only the F16 tiles are recorded. stage_rows: the weight rows of
     // every GEMM the caller records in this stage (no barrier between them), for the tile.
+    // split: the scratch of a GEMM whose tiles split K over workgroups (gemm_split_need()): its
+    // tiles' counters (zero when first given, zero again after each GEMM) and its parts' sums
+    // (GEMMs that run together need scratches of their own); without it, or with too little,
+    // the GEMM runs unsplit.
+    struct SplitScratch {
+        View counters, parts;
+    };
     void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
               uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
-              View w16 = {}, bool expanded = false, uint32_t stage_rows = 0);
+              View w16 = {}, bool expanded = false, uint32_t stage_rows = 0,
+              SplitScratch split = {});
+    // A GEMM of few rows has few tiles: where the tiles of its stage (stage_rows, as for the
+    // tile) number under twice the device's multiprocessors, its columns are split into parts,
+    // each its own workgroup over the same tile, and the last part of a tile to finish adds them
+    // in order (shaders/gemm_split.glsl; tuning.gemm_split). The split of one tile: its parts,
+    // the columns of each (whole steps of the tile's loop), the scratch it needs.
+    struct SplitNeed {
+        uint64_t counters = 0, parts = 0;  // bytes
+    };
+    struct GemmSplit {
+        uint32_t parts = 1, k_split = 0;
+        SplitNeed need;
+    };
+    static constexpr uint32_t kGemmSplitRows = 128;  // GEMMs of more rows never split
+    static constexpr uint32_t kGemmSplitParts = 16;
+    // The scratch gemm() would use for this GEMM: the most over the tiles it may run on (the
+    // NV tiles over W's blocks or its F16 expansion, the scalar ones); none if it runs unsplit.
+    SplitNeed gemm_split_need(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
+                              uint32_t stage_rows = 0) const;
+    // The scratch a window needs for `gemms` GEMMs split at once by the grid rule (each split's
+    // tiles times parts stay under the workgroups the rule aims at, tiles of up to 128 x 128):
+    // its counters first, then the parts' sums.
+    static SplitNeed gemm_split_scratch(const Features& f, uint32_t gemms);
     static constexpr uint32_t kGemmExpandRows = 64;
     // Whether gemm() of n_rows rows over weights of type t and rows of cols values runs as
     // gemv_batch() (at most tuning.gemm_gemv_rows rows, rows of whole 32-value units); it then
@@ -84,6 +114,14 @@ class GemmKernels : public virtual KernelFamily {
     // DELTALLM_VK_GEMM_TILE).
     using GemmTile = Tuning::GemmTile;
     GemmTile gemm_cm2_tile(QType t, uint32_t rows, uint32_t n_rows, uint32_t stage_rows = 0) const;
+
+  private:
+    // The split of a tile of tile_w weight rows by tile_x window rows whose loop steps over
+    // `step` columns; nv: the NV cooperative matrix 2 tiles.
+    GemmSplit split_for(bool nv, uint32_t tile_w, uint32_t tile_x, uint32_t step, uint32_t rows,
+                        uint32_t cols, uint32_t n_rows, uint32_t stage_rows) const;
+    GemmSplit cm2_split(QType mt, uint32_t rows, uint32_t cols, uint32_t n_rows,
+                        uint32_t stage_rows) const;
 };
 
 }  // namespace dl::vk

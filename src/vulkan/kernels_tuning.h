@@ -135,6 +135,11 @@ struct Tuning {
     // 0: never). Measured on an H100 (9B Q4_K_M, 128 batched steps of 64 rows after their
     // prompts: 2,240 t/s aggregate on the tiles, 1,223 as the GEMV over bytes in 32 threads).
     uint32_t gemm_gemv_rows = 32;
+    // GEMM tiles of at most kGemmSplitRows rows whose grid leaves the device idle split K over
+    // workgroups (GemmKernels::split_for; DELTALLM_VK_GEMM_SPLIT): -1 by the grid, except on
+    // the NV cooperative matrix 2 tiles until they are checked on a device; 0 never; 1 by the
+    // grid on every tile that can; 2 to 16 forces that many parts.
+    int gemm_split = -1;
     // The batched GEMV's form (shaders/gemv_batch.comp DECODE_ONCE): each row's weight slice
     // decoded once for a group's vectors, or again for each (DELTALLM_VK_GEMV_BATCH_ONCE); and
     // its weight rows a workgroup (DELTALLM_VK_GEMV_BATCH_ROWS 1, 2, 4 or 8; 0: by the vectors).

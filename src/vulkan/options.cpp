@@ -90,6 +90,12 @@ uint32_t DriverOptions::gemm_gemv_rows_from_env() {
     return (uint32_t)v;
 }
 
+int DriverOptions::gemm_split_from_env() {
+    const int64_t v = env::get_int("DELTALLM_VK_GEMM_SPLIT");
+    if (v < -1 || v > 16) fail("DELTALLM_VK_GEMM_SPLIT={}: use -1 to 16", v);
+    return (int)v;
+}
+
 uint32_t DriverOptions::gemm_expand_rows_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMM_EXPAND_ROWS");
     if (v < 1 || v > 2048) fail("DELTALLM_VK_GEMM_EXPAND_ROWS={}: use 1 to 2048", v);
@@ -191,6 +197,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemm_tile = gemm_tile_from_env();
     t.gemm_gemv_rows = gemm_gemv_rows_from_env();
     t.gemm_expand_rows = gemm_expand_rows_from_env();
+    t.gemm_split = gemm_split_from_env();
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
     t.gemv_batch_rows = gemv_batch_rows_from_env();
     t.gemv_batch_threads = gemv_batch_threads_from_env();

@@ -381,9 +381,17 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     const uint64_t token_scratch = scratch;
     auto plan_window = [&](int64_t w) {
         p.window = w;
-        p.window_x16_bytes = p.window_w16_bytes = 0;
+        p.window_x16_bytes = p.window_w16_bytes = p.window_split_bytes = p.window_split_counters = 0;
         scratch = token_scratch;
         if (w == 0) return;
+        // The scratch of the GEMMs of a stage that split their columns (windows of few rows).
+        size_t stage_gemms = 0;
+        for (const auto& group : gemm_groups(model, true))
+            stage_gemms = std::max(stage_gemms, group.size());
+        const Kernels::SplitNeed split = Kernels::gemm_split_scratch(f, (uint32_t)stage_gemms);
+        p.window_split_counters = split.counters;
+        p.window_split_bytes = split.counters + split.parts;
+        scratch += p.window_split_bytes;
         scratch += (uint64_t)act_layout(hp, (uint32_t)w).total * 4;
         int64_t widest_in = 0;
         for (const auto& [what, t, in] : mats) widest_in = std::max(widest_in, t->cols());

@@ -125,6 +125,10 @@ struct Plan {
     // (Kernels::gemm; 0: none): the next group's matrices are expanded into one while the GEMMs
     // over the other run. The resident weights stay in their blocks.
     uint64_t window_w16_bytes = 0;
+    // The scratch of the window's GEMMs of few rows that split their columns over workgroups
+    // (Kernels::gemm_split_scratch): enough for the most GEMMs one stage runs, its first
+    // window_split_counters bytes their counters.
+    uint64_t window_split_bytes = 0, window_split_counters = 0;
     std::vector<uint64_t> slabs;      // sizes of the weight slabs
     std::vector<Placement> matrices;  // every matrix the trunk and the head read
     uint64_t weight_bytes = 0;        // sum of the slabs

@@ -28,10 +28,16 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
     using Kind = WindowItem::Kind;
     WindowPlan p;
     uint32_t barriers = 0;  // barriers planned so far (every kind of stage end counts)
+    // The split scratch (its counters, then the parts' sums) in use by GEMMs since the last
+    // barrier: each needs its own.
+    const uint64_t split_counters = plan_.window_split_counters;
+    uint64_t counters_used = 0, parts_used = 0;
     auto add = [&](WindowItem it) {
         if (it.kind == Kind::barrier || it.kind == Kind::stage_end || it.kind == Kind::mark_end ||
-            it.kind == Kind::host_end)
+            it.kind == Kind::host_end) {
             ++barriers;
+            counters_used = parts_used = 0;
+        }
         p.items.push_back(std::move(it));
     };
     auto end_stage = [&](Kind kind, const char* role) {
@@ -124,6 +130,15 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         it.w16 = w16[g][j];
         it.expanded = w16[g][j].range > 0;
         it.stage_rows = stage_rows[g];
+        const Kernels::SplitNeed split = K.gemm_split_need(
+            var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m, stage_rows[g]);
+        if (split.parts > 0 && W.win_split && counters_used + split.counters <= split_counters &&
+            split_counters + parts_used + split.parts <= W.win_split.size()) {
+            it.split = {view(W.win_split, counters_used, split.counters),
+                        view(W.win_split, split_counters + parts_used, split.parts)};
+            counters_used += align_up(split.counters, kBindAlign);
+            parts_used += align_up(split.parts, kBindAlign);
+        }
         add(it);
         if (++member < groups[g].size()) return;
         member = 0;
@@ -420,7 +435,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                 K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
                        (uint32_t)t->cols(), act, i.x_off, x16,
                        i.to_logits ? view(s ? W.win_logits : W.batch_logits) : act, i.y_off, m,
-                       i.accumulate, i.w16, i.expanded, i.stage_rows);
+                       i.accumulate, i.w16, i.expanded, i.stage_rows, i.split);
                 break;
             case Kind::embed:
                 K.get_rows(cl, {.type = t->type,

@@ -83,6 +83,8 @@ std::string WindowPlan::describe() const {
         if (i.accumulate) out += " +=";
         if (i.w16.range > 0) out += fmt::format(" f16@{}:{}", i.w16.offset, i.w16.range);
         if (i.stage_rows) out += fmt::format(" stage rows {}", i.stage_rows);
+        if (i.split.parts.range > 0)
+            out += fmt::format(" split@{}:{}", i.split.parts.offset, i.split.parts.range);
         out += '\n';
     }
     return out;

@@ -63,6 +63,7 @@ struct WindowItem {
     View w16{};               // expand, gemm: the F16 expansion (range 0: none)
     bool expanded = false;    // gemm: reads w16
     uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
+    Kernels::SplitScratch split{};  // gemm: its scratch for a split over K (none: unsplit)
     Kernels::AttentionRows attention{};
     Kernels::DeltaNetStep deltanet{};  // deltanet_batch
     Kernels::ExpertGemv experts{};     // gemv_experts, gemm_experts

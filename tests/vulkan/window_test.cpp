@@ -56,6 +56,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         uint32_t gemv_batch_rows = 0;
         bool bytes = false;    // the batched GEMV over X rounded to bytes
         uint32_t threads = 0;  // its threads a workgroup (0: by the row)
+        int split = -1;        // Tuning::gemm_split: the tiles split over K (up to 128 rows)
     };
     std::vector<Run> runs = {{Variant::scalar, 5, {}, 0},
                              {Variant::scalar, 5, {}, 0, 64},
@@ -66,7 +67,11 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                              {Variant::scalar, 5, {}, 0, 64, false, 2, true},
                              // Fewer threads than sums: each stores several.
                              {Variant::scalar, 5, {}, 0, 64, false, 8, true, 32},
-                             {Variant::scalar, 5, {}, 0, 64, true, 8, false, 256}};
+                             {Variant::scalar, 5, {}, 0, 64, true, 8, false, 256},
+                             // The tiles split over K: by the grid, and into 2 and 3 parts.
+                             {Variant::scalar, 5, {}, 0, 0, false, 0, false, 0, 1},
+                             {Variant::scalar, 5, {}, 0, 0, false, 0, false, 0, 2},
+                             {Variant::scalar, 5, {}, 0, 0, false, 0, false, 0, 3}};
     const Features& f = dev.features();
     if (Kernels::gemm_uses_coopmat(f, Variant::khr_coopmat))
         runs.push_back({Variant::khr_coopmat, 5, {}, 0});
@@ -75,7 +80,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             for (Kernels::GemmTile g :
                  {Kernels::GemmTile{}, Kernels::GemmTile{128, 128, 32},
                   Kernels::GemmTile{128, 128, 32, 128}, Kernels::GemmTile{64, 32, 64}})
-                runs.push_back({dev.variant(), 8, g, expand});
+                for (int split : {0, 1, 3})
+                    runs.push_back({dev.variant(), 8, g, expand, 0, false, 0, false, 0, split});
     Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
     // 13 and 63 rows: batched GEMVs of uneven groups (two of 7, eight of 8 with one clamped).
     for (uint32_t m : {1u, 7u, 13u, 63u, 64u, 65u, 130u}) {
@@ -103,8 +109,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         std::vector<double> ref_x, mag_x, ref_xr, mag_xr;
         products(x, ref_x, mag_x);
         products(xr, ref_xr, mag_xr);
-        for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes, threads] :
-             runs) {
+        for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes, threads,
+                          split] : runs) {
             // (Each shape is a pipeline to compile: the threads' runs take two window sizes.)
             if (threads && m != 13 && m != 63) continue;
             test::Scoped threads_scope(K.tuning.gemv_batch_threads, threads);
@@ -119,12 +125,26 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             test::Scoped tile_scope(K.tuning.gemm_tile, tile);
             test::Scoped expand_scope(K.tuning.gemm_expand, expand);
             test::Scoped gemv_scope(K.tuning.gemm_gemv_rows, gemv_rows);
+            test::Scoped split_scope(K.tuning.gemm_split, split);
+            // The split's scratch, zero (its tiles' counters); the split runs twice, the first
+            // time into a scratch y, so that a counter not set back to zero fails the second.
+            // Its sums' scratch is poisoned: each part writes its sums before any are read.
+            const Kernels::SplitNeed need = K.gemm_split_need(v, t, rows, cols, m);
+            const uint64_t split_bytes = need.parts;
+            if (split >= 2 && v == Variant::scalar && m <= Kernels::kGemmSplitRows &&
+                m > gemv_rows && cols >= 128)
+                ASSERT_GT(split_bytes, 0u) << "a forced split that does not split";
+            Buffer counters = test::to_device(
+                dev, std::vector<uint32_t>(std::max<uint64_t>(need.counters, 16) / 4, 0u));
+            Buffer sums = test::poisoned(dev, std::max<uint64_t>(need.parts, 16) / 4);
+            const Kernels::SplitScratch scratch{view(counters), view(sums)};
             // F16 tiles round x and w to 11 bits; the F32 tiles and the GEMV only reorder the sum
             // (over bytes, a product a hair from a half may round the other way).
             const double tol = rounds ? 1e-4 : v == Variant::scalar || m <= gemv_rows ? 1e-5 : 2e-3;
             for (bool acc : {false, true}) {
                 const size_t n_out = (size_t)m * rows;
                 Buffer y = test::poisoned(dev, n_out + y_off + 4);
+                Buffer y_first = test::poisoned(dev, n_out + y_off + 4);
                 std::vector<float> init(n_out, 0.f);
                 if (acc) {
                     init = randn(n_out, 9);
@@ -145,8 +165,13 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         K.round_rows(cl, view(xb), x_off, view(x16), 0, cols, m);
                         cl.barrier();
                     }
+                    if (split_bytes > 0) {
+                        K.gemm(cl, v, t, view(w), rows, cols, view(xb), x_off, view(x16),
+                               view(y_first), y_off, m, false, view(w16), false, 0, scratch);
+                        cl.barrier();
+                    }
                     K.gemm(cl, v, t, view(w), rows, cols, view(xb), x_off, view(x16), view(y),
-                           y_off, m, acc, view(w16));
+                           y_off, m, acc, view(w16), false, 0, scratch);
                 });
                 auto out = test::from_device<float>(dev, y, n_out + y_off + 4);
                 for (uint32_t i = 0; i < y_off; ++i)
@@ -160,7 +185,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << qtype_name(t) << " " << variant_name(v) << " tile " << tile.bm << "x"
                         << tile.bn << "x" << tile.bk << " expand " << expand << " gemv rows "
                         << gemv_rows << " decode once " << once << " rows a workgroup "
-                        << batch_rows << " bytes " << rounds << " threads " << threads << " m " << m
+                        << batch_rows << " bytes " << rounds << " threads " << threads
+                        << " split " << split << " (" << split_bytes << " bytes) m " << m
                         << " row " << i / rows << " col " << i % rows << " acc " << acc;
                 }
             }

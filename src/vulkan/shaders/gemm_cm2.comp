@@ -11,6 +11,9 @@
 // loop on an H200); edge tiles load through layouts that clamp loads past M, N or K to zero.
 // Stores always clamp (drop what lies outside Y). The host keeps y_off a multiple of 4 (tensor
 // bases are 16-byte aligned).
+// Split over K (splits > 1, workgroup z the part; gemm_split.glsl): each part multiplies
+// k_split columns, stores its tile into the split scratch, and the last part of a tile to
+// finish adds the parts in order (and Y, mode 1) and stores the tile. Not with ACC_F16.
 // ACC_F16 (the GEMM speed report's experiment only): the products are accumulated in F16 and
 // converted to F32 at the end, half the accumulator registers.
 #version 450
@@ -37,6 +40,8 @@ layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 #endif
 layout(std430, binding = 1) readonly buffer XH { float16_t xh[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
+layout(std430, binding = 3) coherent buffer SplitCounters { uint split_u[]; };
+layout(std430, binding = 4) coherent buffer SplitParts { float split_f[]; };
 
 layout(push_constant) uniform Push {
     uint M, N, K;    // rows of X, weight rows, columns
@@ -44,7 +49,11 @@ layout(push_constant) uniform Push {
     uint x_off;      // unused (the F16 copy starts its view)
     uint y_off;      // floats, a multiple of 4
     uint mode;       // 0: Y = X·Wᵀ, 1: Y += X·Wᵀ
+    uint splits;     // parts of K (1: none)
+    uint k_split;    // columns a part, a multiple of UNROLL · BK
 } p;
+
+#include "gemm_split.glsl"
 
 // A Q4_K / Q5_K value from its block's 16-byte head (f16 d, f16 dmin, 12 bytes of 6-bit scales
 // and mins), its sub-block sb and its quant q: d·scale·q − dmin·min. Scale bytes 0-3 lie in h.y,
@@ -182,6 +191,9 @@ const uint UNROLL = QK == 256u ? 256u / BK : 8u;
 
 void main() {
     const uint n0 = gl_WorkGroupID.x * BM, m0 = gl_WorkGroupID.y * BN;
+    // This part's columns (all of them unsplit).
+    const uint k_begin = gl_WorkGroupID.z * p.k_split;
+    const uint k_end = p.splits > 1u ? min(p.K, k_begin + p.k_split) : p.K;
 
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> ly =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
@@ -192,7 +204,8 @@ void main() {
     coopmat<ACC_T, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
         coopmat<ACC_T, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
 #if !defined(ACC_F16)
-    if (p.mode == 1u) coopMatLoadTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
+    if (p.mode == 1u && p.splits == 1u)
+        coopMatLoadTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
 #endif
 
     if (n0 + BM <= p.N && m0 + BN <= p.M && p.K % (UNROLL * BK) == 0u) {
@@ -208,7 +221,7 @@ void main() {
         tensorLayoutNV<2> lx = createTensorLayoutNV(2);
         lx = setTensorLayoutDimensionNV(lx, p.M, p.K);
         lx = setTensorLayoutStrideNV(lx, p.K & ~7u, 1);
-        for (uint k0 = 0; k0 < p.K; k0 += UNROLL * BK) {
+        for (uint k0 = k_begin; k0 < k_end; k0 += UNROLL * BK) {
             [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
                 const uint k = k0 + j * BK;
                 STEP(lw, lx, k)
@@ -225,7 +238,7 @@ void main() {
         tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lx =
             createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
         lx = setTensorLayoutDimensionNV(lx, p.M, p.K);
-        for (uint k = 0; k < p.K; k += BK) STEP(lw, lx, k)
+        for (uint k = k_begin; k < k_end; k += BK) STEP(lw, lx, k)
     }
 #if defined(ACC_F16)
     coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> res =
@@ -237,6 +250,26 @@ void main() {
     }
     coopMatStoreTensorNV(res, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
 #else
+    if (p.splits > 1u) {
+        // This part's tile, [weight row][window row], into the scratch; the last part to arrive
+        // reads every part's back in part order and stores the tile's rows inside Y.
+        const uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+        tensorLayoutNV<2> lp = createTensorLayoutNV(2);
+        lp = setTensorLayoutDimensionNV(lp, BM, BN);
+        coopMatStoreTensorNV(acc, split_f, split_part(tile, gl_WorkGroupID.z, BM * BN),
+                             sliceTensorLayoutNV(lp, 0, BM, 0, BN));
+        if (!split_last(tile)) return;
+        for (uint e = gl_LocalInvocationIndex; e < BM * BN; e += WG) {
+            const uint n = n0 + e / BN, m = m0 + e % BN;
+            if (n >= p.N || m >= p.M) continue;
+            float s = 0.0;
+            for (uint z = 0; z < p.splits; ++z) s += split_f[split_part(tile, z, BM * BN) + e];
+            const uint o = p.y_off + m * p.N + n;
+            if (p.mode == 1u) s += y[o];
+            y[o] = s;
+        }
+        return;
+    }
     coopMatStoreTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
 #endif
 }
