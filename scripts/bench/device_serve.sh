@@ -7,7 +7,8 @@
 # that was carried, else built first, which takes minutes.
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
 #   [WARMUP=8] [OURS_ARGS=-v] scripts/bench/device_serve.sh
-# OURS_ARGS go to `deltallm serve` (-v: every step's rows and time in server-deltallm.log).
+# OURS_ARGS go to `deltallm serve` (-v: every step's rows and time, each admission, snapshot and
+# pipeline compile with its time, in server-deltallm.log).
 # WARMUP requests go to each server before its first level, unmeasured (pipelines and commands
 # made on first use); after each workload the server's /metrics are kept (ours: the steps' time).
 # Each engine serves with as many slots as the highest level and the same context per slot;

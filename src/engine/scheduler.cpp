@@ -343,7 +343,12 @@ void Scheduler::admit() {
         }
         try {
             slot->admitted = ++admissions_;
+            const Clock::time_point t0 = Clock::now();
             const int64_t cached = start(*slot, r);
+            // (A session made or restored between steps delays every stream's next token.)
+            log::debug("admitted a request of {} prompt tokens, {} from the prefix cache: {:.2f} ms",
+                       slot->request->feed.size(), cached,
+                       std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
             std::lock_guard lock(mutex_);
             stats_.cached_tokens += cached;
         } catch (const std::exception& e) {
@@ -497,8 +502,12 @@ void Scheduler::run_step() {
         if (cache_ && !decoding &&
             (at_end_of_prompt || (every > 0 && slot.prompt_done % every == 0) ||
              std::find(g.snapshot_at.begin(), g.snapshot_at.end(), slot.prompt_done) !=
-                 g.snapshot_at.end()))
+                 g.snapshot_at.end())) {
+            const Clock::time_point t0 = Clock::now();
             snapshot(slot);
+            log::debug("snapshot at {} tokens: {:.2f} ms", slot.prompt_done,
+                       std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        }
         if (!decoding && !at_end_of_prompt) continue;
         if (!decoding && slot.resume_token >= 0) {
             // A resumed request's tokens are back in its session: it goes on with the token it

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "core/env.h"
@@ -140,9 +141,15 @@ const Kernel& Pipelines::get(const std::string& name, uint32_t n_bindings, uint3
         robustness.images = VK_PIPELINE_ROBUSTNESS_IMAGE_BEHAVIOR_DEVICE_DEFAULT_EXT;
         ci.pNext = &robustness;
     }
+    // The driver compiles a pipeline on first use: logged, since a compile inside a step of a
+    // server lengthens that step for every stream it carries.
+    const auto t0 = std::chrono::steady_clock::now();
     VkResult r = vkCreateComputePipelines(d, dev_.pipeline_cache(), 1, &ci, nullptr, &k->pipeline);
     vkDestroyShaderModule(d, mod, nullptr);
     if (r != VK_SUCCESS) fail("cannot create the pipeline of kernel {} ({})", name, result_name(r));
+    log::debug("vulkan: pipeline {} {} created in {:.1f} ms", name, spec,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                   .count());
     if (dev_.kernel_stats()) {
         k->statistics = statistics(k->pipeline);
         log::info("kernel {} {}: {}", name, spec, k->statistics);

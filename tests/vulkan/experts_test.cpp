@@ -423,9 +423,11 @@ TEST(ExpertGemvShared, TheSharedExpertJoinsTheSum) {
                                     .accumulate = true});
             });
             auto out = test::from_device<float>(dev, ab, n_act);
-            for (uint32_t i = 0; i < n_act; ++i)
-                if (i < h_off || i >= h_off + rows)
+            for (uint32_t i = 0; i < n_act; ++i) {
+                if (i < h_off || i >= h_off + rows) {
                     ASSERT_EQ(test::bits(out[i]), test::bits(act[i])) << "wrote at " << i;
+                }
+            }
             const double g = 1 / (1 + std::exp(0.7));
             for (uint32_t r = 0; r < rows; ++r) {
                 double s = act[h_off + r] + g * act[shared_off + r], mag = std::fabs(s);

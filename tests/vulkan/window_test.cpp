@@ -132,8 +132,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             const Kernels::SplitNeed need = K.gemm_split_need(v, t, rows, cols, m);
             const uint64_t split_bytes = need.parts;
             if (split >= 2 && v == Variant::scalar && m <= Kernels::kGemmSplitRows &&
-                m > gemv_rows && cols >= 128)
+                m > gemv_rows && cols >= 128) {
                 ASSERT_GT(split_bytes, 0u) << "a forced split that does not split";
+            }
             Buffer counters = test::to_device(
                 dev, std::vector<uint32_t>(std::max<uint64_t>(need.counters, 16) / 4, 0u));
             Buffer sums = test::poisoned(dev, std::max<uint64_t>(need.parts, 16) / 4);
