@@ -99,5 +99,65 @@ TEST(VulkanWindowPlan, ABatchRunsEachMixerAndItsSamplingOnceForEveryRow) {
     }
 }
 
+// GEMMs of few rows split over K: GEMMs of one stage (no barrier between them) get scratches
+// of their own, counters apart from every part's sums, each inside the window's split buffer;
+// a window of more rows than splits never does.
+TEST(VulkanWindowPlan, SplitGemmsOfAStageHaveScratchesOfTheirOwn) {
+    VK_TEST_DEVICE();
+    // (Rows of 256 values, the K-quants' block: every projection splits.)
+    auto model = dl::test::tiny_model(test::parity_spec("qwen3", QType::Q4_K));
+    DriverOptions o;
+    o.device.robust = test::robust();
+    o.plan.n_ctx = 256;
+    o.tuning.gemm_split = 2;
+    o.tuning.gemm_gemv_rows = 0;  // every GEMM on the tiles
+    auto d = ResidentDriver::create(model, o);
+    ASSERT_TRUE(d.ok()) << d.reason();
+    const Plan& plan = (*d)->plan();
+    ASSERT_GT(plan.window_split_bytes, plan.window_split_counters);
+    auto s = (*d)->new_session(256);
+    struct Range {
+        uint64_t begin, end;
+    };
+    auto disjoint = [](const std::vector<Range>& rs) {
+        for (size_t a = 0; a < rs.size(); ++a)
+            for (size_t b = a + 1; b < rs.size(); ++b)
+                if (rs[a].begin < rs[b].end && rs[b].begin < rs[a].end) return false;
+        return true;
+    };
+    for (uint32_t m : {40u, 129u}) {
+        if (m > (uint32_t)plan.window) continue;
+        const WindowPlan p = (*d)->window_plan(*s, m, false);
+        uint32_t split = 0, stages_with_two = 0;
+        std::vector<Range> stage;  // the scratch ranges of this stage's GEMMs
+        for (const WindowItem& i : p.items) {
+            if (i.kind != WindowItem::Kind::gemm) {
+                if (i.kind == WindowItem::Kind::barrier || i.kind == WindowItem::Kind::stage_end ||
+                    i.kind == WindowItem::Kind::mark_end || i.kind == WindowItem::Kind::host_end) {
+                    EXPECT_TRUE(disjoint(stage)) << p.describe();
+                    stages_with_two += stage.size() >= 4;  // two GEMMs' two ranges
+                    stage.clear();
+                }
+                continue;
+            }
+            const Kernels::SplitScratch& sc = i.split;
+            if (sc.parts.range == 0) continue;
+            ++split;
+            EXPECT_GT(sc.counters.range, 0u);
+            EXPECT_LE(sc.counters.offset + sc.counters.range, plan.window_split_counters);
+            EXPECT_GE(sc.parts.offset, plan.window_split_counters);
+            EXPECT_LE(sc.parts.offset + sc.parts.range, plan.window_split_bytes);
+            stage.push_back({sc.counters.offset, sc.counters.offset + sc.counters.range});
+            stage.push_back({sc.parts.offset, sc.parts.offset + sc.parts.range});
+        }
+        if (m <= Kernels::kGemmSplitRows) {
+            EXPECT_GT(split, 0u) << "m " << m << "\n" << p.describe();
+            EXPECT_GT(stages_with_two, 0u) << "no stage split two GEMMs\n" << p.describe();
+        } else {
+            EXPECT_EQ(split, 0u) << "m " << m << "\n" << p.describe();
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dl::vk
