@@ -77,6 +77,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_EARLY_SUBMIT", "bool", "1",
          "Vulkan prefill windows: a window's command, recorded on first use, queued in parts as "
          "it is recorded (0: whole, after its recording)"},
+        {"DELTALLM_VK_MIXED_STEPS", "bool", "1",
+         "Vulkan batched steps: a prompt chunk runs in one command with the step's decode tokens "
+         "(0: the chunk as a window of its own beside them)"},
         {"DELTALLM_VK_EXPAND_AHEAD", "bool", "1",
          "Vulkan prefill windows: expand the next GEMM's matrix to F16 beside the current GEMM "
          "(0: each expansion between barriers of its own)"},

@@ -1,7 +1,8 @@
 // A step of many sequences' decode tokens as one command (ResidentDriver::step): the window
 // command's chain over one row a sequence (plan_window of a batch), so the projections read each
 // weight once for every row, and each row's mixer runs on its own sequence's cache or state
-// through the decode kernels. Which sequence a row holds is data: the row's words (position,
+// through the decode kernels; a prompt chunk of the step can ride along after the decode rows,
+// its mixers on the window kernels. Which sequence a row holds is data: the row's words (position,
 // token, sampling, where its state starts, its block table) are written before each step into
 // the batch's rows, and the caches and states are pools every session shares. So a command is
 // recorded once for each number of rows and replayed whoever joins or leaves.
@@ -64,8 +65,9 @@ CommandList& ResidentDriver::batch_command(uint32_t m, bool host_logits) {
 void ResidentDriver::step(std::span<StepItem> items) {
     using Want = StepItem::Want;
     // The batch: the decode tokens (sessions that hold a prompt, one token each, wanting logits or
-    // a token sampled here), as many as a window holds; prompt chunks and the rest run one by one
-    // beside it (Executor::step).
+    // a token sampled here), as many as a window holds. One prompt chunk that fits beside them
+    // (wanting no more than its last row's logits or token) runs in the same command; other
+    // chunks and the rest run one by one beside it (Executor::step).
     std::vector<size_t> batch, rest;
     for (size_t i = 0; i < items.size(); ++i) {
         const StepItem& it = items[i];
@@ -78,7 +80,18 @@ void ResidentDriver::step(std::span<StepItem> items) {
     for (const StepItem& it : items)
         reserve_rows(static_cast<Session&>(*it.session),
                      it.session->n_past + (int64_t)it.tokens.size());
-    if (batch.size() < 2) {
+    size_t chunk = items.size();  // the chunk run with the batch, if any
+    if (mix_chunks_ && !batch.empty())
+        for (size_t i : rest) {
+            const StepItem& it = items[i];
+            if (it.session && it.want != Want::all_logits &&
+                batch.size() + it.tokens.size() <= (size_t)plan_.window) {
+                chunk = i;
+                break;
+            }
+        }
+    if (chunk != items.size()) rest.erase(std::find(rest.begin(), rest.end(), chunk));
+    if (batch.size() < 2 && chunk == items.size()) {
         Executor::step(items);
         return;
     }
@@ -88,10 +101,77 @@ void ResidentDriver::step(std::span<StepItem> items) {
         Executor::step(others);
         for (size_t j = 0; j < rest.size(); ++j) items[rest[j]] = others[j];
     }
-    std::vector<StepItem> decodes;
-    for (size_t i : batch) decodes.push_back(items[i]);
-    run_batch(decodes);
-    for (size_t j = 0; j < batch.size(); ++j) items[batch[j]] = decodes[j];
+    if (chunk != items.size()) batch.push_back(chunk);
+    std::vector<StepItem> run;
+    for (size_t i : batch) run.push_back(items[i]);
+    if (chunk != items.size())
+        run_mixed(run);
+    else
+        run_batch(run);
+    for (size_t j = 0; j < batch.size(); ++j) items[batch[j]] = run[j];
+}
+
+// Row b of the batch: its session's position and sampling parameters (a row that wants logits is
+// sampled greedily, unread), where its recurrent state starts, its block table.
+void ResidentDriver::fill_batch_row(uint32_t b, const StepItem& it, int64_t position,
+                                    int32_t token) {
+    using Want = StepItem::Want;
+    const Session& s = static_cast<const Session&>(*it.session);
+    const SamplerParams* p = it.want == Want::sample ? it.params : nullptr;
+    uint32_t* row = w_->batch.words(b);
+    const auto* own = static_cast<const uint32_t*>(s.tok.mapped());
+    set_tok(row, position, token,
+            p ? SampleArgs{p->temperature, p->top_k, p->top_p, p->min_p, (float)it.u}
+              : SampleArgs{});
+    row[kStateBase] = own[kStateBase];
+    row[kRingBase] = own[kRingBase];
+    std::memcpy(row + Kernels::kKvTable, own + Kernels::kKvTable, s.kv_blocks.size() * 4);
+}
+
+void ResidentDriver::run_mixed(std::span<StepItem> items) {
+    using Want = StepItem::Want;
+    const size_t V = (size_t)model_->hp.n_vocab;
+    Weights& W = *w_;
+    const size_t window = (size_t)plan_.window;
+    if (!W.batch_logits)
+        W.batch_logits = dev_->create_buffer((uint64_t)window * V * 4, MemoryKind::device);
+    if (!W.win_logits)
+        W.win_logits = dev_->create_buffer((uint64_t)window * V * 4, MemoryKind::host);
+    const uint32_t d = (uint32_t)items.size() - 1;  // decode rows; the chunk is the last item
+    StepItem& c = items[d];
+    Session& cs = static_cast<Session&>(*c.session);
+    const uint32_t m = d + (uint32_t)c.tokens.size();
+    grow_batch(d + 1);
+    auto* ids = static_cast<uint32_t*>(W.win_ids.mapped());
+    bool host_logits = c.want == Want::last_logits;
+    for (uint32_t b = 0; b < d; ++b) {
+        const StepItem& it = items[b];
+        host_logits |= it.want != Want::sample;
+        ids[b] = (uint32_t)it.tokens[0];
+        fill_batch_row(b, it, it.session->n_past, it.tokens[0]);
+    }
+    std::memcpy(ids + d, c.tokens.data(), c.tokens.size() * 4);
+    // The chunk's rows run on its session's words; its last row is sampled as row d.
+    static_cast<uint32_t*>(cs.tok.mapped())[0] = (uint32_t)cs.n_past;
+    fill_batch_row(d, c, cs.n_past + (int64_t)c.tokens.size() - 1, c.tokens.back());
+    // Recorded for the step (the chunk's session and both row counts vary), queued in parts as
+    // it is recorded.
+    CommandList cmd(*dev_);
+    record_window(cmd, plan_window(cs.n_ctx, m, true, d, host_logits), &cs, m, true);
+    cmd.submit_and_wait();
+    ++mixed_steps_;
+    if (profile_) profile_->add("batch", (int64_t)m, cmd.times());
+    const float* logits = static_cast<const float*>(W.win_logits.mapped());
+    for (uint32_t b = 0; b <= d; ++b) {
+        StepItem& it = items[b];
+        it.session->n_past += (int64_t)it.tokens.size();
+        it.token = -1;
+        it.logits = {};
+        if (it.want == Want::sample)
+            it.token = sampled_token(W.batch.words(b));
+        else if (it.want == Want::last_logits)
+            it.logits = std::span<const float>(logits + b * V, V);
+    }
 }
 
 void ResidentDriver::run_batch(std::span<StepItem> items) {
@@ -114,18 +194,7 @@ void ResidentDriver::run_batch(std::span<StepItem> items) {
         columns.push_back(&s);
         host_logits |= items[b].want != Want::sample;
         ids[b] = (uint32_t)items[b].tokens[0];
-        // Row b's words: its session's position and sampling parameters (a row that wants logits
-        // is sampled greedily, unread), where its recurrent state starts, its block table.
-        const StepItem& it = items[b];
-        const SamplerParams* p = it.want == Want::sample ? it.params : nullptr;
-        uint32_t* row = W.batch.words(b);
-        const auto* own = static_cast<const uint32_t*>(s.tok.mapped());
-        set_tok(row, s.n_past, it.tokens[0],
-                p ? SampleArgs{p->temperature, p->top_k, p->top_p, p->min_p, (float)it.u}
-                  : SampleArgs{});
-        row[kStateBase] = own[kStateBase];
-        row[kRingBase] = own[kRingBase];
-        std::memcpy(row + Kernels::kKvTable, own + Kernels::kKvTable, s.kv_blocks.size() * 4);
+        fill_batch_row(b, items[b], s.n_past, items[b].tokens[0]);
     }
     CommandList& cmd = batch_command(m, host_logits);
     cmd.submit_and_wait();

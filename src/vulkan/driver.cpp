@@ -140,6 +140,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->attn_short_ = opts.attn_short;
     d->expand_ahead_ = opts.expand_ahead;
     d->early_submit_ = opts.early_submit;
+    d->mix_chunks_ = opts.mixed_steps;
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
@@ -363,7 +364,7 @@ WindowPlan ResidentDriver::window_plan(const SessionState& st, uint32_t m, bool 
 }
 
 WindowPlan ResidentDriver::batch_plan(uint32_t m, bool host_logits) const {
-    return plan_window(plan_.n_ctx, m, true, true, host_logits);
+    return plan_window(plan_.n_ctx, m, true, m, host_logits);
 }
 
 TokenPlan ResidentDriver::token_plan(const SessionState& st, bool host_logits,

@@ -68,6 +68,10 @@ struct DriverOptions {
     // layers at once (DELTALLM_VK_EARLY_SUBMIT; off: queued whole after its recording).
     bool early_submit = early_submit_from_env();
     static bool early_submit_from_env();
+    // A step's prompt chunk runs in one command with its decode tokens, the weights read once
+    // for both (DELTALLM_VK_MIXED_STEPS; off: the chunk as a window of its own beside them).
+    bool mixed_steps = mixed_steps_from_env();
+    static bool mixed_steps_from_env();
     // The GEMMs of a window that read the same rows (gemm_groups) run together, their matrices
     // expanded together (DELTALLM_VK_GEMM_GROUPS; off: a barrier between each, for measurements).
     bool gemm_groups = gemm_groups_from_env();
@@ -138,6 +142,8 @@ class ResidentDriver final : public Executor {
     // Batch commands recorded and kept: one for each row count and logits' destination, however
     // the sessions of the rows change.
     size_t batch_commands() const { return batch_cmds_.size(); }
+    // Steps that ran a prompt chunk in one command with their decode rows (run_mixed).
+    uint64_t mixed_steps() const { return mixed_steps_; }
     // Greedy decode without logits: only the chosen token id returns from the device.
     int32_t decode_greedy(SessionState& s, int32_t token);
     // Decode and sample the next token on the device (temperature, top-k, top-p, min-p; u is
@@ -213,16 +219,25 @@ class ResidentDriver final : public Executor {
     // recorded (DriverOptions::early_submit); its submit_and_wait() then queues the rest.
     CommandList& window_command(Session& s, uint32_t m, bool all, bool queue = false);
     // The window command's plan (window_command.cpp) for a session of n_ctx tokens. A batch's
-    // plan (batch): the rows are one decode token each of m sessions (step()), whichever they
-    // are: each layer's mixer runs every row in one dispatch, on the sessions' caches and state
-    // found through the batch's rows (Weights::BatchRows); every row's logits are kept on the
-    // device, sampled there into the row's words, and copied to the host when host_logits.
-    WindowPlan plan_window(int64_t n_ctx, uint32_t m, bool all, bool batch = false,
+    // plan (batch_rows): its first batch_rows rows are one decode token each of as many sessions
+    // (step()), whichever they are: each layer's mixer runs every such row in one dispatch, on
+    // the sessions' caches and state found through the batch's rows (Weights::BatchRows); their
+    // logits are kept on the device, sampled there into the rows' words, and copied to the host
+    // when host_logits. Rows past batch_rows are a prompt chunk of the session recorded for,
+    // its last row's logits handled as row batch_rows of the batch.
+    WindowPlan plan_window(int64_t n_ctx, uint32_t m, bool all, uint32_t batch_rows = 0,
                            bool host_logits = false) const;
-    // Records a window's plan: a prefill window of session s, or a batch (s null).
+    // Records a window's plan: a prefill window of session s, a batch (s null), or a batch with
+    // a prompt chunk of session s.
     void record_window(CommandList& cl, const WindowPlan& p, Session* s, uint32_t m, bool queue);
     // Runs decode items (checked) as one batch command.
     void run_batch(std::span<StepItem> items);
+    // Runs decode items and one prompt chunk (checked; the chunk last) as one command: the
+    // decode rows first, the chunk's rows after them, recorded for the step.
+    void run_mixed(std::span<StepItem> items);
+    // Writes row b of the batch (Weights::BatchRows) for item `it`: the position and token its
+    // row's kernels see, its sampling, where its session's state and KV blocks lie.
+    void fill_batch_row(uint32_t b, const StepItem& it, int64_t position, int32_t token);
     // The command of a batch of m decodes, recorded on the first step of m rows and replayed for
     // every step of m rows, whichever sessions they are.
     CommandList& batch_command(uint32_t m, bool host_logits);
@@ -241,6 +256,8 @@ class ResidentDriver final : public Executor {
     int64_t attn_short_ = -1;
     bool expand_ahead_ = true;
     bool early_submit_ = true;
+    bool mix_chunks_ = true;      // DriverOptions::mixed_steps
+    uint64_t mixed_steps_ = 0;    // steps run with a prompt chunk beside their decode rows
     bool gemm_groups_ = true;
     // Batch commands by their rows and whether they copy the logits to the host, with when each
     // was last used: past kBatchCommands of them (a server whose load swings over many row

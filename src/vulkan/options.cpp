@@ -48,6 +48,10 @@ bool DriverOptions::early_submit_from_env() {
     return env::get_bool("DELTALLM_VK_EARLY_SUBMIT");
 }
 
+bool DriverOptions::mixed_steps_from_env() {
+    return env::get_bool("DELTALLM_VK_MIXED_STEPS");
+}
+
 bool DriverOptions::gemm_groups_from_env() {
     return env::get_bool("DELTALLM_VK_GEMM_GROUPS");
 }

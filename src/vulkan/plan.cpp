@@ -99,6 +99,34 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     return a;
 }
 
+ActLayout act_layout_from(const Hparams& hp, uint32_t rows, uint32_t first) {
+    ActLayout a = act_layout(hp, rows);
+    const uint32_t E = (uint32_t)hp.n_embd;
+    a.h += first * E;
+    a.xn += first * E;
+    if (hp.ssm_n_v_heads > 0) {
+        const uint32_t hv = (uint32_t)hp.ssm_n_v_heads, d_inner = (uint32_t)hp.ssm_d_inner;
+        a.qkv += first * (uint32_t)hp.conv_dim();
+        a.z += first * d_inner;
+        a.beta += first * hv;
+        a.alpha += first * hv;
+        a.y += first * d_inner;
+        a.conv += first * (uint32_t)hp.conv_dim();
+        a.dn_wy += first * Kernels::deltanet_wy_floats(hv, (uint32_t)hp.ssm_d_state, d_inner / hv);
+    }
+    const uint32_t hd = (uint32_t)hp.head_dim;
+    a.q += first * (uint32_t)hp.q_width();
+    a.k += first * (uint32_t)hp.n_head_kv * hd;
+    a.v += first * (uint32_t)hp.n_head_kv * hd;
+    a.qo += first * (uint32_t)hp.n_head * hd;
+    a.o += first * (uint32_t)hp.n_head * hd;
+    const uint32_t n_ff = (uint32_t)std::max(hp.n_ff, hp.n_ff_shexp);
+    a.gate += first * n_ff;
+    a.up += first * n_ff;
+    a.ffn += first * n_ff;
+    return a;
+}
+
 uint32_t ActLayout::at(Act a) const {
     switch (a) {
         case Act::h:

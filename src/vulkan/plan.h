@@ -82,6 +82,11 @@ struct ActLayout {
     uint32_t at(Act a) const;
 };
 ActLayout act_layout(const Hparams& hp, uint32_t rows);
+// The same buffer's layout seen from row `first`: each row-wise activation (the residual, the
+// mixers' inputs, outputs and scratch, the FFN's) starts `first` rows later, so that a kernel
+// over rows 0.. of it runs over rows first.. of the window (a step's prompt chunk beside its
+// decode rows). The experts' rows and the one-row fields are not moved.
+ActLayout act_layout_from(const Hparams& hp, uint32_t rows, uint32_t first);
 
 // The rows the device holds for a weight tensor: a matrix's, or every matrix's of a stack (a
 // mixture's experts, [cols, rows, n_expert], one after another).

@@ -1,5 +1,6 @@
 // A prefill window's command: the layer chain over up to plan.window rows with GEMM tiles, the
-// attention and the DeltaNet scan over the rows; recorded on a session's first window of a size.
+// attention and the DeltaNet scan over the rows, as a plan (plan_window); recorded on a session's
+// first window of a size (its recording: window_record.cpp).
 #include "vulkan/driver.h"
 
 #include <algorithm>
@@ -16,10 +17,17 @@ namespace dl::vk {
 // The plan of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in the
 // window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs and
 // the row kernels of attention and DeltaNet. Logits of the last row go to the session's logits
-// buffer, or of every row to the window logits buffer when `all`.
-WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool batch,
+// buffer, or of every row to the window logits buffer when `all`. With batch_rows, the first
+// batch_rows rows are decode tokens of a step's sequences and the rest (if any) a prompt chunk
+// of the session the command is recorded for; the head then runs over the decode rows and the
+// chunk's last row, copied in after them.
+WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, uint32_t batch_rows,
                                        bool host_logits) const {
+    const bool batch = batch_rows > 0;
     if (batch && !all) fail("a batch plans every row's logits");
+    if (batch_rows > m) fail("a window of {} rows with {} decode rows", m, batch_rows);
+    const bool chunk = batch && batch_rows < m;      // a prompt chunk after the decode rows
+    const uint32_t head_rows = chunk ? batch_rows + 1 : m;
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
@@ -27,6 +35,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
     const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
     using Kind = WindowItem::Kind;
     WindowPlan p;
+    p.batch = batch;
     uint32_t barriers = 0;  // barriers planned so far (every kind of stage end counts)
     // The split scratch (its counters, then the parts' sums) in use by GEMMs since the last
     // barrier: each needs its own.
@@ -71,6 +80,8 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
     // Where each GEMM's expansion goes: a part of its group's slot, or none (not expanded).
     std::vector<std::vector<View>> w16(groups.size());
     std::vector<uint32_t> stage_rows(groups.size());  // weight rows of each group's GEMMs
+    // The rows each group multiplies: the head's, head_rows (the last group, when all).
+    auto group_rows = [&](size_t g) { return all && g + 1 == groups.size() ? head_rows : m; };
     for (size_t g = 0; g < groups.size(); ++g) {
         uint64_t used = 0;
         for (const Tensor* t : groups[g]) {
@@ -82,7 +93,8 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
                 part.range -= used;
             }
             const uint64_t bytes = (uint64_t)t->rows() * t->cols() * 2;
-            if (K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m, part)) {
+            if (K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), group_rows(g),
+                               part)) {
                 part.range = bytes;
                 used += align_up(bytes, kBindAlign);
             } else {
@@ -130,8 +142,9 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         it.w16 = w16[g][j];
         it.expanded = w16[g][j].range > 0;
         it.stage_rows = stage_rows[g];
+        it.rows = group_rows(g) == m ? 0 : group_rows(g);
         const Kernels::SplitNeed split = K.gemm_split_need(
-            var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), m, stage_rows[g]);
+            var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), group_rows(g), stage_rows[g]);
         if (split.parts > 0 && W.win_split && counters_used + split.counters <= split_counters &&
             split_counters + parts_used + split.parts <= W.win_split.size()) {
             it.split = {view(W.win_split, counters_used, split.counters),
@@ -157,10 +170,11 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         add(it);
     };
     // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input);
-    // or the rows rounded to bytes, when they run as the batched GEMV over bytes.
-    auto to_f16 = [&](uint32_t x_off, int64_t cols) {
-        if (K.gemv_batch_reads_bytes((uint32_t)cols, m)) {
-            round_rows(x_off, (uint32_t)cols, 0, Kernels::kNone);
+    // or the rows rounded to bytes, when they run as the batched GEMV over bytes. (The first
+    // `rows` rows: the head's may be fewer than the window's.)
+    auto to_f16 = [&](uint32_t x_off, int64_t cols, uint32_t rows) {
+        if (K.gemv_batch_reads_bytes((uint32_t)cols, rows)) {
+            round_rows(x_off, (uint32_t)cols, rows == m ? 0 : rows, Kernels::kNone);
             end_stage(Kind::mark_end, "round rows");
             return;
         }
@@ -168,7 +182,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         WindowItem it;
         it.kind = Kind::f16_copy;
         it.x_off = x_off;
-        it.n = m * (uint32_t)cols;
+        it.n = rows * (uint32_t)cols;
         add(it);
         end_stage(Kind::mark_end, "f16 copy");
     };
@@ -192,47 +206,57 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
     chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
         gemm(t, x_off, false, y_off, false);
     };
-    chain.inputs = to_f16;
+    chain.inputs = [&](uint32_t x_off, int64_t cols) { to_f16(x_off, cols, m); };
     // A batch's rows are sequences of their own: the decode kernels run each row's mixer on its
-    // session's state, with the row's activations (row b of each activation) as their input.
+    // session's state, with the row's activations (row b of each activation) as their input. A
+    // prompt chunk after them runs the window's kernels on its session's state, from its first
+    // row (act_layout_from); both in one stage.
     chain.deltanet = [&](int64_t il, const Layer& L) {
-        if (!batch) {
+        if (batch) {
+            WindowItem it;
+            it.kind = Kind::deltanet_batch;
+            it.layer = il;
+            it.deltanet = deltanet_args(A, L);
+            it.deltanet.wy_off = Kernels::kNone;
+            it.deltanet.state_in_tok = true;  // each row's session's, found through its words
+            it.deltanet.rows = batch_rows;
+            add(it);
+        }
+        if (!batch || chunk) {
             WindowItem it;
             it.kind = Kind::deltanet_rows;
             it.layer = il;
+            it.first_row = batch_rows;
+            it.rows = chunk ? m - batch_rows : 0;
             add(it);
-            return;
         }
-        WindowItem it;
-        it.kind = Kind::deltanet_batch;
-        it.layer = il;
-        it.deltanet = deltanet_args(A, L);
-        it.deltanet.wy_off = Kernels::kNone;
-        it.deltanet.state_in_tok = true;  // each row's session's, found through its words
-        it.deltanet.rows = m;
-        add(it);
     };
     chain.attention = [&](int64_t il, const Layer& L) {
-        if (!batch) {
+        if (batch) {
+            WindowItem it;
+            it.kind = Kind::attention_batch;
+            it.layer = il;
+            Kernels::Attention& a = it.attention.a;
+            a = attention_args(hp, A, W.freq_off, (uint32_t)plan_.n_ctx);  // (any session's)
+            W.set_qk_norms(a, L);
+            a.rows = batch_rows;
+            a.q_row = ar.q_row;
+            a.k_row = ar.kv_row;
+            a.o_row = ar.o_row;
+            add(it);
+        }
+        if (!batch || chunk) {
             WindowItem it;
             it.kind = Kind::attention_rows;
             it.layer = il;
             it.attention = ar;
+            it.attention.a = attention_args(hp, act_layout_from(hp, (uint32_t)plan_.window, batch_rows),
+                                            W.freq_off, (uint32_t)n_ctx);
+            it.first_row = batch_rows;
+            it.rows = chunk ? m - batch_rows : 0;
             W.set_qk_norms(it.attention.a, L);
             add(it);
-            return;
         }
-        WindowItem it;
-        it.kind = Kind::attention_batch;
-        it.layer = il;
-        Kernels::Attention& a = it.attention.a;
-        a = attention_args(hp, A, W.freq_off, (uint32_t)n_ctx);
-        W.set_qk_norms(a, L);
-        a.rows = m;
-        a.q_row = ar.q_row;
-        a.k_row = ar.kv_row;
-        a.o_row = ar.o_row;
-        add(it);
     };
     auto swiglu = [&](uint32_t gate, uint32_t up, uint32_t out, uint32_t n) {
         WindowItem it;
@@ -295,7 +319,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         over_rows(Kind::moe_sort, A.route, A.perm);
         p.items.back().u_off =
             tiles(gate) || tiles(up) || tiles(L.ffn_down_exps) ? A.expert_tiles : Kernels::kNone;
-        if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh);
+        if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh, m);
         stage("sort");
         auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
                            bool per_slot, uint32_t y_off, uint32_t rounded) {
@@ -343,7 +367,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
         stage("norm");
     };
     chain.add_norm = [&](const Tensor* t, Act, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
-        to_f16(x_off, cols);
+        to_f16(x_off, cols, m);
         gemm(t, x_off, false, A.h, true);
         stage("gemm");
         norm(norm_w, A.h, A.xn);
@@ -361,18 +385,26 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, bool
     record_layers(*model_, A, chain);
     // xn holds the output norm of every row.
     if (all) {
-        to_f16(A.xn, hp.n_embd);
+        if (chunk) {  // the chunk's last row after the decode rows: the head's rows
+            WindowItem it;
+            it.kind = Kind::copy_row;
+            it.x_off = A.xn + (m - 1) * (uint32_t)hp.n_embd;
+            it.y_off = A.xn + batch_rows * (uint32_t)hp.n_embd;
+            it.n = (uint32_t)hp.n_embd;
+            add(it);
+        }
+        to_f16(A.xn, hp.n_embd, head_rows);
         gemm(model_->output, A.xn, true, 0, false);
         if (batch) {  // each row's next token, and its logits when asked
             stage("head");
             WindowItem sample;
             sample.kind = Kind::sample_batch;
-            sample.n = m;
+            sample.n = head_rows;
             add(sample);
             if (host_logits) {
                 WindowItem it;
                 it.kind = Kind::logits_to_host;
-                it.n = m;
+                it.n = head_rows;
                 add(it);
             }
         }
@@ -401,177 +433,6 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
         "vulkan: the window command of {} rows recorded in {:.3f} ms", m,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return *s.window_cmds.emplace(key, std::move(cmd)).first->second;
-}
-
-void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session* s, uint32_t m,
-                                   bool queue) {
-    const Hparams& hp = model_->hp;
-    Kernels& K = *w_->kernels;
-    const Weights& W = *w_;
-    const Variant var = plan_.variant;
-    const Variant attn_var =
-        Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
-    const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
-    const uint32_t E = (uint32_t)hp.n_embd;
-    const View act = view(W.win_act), prm = view(W.params), tok = s ? view(s->tok) : View{};
-    const Weights::BatchRows& B = W.batch;
-    const View x16 = W.win_x16 ? view(W.win_x16) : View{};
-    // Queued in parts as recorded: after stages 1, 2, 4, 8, ... so the parts grow as the
-    // device's lead over the recording does (a 9B's window of 512 rows: 2-3 ms of recording, a
-    // layer's work 1.3 ms on an H200).
-    const bool early = queue && early_submit_;
-    uint32_t stages = 0, next_part = 1;
-    using Kind = WindowItem::Kind;
-    if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
-    cl.begin(true);
-    for (const WindowItem& i : p.items) {
-        const Tensor* t = i.t;
-        switch (i.kind) {
-            case Kind::expand:
-                K.dequant_f16(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
-                              (uint32_t)t->cols(), i.w16);
-                break;
-            case Kind::gemm:
-                K.gemm(cl, var, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
-                       (uint32_t)t->cols(), act, i.x_off, x16,
-                       i.to_logits ? view(s ? W.win_logits : W.batch_logits) : act, i.y_off, m,
-                       i.accumulate, i.w16, i.expanded, i.stage_rows, i.split);
-                break;
-            case Kind::embed:
-                K.get_rows(cl, {.type = t->type,
-                                .table = W.matrix(plan_, t),
-                                .rows = (uint32_t)t->rows(),
-                                .cols = E,
-                                .ids = view(W.win_ids),
-                                .id_off = 0,
-                                .out = act,
-                                .out_off = A.h,
-                                .n = m});
-                break;
-            case Kind::rms_norm:
-                K.rms_norm(cl, {.w = view(W.params, (uint64_t)W.param(t) * 4,
-                                          (uint64_t)t->n_elements() * 4),
-                                .x = act,
-                                .x_off = i.x_off,
-                                .x_stride = E,
-                                .y = act,
-                                .y_off = i.y_off,
-                                .y_stride = E,
-                                .n = E,
-                                .nrows = m,
-                                .eps = hp.rms_eps});
-                break;
-            case Kind::f16_copy:
-                K.f16_copy(cl, act, i.x_off, x16, i.n);
-                break;
-            case Kind::round_rows:
-                if (i.y_off != Kernels::kNone)
-                    K.round_rows(cl, act, i.x_off, act, i.y_off, i.n, i.rows ? i.rows : m);
-                else if (x16.buffer)
-                    K.round_rows(cl, act, i.x_off, x16, 0, i.n, i.rows ? i.rows : m);
-                else
-                    fail("the window has no buffer for its rounded rows");
-                break;
-            case Kind::deltanet_rows:
-                K.deltanet_rows(cl, deltanet_args(A, model_->layers[i.layer]), A.conv, act, prm,
-                                W.ring(*s, i.layer, hp), W.state(*s, i.layer, hp), tok, m,
-                                K.tuning.deltanet_scan);
-                break;
-            case Kind::attention_rows:
-                K.attention_rows(cl, i.attention, act, prm, view(W.k_pool[i.layer]),
-                                 view(W.v_pool[i.layer]), tok, m, attn_var);
-                break;
-            case Kind::swiglu:
-                K.swiglu(cl, act, i.x_off, act, i.u_off, act, i.y_off, i.n);
-                break;
-            case Kind::moe_route:
-                K.moe_route(cl, act, i.x_off, (uint32_t)hp.n_expert, (uint32_t)hp.n_expert_used,
-                            act, i.y_off, i.n);
-                break;
-            case Kind::moe_sort:
-                K.moe_sort(cl, act, i.x_off, (uint32_t)hp.n_expert_used, (uint32_t)hp.n_expert, i.n,
-                           i.y_off, i.u_off);
-                break;
-            case Kind::gemv_experts:
-            case Kind::gemm_experts: {
-                Kernels::ExpertGemv e = i.experts;
-                e.w = W.matrix(plan_, i.t);
-                e.route = e.x = e.y = act;
-                if (i.kind == Kind::gemm_experts)
-                    K.gemm_experts(cl, var, e, i.u_off);
-                else
-                    K.gemv_experts(cl, e);
-                break;
-            }
-            case Kind::moe_sum:
-                K.moe_sum(cl, act, i.x_off, i.y_off, act, A.route, (uint32_t)hp.n_expert_used,
-                          (uint32_t)hp.n_embd, i.n);
-                break;
-            case Kind::shared_expert_add:
-                K.shared_expert_add(cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off,
-                                    i.y_off, (uint32_t)hp.n_embd, i.n,
-                                    i.next_norm ? W.param(i.next_norm) : Kernels::kNone,
-                                    hp.rms_eps);
-                break;
-            case Kind::head_gemv:
-                K.gemv(cl, {.type = t->type,
-                            .w = W.matrix(plan_, t),
-                            .rows = (uint32_t)t->rows(),
-                            .cols = (uint32_t)t->cols(),
-                            .x = act,
-                            .x_off = i.x_off,
-                            .y = view(s->logits),
-                            .y_off = 0,
-                            .accumulate = false});
-                break;
-            case Kind::deltanet_batch: {
-                Kernels::DeltaNetStep a = i.deltanet;
-                a.tok_row = (uint32_t)(B.tok_stride / 4);
-                a.counter_row = (uint32_t)(B.counter_stride / 4);
-                K.deltanet_step(cl, a, act, prm, view(W.ring_pool[i.layer]),
-                                view(W.state_pool[i.layer]), view(B.tok), view(B.counter));
-                break;
-            }
-            case Kind::attention_batch: {
-                Kernels::Attention a = i.attention.a;
-                a.tok_row = (uint32_t)(B.tok_stride / 4);
-                a.part_row = (uint32_t)(B.partials_stride / 4);
-                a.counter_row = (uint32_t)(B.counter_stride / 4);
-                K.attention(cl, a, act, prm, view(W.k_pool[i.layer]), view(W.v_pool[i.layer]),
-                            view(B.partials), view(B.tok), view(B.counter));
-                break;
-            }
-            case Kind::sample_batch:
-                K.sample(
-                    cl, view(W.batch_logits), 0, (uint32_t)hp.n_vocab, view(B.tok), 2,
-                    kSampleParams, view(B.scratch),
-                    {i.n, (uint32_t)(B.tok_stride / 4), (uint32_t)hp.n_vocab, B.scratch_stride});
-                break;
-            case Kind::logits_to_host:
-                cl.copy(W.batch_logits, 0, W.win_logits, 0, (uint64_t)i.n * hp.n_vocab * 4);
-                break;
-            case Kind::barrier:
-                cl.barrier();
-                break;
-            case Kind::stage_end:
-                cl.barrier();
-                cl.mark(i.role);
-                if (early && ++stages == next_part) {
-                    cl.submit_early();
-                    next_part *= 2;
-                }
-                break;
-            case Kind::mark_end:
-                cl.barrier();
-                cl.mark(i.role);
-                break;
-            case Kind::host_end:
-                cl.host_barrier();
-                cl.mark(i.role);
-                break;
-        }
-    }
-    cl.end();
 }
 
 }  // namespace dl::vk

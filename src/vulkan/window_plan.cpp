@@ -36,6 +36,8 @@ const char* kind_name(WindowItem::Kind k) {
             return "gemv_experts";
         case K::gemm_experts:
             return "gemm_experts";
+        case K::copy_row:
+            return "copy_row";
         case K::moe_sum:
             return "moe_sum";
         case K::shared_expert_add:
@@ -75,6 +77,10 @@ std::string WindowPlan::describe() const {
         if (i.kind == WindowItem::Kind::attention_batch)
             out += fmt::format(" rows {}", i.attention.a.rows);
         if (i.kind == WindowItem::Kind::sample_batch) out += fmt::format(" rows {}", i.n);
+        if ((i.kind == WindowItem::Kind::gemm || i.kind == WindowItem::Kind::deltanet_rows ||
+             i.kind == WindowItem::Kind::attention_rows) &&
+            i.rows > 0)
+            out += fmt::format(" rows {}..{}", i.first_row, i.first_row + i.rows);
         if (i.t) out += fmt::format(" {}", i.t->name);
         if (i.kind == WindowItem::Kind::gemm || i.kind == WindowItem::Kind::rms_norm ||
             i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::round_rows ||

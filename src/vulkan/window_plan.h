@@ -46,6 +46,8 @@ struct WindowItem {
         attention_batch,
         sample_batch,    // each of n rows' next token, chosen from its logits into its words
         logits_to_host,  // every row's logits copied to the host (n rows)
+        copy_row,        // act[y_off ..] = act[x_off ..], n values (a chunk's last row beside a
+                         // batch's rows, for the head)
         barrier,         // a barrier with no stage after it
         stage_end,       // a barrier ending the stage `role` (counted for queueing in parts)
         mark_end,        // a barrier ending the stage `role`, not counted
@@ -56,7 +58,9 @@ struct WindowItem {
     int64_t layer = -1;
     uint32_t x_off = 0, y_off = 0, n = 0;
     uint32_t u_off = 0;  // swiglu, shared_expert_add: the second input; moe_sort, gemm_experts
-    uint32_t rows = 0;   // round_rows
+    // round_rows, gemm, deltanet_rows, attention_rows: the rows (0: the window's); the last two
+    // from row first_row of the window (a prompt chunk after a step's decode rows).
+    uint32_t rows = 0, first_row = 0;
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it then writes to xn
     bool to_logits = false;             // gemm: into the window's logits rather than act
     bool accumulate = false;
@@ -72,6 +76,7 @@ struct WindowItem {
 
 struct WindowPlan {
     std::vector<WindowItem> items;
+    bool batch = false;  // rows of a step's sequences: the head writes the batch's logits
     // One line an item, for tests and traces.
     std::string describe() const;
 };

@@ -231,5 +231,99 @@ TEST(VulkanBatchedStep, SampledRowsChooseAsSoloDecodes) {
     }
 }
 
+// A prompt chunk in the same command as other sequences' decode tokens (ResidentDriver::
+// run_mixed): a fresh session's first chunk, a chunk whose logits nobody reads, and a prompt's
+// last chunk, beside decode rows at other positions; every row's logits equal the reference's
+// for its sequence alone, and every session then goes on alone where the reference does.
+void check_chunk_beside_decodes(const dl::test::TinySpec& spec) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(spec);
+    auto drv = ResidentDriver::create(model, batch_options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    if (d.plan().window < 24) GTEST_SKIP() << "no window kernels here";
+    const double tol =
+        Kernels::gemm_uses_coopmat(d.device().features(), d.plan().variant) ? 1e-2 : 2e-3;
+    const int64_t V = model->hp.n_vocab;
+    // Sequences 0-2 decode; 3 starts empty, 4 with 6 tokens of its prompt.
+    const std::vector<int64_t> history = {5, 11, 8, 0, 6};
+    std::vector<std::vector<int32_t>> toks;
+    std::vector<std::vector<std::vector<double>>> ref;
+    std::vector<std::unique_ptr<SessionState>> s;
+    std::vector<float> ignored;
+    for (size_t i = 0; i < history.size(); ++i) {
+        toks.push_back(dl::test::tiny_tokens(30, V, 40 + (uint32_t)i));
+        ref.push_back(dl::test::reference_forward(*model, toks[i]));
+        s.push_back(d.new_session(64));
+        if (history[i] > 0)
+            d.prefill(*s[i], std::span<const int32_t>(toks[i].data(), (size_t)history[i]),
+                      LogitsRows::last, ignored);
+    }
+    struct Chunk {
+        size_t seq;
+        int64_t n;
+        Want want;
+    };
+    // Step by step: the decoding sequences, then the chunk (its session's next n tokens).
+    const std::vector<std::pair<std::vector<size_t>, Chunk>> steps = {
+        {{0, 1, 2}, {3, 9, Want::last_logits}},
+        {{2, 0, 3, 1}, {4, 13, Want::nothing}},
+        {{1}, {4, 1, Want::last_logits}},
+        {{4, 3}, {0, 17, Want::last_logits}}};
+    std::vector<int64_t> at(history);  // each sequence's tokens run so far
+    const uint64_t mixed_before = d.mixed_steps();
+    for (size_t k = 0; k < steps.size(); ++k) {
+        const auto& [decodes, ch] = steps[k];
+        std::vector<StepItem> items;
+        for (size_t i : decodes) {
+            StepItem it;
+            it.session = s[i].get();
+            it.tokens = std::span<const int32_t>(&toks[i][(size_t)at[i]], 1);
+            items.push_back(it);
+        }
+        StepItem c;
+        c.session = s[ch.seq].get();
+        c.tokens = std::span<const int32_t>(&toks[ch.seq][(size_t)at[ch.seq]], (size_t)ch.n);
+        c.want = ch.want;
+        items.push_back(c);
+        d.step(items);
+        for (size_t j = 0; j < items.size(); ++j) {
+            const size_t i = j < decodes.size() ? decodes[j] : ch.seq;
+            at[i] += (int64_t)items[j].tokens.size();
+            EXPECT_EQ(s[i]->n_past, at[i]) << "step " << k << " sequence " << i;
+            if (items[j].want == Want::nothing) {
+                EXPECT_TRUE(items[j].logits.empty());
+                continue;
+            }
+            ASSERT_EQ(items[j].logits.size(), (size_t)V) << "step " << k << " sequence " << i;
+            for (float x : items[j].logits) ASSERT_TRUE(std::isfinite(x));
+            EXPECT_LE(test::rel_err(items[j].logits, ref[i][(size_t)at[i] - 1]), tol)
+                << spec.arch << " step " << k << " sequence " << i
+                << (j < decodes.size() ? " (decode)" : " (chunk)");
+        }
+    }
+    // (A one-token chunk of a session that holds tokens is a decode row like the others.)
+    EXPECT_EQ(d.mixed_steps() - mixed_before, 3u) << "a chunk ran apart";
+    for (size_t i = 0; i < s.size(); ++i) {
+        std::vector<float> a;
+        d.decode(*s[i], toks[i][(size_t)at[i]], a);
+        EXPECT_LE(test::rel_err(a, ref[i][(size_t)at[i]]), tol)
+            << spec.arch << " solo decode after, sequence " << i;
+    }
+}
+
+TEST(VulkanBatchedStep, Qwen35F32ChunkBesideDecodesEqualsTheReference) {
+    check_chunk_beside_decodes(test::parity_spec("qwen35", QType::F32));
+}
+TEST(VulkanBatchedStep, Qwen3Q4KChunkBesideDecodesEqualsTheReference) {
+    check_chunk_beside_decodes(test::parity_spec("qwen3", QType::Q4_K));
+}
+TEST(VulkanBatchedStep, LlamaF32ChunkBesideDecodesEqualsTheReference) {
+    check_chunk_beside_decodes(test::parity_spec("llama", QType::F32));
+}
+TEST(VulkanBatchedStep, Qwen35MoeF32ChunkBesideDecodesEqualsTheReference) {
+    check_chunk_beside_decodes(test::moe_spec("qwen35moe"));
+}
+
 }  // namespace
 }  // namespace dl::vk
