@@ -132,6 +132,12 @@ class Executor {
     };
     virtual CacheUse cache_use() const { return {}; }
 
+    // Prepares what steps of up to `sequences` sequences will need made on first use (the Vulkan
+    // driver: the pipelines its commands bind, which the device's driver compiles when first
+    // asked), so that no step of a server pays for it. Returns a line for the log ("" where
+    // there is nothing to prepare).
+    virtual std::string warm_up(int64_t /*sequences*/) { return {}; }
+
   protected:
     // Checks a step's items (non-empty tokens in the vocabulary, distinct sessions that fit);
     // the executors' step() call it before they change anything.

@@ -555,6 +555,8 @@ void Server::load(Engine& engine, const std::string& model_id) {
     const tokenizer::Tokenizer* tok = s.tok;
     so.is_eog = [tok](int32_t t) { return tok->is_eog(t); };
     s.scheduler = std::make_unique<Scheduler>(engine.executor(), so);
+    // While /health still answers 503: what the first steps would otherwise make on the way.
+    if (const std::string w = engine.executor().warm_up(so.parallel); !w.empty()) log::info("{}", w);
     s.ready = true;
 }
 

@@ -6,8 +6,11 @@
 // token, sampling, where its state starts, its block table) are written before each step into
 // the batch's rows, and the caches and states are pools every session shares. So a command is
 // recorded once for each number of rows and replayed whoever joins or leaves.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
@@ -60,6 +63,46 @@ CommandList& ResidentDriver::batch_command(uint32_t m, bool host_logits) {
     BatchCommand b{std::make_unique<CommandList>(*dev_), ++batch_steps_};
     record_window(*b.cmd, batch_plan(m, host_logits), nullptr, m, false);
     return *batch_cmds_.emplace(key, std::move(b)).first->second.cmd;
+}
+
+// The buffers of a batch's logits: every row's on the device, and their copy for the host.
+void ResidentDriver::batch_logits() {
+    Weights& W = *w_;
+    const uint64_t bytes = (uint64_t)plan_.window * model_->hp.n_vocab * 4;
+    if (!W.batch_logits) W.batch_logits = dev_->create_buffer(bytes, MemoryKind::device);
+    if (!W.win_logits) W.win_logits = dev_->create_buffer(bytes, MemoryKind::host);
+}
+
+// Records (never runs) what steps of up to `sequences` rows use: the batch command of every row
+// count, and a session's window of each size whose kernels may differ (every size the batched
+// GEMV takes, whose shapes follow its groups of vectors; the tiles' row classes up to 64 and
+// 128 rows and past them, the split GEMMs), so the pipelines they bind are made now. The
+// commands stay cached (batch) or go with the session; the pipelines stay.
+std::string ResidentDriver::warm_up(int64_t sequences) {
+    if (plan_.window == 0) return {};
+    const auto t0 = std::chrono::steady_clock::now();
+    const size_t before = w_->pipes->size();
+    const uint32_t window = (uint32_t)plan_.window;
+    const uint32_t most = (uint32_t)std::clamp<int64_t>(sequences, 1, window);
+    batch_logits();
+    for (uint32_t m = 2; m <= most; ++m) {
+        grow_batch(m);
+        for (bool host_logits : {false, true}) batch_command(m, host_logits);
+    }
+    auto s = new_session(plan_.n_ctx);
+    std::vector<uint32_t> sizes = {64, 65, 128, 129, window};
+    for (uint32_t m = 1; m <= 33; ++m) sizes.push_back(m);
+    for (uint32_t m : sizes)
+        if (m <= window) window_command(static_cast<Session&>(*s), m, false);
+    return fmt::format("vulkan: {} pipelines made ahead for steps of up to {} sequences in {:.0f} ms",
+                       w_->pipes->size() - before, most,
+                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                                 t0)
+                           .count());
+}
+
+size_t ResidentDriver::pipelines() const {
+    return w_->pipes->size();
 }
 
 void ResidentDriver::step(std::span<StepItem> items) {
@@ -132,11 +175,7 @@ void ResidentDriver::run_mixed(std::span<StepItem> items) {
     using Want = StepItem::Want;
     const size_t V = (size_t)model_->hp.n_vocab;
     Weights& W = *w_;
-    const size_t window = (size_t)plan_.window;
-    if (!W.batch_logits)
-        W.batch_logits = dev_->create_buffer((uint64_t)window * V * 4, MemoryKind::device);
-    if (!W.win_logits)
-        W.win_logits = dev_->create_buffer((uint64_t)window * V * 4, MemoryKind::host);
+    batch_logits();
     const uint32_t d = (uint32_t)items.size() - 1;  // decode rows; the chunk is the last item
     StepItem& c = items[d];
     Session& cs = static_cast<Session&>(*c.session);
@@ -179,11 +218,7 @@ void ResidentDriver::run_batch(std::span<StepItem> items) {
     const Hparams& hp = model_->hp;
     const size_t V = (size_t)hp.n_vocab;
     Weights& W = *w_;
-    const size_t window = (size_t)plan_.window;
-    if (!W.batch_logits)
-        W.batch_logits = dev_->create_buffer((uint64_t)window * V * 4, MemoryKind::device);
-    if (!W.win_logits)
-        W.win_logits = dev_->create_buffer((uint64_t)window * V * 4, MemoryKind::host);
+    batch_logits();
     std::vector<Session*> columns;
     bool host_logits = false;
     auto* ids = static_cast<uint32_t*>(W.win_ids.mapped());

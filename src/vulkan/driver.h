@@ -139,11 +139,14 @@ class ResidentDriver final : public Executor {
     // time on each row's own cache or state. Prompt chunks run one by one beside it.
     void step(std::span<StepItem> items) override;
     CacheUse cache_use() const override;
+    std::string warm_up(int64_t sequences) override;
     // Batch commands recorded and kept: one for each row count and logits' destination, however
     // the sessions of the rows change.
     size_t batch_commands() const { return batch_cmds_.size(); }
     // Steps that ran a prompt chunk in one command with their decode rows (run_mixed).
     uint64_t mixed_steps() const { return mixed_steps_; }
+    // Pipelines made so far (warm_up makes those of steps ahead).
+    size_t pipelines() const;
     // Greedy decode without logits: only the chosen token id returns from the device.
     int32_t decode_greedy(SessionState& s, int32_t token);
     // Decode and sample the next token on the device (temperature, top-k, top-p, min-p; u is
@@ -238,6 +241,8 @@ class ResidentDriver final : public Executor {
     // Writes row b of the batch (Weights::BatchRows) for item `it`: the position and token its
     // row's kernels see, its sampling, where its session's state and KV blocks lie.
     void fill_batch_row(uint32_t b, const StepItem& it, int64_t position, int32_t token);
+    // Makes the batch's logits buffers (Weights::batch_logits, win_logits) on first use.
+    void batch_logits();
     // The command of a batch of m decodes, recorded on the first step of m rows and replayed for
     // every step of m rows, whichever sessions they are.
     CommandList& batch_command(uint32_t m, bool host_logits);

@@ -174,6 +174,10 @@ class StepRecorder : public Executor {
         return inner_.decode(s, token);
     }
     void step(std::span<StepItem> items) override {
+        {
+            std::unique_lock lock(gate_mutex_);
+            gate_.wait(lock, [&] { return open_; });
+        }
         std::vector<const SessionState*> chunks;
         std::vector<size_t> n;
         for (const StepItem& it : items) {
@@ -184,11 +188,27 @@ class StepRecorder : public Executor {
         sizes.push_back(n);
         inner_.step(items);
     }
+    // Steps wait while held: requests submitted meanwhile are all admitted before any finishes,
+    // so no slot's session serves two of them.
+    void hold() {
+        std::lock_guard lock(gate_mutex_);
+        open_ = false;
+    }
+    void release() {
+        {
+            std::lock_guard lock(gate_mutex_);
+            open_ = true;
+        }
+        gate_.notify_all();
+    }
     std::vector<std::vector<const SessionState*>> steps;
     std::vector<std::vector<size_t>> sizes;
 
   private:
     Executor& inner_;
+    std::mutex gate_mutex_;
+    std::condition_variable gate_;
+    bool open_ = true;
 };
 
 // Prompt chunks a step: at most SchedulerOptions::prompt_chunks (one by default), the earliest
@@ -216,10 +236,12 @@ TEST(Scheduler, PromptChunksAStepEarliestAdmittedFirst) {
         o.chunk_align = 8;
         o.prompt_chunks = limit;
         Collector got(reqs.size());
+        rec.hold();
         {
             Scheduler sched(rec, o);
-            for (size_t i = 0; i < reqs.size(); ++i)
-                ASSERT_GT(sched.submit(reqs[i], got.sink(i)), 0u);
+            for (size_t i = 0; i < reqs.size(); ++i)  // (no ASSERT: the release must come)
+                EXPECT_GT(sched.submit(reqs[i], got.sink(i)), 0u);
+            rec.release();
             got.wait_all();
         }
         size_t most = 0;

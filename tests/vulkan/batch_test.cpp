@@ -325,5 +325,45 @@ TEST(VulkanBatchedStep, Qwen35MoeF32ChunkBesideDecodesEqualsTheReference) {
     check_chunk_beside_decodes(test::moe_spec("qwen35moe"));
 }
 
+// A driver warmed up for 6 sequences (a server before it answers) makes no pipeline in the
+// steps that follow: prompts of many lengths, batches of 2-6 rows, a chunk beside decode rows.
+TEST(VulkanBatchedStep, AWarmedUpDriverMakesNoPipelineInItsSteps) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35", QType::Q8_0));
+    auto drv = ResidentDriver::create(model, batch_options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    ResidentDriver& d = **drv;
+    if (d.plan().window < 40) GTEST_SKIP() << "no window kernels here";
+    EXPECT_NE(d.warm_up(6).find("pipelines made ahead"), std::string::npos);
+    const size_t made = d.pipelines();
+    EXPECT_GT(made, 0u);
+    const int64_t V = model->hp.n_vocab;
+    std::vector<std::unique_ptr<SessionState>> s;
+    std::vector<std::vector<int32_t>> toks;
+    std::vector<float> ignored;
+    for (uint32_t i = 0; i < 6; ++i) {
+        toks.push_back(dl::test::tiny_tokens(60, V, 7 + i));
+        s.push_back(d.new_session(96));
+        d.prefill(*s[i], std::span<const int32_t>(toks[i].data(), 3 + 7 * i), LogitsRows::last,
+                  ignored);
+    }
+    for (uint32_t n = 2; n <= 6; ++n) {
+        std::vector<StepItem> items;
+        for (uint32_t i = 0; i < n; ++i) {
+            StepItem it;
+            it.session = s[i].get();
+            it.tokens = std::span<const int32_t>(&toks[i][(size_t)s[i]->n_past], 1);
+            items.push_back(it);
+        }
+        if (n == 4) {  // and a chunk beside them
+            items.pop_back();
+            items.back().tokens = std::span<const int32_t>(&toks[2][(size_t)s[2]->n_past], 12);
+            items.back().want = Want::nothing;
+        }
+        d.step(items);
+    }
+    EXPECT_EQ(d.pipelines(), made) << "a step made pipelines the warm-up had not";
+}
+
 }  // namespace
 }  // namespace dl::vk

@@ -33,10 +33,14 @@ layout(push_constant) uniform Push {
 } p;
 
 #include "blocks.glsl"
-#include "gemm_split.glsl"
 
 shared float As[BK * BM];  // [k][m]
 shared float Bs[BK * BN];  // [k][n]
+
+// The split's flag in As (free after the main loop): the tiles fill 32 KiB, some devices' all.
+#define SPLIT_FLAG_STORE(v) As[0] = (v) ? 1.0 : 0.0
+#define SPLIT_FLAG_IS_SET() (As[0] != 0.0)
+#include "gemm_split.glsl"
 
 void main() {
     uint t = gl_LocalInvocationID.x;

@@ -11,7 +11,14 @@ uint split_part(uint tile, uint z, uint tile_elems) {
     return (tile * p.splits + z) * tile_elems;
 }
 
+// The word that tells the workgroup whether it arrived last: a shared word of its own, or one
+// the includer can spare after its main loop (SPLIT_FLAG_STORE / SPLIT_FLAG_IS_SET), where one
+// word more would pass the device's shared memory.
+#ifndef SPLIT_FLAG_STORE
 shared uint split_arrived_last;
+#define SPLIT_FLAG_STORE(v) split_arrived_last = (v) ? 1u : 0u
+#define SPLIT_FLAG_IS_SET() (split_arrived_last != 0u)
+#endif
 
 // After this part's sums are stored: whether this workgroup is the tile's last part (then every
 // part's sums are visible to it). Called by every invocation of the workgroup.
@@ -19,9 +26,9 @@ bool split_last(uint tile) {
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u)
-        split_arrived_last = atomicAdd(split_u[tile], 1u) == p.splits - 1u ? 1u : 0u;
+        SPLIT_FLAG_STORE(atomicAdd(split_u[tile], 1u) == p.splits - 1u);
     barrier();
-    if (split_arrived_last == 0u) return false;
+    if (!SPLIT_FLAG_IS_SET()) return false;
     memoryBarrierBuffer();
     if (gl_LocalInvocationIndex == 0u) split_u[tile] = 0u;
     return true;
