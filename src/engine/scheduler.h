@@ -36,10 +36,11 @@ struct SchedulerOptions {
     // than several short ones, each a read of every weight.
     int64_t idle_token_budget = 2048;
     // Prompts a step reads a chunk of, the earliest admitted first (0: as many as the budget
-    // allows). An executor runs each chunk as a prefill window of its own, and a window costs a
-    // read of every weight however few its rows, so one chunk of many rows a step reads prompts
-    // faster, and holds the running streams back less, than several short ones.
-    int64_t prompt_chunks = 1;
+    // allows). Both executors read each weight once a step for all its rows (the CPU chain's
+    // passes; the Vulkan driver's step command, which takes the chunks after the decode rows as
+    // far as its window holds), so several short prompts share one step's reads rather than
+    // waiting a step each.
+    int64_t prompt_chunks = 0;
     int64_t queue_limit = 64;  // requests waiting for a slot beyond which submit() refuses
     // Prompt chunks end on multiples of this many tokens (a KV block: chunks of a few sizes, whose
     // commands an executor records once), unless the prompt ends first. 0: no alignment.

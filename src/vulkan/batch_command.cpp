@@ -61,7 +61,7 @@ CommandList& ResidentDriver::batch_command(uint32_t m, bool host_logits) {
             [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; }));
     log::debug("vulkan: a batch command of {} decode rows recorded", m);
     BatchCommand b{std::make_unique<CommandList>(*dev_), ++batch_steps_};
-    record_window(*b.cmd, batch_plan(m, host_logits), nullptr, m, false);
+    record_window(*b.cmd, batch_plan(m, host_logits), {}, m, false);
     return *batch_cmds_.emplace(key, std::move(b)).first->second.cmd;
 }
 
@@ -108,10 +108,10 @@ size_t ResidentDriver::pipelines() const {
 void ResidentDriver::step(std::span<StepItem> items) {
     using Want = StepItem::Want;
     // The batch: the decode tokens (sessions that hold a prompt, one token each, wanting logits or
-    // a token sampled here), as many as a window holds. One prompt chunk that fits beside them
-    // (wanting no more than its last row's logits or token) runs in the same command; other
-    // chunks and the rest run one by one beside it (Executor::step).
-    std::vector<size_t> batch, rest;
+    // a token sampled here), as many as a window holds. Prompt chunks that fit beside them (each
+    // wanting no more than its last row's logits or token) run in the same command; other items
+    // run one by one beside it (Executor::step).
+    std::vector<size_t> batch, chunks, rest;
     for (size_t i = 0; i < items.size(); ++i) {
         const StepItem& it = items[i];
         const bool decode = it.session && it.tokens.size() == 1 && it.session->n_past > 0 &&
@@ -123,18 +123,21 @@ void ResidentDriver::step(std::span<StepItem> items) {
     for (const StepItem& it : items)
         reserve_rows(static_cast<Session&>(*it.session),
                      it.session->n_past + (int64_t)it.tokens.size());
-    size_t chunk = items.size();  // the chunk run with the batch, if any
-    if (mix_chunks_ && !batch.empty())
-        for (size_t i : rest) {
-            const StepItem& it = items[i];
-            if (it.session && it.want != Want::all_logits &&
-                batch.size() + it.tokens.size() <= (size_t)plan_.window) {
-                chunk = i;
-                break;
+    if (mix_chunks_ && plan_.window > 0) {
+        size_t rows = batch.size();
+        for (auto at = rest.begin(); at != rest.end();) {
+            const StepItem& it = items[*at];
+            if (it.want != Want::all_logits && rows + it.tokens.size() <= (size_t)plan_.window) {
+                rows += it.tokens.size();
+                chunks.push_back(*at);
+                at = rest.erase(at);
+            } else {
+                ++at;
             }
         }
-    if (chunk != items.size()) rest.erase(std::find(rest.begin(), rest.end(), chunk));
-    if (batch.size() < 2 && chunk == items.size()) {
+    }
+    // A lone decode token runs its session's token command; a lone chunk, its window.
+    if (batch.size() + chunks.size() < 2) {
         Executor::step(items);
         return;
     }
@@ -144,13 +147,14 @@ void ResidentDriver::step(std::span<StepItem> items) {
         Executor::step(others);
         for (size_t j = 0; j < rest.size(); ++j) items[rest[j]] = others[j];
     }
-    if (chunk != items.size()) batch.push_back(chunk);
+    const size_t decodes = batch.size();
+    batch.insert(batch.end(), chunks.begin(), chunks.end());
     std::vector<StepItem> run;
     for (size_t i : batch) run.push_back(items[i]);
-    if (chunk != items.size())
-        run_mixed(run);
-    else
+    if (chunks.empty())
         run_batch(run);
+    else
+        run_mixed(run, decodes);
     for (size_t j = 0; j < batch.size(); ++j) items[batch[j]] = run[j];
 }
 
@@ -171,37 +175,48 @@ void ResidentDriver::fill_batch_row(uint32_t b, const StepItem& it, int64_t posi
     std::memcpy(row + Kernels::kKvTable, own + Kernels::kKvTable, s.kv_blocks.size() * 4);
 }
 
-void ResidentDriver::run_mixed(std::span<StepItem> items) {
+void ResidentDriver::run_mixed(std::span<StepItem> items, size_t decodes) {
     using Want = StepItem::Want;
     const size_t V = (size_t)model_->hp.n_vocab;
     Weights& W = *w_;
     batch_logits();
-    const uint32_t d = (uint32_t)items.size() - 1;  // decode rows; the chunk is the last item
-    StepItem& c = items[d];
-    Session& cs = static_cast<Session&>(*c.session);
-    const uint32_t m = d + (uint32_t)c.tokens.size();
-    grow_batch(d + 1);
-    auto* ids = static_cast<uint32_t*>(W.win_ids.mapped());
-    bool host_logits = c.want == Want::last_logits;
-    for (uint32_t b = 0; b < d; ++b) {
-        const StepItem& it = items[b];
-        host_logits |= it.want != Want::sample;
-        ids[b] = (uint32_t)it.tokens[0];
-        fill_batch_row(b, it, it.session->n_past, it.tokens[0]);
+    const uint32_t d = (uint32_t)decodes;
+    const uint32_t heads = (uint32_t)items.size();  // the head's rows: one an item
+    StepRows layout;
+    layout.decode_rows = d;
+    std::vector<Session*> sessions;
+    uint32_t m = d;
+    for (size_t j = d; j < items.size(); ++j) {
+        Session& s = static_cast<Session&>(*items[j].session);
+        sessions.push_back(&s);
+        layout.chunks.push_back({(uint32_t)items[j].tokens.size(), s.n_ctx});
+        m += (uint32_t)items[j].tokens.size();
     }
-    std::memcpy(ids + d, c.tokens.data(), c.tokens.size() * 4);
-    // The chunk's rows run on its session's words; its last row is sampled as row d.
-    static_cast<uint32_t*>(cs.tok.mapped())[0] = (uint32_t)cs.n_past;
-    fill_batch_row(d, c, cs.n_past + (int64_t)c.tokens.size() - 1, c.tokens.back());
-    // Recorded for the step (the chunk's session and both row counts vary), queued in parts as
-    // it is recorded.
+    grow_batch(heads);
+    auto* ids = static_cast<uint32_t*>(W.win_ids.mapped());
+    bool host_logits = false;
+    uint32_t row = 0;
+    for (uint32_t b = 0; b < heads; ++b) {
+        const StepItem& it = items[b];
+        host_logits |= it.want == Want::last_logits;
+        std::memcpy(ids + row, it.tokens.data(), it.tokens.size() * 4);
+        row += (uint32_t)it.tokens.size();
+        // A chunk's rows run on its session's words (its position first); its last row is
+        // sampled as the batch's row b, after the decode rows.
+        if (b >= d) static_cast<uint32_t*>(sessions[b - d]->tok.mapped())[0] =
+                        (uint32_t)it.session->n_past;
+        fill_batch_row(b, it, it.session->n_past + (int64_t)it.tokens.size() - 1,
+                       it.tokens.back());
+    }
+    // Recorded for the step (its sessions and row counts vary), queued in parts as it is
+    // recorded.
     CommandList cmd(*dev_);
-    record_window(cmd, plan_window(cs.n_ctx, m, true, d, host_logits), &cs, m, true);
+    record_window(cmd, plan_window(plan_.n_ctx, m, true, &layout, host_logits), sessions, m, true);
     cmd.submit_and_wait();
     ++mixed_steps_;
     if (profile_) profile_->add("batch", (int64_t)m, cmd.times());
     const float* logits = static_cast<const float*>(W.win_logits.mapped());
-    for (uint32_t b = 0; b <= d; ++b) {
+    for (uint32_t b = 0; b < heads; ++b) {
         StepItem& it = items[b];
         it.session->n_past += (int64_t)it.tokens.size();
         it.token = -1;

@@ -364,7 +364,9 @@ WindowPlan ResidentDriver::window_plan(const SessionState& st, uint32_t m, bool 
 }
 
 WindowPlan ResidentDriver::batch_plan(uint32_t m, bool host_logits) const {
-    return plan_window(plan_.n_ctx, m, true, m, host_logits);
+    StepRows rows;
+    rows.decode_rows = m;
+    return plan_window(plan_.n_ctx, m, true, &rows, host_logits);
 }
 
 TokenPlan ResidentDriver::token_plan(const SessionState& st, bool host_logits,

@@ -221,23 +221,34 @@ class ResidentDriver final : public Executor {
     // window's inputs are in place, so a command recorded now is queued in parts as it is
     // recorded (DriverOptions::early_submit); its submit_and_wait() then queues the rest.
     CommandList& window_command(Session& s, uint32_t m, bool all, bool queue = false);
-    // The window command's plan (window_command.cpp) for a session of n_ctx tokens. A batch's
-    // plan (batch_rows): its first batch_rows rows are one decode token each of as many sessions
+    // The rows of a step's command: decode_rows decode tokens, then prompt chunks (each of `rows`
+    // rows of a session of n_ctx tokens).
+    struct StepRows {
+        struct Chunk {
+            uint32_t rows;
+            int64_t n_ctx;
+        };
+        uint32_t decode_rows = 0;
+        std::vector<Chunk> chunks;
+    };
+    // The window command's plan (window_command.cpp) for a session of n_ctx tokens. A step's plan
+    // (`step`): its first decode_rows rows are one decode token each of as many sessions
     // (step()), whichever they are: each layer's mixer runs every such row in one dispatch, on
-    // the sessions' caches and state found through the batch's rows (Weights::BatchRows); their
-    // logits are kept on the device, sampled there into the rows' words, and copied to the host
-    // when host_logits. Rows past batch_rows are a prompt chunk of the session recorded for,
-    // its last row's logits handled as row batch_rows of the batch.
-    WindowPlan plan_window(int64_t n_ctx, uint32_t m, bool all, uint32_t batch_rows = 0,
+    // the sessions' caches and state found through the batch's rows (Weights::BatchRows). Each
+    // prompt chunk after them runs the window's kernels on its own session. The decode rows'
+    // and each chunk's last row's logits are kept on the device, sampled there into the batch's
+    // rows' words (decode rows first, then one a chunk), and copied to the host when host_logits.
+    WindowPlan plan_window(int64_t n_ctx, uint32_t m, bool all, const StepRows* step = nullptr,
                            bool host_logits = false) const;
-    // Records a window's plan: a prefill window of session s, a batch (s null), or a batch with
-    // a prompt chunk of session s.
-    void record_window(CommandList& cl, const WindowPlan& p, Session* s, uint32_t m, bool queue);
+    // Records a window's plan: a prefill window of one session, a batch (no session), or a step
+    // with prompt chunks (chunk j's session sessions[j]).
+    void record_window(CommandList& cl, const WindowPlan& p, std::span<Session* const> sessions,
+                       uint32_t m, bool queue);
     // Runs decode items (checked) as one batch command.
     void run_batch(std::span<StepItem> items);
-    // Runs decode items and one prompt chunk (checked; the chunk last) as one command: the
-    // decode rows first, the chunk's rows after them, recorded for the step.
-    void run_mixed(std::span<StepItem> items);
+    // Runs decode items and prompt chunks (checked; the first `decodes` items the decode tokens)
+    // as one command: the decode rows first, the chunks' rows after them, recorded for the step.
+    void run_mixed(std::span<StepItem> items, size_t decodes);
     // Writes row b of the batch (Weights::BatchRows) for item `it`: the position and token its
     // row's kernels see, its sampling, where its session's state and KV blocks lie.
     void fill_batch_row(uint32_t b, const StepItem& it, int64_t position, int32_t token);

@@ -17,17 +17,23 @@ namespace dl::vk {
 // The plan of one prefill window of m rows at positions tok[0] .. tok[0]+m-1, token ids in the
 // window id buffer: the same chain as the token command with GEMM tiles in place of GEMVs and
 // the row kernels of attention and DeltaNet. Logits of the last row go to the session's logits
-// buffer, or of every row to the window logits buffer when `all`. With batch_rows, the first
-// batch_rows rows are decode tokens of a step's sequences and the rest (if any) a prompt chunk
-// of the session the command is recorded for; the head then runs over the decode rows and the
-// chunk's last row, copied in after them.
-WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, uint32_t batch_rows,
+// buffer, or of every row to the window logits buffer when `all`. A step's plan (`step`): its
+// first decode_rows rows are decode tokens of as many sequences, the rest prompt chunks of one
+// session each (segment j: chunk j, recorded with that session); the head then runs over the
+// decode rows and each chunk's last row, copied in after them, and samples every such row.
+WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, const StepRows* step,
                                        bool host_logits) const {
-    const bool batch = batch_rows > 0;
+    const bool batch = step != nullptr;
     if (batch && !all) fail("a batch plans every row's logits");
-    if (batch_rows > m) fail("a window of {} rows with {} decode rows", m, batch_rows);
-    const bool chunk = batch && batch_rows < m;      // a prompt chunk after the decode rows
-    const uint32_t head_rows = chunk ? batch_rows + 1 : m;
+    const uint32_t batch_rows = batch ? step->decode_rows : 0;
+    // The prompt chunks: their first rows and lengths, the session's n_ctx of each.
+    std::vector<StepRows::Chunk> chunks;
+    if (batch) chunks = step->chunks;
+    else chunks.push_back({m, n_ctx});
+    uint32_t rows_planned = batch_rows;
+    for (const StepRows::Chunk& c : chunks) rows_planned += c.rows;
+    if (rows_planned != m) fail("a window of {} rows planned as {}", m, rows_planned);
+    const uint32_t head_rows = batch ? batch_rows + (uint32_t)chunks.size() : m;
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
@@ -208,11 +214,11 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, uint
     };
     chain.inputs = [&](uint32_t x_off, int64_t cols) { to_f16(x_off, cols, m); };
     // A batch's rows are sequences of their own: the decode kernels run each row's mixer on its
-    // session's state, with the row's activations (row b of each activation) as their input. A
+    // session's state, with the row's activations (row b of each activation) as their input. Each
     // prompt chunk after them runs the window's kernels on its session's state, from its first
-    // row (act_layout_from); both in one stage.
+    // row (act_layout_from); all in one stage.
     chain.deltanet = [&](int64_t il, const Layer& L) {
-        if (batch) {
+        if (batch_rows > 0) {
             WindowItem it;
             it.kind = Kind::deltanet_batch;
             it.layer = il;
@@ -222,17 +228,20 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, uint
             it.deltanet.rows = batch_rows;
             add(it);
         }
-        if (!batch || chunk) {
+        uint32_t first = batch_rows;
+        for (size_t j = 0; j < chunks.size(); ++j) {
             WindowItem it;
             it.kind = Kind::deltanet_rows;
             it.layer = il;
-            it.first_row = batch_rows;
-            it.rows = chunk ? m - batch_rows : 0;
+            it.segment = (uint32_t)j;
+            it.first_row = first;
+            it.rows = chunks[j].rows == m ? 0 : chunks[j].rows;
             add(it);
+            first += chunks[j].rows;
         }
     };
     chain.attention = [&](int64_t il, const Layer& L) {
-        if (batch) {
+        if (batch_rows > 0) {
             WindowItem it;
             it.kind = Kind::attention_batch;
             it.layer = il;
@@ -245,17 +254,20 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, uint
             a.o_row = ar.o_row;
             add(it);
         }
-        if (!batch || chunk) {
+        uint32_t first = batch_rows;
+        for (size_t j = 0; j < chunks.size(); ++j) {
             WindowItem it;
             it.kind = Kind::attention_rows;
             it.layer = il;
             it.attention = ar;
-            it.attention.a = attention_args(hp, act_layout_from(hp, (uint32_t)plan_.window, batch_rows),
-                                            W.freq_off, (uint32_t)n_ctx);
-            it.first_row = batch_rows;
-            it.rows = chunk ? m - batch_rows : 0;
+            it.attention.a = attention_args(hp, act_layout_from(hp, (uint32_t)plan_.window, first),
+                                            W.freq_off, (uint32_t)chunks[j].n_ctx);
+            it.segment = (uint32_t)j;
+            it.first_row = first;
+            it.rows = chunks[j].rows == m ? 0 : chunks[j].rows;
             W.set_qk_norms(it.attention.a, L);
             add(it);
+            first += chunks[j].rows;
         }
     };
     auto swiglu = [&](uint32_t gate, uint32_t up, uint32_t out, uint32_t n) {
@@ -385,11 +397,16 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, uint
     record_layers(*model_, A, chain);
     // xn holds the output norm of every row.
     if (all) {
-        if (chunk) {  // the chunk's last row after the decode rows: the head's rows
+        // Each chunk's last row after the decode rows: the head's rows (in order, so no copy
+        // overwrites a row still to be copied: chunk j's last row lies past row batch_rows + j).
+        uint32_t end = batch_rows;
+        for (size_t j = 0; batch && j < chunks.size(); ++j) {
+            end += chunks[j].rows;
+            if (end - 1 == batch_rows + j) continue;  // already in place
             WindowItem it;
             it.kind = Kind::copy_row;
-            it.x_off = A.xn + (m - 1) * (uint32_t)hp.n_embd;
-            it.y_off = A.xn + batch_rows * (uint32_t)hp.n_embd;
+            it.x_off = A.xn + (end - 1) * (uint32_t)hp.n_embd;
+            it.y_off = A.xn + (batch_rows + (uint32_t)j) * (uint32_t)hp.n_embd;
             it.n = (uint32_t)hp.n_embd;
             add(it);
         }
@@ -428,7 +445,8 @@ CommandList& ResidentDriver::window_command(Session& s, uint32_t m, bool all, bo
     if (it != s.window_cmds.end()) return *it->second;
     const auto t0 = std::chrono::steady_clock::now();
     auto cmd = std::make_unique<CommandList>(*dev_);
-    record_window(*cmd, plan_window(s.n_ctx, m, all), &s, m, queue);
+    Session* sessions[] = {&s};
+    record_window(*cmd, plan_window(s.n_ctx, m, all), sessions, m, queue);
     log::debug(
         "vulkan: the window command of {} rows recorded in {:.3f} ms", m,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

@@ -59,8 +59,9 @@ struct WindowItem {
     uint32_t x_off = 0, y_off = 0, n = 0;
     uint32_t u_off = 0;  // swiglu, shared_expert_add: the second input; moe_sort, gemm_experts
     // round_rows, gemm, deltanet_rows, attention_rows: the rows (0: the window's); the last two
-    // from row first_row of the window (a prompt chunk after a step's decode rows).
-    uint32_t rows = 0, first_row = 0;
+    // from row first_row of the window, on the session of chunk `segment` (a step's prompt
+    // chunks after its decode rows).
+    uint32_t rows = 0, first_row = 0, segment = 0;
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it then writes to xn
     bool to_logits = false;             // gemm: into the window's logits rather than act
     bool accumulate = false;

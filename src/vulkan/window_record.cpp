@@ -6,8 +6,8 @@
 
 namespace dl::vk {
 
-void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session* s, uint32_t m,
-                                   bool queue) {
+void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
+                                   std::span<Session* const> sessions, uint32_t m, bool queue) {
     const Hparams& hp = model_->hp;
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
@@ -16,7 +16,12 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
         Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
     const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
     const uint32_t E = (uint32_t)hp.n_embd;
-    const View act = view(W.win_act), prm = view(W.params), tok = s ? view(s->tok) : View{};
+    const View act = view(W.win_act), prm = view(W.params);
+    // The session of an item's rows (a prompt chunk's), and its token words.
+    auto session = [&](const WindowItem& i) -> Session& {
+        if (i.segment >= sessions.size()) fail("a window item of chunk {} has no session", i.segment);
+        return *sessions[i.segment];
+    };
     const Weights::BatchRows& B = W.batch;
     const View x16 = W.win_x16 ? view(W.win_x16) : View{};
     // Queued in parts as recorded: after stages 1, 2, 4, 8, ... so the parts grow as the
@@ -78,13 +83,15 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
             case Kind::deltanet_rows: {
                 const ActLayout Ar = act_layout_from(hp, (uint32_t)plan_.window, i.first_row);
                 K.deltanet_rows(cl, deltanet_args(Ar, model_->layers[i.layer]), Ar.conv, act, prm,
-                                W.ring(*s, i.layer, hp), W.state(*s, i.layer, hp), tok,
+                                W.ring(session(i), i.layer, hp), W.state(session(i), i.layer, hp),
+                                view(session(i).tok),
                                 i.rows ? i.rows : m, K.tuning.deltanet_scan);
                 break;
             }
             case Kind::attention_rows:
                 K.attention_rows(cl, i.attention, act, prm, view(W.k_pool[i.layer]),
-                                 view(W.v_pool[i.layer]), tok, i.rows ? i.rows : m, attn_var);
+                                 view(W.v_pool[i.layer]), view(session(i).tok), i.rows ? i.rows : m,
+                                 attn_var);
                 break;
             case Kind::copy_row:
                 cl.transfer_barrier();
@@ -131,7 +138,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p, Session
                             .cols = (uint32_t)t->cols(),
                             .x = act,
                             .x_off = i.x_off,
-                            .y = view(s->logits),
+                            .y = view(session(i).logits),
                             .y_off = 0,
                             .accumulate = false});
                 break;

@@ -137,8 +137,8 @@ TEST(Scheduler, EveryRequestEqualsItsSoloRun) {
         EXPECT_EQ(st.queued, 0);
         EXPECT_EQ(st.requests_done, 16);
         EXPECT_LT(st.steps, 16 * 10);  // requests shared steps
-        // One prompt chunk a step (SchedulerOptions::prompt_chunks): a step each prompt at least.
-        EXPECT_GE(st.prompt_steps, 16);
+        // Steps that read prompts (several prompts' chunks may share one).
+        EXPECT_GE(st.prompt_steps, 1);
         EXPECT_LE(st.prompt_steps, st.steps);
         EXPECT_GT(st.step_seconds, 0.0);
         EXPECT_GT(st.prompt_step_seconds, 0.0);
@@ -211,7 +211,7 @@ class StepRecorder : public Executor {
     bool open_ = true;
 };
 
-// Prompt chunks a step: at most SchedulerOptions::prompt_chunks (one by default), the earliest
+// Prompt chunks a step: at most SchedulerOptions::prompt_chunks (0: the budget's), the earliest
 // admitted prompt first, so each prompt is read to its end before the next starts; without the
 // limit the budget spreads over several. Tokens equal the solo runs either way.
 TEST(Scheduler, PromptChunksAStepEarliestAdmittedFirst) {
@@ -292,6 +292,7 @@ TEST(Scheduler, WithNoStreamDecodingAStepReadsUpToTheIdleBudget) {
         o.token_budget = 10;
         o.idle_token_budget = idle;
         o.chunk_align = 8;
+        o.prompt_chunks = 1;  // one prompt at a time: the first prompt's steps alone
         Collector got(reqs.size());
         {
             Scheduler sched(rec, o);

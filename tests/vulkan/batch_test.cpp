@@ -231,10 +231,11 @@ TEST(VulkanBatchedStep, SampledRowsChooseAsSoloDecodes) {
     }
 }
 
-// A prompt chunk in the same command as other sequences' decode tokens (ResidentDriver::
-// run_mixed): a fresh session's first chunk, a chunk whose logits nobody reads, and a prompt's
-// last chunk, beside decode rows at other positions; every row's logits equal the reference's
-// for its sequence alone, and every session then goes on alone where the reference does.
+// Prompt chunks in the same command as other sequences' decode tokens (ResidentDriver::
+// run_mixed): a fresh session's first chunk, a chunk whose logits nobody reads, a prompt's last
+// chunk, beside decode rows at other positions; two chunks with and without decode rows. Every
+// row's logits equal the reference's for its sequence alone, and every session then goes on
+// alone where the reference does.
 void check_chunk_beside_decodes(const dl::test::TinySpec& spec) {
     VK_TEST_DEVICE();
     auto model = dl::test::tiny_model(spec);
@@ -245,8 +246,8 @@ void check_chunk_beside_decodes(const dl::test::TinySpec& spec) {
     const double tol =
         Kernels::gemm_uses_coopmat(d.device().features(), d.plan().variant) ? 1e-2 : 2e-3;
     const int64_t V = model->hp.n_vocab;
-    // Sequences 0-2 decode; 3 starts empty, 4 with 6 tokens of its prompt.
-    const std::vector<int64_t> history = {5, 11, 8, 0, 6};
+    // Sequences 0-2 decode; 3, 5 and 6 start empty, 4 with 6 tokens of its prompt.
+    const std::vector<int64_t> history = {5, 11, 8, 0, 6, 0, 0};
     std::vector<std::vector<int32_t>> toks;
     std::vector<std::vector<std::vector<double>>> ref;
     std::vector<std::unique_ptr<SessionState>> s;
@@ -264,31 +265,37 @@ void check_chunk_beside_decodes(const dl::test::TinySpec& spec) {
         int64_t n;
         Want want;
     };
-    // Step by step: the decoding sequences, then the chunk (its session's next n tokens).
-    const std::vector<std::pair<std::vector<size_t>, Chunk>> steps = {
-        {{0, 1, 2}, {3, 9, Want::last_logits}},
-        {{2, 0, 3, 1}, {4, 13, Want::nothing}},
-        {{1}, {4, 1, Want::last_logits}},
-        {{4, 3}, {0, 17, Want::last_logits}}};
+    // Step by step: the decoding sequences, then the chunks (each its session's next n tokens).
+    const std::vector<std::pair<std::vector<size_t>, std::vector<Chunk>>> steps = {
+        {{0, 1, 2}, {{3, 9, Want::last_logits}}},
+        {{2, 0, 3, 1}, {{4, 13, Want::nothing}}},
+        {{1}, {{4, 1, Want::last_logits}}},
+        {{4, 3}, {{0, 17, Want::last_logits}}},
+        {{}, {{5, 7, Want::last_logits}, {6, 5, Want::nothing}}},
+        {{0, 1}, {{6, 6, Want::last_logits}, {2, 10, Want::last_logits}}}};
     std::vector<int64_t> at(history);  // each sequence's tokens run so far
     const uint64_t mixed_before = d.mixed_steps();
     for (size_t k = 0; k < steps.size(); ++k) {
-        const auto& [decodes, ch] = steps[k];
+        const auto& [decodes, chunks] = steps[k];
         std::vector<StepItem> items;
+        std::vector<size_t> seq = decodes;
         for (size_t i : decodes) {
             StepItem it;
             it.session = s[i].get();
             it.tokens = std::span<const int32_t>(&toks[i][(size_t)at[i]], 1);
             items.push_back(it);
         }
-        StepItem c;
-        c.session = s[ch.seq].get();
-        c.tokens = std::span<const int32_t>(&toks[ch.seq][(size_t)at[ch.seq]], (size_t)ch.n);
-        c.want = ch.want;
-        items.push_back(c);
+        for (const Chunk& ch : chunks) {
+            StepItem c;
+            c.session = s[ch.seq].get();
+            c.tokens = std::span<const int32_t>(&toks[ch.seq][(size_t)at[ch.seq]], (size_t)ch.n);
+            c.want = ch.want;
+            items.push_back(c);
+            seq.push_back(ch.seq);
+        }
         d.step(items);
         for (size_t j = 0; j < items.size(); ++j) {
-            const size_t i = j < decodes.size() ? decodes[j] : ch.seq;
+            const size_t i = seq[j];
             at[i] += (int64_t)items[j].tokens.size();
             EXPECT_EQ(s[i]->n_past, at[i]) << "step " << k << " sequence " << i;
             if (items[j].want == Want::nothing) {
@@ -303,7 +310,7 @@ void check_chunk_beside_decodes(const dl::test::TinySpec& spec) {
         }
     }
     // (A one-token chunk of a session that holds tokens is a decode row like the others.)
-    EXPECT_EQ(d.mixed_steps() - mixed_before, 3u) << "a chunk ran apart";
+    EXPECT_EQ(d.mixed_steps() - mixed_before, 5u) << "a chunk ran apart";
     for (size_t i = 0; i < s.size(); ++i) {
         std::vector<float> a;
         d.decode(*s[i], toks[i][(size_t)at[i]], a);
