@@ -34,6 +34,7 @@
 #            VALIDATE=1 under the Khronos validation layer
 #   serve    deltallm serve against llama-server (scripts/bench/device_serve.sh; llama-server
 #            from .devrun/extra/llama-server.tar.xz, peer_server.sh pack) at 1, 8, 32, 64 clients
+#            (ENGINES="deltallm unmixed llama-server" adds ours with DELTALLM_VK_MIXED_STEPS=0)
 #   table    ours against llama.cpp single-stream on the 9B, the 0.8B and Qwen3-8B Q4_K_M
 # Here: scripts/bench/device_bench.sh prepare, the xz files under .devrun/extra; carry .gl and
 # .devrun. The outputs are many small files (a device call returns 8): they are written to a

@@ -6,7 +6,7 @@
 # /tmp/ps); when missing, unpacked from .devrun/extra/llama-server.tar.xz (peer_server.sh pack) if
 # that was carried, else built first, which takes minutes.
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
-#   [WARMUP=8] [OURS_ARGS=-v] scripts/bench/device_serve.sh
+#   [WARMUP=8] [OURS_ARGS=-v] [ENGINES="deltallm llama-server"] scripts/bench/device_serve.sh
 # OURS_ARGS go to `deltallm serve` (-v: every step's rows and time, each admission, snapshot and
 # pipeline compile with its time, in server-deltallm.log).
 # WARMUP requests go to each server before its first level, unmeasured (pipelines and commands
@@ -78,10 +78,21 @@ run_engine() {  # name port command...
     echo "$name exit status $?"
 }
 
-run_engine deltallm 8080 "$ours" serve -m "$f" --device vulkan --parallel "$slots" -c "$ctx" \
-    --port 8080 ${OURS_ARGS:-}
-run_engine llama-server 8081 "$peer_dir/llama-server" -m "$f" -ngl 999 --parallel "$slots" \
-    -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui
+# ENGINES (default "deltallm llama-server"): also "unmixed", ours with each prompt chunk as a
+# window of its own (DELTALLM_VK_MIXED_STEPS=0), for the step command's before and after.
+for engine in ${ENGINES:-deltallm llama-server}; do
+    case $engine in
+    deltallm)
+        run_engine deltallm 8080 "$ours" serve -m "$f" --device vulkan --parallel "$slots" \
+            -c "$ctx" --port 8080 ${OURS_ARGS:-} ;;
+    unmixed)
+        run_engine unmixed 8082 env DELTALLM_VK_MIXED_STEPS=0 "$ours" serve -m "$f" \
+            --device vulkan --parallel "$slots" -c "$ctx" --port 8082 ${OURS_ARGS:-} ;;
+    llama-server)
+        run_engine llama-server 8081 "$peer_dir/llama-server" -m "$f" -ngl 999 \
+            --parallel "$slots" -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui ;;
+    esac
+done
 python3 scripts/bench/serve_compare.py "$out"/serve-deltallm-*.json --peer-dir "$out" --png-dir "$out" \
     >"$out/serve.md"
 cat "$out/serve.md"

@@ -556,7 +556,13 @@ void Server::load(Engine& engine, const std::string& model_id) {
     so.is_eog = [tok](int32_t t) { return tok->is_eog(t); };
     s.scheduler = std::make_unique<Scheduler>(engine.executor(), so);
     // While /health still answers 503: what the first steps would otherwise make on the way.
-    if (const std::string w = engine.executor().warm_up(so.parallel); !w.empty()) log::info("{}", w);
+    // (Only time is at stake: a warm-up that fails leaves the steps to make it themselves.)
+    try {
+        if (const std::string w = engine.executor().warm_up(so.parallel); !w.empty())
+            log::info("{}", w);
+    } catch (const std::exception& e) {
+        log::warn("the warm-up stopped: {}", e.what());
+    }
     s.ready = true;
 }
 
