@@ -25,7 +25,8 @@
 #   experts  the expert GEMMs of prefill windows as grouped GEMM tiles: their kernel and window
 #            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
 #            the tiles from EXPERT_TILES pairs an expert on average (DELTALLM_VK_EXPERT_TILES:
-#            0, the grouped GEMVs, against 2, 8 and 32), and its profile by stage on the tiles
+#            0, the grouped GEMVs, against 2, 8 and 32; 8f16: 8 over the expert stacks expanded to
+#            F16, DELTALLM_VK_EXPERT_EXPAND), and its profile by stage on the tiles
 #   moe_decode  the 35B-A3B's tg128 with the mixture's decode fusions on and off (ours alone:
 #            DELTALLM_VK_ROUTER_TOPK, DELTALLM_VK_EXPERTS_SUM_EPILOGUE), and its profile by stage
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512 and pp2048 (MOE_PROMPTS),
@@ -199,10 +200,13 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
         fi
         synth qwen35moe 35b-a3b q4_k_m
         m35=$models/qwen35moe-35b-a3b-q4_k_m.gguf
-        for tiles in ${EXPERT_TILES:-0 2 8 32}; do
+        for tiles in ${EXPERT_TILES:-0 2 8 32} 8f16; do
             printf 'expert_tiles=%s ' "$tiles"
-            DELTALLM_VK_EXPERT_TILES=$tiles timeout 60 "$ours" bench -m "$m35" --device vulkan \
-                -p 512,2048 -n 0 -r 2 -o csv 2>/dev/null | grep ',pp' | cut -d, -f7,10 | tr '\n' ' '
+            # 8f16: the default tiles over the stacks expanded to F16 (DELTALLM_VK_EXPERT_EXPAND)
+            DELTALLM_VK_EXPERT_EXPAND=$([ "$tiles" = 8f16 ] && echo 1 || echo 0) \
+                DELTALLM_VK_EXPERT_TILES=${tiles%f16} timeout 60 "$ours" bench -m "$m35" \
+                --device vulkan -p 512,2048 -n 0 -r 2 -o csv 2>/dev/null | grep ',pp' |
+                cut -d, -f7,10 | tr '\n' ' '
             echo
         done | tee "$out/experts.txt"
         fits 40 "a profile of the 35B-A3B's prefill on the tiles" || continue

@@ -118,6 +118,10 @@ const std::vector<Var>& all() {
          "Vulkan GEMM tiles of at most 128 rows whose grid is smaller than the device split their "
          "columns over several workgroups: -1 by the grid (not yet on the NV cooperative matrix 2 "
          "tiles), 0 never, 1 by the grid on every tile, 2 to 16 into that many parts"},
+        {"DELTALLM_VK_EXPERT_EXPAND", "bool", "0",
+         "a Vulkan prefill window's expert GEMM tiles read each layer's expert matrices expanded "
+         "to F16 first (a scratch of the largest layer's gate and up stacks) rather than decoding "
+         "their blocks tile by tile"},
         {"DELTALLM_VK_GEMV_BATCH_ONCE", "bool", "0",
          "the Vulkan batched GEMV decodes each weight slice once for a group of up to 8 vectors "
          "(1) rather than again for each vector (0)"},

@@ -103,6 +103,24 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             w->win_x16 = D.create_buffer(P.window_x16_bytes, MemoryKind::device);
         if (P.window_w16_bytes > 0)
             w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
+        if (opts.tuning.expert_expand && hp.ffn_kind == FfnKind::experts) {
+            // The largest layer's gate and up stacks (or its down stack) in F16; without room
+            // for it the tiles decode their blocks as before.
+            auto bytes = [](const Tensor* t) {
+                return t ? align_up((uint64_t)t->rows() * t->cols() * t->ne[2] * 2, kBindAlign) : 0;
+            };
+            uint64_t most = 0;
+            for (const Layer& L : model->layers)
+                most = std::max({most, bytes(L.ffn_gate_up_exps) + bytes(L.ffn_gate_exps) +
+                                           bytes(L.ffn_up_exps),
+                                 bytes(L.ffn_down_exps)});
+            try {
+                w->win_experts16 = D.create_buffer(most, MemoryKind::device);
+            } catch (const std::exception& e) {
+                log::warn("vulkan: no room to expand the experts to F16 ({} MiB): {}",
+                          most >> 20, e.what());
+            }
+        }
         if (P.window_split_bytes > 0) {  // (its counters zero between GEMMs)
             w->win_split = D.create_buffer(P.window_split_bytes, MemoryKind::device);
             D.fill(w->win_split, 0, P.window_split_bytes, 0);

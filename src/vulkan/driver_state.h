@@ -28,6 +28,9 @@ struct ResidentDriver::Weights {
     // F16 copy of a GEMM input for the cooperative-matrix tiles, the F16 expansions of the
     // matrices, and the scratch of GEMMs split over K.
     Buffer win_act, win_ids, win_logits, win_x16, win_w16, win_split;
+    // The expert stacks of a layer expanded to F16 for a window's expert tiles
+    // (Tuning::expert_expand): the gate and up stacks, later the down stack.
+    Buffer win_experts16;
     Buffer batch_logits;  // a batch's logits, every row, on the device (made on first use)
     // The paged KV cache: each attention layer's key and value pools (empty for GDN layers) and
     // their blocks (null for a model without attention layers).

@@ -140,6 +140,10 @@ struct Tuning {
     // the NV cooperative matrix 2 tiles until they are checked on a device; 0 never; 1 by the
     // grid on every tile that can; 2 to 16 forces that many parts.
     int gemm_split = -1;
+    // A window's expert GEMM tiles read the layer's expert stacks expanded to F16 first (a
+    // scratch the driver makes at its start: the largest layer's gate and up stacks), rather
+    // than decoding blocks in every tile (DELTALLM_VK_EXPERT_EXPAND; off until measured).
+    bool expert_expand = false;
     // The batched GEMV's form (shaders/gemv_batch.comp DECODE_ONCE): each row's weight slice
     // decoded once for a group's vectors, or again for each (DELTALLM_VK_GEMV_BATCH_ONCE); and
     // its weight rows a workgroup (DELTALLM_VK_GEMV_BATCH_ROWS 1, 2, 4 or 8; 0: by the vectors).

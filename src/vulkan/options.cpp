@@ -202,6 +202,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemm_gemv_rows = gemm_gemv_rows_from_env();
     t.gemm_expand_rows = gemm_expand_rows_from_env();
     t.gemm_split = gemm_split_from_env();
+    t.expert_expand = env::get_bool("DELTALLM_VK_EXPERT_EXPAND");
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
     t.gemv_batch_rows = gemv_batch_rows_from_env();
     t.gemv_batch_threads = gemv_batch_threads_from_env();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -309,6 +310,26 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         };
         const bool gate_bytes = bytes(gate) || bytes(up);
         const bool down_bytes = bytes(L.ffn_down_exps);
+        // The stacks the tiles read expanded to F16 (Tuning::expert_expand): the gate and up
+        // stacks beside the router's GEMM, the down stack beside the SwiGLU (the gate and up
+        // tiles are done by then), each pass bandwidth-bound where the tiles then decode nothing.
+        std::map<const Tensor*, View> expanded;
+        uint64_t expand_at = 0;
+        auto expand_stack = [&](const Tensor* t) {
+            const uint64_t n = (uint64_t)t->rows() * t->cols() * t->ne[2] * 2;
+            if (!W.win_experts16 || !tiles(t) || expanded.count(t) ||
+                expand_at + n > W.win_experts16.size())
+                return;
+            WindowItem it;
+            it.kind = Kind::expand;
+            it.t = t;
+            it.w16 = view(W.win_experts16, expand_at, n);
+            add(it);
+            expanded[t] = it.w16;
+            expand_at += align_up(n, kBindAlign);
+        };
+        expand_stack(gate);
+        expand_stack(up);
         gemm(L.ffn_gate_inp, A.xn, false, A.router, false);
         if (L.ffn_gate_shexp) {
             gemm(L.ffn_gate_shexp, A.xn, false, A.gate, false);
@@ -342,6 +363,10 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             if (tiles(t)) {
                 it.kind = Kind::gemm_experts;
                 it.u_off = A.expert_tiles;
+                if (auto e = expanded.find(t); e != expanded.end()) {
+                    it.w16 = e->second;
+                    it.experts.type = QType::F16;
+                }
             } else if (bytes(t)) {
                 it.experts.x_bytes = true;
                 it.experts.x_off = rounded;
@@ -353,6 +378,9 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         if (L.ffn_gate_shexp) gemm(L.ffn_down_shexp, A.ffn, false, A.shared, false);
         stage("experts");
         swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff * m);
+        expanded.clear();  // the gate and up stacks are read: the down stack goes in their place
+        expand_at = 0;
+        expand_stack(L.ffn_down_exps);
         stage("swiglu");
         if (down_bytes) {
             round_rows(A.ffn_e, n_ff, k * m, A.ffn_e_rounded);

@@ -65,7 +65,7 @@ struct WindowItem {
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it then writes to xn
     bool to_logits = false;             // gemm: into the window's logits rather than act
     bool accumulate = false;
-    View w16{};               // expand, gemm: the F16 expansion (range 0: none)
+    View w16{};  // expand, gemm, gemm_experts: the F16 expansion (range 0: none)
     bool expanded = false;    // gemm: reads w16
     uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
     Kernels::SplitScratch split{};  // gemm: its scratch for a split over K (none: unsplit)

@@ -35,8 +35,9 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
     for (const WindowItem& i : p.items) {
         const Tensor* t = i.t;
         switch (i.kind) {
-            case Kind::expand:
-                K.dequant_f16(cl, t->type, W.matrix(plan_, t), (uint32_t)t->rows(),
+            case Kind::expand:  // (an expert stack's every matrix, one after another)
+                K.dequant_f16(cl, t->type, W.matrix(plan_, t),
+                              (uint32_t)(t->rows() * (t->ne.size() > 2 ? t->ne[2] : 1)),
                               (uint32_t)t->cols(), i.w16);
                 break;
             case Kind::gemm:
@@ -113,7 +114,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
             case Kind::gemv_experts:
             case Kind::gemm_experts: {
                 Kernels::ExpertGemv e = i.experts;
-                e.w = W.matrix(plan_, i.t);
+                e.w = i.w16.range > 0 ? i.w16 : W.matrix(plan_, i.t);  // (F16 where expanded)
                 e.route = e.x = e.y = act;
                 if (i.kind == Kind::gemm_experts)
                     K.gemm_experts(cl, var, e, i.u_off);

@@ -314,8 +314,10 @@ constexpr int64_t kWindow = 8;
 // 0.3-0.8 % on these tiny models); a mixture's router may then take another expert where two
 // lie a hair apart, and one such row (of 60) may miss by up to 10 %.
 // tiles: a mixture's windows of 4 rows or more run their expert GEMMs as grouped GEMM tiles
-// (Tuning::expert_tile_pairs 1: the tiny models' 8 experts, 2 a row), shorter ones as GEMVs.
-void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bool tiles = false) {
+// (Tuning::expert_tile_pairs 1: the tiny models' 8 experts, 2 a row), shorter ones as GEMVs;
+// expand: the tiles over the expert stacks expanded to F16 (Tuning::expert_expand).
+void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bool tiles = false,
+                          bool expand = false) {
     VK_TEST_DEVICE();
     const std::string& arch = spec.arch;
     const QType type = spec.matrix_type;
@@ -330,6 +332,7 @@ void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bo
         o.tuning.gemv_x = Kernels::GemvX::bytes;
     }
     o.tuning.expert_tile_pairs = tiles ? 1 : 0;
+    o.tuning.expert_expand = expand;
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
@@ -341,6 +344,15 @@ void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bo
         const std::string p = d.batch_plan(kWindow, true).describe();
         ASSERT_EQ(p.find("gemm_experts") != std::string::npos, tiles) << p;
         ASSERT_EQ(p.find("gemv_experts") != std::string::npos, !tiles) << p;
+        const std::string w = d.window_plan(*d.new_session(64), kWindow, false).describe();
+        ASSERT_EQ(w.find("expand blk.0.ffn_down_exps") != std::string::npos, expand) << w;
+        const size_t down = w.find("gemm_experts blk.0.ffn_down_exps");
+        ASSERT_EQ(down != std::string::npos, tiles) << w;
+        if (tiles) {  // the tiles read the expansion
+            ASSERT_EQ(w.substr(down, w.find('\n', down) - down).find("f16@") != std::string::npos,
+                      expand)
+                << w;
+        }
     }
     // F32 activations and an F16 KV cache on the scalar tiles; F16 tiles round every GEMM input.
     const bool cm = Kernels::gemm_uses_coopmat(d.device().features(), d.plan().variant);
@@ -441,6 +453,13 @@ TEST(WindowPrefill, Qwen35MoeQ4KExpertTiles) {
 }
 TEST(WindowPrefill, Qwen3MoeQ8ExpertTilesOverBytes) {
     check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), true, true);
+}
+// ...over the expert stacks expanded to F16 (the tiles round their weights to F16 either way).
+TEST(WindowPrefill, Qwen35MoeQ4KExpertTilesOverF16) {
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), false, true, true);
+}
+TEST(WindowPrefill, Qwen3MoeQ8ExpertTilesOverF16) {
+    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), false, true, true);
 }
 
 }  // namespace
