@@ -1,8 +1,8 @@
 // A step of many sequences' decode tokens as one command (ResidentDriver::step): the window
 // command's chain over one row a sequence (plan_window of a batch), so the projections read each
 // weight once for every row, and each row's mixer runs on its own sequence's cache or state
-// through the decode kernels; a prompt chunk of the step can ride along after the decode rows,
-// its mixers on the window kernels. Which sequence a row holds is data: the row's words (position,
+// through the decode kernels; the step's prompt chunks can ride along after the decode rows,
+// their mixers on the window kernels. Which sequence a row holds is data: the row's words (position,
 // token, sampling, where its state starts, its block table) are written before each step into
 // the batch's rows, and the caches and states are pools every session shares. So a command is
 // recorded once for each number of rows and replayed whoever joins or leaves.
@@ -85,10 +85,9 @@ std::string ResidentDriver::warm_up(int64_t sequences) {
     const uint32_t window = (uint32_t)plan_.window;
     const uint32_t most = (uint32_t)std::clamp<int64_t>(sequences, 1, window);
     batch_logits();
-    for (uint32_t m = 2; m <= most; ++m) {
-        grow_batch(m);
+    grow_batch(most);  // once: wider rows would drop the commands recorded before
+    for (uint32_t m = 2; m <= most; ++m)
         for (bool host_logits : {false, true}) batch_command(m, host_logits);
-    }
     auto s = new_session(plan_.n_ctx);
     std::vector<uint32_t> sizes = {64, 65, 128, 129, window};
     for (uint32_t m = 1; m <= 33; ++m) sizes.push_back(m);
