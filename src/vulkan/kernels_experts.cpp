@@ -43,6 +43,7 @@ struct SumPush {
 struct SharedAddPush {
     uint32_t n, w_off, xn_off, shared_off, h_off, norm_off;
     float eps;
+    uint32_t k, down_off, route_off;
 };
 
 }  // namespace
@@ -143,12 +144,15 @@ void ExpertKernels::gemv_experts(CommandList& cl, const ExpertGemv& g) {
 
 void ExpertKernels::shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act,
                                       uint32_t xn_off, uint32_t shared_off, uint32_t h_off,
-                                      uint32_t n, uint32_t n_rows, uint32_t norm_off, float eps) {
+                                      uint32_t n, uint32_t n_rows, uint32_t norm_off, float eps,
+                                      const ExpertsSum& sum) {
     const uint32_t wg = wg_size(256);
     const Kernel& k = pipes_.get("shared_expert_add", 2, sizeof(SharedAddPush), {wg});
     auto [gx, gy] = grid(dev_.features(), n_rows);
-    cl.dispatch(k, {w, act}, SharedAddPush{n, w_off, xn_off, shared_off, h_off, norm_off, eps}, gx,
-                gy);
+    cl.dispatch(k, {w, act},
+                SharedAddPush{n, w_off, xn_off, shared_off, h_off, norm_off, eps, sum.k,
+                              sum.down_off, sum.route_off},
+                gx, gy);
 }
 
 void ExpertKernels::moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k,

@@ -109,10 +109,21 @@ class ExpertKernels : public virtual KernelFamily {
     // The shared expert's gated add for n_rows rows of n values (rows strided by n):
     // act[h_off + row · n ..] += sigmoid(w[w_off ..] · act[xn_off + row · n ..]) ·
     // act[shared_off + row · n ..]; with norm_off, then the next RMSNorm of each new row into
-    // act[xn_off + row · n ..], its weights at w[norm_off ..].
+    // act[xn_off + row · n ..], its weights at w[norm_off ..]. With sum.k, first moe_sum()'s
+    // weighted sum of the row's k slots (their outputs at act[down_off ..], the route at
+    // act[route_off ..]), in its order: one stage for both.
+    struct ExpertsSum {
+        uint32_t k = 0, down_off = 0, route_off = 0;
+    };
     void shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act, uint32_t xn_off,
                            uint32_t shared_off, uint32_t h_off, uint32_t n, uint32_t n_rows,
-                           uint32_t norm_off = kNone, float eps = 0.f);
+                           uint32_t norm_off, float eps, const ExpertsSum& sum);
+    void shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act, uint32_t xn_off,
+                           uint32_t shared_off, uint32_t h_off, uint32_t n, uint32_t n_rows,
+                           uint32_t norm_off = kNone, float eps = 0.f) {
+        shared_expert_add(cl, w, w_off, act, xn_off, shared_off, h_off, n, n_rows, norm_off, eps,
+                          ExpertsSum{});
+    }
 
   private:
     std::string route_kernel(const char* name, uint32_t n_expert, uint32_t k, uint32_t wg) const;

@@ -388,9 +388,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         }
         experts(L.ffn_down_exps, E, 0, A.ffn_e, true, A.down_e, A.ffn_e_rounded);
         stage("experts down");
-        over_rows(Kind::moe_sum, A.down_e, A.h);
-        stage("experts sum");
-        if (L.ffn_gate_shexp) {
+        if (L.ffn_gate_shexp) {  // the experts' sum, the shared expert and the next norm at once
             WindowItem sh;
             sh.kind = Kind::shared_expert_add;
             sh.t = L.ffn_gate_inp_shexp;
@@ -398,11 +396,14 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             sh.u_off = A.shared;
             sh.y_off = A.h;
             sh.n = m;
+            sh.sum_off = A.down_e;
             sh.next_norm = next_norm;  // the next norm of h into xn, in the same workgroups
             add(sh);
-            stage("shared expert");
+            stage("experts sum");
             return;
         }
+        over_rows(Kind::moe_sum, A.down_e, A.h);
+        stage("experts sum");
         norm(next_norm, A.h, A.xn);
         stage("norm");
     };

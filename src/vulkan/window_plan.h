@@ -63,6 +63,9 @@ struct WindowItem {
     // chunks after its decode rows).
     uint32_t rows = 0, first_row = 0, segment = 0;
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it then writes to xn
+    // shared_expert_add: the experts' slots' outputs whose weighted sum it adds first (moe_sum's
+    // work, in its order; kNone: moe_sum runs apart).
+    uint32_t sum_off = Kernels::kNone;
     bool to_logits = false;             // gemm: into the window's logits rather than act
     bool accumulate = false;
     View w16{};  // expand, gemm, gemm_experts: the F16 expansion (range 0: none)

@@ -127,10 +127,13 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                           (uint32_t)hp.n_embd, i.n);
                 break;
             case Kind::shared_expert_add:
-                K.shared_expert_add(cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off,
-                                    i.y_off, (uint32_t)hp.n_embd, i.n,
-                                    i.next_norm ? W.param(i.next_norm) : Kernels::kNone,
-                                    hp.rms_eps);
+                K.shared_expert_add(
+                    cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off, i.y_off,
+                    (uint32_t)hp.n_embd, i.n, i.next_norm ? W.param(i.next_norm) : Kernels::kNone,
+                    hp.rms_eps,
+                    i.sum_off == Kernels::kNone
+                        ? Kernels::ExpertsSum{}
+                        : Kernels::ExpertsSum{(uint32_t)hp.n_expert_used, i.sum_off, A.route});
                 break;
             case Kind::head_gemv:
                 K.gemv(cl, {.type = t->type,

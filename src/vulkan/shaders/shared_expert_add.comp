@@ -4,6 +4,9 @@
 // part of the row: one dispatch where a 1-row GEMV and an add would take two stages. With
 // norm_off set, the same workgroup then writes the next RMSNorm of the new row,
 // xn[row] = h[row] / sqrt(mean(h[row]²) + eps) · norm_w, which saves the norm its own stage.
+// With k > 0 it first adds the row's experts' weighted sum as moe_sum.comp does (the k slots'
+// outputs at down_off, their weights in the route at route_off), in the same order, which saves
+// that sum its stage too.
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -20,6 +23,9 @@ layout(push_constant) uniform Push {
     uint h_off;       // ... the residual stream
     uint norm_off;    // floats of binding 0: the next norm's weights (0xffffffff: no norm)
     float eps;
+    uint k;           // experts a row whose weighted sum is added first (0: none)
+    uint down_off;    // floats of binding 1: the slots' outputs, n a slot (row · k + j)
+    uint route_off;   // floats of binding 1: the route (2k a row: ids, then weights)
 } p;
 
 shared float part[WG];
@@ -43,8 +49,16 @@ void main() {
     for (uint i = t; i < p.n; i += WG) s += w[p.w_off + i] * act[p.xn_off + row * p.n + i];
     float g = 1.0 / (1.0 + exp(-workgroup_sum(s, t)));
     float ss = 0.0;
+    const uint w0 = p.route_off + row * 2u * p.k + p.k;
     for (uint i = t; i < p.n; i += WG) {
-        float v = act[p.h_off + row * p.n + i] + g * act[p.shared_off + row * p.n + i];
+        float v = act[p.h_off + row * p.n + i];
+        if (p.k > 0u) {  // moe_sum.comp's sum, in its order
+            float e = 0.0;
+            for (uint j = 0u; j < p.k; ++j)
+                e += act[w0 + j] * act[p.down_off + (row * p.k + j) * p.n + i];
+            v += e;
+        }
+        v += g * act[p.shared_off + row * p.n + i];
         act[p.h_off + row * p.n + i] = v;
         ss += v * v;
     }
