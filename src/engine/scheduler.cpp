@@ -346,9 +346,10 @@ void Scheduler::admit() {
             const Clock::time_point t0 = Clock::now();
             const int64_t cached = start(*slot, r);
             // (A session made or restored between steps delays every stream's next token.)
-            log::debug("admitted a request of {} prompt tokens, {} from the prefix cache: {:.2f} ms",
-                       slot->request->feed.size(), cached,
-                       std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            log::debug(
+                "admitted a request of {} prompt tokens, {} from the prefix cache: {:.2f} ms",
+                slot->request->feed.size(), cached,
+                std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
             std::lock_guard lock(mutex_);
             stats_.cached_tokens += cached;
         } catch (const std::exception& e) {

@@ -2,9 +2,9 @@
 // command's chain over one row a sequence (plan_window of a batch), so the projections read each
 // weight once for every row, and each row's mixer runs on its own sequence's cache or state
 // through the decode kernels; the step's prompt chunks can ride along after the decode rows,
-// their mixers on the window kernels. Which sequence a row holds is data: the row's words (position,
-// token, sampling, where its state starts, its block table) are written before each step into
-// the batch's rows, and the caches and states are pools every session shares. So a command is
+// their mixers on the window kernels. Which sequence a row holds is data: the row's words
+// (position, token, sampling, where its state starts, its block table) are written before each step
+// into the batch's rows, and the caches and states are pools every session shares. So a command is
 // recorded once for each number of rows and replayed whoever joins or leaves.
 #include <fmt/format.h>
 
@@ -93,11 +93,10 @@ std::string ResidentDriver::warm_up(int64_t sequences) {
     for (uint32_t m = 1; m <= 33; ++m) sizes.push_back(m);
     for (uint32_t m : sizes)
         if (m <= window) window_command(static_cast<Session&>(*s), m, false);
-    return fmt::format("vulkan: {} pipelines made ahead for steps of up to {} sequences in {:.0f} ms",
-                       w_->pipes->size() - before, most,
-                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                                 t0)
-                           .count());
+    return fmt::format(
+        "vulkan: {} pipelines made ahead for steps of up to {} sequences in {:.0f} ms",
+        w_->pipes->size() - before, most,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
 size_t ResidentDriver::pipelines() const {
@@ -150,10 +149,7 @@ void ResidentDriver::step(std::span<StepItem> items) {
     batch.insert(batch.end(), chunks.begin(), chunks.end());
     std::vector<StepItem> run;
     for (size_t i : batch) run.push_back(items[i]);
-    if (chunks.empty())
-        run_batch(run);
-    else
-        run_mixed(run, decodes);
+    run_batch(run, decodes);
     for (size_t j = 0; j < batch.size(); ++j) items[batch[j]] = run[j];
 }
 
@@ -166,15 +162,15 @@ void ResidentDriver::fill_batch_row(uint32_t b, const StepItem& it, int64_t posi
     const SamplerParams* p = it.want == Want::sample ? it.params : nullptr;
     uint32_t* row = w_->batch.words(b);
     const auto* own = static_cast<const uint32_t*>(s.tok.mapped());
-    set_tok(row, position, token,
-            p ? SampleArgs{p->temperature, p->top_k, p->top_p, p->min_p, (float)it.u}
-              : SampleArgs{});
+    set_tok(
+        row, position, token,
+        p ? SampleArgs{p->temperature, p->top_k, p->top_p, p->min_p, (float)it.u} : SampleArgs{});
     row[kStateBase] = own[kStateBase];
     row[kRingBase] = own[kRingBase];
     std::memcpy(row + Kernels::kKvTable, own + Kernels::kKvTable, s.kv_blocks.size() * 4);
 }
 
-void ResidentDriver::run_mixed(std::span<StepItem> items, size_t decodes) {
+void ResidentDriver::run_batch(std::span<StepItem> items, size_t decodes) {
     using Want = StepItem::Want;
     const size_t V = (size_t)model_->hp.n_vocab;
     Weights& W = *w_;
@@ -183,7 +179,7 @@ void ResidentDriver::run_mixed(std::span<StepItem> items, size_t decodes) {
     const uint32_t heads = (uint32_t)items.size();  // the head's rows: one an item
     StepRows layout;
     layout.decode_rows = d;
-    std::vector<Session*> sessions;
+    std::vector<Session*> sessions;  // the chunks'
     uint32_t m = d;
     for (size_t j = d; j < items.size(); ++j) {
         Session& s = static_cast<Session&>(*items[j].session);
@@ -202,18 +198,23 @@ void ResidentDriver::run_mixed(std::span<StepItem> items, size_t decodes) {
         row += (uint32_t)it.tokens.size();
         // A chunk's rows run on its session's words (its position first); its last row is
         // sampled as the batch's row b, after the decode rows.
-        if (b >= d) static_cast<uint32_t*>(sessions[b - d]->tok.mapped())[0] =
-                        (uint32_t)it.session->n_past;
-        fill_batch_row(b, it, it.session->n_past + (int64_t)it.tokens.size() - 1,
-                       it.tokens.back());
+        if (b >= d)
+            static_cast<uint32_t*>(sessions[b - d]->tok.mapped())[0] = (uint32_t)it.session->n_past;
+        fill_batch_row(b, it, it.session->n_past + (int64_t)it.tokens.size() - 1, it.tokens.back());
     }
-    // Recorded for the step (its sessions and row counts vary), queued in parts as it is
-    // recorded.
-    CommandList cmd(*dev_);
-    record_window(cmd, plan_window(plan_.n_ctx, m, true, &layout, host_logits), sessions, m, true);
-    cmd.submit_and_wait();
-    ++mixed_steps_;
-    if (profile_) profile_->add("batch", (int64_t)m, cmd.times());
+    if (sessions.empty()) {  // decodes alone: the command of m rows, replayed
+        CommandList& cmd = batch_command(m, host_logits);
+        cmd.submit_and_wait();
+        if (profile_) profile_->add("batch", (int64_t)m, cmd.times());
+    } else {  // recorded for the step (its sessions and row counts vary), queued as it goes
+        CommandList cmd(*dev_);
+        record_window(cmd, plan_window(plan_.n_ctx, m, true, &layout, host_logits), sessions, m,
+                      true);
+        cmd.submit_and_wait();
+        ++mixed_steps_;
+        if (profile_) profile_->add("batch", (int64_t)m, cmd.times());
+    }
+    // Every row ran: each session holds its tokens now, whatever a row's sampling found.
     const float* logits = static_cast<const float*>(W.win_logits.mapped());
     for (uint32_t b = 0; b < heads; ++b) {
         StepItem& it = items[b];
@@ -224,42 +225,6 @@ void ResidentDriver::run_mixed(std::span<StepItem> items, size_t decodes) {
             it.token = sampled_token(W.batch.words(b));
         else if (it.want == Want::last_logits)
             it.logits = std::span<const float>(logits + b * V, V);
-    }
-}
-
-void ResidentDriver::run_batch(std::span<StepItem> items) {
-    using Want = StepItem::Want;
-    const Hparams& hp = model_->hp;
-    const size_t V = (size_t)hp.n_vocab;
-    Weights& W = *w_;
-    batch_logits();
-    std::vector<Session*> columns;
-    bool host_logits = false;
-    auto* ids = static_cast<uint32_t*>(W.win_ids.mapped());
-    const uint32_t m = (uint32_t)items.size();
-    grow_batch(m);
-    for (uint32_t b = 0; b < m; ++b) {
-        Session& s = static_cast<Session&>(*items[b].session);
-        columns.push_back(&s);
-        host_logits |= items[b].want != Want::sample;
-        ids[b] = (uint32_t)items[b].tokens[0];
-        fill_batch_row(b, items[b], s.n_past, items[b].tokens[0]);
-    }
-    CommandList& cmd = batch_command(m, host_logits);
-    cmd.submit_and_wait();
-    if (profile_) profile_->add("batch", (int64_t)items.size(), cmd.times());
-    const float* logits = static_cast<const float*>(W.win_logits.mapped());
-    // Every row ran: each session holds its token now, whatever a row's sampling found.
-    for (Session* c : columns) ++c->n_past;
-    for (size_t b = 0; b < items.size(); ++b) {
-        StepItem& it = items[b];
-        it.token = -1;
-        it.logits = {};
-        if (it.want == Want::sample) {
-            it.token = sampled_token(W.batch.words((uint32_t)b));
-        } else {
-            it.logits = std::span<const float>(logits + b * V, V);
-        }
     }
 }
 

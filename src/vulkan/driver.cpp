@@ -111,14 +111,15 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             };
             uint64_t most = 0;
             for (const Layer& L : model->layers)
-                most = std::max({most, bytes(L.ffn_gate_up_exps) + bytes(L.ffn_gate_exps) +
-                                           bytes(L.ffn_up_exps),
-                                 bytes(L.ffn_down_exps)});
+                most = std::max(
+                    {most,
+                     bytes(L.ffn_gate_up_exps) + bytes(L.ffn_gate_exps) + bytes(L.ffn_up_exps),
+                     bytes(L.ffn_down_exps)});
             try {
                 w->win_experts16 = D.create_buffer(most, MemoryKind::device);
             } catch (const std::exception& e) {
-                log::warn("vulkan: no room to expand the experts to F16 ({} MiB): {}",
-                          most >> 20, e.what());
+                log::warn("vulkan: no room to expand the experts to F16 ({} MiB): {}", most >> 20,
+                          e.what());
             }
         }
         if (P.window_split_bytes > 0) {  // (its counters zero between GEMMs)

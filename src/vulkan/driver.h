@@ -143,7 +143,7 @@ class ResidentDriver final : public Executor {
     // Batch commands recorded and kept: one for each row count and logits' destination, however
     // the sessions of the rows change.
     size_t batch_commands() const { return batch_cmds_.size(); }
-    // Steps that ran a prompt chunk in one command with their decode rows (run_mixed).
+    // Steps that ran a prompt chunk in one command with their decode rows (run_batch).
     uint64_t mixed_steps() const { return mixed_steps_; }
     // Pipelines made so far (warm_up makes those of steps ahead).
     size_t pipelines() const;
@@ -244,11 +244,10 @@ class ResidentDriver final : public Executor {
     // with prompt chunks (chunk j's session sessions[j]).
     void record_window(CommandList& cl, const WindowPlan& p, std::span<Session* const> sessions,
                        uint32_t m, bool queue);
-    // Runs decode items (checked) as one batch command.
-    void run_batch(std::span<StepItem> items);
-    // Runs decode items and prompt chunks (checked; the first `decodes` items the decode tokens)
-    // as one command: the decode rows first, the chunks' rows after them, recorded for the step.
-    void run_mixed(std::span<StepItem> items, size_t decodes);
+    // Runs a step's decode items (checked; the first `decodes`) and prompt chunks (the rest) as
+    // one command: the decode rows first, the chunks' rows after them. Decodes alone replay the
+    // batch command of their row count; with chunks the command is recorded for the step.
+    void run_batch(std::span<StepItem> items, size_t decodes);
     // Writes row b of the batch (Weights::BatchRows) for item `it`: the position and token its
     // row's kernels see, its sampling, where its session's state and KV blocks lie.
     void fill_batch_row(uint32_t b, const StepItem& it, int64_t position, int32_t token);
@@ -272,8 +271,8 @@ class ResidentDriver final : public Executor {
     int64_t attn_short_ = -1;
     bool expand_ahead_ = true;
     bool early_submit_ = true;
-    bool mix_chunks_ = true;      // DriverOptions::mixed_steps
-    uint64_t mixed_steps_ = 0;    // steps run with a prompt chunk beside their decode rows
+    bool mix_chunks_ = true;    // DriverOptions::mixed_steps
+    uint64_t mixed_steps_ = 0;  // steps run with a prompt chunk beside their decode rows
     bool gemm_groups_ = true;
     // Batch commands by their rows and whether they copy the logits to the host, with when each
     // was last used: past kBatchCommands of them (a server whose load swings over many row

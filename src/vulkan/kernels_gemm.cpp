@@ -147,8 +147,8 @@ GemmKernels::SplitNeed GemmKernels::gemm_split_scratch(const Features& f, uint32
 }
 
 GemmKernels::GemmSplit GemmKernels::split_for(bool nv, uint32_t tile_w, uint32_t tile_x,
-                                               uint32_t step, uint32_t rows, uint32_t cols,
-                                               uint32_t n_rows, uint32_t stage_rows) const {
+                                              uint32_t step, uint32_t rows, uint32_t cols,
+                                              uint32_t n_rows, uint32_t stage_rows) const {
     const int mode = tuning.gemm_split;
     if (mode == 0 || (mode == -1 && nv) || n_rows > kGemmSplitRows || n_rows == 0) return {};
     const uint32_t x_tiles = (n_rows + tile_x - 1) / tile_x;
@@ -222,7 +222,7 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
     const bool f16 = gemm_reads_f16(v, cols);
     if (f16 && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
-               1, 0};
+               1,      0};
     // A split that fits its scratch (else none); unsplit, the scratch's bindings are y's.
     auto split_by = [&](GemmSplit g) {
         if (g.parts < 2 || split.counters.buffer == VK_NULL_HANDLE ||
@@ -279,8 +279,7 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
     const bool s = split_by(split_for(false, kGemmCols, kGemmRows, kGemmStep, rows, cols, n_rows,
                                       stage_rows)) > 1;
     cl.dispatch(k, {w, x, y, s ? split.counters : y, s ? split.parts : y}, p,
-                (rows + kGemmCols - 1) / kGemmCols, (n_rows + kGemmRows - 1) / kGemmRows,
-                p.splits);
+                (rows + kGemmCols - 1) / kGemmCols, (n_rows + kGemmRows - 1) / kGemmRows, p.splits);
 }
 
 void GemmKernels::dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, uint32_t cols,

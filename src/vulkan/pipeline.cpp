@@ -147,9 +147,9 @@ const Kernel& Pipelines::get(const std::string& name, uint32_t n_bindings, uint3
     VkResult r = vkCreateComputePipelines(d, dev_.pipeline_cache(), 1, &ci, nullptr, &k->pipeline);
     vkDestroyShaderModule(d, mod, nullptr);
     if (r != VK_SUCCESS) fail("cannot create the pipeline of kernel {} ({})", name, result_name(r));
-    log::debug("vulkan: pipeline {} {} created in {:.1f} ms", name, spec,
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                   .count());
+    log::debug(
+        "vulkan: pipeline {} {} created in {:.1f} ms", name, spec,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (dev_.kernel_stats()) {
         k->statistics = statistics(k->pipeline);
         log::info("kernel {} {}: {}", name, spec, k->statistics);

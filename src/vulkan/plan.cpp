@@ -409,7 +409,8 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     const uint64_t token_scratch = scratch;
     auto plan_window = [&](int64_t w) {
         p.window = w;
-        p.window_x16_bytes = p.window_w16_bytes = p.window_split_bytes = p.window_split_counters = 0;
+        p.window_x16_bytes = p.window_w16_bytes = p.window_split_bytes = p.window_split_counters =
+            0;
         scratch = token_scratch;
         if (w == 0) return;
         // The scratch of the GEMMs of a stage that split their columns (windows of few rows).

@@ -29,8 +29,10 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
     const uint32_t batch_rows = batch ? step->decode_rows : 0;
     // The prompt chunks: their first rows and lengths, the session's n_ctx of each.
     std::vector<StepRows::Chunk> chunks;
-    if (batch) chunks = step->chunks;
-    else chunks.push_back({m, n_ctx});
+    if (batch)
+        chunks = step->chunks;
+    else
+        chunks.push_back({m, n_ctx});
     uint32_t rows_planned = batch_rows;
     for (const StepRows::Chunk& c : chunks) rows_planned += c.rows;
     if (rows_planned != m) fail("a window of {} rows planned as {}", m, rows_planned);
@@ -100,8 +102,8 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
                 part.range -= used;
             }
             const uint64_t bytes = (uint64_t)t->rows() * t->cols() * 2;
-            if (K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), group_rows(g),
-                               part)) {
+            if (K.gemm_expands(var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(),
+                               group_rows(g), part)) {
                 part.range = bytes;
                 used += align_up(bytes, kBindAlign);
             } else {

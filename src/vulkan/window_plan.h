@@ -66,11 +66,11 @@ struct WindowItem {
     // shared_expert_add: the experts' slots' outputs whose weighted sum it adds first (moe_sum's
     // work, in its order; kNone: moe_sum runs apart).
     uint32_t sum_off = Kernels::kNone;
-    bool to_logits = false;             // gemm: into the window's logits rather than act
+    bool to_logits = false;  // gemm: into the window's logits rather than act
     bool accumulate = false;
-    View w16{};  // expand, gemm, gemm_experts: the F16 expansion (range 0: none)
-    bool expanded = false;    // gemm: reads w16
-    uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
+    View w16{};                     // expand, gemm, gemm_experts: the F16 expansion (range 0: none)
+    bool expanded = false;          // gemm: reads w16
+    uint32_t stage_rows = 0;        // gemm: the weight rows of its group's GEMMs
     Kernels::SplitScratch split{};  // gemm: its scratch for a split over K (none: unsplit)
     Kernels::AttentionRows attention{};
     Kernels::DeltaNetStep deltanet{};  // deltanet_batch

@@ -19,7 +19,8 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
     const View act = view(W.win_act), prm = view(W.params);
     // The session of an item's rows (a prompt chunk's), and its token words.
     auto session = [&](const WindowItem& i) -> Session& {
-        if (i.segment >= sessions.size()) fail("a window item of chunk {} has no session", i.segment);
+        if (i.segment >= sessions.size())
+            fail("a window item of chunk {} has no session", i.segment);
         return *sessions[i.segment];
     };
     const Weights::BatchRows& B = W.batch;
@@ -85,8 +86,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                 const ActLayout Ar = act_layout_from(hp, (uint32_t)plan_.window, i.first_row);
                 K.deltanet_rows(cl, deltanet_args(Ar, model_->layers[i.layer]), Ar.conv, act, prm,
                                 W.ring(session(i), i.layer, hp), W.state(session(i), i.layer, hp),
-                                view(session(i).tok),
-                                i.rows ? i.rows : m, K.tuning.deltanet_scan);
+                                view(session(i).tok), i.rows ? i.rows : m, K.tuning.deltanet_scan);
                 break;
             }
             case Kind::attention_rows:

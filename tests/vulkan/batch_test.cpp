@@ -232,7 +232,7 @@ TEST(VulkanBatchedStep, SampledRowsChooseAsSoloDecodes) {
 }
 
 // Prompt chunks in the same command as other sequences' decode tokens (ResidentDriver::
-// run_mixed): a fresh session's first chunk, a chunk whose logits nobody reads, a prompt's last
+// run_batch): a fresh session's first chunk, a chunk whose logits nobody reads, a prompt's last
 // chunk, beside decode rows at other positions; two chunks with and without decode rows. Every
 // row's logits equal the reference's for its sequence alone, and every session then goes on
 // alone where the reference does.

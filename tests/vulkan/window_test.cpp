@@ -186,9 +186,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << qtype_name(t) << " " << variant_name(v) << " tile " << tile.bm << "x"
                         << tile.bn << "x" << tile.bk << " expand " << expand << " gemv rows "
                         << gemv_rows << " decode once " << once << " rows a workgroup "
-                        << batch_rows << " bytes " << rounds << " threads " << threads
-                        << " split " << split << " (" << split_bytes << " bytes) m " << m
-                        << " row " << i / rows << " col " << i % rows << " acc " << acc;
+                        << batch_rows << " bytes " << rounds << " threads " << threads << " split "
+                        << split << " (" << split_bytes << " bytes) m " << m << " row " << i / rows
+                        << " col " << i % rows << " acc " << acc;
                 }
             }
         }
