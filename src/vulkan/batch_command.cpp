@@ -81,7 +81,7 @@ void ResidentDriver::batch_logits() {
 std::string ResidentDriver::warm_up(int64_t sequences) {
     if (plan_.window == 0) return {};
     const auto t0 = std::chrono::steady_clock::now();
-    const size_t before = w_->pipes->size();
+    const size_t before = pipelines();
     const uint32_t window = (uint32_t)plan_.window;
     const uint32_t most = (uint32_t)std::clamp<int64_t>(sequences, 1, window);
     batch_logits();
@@ -95,7 +95,7 @@ std::string ResidentDriver::warm_up(int64_t sequences) {
         if (m <= window) window_command(static_cast<Session&>(*s), m, false);
     return fmt::format(
         "vulkan: {} pipelines made ahead for steps of up to {} sequences in {:.0f} ms",
-        w_->pipes->size() - before, most,
+        pipelines() - before, most,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
