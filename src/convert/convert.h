@@ -47,8 +47,9 @@ void quantize_gguf(const std::string& in_path, const std::string& out_path,
 // size. Values are scaled so that a forward pass stays finite and well conditioned.
 struct SynthOptions {
     std::string arch = "qwen35";  // qwen35, qwen3, llama
-    std::string shape =
-        "tiny";  // qwen35: tiny 0.8b 2b 4b 9b 27b; qwen3: tiny 0.6b 8b; llama: tiny 1b 8b
+    // qwen35: tiny 0.8b 2b 4b 9b 27b; qwen35moe: tiny 35b-a3b 122b-a10b; qwen3: tiny 0.6b 8b;
+    // qwen3moe: tiny 30b-a3b; llama: tiny 1b 8b
+    std::string shape = "tiny";
     std::string type = "q4_k_m";
     uint64_t seed = 1;
 };
@@ -56,5 +57,7 @@ void synth(const SynthOptions& options, const std::string& out_path);
 std::vector<uint8_t> synth_to_bytes(const SynthOptions& options);
 // The shape names synth() knows for an architecture.
 std::vector<std::string> synth_shapes(const std::string& arch);
+// The number of weights a synthetic model holds (every tensor's elements), without writing it.
+int64_t synth_weight_count(const SynthOptions& options);
 
 }  // namespace dl::convert

@@ -48,11 +48,15 @@ const Shape kShapes[] = {
     {"llama", "1b", 128256, 2048, 16, 8192, 32, 8, 64, 0, 0, 0, true, 5e5, 131072},
     {"llama", "8b", 128256, 4096, 32, 14336, 32, 8, 128, 0, 0, 0, false, 5e5, 8192},
     // Mixture of experts (ffn: no dense FFN, 0). Qwen3.5-35B-A3B: 40 layers (10 attention),
-    // 256 experts of 512 with 8 used and a shared expert of 512; Qwen3-30B-A3B: 48 layers, 128
-    // experts of 768 with 8 used.
+    // 256 experts of 512 with 8 used and a shared expert of 512; Qwen3.5-122B-A10B: 48 layers (12
+    // attention), hidden 3072, attention heads 32/2, DeltaNet heads 16/64, 256 experts of 1024
+    // with 8 used and a shared expert of 1024 (122.1B weights, 10B read a token);
+    // Qwen3-30B-A3B: 48 layers, 128 experts of 768 with 8 used.
     {"qwen35moe", "tiny", 1024, 256, 4, 0, 4, 2, 64, 2, 4, 64, false, 1e7, 4096, 8, 2, 256, 256},
     {"qwen35moe", "35b-a3b", 248320, 2048, 40, 0, 16, 2, 256, 16, 32, 128, false, 1e7, 262144, 256,
      8, 512, 512},
+    {"qwen35moe", "122b-a10b", 248320, 3072, 48, 0, 32, 2, 256, 16, 64, 128, false, 1e7, 262144,
+     256, 8, 1024, 1024},
     {"qwen3moe", "tiny", 1024, 256, 4, 0, 4, 2, 64, 0, 0, 0, false, 1e6, 4096, 8, 2, 256, 0},
     {"qwen3moe", "30b-a3b", 151936, 2048, 48, 0, 32, 4, 128, 0, 0, 0, false, 1e6, 40960, 128, 8,
      768, 0},
@@ -307,6 +311,12 @@ void synth(const SynthOptions& options, const std::string& out_path) {
     gguf::Writer w;
     fill_writer(plan, out, w);
     w.write(out_path);
+}
+
+int64_t synth_weight_count(const SynthOptions& options) {
+    int64_t n = 0;
+    for (const PlannedTensor& t : synth_plan(options).tensors) n += t.n_elements();
+    return n;
 }
 
 std::vector<uint8_t> synth_to_bytes(const SynthOptions& options) {

@@ -200,6 +200,26 @@ TEST(Synth, UnknownShapeOrArchIsOneSentence) {
     EXPECT_THROW(dl::convert::synth_to_bytes(o), dl::Error);
 }
 
+// The real shapes hold the weight counts their model cards publish (the Qwen3.5 totals include a
+// vision tower and a prediction layer the text model does not have: within 3 %).
+TEST(Synth, RealShapesHoldTheirPublishedWeightCounts) {
+    struct Published {
+        const char *arch, *shape;
+        double weights;
+    };
+    for (const Published& p : {Published{"qwen3", "8b", 8.2e9},
+                               {"llama", "8b", 8.03e9},
+                               {"qwen3moe", "30b-a3b", 30.5e9},
+                               {"qwen35moe", "35b-a3b", 35e9},
+                               {"qwen35moe", "122b-a10b", 122e9}}) {
+        dl::convert::SynthOptions o;
+        o.arch = p.arch;
+        o.shape = p.shape;
+        const double n = (double)dl::convert::synth_weight_count(o);
+        EXPECT_NEAR(n / p.weights, 1.0, 0.03) << p.arch << " " << p.shape << ": " << n;
+    }
+}
+
 // f32 -> q8_0 -> f32: values within Q8_0's rounding, metadata carried over, file type updated;
 // q8_0 -> q8_0 copies blocks bit for bit; f32 -> q4_k_m follows the mix.
 TEST(Quantize, RoundTrip) {
