@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/align.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "vulkan/driver_state.h"
@@ -168,6 +169,9 @@ namespace {
 // A session's state at one position. Its attention rows stay where they are: the snapshot holds
 // the session's blocks of them (a writer copies a shared block first), until it is spilled to
 // host memory, where they are held in order. The recurrent state and conv ring are copies.
+// Everything the snapshot copies lives in one buffer (per-layer offsets into it): a buffer a
+// layer made 48 allocations a 9B snapshot, each a vkAllocateMemory, and a server that keeps a
+// few hundred snapshots would pass the device's allocation count (4,096 on many drivers).
 struct DeviceSnapshot : SessionSnapshot {
     ~DeviceSnapshot() override {
         for (uint32_t b : kv_blocks) kv->give(b);
@@ -175,21 +179,24 @@ struct DeviceSnapshot : SessionSnapshot {
     const void* owner = nullptr;
     std::vector<uint32_t> kv_blocks;
     std::shared_ptr<FreeList> kv;
-    // Per layer, empty where the layer has none: the spilled attention rows (whole blocks, in
-    // order), the recurrent state and conv ring.
-    std::vector<Buffer> k, v, state, ring;
+    Buffer data;  // device memory, or host memory once spilled
+    // Per layer, byte offsets into data (kNone where the layer has none): the spilled attention
+    // rows (whole blocks, in order), the recurrent state and conv ring.
+    static constexpr uint64_t kNone = ~uint64_t{0};
+    std::vector<uint64_t> k, v, state, ring;
 };
 
 // Copies the first `rows` rows of a paged cache (these blocks, in order) to or from a buffer
-// holding them in order, one copy a run of consecutive pool blocks.
+// holding them in order from byte flat_at, one copy a run of consecutive pool blocks.
 void copy_blocks(CommandList& cl, std::span<const uint32_t> blocks, int64_t rows,
-                 uint64_t block_bytes, const Buffer& pool, const Buffer& flat, bool to_flat) {
+                 uint64_t block_bytes, const Buffer& pool, const Buffer& flat, uint64_t flat_at,
+                 bool to_flat) {
     const size_t n = (size_t)Kernels::kv_blocks((uint64_t)rows);
     DL_ASSERT(n <= blocks.size());
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (j < n && blocks[j] == blocks[j - 1] + 1) ++j;
-        const uint64_t pool_off = blocks[i] * block_bytes, flat_off = i * block_bytes;
+        const uint64_t pool_off = blocks[i] * block_bytes, flat_off = flat_at + i * block_bytes;
         const uint64_t bytes = (j - i) * block_bytes;
         if (to_flat)
             cl.copy(pool, pool_off, flat, flat_off, bytes);
@@ -223,24 +230,34 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
         snap->bytes +=
             n * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim) * 2 * (uint64_t)n_attn;
     }
-    CommandList cl(D);
-    cl.begin();
+    // The recurrent layers' state and ring, packed in layer order.
+    const size_t L = (size_t)hp.n_layer;
+    snap->k.assign(L, DeviceSnapshot::kNone);
+    snap->v.assign(L, DeviceSnapshot::kNone);
+    snap->state.assign(L, DeviceSnapshot::kNone);
+    snap->ring.assign(L, DeviceSnapshot::kNone);
+    uint64_t bytes = 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) {
-        snap->k.emplace_back();
-        snap->v.emplace_back();
-        snap->state.emplace_back();
-        snap->ring.emplace_back();
         if (!hp.is_recurrent(il)) continue;
-        const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
-        snap->state.back() = D.create_buffer(st.range, MemoryKind::device);
-        snap->ring.back() = D.create_buffer(ring.range, MemoryKind::device);
-        cl.copy(W.state_pool[il], st.offset, snap->state.back(), 0, st.range);
-        cl.copy(W.ring_pool[il], ring.offset, snap->ring.back(), 0, ring.range);
+        snap->state[il] = bytes;
+        bytes += align_up(W.state(s, il, hp).range, 16);
+        snap->ring[il] = bytes;
+        bytes += align_up(W.ring(s, il, hp).range, 16);
     }
-    cl.end();
-    cl.submit_and_wait();
-    for (const auto* list : {&snap->state, &snap->ring})
-        for (const Buffer& b : *list) snap->bytes += b.size();
+    if (bytes > 0) {
+        snap->data = D.create_buffer(bytes, MemoryKind::device);
+        CommandList cl(D);
+        cl.begin();
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            if (!hp.is_recurrent(il)) continue;
+            const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
+            cl.copy(W.state_pool[il], st.offset, snap->data, snap->state[il], st.range);
+            cl.copy(W.ring_pool[il], ring.offset, snap->data, snap->ring[il], ring.range);
+        }
+        cl.end();
+        cl.submit_and_wait();
+        snap->bytes += snap->data.size();
+    }
     return snap;
 }
 
@@ -253,37 +270,43 @@ bool ResidentDriver::spill(SessionSnapshot& base) {
     Device& D = *dev_;
     const uint64_t block = Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
     const uint64_t kv_bytes = snap->kv_blocks.size() * block;
-    std::vector<std::vector<Buffer>*> lists = {&snap->k, &snap->v, &snap->state, &snap->ring};
-    std::vector<std::vector<Buffer>> host(lists.size());
+    // The host buffer: each attention layer's rows (keys, then values), then the recurrent
+    // part as the device buffer holds it.
+    std::vector<uint64_t> k(snap->k.size(), DeviceSnapshot::kNone), v = k;
+    uint64_t bytes = 0;
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.is_recurrent(il) || kv_bytes == 0) continue;
+        k[il] = bytes;
+        v[il] = bytes + kv_bytes;
+        bytes += 2 * kv_bytes;
+    }
+    const uint64_t recurrent_at = bytes;
+    bytes += snap->data ? snap->data.size() : 0;
+    if (bytes == 0) bytes = 4;
+    Buffer host;
     try {
+        host = D.create_buffer(bytes, MemoryKind::host);
         CommandList cl(D);
         cl.begin();
-        // The attention rows from the pools, in order; the recurrent state as it is.
         for (int64_t il = 0; il < hp.n_layer; ++il) {
-            host[0].emplace_back();
-            host[1].emplace_back();
-            if (hp.is_recurrent(il) || kv_bytes == 0) continue;
-            host[0].back() = D.create_buffer(kv_bytes, MemoryKind::host);
-            host[1].back() = D.create_buffer(kv_bytes, MemoryKind::host);
-            copy_blocks(cl, snap->kv_blocks, snap->n_past, block, W.k_pool[il], host[0].back(),
-                        true);
-            copy_blocks(cl, snap->kv_blocks, snap->n_past, block, W.v_pool[il], host[1].back(),
-                        true);
+            if (k[il] == DeviceSnapshot::kNone) continue;
+            copy_blocks(cl, snap->kv_blocks, snap->n_past, block, W.k_pool[il], host, k[il], true);
+            copy_blocks(cl, snap->kv_blocks, snap->n_past, block, W.v_pool[il], host, v[il], true);
         }
-        for (size_t l = 2; l < lists.size(); ++l)
-            for (const Buffer& b : *lists[l]) {
-                host[l].emplace_back();
-                if (!b) continue;
-                host[l].back() = D.create_buffer(b.size(), MemoryKind::host);
-                cl.copy(b, 0, host[l].back(), 0, b.size());
-            }
+        if (snap->data) cl.copy(snap->data, 0, host, recurrent_at, snap->data.size());
         cl.end();
         cl.submit_and_wait();
     } catch (const Error& e) {
         log::debug("a snapshot stays on the device: {}", e.what());
         return false;  // no host memory for it: the caller drops it instead
     }
-    for (size_t l = 0; l < lists.size(); ++l) lists[l]->swap(host[l]);
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        if (snap->state[il] != DeviceSnapshot::kNone) snap->state[il] += recurrent_at;
+        if (snap->ring[il] != DeviceSnapshot::kNone) snap->ring[il] += recurrent_at;
+    }
+    snap->k = std::move(k);
+    snap->v = std::move(v);
+    snap->data = std::move(host);
     for (uint32_t b : snap->kv_blocks) snap->kv->give(b);
     snap->kv_blocks.clear();
     snap->spilled = true;
@@ -329,15 +352,17 @@ bool ResidentDriver::restore(SessionState& st, const SessionSnapshot& base) {
         std::copy(s.kv_blocks.begin(), s.kv_blocks.end(), table);
         for (int64_t il = 0; il < hp.n_layer; ++il) {
             if (hp.is_recurrent(il) || snap->n_past == 0) continue;
-            copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.k_pool[il], snap->k[il], false);
-            copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.v_pool[il], snap->v[il], false);
+            copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.k_pool[il], snap->data, snap->k[il],
+                        false);
+            copy_blocks(cl, s.kv_blocks, snap->n_past, block, W.v_pool[il], snap->data, snap->v[il],
+                        false);
         }
     }
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         if (!hp.is_recurrent(il)) continue;
         const View st = W.state(s, il, hp), ring = W.ring(s, il, hp);
-        cl.copy(snap->state[il], 0, W.state_pool[il], st.offset, st.range);
-        cl.copy(snap->ring[il], 0, W.ring_pool[il], ring.offset, ring.range);
+        cl.copy(snap->data, snap->state[il], W.state_pool[il], st.offset, st.range);
+        cl.copy(snap->data, snap->ring[il], W.ring_pool[il], ring.offset, ring.range);
     }
     cl.end();
     cl.submit_and_wait();
