@@ -180,7 +180,10 @@ int32_t Sampler::sample(std::span<const float> logits) {
     if (!(z > 0) || !std::isfinite(z)) fail("the logits hold NaN or infinite values");
     const double u = uniform01() * z;
     double cum = 0;
+    // Rounding may leave u past the last sum: the last candidate that can be drawn, never one of
+    // probability 0 (a token a constraint masked to -infinity).
     size_t pick = cand_.size() - 1;
+    while (pick > 0 && probs_[pick] == 0) --pick;
     for (size_t i = 0; i < cand_.size(); ++i) {
         cum += probs_[i];
         if (u < cum) {

@@ -92,6 +92,7 @@ struct Scheduler::Slot {
     // The uniform draw for the pending token's device sampling, kept until a step runs it (a step
     // the KV cache refused leaves the sampler as it was).
     std::optional<double> draw;
+    std::vector<float> constrained;  // a constrained request's masked logits
     int64_t generated = 0, cached = 0;
     bool started = false;
     uint64_t admitted = 0;  // the order requests were taken into slots (the last gives way first)
@@ -420,7 +421,7 @@ void Scheduler::run_step() {
         it.session = slot->session.get();
         it.tokens = std::span<const int32_t>(&slot->pending, 1);
         const GenerationRequest& g = slot->request->req;
-        if (g.top_logprobs < 0 && executor_.samples_on_device(g.sampling)) {
+        if (g.top_logprobs < 0 && !g.constraint && executor_.samples_on_device(g.sampling)) {
             it.want = Want::sample;
             it.params = &g.sampling;
             if (!slot->draw) slot->draw = slot->sampler->draw();
@@ -527,13 +528,26 @@ void Scheduler::run_step() {
                 finish(slot, FinishReason::error, "the executor returned no logits");
                 continue;
             }
+            std::span<const float> logits = it.logits;
+            if (g.constraint) {
+                // The request's rule on what may come next (a JSON object): the other tokens'
+                // logits go to -infinity in a copy.
+                slot.constrained.assign(it.logits.begin(), it.logits.end());
+                if (g.constraint->mask(slot.constrained) == 0) {
+                    finish(slot, FinishReason::error,
+                           "no token of the vocabulary can continue the constrained output");
+                    continue;
+                }
+                logits = slot.constrained;
+            }
             try {
-                token = slot.sampler->sample(it.logits);
+                token = slot.sampler->sample(logits);
             } catch (const std::exception& e) {
                 finish(slot, FinishReason::error, e.what());
                 continue;
             }
-            if (g.top_logprobs >= 0) logprobs(it.logits, token, g.top_logprobs, ev);
+            if (g.constraint) g.constraint->accept(token);
+            if (g.top_logprobs >= 0) logprobs(logits, token, g.top_logprobs, ev);
         }
         if (token < 0 || token >= executor_.model().hp.n_vocab) {
             finish(slot, FinishReason::error, "the executor sampled no token");

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 #include "executor/executor.h"
 
 namespace dl {
@@ -82,6 +83,9 @@ struct GenerationRequest {
     // Prompt positions (token counts) at which to keep a snapshot for later requests, besides the
     // end of the prompt and of the generation (a chat keeps one before the last user turn).
     std::vector<int64_t> snapshot_at;
+    // A rule on what the request may generate (response_format json_object); its tokens are then
+    // sampled on the host from the masked logits.
+    std::shared_ptr<TokenConstraint> constraint;
 };
 
 struct GenerationEvent {

@@ -8,7 +8,8 @@ namespace dl::server {
 
 using Json = nlohmann::ordered_json;
 
-ChatOutput::ChatOutput(ChatOutputFormat format, Json tools) : parser_(format, std::move(tools)) {}
+ChatOutput::ChatOutput(ChatOutputFormat format, Json tools)
+    : format_(format), parser_(format, std::move(tools)) {}
 
 Json ChatOutput::delta_json(const ChatDelta& d) {
     Json j = Json::object();

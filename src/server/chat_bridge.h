@@ -24,8 +24,10 @@ class ChatOutput {
     // The last delta, and the whole assistant message.
     nlohmann::ordered_json finish(nlohmann::ordered_json& message);
     bool has_tool_calls() const { return tool_calls_; }
+    const ChatOutputFormat& format() const { return format_; }
 
   private:
+    ChatOutputFormat format_;
     nlohmann::ordered_json delta_json(const ChatDelta& d);
     ChatOutputParser parser_;
     bool tool_calls_ = false;

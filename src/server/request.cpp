@@ -170,8 +170,13 @@ CompletionParams parse_completion_params(const Json& body, bool chat, int64_t n_
     if (const Json* rf = field(body, "response_format")) {
         if (!rf->is_object()) bad_request("'response_format' must be an object");
         const std::string type = get_string(*rf, "type", "text");
-        if (type != "text")
-            bad_request("'response_format' of type '{}' is not supported yet", type);
+        if (type == "json_object")
+            p.json_object = true;
+        else if (type != "text")
+            bad_request(
+                "'response_format' of type '{}' is not supported yet; use 'text' or "
+                "'json_object'",
+                type);
     }
     p.ignore_eos = get_bool(body, "ignore_eos", false);
     return p;

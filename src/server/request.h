@@ -29,6 +29,7 @@ struct CompletionParams {
     bool include_usage = false;  // stream_options.include_usage
     int32_t top_logprobs = -1;   // -1: no logprobs; else the alternatives per token
     bool ignore_eos = false;
+    bool json_object = false;  // response_format json_object: the output is constrained to JSON
 };
 
 // The shared fields of /v1/chat/completions (chat = true) and /v1/completions. n_ctx bounds

@@ -15,6 +15,7 @@
 
 #include "core/log.h"
 #include "engine/engine.h"
+#include "engine/json_constraint.h"
 #include "server/api_error.h"
 #include "server/chat_bridge.h"
 #include "server/completion.h"
@@ -72,6 +73,9 @@ struct Server::Impl {
     const tokenizer::Tokenizer* tok = nullptr;
     std::unique_ptr<ChatBridge> chat;
     std::unique_ptr<Scheduler> scheduler;
+    // The vocabulary's bytes and classes for JSON-constrained requests, made at the first one.
+    std::once_flag json_once;
+    std::shared_ptr<const JsonTokenTable> json_tokens;
     std::string model_id;
     int64_t n_ctx = 0;
     int64_t created = 0;
@@ -225,6 +229,13 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     g.max_tokens = p.max_tokens;
     g.ignore_eos = p.ignore_eos;
     g.top_logprobs = p.top_logprobs;
+    if (p.json_object) {
+        std::call_once(json_once,
+                       [this] { json_tokens = std::make_shared<const JsonTokenTable>(*tok); });
+        const ChatOutputFormat f = output ? output->format() : ChatOutputFormat{};
+        g.constraint =
+            std::make_shared<JsonConstraint>(json_tokens, f.reasoning, f.starts_in_reasoning);
+    }
 
     auto job = std::make_shared<Job>(*this, p, std::move(output));
     job->request_id = scheduler->submit(std::move(g), job->queue->sink(job->queue));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 
 #include "core/error.h"
@@ -343,6 +344,60 @@ TEST(Scheduler, StoppedAndCancelledRequestsFreeTheirSlots) {
     EXPECT_EQ(got[2].tokens.size(), 2u);
     EXPECT_EQ(got[2].done.finish, FinishReason::length);
     EXPECT_EQ(sched.stats().running, 0);
+}
+
+// A rule that allows one token a step, from a fixed list in turn, and records what it is told.
+class OneTokenAtATime : public TokenConstraint {
+  public:
+    explicit OneTokenAtATime(std::vector<int32_t> order) : order_(std::move(order)) {}
+    int64_t mask(std::span<float> logits) override {
+        if (order_.empty()) return 0;
+        const int32_t keep = order_[accepted.size() % order_.size()];
+        for (size_t i = 0; i < logits.size(); ++i)
+            if ((int32_t)i != keep) logits[i] = -std::numeric_limits<float>::infinity();
+        return 1;
+    }
+    void accept(int32_t token) override { accepted.push_back(token); }
+    std::vector<int32_t> accepted;
+
+  private:
+    std::vector<int32_t> order_;
+};
+
+// A constrained request draws only what its constraint allows, beside an unconstrained one that
+// still equals its solo run; a constraint that allows nothing ends its request with an error.
+TEST(Scheduler, ConstrainedRequestsDrawOnlyWhatTheirRuleAllows) {
+    auto model = model_for("qwen35");
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    SchedulerOptions o;
+    o.parallel = 3;
+    o.n_ctx = 64;
+    GenerationRequest free;
+    free.prompt = test::tiny_tokens(7, V, 3);
+    free.sampling = greedy();
+    free.max_tokens = 6;
+    const Result solo = [&] {
+        Scheduler alone(chain, o);
+        return run_one(alone, free);
+    }();
+    Scheduler sched(chain, o);
+    GenerationRequest ruled = free;
+    ruled.sampling.temperature = 1.0f;
+    ruled.sampling.seed = 5;
+    auto rule = std::make_shared<OneTokenAtATime>(std::vector<int32_t>{3, (int32_t)V - 1, 3, 7});
+    ruled.constraint = rule;
+    GenerationRequest none = free;
+    none.constraint = std::make_shared<OneTokenAtATime>(std::vector<int32_t>{});
+    Collector got(3);
+    ASSERT_TRUE(sched.submit(ruled, got.sink(0)) && sched.submit(free, got.sink(1)) &&
+                sched.submit(none, got.sink(2)));
+    got.wait_all();
+    EXPECT_EQ(got[0].tokens, (std::vector<int32_t>{3, (int32_t)V - 1, 3, 7, 3, (int32_t)V - 1}));
+    EXPECT_EQ(rule->accepted, got[0].tokens);
+    EXPECT_EQ(got[1].tokens, solo.tokens);
+    EXPECT_EQ(got[2].done.finish, FinishReason::error);
+    EXPECT_TRUE(got[2].tokens.empty());
 }
 
 // The queue is bounded, requests that can never run are errors, and shutdown(true) finishes what

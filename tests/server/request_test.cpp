@@ -105,9 +105,13 @@ TEST(RequestFields, UnsupportedFeaturesSaySo) {
     auto n = refusal(R"({"n": 2})");
     EXPECT_EQ(n.first, 400);
     EXPECT_NE(n.second.find("'n'"), std::string::npos);
-    auto rf = refusal(R"({"response_format": {"type": "json_object"}})");
+    auto rf = refusal(R"({"response_format": {"type": "json_schema", "json_schema": {}}})");
     EXPECT_EQ(rf.first, 400);
     EXPECT_NE(rf.second.find("not supported yet"), std::string::npos);
+    EXPECT_EQ(refusal(R"({"response_format": "json"})").first, 400);
+    EXPECT_TRUE(parse_completion_params(
+                    parse_body(R"({"response_format": {"type": "json_object"}})"), true, 64, 1)
+                    .json_object);
     EXPECT_EQ(refusal(R"({"presence_penalty": 2.5})").first, 400);  // OpenAI's range is -2..2
     EXPECT_EQ(refusal(R"({"frequency_penalty": 0, "presence_penalty": 0, "n": 1})").first, 0);
     EXPECT_EQ(refusal(R"({"response_format": {"type": "text"}})").first, 0);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 
 #include "engine/generate.h"
@@ -109,6 +110,44 @@ TEST(VulkanScheduler, RequestsServedTogetherEqualTheirSoloRuns) {
 // A mixture of experts: its batched steps choose and group experts over the rows.
 TEST(VulkanScheduler, MixtureRequestsServedTogetherEqualTheirSoloRuns) {
     check_served_together(test::moe_spec("qwen35moe"));
+}
+
+// A constrained request (its step returns logits; the host masks them and draws) beside one
+// sampled on the device: each gets what it would alone.
+TEST(VulkanScheduler, AConstrainedRequestDrawsOnTheHostBesideDeviceSampling) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::parity_spec("qwen35"));
+    auto drv = ResidentDriver::create(model, options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    Executor& ex = **drv;
+    const int32_t V = (int32_t)model->hp.n_vocab;
+    // Allows one token a step, from a list in turn.
+    struct Alternate : TokenConstraint {
+        std::vector<int32_t> order, accepted;
+        int64_t mask(std::span<float> logits) override {
+            const int32_t keep = order[accepted.size() % order.size()];
+            for (size_t i = 0; i < logits.size(); ++i)
+                if ((int32_t)i != keep) logits[i] = -std::numeric_limits<float>::infinity();
+            return 1;
+        }
+        void accept(int32_t t) override { accepted.push_back(t); }
+    };
+    GenerationRequest sampled;
+    sampled.prompt = dl::test::tiny_tokens(12, V, 4);
+    sampled.sampling.temperature = 0.9f;
+    sampled.sampling.seed = 11;
+    sampled.max_tokens = 5;
+    GenerationRequest ruled = sampled;
+    auto rule = std::make_shared<Alternate>();
+    rule->order = {V - 1, 2, 5};
+    ruled.constraint = rule;
+    SchedulerOptions o;
+    o.parallel = 2;
+    o.n_ctx = 64;
+    const std::vector<Outcome> both = serve(ex, o, {ruled, sampled});
+    EXPECT_EQ(both[0].tokens, (std::vector<int32_t>{V - 1, 2, 5, V - 1, 2}));
+    EXPECT_EQ(rule->accepted, both[0].tokens);
+    EXPECT_EQ(both[1].tokens, solo_run(ex, sampled, 64));
 }
 
 TEST(VulkanScheduler, APrefixHitContinuesExactlyAsTheColdRun) {

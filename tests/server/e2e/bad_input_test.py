@@ -51,7 +51,8 @@ def wrong_types(srv):
         {"messages": MSG, "seed": [1]},
         {"messages": MSG, "top_logprobs": 3},
         {"messages": MSG, "n": 3},
-        {"messages": MSG, "response_format": {"type": "json_object"}},
+        {"messages": MSG, "response_format": {"type": "json_schema"}},
+        {"messages": MSG, "response_format": {"type": 5}},
         {"messages": MSG, "tools": "none"},
         {"messages": MSG, "chat_template_kwargs": [1]},
     ]

@@ -206,6 +206,27 @@ check('client errors arrive as the client library\'s error types', async () => {
   await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
 });
 
+check('response_format json_object constrains the content to a JSON object', async () => {
+  const ask = { messages: [user('Describe a cat.')], response_format: { type: 'json_object' } };
+  const free = await text({ messages: ask.messages, max_tokens: 24, ...greedy });
+  const g = await text({ ...ask, max_tokens: 64, ...greedy });
+  assert.equal(g.choices[0].finish_reason, 'stop');
+  const obj = JSON.parse(g.choices[0].message.content);
+  assert.ok(obj !== null && typeof obj === 'object' && !Array.isArray(obj));
+  assert.notEqual(free.choices[0].message.content, g.choices[0].message.content);
+  // Sampled: an object from the first character; whole (and parsed) whenever the model ended.
+  for (const seed of [1, 2, 3]) {
+    const r = await text({ ...ask, max_tokens: 48, temperature: 1, seed });
+    const c = r.choices[0].message.content;
+    assert.ok(c.startsWith('{'), c);
+    if (r.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(c), 'object');
+  }
+  let streamedText = '';
+  for (const c of await streamed({ ...ask, max_tokens: 64, ...greedy }))
+    for (const ch of c.choices) streamedText += ch.delta.content || '';
+  assert.equal(streamedText, g.choices[0].message.content);
+});
+
 check('reasoning comes back as reasoning_content, or not at all when thinking is off', async () => {
   const thinker = new OpenAI({ baseURL: process.env.DELTALLM_THINK_URL + '/v1', apiKey: 'none',
     maxRetries: 0 });

@@ -1,0 +1,299 @@
+// The JSON constraint against nlohmann::json's parser: every text the recognizer reads whole is
+// an object the parser accepts, every object the parser accepts is read whole, byte by byte, and a
+// sampler under the constraint writes JSON whatever the logits say.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/json_constraint.h"
+#include "engine/sampler.h"
+#include "tokenizer/tiny_vocab.h"
+#include "tokenizer/tokenizer.h"
+
+namespace dl {
+namespace {
+
+// Whether the recognizer reads all of s and stands at the end of an object.
+bool reads_whole(const std::string& s) {
+    JsonPrefix p;
+    for (char c : s)
+        if (!p.feed((uint8_t)c)) return false;
+    return p.complete();
+}
+
+// The parser's verdict, limited to what the recognizer promises: an object at the top, nesting
+// and blank runs within its bounds.
+// The grammar, not the range of doubles: RFC 8259 and most parsers take 1e45678 (as infinity),
+// where nlohmann::json refuses it, so the parser is shown each exponent cut to its first digit.
+bool parser_accepts_object(const std::string& s) {
+    std::string cut;
+    bool in_str = false, esc = false, in_exp = false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (esc)
+            esc = false;
+        else if (in_str && c == '\\')
+            esc = true;
+        else if (c == '"')
+            in_str = !in_str;
+        const bool digit = c >= '0' && c <= '9';
+        if (!in_str && in_exp && digit && cut.back() >= '0' && cut.back() <= '9') continue;
+        if (!in_str && (c == 'e' || c == 'E') && i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
+            in_exp = true;
+        else if (!digit && c != '+' && c != '-')
+            in_exp = false;
+        cut += c;
+    }
+    if (!nlohmann::json::accept(cut) || !nlohmann::json::parse(cut).is_object()) return false;
+    int depth = 0, deepest = 0, blanks = 0, most_blanks = 0, breaks = 0, most_breaks = 0;
+    bool in_string = false, escape = false;
+    for (char c : s) {
+        if (in_string) {
+            if (escape)
+                escape = false;
+            else if (c == '\\')
+                escape = true;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        const bool blank = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+        blanks = blank ? blanks + 1 : 0;
+        breaks = blank ? breaks + (c == '\n') : 0;
+        most_blanks = std::max(most_blanks, blanks);
+        most_breaks = std::max(most_breaks, breaks);
+        if (c == '"') in_string = true;
+        if (c == '{' || c == '[') deepest = std::max(deepest, ++depth);
+        if (c == '}' || c == ']') --depth;
+    }
+    return deepest <= JsonPrefix::kMaxDepth && most_blanks <= JsonPrefix::kMaxWhitespace &&
+           most_breaks <= 1;
+}
+
+const std::vector<std::string> kDocuments = {
+    R"({})",
+    R"( { "a" : 1 } )",
+    R"({"a":[1,2.5,-3e10,0,-0.0,1E+2,1e-2,true,false,null,"x",{},[]]})",
+    R"({"nested":{"deeper":{"list":[[[]],[{"k":"v"}]]}},"n":-12.75e-3})",
+    "{\"unicode\":\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xE4\xB8\xAD\"}",
+    R"({"escapes":"\" \\ \/ \b \f \n \r \t \u00e9 \uD83D\uDE00 \u0000"})",
+    "{\n  \"pretty\": [\n    1,\n    2\n  ],\n\t\"tab\": \"x\"\r\n}",
+    R"({"":"","a b":" "})",
+    R"({"big":123456789012345678901234567890})",
+};
+
+TEST(JsonPrefix, ReadsEveryObjectTheParserAccepts) {
+    for (const std::string& d : kDocuments) {
+        ASSERT_TRUE(parser_accepts_object(d)) << d;
+        EXPECT_TRUE(reads_whole(d)) << d;
+        // Every prefix is taken byte by byte; only the whole is complete.
+        JsonPrefix p;
+        for (size_t i = 0; i < d.size(); ++i) {
+            ASSERT_TRUE(p.feed((uint8_t)d[i])) << d << " at " << i;
+            if (i + 1 < d.size() && d.find_first_not_of(" \t\r\n", i + 1) != std::string::npos) {
+                EXPECT_FALSE(p.complete()) << d << " at " << i;
+            }
+        }
+    }
+}
+
+TEST(JsonPrefix, RefusesWhatTheParserRefuses) {
+    for (const char* bad : {"[]",
+                            "1",
+                            "\"s\"",
+                            "{,}",
+                            "{\"a\"}",
+                            "{\"a\":}",
+                            "{\"a\":1,}",
+                            "{\"a\":01}",
+                            "{\"a\":1.}",
+                            "{\"a\":.5}",
+                            "{\"a\":-}",
+                            "{\"a\":1e}",
+                            "{\"a\":tru}",
+                            "{\"a\":True}",
+                            "{\"a\":\"\x01\"}",
+                            "{\"a\":\"\\x\"}",
+                            "{\"a\":\"\\u12G4\"}",
+                            "{\"a\":\"\\uD800\"}",
+                            "{\"a\":\"\\uDC00\"}",
+                            "{\"a\":\"\\uD800\\n\"}",
+                            "{\"a\":\"\xC0\x80\"}",
+                            "{\"a\":\"\xED\xA0\x80\"}",
+                            "{\"a\":\"\xF4\x90\x80\x80\"}",
+                            "{\"a\":\"\xFF\"}",
+                            "{\"a\":\"\xC3\"}",
+                            "{\"a\":1}}",
+                            "{\"a\":[1}",
+                            "{} {}",
+                            "{'a':1}"}) {
+        EXPECT_FALSE(parser_accepts_object(bad)) << bad;
+        EXPECT_FALSE(reads_whole(bad)) << bad;
+    }
+}
+
+TEST(JsonPrefix, BoundsNestingAndBlankRuns) {
+    JsonPrefix p;
+    ASSERT_TRUE(p.feed(std::string_view("{\"a\":")));
+    for (int d = 1; d < JsonPrefix::kMaxDepth; ++d) ASSERT_TRUE(p.feed('[')) << d;
+    EXPECT_FALSE(p.feed('['));
+    EXPECT_FALSE(p.feed('{'));
+    JsonPrefix q;
+    ASSERT_TRUE(q.feed('{'));
+    ASSERT_TRUE(q.feed('\n'));
+    EXPECT_FALSE(q.feed('\n'));  // one line break a run
+    for (int i = 1; i < JsonPrefix::kMaxWhitespace; ++i) ASSERT_TRUE(q.feed(i % 2 ? ' ' : '\t'));
+    EXPECT_FALSE(q.feed(' '));
+    EXPECT_TRUE(q.feed('}'));  // the run ends with a character that is not blank
+    EXPECT_TRUE(q.complete());
+}
+
+// Byte changes, insertions and deletions of the documents: the recognizer and the parser
+// agree on each.
+TEST(JsonPrefix, AgreesWithTheParserOnMutatedDocuments) {
+    std::mt19937 rng(7);
+    const std::string alphabet =
+        "{}[]:,\" \n\\/-+.0123456789eEtrufalsn\xC3\xA9\xE2\x82\xAC\xF0\x9F\x01u";
+    int agreed = 0;
+    for (int round = 0; round < 100000; ++round) {
+        std::string s = kDocuments[rng() % kDocuments.size()];
+        const int edits = 1 + rng() % 3;
+        for (int e = 0; e < edits && !s.empty(); ++e) {
+            const size_t at = rng() % s.size();
+            const char c = alphabet[rng() % alphabet.size()];
+            switch (rng() % 3) {
+                case 0:
+                    s[at] = c;
+                    break;
+                case 1:
+                    s.insert(s.begin() + (long)at, c);
+                    break;
+                default:
+                    s.erase(at, 1);
+            }
+        }
+        const bool ours = reads_whole(s), theirs = parser_accepts_object(s);
+        ASSERT_EQ(ours, theirs) << "'" << s << "'";
+        agreed += ours;
+    }
+    EXPECT_GT(agreed, 5000);  // the edits keep a share of the documents valid
+}
+
+// A vocabulary of the 256 bytes, multi-byte pieces (whole and cut UTF-8 among them), the turn's
+// end and the thinking markers.
+tokenizer::Tokenizer json_vocab() {
+    using tokenizer::TokenType;
+    tokenizer::Vocab v;
+    v.kind = tokenizer::VocabKind::BPE;
+    v.model = "gpt2";
+    v.pre = "qwen2";
+    for (unsigned b = 0; b < 256; ++b) v.tokens.push_back(tokenizer::test::byte_char(b));
+    v.types.assign(256, TokenType::NORMAL);
+    for (const char* t : {"{\"", "\":", "\",", "\"}", "true", "null", "12", ".5", "e-3", "ab",
+                          " the", "\xC3\xA9t\xC3\xA9", "\xE2\x82", "\\n", "\\u00", "]}", "},{"}) {
+        std::string bytes = t, text;
+        for (unsigned char c : bytes) text += tokenizer::test::byte_char(c);
+        v.tokens.push_back(text);
+        v.types.push_back(TokenType::NORMAL);
+    }
+    v.tokens.push_back("<|im_end|>");
+    v.types.push_back(TokenType::CONTROL);
+    v.eos = (int32_t)v.tokens.size() - 1;
+    for (const char* t : {"<think>", "</think>"}) {
+        v.tokens.push_back(t);
+        v.types.push_back(TokenType::USER_DEFINED);
+    }
+    return tokenizer::Tokenizer(std::move(v));
+}
+
+// Samples under the constraint from random logits that lean towards closing (so the object ends
+// within the budget) until the end of the turn; returns the text, "" if it never ended.
+std::string sample_constrained(const tokenizer::Tokenizer& tok, JsonConstraint& c, uint32_t seed,
+                               std::string* reasoning_text = nullptr) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> noise(0.f, 2.f);
+    SamplerParams sp;
+    sp.temperature = 1.0f;
+    sp.seed = seed;
+    Sampler sampler(sp);
+    std::string text;
+    const int32_t think_end = tok.find_token("</think>");
+    for (int step = 0; step < 3000; ++step) {
+        std::vector<float> logits((size_t)tok.n_vocab());
+        for (float& l : logits) l = noise(rng);
+        for (char close : {'}', ']', '"'}) logits[(unsigned char)close] += 4.f;
+        logits[(size_t)think_end] += 2.f;
+        EXPECT_GT(c.mask(logits), 0);
+        const int32_t t = sampler.sample(logits);
+        EXPECT_TRUE(std::isfinite(logits[t]));
+        c.accept(t);
+        if (tok.is_eog(t)) return text;
+        if (t == think_end) {
+            if (reasoning_text) *reasoning_text = text;
+            text.clear();
+            continue;
+        }
+        text += tok.token_text(t);
+    }
+    return "";
+}
+
+TEST(JsonConstraint, SampledTextIsAnObjectTheParserAccepts) {
+    const tokenizer::Tokenizer tok = json_vocab();
+    auto table = std::make_shared<const JsonTokenTable>(tok);
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+        JsonConstraint c(table, false, false);
+        const std::string text = sample_constrained(tok, c, seed);
+        ASSERT_FALSE(text.empty()) << "seed " << seed;
+        ASSERT_TRUE(nlohmann::json::accept(text)) << "seed " << seed << ": " << text;
+        EXPECT_TRUE(nlohmann::json::parse(text).is_object()) << text;
+        EXPECT_EQ(text.find("<think>"), std::string::npos) << text;
+    }
+}
+
+TEST(JsonConstraint, TheEndOfTurnWaitsForTheObjectAndThenIsAllThatIsLeft) {
+    const tokenizer::Tokenizer tok = json_vocab();
+    auto table = std::make_shared<const JsonTokenTable>(tok);
+    JsonConstraint c(table, false, false);
+    const int32_t eos = tok.eos(), brace = '{';
+    std::vector<float> logits((size_t)tok.n_vocab(), 0.f);
+    c.mask(logits);
+    EXPECT_TRUE(std::isinf(logits[eos]));
+    EXPECT_TRUE(std::isfinite(logits[brace]));
+    EXPECT_TRUE(std::isfinite(logits[' ']));
+    EXPECT_TRUE(std::isinf(logits['[']));  // an object, not any value
+    c.accept(brace);
+    c.accept('}');
+    std::fill(logits.begin(), logits.end(), 0.f);
+    EXPECT_EQ(c.mask(logits), 1);
+    EXPECT_TRUE(std::isfinite(logits[eos]));
+}
+
+TEST(JsonConstraint, ReasoningComesFirstThenTheObject) {
+    const tokenizer::Tokenizer tok = json_vocab();
+    auto table = std::make_shared<const JsonTokenTable>(tok);
+    for (uint32_t seed = 1; seed <= 10; ++seed) {
+        JsonConstraint c(table, true, true);  // the prompt opened <think>
+        std::string reasoning;
+        const std::string text = sample_constrained(tok, c, seed, &reasoning);
+        ASSERT_FALSE(text.empty()) << "seed " << seed;
+        EXPECT_TRUE(nlohmann::json::accept(text)) << text;
+    }
+    // Without the reasoning markers in play, <think> is never allowed.
+    JsonConstraint plain(table, false, false);
+    std::vector<float> logits((size_t)tok.n_vocab(), 0.f);
+    plain.mask(logits);
+    EXPECT_TRUE(std::isinf(logits[(size_t)tok.find_token("<think>")]));
+    JsonConstraint thinking(table, true, false);
+    std::fill(logits.begin(), logits.end(), 0.f);
+    thinking.mask(logits);
+    EXPECT_TRUE(std::isfinite(logits[(size_t)tok.find_token("<think>")]));
+}
+
+}  // namespace
+}  // namespace dl
