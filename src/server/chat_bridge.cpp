@@ -52,24 +52,78 @@ ChatBridge::ChatBridge(const tokenizer::Tokenizer& tok, const std::string& arch,
                        const std::string& template_source)
     : templater_(tok, arch, template_source) {}
 
+// tool_choice: "auto" (the default), "none", "required" (some tool), or
+// {"type": "function", "function": {"name": ...}} naming one of the request's tools.
+ChatBridge::ToolChoice ChatBridge::tool_choice(const Json& body) {
+    ToolChoice c;
+    auto tc = body.find("tool_choice");
+    if (tc == body.end() || tc->is_null()) return c;
+    const Json none_listed = Json::array();
+    auto t = body.find("tools");
+    const Json& tools = t != body.end() && t->is_array() ? *t : none_listed;
+    if (tc->is_string()) {
+        const std::string s = tc->get<std::string>();
+        if (s == "none")
+            c.mode = ToolChoice::none;
+        else if (s == "required")
+            c.mode = ToolChoice::required;
+        else if (s != "auto")
+            bad_request("'tool_choice' must be 'auto', 'none', 'required' or a function, not '{}'",
+                        s);
+    } else if (tc->is_object()) {
+        auto f = tc->find("function");
+        if (get_string(*tc, "type", "") != "function" || f == tc->end() || !f->is_object() ||
+            !f->contains("name") || !(*f)["name"].is_string())
+            bad_request(
+                "'tool_choice' as an object must be {{\"type\": \"function\", \"function\": "
+                "{{\"name\": ...}}}}");
+        c.mode = ToolChoice::function;
+        c.name = (*f)["name"].get<std::string>();
+        bool listed = false;
+        for (const Json& tool : tools)
+            if (tool.is_object() && tool.contains("function") && tool["function"].is_object() &&
+                tool["function"].value("name", Json()) == c.name)
+                listed = true;
+        if (!listed) bad_request("'tool_choice' names '{}', which is not in 'tools'", c.name);
+    } else {
+        bad_request("'tool_choice' must be a string or an object");
+    }
+    if ((c.mode == ToolChoice::required || c.mode == ToolChoice::function) && tools.empty())
+        bad_request("'tool_choice' requires a tool call, and 'tools' lists none");
+    return c;
+}
+
+std::optional<std::string> ChatBridge::tool_call_opening(const Json& body,
+                                                         ToolCallSyntax syntax) const {
+    const ToolChoice c = tool_choice(body);
+    if (c.mode != ToolChoice::required && c.mode != ToolChoice::function) return std::nullopt;
+    // The call's opening in the model's own syntax, up to the function's name (and past it when
+    // the request names one).
+    const bool named = c.mode == ToolChoice::function;
+    switch (syntax) {
+        case ToolCallSyntax::qwen_xml:
+            return std::string("<tool_call>\n<function=") + (named ? c.name + ">\n" : "");
+        case ToolCallSyntax::json_in_tags:
+            return std::string("<tool_call>\n{\"name\": \"") + (named ? c.name + "\"" : "");
+        case ToolCallSyntax::llama3_json:
+            return std::string("{\"name\": \"") + (named ? c.name + "\"" : "");
+        case ToolCallSyntax::none:
+            break;
+    }
+    bad_request(
+        "'tool_choice' forces a tool call, and this model's chat template has no syntax for one");
+}
+
 ChatRequest ChatBridge::request(const Json& body) const {
     ChatRequest r;
     auto m = body.find("messages");
     if (m == body.end() || m->is_null()) bad_request("'messages' is required");
     if (!m->is_array() || m->empty()) bad_request("'messages' must be a non-empty list");
     r.messages = *m;
-    std::string choice = "auto";
-    if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
-        if (tc->is_string())
-            choice = tc->get<std::string>();
-        else
-            bad_request("'tool_choice' as an object (a forced function) is not supported yet");
-        if (choice != "auto" && choice != "none")
-            bad_request("'tool_choice' of '{}' is not supported yet; use 'auto' or 'none'", choice);
-    }
+    const ToolChoice choice = tool_choice(body);
     if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
         if (!t->is_array()) bad_request("'tools' must be a list");
-        if (choice != "none" && !t->empty()) r.tools = *t;
+        if (choice.mode != ToolChoice::none && !t->empty()) r.tools = *t;
     }
     if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
         if (!k->is_object()) bad_request("'chat_template_kwargs' must be an object");

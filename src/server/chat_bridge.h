@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,11 +44,21 @@ class ChatBridge {
     // rendered and tokenized; ApiError 400 for bad messages or a template that refuses them.
     ChatPrompt prompt(const nlohmann::ordered_json& body) const;
     std::string render(const nlohmann::ordered_json& body) const;
+    // The text the output must open with when the request's tool_choice forces a call ("required"
+    // or a named function), in the model's syntax; none otherwise. ApiError 400 when the template
+    // has no tool-call syntax.
+    std::optional<std::string> tool_call_opening(const nlohmann::ordered_json& body,
+                                                 ToolCallSyntax syntax) const;
     std::unique_ptr<ChatOutput> output(const ChatPrompt& prompt,
                                        const nlohmann::ordered_json& body) const;
     const std::string& template_source() const { return templater_.source(); }
 
   private:
+    struct ToolChoice {
+        enum Mode { automatic, none, required, function } mode = automatic;
+        std::string name;  // function: the tool it names
+    };
+    static ToolChoice tool_choice(const nlohmann::ordered_json& body);
     ChatRequest request(const nlohmann::ordered_json& body) const;
     ChatTemplater templater_;
 };

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "engine/json_constraint.h"
+#include "engine/prefix_constraint.h"
 #include "server/api_error.h"
 #include "server/chat_bridge.h"
 #include "server/completion.h"
@@ -73,9 +74,10 @@ struct Server::Impl {
     const tokenizer::Tokenizer* tok = nullptr;
     std::unique_ptr<ChatBridge> chat;
     std::unique_ptr<Scheduler> scheduler;
-    // The vocabulary's bytes and classes for JSON-constrained requests, made at the first one.
-    std::once_flag json_once;
-    std::shared_ptr<const JsonTokenTable> json_tokens;
+    // The vocabulary's bytes and classes for requests whose output is constrained (a JSON object,
+    // a forced tool call), made at the first one.
+    std::once_flag token_table_once;
+    std::shared_ptr<const TokenTable> token_table;
     std::string model_id;
     int64_t n_ctx = 0;
     int64_t created = 0;
@@ -229,12 +231,19 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     g.max_tokens = p.max_tokens;
     g.ignore_eos = p.ignore_eos;
     g.top_logprobs = p.top_logprobs;
-    if (p.json_object) {
-        std::call_once(json_once,
-                       [this] { json_tokens = std::make_shared<const JsonTokenTable>(*tok); });
-        const ChatOutputFormat f = output ? output->format() : ChatOutputFormat{};
-        g.constraint =
-            std::make_shared<JsonConstraint>(json_tokens, f.reasoning, f.starts_in_reasoning);
+    const ChatOutputFormat f = output ? output->format() : ChatOutputFormat{};
+    const std::optional<std::string> opening =
+        chat_route ? chat->tool_call_opening(body, f.tool_calls) : std::nullopt;
+    if (p.json_object && opening)
+        bad_request("'response_format' json_object and a forced 'tool_choice' exclude each other");
+    if (p.json_object || opening) {
+        std::call_once(token_table_once,
+                       [this] { token_table = std::make_shared<const TokenTable>(*tok); });
+        const ThinkBlock think(f.reasoning, f.starts_in_reasoning);
+        if (p.json_object)
+            g.constraint = std::make_shared<JsonConstraint>(token_table, think);
+        else
+            g.constraint = std::make_shared<PrefixConstraint>(token_table, think, *opening);
     }
 
     auto job = std::make_shared<Job>(*this, p, std::move(output));

@@ -114,12 +114,20 @@ TEST(ChatBridge, RendersAndTokenizesWithTheSnapshotBeforeTheLastUserTurn) {
     EXPECT_NE(p.text.find("and now?"), std::string::npos);
 }
 
-TEST(ChatBridge, BadMessagesAndUnsupportedToolChoicesAre400s) {
+TEST(ChatBridge, BadMessagesAndImpossibleToolChoicesAre400s) {
     ChatBridge chat(qwen_tokenizer(), "qwen3", "");
     for (const char* body :
          {R"({})", R"({"messages": {}})", R"({"messages": []})",
           R"({"messages": [{"role": "user"}], "tool_choice": "required"})",
           R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
+          R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always",
+              "tools": [{"type": "function", "function": {"name": "f"}}]})",
+          R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function"},
+              "tools": [{"type": "function", "function": {"name": "f"}}]})",
+          R"({"messages": [{"role": "user", "content": "x"}],
+              "tool_choice": {"type": "function", "function": {"name": "g"}},
+              "tools": [{"type": "function", "function": {"name": "f"}}]})",
+          R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": 3})",
           R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})",
           R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": 1})",
           R"({"messages": [{"role": 3, "content": "x"}]})"}) {
@@ -130,6 +138,39 @@ TEST(ChatBridge, BadMessagesAndUnsupportedToolChoicesAre400s) {
             EXPECT_EQ(e.status(), 400) << body;
         }
     }
+}
+
+// A forced tool call opens the output with the call's opening in the model's own syntax, up to
+// the function's name, or past it when the request names one; "auto" and "none" force nothing.
+TEST(ChatBridge, AForcedToolCallOpensInTheModelsSyntax) {
+    ChatBridge chat(qwen_tokenizer(), "qwen3", "");
+    auto body = [](const char* choice) {
+        return Json::parse(std::string(R"({"messages": [{"role": "user", "content": "x"}],
+            "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+            "tool_choice": )") +
+                           choice + "}");
+    };
+    const Json named = body(R"({"type": "function", "function": {"name": "get_weather"}})");
+    EXPECT_EQ(chat.tool_call_opening(body(R"("required")"), ToolCallSyntax::qwen_xml),
+              "<tool_call>\n<function=");
+    EXPECT_EQ(chat.tool_call_opening(named, ToolCallSyntax::qwen_xml),
+              "<tool_call>\n<function=get_weather>\n");
+    EXPECT_EQ(chat.tool_call_opening(named, ToolCallSyntax::json_in_tags),
+              "<tool_call>\n{\"name\": \"get_weather\"");
+    EXPECT_EQ(chat.tool_call_opening(named, ToolCallSyntax::llama3_json),
+              "{\"name\": \"get_weather\"");
+    EXPECT_EQ(chat.tool_call_opening(body(R"("auto")"), ToolCallSyntax::qwen_xml), std::nullopt);
+    EXPECT_EQ(chat.tool_call_opening(body(R"("none")"), ToolCallSyntax::qwen_xml), std::nullopt);
+    EXPECT_THROW(chat.tool_call_opening(named, ToolCallSyntax::none), ApiError);
+    // The output parser reads the forced opening and what a model writes after it as one call.
+    ChatOutputFormat f;
+    f.tool_calls = ToolCallSyntax::qwen_xml;
+    ChatOutputParser parser(f);
+    parser.push(*chat.tool_call_opening(named, ToolCallSyntax::qwen_xml));
+    parser.push("<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>");
+    const ChatFinal done = parser.finish();
+    ASSERT_TRUE(done.message.contains("tool_calls")) << done.message.dump();
+    EXPECT_EQ(done.message["tool_calls"][0]["function"]["name"], "get_weather");
 }
 
 TEST(ChatBridge, ATemplateThatRaisesIsA400) {

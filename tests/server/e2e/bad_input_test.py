@@ -54,6 +54,9 @@ def wrong_types(srv):
         {"messages": MSG, "response_format": {"type": "json_schema"}},
         {"messages": MSG, "response_format": {"type": 5}},
         {"messages": MSG, "tools": "none"},
+        {"messages": MSG, "tool_choice": "required"},
+        {"messages": MSG, "tool_choice": {"type": "function", "function": {"name": "f"}}},
+        {"messages": MSG, "tool_choice": "sometimes"},
         {"messages": MSG, "chat_template_kwargs": [1]},
     ]
     for body in cases:

@@ -183,6 +183,26 @@ check('tools and a tool result go round trip', async () => {
   assert.ok(!/<tool_call>/.test(r2.choices[0].message.content || ''));
 });
 
+check('a forced tool_choice opens the answer with a call of that function', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  const ask = { messages: [user('Tell me a story')], tools, max_tokens: 40, ...greedy };
+  const free = await text({ ...ask, tool_choice: 'auto' });
+  assert.ok(!(free.choices[0].message.tool_calls || []).length);
+  // The built-in model writes whatever follows the opening: a call when it closes one, else the
+  // call's text given back as content.
+  const opened = (m, name) => (m.tool_calls && m.tool_calls.length
+    ? m.tool_calls[0].function.name.startsWith(name)
+    : (m.content || '').startsWith('<tool_call>\n<function=' + name));
+  const named = await text({ ...ask,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+  assert.ok(opened(named.choices[0].message, 'get_weather'), JSON.stringify(named.choices[0]));
+  const required = await text({ ...ask, tool_choice: 'required' });
+  assert.ok(opened(required.choices[0].message, ''), JSON.stringify(required.choices[0]));
+  await assert.rejects(text({ ...ask, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+    (e) => e instanceof OpenAI.BadRequestError && /nope/.test(e.message));
+});
+
 check('legacy completions answer and stream', async () => {
   const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 6,
     temperature: 0, ignore_eos: true });

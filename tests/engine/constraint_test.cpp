@@ -1,6 +1,7 @@
-// The JSON constraint against nlohmann::json's parser: every text the recognizer reads whole is
-// an object the parser accepts, every object the parser accepts is read whole, byte by byte, and a
-// sampler under the constraint writes JSON whatever the logits say.
+// The output constraints. JSON against nlohmann::json's parser: every text the recognizer reads
+// whole is an object the parser accepts, every object the parser accepts is read whole, byte by
+// byte, and a sampler under the constraint writes JSON whatever the logits say. A forced opening
+// (a tool call's) is written first, after a thinking block, whatever the logits say.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "engine/json_constraint.h"
+#include "engine/prefix_constraint.h"
 #include "engine/sampler.h"
 #include "tokenizer/tiny_vocab.h"
 #include "tokenizer/tokenizer.h"
@@ -26,30 +28,49 @@ bool reads_whole(const std::string& s) {
     return p.complete();
 }
 
-// The parser's verdict, limited to what the recognizer promises: an object at the top, nesting
-// and blank runs within its bounds.
-// The grammar, not the range of doubles: RFC 8259 and most parsers take 1e45678 (as infinity),
-// where nlohmann::json refuses it, so the parser is shown each exponent cut to its first digit.
-bool parser_accepts_object(const std::string& s) {
-    std::string cut;
-    bool in_str = false, esc = false, in_exp = false;
+// The recognizer's bounds on numbers: digits before the point and in the exponent.
+bool numbers_within_bounds(const std::string& s) {
+    bool in_str = false, esc = false;
+    int run = 0;            // digits in the current run
+    bool exponent = false;  // the run is an exponent's
+    bool fraction = false;  // the run is after a point
     for (size_t i = 0; i < s.size(); ++i) {
         const char c = s[i];
-        if (esc)
+        if (esc) {
             esc = false;
-        else if (in_str && c == '\\')
-            esc = true;
-        else if (c == '"')
-            in_str = !in_str;
-        const bool digit = c >= '0' && c <= '9';
-        if (!in_str && in_exp && digit && cut.back() >= '0' && cut.back() <= '9') continue;
-        if (!in_str && (c == 'e' || c == 'E') && i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
-            in_exp = true;
-        else if (!digit && c != '+' && c != '-')
-            in_exp = false;
-        cut += c;
+            continue;
+        }
+        if (in_str) {
+            if (c == '\\') esc = true;
+            if (c == '"') in_str = false;
+            continue;
+        }
+        if (c == '"') in_str = true;
+        if (c >= '0' && c <= '9') {
+            ++run;
+            if (!fraction &&
+                run > (exponent ? JsonPrefix::kMaxExponentDigits : JsonPrefix::kMaxIntegerDigits))
+                return false;
+            continue;
+        }
+        if (c == 'e' || c == 'E') {
+            exponent = true;
+            fraction = false;
+        } else if (c == '.') {
+            fraction = true;
+        } else if (c != '+' && c != '-') {
+            exponent = fraction = false;
+        }
+        run = 0;
     }
-    if (!nlohmann::json::accept(cut) || !nlohmann::json::parse(cut).is_object()) return false;
+    return true;
+}
+
+// The parser's verdict, limited to what the recognizer promises: an object at the top, nesting,
+// blank runs and numbers within its bounds.
+bool parser_accepts_object(const std::string& s) {
+    if (!numbers_within_bounds(s)) return false;
+    if (!nlohmann::json::accept(s) || !nlohmann::json::parse(s).is_object()) return false;
     int depth = 0, deepest = 0, blanks = 0, most_blanks = 0, breaks = 0, most_breaks = 0;
     bool in_string = false, escape = false;
     for (char c : s) {
@@ -131,10 +152,19 @@ TEST(JsonPrefix, RefusesWhatTheParserRefuses) {
                             "{\"a\":1}}",
                             "{\"a\":[1}",
                             "{} {}",
-                            "{'a':1}"}) {
+                            "{'a':1}",
+                            "{\"a\":1e400}",
+                            "{\"a\":-2.5E+123}"}) {
         EXPECT_FALSE(parser_accepts_object(bad)) << bad;
         EXPECT_FALSE(reads_whole(bad)) << bad;
     }
+}
+
+TEST(JsonPrefix, BoundsNumbersToFiniteDoubles) {
+    EXPECT_TRUE(reads_whole("{\"a\":" + std::string(64, '7') + "e99}"));
+    EXPECT_FALSE(reads_whole("{\"a\":" + std::string(65, '7') + "}"));
+    EXPECT_TRUE(reads_whole("{\"a\":0." + std::string(300, '1') + "e-99}"));
+    EXPECT_FALSE(reads_whole("{\"a\":1e100}"));
 }
 
 TEST(JsonPrefix, BoundsNestingAndBlankRuns) {
@@ -204,17 +234,19 @@ tokenizer::Tokenizer json_vocab() {
     v.tokens.push_back("<|im_end|>");
     v.types.push_back(TokenType::CONTROL);
     v.eos = (int32_t)v.tokens.size() - 1;
-    for (const char* t : {"<think>", "</think>"}) {
+    for (const char* t : {"<think>", "</think>", "<tool_call>"}) {
         v.tokens.push_back(t);
         v.types.push_back(TokenType::USER_DEFINED);
     }
     return tokenizer::Tokenizer(std::move(v));
 }
 
-// Samples under the constraint from random logits that lean towards closing (so the object ends
-// within the budget) until the end of the turn; returns the text, "" if it never ended.
-std::string sample_constrained(const tokenizer::Tokenizer& tok, JsonConstraint& c, uint32_t seed,
-                               std::string* reasoning_text = nullptr) {
+// Samples under a constraint from noisy logits (plus `lean` on some tokens) until the end of the
+// turn or `steps` tokens; returns the text after the thinking block the prompt opened
+// (`thinking`), and whether the turn ended.
+std::string sample_under(const tokenizer::Tokenizer& tok, TokenConstraint& c, uint32_t seed,
+                         int steps, bool thinking, bool* ended,
+                         const std::vector<std::pair<int32_t, float>>& lean) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> noise(0.f, 2.f);
     SamplerParams sp;
@@ -222,33 +254,45 @@ std::string sample_constrained(const tokenizer::Tokenizer& tok, JsonConstraint& 
     sp.seed = seed;
     Sampler sampler(sp);
     std::string text;
-    const int32_t think_end = tok.find_token("</think>");
-    for (int step = 0; step < 3000; ++step) {
+    *ended = false;
+    for (int step = 0; step < steps; ++step) {
         std::vector<float> logits((size_t)tok.n_vocab());
         for (float& l : logits) l = noise(rng);
-        for (char close : {'}', ']', '"'}) logits[(unsigned char)close] += 4.f;
-        logits[(size_t)think_end] += 2.f;
+        for (const auto& [id, by] : lean) logits[(size_t)id] += by;
         EXPECT_GT(c.mask(logits), 0);
         const int32_t t = sampler.sample(logits);
-        EXPECT_TRUE(std::isfinite(logits[t]));
+        EXPECT_TRUE(std::isfinite(logits[(size_t)t]));
         c.accept(t);
-        if (tok.is_eog(t)) return text;
-        if (t == think_end) {
-            if (reasoning_text) *reasoning_text = text;
-            text.clear();
-            continue;
+        if (tok.is_eog(t)) {
+            *ended = true;
+            break;
         }
         text += tok.token_text(t);
+        if (thinking && text.find("</think>") != std::string::npos) {
+            thinking = false;
+            text.clear();
+        }
     }
-    return "";
+    return text;
+}
+
+// A JSON object sampled so that it ends within the budget (leaning towards closing); "" if the
+// turn did not end.
+std::string sample_json(const tokenizer::Tokenizer& tok, JsonConstraint& c, uint32_t seed,
+                        bool thinking) {
+    bool ended = false;
+    const std::string text =
+        sample_under(tok, c, seed, 3000, thinking, &ended,
+                     {{'}', 4.f}, {']', 4.f}, {'"', 4.f}, {tok.find_token("</think>"), 2.f}});
+    return ended ? text : "";
 }
 
 TEST(JsonConstraint, SampledTextIsAnObjectTheParserAccepts) {
     const tokenizer::Tokenizer tok = json_vocab();
-    auto table = std::make_shared<const JsonTokenTable>(tok);
+    auto table = std::make_shared<const TokenTable>(tok);
     for (uint32_t seed = 1; seed <= 40; ++seed) {
-        JsonConstraint c(table, false, false);
-        const std::string text = sample_constrained(tok, c, seed);
+        JsonConstraint c(table, ThinkBlock(false, false));
+        const std::string text = sample_json(tok, c, seed, false);
         ASSERT_FALSE(text.empty()) << "seed " << seed;
         ASSERT_TRUE(nlohmann::json::accept(text)) << "seed " << seed << ": " << text;
         EXPECT_TRUE(nlohmann::json::parse(text).is_object()) << text;
@@ -258,8 +302,8 @@ TEST(JsonConstraint, SampledTextIsAnObjectTheParserAccepts) {
 
 TEST(JsonConstraint, TheEndOfTurnWaitsForTheObjectAndThenIsAllThatIsLeft) {
     const tokenizer::Tokenizer tok = json_vocab();
-    auto table = std::make_shared<const JsonTokenTable>(tok);
-    JsonConstraint c(table, false, false);
+    auto table = std::make_shared<const TokenTable>(tok);
+    JsonConstraint c(table, ThinkBlock(false, false));
     const int32_t eos = tok.eos(), brace = '{';
     std::vector<float> logits((size_t)tok.n_vocab(), 0.f);
     c.mask(logits);
@@ -276,23 +320,65 @@ TEST(JsonConstraint, TheEndOfTurnWaitsForTheObjectAndThenIsAllThatIsLeft) {
 
 TEST(JsonConstraint, ReasoningComesFirstThenTheObject) {
     const tokenizer::Tokenizer tok = json_vocab();
-    auto table = std::make_shared<const JsonTokenTable>(tok);
+    auto table = std::make_shared<const TokenTable>(tok);
     for (uint32_t seed = 1; seed <= 10; ++seed) {
-        JsonConstraint c(table, true, true);  // the prompt opened <think>
-        std::string reasoning;
-        const std::string text = sample_constrained(tok, c, seed, &reasoning);
+        JsonConstraint c(table, ThinkBlock(true, true));  // the prompt opened <think>
+        const std::string text = sample_json(tok, c, seed, true);
         ASSERT_FALSE(text.empty()) << "seed " << seed;
         EXPECT_TRUE(nlohmann::json::accept(text)) << text;
     }
     // Without the reasoning markers in play, <think> is never allowed.
-    JsonConstraint plain(table, false, false);
+    JsonConstraint plain(table, ThinkBlock(false, false));
     std::vector<float> logits((size_t)tok.n_vocab(), 0.f);
     plain.mask(logits);
     EXPECT_TRUE(std::isinf(logits[(size_t)tok.find_token("<think>")]));
-    JsonConstraint thinking(table, true, false);
+    JsonConstraint thinking(table, ThinkBlock(true, false));
     std::fill(logits.begin(), logits.end(), 0.f);
     thinking.mask(logits);
     EXPECT_TRUE(std::isfinite(logits[(size_t)tok.find_token("<think>")]));
+}
+
+TEST(PrefixConstraint, TheOpeningComesFirstWhateverTheLogitsSay) {
+    const tokenizer::Tokenizer tok = json_vocab();
+    auto table = std::make_shared<const TokenTable>(tok);
+    const std::string opening = "<tool_call>\n<function=get_weather>\n";
+    // The model would rather stop at once, and end its thinking soon.
+    const std::vector<std::pair<int32_t, float>> lean = {{tok.eos(), 6.f},
+                                                         {tok.find_token("</think>"), 3.f}};
+    for (uint32_t seed = 1; seed <= 20; ++seed) {
+        PrefixConstraint c(table, ThinkBlock(false, false), opening);
+        bool ended = false;
+        const std::string text = sample_under(tok, c, seed, 60, false, &ended, lean);
+        EXPECT_TRUE(text.starts_with(opening)) << "seed " << seed << ": " << text;
+        EXPECT_TRUE(ended) << "seed " << seed;  // free again once the opening is written
+    }
+    // After a thinking block the prompt opened.
+    for (uint32_t seed = 1; seed <= 10; ++seed) {
+        PrefixConstraint c(table, ThinkBlock(true, true), opening);
+        bool ended = false;
+        const std::string text = sample_under(tok, c, seed, 3000, true, &ended, lean);
+        EXPECT_TRUE(text.starts_with(opening)) << "seed " << seed << ": " << text;
+    }
+}
+
+TEST(PrefixConstraint, TheEndOfTurnWaitsForTheOpening) {
+    const tokenizer::Tokenizer tok = json_vocab();
+    auto table = std::make_shared<const TokenTable>(tok);
+    PrefixConstraint c(table, ThinkBlock(false, false), "{\"name\": \"");
+    std::vector<float> logits((size_t)tok.n_vocab(), 0.f);
+    // '{' and the token "{\"" continue it; nothing else does.
+    EXPECT_EQ(c.mask(logits), 2);
+    EXPECT_TRUE(std::isinf(logits[(size_t)tok.eos()]));
+    EXPECT_TRUE(std::isfinite(logits['{']));
+    c.accept('{');
+    c.accept('"');
+    std::fill(logits.begin(), logits.end(), 0.f);
+    c.mask(logits);
+    EXPECT_TRUE(std::isfinite(logits['n']));
+    EXPECT_TRUE(std::isinf(logits['x']));
+    for (char ch : std::string("name\": \"")) c.accept((unsigned char)ch);
+    std::fill(logits.begin(), logits.end(), 0.f);
+    EXPECT_EQ(c.mask(logits), tok.n_vocab());  // all free
 }
 
 }  // namespace
