@@ -38,7 +38,8 @@ void logprobs(std::span<const float> row, int32_t chosen, int32_t n, GenerationE
         ids.begin(), ids.begin() + (ptrdiff_t)k, ids.end(), [&](int32_t a, int32_t b) {
             return row[(size_t)a] > row[(size_t)b] || (row[(size_t)a] == row[(size_t)b] && a < b);
         });
-    for (size_t i = 0; i < k; ++i)
+    // Tokens a constraint ruled out (-infinity) are no alternatives.
+    for (size_t i = 0; i < k && std::isfinite(row[(size_t)ids[i]]); ++i)
         ev.top.push_back({ids[i], static_cast<float>(row[(size_t)ids[i]] - lse)});
 }
 

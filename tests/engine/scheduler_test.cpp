@@ -398,6 +398,36 @@ TEST(Scheduler, ConstrainedRequestsDrawOnlyWhatTheirRuleAllows) {
     EXPECT_EQ(got[1].tokens, solo.tokens);
     EXPECT_EQ(got[2].done.finish, FinishReason::error);
     EXPECT_TRUE(got[2].tokens.empty());
+
+    // Log-probabilities are those of the masked row: the one token allowed is certain, and the
+    // tokens ruled out are no alternatives.
+    GenerationRequest asked = ruled;
+    asked.constraint = std::make_shared<OneTokenAtATime>(std::vector<int32_t>{4});
+    asked.top_logprobs = 3;
+    asked.max_tokens = 2;
+    std::vector<GenerationEvent> events;
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    ASSERT_TRUE(sched.submit(asked, [&](const GenerationEvent& e) {
+        std::lock_guard lock(m);
+        if (e.kind == GenerationEvent::Kind::done) {
+            done = true;
+            cv.notify_all();
+        } else {
+            events.push_back(e);
+        }
+        return true;
+    }));
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return done; });
+    ASSERT_EQ(events.size(), 2u);
+    for (const GenerationEvent& e : events) {
+        EXPECT_EQ(e.token, 4);
+        EXPECT_FLOAT_EQ(e.logprob, 0.f);
+        ASSERT_EQ(e.top.size(), 1u);
+        EXPECT_EQ(e.top[0].token, 4);
+    }
 }
 
 // The queue is bounded, requests that can never run are errors, and shutdown(true) finishes what
