@@ -2,7 +2,9 @@
 // prompts at once through the scheduler (engine/scheduler.h), the way evaluations run. Each input
 // line is a JSON object with "prompt" (text) or "messages" (a chat, rendered by the model's own
 // chat template, with optional "tools" and "chat_template_kwargs") and optionally "id",
-// "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p"; each output line, in input order,
+// "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p", "response_format"
+// ({"type": "json_object"}: the text is a JSON object, as the server makes it); each output line,
+// in input order,
 // holds the text, the token counts and the timings. Every line is checked before any work starts,
 // and the output file appears only complete (core/output_file.h).
 #include <unistd.h>
@@ -21,7 +23,9 @@
 #include "core/error.h"
 #include "core/output_file.h"
 #include "core/printable.h"
+#include "engine/chat_output.h"
 #include "engine/chat_template.h"
+#include "engine/json_constraint.h"
 #include "engine/scheduler.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/common.h"
@@ -66,6 +70,7 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
                              const SamplerParams& base) {
     const tokenizer::Tokenizer& tok = engine.tokenizer();
     const ChatTemplater templater(tok, engine.model().hp.arch_name);
+    std::shared_ptr<const TokenTable> token_table;  // made for the first JSON-constrained line
     std::vector<Line> lines;
     std::istringstream in(text);
     std::string raw;
@@ -86,6 +91,17 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
         GenerationRequest& r = l.request;
         const bool has_prompt = j.contains("prompt"), has_messages = j.contains("messages");
         if (has_prompt == has_messages) fail("line {} needs either \"prompt\" or \"messages\"", n);
+        bool json_object = false;
+        if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
+            const json* type = it->is_object() ? &(*it)["type"] : nullptr;
+            if (!type || !type->is_string() || (*type != "json_object" && *type != "text"))
+                fail(
+                    "line {}: \"response_format\" must be {{\"type\": \"text\"}} or "
+                    "{{\"type\": \"json_object\"}}",
+                    n);
+            json_object = *type == "json_object";
+        }
+        ThinkBlock think(false, false);
         if (has_prompt) {
             if (!j["prompt"].is_string()) fail("line {}: \"prompt\" must be a string", n);
             r.prompt = tok.encode(j["prompt"].get<std::string>(), true, false);
@@ -98,10 +114,18 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
             if (!chat.messages.is_array() || chat.messages.empty())
                 fail("line {}: \"messages\" must be a non-empty array", n);
             try {
-                r.prompt = templater.prompt(chat).tokens;
+                const ChatPrompt p = templater.prompt(chat);
+                r.prompt = p.tokens;
+                const ChatOutputFormat f =
+                    ChatOutputFormat::detect(templater.source(), templater.arch(), p.text);
+                think = ThinkBlock(f.reasoning, f.starts_in_reasoning);
             } catch (const Error& e) {
                 fail("line {}: {}", n, e.what());
             }
+        }
+        if (json_object) {
+            if (!token_table) token_table = std::make_shared<const TokenTable>(tok);
+            r.constraint = std::make_shared<JsonConstraint>(token_table, think);
         }
         if (r.prompt.empty()) fail("line {}: the prompt is empty", n);
         if ((int64_t)r.prompt.size() >= engine.n_ctx())

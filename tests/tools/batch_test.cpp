@@ -72,6 +72,44 @@ TEST(BatchCli, SixteenPromptsEqualSixteenSoloRuns) {
     }
 }
 
+// response_format json_object on text and chat lines: every line that ended is a JSON object, and
+// every line opens one.
+TEST(BatchCli, JsonObjectLinesAreObjects) {
+    const std::string dir = test::tmp_dir();
+    const std::string in = dir + "/batch_json.jsonl", out = dir + "/batch_json.out.jsonl";
+    std::filesystem::remove(out);
+    {
+        std::ofstream f(in);
+        const json format = {{"type", "json_object"}};
+        for (int i = 0; i < 6; ++i) {
+            json line = {{"max_tokens", 64},
+                         {"temperature", i < 2 ? 0.0 : 1.0},
+                         {"seed", i},
+                         {"response_format", format}};
+            if (i % 2)
+                line["messages"] = json::array({{{"role", "user"}, {"content", "Describe a cat"}}});
+            else
+                line["prompt"] = "A cat, as JSON:";
+            f << line.dump() << "\n";
+        }
+    }
+    auto r = test::deltallm_run("batch -i " + in + " -o " + out + " --parallel 3");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    std::ifstream f(out);
+    int lines = 0, ended = 0;
+    for (std::string l; std::getline(f, l); ++lines) {
+        const json j = json::parse(l);
+        const std::string text = j["text"];
+        EXPECT_EQ(text.substr(text.find_first_not_of(" \t\r\n")).front(), '{') << text;
+        if (j["finish_reason"] != "stop") continue;
+        ++ended;
+        ASSERT_TRUE(json::accept(text)) << text;
+        EXPECT_TRUE(json::parse(text).is_object()) << text;
+    }
+    EXPECT_EQ(lines, 6);
+    EXPECT_GE(ended, 2);  // at least the greedy lines close their objects
+}
+
 TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
     const std::string dir = test::tmp_dir();
     const std::string in = dir + "/batch_bad.jsonl", out = dir + "/batch_bad.out.jsonl";
@@ -94,6 +132,7 @@ TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
     check("{\"prompt\":\"a\",\"max_tokens\":\"many\"}\n", "wrong type");
     check("{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}\n", "role must be");
     check("\n\n", "holds no prompts");
+    check("{\"prompt\":\"a\",\"response_format\":{\"type\":\"json_schema\"}}\n", "response_format");
     auto r = test::deltallm_run("batch -i " + in + " -o " + out + " --parallel 0");
     test::expect_one_error_line(r, "--parallel 0", "--parallel");
 }
