@@ -16,7 +16,7 @@ namespace dl {
 class JsonPrefix {
   public:
     static constexpr int kMaxDepth = 64;
-    static constexpr int kMaxWhitespace = 32;
+    static constexpr int kMaxWhitespace = 20;
     static constexpr int kMaxIntegerDigits = 64;
     static constexpr int kMaxExponentDigits = 2;
 
@@ -28,6 +28,22 @@ class JsonPrefix {
     bool in_plain_string() const {
         return lex_ == Lex::string && utf8_left_ == 0 && !escape_ && hex_left_ == 0 &&
                !low_surrogate_next_;
+    }
+
+    bool in_free_string() const { return in_plain_string(); }  // as SchemaPrefix has it
+
+    // Where the recognizer stands, for a schema's checks over the same bytes (json_schema.h).
+    bool in_string() const { return lex_ == Lex::string; }
+    bool in_key() const { return lex_ == Lex::string && key_; }
+    bool in_number() const { return lex_ == Lex::number; }
+    bool in_literal() const { return lex_ == Lex::literal; }
+    // The next byte that is not blank starts a value (or, after '[', may close the array).
+    bool expects_value() const {
+        return lex_ == Lex::none && (expect_ == Expect::object || expect_ == Expect::value ||
+                                     expect_ == Expect::value_or_close);
+    }
+    bool expects_key() const {
+        return lex_ == Lex::none && (expect_ == Expect::key || expect_ == Expect::key_or_close);
     }
 
   private:

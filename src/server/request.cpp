@@ -170,13 +170,23 @@ CompletionParams parse_completion_params(const Json& body, bool chat, int64_t n_
     if (const Json* rf = field(body, "response_format")) {
         if (!rf->is_object()) bad_request("'response_format' must be an object");
         const std::string type = get_string(*rf, "type", "text");
-        if (type == "json_object")
+        if (type == "json_object") {
             p.json_object = true;
-        else if (type != "text")
+        } else if (type == "json_schema") {
+            const Json* js = field(*rf, "json_schema");
+            if (!js || !js->is_object() || !js->contains("schema") ||
+                !((*js)["schema"].is_object() || (*js)["schema"].is_boolean()))
+                bad_request(
+                    "'response_format' of type 'json_schema' needs 'json_schema': {{\"name\": "
+                    "..., \"schema\": {{...}}}}");
+            p.json_schema = (*js)["schema"];
+            p.json_object = true;
+        } else if (type != "text") {
             bad_request(
-                "'response_format' of type '{}' is not supported yet; use 'text' or "
-                "'json_object'",
+                "'response_format' of type '{}' is not supported; use 'text', 'json_object' or "
+                "'json_schema'",
                 type);
+        }
     }
     p.ignore_eos = get_bool(body, "ignore_eos", false);
     return p;

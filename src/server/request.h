@@ -29,7 +29,10 @@ struct CompletionParams {
     bool include_usage = false;  // stream_options.include_usage
     int32_t top_logprobs = -1;   // -1: no logprobs; else the alternatives per token
     bool ignore_eos = false;
-    bool json_object = false;  // response_format json_object: the output is constrained to JSON
+    // response_format json_object or json_schema: the output is constrained to a JSON object, and
+    // to the schema when there is one (null: none).
+    bool json_object = false;
+    nlohmann::ordered_json json_schema;
 };
 
 // The shared fields of /v1/chat/completions (chat = true) and /v1/completions. n_ctx bounds

@@ -240,9 +240,17 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
         std::call_once(token_table_once,
                        [this] { token_table = std::make_shared<const TokenTable>(*tok); });
         const ThinkBlock think(f.reasoning, f.starts_in_reasoning);
-        if (p.json_object)
-            g.constraint = std::make_shared<JsonConstraint>(token_table, think);
-        else
+        if (p.json_object) {
+            std::shared_ptr<const JsonSchema> schema;
+            if (!p.json_schema.is_null()) {
+                try {
+                    schema = JsonSchema::compile(nlohmann::json::parse(p.json_schema.dump()));
+                } catch (const Error& e) {
+                    bad_request("'response_format': {}", e.what());
+                }
+            }
+            g.constraint = std::make_shared<JsonConstraint>(token_table, think, schema);
+        } else
             g.constraint = std::make_shared<PrefixConstraint>(token_table, think, *opening);
     }
 

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "engine/json_constraint.h"
+#include "engine/json_schema.h"
 #include "engine/prefix_constraint.h"
 #include "engine/sampler.h"
 #include "tokenizer/tiny_vocab.h"
@@ -379,6 +381,122 @@ TEST(PrefixConstraint, TheEndOfTurnWaitsForTheOpening) {
     for (char ch : std::string("name\": \"")) c.accept((unsigned char)ch);
     std::fill(logits.begin(), logits.end(), 0.f);
     EXPECT_EQ(c.mask(logits), tok.n_vocab());  // all free
+}
+
+// A schema as structured-output clients send it: nested objects, a required subset, an enum, an
+// integer, a nullable string, an array of objects through a $ref, no other keys.
+const char* kPersonSchema = R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string"},
+    "age": {"type": "integer"},
+    "mood": {"enum": ["happy", "sad", "hap"]},
+    "nick": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    "pets": {"type": "array", "items": {"$ref": "#/$defs/pet"}}
+  },
+  "required": ["name", "mood"],
+  "additionalProperties": false,
+  "$defs": {"pet": {"type": "object", "properties": {"kind": {"const": "cat"},
+                                                     "legs": {"type": "number"}},
+                    "required": ["kind"], "additionalProperties": false}}
+})";
+
+bool schema_reads(const std::shared_ptr<const JsonSchema>& schema, const std::string& text) {
+    SchemaPrefix p(schema.get());
+    return p.feed(text) && p.complete();
+}
+
+TEST(JsonSchema, AdmitsWhatTheSchemaAdmits) {
+    const auto schema = JsonSchema::compile(nlohmann::json::parse(kPersonSchema));
+    for (const char* ok : {
+             R"({"name": "Ann", "mood": "happy"})",
+             R"({"mood":"hap","name":"","age":-12})",
+             R"({"name": "B", "mood": "sad", "nick": null, "pets": []})",
+             R"({"name": "B", "mood": "sad", "nick": "bee",
+                 "pets": [{"kind": "cat"}, {"legs": 3.5, "kind": "cat"}]})",
+         })
+        EXPECT_TRUE(schema_reads(schema, ok)) << ok;
+    for (const char* bad : {
+             R"({"name": "Ann"})",                               // mood is required
+             R"({"name": "Ann", "mood": "happ"})",               // not one of the enum
+             R"({"name": "Ann", "mood": "happy!"})",             // past the enum's value
+             R"({"name": "Ann", "mood": "sad", "age": 1.5})",    // age is an integer
+             R"({"name": "Ann", "mood": "sad", "age": "1"})",    // of type integer
+             R"({"name": "Ann", "mood": "sad", "extra": 1})",    // no other keys
+             R"({"name": "Ann", "name": "Bo", "mood": "sad"})",  // a key given twice
+             R"({"name": 5, "mood": "sad"})",                    // name is a string
+             R"({"name": "A", "mood": "sad", "nick": 3})",       // string or null
+             R"({"name": "A", "mood": "sad", "pets": [{"kind": "dog"}]})",
+             R"({"name": "A", "mood": "sad", "pets": [{}]})",  // kind is required
+             R"({"name": "A", "mood": "sad", "pets": {}})",    // an array
+         })
+        EXPECT_FALSE(schema_reads(schema, bad)) << bad;
+    // Refused at the first byte that leaves the schema, not later.
+    SchemaPrefix p(schema.get());
+    ASSERT_TRUE(p.feed(std::string_view(R"({"na)")));
+    EXPECT_FALSE(p.feed('x'));
+    EXPECT_TRUE(p.feed('m'));
+    ASSERT_TRUE(p.feed(std::string_view(R"(e": "x", "mood": "s)")));
+    EXPECT_FALSE(p.feed('x'));
+}
+
+TEST(JsonSchema, RefusesWhatItWouldNotEnforce) {
+    for (const char* s : {
+             R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}})",
+             R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}})",
+             R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})",
+             R"({"type": "array", "items": {}})",         // not an object on top
+             R"({"type": "object", "required": ["a"]})",  // a required key unlisted
+             R"({"type": "object", "properties": {"a": {"enum": [1, 2]}}})",
+             R"({"type": "object", "properties": {"a": {"anyOf": [{"type": "integer"},
+                                                                   {"type": "number"}]}}})",
+             R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/none"}}})",
+             R"({"type": "object", "properties": {"a": {"type": "decimal"}}})",
+         }) {
+        EXPECT_THROW(JsonSchema::compile(nlohmann::json::parse(s)), Error) << s;
+    }
+}
+
+// Sampled under the schema from random logits: every text that ended is an object the schema
+// admits, checked here field by field.
+TEST(JsonSchema, SampledTextKeepsToTheSchema) {
+    const tokenizer::Tokenizer tok = json_vocab();
+    auto table = std::make_shared<const TokenTable>(tok);
+    const auto schema = JsonSchema::compile(nlohmann::json::parse(kPersonSchema));
+    int ended = 0;
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+        JsonConstraint c(table, ThinkBlock(false, false), schema);
+        const std::string text = sample_json(tok, c, seed, false);
+        if (text.empty()) continue;
+        ++ended;
+        ASSERT_TRUE(nlohmann::json::accept(text)) << text;
+        const nlohmann::json j = nlohmann::json::parse(text);
+        ASSERT_TRUE(j.is_object()) << text;
+        EXPECT_TRUE(j.contains("name") && j["name"].is_string()) << text;
+        ASSERT_TRUE(j.contains("mood")) << text;
+        const std::string mood = j["mood"];
+        EXPECT_TRUE(mood == "happy" || mood == "sad" || mood == "hap") << text;
+        if (j.contains("age")) {
+            EXPECT_TRUE(j["age"].is_number_integer()) << text;
+        }
+        if (j.contains("nick")) {
+            EXPECT_TRUE(j["nick"].is_string() || j["nick"].is_null()) << text;
+        }
+        for (const auto& [k, v] : j.items())
+            EXPECT_TRUE(k == "name" || k == "age" || k == "mood" || k == "nick" || k == "pets")
+                << text;
+        if (j.contains("pets")) {
+            ASSERT_TRUE(j["pets"].is_array()) << text;
+            for (const auto& pet : j["pets"]) {
+                EXPECT_EQ(pet.value("kind", ""), "cat") << text;
+                if (pet.contains("legs")) {
+                    EXPECT_TRUE(pet["legs"].is_number()) << text;
+                }
+                EXPECT_LE(pet.size(), 2u) << text;
+            }
+        }
+    }
+    EXPECT_GE(ended, 20);
 }
 
 }  // namespace

@@ -105,10 +105,17 @@ TEST(RequestFields, UnsupportedFeaturesSaySo) {
     auto n = refusal(R"({"n": 2})");
     EXPECT_EQ(n.first, 400);
     EXPECT_NE(n.second.find("'n'"), std::string::npos);
-    auto rf = refusal(R"({"response_format": {"type": "json_schema", "json_schema": {}}})");
+    auto rf = refusal(R"({"response_format": {"type": "grammar", "grammar": "x"}})");
     EXPECT_EQ(rf.first, 400);
-    EXPECT_NE(rf.second.find("not supported yet"), std::string::npos);
+    EXPECT_NE(rf.second.find("not supported"), std::string::npos);
     EXPECT_EQ(refusal(R"({"response_format": "json"})").first, 400);
+    EXPECT_EQ(refusal(R"({"response_format": {"type": "json_schema"}})").first, 400);
+    const CompletionParams js = parse_completion_params(
+        parse_body(
+            R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})"),
+        true, 64, 1);
+    EXPECT_TRUE(js.json_object);
+    EXPECT_TRUE(js.json_schema.is_object());
     EXPECT_TRUE(parse_completion_params(
                     parse_body(R"({"response_format": {"type": "json_object"}})"), true, 64, 1)
                     .json_object);

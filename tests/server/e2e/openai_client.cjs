@@ -247,6 +247,26 @@ check('response_format json_object constrains the content to a JSON object', asy
   assert.equal(streamedText, g.choices[0].message.content);
 });
 
+check('response_format json_schema holds the content to the schema', async () => {
+  const schema = { type: 'object', additionalProperties: false, required: ['color', 'n', 'ok'],
+    properties: { color: { enum: ['red', 'blue'] }, n: { type: 'integer' }, ok: { type: 'boolean' } } };
+  const ask = { messages: [user('Name a color.')], max_tokens: 160,
+    response_format: { type: 'json_schema', json_schema: { name: 'c', strict: true, schema } } };
+  for (const seed of [1, 2, 3, 4]) {
+    const r = await text({ ...ask, temperature: seed === 1 ? 0 : 1, seed });
+    const c = r.choices[0].message.content;
+    assert.ok(c.startsWith('{'), c);
+    if (r.choices[0].finish_reason !== 'stop') continue;
+    const o = JSON.parse(c);
+    assert.deepEqual(Object.keys(o).sort(), ['color', 'n', 'ok']);
+    assert.ok(['red', 'blue'].includes(o.color) && Number.isInteger(o.n) &&
+      typeof o.ok === 'boolean', c);
+  }
+  await assert.rejects(text({ ...ask, response_format: { type: 'json_schema', json_schema: {
+    name: 'c', schema: { type: 'object', properties: { a: { type: 'string', maxLength: 2 } } } } } }),
+  (e) => e instanceof OpenAI.BadRequestError && /maxLength/.test(e.message));
+});
+
 check('reasoning comes back as reasoning_content, or not at all when thinking is off', async () => {
   const thinker = new OpenAI({ baseURL: process.env.DELTALLM_THINK_URL + '/v1', apiKey: 'none',
     maxRetries: 0 });
