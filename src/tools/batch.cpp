@@ -3,8 +3,8 @@
 // line is a JSON object with "prompt" (text) or "messages" (a chat, rendered by the model's own
 // chat template, with optional "tools" and "chat_template_kwargs") and optionally "id",
 // "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p", "response_format"
-// ({"type": "json_object"}: the text is a JSON object, as the server makes it); each output line,
-// in input order,
+// (json_object or json_schema: the text is a JSON object, as the server makes it); each output
+// line, in input order,
 // holds the text, the token counts and the timings. Every line is checked before any work starts,
 // and the output file appears only complete (core/output_file.h).
 #include <unistd.h>
@@ -26,6 +26,7 @@
 #include "engine/chat_output.h"
 #include "engine/chat_template.h"
 #include "engine/json_constraint.h"
+#include "engine/json_schema.h"
 #include "engine/scheduler.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/common.h"
@@ -91,15 +92,29 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
         GenerationRequest& r = l.request;
         const bool has_prompt = j.contains("prompt"), has_messages = j.contains("messages");
         if (has_prompt == has_messages) fail("line {} needs either \"prompt\" or \"messages\"", n);
+        // response_format: text, json_object, or json_schema with its schema.
         bool json_object = false;
+        std::shared_ptr<const JsonSchema> schema;
         if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
-            const json* type = it->is_object() ? &(*it)["type"] : nullptr;
-            if (!type || !type->is_string() || (*type != "json_object" && *type != "text"))
+            const json f = *it;
+            const std::string type = f.is_object() && f.contains("type") && f["type"].is_string()
+                                         ? f["type"].get<std::string>()
+                                         : "";
+            if (type == "json_schema" && f.contains("json_schema") &&
+                f["json_schema"].is_object() && f["json_schema"].contains("schema")) {
+                try {
+                    schema = JsonSchema::compile(f["json_schema"]["schema"]);
+                } catch (const Error& e) {
+                    fail("line {}: {}", n, e.what());
+                }
+            } else if (type != "json_object" && type != "text") {
                 fail(
-                    "line {}: \"response_format\" must be {{\"type\": \"text\"}} or "
-                    "{{\"type\": \"json_object\"}}",
+                    "line {}: \"response_format\" must be {{\"type\": \"text\"}}, "
+                    "{{\"type\": \"json_object\"}} or {{\"type\": \"json_schema\", "
+                    "\"json_schema\": {{\"schema\": ...}}}}",
                     n);
-            json_object = *type == "json_object";
+            }
+            json_object = type != "text";
         }
         ThinkBlock think(false, false);
         if (has_prompt) {
@@ -125,7 +140,7 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
         }
         if (json_object) {
             if (!token_table) token_table = std::make_shared<const TokenTable>(tok);
-            r.constraint = std::make_shared<JsonConstraint>(token_table, think);
+            r.constraint = std::make_shared<JsonConstraint>(token_table, think, schema);
         }
         if (r.prompt.empty()) fail("line {}: the prompt is empty", n);
         if ((int64_t)r.prompt.size() >= engine.n_ctx())

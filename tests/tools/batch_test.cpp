@@ -72,8 +72,8 @@ TEST(BatchCli, SixteenPromptsEqualSixteenSoloRuns) {
     }
 }
 
-// response_format json_object on text and chat lines: every line that ended is a JSON object, and
-// every line opens one.
+// response_format json_object and json_schema on text and chat lines: every line that ended is a
+// JSON object (the schema's lines of its keys and types), and every line opens one.
 TEST(BatchCli, JsonObjectLinesAreObjects) {
     const std::string dir = test::tmp_dir();
     const std::string in = dir + "/batch_json.jsonl", out = dir + "/batch_json.out.jsonl";
@@ -81,11 +81,21 @@ TEST(BatchCli, JsonObjectLinesAreObjects) {
     {
         std::ofstream f(in);
         const json format = {{"type", "json_object"}};
-        for (int i = 0; i < 6; ++i) {
-            json line = {{"max_tokens", 64},
+        const json schema = {
+            {"type", "json_schema"},
+            {"json_schema",
+             {{"name", "c"},
+              {"schema",
+               {{"type", "object"},
+                {"properties",
+                 {{"color", {{"enum", {"red", "blue"}}}}, {"n", {{"type", "integer"}}}}},
+                {"required", {"color", "n"}},
+                {"additionalProperties", false}}}}}};
+        for (int i = 0; i < 8; ++i) {
+            json line = {{"max_tokens", 96},
                          {"temperature", i < 2 ? 0.0 : 1.0},
                          {"seed", i},
-                         {"response_format", format}};
+                         {"response_format", i < 6 ? format : schema}};
             if (i % 2)
                 line["messages"] = json::array({{{"role", "user"}, {"content", "Describe a cat"}}});
             else
@@ -104,9 +114,15 @@ TEST(BatchCli, JsonObjectLinesAreObjects) {
         if (j["finish_reason"] != "stop") continue;
         ++ended;
         ASSERT_TRUE(json::accept(text)) << text;
-        EXPECT_TRUE(json::parse(text).is_object()) << text;
+        const json o = json::parse(text);
+        EXPECT_TRUE(o.is_object()) << text;
+        if (lines >= 6) {  // the schema's lines
+            EXPECT_EQ(o.size(), 2u) << text;
+            EXPECT_TRUE(o.value("color", "") == "red" || o.value("color", "") == "blue") << text;
+            EXPECT_TRUE(o.contains("n") && o["n"].is_number_integer()) << text;
+        }
     }
-    EXPECT_EQ(lines, 6);
+    EXPECT_EQ(lines, 8);
     EXPECT_GE(ended, 2);  // at least the greedy lines close their objects
 }
 
@@ -133,6 +149,10 @@ TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
     check("{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}\n", "role must be");
     check("\n\n", "holds no prompts");
     check("{\"prompt\":\"a\",\"response_format\":{\"type\":\"json_schema\"}}\n", "response_format");
+    check(
+        "{\"prompt\":\"a\",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+        "{\"schema\":{\"type\":\"object\",\"minProperties\":1}}}}\n",
+        "minProperties");
     auto r = test::deltallm_run("batch -i " + in + " -o " + out + " --parallel 0");
     test::expect_one_error_line(r, "--parallel 0", "--parallel");
 }
