@@ -84,10 +84,10 @@ for engine in ${ENGINES:-deltallm llama-server}; do
     case $engine in
     deltallm)
         run_engine deltallm 8080 "$ours" serve -m "$f" --device vulkan --parallel "$slots" \
-            -c "$ctx" --port 8080 ${OURS_ARGS:-} ;;
+            -c "$ctx" --port 8080 --metrics ${OURS_ARGS:-} ;;
     unmixed)
         run_engine unmixed 8082 env DELTALLM_VK_MIXED_STEPS=0 "$ours" serve -m "$f" \
-            --device vulkan --parallel "$slots" -c "$ctx" --port 8082 ${OURS_ARGS:-} ;;
+            --device vulkan --parallel "$slots" -c "$ctx" --port 8082 --metrics ${OURS_ARGS:-} ;;
     llama-server)
         run_engine llama-server 8081 "$peer_dir/llama-server" -m "$f" -ngl 999 \
             --parallel "$slots" -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui ;;
