@@ -21,6 +21,7 @@
 #            xz in .devrun/extra), each checked against a CPU reference
 #   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
 #            stream, by stage
+#   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   experts  the expert GEMMs of prefill windows as grouped GEMM tiles: their kernel and window
 #            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
@@ -179,6 +180,22 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
         done | tee "$out/moe-decode.txt"
         timeout 50 "$ours" bench -m "$f" --device vulkan -p 512 -n 32 -r 1 --profile 2>&1 |
             grep -A24 "vulkan profile" | tee "$out/profile-35b-a3b.txt"
+        ;;
+    bisect)
+        # The 9B's pp512 / pp2048 by each binary of .devrun/extra/deltallm-<commit>.xz (stripped,
+        # xz; built here from a worktree of that commit) against ours, on this machine: which
+        # commit the NV prefill lost 4.4x at (history, 2026-12-06 (01:30)).
+        fits 60 "prefill by commit" || continue
+        synth qwen35 9b q4_k_m
+        for x in "$extra"/deltallm-*.xz ours; do
+            if [ "$x" = ours ]; then bin=$ours; name=HEAD; else
+                name=$(basename "$x" .xz); bin=/tmp/$name
+                [ -x "$bin" ] || { xz -dc "$x" >"$bin" && chmod +x "$bin"; }
+            fi
+            echo "== $name"
+            timeout 60 "$bin" bench -m "$m9" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 |
+                grep -E "pp512|pp2048" | tee "$out/bisect-$name.txt"
+        done
         ;;
     batched)
         fits 150 "batched 9B against llama.cpp" || continue
