@@ -104,9 +104,9 @@ std::optional<std::string> ChatBridge::tool_call_opening(const Json& body,
         case ToolCallSyntax::qwen_xml:
             return std::string("<tool_call>\n<function=") + (named ? c.name + ">\n" : "");
         case ToolCallSyntax::json_in_tags:
-            return std::string("<tool_call>\n{\"name\": \"") + (named ? c.name + "\"" : "");
+            return std::string("<tool_call>\n{\"name\": ") + (named ? Json(c.name).dump() : "\"");
         case ToolCallSyntax::llama3_json:
-            return std::string("{\"name\": \"") + (named ? c.name + "\"" : "");
+            return std::string("{\"name\": ") + (named ? Json(c.name).dump() : "\"");
         case ToolCallSyntax::none:
             break;
     }

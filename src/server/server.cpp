@@ -250,8 +250,9 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
                 }
             }
             g.constraint = std::make_shared<JsonConstraint>(token_table, think, schema);
-        } else
+        } else {
             g.constraint = std::make_shared<PrefixConstraint>(token_table, think, *opening);
+        }
     }
 
     auto job = std::make_shared<Job>(*this, p, std::move(output));

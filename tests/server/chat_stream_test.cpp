@@ -162,6 +162,10 @@ TEST(ChatBridge, AForcedToolCallOpensInTheModelsSyntax) {
     EXPECT_EQ(chat.tool_call_opening(body(R"("auto")"), ToolCallSyntax::qwen_xml), std::nullopt);
     EXPECT_EQ(chat.tool_call_opening(body(R"("none")"), ToolCallSyntax::qwen_xml), std::nullopt);
     EXPECT_THROW(chat.tool_call_opening(named, ToolCallSyntax::none), ApiError);
+    // A name is written as JSON writes a string where the syntax is JSON.
+    Json quoted = named;
+    quoted["tools"][0]["function"]["name"] = quoted["tool_choice"]["function"]["name"] = "a\"b";
+    EXPECT_EQ(chat.tool_call_opening(quoted, ToolCallSyntax::llama3_json), "{\"name\": \"a\\\"b\"");
     // The output parser reads the forced opening and what a model writes after it as one call.
     ChatOutputFormat f;
     f.tool_calls = ToolCallSyntax::qwen_xml;
