@@ -15,14 +15,13 @@
 
 #include "core/log.h"
 #include "engine/engine.h"
-#include "engine/json_constraint.h"
-#include "engine/prefix_constraint.h"
 #include "server/api_error.h"
 #include "server/chat_bridge.h"
 #include "server/completion.h"
 #include "server/generation.h"
 #include "server/listen_socket.h"
 #include "server/metrics.h"
+#include "server/output_constraint.h"
 #include "server/peer_socket.h"
 #include "server/request.h"
 #include "server/sse.h"
@@ -232,28 +231,12 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     g.ignore_eos = p.ignore_eos;
     g.top_logprobs = p.top_logprobs;
     const ChatOutputFormat f = output ? output->format() : ChatOutputFormat{};
-    const std::optional<std::string> opening =
-        chat_route ? chat->tool_call_opening(body, f.tool_calls) : std::nullopt;
-    if (p.json_object && opening)
-        bad_request("'response_format' json_object and a forced 'tool_choice' exclude each other");
-    if (p.json_object || opening) {
-        std::call_once(token_table_once,
-                       [this] { token_table = std::make_shared<const TokenTable>(*tok); });
-        const ThinkBlock think(f.reasoning, f.starts_in_reasoning);
-        if (p.json_object) {
-            std::shared_ptr<const JsonSchema> schema;
-            if (!p.json_schema.is_null()) {
-                try {
-                    schema = JsonSchema::compile(nlohmann::json::parse(p.json_schema.dump()));
-                } catch (const Error& e) {
-                    bad_request("'response_format': {}", e.what());
-                }
-            }
-            g.constraint = std::make_shared<JsonConstraint>(token_table, think, schema);
-        } else {
-            g.constraint = std::make_shared<PrefixConstraint>(token_table, think, *opening);
-        }
-    }
+    g.constraint = output_constraint(
+        p, f, chat_route ? chat->tool_call_opening(body, f.tool_calls) : std::nullopt, [this] {
+            std::call_once(token_table_once,
+                           [this] { token_table = std::make_shared<const TokenTable>(*tok); });
+            return token_table;
+        });
 
     auto job = std::make_shared<Job>(*this, p, std::move(output));
     job->request_id = scheduler->submit(std::move(g), job->queue->sink(job->queue));

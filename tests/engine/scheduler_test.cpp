@@ -36,6 +36,7 @@ std::shared_ptr<const Model> model_for(const std::string& arch) {
 // What a request produced, collected from its sink.
 struct Result {
     std::vector<int32_t> tokens;
+    std::vector<GenerationEvent> events;  // the token events, in order
     GenerationEvent done;
     bool finished = false;
 };
@@ -55,6 +56,7 @@ class Collector {
                 return true;
             }
             r.tokens.push_back(e.token);
+            r.events.push_back(e);
             return stop_after < 0 || (int64_t)r.tokens.size() < stop_after;
         };
     }
@@ -405,22 +407,7 @@ TEST(Scheduler, ConstrainedRequestsDrawOnlyWhatTheirRuleAllows) {
     asked.constraint = std::make_shared<OneTokenAtATime>(std::vector<int32_t>{4});
     asked.top_logprobs = 3;
     asked.max_tokens = 2;
-    std::vector<GenerationEvent> events;
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
-    ASSERT_TRUE(sched.submit(asked, [&](const GenerationEvent& e) {
-        std::lock_guard lock(m);
-        if (e.kind == GenerationEvent::Kind::done) {
-            done = true;
-            cv.notify_all();
-        } else {
-            events.push_back(e);
-        }
-        return true;
-    }));
-    std::unique_lock lock(m);
-    cv.wait(lock, [&] { return done; });
+    const std::vector<GenerationEvent> events = run_one(sched, asked).events;
     ASSERT_EQ(events.size(), 2u);
     for (const GenerationEvent& e : events) {
         EXPECT_EQ(e.token, 4);

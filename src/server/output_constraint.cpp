@@ -1,0 +1,30 @@
+#include "server/output_constraint.h"
+
+#include "core/error.h"
+#include "engine/json_constraint.h"
+#include "engine/prefix_constraint.h"
+#include "server/api_error.h"
+
+namespace dl::server {
+
+std::shared_ptr<TokenConstraint> output_constraint(
+    const CompletionParams& p, const ChatOutputFormat& format,
+    const std::optional<std::string>& opening,
+    const std::function<std::shared_ptr<const TokenTable>()>& table) {
+    if (p.json_object && opening)
+        bad_request("'response_format' json_object and a forced 'tool_choice' exclude each other");
+    const ThinkBlock think(format.reasoning, format.starts_in_reasoning);
+    if (opening) return std::make_shared<PrefixConstraint>(table(), think, *opening);
+    if (!p.json_object) return nullptr;
+    std::shared_ptr<const JsonSchema> schema;
+    if (!p.json_schema.is_null()) {
+        try {
+            schema = JsonSchema::compile(nlohmann::json::parse(p.json_schema.dump()));
+        } catch (const Error& e) {
+            bad_request("'response_format': {}", e.what());
+        }
+    }
+    return std::make_shared<JsonConstraint>(table(), think, schema);
+}
+
+}  // namespace dl::server
