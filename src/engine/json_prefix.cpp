@@ -1,5 +1,9 @@
 #include "engine/json_prefix.h"
 
+#include <algorithm>
+
+#include "tokenizer/utf8.h"
+
 namespace dl {
 
 namespace {
@@ -163,13 +167,7 @@ bool JsonPrefix::start_value(uint8_t c) {
 }
 
 bool JsonPrefix::string_byte(uint8_t c) {
-    if (utf8_left_ > 0) {
-        if (c < utf8_lo_ || c > utf8_hi_) return false;
-        --utf8_left_;
-        utf8_lo_ = 0x80;
-        utf8_hi_ = 0xBF;
-        return true;
-    }
+    if (utf8_n_ > 0) return utf8_byte(c);
     if (hex_left_ > 0) {
         const int h = hex_value(c);
         if (h < 0) return false;
@@ -206,21 +204,24 @@ bool JsonPrefix::string_byte(uint8_t c) {
     }
     if (c < 0x20) return false;  // control characters must be escaped
     if (c < 0x80) return true;
-    // The lead byte of a UTF-8 sequence: how many continuation bytes follow, and the range of
-    // the first (no overlong forms, no surrogates, nothing past U+10FFFF).
-    if (c >= 0xC2 && c <= 0xDF) {
-        utf8_left_ = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        utf8_left_ = 2;
-        if (c == 0xE0) utf8_lo_ = 0xA0;
-        if (c == 0xED) utf8_hi_ = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        utf8_left_ = 3;
-        if (c == 0xF0) utf8_lo_ = 0x90;
-        if (c == 0xF4) utf8_hi_ = 0x8F;
-    } else {
-        return false;
+    return utf8_byte(c);
+}
+
+// A byte of a character past ASCII in a string: held until the character is whole, refused
+// where no valid UTF-8 continues the bytes held (the tokenizer's rules: no overlong forms, no
+// surrogates, nothing past U+10FFFF).
+bool JsonPrefix::utf8_byte(uint8_t c) {
+    uint8_t seq[4] = {};
+    std::copy(utf8_, utf8_ + utf8_n_, seq);
+    seq[utf8_n_] = c;
+    const size_t n = utf8_n_ + 1u;
+    if (tokenizer::utf8::char_len(seq, n) == n) {
+        utf8_n_ = 0;
+        return true;
     }
+    if (!tokenizer::utf8::is_incomplete_prefix(seq, n)) return false;
+    std::copy(seq, seq + n, utf8_);
+    utf8_n_ = (uint8_t)n;
     return true;
 }
 

@@ -26,7 +26,7 @@ class JsonPrefix {
     bool complete() const { return expect_ == Expect::end; }
     // Inside a string with no escape or UTF-8 sequence open: any run of plain characters fits.
     bool in_plain_string() const {
-        return lex_ == Lex::string && utf8_left_ == 0 && !escape_ && hex_left_ == 0 &&
+        return lex_ == Lex::string && utf8_n_ == 0 && !escape_ && hex_left_ == 0 &&
                !low_surrogate_next_;
     }
 
@@ -65,6 +65,7 @@ class JsonPrefix {
     bool close();
     bool start_value(uint8_t c);
     bool string_byte(uint8_t c);
+    bool utf8_byte(uint8_t c);
     bool number_byte(uint8_t c, bool& ended);
 
     Expect expect_ = Expect::object;
@@ -75,8 +76,8 @@ class JsonPrefix {
     uint8_t hex_left_ = 0;             // hex digits of a \u escape still to come
     uint16_t hex_ = 0;                 // its value so far
     bool low_surrogate_next_ = false;  // a \uD800-\uDBFF was read: \uDC00-\uDFFF must follow
-    uint8_t utf8_left_ = 0;            // continuation bytes still to come
-    uint8_t utf8_lo_ = 0x80, utf8_hi_ = 0xBF;  // the range of the next continuation byte
+    uint8_t utf8_[3] = {};             // the bytes of an unfinished character
+    uint8_t utf8_n_ = 0;
     uint8_t digits_ = 0;       // digits of the number's integer part or exponent so far
     uint8_t literal_ = 0;      // which of true/false/null (0, 1, 2)
     uint8_t literal_at_ = 0;   // bytes of it read
