@@ -28,9 +28,9 @@ int64_t JsonConstraint::mask_with(const Reader& reader, std::span<float> logits)
     int64_t kept = 0;
     // The tokens that are not text, one by one (a few hundred at most), then the text tokens a
     // group of one first byte at a time.
-    for (int64_t id = 0; id < n; ++id) {
-        if (table_->kind[id] == TokenTable::kText) continue;
-        if (allowed_special((int32_t)id))
+    for (int32_t id : table_->not_text) {
+        if (id >= n) continue;
+        if (allowed_special(id))
             ++kept;
         else
             logits[id] = kOut;

@@ -20,8 +20,10 @@ TokenTable::TokenTable(const tokenizer::Tokenizer& tok) {
                                           types[id] == tokenizer::TokenType::UNUSED);
         if (tok.is_eog(id)) {
             kind[id] = kEndOfTurn;
+            not_text.push_back(id);
         } else if (tok.is_control(id) || added || t.empty()) {
             kind[id] = kSpecial;
+            not_text.push_back(id);
         } else {
             kind[id] = kText;
             JsonPrefix s;

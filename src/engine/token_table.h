@@ -26,6 +26,7 @@ struct TokenTable {
     // The text tokens by their first byte: a byte that cannot come next rules out its whole group
     // at once.
     std::vector<int32_t> by_first[256];
+    std::vector<int32_t> not_text;  // the kSpecial and kEndOfTurn tokens (a few hundred)
 
     int32_t size() const { return (int32_t)kind.size(); }
     std::string_view text(int32_t id) const {
