@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "engine/json_constraint.h"
 #include "engine/json_schema.h"
 #include "engine/prefix_constraint.h"
@@ -73,7 +74,7 @@ bool numbers_within_bounds(const std::string& s) {
 bool parser_accepts_object(const std::string& s) {
     if (!numbers_within_bounds(s)) return false;
     if (!nlohmann::json::accept(s) || !nlohmann::json::parse(s).is_object()) return false;
-    int depth = 0, deepest = 0, blanks = 0, most_blanks = 0, breaks = 0, most_breaks = 0;
+    int blanks = 0, most_blanks = 0, breaks = 0, most_breaks = 0;
     bool in_string = false, escape = false;
     for (char c : s) {
         if (in_string) {
@@ -91,11 +92,9 @@ bool parser_accepts_object(const std::string& s) {
         most_blanks = std::max(most_blanks, blanks);
         most_breaks = std::max(most_breaks, breaks);
         if (c == '"') in_string = true;
-        if (c == '{' || c == '[') deepest = std::max(deepest, ++depth);
-        if (c == '}' || c == ']') --depth;
     }
-    return deepest <= JsonPrefix::kMaxDepth && most_blanks <= JsonPrefix::kMaxWhitespace &&
-           most_breaks <= 1;
+    return json_nesting_depth(s) <= (size_t)JsonPrefix::kMaxDepth &&
+           most_blanks <= JsonPrefix::kMaxWhitespace && most_breaks <= 1;
 }
 
 const std::vector<std::string> kDocuments = {
