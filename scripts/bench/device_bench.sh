@@ -49,16 +49,8 @@ if [ "$mode" = prepare ]; then
     # The built-in model (13.8 MB that xz barely shrinks) travels in the tree already: in the
     # pack's binary its bytes are zeros, which compress to nothing. On the GPU machine that binary
     # runs the benchmarks' files; the built-in model is given to it as -m models/*.gguf.
-    python3 - "$pack/deltallm" "$repo/models/deltallm-tiny-q8_0.gguf" <<'PY'
-import sys
-binary, model = sys.argv[1], sys.argv[2]
-data, blob = bytearray(open(binary, "rb").read()), open(model, "rb").read()
-at = data.find(blob)
-if at < 0 or data.find(blob, at + 1) >= 0:
-    sys.exit("device_bench: the built-in model is not in the binary exactly once")
-data[at:at + len(blob)] = bytes(len(blob))
-open(binary, "wb").write(data)
-PY
+    python3 "$repo/scripts/bench/zero_builtin_model.py" "$pack/deltallm" \
+        "$repo/models/deltallm-tiny-q8_0.gguf"
     mkdir -p "$repo/.devrun"
     tar -C "$repo/.tools" -cf - device-bench | xz -6 -T2 >"$repo/.devrun/device-bench.tar.xz"
     du -sh "$repo/.devrun/device-bench.tar.xz" "$repo/.gl"

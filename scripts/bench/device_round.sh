@@ -196,6 +196,19 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
             timeout 60 "$bin" bench -m "$m9" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 |
                 grep -E "pp512|pp2048" | tee "$out/bisect-$name.txt"
         done
+        # The first and the last binary's pp512 by kernel role (DELTALLM_VK_PROFILE) with the
+        # pipelines each made (DELTALLM_LOG=debug): which kernels the lost time sits in.
+        good=deltallm-${PROFILE_AT:-c05e15a}
+        [ -x "/tmp/$good" ] || good=
+        for name in HEAD $good; do
+            bin=$ours; [ "$name" = HEAD ] || bin=/tmp/$name
+            DELTALLM_VK_PROFILE=1 DELTALLM_LOG=debug timeout 60 "$bin" bench -m "$m9" \
+                --device vulkan -p 512 -n 0 -r 1 >"$out/profile-$name.txt" 2>&1
+            echo "== profile $name"
+            grep -v "pipeline .* created" "$out/profile-$name.txt" | tail -45
+            grep -o "pipeline [^ ]* [^ ]*" "$out/profile-$name.txt" | sort | uniq -c |
+                grep -E "gemm|expand|f16|dequant" | head -30
+        done
         ;;
     batched)
         fits 150 "batched 9B against llama.cpp" || continue
