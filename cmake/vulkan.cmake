@@ -290,6 +290,7 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(gemm_${t} gemm.comp DEFINES WTYPE_${T}=1 VARIANTS scalar)
   dl_vk_shader(gemm_${t} gemm_coopmat.comp DEFINES WTYPE_${T}=1 VARIANTS khr_coopmat)
   dl_vk_shader(gemm_${t} gemm_cm2.comp DEFINES WTYPE_${T}=1 VARIANTS nv_coopmat2)
+  dl_vk_shader(gemm_${t}_split gemm_cm2.comp DEFINES WTYPE_${T}=1 SPLIT_K=1 VARIANTS nv_coopmat2)
   dl_vk_shader(dequant_f16_${t} dequant_f16.comp DEFINES WTYPE_${T}=1)
 endforeach()
 # The expert GEMMs of a prefill window as grouped tiles: scalar, and on KHR cooperative matrices.

@@ -253,16 +253,25 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
             p.row_bytes = cols * 2;
         }
         const GemmTile g = gemm_cm2_tile(mt, rows, n_rows, stage_rows);
-        const std::string module = tuning.gemm_acc16 && mt == QType::F16
-                                       ? "gemm_f16_acc16@nv_coopmat2"
-                                       : gemm_module(mt, Variant::nv_coopmat2);
         if (g.wg > f.cm2_max_workgroup || g.wg > f.max_workgroup_invocations)
             fail("a GEMM tile of {} invocations: the device allows {}", g.wg,
                  std::min(f.cm2_max_workgroup, f.max_workgroup_invocations));
-        const Kernel& k = pipes_.get(module, 5, sizeof(GemmPush), {g.wg, g.bm, g.bn, g.bk});
-        const bool s = split_by(cm2_split(mt, rows, cols, n_rows, stage_rows)) > 1;
-        cl.dispatch(k, {mw, x16, y, s ? split.counters : y, s ? split.parts : y}, p,
-                    (rows + g.bm - 1) / g.bm, (n_rows + g.bn - 1) / g.bn, p.splits);
+        const std::vector<uint32_t> spec = {g.wg, g.bm, g.bn, g.bk};
+        const uint32_t gx = (rows + g.bm - 1) / g.bm, gy = (n_rows + g.bn - 1) / g.bn;
+        // A split runs its own module (gemm_cm2.comp SPLIT_K); the tile that does not split
+        // binds no scratch.
+        if (split_by(cm2_split(mt, rows, cols, n_rows, stage_rows)) > 1) {
+            const std::string module =
+                fmt::format("gemm_{}_split@{}", type_name(mt), variant_name(Variant::nv_coopmat2));
+            const Kernel& k = pipes_.get(module, 5, sizeof(GemmPush), spec);
+            cl.dispatch(k, {mw, x16, y, split.counters, split.parts}, p, gx, gy, p.splits);
+            return;
+        }
+        const std::string module = tuning.gemm_acc16 && mt == QType::F16
+                                       ? "gemm_f16_acc16@nv_coopmat2"
+                                       : gemm_module(mt, Variant::nv_coopmat2);
+        const Kernel& k = pipes_.get(module, 3, sizeof(GemmPush), spec);
+        cl.dispatch(k, {mw, x16, y}, p, gx, gy);
         return;
     }
     const bool khr = f16 && khr_usable(f, v);

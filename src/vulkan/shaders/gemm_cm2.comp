@@ -11,9 +11,11 @@
 // loop on an H200); edge tiles load through layouts that clamp loads past M, N or K to zero.
 // Stores always clamp (drop what lies outside Y). The host keeps y_off a multiple of 4 (tensor
 // bases are 16-byte aligned).
-// Split over K (splits > 1, workgroup z the part; gemm_split.glsl): each part multiplies
-// k_split columns, stores its tile into the split scratch, and the last part of a tile to
-// finish adds the parts in order (and Y, mode 1) and stores the tile. Not with ACC_F16.
+// SPLIT_K (the _split modules), split over K (workgroup z the part; gemm_split.glsl): each
+// part multiplies k_split columns, stores its tile into the split scratch, and the last part of
+// a tile to finish adds the parts in order (and Y, mode 1) and stores the tile. Only the split
+// modules carry that second store path and the scratch's bindings: the tile that does not split
+// compiles as it did before the split existed. Not with ACC_F16.
 // ACC_F16 (the GEMM speed report's experiment only): the products are accumulated in F16 and
 // converted to F32 at the end, half the accumulator registers.
 #version 450
@@ -40,8 +42,10 @@ layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
 #endif
 layout(std430, binding = 1) readonly buffer XH { float16_t xh[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
+#if defined(SPLIT_K)
 layout(std430, binding = 3) coherent buffer SplitCounters { uint split_u[]; };
 layout(std430, binding = 4) coherent buffer SplitParts { float split_f[]; };
+#endif
 
 layout(push_constant) uniform Push {
     uint M, N, K;    // rows of X, weight rows, columns
@@ -49,11 +53,13 @@ layout(push_constant) uniform Push {
     uint x_off;      // unused (the F16 copy starts its view)
     uint y_off;      // floats, a multiple of 4
     uint mode;       // 0: Y = X·Wᵀ, 1: Y += X·Wᵀ
-    uint splits;     // parts of K (1: none)
-    uint k_split;    // columns a part, a multiple of UNROLL · BK
+    uint splits;     // parts of K (SPLIT_K)
+    uint k_split;    // columns a part, a multiple of UNROLL · BK (SPLIT_K)
 } p;
 
+#if defined(SPLIT_K)
 #include "gemm_split.glsl"
+#endif
 
 // A Q4_K / Q5_K value from its block's 16-byte head (f16 d, f16 dmin, 12 bytes of 6-bit scales
 // and mins), its sub-block sb and its quant q: d·scale·q − dmin·min. Scale bytes 0-3 lie in h.y,
@@ -191,9 +197,12 @@ const uint UNROLL = QK == 256u ? 256u / BK : 8u;
 
 void main() {
     const uint n0 = gl_WorkGroupID.x * BM, m0 = gl_WorkGroupID.y * BN;
-    // This part's columns (all of them unsplit).
-    const uint k_begin = gl_WorkGroupID.z * p.k_split;
-    const uint k_end = p.splits > 1u ? min(p.K, k_begin + p.k_split) : p.K;
+#if defined(SPLIT_K)
+    const uint k_begin = gl_WorkGroupID.z * p.k_split;  // this part's columns
+    const uint k_end = min(p.K, k_begin + p.k_split);
+#else
+    const uint k_begin = 0u, k_end = p.K;
+#endif
 
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> ly =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
@@ -203,8 +212,8 @@ void main() {
 
     coopmat<ACC_T, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
         coopmat<ACC_T, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
-#if !defined(ACC_F16)
-    if (p.mode == 1u && p.splits == 1u)
+#if !defined(ACC_F16) && !defined(SPLIT_K)
+    if (p.mode == 1u)
         coopMatLoadTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
 #endif
 
@@ -249,8 +258,8 @@ void main() {
         res = res + y0;
     }
     coopMatStoreTensorNV(res, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
-#else
-    if (p.splits > 1u) {
+#elif defined(SPLIT_K)
+    {
         // This part's tile, [weight row][window row], into the scratch; the last part to arrive
         // reads every part's back in part order and stores the tile's rows inside Y.
         const uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -268,8 +277,8 @@ void main() {
             if (p.mode == 1u) s += y[o];
             y[o] = s;
         }
-        return;
     }
+#else
     coopMatStoreTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
 #endif
 }
