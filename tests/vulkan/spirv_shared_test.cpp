@@ -178,5 +178,27 @@ TEST(SpirvShared, GemvAsDeclaredAndCoveredByTheLaunchersEstimate) {
     }
 }
 
+// The NV cooperative-matrix-2 GEMM tile that does not split over K carries none of the split's
+// code (gemm_cm2.comp SPLIT_K): no workgroup memory at all, where its split module holds the
+// word that tells a part it arrived last. The split's code in every tile coincided with the
+// 9B's prefill on an H100 falling from 10,418 to 2,360 tokens/s (docs/perf/history.md,
+// 2026-12-06).
+TEST(SpirvShared, TheNvTileThatDoesNotSplitHasNoSplitState) {
+    int built = 0;
+    for (const char* t : {"f32", "f16", "q4_0", "q8_0", "q4_k", "q5_k", "q6_k"}) {
+        const auto tile = find_module(std::string("gemm_") + t + "@nv_coopmat2");
+        if (tile.empty()) continue;  // a glslc without the NV extension builds neither
+        ++built;
+        const uint32_t spec[] = {256, 128, 128, 32};
+        EXPECT_EQ(workgroup_bytes(tile, spec), 0u) << t;
+        const auto split = find_module(std::string("gemm_") + t + "_split@nv_coopmat2");
+        ASSERT_FALSE(split.empty()) << t << ": a tile without its split module";
+        const auto bytes = workgroup_bytes(split, spec);
+        ASSERT_TRUE(bytes) << t;
+        EXPECT_GT(*bytes, 0u) << t;
+    }
+    if (!built) GTEST_SKIP() << "no NV cooperative matrix 2 modules in this build";
+}
+
 }  // namespace
 }  // namespace dl::vk
