@@ -160,6 +160,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->expand_ahead_ = opts.expand_ahead;
     d->early_submit_ = opts.early_submit;
     d->mix_chunks_ = opts.mixed_steps;
+    d->snapshot_buffers_ = std::make_shared<BufferPool>(*d->dev_, 2);
     d->gemm_groups_ = opts.gemm_groups;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;

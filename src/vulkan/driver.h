@@ -16,6 +16,7 @@
 
 #include "executor/executor.h"
 #include "model/model.h"
+#include "vulkan/buffer_pool.h"
 #include "vulkan/device.h"
 #include "vulkan/fusions.h"
 #include "vulkan/kernels.h"
@@ -267,6 +268,9 @@ class ResidentDriver final : public Executor {
     Plan plan_;
     std::unique_ptr<Weights> w_;
     std::unique_ptr<Profile> profile_;
+    // The buffers of prefix-cache snapshots (device) and their spills (host), reused: a
+    // snapshot of the same model needs the same bytes each time.
+    std::shared_ptr<BufferPool> snapshot_buffers_;
     Fusions fusions_;
     int64_t attn_short_ = -1;
     bool expand_ahead_ = true;

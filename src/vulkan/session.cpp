@@ -172,14 +172,19 @@ namespace {
 // Everything the snapshot copies lives in one buffer (per-layer offsets into it): a buffer a
 // layer made 48 allocations a 9B snapshot, each a vkAllocateMemory, and a server that keeps a
 // few hundred snapshots would pass the device's allocation count (4,096 on many drivers).
+// Its buffer comes from the driver's pool and goes back to it (buffer_pool.h).
 struct DeviceSnapshot : SessionSnapshot {
     ~DeviceSnapshot() override {
         for (uint32_t b : kv_blocks) kv->give(b);
+        if (buffers) buffers->give(std::move(data), kind());
     }
+    MemoryKind kind() const { return spilled ? MemoryKind::host : MemoryKind::device; }
     const void* owner = nullptr;
     std::vector<uint32_t> kv_blocks;
     std::shared_ptr<FreeList> kv;
-    Buffer data;  // device memory, or host memory once spilled
+    std::shared_ptr<BufferPool> buffers;
+    Buffer data;              // device memory, or host memory once spilled
+    uint64_t data_bytes = 0;  // of data, in use (the pool's buffers are rounded up)
     // Per layer, byte offsets into data (kNone where the layer has none): the spilled attention
     // rows (whole blocks, in order), the recurrent state and conv ring.
     static constexpr uint64_t kNone = ~uint64_t{0};
@@ -215,6 +220,7 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
     Device& D = *dev_;
     auto snap = std::make_unique<DeviceSnapshot>();
     snap->owner = this;
+    snap->buffers = snapshot_buffers_;
     snap->n_past = s.n_past;
     // The blocks that hold its rows, held by the snapshot too; counted in its bytes, since they
     // stay taken while it lives.
@@ -245,7 +251,8 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
         bytes += align_up(W.ring(s, il, hp).range, 16);
     }
     if (bytes > 0) {
-        snap->data = D.create_buffer(bytes, MemoryKind::device);
+        snap->data = snapshot_buffers_->take(bytes, MemoryKind::device);
+        snap->data_bytes = bytes;
         CommandList cl(D);
         cl.begin();
         for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -281,11 +288,11 @@ bool ResidentDriver::spill(SessionSnapshot& base) {
         bytes += 2 * kv_bytes;
     }
     const uint64_t recurrent_at = bytes;
-    bytes += snap->data ? snap->data.size() : 0;
+    bytes += snap->data_bytes;
     if (bytes == 0) bytes = 4;
     Buffer host;
     try {
-        host = D.create_buffer(bytes, MemoryKind::host);
+        host = snapshot_buffers_->take(bytes, MemoryKind::host);
         CommandList cl(D);
         cl.begin();
         for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -293,7 +300,7 @@ bool ResidentDriver::spill(SessionSnapshot& base) {
             copy_blocks(cl, snap->kv_blocks, snap->n_past, block, W.k_pool[il], host, k[il], true);
             copy_blocks(cl, snap->kv_blocks, snap->n_past, block, W.v_pool[il], host, v[il], true);
         }
-        if (snap->data) cl.copy(snap->data, 0, host, recurrent_at, snap->data.size());
+        if (snap->data_bytes) cl.copy(snap->data, 0, host, recurrent_at, snap->data_bytes);
         cl.end();
         cl.submit_and_wait();
     } catch (const Error& e) {
@@ -306,7 +313,9 @@ bool ResidentDriver::spill(SessionSnapshot& base) {
     }
     snap->k = std::move(k);
     snap->v = std::move(v);
+    snapshot_buffers_->give(std::move(snap->data), MemoryKind::device);
     snap->data = std::move(host);
+    snap->data_bytes = bytes;
     for (uint32_t b : snap->kv_blocks) snap->kv->give(b);
     snap->kv_blocks.clear();
     snap->spilled = true;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vk_test.h"
+#include "vulkan/buffer_pool.h"
 
 namespace dl::vk {
 namespace {
@@ -43,6 +44,50 @@ TEST(VulkanDevice, UploadDownloadRoundTripsAcrossStagingChunks) {
     Buffer b = test::to_device(dev, v);
     auto back = test::from_device<uint32_t>(dev, b, v.size());
     EXPECT_EQ(back, v);
+}
+
+// A buffer given back to the pool serves the next request of its size class and memory kind
+// (the same VkBuffer), other classes and kinds get buffers of their own, and no more than `keep`
+// of a kind are kept.
+TEST(VulkanDevice, BufferPoolReusesAClassAndKeepsABoundedFew) {
+    VK_TEST_DEVICE();
+    EXPECT_EQ(BufferPool::class_size(1000), 1024u);  // eighths of 512: 64
+    EXPECT_EQ(BufferPool::class_size(1024), 1024u);
+    EXPECT_EQ(BufferPool::class_size(1025), 1152u);  // eighths of 1024: 128
+    EXPECT_EQ(BufferPool::class_size(50'000'000), 50'331'648u);
+    for (uint64_t n : {17ull, 999ull, 123457ull, 50'000'000ull}) {
+        const uint64_t c = BufferPool::class_size(n);
+        EXPECT_GE(c, n);
+        EXPECT_LE(c, n + n / 4) << n;  // at most an eighth of a power of two above n
+    }
+    BufferPool pool(dev, 2);
+    Buffer a = pool.take(100'000, MemoryKind::device);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a.size(), BufferPool::class_size(100'000));
+    const VkBuffer ha = a.handle();
+    pool.give(std::move(a), MemoryKind::device);
+    EXPECT_EQ(pool.kept(), 1u);
+    // A host request of the same size does not take the device buffer.
+    Buffer h = pool.take(100'000, MemoryKind::host);
+    ASSERT_NE(h.mapped(), nullptr);
+    EXPECT_NE(h.handle(), ha);
+    // Another size in the same class does.
+    Buffer b = pool.take(99'000, MemoryKind::device);
+    EXPECT_EQ(b.handle(), ha);
+    EXPECT_EQ(pool.kept(), 0u);
+    // Three given back of one kind: the oldest is freed.
+    Buffer c = pool.take(300'000, MemoryKind::device), d = pool.take(5'000, MemoryKind::device);
+    const VkBuffer hc = c.handle(), hd = d.handle();
+    pool.give(std::move(b), MemoryKind::device);
+    pool.give(std::move(c), MemoryKind::device);
+    pool.give(std::move(d), MemoryKind::device);
+    pool.give(std::move(h), MemoryKind::host);
+    EXPECT_EQ(pool.kept(), 3u);
+    // (Handles of freed buffers may be reused by the driver: the kept count says it is new.)
+    Buffer e = pool.take(99'000, MemoryKind::device);
+    EXPECT_EQ(pool.kept(), 3u);
+    EXPECT_EQ(pool.take(300'000, MemoryKind::device).handle(), hc);
+    EXPECT_EQ(pool.take(5'000, MemoryKind::device).handle(), hd);
 }
 
 TEST(VulkanDevice, UnknownVariantDeclines) {
