@@ -14,8 +14,9 @@
 # Each engine serves with as many slots as the highest level and the same context per slot;
 # scripts/bench/serve_bench.py drives both (streamed chat completions, outputs forced to their
 # length with ignore_eos; the multi-turn chats open with a document of FIRST_TURN_WORDS words
-# (default 500: the synthetic files' vocabulary makes about 4 tokens a word, and a 1,500-word
-# turn overflowed a 4,096-token slot on 2026-12-05), so
+# (default 400: the synthetic files' vocabulary makes about 4 tokens a word; a 1,500-word
+# turn overflowed a 4,096-token slot on 2026-12-05, and 500 words gave turn-2 prompts of up to
+# 4,125 tokens on 2026-12-06, failed with 400 and left out of both servers' rows), so
 # the later turns' TTFT shows whether the history is prefilled again). Results: $OUT/serve-<engine>-<workload>.json and serve.md.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,7 +66,7 @@ run_engine() {  # name port command...
     for w in ${WORKLOADS:-random multiturn}; do
         timeout 240 python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
-            --first-turn-words "${FIRST_TURN_WORDS:-500}" --waves "${WAVES:-0}" \
+            --first-turn-words "${FIRST_TURN_WORDS:-400}" --waves "${WAVES:-0}" \
             --warmup "${WARMUP:-8}" --json "$out/serve-$name-$w.json"
         echo "rc=$?"
         # The server's own counters after the workload (ours: where a step's time went).
