@@ -49,8 +49,9 @@ std::string type_name(QType t) {
     return name;
 }
 
-std::string gemm_module(QType t, Variant v) {
-    return fmt::format("gemm_{}@{}", type_name(t), variant_name(v));
+// The GEMM tile module of weights t on variant v; split: its split over K (NV tiles only).
+std::string gemm_module(QType t, Variant v, bool split = false) {
+    return fmt::format("gemm_{}{}@{}", type_name(t), split ? "_split" : "", variant_name(v));
 }
 
 // The NV cooperative matrix 2 tiles: 256 invocations (128 in the large F16 tiles),
@@ -261,9 +262,8 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
         // A split runs its own module (gemm_cm2.comp SPLIT_K); the tile that does not split
         // binds no scratch.
         if (split_by(cm2_split(mt, rows, cols, n_rows, stage_rows)) > 1) {
-            const std::string module =
-                fmt::format("gemm_{}_split@{}", type_name(mt), variant_name(Variant::nv_coopmat2));
-            const Kernel& k = pipes_.get(module, 5, sizeof(GemmPush), spec);
+            const Kernel& k =
+                pipes_.get(gemm_module(mt, Variant::nv_coopmat2, true), 5, sizeof(GemmPush), spec);
             cl.dispatch(k, {mw, x16, y, split.counters, split.parts}, p, gx, gy, p.splits);
             return;
         }
