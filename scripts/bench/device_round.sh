@@ -196,8 +196,9 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
             timeout 60 "$bin" bench -m "$m9" --device vulkan -p 512,2048 -n 0 -r 2 2>&1 |
                 grep -E "pp512|pp2048" | tee "$out/bisect-$name.txt"
         done
-        # The first and the last binary's pp512 by kernel role (DELTALLM_VK_PROFILE) with the
-        # pipelines each made (DELTALLM_LOG=debug): which kernels the lost time sits in.
+        # Ours and a good commit's (PROFILE_AT, when its binary is among them) pp512 by kernel
+        # role (DELTALLM_VK_PROFILE) with the pipelines each made (DELTALLM_LOG=debug): which
+        # kernels the lost time sits in.
         good=deltallm-${PROFILE_AT:-c05e15a}
         [ -x "/tmp/$good" ] || good=
         for name in HEAD $good; do
