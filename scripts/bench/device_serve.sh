@@ -80,7 +80,9 @@ run_engine() {  # name port command...
 }
 
 # ENGINES (default "deltallm llama-server"): also "unmixed", ours with each prompt chunk as a
-# window of its own (DELTALLM_VK_MIXED_STEPS=0), for the step command's before and after.
+# window of its own (DELTALLM_VK_MIXED_STEPS=0), for the step command's before and after; and
+# "bigcache", ours with a prefix cache of BIG_CACHE_MIB (default 40000) in device memory and
+# 16,000 MiB in host memory.
 for engine in ${ENGINES:-deltallm llama-server}; do
     case $engine in
     deltallm)
@@ -89,6 +91,10 @@ for engine in ${ENGINES:-deltallm llama-server}; do
     unmixed)
         run_engine unmixed 8082 env DELTALLM_VK_MIXED_STEPS=0 "$ours" serve -m "$f" \
             --device vulkan --parallel "$slots" -c "$ctx" --port 8082 --metrics ${OURS_ARGS:-} ;;
+    bigcache)
+        run_engine bigcache 8083 "$ours" serve -m "$f" --device vulkan --parallel "$slots" \
+            -c "$ctx" --port 8083 --metrics --cache-mib "${BIG_CACHE_MIB:-40000}" \
+            --cache-host-mib 16000 ${OURS_ARGS:-} ;;
     llama-server)
         run_engine llama-server 8081 "$peer_dir/llama-server" -m "$f" -ngl 999 \
             --parallel "$slots" -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui ;;
