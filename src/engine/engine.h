@@ -36,6 +36,7 @@ struct EngineOptions {
     // Sequences run at once (a server's or a batch's slots): a device sizes its shared KV cache
     // for this many of n_ctx tokens where its memory holds them.
     int64_t sequences = 1;
+    bool prefix_cache = false;  // Capacity::prefix_cache
     cpu::ChainOptions cpu;
     Model::Progress progress;  // called while the weights are read in
 };

@@ -74,11 +74,11 @@ std::vector<PrefixCache::Entry>::iterator PrefixCache::oldest(bool spilled) {
 }
 
 // An entry of the executor's memory to host memory where the host budget has room, else gone.
+// (A spilled snapshot's bytes are those of its host copy, which holds its KV rows as well.)
 void PrefixCache::move_out(std::vector<Entry>::iterator it) {
-    const uint64_t b = it->snapshot->bytes;
-    bytes_ -= b;
-    if (host_budget_ >= b && executor_.spill(*it->snapshot)) {
-        host_bytes_ += b;
+    bytes_ -= it->snapshot->bytes;
+    if (host_budget_ > 0 && executor_.spill(*it->snapshot)) {
+        host_bytes_ += it->snapshot->bytes;
     } else {
         entries_.erase(it);
     }

@@ -18,6 +18,9 @@ namespace dl {
 struct Capacity {
     int64_t n_ctx = 0;
     int64_t sequences = 1;
+    // A prefix cache will keep snapshots of sessions (a server's): the device's memory left over
+    // goes to them (Executor::snapshot_room) and to more KV blocks for the rows they hold.
+    bool prefix_cache = false;
 };
 
 // A device driver (the Vulkan resident driver) registers one of these, once, before models are

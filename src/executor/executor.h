@@ -29,8 +29,10 @@ class SessionState {
 class SessionSnapshot {
   public:
     virtual ~SessionSnapshot() = default;
-    int64_t n_past = 0;    // tokens the snapshot holds
-    uint64_t bytes = 0;    // memory it occupies
+    int64_t n_past = 0;  // tokens the snapshot holds
+    // Memory it adds where it lives (rows it shares with sessions in a paged KV cache's blocks
+    // are not counted: they take no more memory, and a full cache sheds snapshots by itself).
+    uint64_t bytes = 0;
     bool spilled = false;  // moved to host memory by Executor::spill
 };
 
@@ -116,6 +118,9 @@ class Executor {
     // restore still finds it; false where the executor keeps snapshots in host memory anyway or
     // the host has no room.
     virtual bool spill(SessionSnapshot&) { return false; }
+    // Bytes of the executor's own memory planned for snapshots' copies (the Vulkan driver's
+    // plan with a prefix cache); 0 where it plans none.
+    virtual uint64_t snapshot_room() const { return 0; }
 
     // The rate (GB/s) at which this executor's device streams the model's weights, measured now
     // (bench's decode floor), and what was read, for the report. 0 where it cannot measure.

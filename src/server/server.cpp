@@ -562,6 +562,14 @@ void Server::load(Engine& engine, const std::string& model_id) {
     so.token_budget = s.opt.token_budget;
     so.queue_limit = s.opt.queue_limit;
     so.prefix_cache_bytes = s.opt.cache_bytes;
+    if (so.prefix_cache_bytes == ServerOptions::kCacheAuto) {
+        const uint64_t room = engine.executor().snapshot_room();
+        so.prefix_cache_bytes = room > 0 ? room : ServerOptions::kCacheDefault;
+    }
+    if (so.prefix_cache_bytes > 0)
+        log::info("prefix cache: {:.1f} GiB in the executor's memory, {:.1f} GiB in host memory",
+                  (double)so.prefix_cache_bytes / (1 << 30),
+                  (double)so.prefix_cache_host_bytes / (1 << 30));
     so.prefix_cache_host_bytes = s.opt.cache_host_bytes;
     so.snapshot_every = s.opt.cache_every;
     const tokenizer::Tokenizer* tok = s.tok;

@@ -23,7 +23,10 @@ struct ServerOptions {
     int64_t n_ctx = 0;                  // context of each slot; 0: the engine's
     int64_t queue_limit = 64;           // requests waiting beyond which the answer is 503
     int64_t token_budget = 512;         // tokens per scheduler step
-    uint64_t cache_bytes = 1ull << 30;  // prefix cache; 0: none
+    // The prefix cache's bytes in the executor's memory; 0: none; kCacheAuto: what the executor
+    // planned for it (Executor::snapshot_room), else kCacheDefault.
+    static constexpr uint64_t kCacheAuto = ~uint64_t{0}, kCacheDefault = 1ull << 30;
+    uint64_t cache_bytes = kCacheAuto;
     // Snapshots past cache_bytes that the executor can move to host memory (the Vulkan driver's).
     uint64_t cache_host_bytes = 4ull << 30;
     // Prompts also keep a snapshot every this many tokens, so a shared beginning (a long system

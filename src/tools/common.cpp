@@ -89,6 +89,7 @@ std::unique_ptr<Engine> ModelArgs::open() const {
              n_ctx);
     o.n_ctx = n_ctx;
     o.sequences = sequences;
+    o.prefix_cache = prefix_cache;
     if (path.empty()) {
         std::fprintf(stderr, "deltallm: no model given (-m): using the built-in model, %s.\n",
                      default_model_description().c_str());

@@ -21,6 +21,7 @@ struct ModelArgs {
     std::string device = "auto";
     int64_t n_ctx = 0;
     int64_t sequences = 1;  // at once (EngineOptions::sequences): the --parallel of serve and batch
+    bool prefix_cache = false;  // EngineOptions::prefix_cache: serve's
 
     void add_to(CLI::App& app, bool with_device = true);
     // Opens the model (or the built-in model, saying so on stderr); throws dl::Error.

@@ -25,7 +25,7 @@ struct ServeArgs {
     ModelArgs model;
     server::ServerOptions server;
     std::string api_key, api_key_file, chat_template_file, alias;
-    double cache_mib = 1024;
+    std::string cache_mib = "auto";
     double cache_host_mib = 4096;
 };
 
@@ -57,9 +57,18 @@ int serve(ServeArgs& a) {
         a.server.chat_template = read_text_file(a.chat_template_file);
         tmpl::ChatTemplate parsed(a.server.chat_template);  // a syntax error before the model loads
     }
-    if (!(a.cache_mib >= 0 && a.cache_mib <= 1e7))
-        fail("--cache-mib must be 0 to 10^7, not {}", a.cache_mib);
-    a.server.cache_bytes = (uint64_t)(a.cache_mib * 1048576.0);
+    if (a.cache_mib != "auto") {
+        double mib = -1;
+        size_t used = 0;
+        try {
+            mib = std::stod(a.cache_mib, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != a.cache_mib.size() || !(mib >= 0 && mib <= 1e7))
+            fail("--cache-mib must be auto or 0 to 10^7, not {}", printable(a.cache_mib));
+        a.server.cache_bytes = (uint64_t)(mib * 1048576.0);
+    }
     if (!(a.cache_host_mib >= 0 && a.cache_host_mib <= 1e7))
         fail("--cache-host-mib must be 0 to 10^7, not {}", a.cache_host_mib);
     a.server.cache_host_bytes = (uint64_t)(a.cache_host_mib * 1048576.0);
@@ -72,6 +81,7 @@ int serve(ServeArgs& a) {
         fail("--queue must be 0 to 4096, not {}", a.server.queue_limit);
     a.server.n_ctx = 0;  // the engine's: -c sets it
     a.model.sequences = a.server.parallel;
+    a.model.prefix_cache = a.server.cache_bytes != 0;
 
     // Signals are taken by one thread with sigwait; every other thread (the HTTP workers, the
     // scheduler, the CPU chain's pool) inherits the blocked mask. A client that goes away must
@@ -150,7 +160,9 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
     app.add_option("--queue", a->server.queue_limit,
                    "requests that may wait for a slot; beyond them the answer is 503")
         ->capture_default_str();
-    app.add_option("--cache-mib", a->cache_mib, "prefix cache size in MiB (0: none)")
+    app.add_option("--cache-mib", a->cache_mib,
+                   "prefix cache size in MiB (0: none; auto: what the device has left after the "
+                   "model, its KV cache and slots, else 1024)")
         ->capture_default_str();
     app.add_option("--cache-host-mib", a->cache_host_mib,
                    "host memory for prefix-cache snapshots moved off the device (MiB)")

@@ -473,6 +473,7 @@ void register_device_driver() {
         if (index >= 0) o.device.index = index;
         if (c.n_ctx > 0) o.plan.n_ctx = c.n_ctx;
         o.plan.sequences = std::max<int64_t>(c.sequences, 1);
+        o.plan.prefix_cache = c.prefix_cache;
         auto r = ResidentDriver::create(std::move(model), o);
         if (!r) {
             if (reason) *reason = r.reason();
@@ -491,6 +492,7 @@ void register_device_driver() {
             PlanOptions o;
             if (c.n_ctx > 0) o.n_ctx = c.n_ctx;
             o.sequences = std::max<int64_t>(c.sequences, 1);
+            o.prefix_cache = c.prefix_cache;
             auto p = plan(model, s.features, s.features.best_variant(), o);
             out += fmt::format("vulkan:{} ({}): {}\n", s.index, s.features.name,
                                p ? p->describe() : "declines: " + p.reason());

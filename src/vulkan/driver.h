@@ -131,6 +131,7 @@ class ResidentDriver final : public Executor {
     bool restore(SessionState& s, const SessionSnapshot& snap) override;
     // Copies a snapshot's buffers to host memory and frees its device memory.
     bool spill(SessionSnapshot& snap) override;
+    uint64_t snapshot_room() const override { return plan_.snapshot_bytes; }
     // Every weight slab read once a pass (shaders/stream_read.comp), several passes back to back,
     // timed on the device: the rate decode could read its weights at.
     ReadRate measure_read_rate() override;

@@ -203,11 +203,14 @@ std::string Plan::describe() const {
                       : std::string("no KV cache");
     return fmt::format(
         "weights {} in {} slab{}, parameters {}, {}, recurrent state {}{}, scratch {}: "
-        "total {} of {} budget (the budget holds {} sequence{} of {} tokens); kernels {}; {}",
+        "total {} of {} budget (the budget holds {} sequence{} of {} tokens){}; kernels {}; {}",
         gib(weight_bytes), slabs.size(), slabs.size() == 1 ? "" : "s", gib(param_bytes), kv,
         gib(recurrent_bytes),
         state_slots > 0 ? fmt::format(" ({} sessions)", state_slots) : std::string(),
         gib(scratch_bytes), gib(total()), gib(budget_bytes), fit, fit == 1 ? "" : "s", n_ctx,
+        snapshot_bytes > 0
+            ? fmt::format("; prefix-cache snapshots up to {} besides", gib(snapshot_bytes))
+            : std::string(),
         variant_name(variant),
         window > 0 ? fmt::format("prefill in windows of {} rows{}", window,
                                  window_attention_tensor_cores ? ", attention on tensor cores" : "")
@@ -527,6 +530,27 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         }
         p.kv_blocks = std::min<uint64_t>(blocks, (uint64_t)binding_rows / Kernels::kKvBlock);
         p.kv_bytes = p.kv_blocks * block_bytes;
+    }
+    // A prefix cache's share of what the budget has left: more KV blocks for the rows its
+    // snapshots hold, and room for their copies of the recurrent state.
+    if (opts.prefix_cache) {
+        const uint64_t used =
+            fixed + partials_for(n_ctx) + p.kv_bytes +
+            (uint64_t)(opts.sequences + PlanOptions::kSpareSessions - 1) * p.per_sequence_bytes;
+        const double left = budget > used ? (double)(budget - used) : 0.0;
+        const bool recurrent = p.state_slot_bytes > 0;
+        if (n_attn > 0) {
+            const uint64_t block_bytes =
+                (uint64_t)n_attn * 2 * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
+            const double share = recurrent
+                                     ? PlanOptions::kCacheKvShare
+                                     : PlanOptions::kCacheKvShare + PlanOptions::kCacheStateShare;
+            const uint64_t more = (uint64_t)(left * share) / block_bytes;
+            p.kv_blocks = std::min<uint64_t>(p.kv_blocks + more,
+                                             (uint64_t)binding_rows / Kernels::kKvBlock);
+            p.kv_bytes = p.kv_blocks * block_bytes;
+        }
+        if (recurrent) p.snapshot_bytes = (uint64_t)(left * PlanOptions::kCacheStateShare);
     }
     // As Kernels::attention_rows decides it: the kernel for this device and head size, and the
     // window's queries, gate and output at 16-byte aligned offsets.

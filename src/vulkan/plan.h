@@ -26,6 +26,12 @@ struct PlanOptions {
     static constexpr int64_t kSpareSessions = 3;
     // Device memory the plan may use; 0: 90% of the largest device-local heap.
     uint64_t budget_bytes = 0;
+    // A prefix cache will keep snapshots: of the budget left over, kCacheKvShare goes to more
+    // KV blocks (the rows snapshots hold; all but the headroom where no layer is recurrent) and
+    // kCacheStateShare to the snapshots' copies of the recurrent state (Plan::snapshot_bytes).
+    // The rest is headroom: the driver's own allocations, the snapshots' rounded buffers.
+    bool prefix_cache = false;
+    static constexpr double kCacheKvShare = 0.45, kCacheStateShare = 0.40;
     // When the requested context does not fit, plan the largest that does (else decline).
     bool shrink_context = true;
     // Rows of a prefill window (one command buffer per window; DELTALLM_VK_WINDOW). Longer
@@ -152,6 +158,9 @@ struct Plan {
     uint64_t per_sequence_bytes = 0;
     uint64_t scratch_bytes = 0;  // activations (token and window), logits, attention partials
     uint64_t budget_bytes = 0;
+    // Device memory a prefix cache's snapshots may take for their own copies (of the recurrent
+    // state; their KV rows stay in the pool's blocks); 0 unless PlanOptions::prefix_cache.
+    uint64_t snapshot_bytes = 0;
     uint64_t total() const {
         return weight_bytes + param_bytes + kv_bytes + recurrent_bytes + scratch_bytes;
     }

@@ -222,8 +222,9 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
     snap->owner = this;
     snap->buffers = snapshot_buffers_;
     snap->n_past = s.n_past;
-    // The blocks that hold its rows, held by the snapshot too; counted in its bytes, since they
-    // stay taken while it lives.
+    // The blocks that hold its rows, held by the snapshot too (not in its bytes: they are the
+    // pool's, shared with the session and other snapshots of the same beginning; a full pool
+    // sheds snapshots through CacheFull).
     snap->kv = s.kv;
     if (s.kv) {
         const size_t n = (size_t)Kernels::kv_blocks((uint64_t)s.n_past);
@@ -231,10 +232,6 @@ std::unique_ptr<SessionSnapshot> ResidentDriver::snapshot(const SessionState& st
             s.kv->hold(s.kv_blocks[i]);
             snap->kv_blocks.push_back(s.kv_blocks[i]);
         }
-        int64_t n_attn = 0;
-        for (int64_t il = 0; il < hp.n_layer; ++il) n_attn += hp.is_recurrent(il) ? 0 : 1;
-        snap->bytes +=
-            n * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim) * 2 * (uint64_t)n_attn;
     }
     // The recurrent layers' state and ring, packed in layer order.
     const size_t L = (size_t)hp.n_layer;
@@ -316,6 +313,7 @@ bool ResidentDriver::spill(SessionSnapshot& base) {
     snapshot_buffers_->give(std::move(snap->data), MemoryKind::device);
     snap->data = std::move(host);
     snap->data_bytes = bytes;
+    snap->bytes = snap->data.size();  // the rows now too
     for (uint32_t b : snap->kv_blocks) snap->kv->give(b);
     snap->kv_blocks.clear();
     snap->spilled = true;

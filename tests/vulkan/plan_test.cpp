@@ -237,6 +237,59 @@ TEST(VulkanPlan, SizesTheKvPoolForItsSequences) {
     EXPECT_LE(four->total() + 3 * four->per_sequence_bytes, o.budget_bytes);
 }
 
+// With a prefix cache, what the budget has left goes to more KV blocks (the rows snapshots hold)
+// and, where layers are recurrent, to room for the snapshots' state: within the budget, with
+// headroom, and all to blocks where no layer is recurrent.
+TEST(VulkanPlan, GivesWhatIsLeftToAPrefixCache) {
+    for (const char* arch : {"qwen35", "llama"}) {
+        SCOPED_TRACE(arch);
+        dl::test::TinySpec s;
+        s.arch = arch;
+        if (s.arch == "llama") {
+            s.n_layer = 2;
+            s.rope_dims = s.head_dim;
+            s.rope_freqs = true;
+        }
+        auto model = dl::test::tiny_model(s);
+        Features f = big_device();
+        f.max_storage_buffer_range = 1u << 30;
+        PlanOptions o;
+        o.n_ctx = 1024;
+        o.sequences = 4;
+        auto bare = plan(*model, f, Variant::scalar, o);
+        ASSERT_TRUE(bare.ok()) << bare.reason();
+        o.budget_bytes = bare->total() + 3 * bare->per_sequence_bytes + (64u << 20);
+        auto without = plan(*model, f, Variant::scalar, o);
+        o.prefix_cache = true;
+        auto with = plan(*model, f, Variant::scalar, o);
+        ASSERT_TRUE(without.ok() && with.ok());
+        EXPECT_EQ(without->snapshot_bytes, 0u);
+        EXPECT_EQ(without->kv_blocks, bare->kv_blocks);
+        // What the plan without the cache left of the budget (its sequences' and the spare
+        // sessions' own scratch counted).
+        const double left =
+            (double)(o.budget_bytes - without->total() -
+                     (o.sequences + PlanOptions::kSpareSessions - 1) * without->per_sequence_bytes);
+        const bool recurrent = s.arch == "qwen35";
+        const double kv_share =
+            recurrent ? PlanOptions::kCacheKvShare
+                      : PlanOptions::kCacheKvShare + PlanOptions::kCacheStateShare;
+        const uint64_t block = bare->kv_bytes / bare->kv_blocks;
+        EXPECT_EQ(with->kv_blocks - bare->kv_blocks, (uint64_t)(left * kv_share) / block);
+        EXPECT_EQ(with->snapshot_bytes,
+                  recurrent ? (uint64_t)(left * PlanOptions::kCacheStateShare) : 0u);
+        // The blocks and snapshots together leave a tenth of what was left.
+        const uint64_t taken =
+            with->total() +
+            (o.sequences + PlanOptions::kSpareSessions - 1) * with->per_sequence_bytes +
+            with->snapshot_bytes;
+        EXPECT_LE(taken, o.budget_bytes - (uint64_t)(left * 0.1));
+        EXPECT_NE(with->describe().find(recurrent ? "prefix-cache snapshots up to" : "KV cache"),
+                  std::string::npos)
+            << with->describe();
+    }
+}
+
 // Sessions' recurrent state past what the budget holds beside one sequence's KV cache: fewer
 // sessions, not a plan past the budget.
 TEST(VulkanPlan, KeepsTheRecurrentStateOfManySessionsWithinTheBudget) {
