@@ -97,6 +97,7 @@ struct Scheduler::Slot {
     int64_t generated = 0, cached = 0;
     bool started = false;
     uint64_t admitted = 0;  // the order requests were taken into slots (the last gives way first)
+    int64_t admitted_step = 0;  // steps run before it was taken into its slot
     Clock::time_point first_step, first_token;
 };
 
@@ -216,6 +217,7 @@ void Scheduler::snapshot(Slot& slot) {
     cache_->put(slot.fed, *slot.session);
     std::lock_guard lock(mutex_);
     stats_.snapshot_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    ++stats_.snapshots;
 }
 
 void Scheduler::release(Slot& slot) {
@@ -345,6 +347,7 @@ void Scheduler::admit() {
         }
         try {
             slot->admitted = ++admissions_;
+            slot->admitted_step = steps_run_;
             const Clock::time_point t0 = Clock::now();
             const int64_t cached = start(*slot, r);
             // (A session made or restored between steps delays every stream's next token.)
@@ -395,6 +398,17 @@ void Scheduler::loop() {
     }
 }
 
+// A prompt's place in line for the next step's chunks (lower goes first): the tokens it has
+// left, less prompt_aging for each step run since it was admitted. The fewest left first is what
+// keeps the time to first token short for most requests (a later turn of a chat, whose history
+// came from the prefix cache, is a few hundred tokens behind a document of thousands); the
+// aging bounds how long a long prompt waits behind a stream of short ones.
+int64_t Scheduler::prompt_place(const Slot& slot) const {
+    if (options_.prompt_aging < 0) return 0;  // the earliest admitted first
+    const int64_t left = (int64_t)slot.request->feed.size() - slot.prompt_done;
+    return left - options_.prompt_aging * (steps_run_ - slot.admitted_step);
+}
+
 // How many of a prompt's remaining tokens the next chunk takes: at most `room`, ending on a
 // snapshot point or an aligned position when the prompt goes on past it.
 int64_t Scheduler::chunk_length(const Slot& slot, int64_t room) const {
@@ -432,14 +446,16 @@ void Scheduler::run_step() {
         owners.push_back(slot.get());
         --budget;
     }
-    // Then prompt chunks, the earliest admitted first, while the budget and prompt_chunks last;
-    // with no stream decoding, up to the idle budget.
+    // Then prompt chunks in the order prompt_place gives, while the budget and prompt_chunks
+    // last; with no stream decoding, up to the idle budget.
     if (items.empty()) budget = std::max(budget, options_.idle_token_budget);
     std::vector<Slot*> prompting;
     for (auto& slot : slots_)
         if (slot->request && slot->pending < 0) prompting.push_back(slot.get());
-    std::sort(prompting.begin(), prompting.end(),
-              [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
+    std::sort(prompting.begin(), prompting.end(), [&](const Slot* a, const Slot* b) {
+        const int64_t pa = prompt_place(*a), pb = prompt_place(*b);
+        return pa != pb ? pa < pb : a->admitted < b->admitted;
+    });
     int64_t chunks = 0, chunk_tokens = 0;
     for (Slot* slot : prompting) {
         if (budget <= 0 || (options_.prompt_chunks > 0 && chunks >= options_.prompt_chunks)) break;
@@ -476,6 +492,7 @@ void Scheduler::run_step() {
         for (Slot* s : owners) finish(*s, FinishReason::error, e.what());
         return;
     }
+    ++steps_run_;
     const double step_seconds = std::chrono::duration<double>(Clock::now() - now).count();
     {
         std::lock_guard lock(mutex_);
@@ -582,6 +599,8 @@ void Scheduler::run_step() {
     }
     std::lock_guard lock(mutex_);
     stats_.cache_bytes = cache_ ? cache_->bytes() : 0;
+    stats_.cache_budget = cache_ ? options_.prefix_cache_bytes : 0;
+    stats_.cache_host_budget = cache_ ? options_.prefix_cache_host_bytes : 0;
     stats_.cache_host_bytes = cache_ ? cache_->host_bytes() : 0;
     stats_.cache_entries = cache_ ? cache_->entries() : 0;
     const Executor::CacheUse kv = executor_.cache_use();

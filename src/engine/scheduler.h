@@ -36,7 +36,12 @@ struct SchedulerOptions {
     // budget): no stream waits on that step, and one window of many rows costs an executor less
     // than several short ones, each a read of every weight.
     int64_t idle_token_budget = 2048;
-    // Prompts a step reads a chunk of, the earliest admitted first (0: as many as the budget
+    // The order prompts get a step's chunks in: the fewest tokens left first, each step a
+    // prompt has waited since it was admitted counting as this many tokens fewer (so a long
+    // prompt waits behind shorter ones at most about its length / prompt_aging steps); < 0: the
+    // earliest admitted first.
+    int64_t prompt_aging = 128;
+    // Prompts a step reads a chunk of, in that order (0: as many as the budget
     // allows). Both executors read each weight once a step for all its rows (the CPU chain's
     // passes; the Vulkan driver's step command, which takes the chunks after the decode rows as
     // far as its window holds), so several short prompts share one step's reads rather than
@@ -118,8 +123,9 @@ struct SchedulerStats {
     // Where the step thread's time goes: the executor's steps (those that carried a prompt chunk
     // apart), and the prefix cache's snapshots after them.
     double step_seconds = 0, prompt_step_seconds = 0, snapshot_seconds = 0;
-    int64_t prompt_steps = 0;
+    int64_t prompt_steps = 0, snapshots = 0;
     uint64_t cache_bytes = 0, cache_host_bytes = 0, cache_entries = 0;
+    uint64_t cache_budget = 0, cache_host_budget = 0;  // SchedulerOptions' (0: no cache)
     // The executor's paged KV cache (Executor::cache_use), and requests that gave their rows back
     // to others when it was full (Scheduler::preempt).
     int64_t kv_used_rows = 0, kv_total_rows = 0;
@@ -160,6 +166,7 @@ class Scheduler {
     // (0 for a resumed request, counted when it first started).
     int64_t start(Slot& slot, std::unique_ptr<Request>& r);
     int64_t chunk_length(const Slot& slot, int64_t room) const;
+    int64_t prompt_place(const Slot& slot) const;
     void run_step();
     void finish(Slot& slot, FinishReason why, const std::string& error = {});
     void release(Slot& slot);
@@ -182,6 +189,7 @@ class Scheduler {
     bool stopping_ = false, finish_on_stop_ = true;
     uint64_t next_id_ = 1;
     uint64_t admissions_ = 0;  // step thread only
+    int64_t steps_run_ = 0;    // step thread only
     // Set when the KV cache sent a request back: no request is admitted until one finishes and
     // gives its rows back (else the one sent back would be admitted again at once, and the step
     // that has no room for it would never run). Step thread only.

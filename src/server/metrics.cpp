@@ -88,6 +88,8 @@ std::string Metrics::render(const SchedulerStats& s) const {
           "Time the steps that carried a prompt chunk took.", s.prompt_step_seconds);
     gauge(out, "counter", "deltallm_snapshot_seconds_total",
           "Time the prefix cache's snapshots after the steps took.", s.snapshot_seconds);
+    gauge(out, "counter", "deltallm_snapshots_total", "Snapshots the prefix cache took.",
+          (double)s.snapshots);
     gauge(out, "gauge", "deltallm_requests_running", "Requests generating now.", (double)s.running);
     gauge(out, "gauge", "deltallm_requests_queued", "Requests waiting for a slot.",
           (double)s.queued);
@@ -97,6 +99,11 @@ std::string Metrics::render(const SchedulerStats& s) const {
           (double)s.cache_entries);
     gauge(out, "gauge", "deltallm_prefix_cache_host_bytes",
           "Bytes of prefix-cache snapshots moved to host memory.", (double)s.cache_host_bytes);
+    gauge(out, "gauge", "deltallm_prefix_cache_budget_bytes",
+          "Bytes the prefix cache may hold in the executor's memory.", (double)s.cache_budget);
+    gauge(out, "gauge", "deltallm_prefix_cache_host_budget_bytes",
+          "Bytes of snapshots the prefix cache may keep in host memory.",
+          (double)s.cache_host_budget);
     if (s.kv_total_rows > 0) {
         gauge(out, "gauge", "deltallm_kv_cache_tokens", "Tokens of the KV cache held by sequences.",
               (double)s.kv_used_rows);

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <limits>
 #include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "core/threads.h"
@@ -179,7 +180,9 @@ class StepRecorder : public Executor {
     void step(std::span<StepItem> items) override {
         {
             std::unique_lock lock(gate_mutex_);
+            ++waiting_;
             gate_.wait(lock, [&] { return open_; });
+            --waiting_;
         }
         std::vector<const SessionState*> chunks;
         std::vector<size_t> n;
@@ -204,6 +207,11 @@ class StepRecorder : public Executor {
         }
         gate_.notify_all();
     }
+    // Steps waiting at the gate now.
+    int waiting() {
+        std::lock_guard lock(gate_mutex_);
+        return waiting_;
+    }
     std::vector<std::vector<const SessionState*>> steps;
     std::vector<std::vector<size_t>> sizes;
 
@@ -212,6 +220,7 @@ class StepRecorder : public Executor {
     std::mutex gate_mutex_;
     std::condition_variable gate_;
     bool open_ = true;
+    int waiting_ = 0;
 };
 
 // Prompt chunks a step: at most SchedulerOptions::prompt_chunks (0: the budget's), the earliest
@@ -271,6 +280,67 @@ TEST(Scheduler, PromptChunksAStepEarliestAdmittedFirst) {
     }
 }
 
+// A short prompt that arrives while a long one is being read goes first (the fewest tokens left),
+// unless the long one has waited long enough (SchedulerOptions::prompt_aging); arrival order with
+// prompt_aging < 0. Tokens equal the solo runs in every order.
+TEST(Scheduler, TheShortestPromptLeftGoesFirstUnlessTheOtherHasWaited) {
+    auto model = model_for("qwen35");
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab, n_ctx = 128;
+    GenerationRequest lng, shrt;
+    lng.prompt = test::tiny_tokens(64, V, 700);
+    shrt.prompt = test::tiny_tokens(16, V, 701);
+    lng.max_tokens = shrt.max_tokens = 4;
+    lng.sampling = shrt.sampling = greedy();
+    struct Case {
+        int64_t aging;
+        bool short_first;
+    };
+    for (Case c : {Case{128, false}, Case{0, true}, Case{2, true}, Case{-1, false}}) {
+        SCOPED_TRACE(::testing::Message() << "prompt_aging " << c.aging);
+        StepRecorder rec(chain);
+        SchedulerOptions o;
+        o.parallel = 2;
+        o.n_ctx = n_ctx;
+        o.token_budget = 8;
+        o.idle_token_budget = 8;
+        o.chunk_align = 8;
+        o.prompt_chunks = 1;
+        o.prompt_aging = c.aging;
+        Collector got(2);
+        rec.hold();
+        {
+            Scheduler sched(rec, o);
+            ASSERT_GT(sched.submit(lng, got.sink(0)), 0u);
+            // The long prompt's first step is held until the short one is queued.
+            while (rec.waiting() == 0) std::this_thread::yield();
+            EXPECT_GT(sched.submit(shrt, got.sink(1)), 0u);
+            rec.release();
+            got.wait_all();
+        }
+        ASSERT_FALSE(rec.steps.empty());
+        ASSERT_EQ(rec.steps[0].size(), 1u);
+        const SessionState* long_session = rec.steps[0][0];
+        // The step of the short prompt's first chunk, and of the long prompt's last.
+        size_t short_at = rec.steps.size(), long_last = 0;
+        for (size_t i = 0; i < rec.steps.size(); ++i)
+            for (const SessionState* s : rec.steps[i]) {
+                if (s == long_session) long_last = i;
+                else if (short_at == rec.steps.size()) short_at = i;
+            }
+        ASSERT_LT(short_at, rec.steps.size()) << "the short prompt never ran a chunk";
+        // 8-token chunks: the long prompt takes 8 steps; 64 - 8 left against 16 goes short
+        // first, and with an aging of 128 a step the long one, admitted a step earlier, keeps
+        // its place.
+        if (c.short_first)
+            EXPECT_LT(short_at, long_last) << "the short prompt waited for the long one";
+        else
+            EXPECT_GT(short_at, long_last) << "the short prompt went before the long one";
+        EXPECT_EQ(got[0].tokens, solo(chain, lng, n_ctx, nullptr));
+        EXPECT_EQ(got[1].tokens, solo(chain, shrt, n_ctx, nullptr));
+    }
+}
+
 // A step with no stream decoding reads up to SchedulerOptions::idle_token_budget of a prompt
 // (aligned), one with streams decoding at most token_budget less the decodes; 0 turns the idle
 // budget off. Tokens equal the solo runs either way.
@@ -296,6 +366,7 @@ TEST(Scheduler, WithNoStreamDecodingAStepReadsUpToTheIdleBudget) {
         o.idle_token_budget = idle;
         o.chunk_align = 8;
         o.prompt_chunks = 1;  // one prompt at a time: the first prompt's steps alone
+        o.prompt_aging = -1;  // the earliest admitted (the longer) first
         Collector got(reqs.size());
         {
             Scheduler sched(rec, o);

@@ -41,6 +41,8 @@ TEST(Metrics, RendersTheSchedulerTotalsAndGauges) {
     s.step_seconds = 1.5;
     s.prompt_step_seconds = 1.25;
     s.snapshot_seconds = 0.5;
+    s.snapshots = 7;
+    s.cache_budget = 1 << 20;
     const std::string t = m.render(s);
     for (const char* line :
          {"deltallm_prompt_tokens_total 120\n", "deltallm_generated_tokens_total 5\n",
@@ -49,6 +51,7 @@ TEST(Metrics, RendersTheSchedulerTotalsAndGauges) {
           "deltallm_prefix_cache_entries 3\n", "deltallm_steps_total 9\n",
           "deltallm_prompt_steps_total 4\n", "deltallm_step_seconds_total 1.5\n",
           "deltallm_prompt_step_seconds_total 1.25\n", "deltallm_snapshot_seconds_total 0.5\n",
+          "deltallm_snapshots_total 7\n", "deltallm_prefix_cache_budget_bytes 1048576\n",
           "deltallm_http_requests_total{class=\"4xx\"} 1\n",
           "deltallm_request_duration_seconds_count 1\n",
           "deltallm_time_to_first_token_seconds_count 1\n",
