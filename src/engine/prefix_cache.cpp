@@ -4,6 +4,7 @@
 #include "engine/prefix_cache.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace dl {
 
@@ -77,8 +78,12 @@ std::vector<PrefixCache::Entry>::iterator PrefixCache::oldest(bool spilled) {
 // (A spilled snapshot's bytes are those of its host copy, which holds its KV rows as well.)
 void PrefixCache::move_out(std::vector<Entry>::iterator it) {
     bytes_ -= it->snapshot->bytes;
+    const auto t0 = std::chrono::steady_clock::now();
     if (host_budget_ > 0 && executor_.spill(*it->snapshot)) {
         host_bytes_ += it->snapshot->bytes;
+        ++spills_;
+        spill_seconds_ +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
         entries_.erase(it);
     }

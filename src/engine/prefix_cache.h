@@ -43,6 +43,9 @@ class PrefixCache {
     uint64_t host_bytes() const { return host_bytes_; }  // spilled to host memory
     size_t entries() const { return entries_.size(); }
     uint64_t hits() const { return hits_; }
+    // Snapshots moved to host memory (Executor::spill), and the time the moves took.
+    uint64_t spills() const { return spills_; }
+    double spill_seconds() const { return spill_seconds_; }
 
   private:
     struct Entry {
@@ -62,6 +65,8 @@ class PrefixCache {
     uint64_t bytes_ = 0, host_bytes_ = 0;
     uint64_t clock_ = 0;
     uint64_t hits_ = 0;
+    uint64_t spills_ = 0;
+    double spill_seconds_ = 0;
     std::vector<Entry> entries_;
 };
 

@@ -603,6 +603,8 @@ void Scheduler::run_step() {
     stats_.cache_host_budget = cache_ ? options_.prefix_cache_host_bytes : 0;
     stats_.cache_host_bytes = cache_ ? cache_->host_bytes() : 0;
     stats_.cache_entries = cache_ ? cache_->entries() : 0;
+    stats_.spills = cache_ ? (int64_t)cache_->spills() : 0;
+    stats_.spill_seconds = cache_ ? cache_->spill_seconds() : 0;
     const Executor::CacheUse kv = executor_.cache_use();
     stats_.kv_used_rows = kv.used_rows;
     stats_.kv_total_rows = kv.total_rows;

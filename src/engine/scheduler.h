@@ -124,6 +124,9 @@ struct SchedulerStats {
     // apart), and the prefix cache's snapshots after them.
     double step_seconds = 0, prompt_step_seconds = 0, snapshot_seconds = 0;
     int64_t prompt_steps = 0, snapshots = 0;
+    // Of the snapshots' time: moving older ones to host memory to make room.
+    int64_t spills = 0;
+    double spill_seconds = 0;
     uint64_t cache_bytes = 0, cache_host_bytes = 0, cache_entries = 0;
     uint64_t cache_budget = 0, cache_host_budget = 0;  // SchedulerOptions' (0: no cache)
     // The executor's paged KV cache (Executor::cache_use), and requests that gave their rows back

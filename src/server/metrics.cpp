@@ -90,6 +90,11 @@ std::string Metrics::render(const SchedulerStats& s) const {
           "Time the prefix cache's snapshots after the steps took.", s.snapshot_seconds);
     gauge(out, "counter", "deltallm_snapshots_total", "Snapshots the prefix cache took.",
           (double)s.snapshots);
+    gauge(out, "counter", "deltallm_snapshot_spills_total",
+          "Snapshots the prefix cache moved to host memory.", (double)s.spills);
+    gauge(out, "counter", "deltallm_snapshot_spill_seconds_total",
+          "Time moving snapshots to host memory took (part of the snapshots' time).",
+          s.spill_seconds);
     gauge(out, "gauge", "deltallm_requests_running", "Requests generating now.", (double)s.running);
     gauge(out, "gauge", "deltallm_requests_queued", "Requests waiting for a slot.",
           (double)s.queued);

@@ -566,12 +566,12 @@ void Server::load(Engine& engine, const std::string& model_id) {
         const uint64_t room = engine.executor().snapshot_room();
         so.prefix_cache_bytes = room > 0 ? room : ServerOptions::kCacheDefault;
     }
+    so.prefix_cache_host_bytes = s.opt.cache_host_bytes;
+    so.snapshot_every = s.opt.cache_every;
     if (so.prefix_cache_bytes > 0)
         log::info("prefix cache: {:.1f} GiB in the executor's memory, {:.1f} GiB in host memory",
                   (double)so.prefix_cache_bytes / (1 << 30),
                   (double)so.prefix_cache_host_bytes / (1 << 30));
-    so.prefix_cache_host_bytes = s.opt.cache_host_bytes;
-    so.snapshot_every = s.opt.cache_every;
     const tokenizer::Tokenizer* tok = s.tok;
     so.is_eog = [tok](int32_t t) { return tok->is_eog(t); };
     s.scheduler = std::make_unique<Scheduler>(engine.executor(), so);

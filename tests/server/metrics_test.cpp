@@ -42,6 +42,8 @@ TEST(Metrics, RendersTheSchedulerTotalsAndGauges) {
     s.prompt_step_seconds = 1.25;
     s.snapshot_seconds = 0.5;
     s.snapshots = 7;
+    s.spills = 2;
+    s.spill_seconds = 0.25;
     s.cache_budget = 1 << 20;
     const std::string t = m.render(s);
     for (const char* line :
@@ -51,7 +53,8 @@ TEST(Metrics, RendersTheSchedulerTotalsAndGauges) {
           "deltallm_prefix_cache_entries 3\n", "deltallm_steps_total 9\n",
           "deltallm_prompt_steps_total 4\n", "deltallm_step_seconds_total 1.5\n",
           "deltallm_prompt_step_seconds_total 1.25\n", "deltallm_snapshot_seconds_total 0.5\n",
-          "deltallm_snapshots_total 7\n", "deltallm_prefix_cache_budget_bytes 1048576\n",
+          "deltallm_snapshots_total 7\n", "deltallm_snapshot_spills_total 2\n",
+          "deltallm_snapshot_spill_seconds_total 0.25\n", "deltallm_prefix_cache_budget_bytes 1048576\n",
           "deltallm_http_requests_total{class=\"4xx\"} 1\n",
           "deltallm_request_duration_seconds_count 1\n",
           "deltallm_time_to_first_token_seconds_count 1\n",
