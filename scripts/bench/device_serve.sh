@@ -6,6 +6,7 @@
 # /tmp/ps); when missing, unpacked from .devrun/extra/llama-server.tar.xz (peer_server.sh pack) if
 # that was carried, else built first, which takes minutes.
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
+#   [CTX=4096] [DOC_WORDS=1500]
 #   [WARMUP=8] [OURS_ARGS=-v] [ENGINES="deltallm llama-server"] scripts/bench/device_serve.sh
 # OURS_ARGS go to `deltallm serve` (-v: every step's rows and time, each admission, snapshot and
 # pipeline compile with its time, in server-deltallm.log).
@@ -17,7 +18,9 @@
 # (default 400: the synthetic files' vocabulary makes about 4 tokens a word; a 1,500-word
 # turn overflowed a 4,096-token slot on 2026-12-05, and 500 words gave turn-2 prompts of up to
 # 4,125 tokens on 2026-12-06, failed with 400 and left out of both servers' rows), so
-# the later turns' TTFT shows whether the history is prefilled again). Results: $OUT/serve-<engine>-<workload>.json and serve.md.
+# the later turns' TTFT shows whether the history is prefilled again); the chat workload opens
+# with a document of DOC_WORDS words (1,500 need CTX=8192) and asks short questions after it,
+# so a later turn is mostly history. Results: $OUT/serve-<engine>-<workload>.json and serve.md.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -66,7 +69,8 @@ run_engine() {  # name port command...
     for w in ${WORKLOADS:-random multiturn}; do
         timeout 240 python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
-            --first-turn-words "${FIRST_TURN_WORDS:-400}" --waves "${WAVES:-0}" \
+            --first-turn-words "${FIRST_TURN_WORDS:-400}" --doc-words "${DOC_WORDS:-1500}" \
+            --waves "${WAVES:-0}" \
             --warmup "${WARMUP:-8}" --json "$out/serve-$name-$w.json"
         echo "rc=$?"
         # The server's own counters after the workload (ours: where a step's time went).

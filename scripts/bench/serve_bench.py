@@ -13,6 +13,8 @@ Workloads:
   multiturn  each request is a conversation of --turns turns, each turn sent with the history;
              the TTFT of turns after the first is reported on its own (prefix-cache reuse);
              --first-turn-words makes the first turn a long document
+  chat       multiturn over a long history: a document of --doc-words opens each conversation,
+             short questions (--question-words) follow it, so a later turn is mostly history
 
   serve_bench.py --url http://127.0.0.1:8080 [--workload random] [--requests 64]
                  [--concurrency 1,4,16] [--model NAME] [--api-key K] [--json OUT.json]
@@ -191,6 +193,11 @@ def make_jobs(args, n_requests, rng):
         elif args.workload == "long":
             messages = [{"role": "user", "content": prompt_words(rng, args.long_words)}]
             jobs.append(("single", messages, args.output_tokens[0], i))
+        elif args.workload == "chat":
+            turns = [prompt_words(rng, args.doc_words)]
+            turns += [prompt_words(rng, rng.randint(*args.question_words))
+                      for _ in range(args.turns - 1)]
+            jobs.append(("multi", turns, rng.randint(*args.output_tokens), i))
         else:
             turns = [prompt_words(rng, rng.randint(*args.input_words)) for _ in range(args.turns)]
             if args.first_turn_words:  # a long opening (a document), short questions after it
@@ -258,7 +265,7 @@ def report(results, duration, args):
         "prompt_tokens": sum(r.prompt_tokens for r in ok),
         "cached_tokens": sum(r.cached_tokens for r in ok),
     }
-    if args.workload == "multiturn":
+    if args.workload in ("multiturn", "chat"):
         out["ttft_first_turn_s"] = summary([r.ttft for r in ok if r.turn == 0])
         out["ttft_later_turns_s"] = summary([r.ttft for r in ok if r.turn > 0])
     errors = [r.error for r in results if not r.ok]
@@ -274,7 +281,7 @@ def ms(x):
 def print_table(rows, workload):
     cols = ["conc", "reqs", "fail", "req/s", "tok/s", "good/s", "TTFT mean/med/p99 ms",
             "TPOT mean/med/p99 ms", "ITL mean/med/p99 ms", "E2E mean/med/p99 ms"]
-    if workload == "multiturn":
+    if workload in ("multiturn", "chat"):
         cols.append("TTFT later turns mean/med/p99 ms")
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
@@ -285,7 +292,7 @@ def print_table(rows, workload):
         cells = [str(c), str(r["requests"]), str(r["failed"]), f"{r['request_throughput']:.2f}",
                  f"{r['output_throughput']:.1f}", f"{r['goodput']:.2f}", three("ttft_s"),
                  three("tpot_s"), three("itl_s"), three("e2e_s")]
-        if workload == "multiturn":
+        if workload in ("multiturn", "chat"):
             cells.append(three("ttft_later_turns_s"))
         print("| " + " | ".join(cells) + " |")
 
@@ -303,7 +310,7 @@ def main():
     ap.add_argument("--url", default="http://127.0.0.1:8080")
     ap.add_argument("--model", help="model name (default: the first of GET /v1/models)")
     ap.add_argument("--api-key")
-    ap.add_argument("--workload", choices=["random", "long", "multiturn"], default="random")
+    ap.add_argument("--workload", choices=["random", "long", "multiturn", "chat"], default="random")
     ap.add_argument("--requests", type=int, default=64, help="requests (conversations) per level")
     ap.add_argument("--concurrency", default="1,4,16", help="comma-separated levels")
     ap.add_argument("--input-words", type=int_range, default=(16, 256), metavar="LO,HI")
@@ -315,6 +322,10 @@ def main():
     ap.add_argument("--turns", type=int, default=4)
     ap.add_argument("--first-turn-words", type=int, default=0,
                     help="multiturn: words of the first turn (default: drawn like the others)")
+    ap.add_argument("--doc-words", type=int, default=1500,
+                    help="chat: words of the document that opens each conversation")
+    ap.add_argument("--question-words", type=int_range, default=(8, 48), metavar="LO,HI",
+                    help="chat: words of each later turn")
     ap.add_argument("--slo-ttft-ms", type=float, default=1000)
     ap.add_argument("--slo-tpot-ms", type=float, default=100)
     ap.add_argument("--seed", type=int, default=1)

@@ -75,7 +75,7 @@ def plot(path, ours, peer):
     ms = lambda d: None if d is None else d * 1000
     panels = [("output tokens/s", series(lambda lv: lv["output_throughput"]), False),
               ("median TTFT (ms)", series(lambda lv: ms(lv["ttft_s"]["median"])), True)]
-    if ours["workload"] == "multiturn":
+    if ours["workload"] in ("multiturn", "chat"):
         panels.append(("later turns' median TTFT (ms)",
                        series(lambda lv: ms(lv.get("ttft_later_turns_s", {}).get("median"))), True))
     width = 340 * len(panels) + 10
@@ -103,7 +103,7 @@ def main():
         peer = load(peer_path) if os.path.exists(peer_path) else {"levels": []}
         by_c = {lv["concurrency"]: lv for lv in peer["levels"]}
         print(f"### {ours['workload']} workload, {os.path.basename(ours['model'])}\n")
-        multi = ours["workload"] == "multiturn"
+        multi = ours["workload"] in ("multiturn", "chat")
         cols = ["concurrency", "tok/s ours", "tok/s llama-server", "ratio", "TTFT ms ours (median)",
                 "TTFT ms peer", "ratio", "TPOT ms ours (median)", "TPOT ms peer", "ratio"]
         if multi:
