@@ -153,7 +153,9 @@ void Engine::finish_open(const EngineOptions& options) {
             log::debug("using the CPU chain: {}", fallback_reason_);
         } else {
             std::string reason;
-            executor_ = drv->make(model_, dev.index, Capacity{n_ctx_, options.sequences, options.prefix_cache}, &reason);
+            executor_ =
+                drv->make(model_, dev.index,
+                          Capacity{n_ctx_, options.sequences, options.prefix_cache}, &reason);
             if (!executor_) {
                 if (dev.kind == DeviceSpec::Kind::vulkan)
                     fail(

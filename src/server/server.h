@@ -18,11 +18,11 @@ namespace dl::server {
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
-    int port = 8080;                    // 0: any free port (bind() says which)
-    int64_t parallel = 4;               // sequences generating at once
-    int64_t n_ctx = 0;                  // context of each slot; 0: the engine's
-    int64_t queue_limit = 64;           // requests waiting beyond which the answer is 503
-    int64_t token_budget = 512;         // tokens per scheduler step
+    int port = 8080;             // 0: any free port (bind() says which)
+    int64_t parallel = 4;        // sequences generating at once
+    int64_t n_ctx = 0;           // context of each slot; 0: the engine's
+    int64_t queue_limit = 64;    // requests waiting beyond which the answer is 503
+    int64_t token_budget = 512;  // tokens per scheduler step
     // The prefix cache's bytes in the executor's memory; 0: none; kCacheAuto: what the executor
     // planned for it (Executor::snapshot_room), else kCacheDefault.
     static constexpr uint64_t kCacheAuto = ~uint64_t{0}, kCacheDefault = 1ull << 30;

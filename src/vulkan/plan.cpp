@@ -546,8 +546,8 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
                                      ? PlanOptions::kCacheKvShare
                                      : PlanOptions::kCacheKvShare + PlanOptions::kCacheStateShare;
             const uint64_t more = (uint64_t)(left * share) / block_bytes;
-            p.kv_blocks = std::min<uint64_t>(p.kv_blocks + more,
-                                             (uint64_t)binding_rows / Kernels::kKvBlock);
+            p.kv_blocks =
+                std::min<uint64_t>(p.kv_blocks + more, (uint64_t)binding_rows / Kernels::kKvBlock);
             p.kv_bytes = p.kv_blocks * block_bytes;
         }
         if (recurrent) p.snapshot_bytes = (uint64_t)(left * PlanOptions::kCacheStateShare);

@@ -46,19 +46,26 @@ TEST(Metrics, RendersTheSchedulerTotalsAndGauges) {
     s.spill_seconds = 0.25;
     s.cache_budget = 1 << 20;
     const std::string t = m.render(s);
-    for (const char* line :
-         {"deltallm_prompt_tokens_total 120\n", "deltallm_generated_tokens_total 5\n",
-          "deltallm_prefix_cache_hit_tokens_total 64\n", "deltallm_requests_running 2\n",
-          "deltallm_requests_queued 1\n", "deltallm_prefix_cache_bytes 4096\n",
-          "deltallm_prefix_cache_entries 3\n", "deltallm_steps_total 9\n",
-          "deltallm_prompt_steps_total 4\n", "deltallm_step_seconds_total 1.5\n",
-          "deltallm_prompt_step_seconds_total 1.25\n", "deltallm_snapshot_seconds_total 0.5\n",
-          "deltallm_snapshots_total 7\n", "deltallm_snapshot_spills_total 2\n",
-          "deltallm_snapshot_spill_seconds_total 0.25\n", "deltallm_prefix_cache_budget_bytes 1048576\n",
-          "deltallm_http_requests_total{class=\"4xx\"} 1\n",
-          "deltallm_request_duration_seconds_count 1\n",
-          "deltallm_time_to_first_token_seconds_count 1\n",
-          "deltallm_time_per_output_token_seconds_sum 0.0625\n"})
+    for (const char* line : {"deltallm_prompt_tokens_total 120\n",
+                             "deltallm_generated_tokens_total 5\n",
+                             "deltallm_prefix_cache_hit_tokens_total 64\n",
+                             "deltallm_requests_running 2\n",
+                             "deltallm_requests_queued 1\n",
+                             "deltallm_prefix_cache_bytes 4096\n",
+                             "deltallm_prefix_cache_entries 3\n",
+                             "deltallm_steps_total 9\n",
+                             "deltallm_prompt_steps_total 4\n",
+                             "deltallm_step_seconds_total 1.5\n",
+                             "deltallm_prompt_step_seconds_total 1.25\n",
+                             "deltallm_snapshot_seconds_total 0.5\n",
+                             "deltallm_snapshots_total 7\n",
+                             "deltallm_snapshot_spills_total 2\n",
+                             "deltallm_snapshot_spill_seconds_total 0.25\n",
+                             "deltallm_prefix_cache_budget_bytes 1048576\n",
+                             "deltallm_http_requests_total{class=\"4xx\"} 1\n",
+                             "deltallm_request_duration_seconds_count 1\n",
+                             "deltallm_time_to_first_token_seconds_count 1\n",
+                             "deltallm_time_per_output_token_seconds_sum 0.0625\n"})
         EXPECT_NE(t.find(line), std::string::npos) << line << "\n" << t;
     // Every sample line is "name{labels} value"; every metric has HELP and TYPE.
     size_t helps = 0, types = 0;

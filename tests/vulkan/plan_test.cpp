@@ -271,9 +271,9 @@ TEST(VulkanPlan, GivesWhatIsLeftToAPrefixCache) {
             (double)(o.budget_bytes - without->total() -
                      (o.sequences + PlanOptions::kSpareSessions - 1) * without->per_sequence_bytes);
         const bool recurrent = s.arch == "qwen35";
-        const double kv_share =
-            recurrent ? PlanOptions::kCacheKvShare
-                      : PlanOptions::kCacheKvShare + PlanOptions::kCacheStateShare;
+        const double kv_share = recurrent
+                                    ? PlanOptions::kCacheKvShare
+                                    : PlanOptions::kCacheKvShare + PlanOptions::kCacheStateShare;
         const uint64_t block = bare->kv_bytes / bare->kv_blocks;
         EXPECT_EQ(with->kv_blocks - bare->kv_blocks, (uint64_t)(left * kv_share) / block);
         EXPECT_EQ(with->snapshot_bytes,
