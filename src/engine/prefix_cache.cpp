@@ -28,7 +28,7 @@ std::vector<uint64_t> prefix_hashes(std::span<const int32_t> tokens) {
 PrefixCache::PrefixCache(Executor& executor, uint64_t byte_budget, uint64_t host_budget)
     : executor_(executor), budget_(byte_budget), host_budget_(host_budget) {}
 
-void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& session) {
+void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& session, bool waypoint) {
     if (tokens.empty() || budget_ == 0 || (int64_t)tokens.size() != session.n_past) return;
     const uint64_t hash = prefix_hashes(tokens).back();
     for (Entry& e : entries_)
@@ -41,8 +41,8 @@ void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& sessi
     if (!snap || snap->bytes > budget_) return;
     evict_to(budget_ - snap->bytes);
     bytes_ += snap->bytes;
-    entries_.push_back(
-        {std::vector<int32_t>(tokens.begin(), tokens.end()), hash, std::move(snap), ++clock_});
+    entries_.push_back({std::vector<int32_t>(tokens.begin(), tokens.end()), hash, std::move(snap),
+                        ++clock_, waypoint});
 }
 
 int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens,
@@ -60,18 +60,32 @@ int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens
     }
     if (!best || !executor_.restore(session, *best->snapshot)) return 0;
     best->last_used = ++clock_;
+    best->waypoint = false;  // it served a prompt: kept as any other entry
     ++hits_;
     return (int64_t)best->tokens.size();
 }
 
-// The least recently used entry, on the device (spilled false) or in host memory.
-std::vector<PrefixCache::Entry>::iterator PrefixCache::oldest(bool spilled) {
+// The least recently used entry of those `which` picks (end() when none).
+template <typename Which>
+std::vector<PrefixCache::Entry>::iterator PrefixCache::least_recent(Which which) {
     auto best = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
-        if (it->snapshot->spilled == spilled &&
-            (best == entries_.end() || it->last_used < best->last_used))
-            best = it;
+        if (which(*it) && (best == entries_.end() || it->last_used < best->last_used)) best = it;
     return best;
+}
+
+// The least recently used entry, on the device (spilled false) or in host memory.
+std::vector<PrefixCache::Entry>::iterator PrefixCache::oldest(bool spilled) {
+    return least_recent([&](const Entry& e) { return e.snapshot->spilled == spilled; });
+}
+
+// Drops the least recently used waypoint in the executor's memory, if any.
+bool PrefixCache::drop_waypoint() {
+    auto it = least_recent([](const Entry& e) { return e.waypoint && !e.snapshot->spilled; });
+    if (it == entries_.end()) return false;
+    bytes_ -= it->snapshot->bytes;
+    entries_.erase(it);
+    return true;
 }
 
 // An entry of the executor's memory to host memory where the host budget has room, else gone.
@@ -90,6 +104,7 @@ void PrefixCache::move_out(std::vector<Entry>::iterator it) {
 }
 
 bool PrefixCache::shed() {
+    if (drop_waypoint()) return true;
     auto it = oldest(false);
     if (it == entries_.end()) return false;
     move_out(it);
@@ -98,6 +113,8 @@ bool PrefixCache::shed() {
 }
 
 void PrefixCache::evict_to(uint64_t budget) {
+    while (bytes_ > budget && drop_waypoint()) {
+    }
     while (bytes_ > budget) {
         auto it = oldest(false);
         if (it == entries_.end()) break;

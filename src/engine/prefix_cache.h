@@ -28,8 +28,12 @@ class PrefixCache {
 
     // Keeps a snapshot of `session`, whose tokens are `tokens` (session.n_past of them). Does
     // nothing when an entry for the same tokens exists (it becomes the most recent), or when the
-    // snapshot is larger than the whole budget.
-    void put(std::span<const int32_t> tokens, const SessionState& session);
+    // snapshot is larger than the whole budget. waypoint: taken only because a prompt passed a
+    // multiple of the snapshot interval, not at the end of a prompt, turn or generation; until
+    // a lookup restores it, such an entry is the first to go when room is needed, dropped rather
+    // than moved to host memory (it serves only another prompt that shares that beginning, and
+    // a prompt's waypoints would otherwise push out the ends the next turns of chats need).
+    void put(std::span<const int32_t> tokens, const SessionState& session, bool waypoint = false);
     // Restores into `session` the longest cached prefix of `tokens` no longer than max_tokens and
     // returns its length; 0 when none matches (the session is then untouched).
     int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, SessionState& session);
@@ -53,11 +57,15 @@ class PrefixCache {
         uint64_t hash = 0;
         std::unique_ptr<SessionSnapshot> snapshot;
         uint64_t last_used = 0;
+        bool waypoint = false;  // put(..., waypoint) and never restored since
     };
     // Spills or drops the least recently used entries of the executor's memory until `budget`
     // bytes are left there, then drops spilled ones past the host budget.
     void evict_to(uint64_t budget);
+    template <typename Which>
+    std::vector<Entry>::iterator least_recent(Which which);
     std::vector<Entry>::iterator oldest(bool spilled);
+    bool drop_waypoint();
     void move_out(std::vector<Entry>::iterator it);
 
     Executor& executor_;

@@ -117,9 +117,12 @@ Scheduler::Scheduler(Executor& executor, SchedulerOptions options)
     // A fresh session's state, restored into a slot for each new request (so sessions are made
     // once); executors without snapshots get a new session instead.
     empty_ = executor_.snapshot(*slots_[0]->session);
-    if (options_.prefix_cache_bytes > 0)
+    if (options_.prefix_cache_bytes > 0) {
         cache_ = std::make_unique<PrefixCache>(executor_, options_.prefix_cache_bytes,
                                                options_.prefix_cache_host_bytes);
+        stats_.cache_budget = options_.prefix_cache_bytes;
+        stats_.cache_host_budget = options_.prefix_cache_host_bytes;
+    }
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -212,9 +215,9 @@ void Scheduler::finish(Slot& slot, FinishReason why, const std::string& error) {
     admit_paused_ = false;
 }
 
-void Scheduler::snapshot(Slot& slot) {
+void Scheduler::snapshot(Slot& slot, bool waypoint) {
     const Clock::time_point t0 = Clock::now();
-    cache_->put(slot.fed, *slot.session);
+    cache_->put(slot.fed, *slot.session, waypoint);
     std::lock_guard lock(mutex_);
     stats_.snapshot_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     ++stats_.snapshots;
@@ -410,17 +413,29 @@ int64_t Scheduler::prompt_place(const Slot& slot) const {
 }
 
 // How many of a prompt's remaining tokens the next chunk takes: at most `room`, ending on a
-// snapshot point or an aligned position when the prompt goes on past it.
+// snapshot point (with a prefix cache), else on an aligned position when the prompt goes on
+// past it. (A snapshot point is not aligned down: that would cost a window of the few tokens
+// before it, and a chat's next turn is often only a few dozen tokens past its history.)
 int64_t Scheduler::chunk_length(const Slot& slot, int64_t room) const {
     const GenerationRequest& g = slot.request->req;
     const int64_t pos = slot.prompt_done, left = (int64_t)slot.request->feed.size() - pos;
     int64_t end = pos + std::min(left, room);
-    for (int64_t at : g.snapshot_at)
-        if (at > pos && at < end) end = at;
-    const int64_t every = cache_ ? options_.snapshot_every : 0;
-    if (every > 0 && (pos / every + 1) * every < end) end = (pos / every + 1) * every;
+    bool at_point = false;
+    if (cache_) {
+        for (int64_t at : g.snapshot_at)
+            if (at > pos && at < end) {
+                end = at;
+                at_point = true;
+            }
+        const int64_t every = options_.snapshot_every;
+        if (every > 0 && (pos / every + 1) * every < end) {
+            end = (pos / every + 1) * every;
+            at_point = true;
+        }
+    }
     const int64_t a = options_.chunk_align;
-    if (a > 0 && end < (int64_t)slot.request->feed.size() && end / a * a > pos) end = end / a * a;
+    if (!at_point && a > 0 && end < (int64_t)slot.request->feed.size() && end / a * a > pos)
+        end = end / a * a;
     return end - pos;
 }
 
@@ -519,12 +534,12 @@ void Scheduler::run_step() {
         slot.draw.reset();  // used by this step
         const bool at_end_of_prompt = slot.prompt_done == (int64_t)slot.request->feed.size();
         const int64_t every = options_.snapshot_every;
-        if (cache_ && !decoding &&
-            (at_end_of_prompt || (every > 0 && slot.prompt_done % every == 0) ||
-             std::find(g.snapshot_at.begin(), g.snapshot_at.end(), slot.prompt_done) !=
-                 g.snapshot_at.end())) {
+        const bool asked = std::find(g.snapshot_at.begin(), g.snapshot_at.end(),
+                                     slot.prompt_done) != g.snapshot_at.end();
+        const bool waypoint = every > 0 && slot.prompt_done % every == 0;
+        if (cache_ && !decoding && (at_end_of_prompt || asked || waypoint)) {
             const Clock::time_point t0 = Clock::now();
-            snapshot(slot);
+            snapshot(slot, waypoint && !at_end_of_prompt && !asked);
             log::debug("snapshot at {} tokens: {:.2f} ms", slot.prompt_done,
                        std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         }
@@ -599,8 +614,6 @@ void Scheduler::run_step() {
     }
     std::lock_guard lock(mutex_);
     stats_.cache_bytes = cache_ ? cache_->bytes() : 0;
-    stats_.cache_budget = cache_ ? options_.prefix_cache_bytes : 0;
-    stats_.cache_host_budget = cache_ ? options_.prefix_cache_host_bytes : 0;
     stats_.cache_host_bytes = cache_ ? cache_->host_bytes() : 0;
     stats_.cache_entries = cache_ ? cache_->entries() : 0;
     stats_.spills = cache_ ? (int64_t)cache_->spills() : 0;

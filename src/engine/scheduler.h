@@ -39,8 +39,11 @@ struct SchedulerOptions {
     // The order prompts get a step's chunks in: the fewest tokens left first, each step a
     // prompt has waited since it was admitted counting as this many tokens fewer (so a long
     // prompt waits behind shorter ones at most about its length / prompt_aging steps); < 0: the
-    // earliest admitted first.
-    int64_t prompt_aging = 128;
+    // earliest admitted first. At 128 a saturated server (32 chats over 6,000-token documents
+    // on an H100, steps of about 500 prompt tokens) served prompts older than a few seconds in
+    // arrival order, and a turn of 180 new tokens waited 9.4 s (docs/perf/history.md,
+    // 2026-12-06 (07:00)); at 32 it passes documents admitted in the last dozen seconds.
+    int64_t prompt_aging = 32;
     // Prompts a step reads a chunk of, in that order (0: as many as the budget
     // allows). Both executors read each weight once a step for all its rows (the CPU chain's
     // passes; the Vulkan driver's step command, which takes the chunks after the decode rows as
@@ -173,8 +176,9 @@ class Scheduler {
     void run_step();
     void finish(Slot& slot, FinishReason why, const std::string& error = {});
     void release(Slot& slot);
-    // The prefix cache's snapshot of the slot's tokens so far (timed in the stats).
-    void snapshot(Slot& slot);
+    // The prefix cache's snapshot of the slot's tokens so far (timed in the stats); waypoint:
+    // PrefixCache::put's.
+    void snapshot(Slot& slot, bool waypoint = false);
     void preempt(const std::string& why);
     void done(std::unique_ptr<Request> r, FinishReason why, const Slot* slot,
               const std::string& error);

@@ -325,8 +325,10 @@ TEST(Scheduler, TheShortestPromptLeftGoesFirstUnlessTheOtherHasWaited) {
         size_t short_at = rec.steps.size(), long_last = 0;
         for (size_t i = 0; i < rec.steps.size(); ++i)
             for (const SessionState* s : rec.steps[i]) {
-                if (s == long_session) long_last = i;
-                else if (short_at == rec.steps.size()) short_at = i;
+                if (s == long_session)
+                    long_last = i;
+                else if (short_at == rec.steps.size())
+                    short_at = i;
             }
         ASSERT_LT(short_at, rec.steps.size()) << "the short prompt never ran a chunk";
         // 8-token chunks: the long prompt takes 8 steps; 64 - 8 left against 16 goes short
@@ -573,6 +575,39 @@ TEST_P(PrefixCacheHit, AHitContinuesExactlyAsTheColdRun) {
     EXPECT_EQ(warm.stats().cached_tokens, 51 + 24);
 }
 
+// A chunk ends on a snapshot point the request names, not on the aligned position before it (one
+// window, not two); with no prefix cache the point is no boundary at all. Tokens equal the solo
+// run either way.
+TEST(Scheduler, AChunkEndsOnASnapshotPointUnaligned) {
+    auto model = model_for("qwen35");
+    cpu::Chain chain(model);
+    GenerationRequest r;
+    r.prompt = test::tiny_tokens(44, model->hp.n_vocab, 12);
+    r.sampling = greedy();
+    r.max_tokens = 3;
+    r.snapshot_at = {20};
+    for (bool cache : {true, false}) {
+        SCOPED_TRACE(cache ? "with a prefix cache" : "without");
+        StepRecorder rec(chain);
+        SchedulerOptions o;
+        o.parallel = 1;
+        o.n_ctx = 64;
+        o.token_budget = 64;
+        o.idle_token_budget = 64;
+        o.chunk_align = 16;
+        o.prefix_cache_bytes = cache ? 64u << 20 : 0;
+        Scheduler sched(rec, o);
+        EXPECT_EQ(run_one(sched, r).tokens, solo(chain, r, 64, nullptr));
+        ASSERT_GE(rec.sizes.size(), 2u);
+        if (cache) {
+            EXPECT_EQ(rec.sizes[0], std::vector<size_t>{20u});
+            EXPECT_EQ(rec.sizes[1], std::vector<size_t>{24u});
+        } else {
+            EXPECT_EQ(rec.sizes[0], std::vector<size_t>{44u});
+        }
+    }
+}
+
 // Prompts that share a long beginning and then differ (one system prompt, many questions): with
 // snapshots every 16 tokens the second starts from the last multiple of 16 inside the shared part,
 // and answers exactly as cold.
@@ -645,6 +680,38 @@ TEST(PrefixCacheEviction, UnderMemoryPressureTheOldestGoAndAnswersStayExact) {
     EXPECT_LE(warm.stats().cache_entries, 2u);
     EXPECT_GT(warm.stats().snapshot_seconds, 0.0);
     EXPECT_EQ(cold.stats().snapshot_seconds, 0.0);
+}
+
+// Room for two snapshots: a third goes in by dropping a waypoint that no lookup restored, though
+// the other entry is the least recently used; a waypoint that served a prompt is kept as any
+// other entry (the least recently used goes).
+TEST(PrefixCache, AWaypointNoPromptUsedGoesFirst) {
+    auto model = model_for("qwen35");
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    const auto t = test::tiny_tokens(40, V, 9);
+    std::vector<float> l;
+    auto session_of = [&](int64_t n) {
+        auto s = chain.new_session(64);
+        chain.prefill(*s, std::span(t).first((size_t)n), LogitsRows::last, l);
+        return s;
+    };
+    const uint64_t one = chain.snapshot(*session_of(8))->bytes;
+    ASSERT_GT(one, 0u);
+    for (bool used : {false, true}) {
+        SCOPED_TRACE(used ? "the waypoint served a prompt" : "no prompt used the waypoint");
+        PrefixCache cache(chain, 2 * one + one / 2);
+        cache.put(std::span(t).first(8), *session_of(8));          // the oldest
+        cache.put(std::span(t).first(16), *session_of(16), true);  // a waypoint
+        auto probe = chain.new_session(64);
+        if (used) {
+            ASSERT_EQ(cache.restore(std::span(t).first(20), 20, *probe), 16);
+        }
+        cache.put(std::span(t).first(24), *session_of(24));
+        EXPECT_EQ(cache.entries(), 2u);
+        // 20 tokens: the waypoint of 16 if it stayed, else the entry of 8.
+        EXPECT_EQ(cache.restore(std::span(t).first(20), 20, *probe), used ? 16 : 8);
+    }
 }
 
 // The cache compares tokens on every hash match and only restores whole entries.

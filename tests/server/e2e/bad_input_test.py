@@ -361,7 +361,8 @@ def bad_flags(binary, tmp):
     for flags in (["--port", "70000"], ["--parallel", "0"], ["--api-key-file", f"{tmp}/none"],
                   ["--chat-template-file", bad_template], ["--host", "999.1.1.1"],
                   ["--api-key", "a", "--api-key-file", bad_template], ["--queue", "-1"],
-                  ["--cache-mib", "-5"], ["--device", "tpu"]):
+                  ["--cache-mib", "-5"], ["--cache-mib", "lots"], ["--cache-mib", "nan"],
+                  ["--cache-mib", "1e9"], ["--cache-mib", "12x"], ["--device", "tpu"]):
         p = subprocess.run([binary, "serve", "--port", "0", *flags], capture_output=True,
                            text=True, timeout=60)
         errors = [l for l in p.stderr.splitlines() if l.startswith("error:")]
