@@ -6,7 +6,8 @@
 # /tmp/ps); when missing, unpacked from .devrun/extra/llama-server.tar.xz (peer_server.sh pack) if
 # that was carried, else built first, which takes minutes.
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
-#   [CTX=4096] [DOC_WORDS=1500]
+#   [CTX=4096] [DOC_WORDS=1500] [SERVE_TIMEOUT=240] (seconds for each engine's workload; the
+#   levels done when it is cut are kept in the JSON)
 #   [WARMUP=8] [OURS_ARGS=-v] [ENGINES="deltallm llama-server"] scripts/bench/device_serve.sh
 # OURS_ARGS go to `deltallm serve` (-v: every step's rows and time, each admission, snapshot and
 # pipeline compile with its time, in server-deltallm.log).
@@ -67,7 +68,7 @@ run_engine() {  # name port command...
         echo "$name did not come up"; tail -20 "$out/server-$name.log"; kill "$pid" 2>/dev/null; return 1
     fi
     for w in ${WORKLOADS:-random multiturn}; do
-        timeout 240 python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
+        timeout "${SERVE_TIMEOUT:-240}" python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
             --first-turn-words "${FIRST_TURN_WORDS:-400}" --doc-words "${DOC_WORDS:-1500}" \
             --waves "${WAVES:-0}" \

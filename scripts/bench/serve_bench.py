@@ -340,6 +340,13 @@ def main():
         ap.error("--concurrency needs positive integers")
     http = Http(args.url, args.api_key)
 
+    def write_json(model, rows):
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"model": model, "url": args.url, "workload": args.workload,
+                           "args": {k: v for k, v in vars(args).items() if k != "api_key"},
+                           "levels": [{"concurrency": c, **r} for c, r in rows]}, f, indent=1)
+
     async def go():
         model = args.model
         if not model:
@@ -354,21 +361,20 @@ def main():
             print(f"warm-up: {args.warmup} requests in {duration:.2f} s", file=sys.stderr)
         rows = []
         for c in levels:
-            jobs = make_jobs(args, max(args.requests, args.waves * c), random.Random(args.seed))
+            # Each level its own prompts: a server's cache of an earlier level's prompts (a
+            # document both levels send) would make the later level's first turns look fast.
+            jobs = make_jobs(args, max(args.requests, args.waves * c),
+                             random.Random(args.seed + 1009 * c))
             results, duration = await run_level(http, model, jobs, c, args.seed)
             rows.append((c, report(results, duration, args)))
             print(f"concurrency {c}: {rows[-1][1]['requests']} requests in {duration:.2f} s",
                   file=sys.stderr)
+            write_json(model, rows)  # the levels done so far, should the run be cut
         return model, rows
 
     model, rows = asyncio.run(go())
     print(f"{args.workload} workload on {model} at {args.url}\n")
     print_table(rows, args.workload)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"model": model, "url": args.url, "workload": args.workload,
-                       "args": {k: v for k, v in vars(args).items() if k != "api_key"},
-                       "levels": [{"concurrency": c, **r} for c, r in rows]}, f, indent=1)
     failed = sum(r["failed"] for _, r in rows)
     if failed:
         print(f"{failed} requests failed; the first: "

@@ -21,7 +21,8 @@ def main():
                 [sys.executable, str(BENCH), "--url", f"http://127.0.0.1:{srv.port}",
                  "--workload", name, "--requests", "3", "--concurrency", "1,2",
                  "--input-words", "4,24", "--output-tokens", "2,8", "--long-words", "200",
-                 "--turns", "2", "--json", str(out)],
+                 "--turns", "2", "--doc-words", "120", "--question-words", "3,8",
+                 "--json", str(out)],
                 capture_output=True, text=True, timeout=100)
             assert p.returncode == 0, p.stdout + p.stderr
             assert "| conc |" in p.stdout, p.stdout
@@ -30,10 +31,14 @@ def main():
                 assert level["failed"] == 0, level
                 assert level["ttft_s"]["mean"] > 0 and level["e2e_s"]["p99"] > 0, level
                 assert level["output_throughput"] > 0, level
-            if name == "multiturn":
-                assert res["levels"][0]["cached_tokens"] > 0, res["levels"][0]
+            assert [l["concurrency"] for l in res["levels"]] == [1, 2], res["levels"]
+            if name in ("multiturn", "chat"):
+                # Each level sends its own conversations: the second turns restore their history.
+                for level in res["levels"]:
+                    assert level["cached_tokens"] > 0, level
+                    assert level["ttft_later_turns_s"]["median"] > 0, level
 
-        for name in ("random", "long", "multiturn"):
+        for name in ("random", "long", "multiturn", "chat"):
             checks.run(f"the {name} workload runs and reports", workload, name)
     return checks.finish()
 
