@@ -161,8 +161,8 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
                    "requests that may wait for a slot; beyond them the answer is 503")
         ->capture_default_str();
     app.add_option("--cache-mib", a->cache_mib,
-                   "prefix cache size in MiB (0: none; auto: what the device has left after the "
-                   "model, its KV cache and slots, else 1024)")
+                   "prefix cache size in MiB (0: none; auto: what a discrete GPU has left after "
+                   "the model, its KV cache and slots, else 1024)")
         ->capture_default_str();
     app.add_option("--cache-host-mib", a->cache_host_mib,
                    "host memory for prefix-cache snapshots moved off the device (MiB)")

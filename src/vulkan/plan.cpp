@@ -532,8 +532,9 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         p.kv_bytes = p.kv_blocks * block_bytes;
     }
     // A prefix cache's share of what the budget has left: more KV blocks for the rows its
-    // snapshots hold, and room for their copies of the recurrent state.
-    if (opts.prefix_cache) {
+    // snapshots hold, and room for their copies of the recurrent state. Only on a discrete GPU:
+    // elsewhere the device's memory is the host's, which the plan does not take for a cache.
+    if (opts.prefix_cache && f.discrete) {
         const uint64_t used =
             fixed + partials_for(n_ctx) + p.kv_bytes +
             (uint64_t)(opts.sequences + PlanOptions::kSpareSessions - 1) * p.per_sequence_bytes;

@@ -29,7 +29,8 @@ struct PlanOptions {
     // A prefix cache will keep snapshots: of the budget left over, kCacheKvShare goes to more
     // KV blocks (the rows snapshots hold; all but the headroom where no layer is recurrent) and
     // kCacheStateShare to the snapshots' copies of the recurrent state (Plan::snapshot_bytes).
-    // The rest is headroom: the driver's own allocations, the snapshots' rounded buffers.
+    // The rest is headroom: the driver's own allocations, the snapshots' rounded buffers. On a
+    // discrete GPU only (an integrated GPU's or a CPU device's memory is the host's).
     bool prefix_cache = false;
     static constexpr double kCacheKvShare = 0.45, kCacheStateShare = 0.40;
     // When the requested context does not fit, plan the largest that does (else decline).

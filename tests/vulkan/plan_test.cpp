@@ -237,9 +237,10 @@ TEST(VulkanPlan, SizesTheKvPoolForItsSequences) {
     EXPECT_LE(four->total() + 3 * four->per_sequence_bytes, o.budget_bytes);
 }
 
-// With a prefix cache, what the budget has left goes to more KV blocks (the rows snapshots hold)
-// and, where layers are recurrent, to room for the snapshots' state: within the budget, with
-// headroom, and all to blocks where no layer is recurrent.
+// With a prefix cache on a discrete GPU, what the budget has left goes to more KV blocks (the rows
+// snapshots hold) and, where layers are recurrent, to room for the snapshots' state: within the
+// budget, with headroom, and all to blocks where no layer is recurrent. Where the device's memory
+// is the host's, the cache takes none of it.
 TEST(VulkanPlan, GivesWhatIsLeftToAPrefixCache) {
     for (const char* arch : {"qwen35", "llama"}) {
         SCOPED_TRACE(arch);
@@ -253,6 +254,7 @@ TEST(VulkanPlan, GivesWhatIsLeftToAPrefixCache) {
         auto model = dl::test::tiny_model(s);
         Features f = big_device();
         f.max_storage_buffer_range = 1u << 30;
+        f.discrete = true;
         PlanOptions o;
         o.n_ctx = 1024;
         o.sequences = 4;
@@ -287,6 +289,11 @@ TEST(VulkanPlan, GivesWhatIsLeftToAPrefixCache) {
         EXPECT_NE(with->describe().find(recurrent ? "prefix-cache snapshots up to" : "KV cache"),
                   std::string::npos)
             << with->describe();
+        f.discrete = false;
+        auto shared = plan(*model, f, Variant::scalar, o);
+        ASSERT_TRUE(shared.ok());
+        EXPECT_EQ(shared->kv_blocks, bare->kv_blocks);
+        EXPECT_EQ(shared->snapshot_bytes, 0u);
     }
 }
 
