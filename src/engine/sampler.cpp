@@ -195,4 +195,27 @@ int32_t Sampler::sample(std::span<const float> logits) {
     return cand_[pick].id;
 }
 
+float log_probability(std::span<const float> row, int32_t chosen, int32_t n,
+                      std::vector<TokenLogprob>& top) {
+    float mx = -INFINITY;
+    for (float x : row) mx = std::max(mx, x);
+    double sum = 0;
+    for (float x : row) sum += std::exp(double(x) - mx);
+    const double lse = mx + std::log(sum);
+    top.clear();
+    if (n > 0) {
+        std::vector<int32_t> ids(row.size());
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = (int32_t)i;
+        const size_t k = std::min<size_t>((size_t)n, ids.size());
+        std::partial_sort(ids.begin(), ids.begin() + (ptrdiff_t)k, ids.end(),
+                          [&](int32_t a, int32_t b) {
+                              return row[(size_t)a] > row[(size_t)b] ||
+                                     (row[(size_t)a] == row[(size_t)b] && a < b);
+                          });
+        for (size_t i = 0; i < k && std::isfinite(row[(size_t)ids[i]]); ++i)
+            top.push_back({ids[i], static_cast<float>(row[(size_t)ids[i]] - lse)});
+    }
+    return static_cast<float>(row[(size_t)chosen] - lse);
+}
+
 }  // namespace dl

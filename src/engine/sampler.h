@@ -70,4 +70,15 @@ class Sampler {
 // Index of the largest value (the first one on ties); -1 for an empty row.
 int32_t argmax(std::span<const float> logits);
 
+struct TokenLogprob {
+    int32_t token = -1;
+    float logprob = 0;
+};
+// The log-probability of token `chosen` in the log softmax of one row of logits (the model's own
+// distribution, before the sampling filters, as OpenAI reports logprobs), and into `top` the n
+// most likely tokens with theirs, best first (the lower id on a tie), leaving out tokens a
+// constraint ruled out (-infinity).
+float log_probability(std::span<const float> row, int32_t chosen, int32_t n,
+                      std::vector<TokenLogprob>& top);
+
 }  // namespace dl

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <optional>
 
 #include "core/error.h"
@@ -18,29 +17,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
-}
-
-// log softmax of one row: the chosen token's log-probability and the n best, from the model's
-// own distribution (before the sampling filters, as OpenAI reports them).
-void logprobs(std::span<const float> row, int32_t chosen, int32_t n, GenerationEvent& ev) {
-    float mx = -INFINITY;
-    for (float x : row) mx = std::max(mx, x);
-    double sum = 0;
-    for (float x : row) sum += std::exp(double(x) - mx);
-    const double lse = mx + std::log(sum);
-    ev.logprob = static_cast<float>(row[(size_t)chosen] - lse);
-    ev.top.clear();
-    if (n <= 0) return;
-    std::vector<int32_t> ids(row.size());
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = (int32_t)i;
-    const size_t k = std::min<size_t>((size_t)n, ids.size());
-    std::partial_sort(
-        ids.begin(), ids.begin() + (ptrdiff_t)k, ids.end(), [&](int32_t a, int32_t b) {
-            return row[(size_t)a] > row[(size_t)b] || (row[(size_t)a] == row[(size_t)b] && a < b);
-        });
-    // Tokens a constraint ruled out (-infinity) are no alternatives.
-    for (size_t i = 0; i < k && std::isfinite(row[(size_t)ids[i]]); ++i)
-        ev.top.push_back({ids[i], static_cast<float>(row[(size_t)ids[i]] - lse)});
 }
 
 }  // namespace
@@ -580,7 +556,8 @@ void Scheduler::run_step() {
                 continue;
             }
             if (g.constraint) g.constraint->accept(token);
-            if (g.top_logprobs >= 0) logprobs(logits, token, g.top_logprobs, ev);
+            if (g.top_logprobs >= 0)
+                ev.logprob = log_probability(logits, token, g.top_logprobs, ev.top);
         }
         if (token < 0 || token >= executor_.model().hp.n_vocab) {
             finish(slot, FinishReason::error, "the executor sampled no token");

@@ -65,11 +65,6 @@ struct SchedulerOptions {
     std::function<bool(int32_t)> is_eog;
 };
 
-struct TokenLogprob {
-    int32_t token = -1;
-    float logprob = 0;
-};
-
 // Why a request ended.
 enum class FinishReason {
     eog,        // the model ended its turn (the end-of-generation token is reported, not fed)

@@ -71,6 +71,26 @@ SamplerParams plain(float temp) {
 
 }  // namespace
 
+// Log-probabilities against a hand-made distribution: logits ln 1, ln 2, ln 3 and a token a
+// constraint ruled out; the best first, a tie to the lower id, the ruled-out token never.
+TEST(LogProbability, OfAHandMadeDistribution) {
+    const std::vector<float> row = {std::log(1.f), std::log(2.f), std::log(3.f), -INFINITY};
+    std::vector<TokenLogprob> top;
+    EXPECT_NEAR(log_probability(row, 1, 10, top), std::log(2.0 / 6), 1e-6);
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[0].token, 2);
+    EXPECT_NEAR(top[0].logprob, std::log(3.0 / 6), 1e-6);
+    EXPECT_EQ(top[1].token, 1);
+    EXPECT_EQ(top[2].token, 0);
+    EXPECT_NEAR(top[2].logprob, std::log(1.0 / 6), 1e-6);
+    EXPECT_NEAR(log_probability(row, 2, 0, top), std::log(3.0 / 6), 1e-6);
+    EXPECT_TRUE(top.empty());
+    const std::vector<float> tied = {1.f, 1.f, 0.f};
+    log_probability(tied, 0, 1, top);
+    ASSERT_EQ(top.size(), 1u);
+    EXPECT_EQ(top[0].token, 0);
+}
+
 TEST(Sampler, GreedyIsArgmaxOverALargeVocabulary) {
     for (uint32_t seed = 1; seed <= 5; ++seed) {
         auto l = random_logits(248320, seed);
