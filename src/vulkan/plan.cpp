@@ -517,10 +517,11 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     // The paged KV cache's pool: blocks for opts.sequences sequences of n_ctx tokens where the
     // budget holds them and their own state beside it; at least one sequence's. Sequences share
     // the pool, so more of them fit where most are shorter than n_ctx.
+    const uint64_t block_bytes =
+        (uint64_t)n_attn * 2 * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
+    const uint64_t most_blocks = (uint64_t)binding_rows / Kernels::kKvBlock;
     if (n_attn > 0) {
         const uint64_t one = Kernels::kv_blocks((uint64_t)n_ctx);
-        const uint64_t block_bytes =
-            (uint64_t)n_attn * 2 * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
         uint64_t blocks = one;
         for (int64_t seq = 2; seq <= opts.sequences; ++seq) {
             const uint64_t more = fixed + (blocks + one) * block_bytes +
@@ -528,7 +529,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
             if (more > budget) break;
             blocks += one;
         }
-        p.kv_blocks = std::min<uint64_t>(blocks, (uint64_t)binding_rows / Kernels::kKvBlock);
+        p.kv_blocks = std::min(blocks, most_blocks);
         p.kv_bytes = p.kv_blocks * block_bytes;
     }
     // A prefix cache's share of what the budget has left: more KV blocks for the rows its
@@ -541,14 +542,11 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         const double left = budget > used ? (double)(budget - used) : 0.0;
         const bool recurrent = p.state_slot_bytes > 0;
         if (n_attn > 0) {
-            const uint64_t block_bytes =
-                (uint64_t)n_attn * 2 * Kernels::kv_block_bytes(hp.n_head_kv, hp.head_dim);
             const double share = recurrent
                                      ? PlanOptions::kCacheKvShare
                                      : PlanOptions::kCacheKvShare + PlanOptions::kCacheStateShare;
             const uint64_t more = (uint64_t)(left * share) / block_bytes;
-            p.kv_blocks =
-                std::min<uint64_t>(p.kv_blocks + more, (uint64_t)binding_rows / Kernels::kKvBlock);
+            p.kv_blocks = std::min(p.kv_blocks + more, most_blocks);
             p.kv_bytes = p.kv_blocks * block_bytes;
         }
         if (recurrent) p.snapshot_bytes = (uint64_t)(left * PlanOptions::kCacheStateShare);
