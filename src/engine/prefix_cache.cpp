@@ -65,6 +65,19 @@ int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens
     return (int64_t)best->tokens.size();
 }
 
+int64_t PrefixCache::longest_shared(std::span<const int32_t> tokens) const {
+    size_t best = 0;
+    for (const Entry& e : entries_) {
+        const size_t n = std::min(e.tokens.size(), tokens.size());
+        if (n <= best) continue;
+        best = std::max(
+            best,
+            (size_t)(std::mismatch(e.tokens.begin(), e.tokens.begin() + n, tokens.begin()).first -
+                     e.tokens.begin()));
+    }
+    return (int64_t)best;
+}
+
 // The least recently used entry of those `which` picks (end() when none).
 template <typename Which>
 std::vector<PrefixCache::Entry>::iterator PrefixCache::least_recent(Which which) {

@@ -28,8 +28,9 @@ class PrefixCache {
 
     // Keeps a snapshot of `session`, whose tokens are `tokens` (session.n_past of them). Does
     // nothing when an entry for the same tokens exists (it becomes the most recent), or when the
-    // snapshot is larger than the whole budget. waypoint: taken only because a prompt passed a
-    // multiple of the snapshot interval, not at the end of a prompt, turn or generation; until
+    // snapshot is larger than the whole budget. waypoint: taken only because a prompt's chunk
+    // passed a multiple of the snapshot interval, not at the end of a prompt, turn or generation,
+    // nor where two prompts parted; until
     // a lookup restores it, such an entry is the first to go when room is needed, dropped rather
     // than moved to host memory (it serves only another prompt that shares that beginning, and
     // a prompt's waypoints would otherwise push out the ends the next turns of chats need).
@@ -37,6 +38,9 @@ class PrefixCache {
     // Restores into `session` the longest cached prefix of `tokens` no longer than max_tokens and
     // returns its length; 0 when none matches (the session is then untouched).
     int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, SessionState& session);
+    // The longest beginning `tokens` shares with any entry's tokens (whether or not a snapshot
+    // ends there): where this prompt parts from one seen before.
+    int64_t longest_shared(std::span<const int32_t> tokens) const;
 
     // Moves the least recently used entry of the executor's memory to host memory, or drops it,
     // so that the executor gets its memory back (a paged KV cache's blocks it held); false when

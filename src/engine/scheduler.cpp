@@ -278,6 +278,14 @@ int64_t Scheduler::start(Slot& slot, std::unique_ptr<Request>& r) {
         q.resume.reset();
         return 0;  // its cached tokens were counted when it first started
     }
+    if (cache_ && options_.snapshot_every > 0) {
+        // Where this prompt parts from one seen before, far enough past its hit to be worth a
+        // window: the next prompt that shares this beginning starts there.
+        const int64_t a = std::max<int64_t>(options_.chunk_align, 1);
+        const int64_t part = cache_->longest_shared(feed) / a * a;
+        if (part - restored >= options_.snapshot_every && part < (int64_t)feed.size())
+            q.req.snapshot_at.push_back(part);
+    }
     slot.sampler = std::make_unique<Sampler>(q.req.sampling);
     for (int32_t t : q.req.prompt) slot.sampler->accept(t);
     slot.resume_token = -1;
@@ -403,11 +411,6 @@ int64_t Scheduler::chunk_length(const Slot& slot, int64_t room) const {
                 end = at;
                 at_point = true;
             }
-        const int64_t every = options_.snapshot_every;
-        if (every > 0 && (pos / every + 1) * every < end) {
-            end = (pos / every + 1) * every;
-            at_point = true;
-        }
     }
     const int64_t a = options_.chunk_align;
     if (!at_point && a > 0 && end < (int64_t)slot.request->feed.size() && end / a * a > pos)
@@ -512,7 +515,9 @@ void Scheduler::run_step() {
         const int64_t every = options_.snapshot_every;
         const bool asked = std::find(g.snapshot_at.begin(), g.snapshot_at.end(),
                                      slot.prompt_done) != g.snapshot_at.end();
-        const bool waypoint = every > 0 && slot.prompt_done % every == 0;
+        const bool waypoint =
+            !decoding && every > 0 &&
+            slot.prompt_done / every > (slot.prompt_done - (int64_t)it.tokens.size()) / every;
         if (cache_ && !decoding && (at_end_of_prompt || asked || waypoint)) {
             const Clock::time_point t0 = Clock::now();
             snapshot(slot, waypoint && !at_end_of_prompt && !asked);

@@ -58,9 +58,13 @@ struct SchedulerOptions {
     // Snapshots past prefix_cache_bytes move to host memory up to this many bytes (the Vulkan
     // driver keeps them in device memory first); 0: they are dropped instead.
     uint64_t prefix_cache_host_bytes = 0;
-    // With the cache, also keep a snapshot each time a prompt's prefill reaches a multiple of
-    // this many tokens (a multiple of chunk_align), so prompts that share a long beginning (a
-    // system prompt, a document) and then differ start from the last such point. 0: off.
+    // With the cache, also keep a snapshot at the end of each prompt chunk that passes a
+    // multiple of this many tokens (a waypoint), so prompts that share a long beginning (a
+    // system prompt, a document) and then differ start from the last such point; and where a
+    // prompt parts from a cached one at least this many tokens past its own cache hit (the
+    // shared part aligned down to chunk_align), so the next prompt with that beginning starts
+    // there. Waypoints never cut a chunk (a cut costs the executor a window of its own); a
+    // parting point does. 0: off.
     int64_t snapshot_every = 0;
     std::function<bool(int32_t)> is_eog;
 };

@@ -167,8 +167,10 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
     app.add_option("--cache-host-mib", a->cache_host_mib,
                    "host memory for prefix-cache snapshots moved off the device (MiB)")
         ->capture_default_str();
-    app.add_option("--cache-every", a->server.cache_every,
-                   "keep a prefix-cache snapshot every N prompt tokens (0: off)")
+    app.add_option(
+           "--cache-every", a->server.cache_every,
+           "keep a prefix-cache snapshot where a prompt chunk passes a multiple of N tokens, "
+           "and where a prompt parts from a cached one N+ tokens past its hit (0: off)")
         ->capture_default_str();
     app.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY'");
     app.add_option("--api-key-file", a->api_key_file,

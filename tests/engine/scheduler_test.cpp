@@ -194,6 +194,12 @@ class StepRecorder : public Executor {
         sizes.push_back(n);
         inner_.step(items);
     }
+    std::unique_ptr<SessionSnapshot> snapshot(const SessionState& s) override {
+        return inner_.snapshot(s);
+    }
+    bool restore(SessionState& s, const SessionSnapshot& z) override {
+        return inner_.restore(s, z);
+    }
     // Steps wait while held: requests submitted meanwhile are all admitted before any finishes,
     // so no slot's session serves two of them.
     void hold() {
@@ -608,10 +614,11 @@ TEST(Scheduler, AChunkEndsOnASnapshotPointUnaligned) {
     }
 }
 
-// Prompts that share a long beginning and then differ (one system prompt, many questions): with
-// snapshots every 16 tokens the second starts from the last multiple of 16 inside the shared part,
-// and answers exactly as cold.
-TEST_P(PrefixCacheHit, ASharedBeginningHitsAtTheLastBoundaryInsideIt) {
+// Prompts that share a long beginning and then differ (one system prompt, many questions). The
+// first prompt is prefilled in one chunk, so the cache holds only its end: the second prompt,
+// which parts from it at 45 tokens, starts cold and keeps a snapshot where they part (aligned
+// down to 32); the third starts there. Each answers exactly as cold.
+TEST_P(PrefixCacheHit, ASecondPromptKeepsWhereItPartsAndAThirdStartsThere) {
     auto model = model_for(GetParam());
     cpu::Chain chain(model);
     const int64_t V = model->hp.n_vocab;
@@ -623,17 +630,56 @@ TEST_P(PrefixCacheHit, ASharedBeginningHitsAtTheLastBoundaryInsideIt) {
     o.snapshot_every = 16;
     o.prefix_cache_bytes = 64u << 20;
     const auto system = test::tiny_tokens(45, V, 21);
+    std::vector<GenerationRequest> r(3);
+    for (uint32_t i = 0; i < 3; ++i) {
+        r[i].sampling = greedy();
+        r[i].max_tokens = 5;
+        r[i].prompt = system;
+        const auto q = test::tiny_tokens(9 + 3 * i, V, 22 + i);
+        r[i].prompt.insert(r[i].prompt.end(), q.begin(), q.end());
+    }
+    Scheduler warm(chain, o);
+    std::vector<Result> got;
+    for (const auto& q : r) got.push_back(run_one(warm, q));
+    EXPECT_EQ(got[0].done.cached_tokens, 0);
+    EXPECT_EQ(got[1].done.cached_tokens, 0);   // only the first prompt's end was cached
+    EXPECT_EQ(got[2].done.cached_tokens, 32);  // where the second parted from the first
+    o.prefix_cache_bytes = 0;
+    Scheduler cold(chain, o);
+    for (size_t i = 0; i < r.size(); ++i) EXPECT_EQ(got[i].tokens, run_one(cold, r[i]).tokens) << i;
+}
+
+// Waypoints: a prompt prefilled in chunks of 16 keeps a snapshot at the end of each chunk that
+// passes a multiple of 32 (at 32, not 48), without cutting a chunk for it; a prompt that shares
+// its first 45 tokens starts from 32 and answers as cold.
+TEST_P(PrefixCacheHit, AChunkPassingAMultipleOfTheIntervalLeavesAWaypoint) {
+    auto model = model_for(GetParam());
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    StepRecorder rec(chain);
+    SchedulerOptions o;
+    o.parallel = 1;
+    o.n_ctx = 128;
+    o.token_budget = 16;
+    o.idle_token_budget = 16;
+    o.chunk_align = 16;
+    o.snapshot_every = 32;
+    o.prefix_cache_bytes = 64u << 20;
+    const auto system = test::tiny_tokens(45, V, 31);
     GenerationRequest a, b;
     a.sampling = b.sampling = greedy();
-    a.max_tokens = b.max_tokens = 5;
+    a.max_tokens = b.max_tokens = 4;
     a.prompt = b.prompt = system;
-    const auto qa = test::tiny_tokens(9, V, 22), qb = test::tiny_tokens(12, V, 23);
+    const auto qa = test::tiny_tokens(9, V, 32), qb = test::tiny_tokens(12, V, 33);
     a.prompt.insert(a.prompt.end(), qa.begin(), qa.end());
     b.prompt.insert(b.prompt.end(), qb.begin(), qb.end());
-    Scheduler warm(chain, o);
+    Scheduler warm(rec, o);
     EXPECT_EQ(run_one(warm, a).done.cached_tokens, 0);
+    ASSERT_GE(rec.sizes.size(), 4u);
+    for (size_t i = 0; i < 4; ++i)  // 54 tokens: 16, 16, 16, 6, no chunk cut for the waypoint
+        EXPECT_EQ(rec.sizes[i], std::vector<size_t>{i < 3 ? 16u : 6u}) << i;
     const Result hit = run_one(warm, b);
-    EXPECT_EQ(hit.done.cached_tokens, 32);  // 48 is past the shared 45
+    EXPECT_EQ(hit.done.cached_tokens, 32);
     o.prefix_cache_bytes = 0;
     Scheduler cold(chain, o);
     EXPECT_EQ(hit.tokens, run_one(cold, b).tokens);
