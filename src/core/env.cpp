@@ -111,6 +111,17 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMM_GEMV_ROWS", "int", "32",
          "Vulkan GEMMs of at most this many rows (a batched step's tokens, a short prefill "
          "window) run as one batched GEMV rather than on the GEMM tiles (0 to 64; 0: never)"},
+        {"DELTALLM_VK_GEMM_SKINNY", "bool", "1",
+         "Vulkan GEMMs over Q4_K and Q6_K of more rows than DELTALLM_VK_GEMM_GEMV_ROWS (8 for a "
+         "model whose quantized matrices are all Q4_K or Q6_K) and at most "
+         "DELTALLM_VK_GEMM_SKINNY_ROWS run as skinny GEMMs on KHR cooperative matrices (weights "
+         "decoded to F16 in shared memory) where the device has them"},
+        {"DELTALLM_VK_GEMM_SKINNY_ROWS", "int", "128",
+         "the most rows of a Vulkan skinny GEMM (1 to 256)"},
+        {"DELTALLM_VK_GEMM_SKINNY_PARTS", "int", "0",
+         "parts of K a Vulkan skinny GEMM's tiles split into (0: by the grid, up to 16)"},
+        {"DELTALLM_VK_GEMM_SKINNY_RT", "int", "0",
+         "weight-row tiles of 32 a Vulkan skinny GEMM's workgroup takes: 2 or 4 (0: 2)"},
         {"DELTALLM_VK_GEMM_EXPAND_ROWS", "int", "64",
          "on the NV cooperative matrix 2 tiles, Vulkan GEMMs of at least this many rows first "
          "expand their weights to F16 (1 to 2048)"},

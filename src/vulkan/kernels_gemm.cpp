@@ -26,6 +26,9 @@ struct MatmulPush {
 struct DequantPush {
     uint32_t rows, cols, row_bytes;
 };
+struct SkinnyPush {
+    uint32_t m, n, k, y_off, mode, splits, k_part;
+};
 struct GemvBatchPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec, span;
 };
@@ -72,6 +75,12 @@ bool khr_usable(const Features& f, Variant v) {
            f.max_shared_memory >= kGemmSharedCoopmat;
 }
 
+// The skinny GEMM's shared memory: rows of 16 chunks of 16 bytes and one of padding for its
+// workgroup's weight rows and rows of X, and a word for the split.
+uint32_t skinny_shared(uint32_t rt, uint32_t mt) {
+    return (32 * rt + 16 * mt) * 17 * 16 + 16;
+}
+
 }  // namespace
 
 std::optional<Decline> GemmKernels::gemm_supported(const Features& f, QType t) {
@@ -95,6 +104,45 @@ bool GemmKernels::gemm_uses_cm2(const Features& f, Variant v) {
 
 bool GemmKernels::gemm_uses_khr(const Features& f, Variant v) {
     return khr_usable(f, v);
+}
+
+// Subgroups of exactly 32 (the kernel's four of a workgroup of 128) and room for its smaller
+// workgroup (two tiles of weight rows, four of X's rows).
+bool GemmKernels::gemm_uses_skinny(const Features& f, Variant v) {
+    return v != Variant::scalar && variant_built(Variant::khr_coopmat) &&
+           f.supports(Variant::khr_coopmat) && f.min_subgroup_size == 32 &&
+           f.max_subgroup_size == 32 && f.max_shared_memory >= skinny_shared(2, 4) &&
+           f.max_workgroup_invocations >= 128;
+}
+
+bool GemmKernels::gemm_skinny(Variant v, QType t, uint32_t cols, uint32_t n_rows) const {
+    return tuning.gemm_skinny && (t == QType::Q4_K || t == QType::Q6_K) && cols % 256 == 0 &&
+           n_rows > 0 && n_rows <= tuning.gemm_skinny_rows && !gemm_by_gemv(t, cols, n_rows) &&
+           gemm_uses_skinny(dev_.features(), v);
+}
+
+GemmKernels::SkinnyShape GemmKernels::skinny_shape(uint32_t rows, uint32_t cols,
+                                                   uint32_t n_rows) const {
+    const Features& f = dev_.features();
+    SkinnyShape s;
+    s.mt = std::min<uint32_t>(4, (n_rows + 15) / 16);
+    s.y_tiles = (n_rows + 16 * s.mt - 1) / (16 * s.mt);
+    // Two tiles of weight rows: twice the workgroups of four, which ran slower on an H100 (9B
+    // Q4_K_M, pp16 + tg32: B8 870 / 795, B32 2,339 / 1,963, B64 1,109 / 1,100 t/s).
+    s.rt = tuning.gemm_skinny_rt ? tuning.gemm_skinny_rt : 2;
+    if (skinny_shared(s.rt, s.mt) > f.max_shared_memory) s.rt = 2;
+    const uint32_t tiles = (rows + 32 * s.rt - 1) / (32 * s.rt) * s.y_tiles;
+    const uint32_t nb = cols / 256;
+    // Parts enough for about four workgroups a multiprocessor: each holds only a few blocks of
+    // its rows in flight (unsplit, B8 870 -> 492 t/s on the H100).
+    uint32_t parts = tuning.gemm_skinny_parts;
+    if (parts == 0) parts = std::max<uint32_t>(1, 4 * (f.sm_count ? f.sm_count : 16) / tiles);
+    parts = std::max<uint32_t>(1, std::min({parts, nb, kGemmSplitParts}));
+    s.k_part = (nb + parts - 1) / parts;
+    s.parts = (nb + s.k_part - 1) / s.k_part;
+    if (s.parts > 1)
+        s.need = {(uint64_t)tiles * 4, (uint64_t)tiles * s.parts * 16 * s.mt * 32 * s.rt * 4};
+    return s;
 }
 
 bool GemmKernels::gemm_reads_f16(Variant v, uint32_t cols) const {
@@ -180,6 +228,7 @@ GemmKernels::SplitNeed GemmKernels::gemm_split_need(Variant v, QType t, uint32_t
                                                     uint32_t cols, uint32_t n_rows,
                                                     uint32_t stage_rows) const {
     if (!gemm_type(t) || gemm_by_gemv(t, cols, n_rows)) return {};
+    if (gemm_skinny(v, t, cols, n_rows)) return skinny_shape(rows, cols, n_rows).need;
     SplitNeed need =
         split_for(false, kGemmCols, kGemmRows, kGemmStep, rows, cols, n_rows, stage_rows).need;
     if (cm2_usable(dev_.features(), v))
@@ -193,9 +242,9 @@ GemmKernels::SplitNeed GemmKernels::gemm_split_need(Variant v, QType t, uint32_t
 
 bool GemmKernels::gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
                                View w16) const {
-    if (gemm_by_gemv(t, cols, n_rows) || !cm2_usable(dev_.features(), v) ||
-        !gemm_reads_f16(v, cols) || t == QType::F16 || w16.buffer == VK_NULL_HANDLE ||
-        w16.range < (uint64_t)rows * cols * 2)
+    if (gemm_by_gemv(t, cols, n_rows) || gemm_skinny(v, t, cols, n_rows) ||
+        !cm2_usable(dev_.features(), v) || !gemm_reads_f16(v, cols) || t == QType::F16 ||
+        w16.buffer == VK_NULL_HANDLE || w16.range < (uint64_t)rows * cols * 2)
         return false;
     if (tuning.gemm_expand >= 0) return tuning.gemm_expand == 1;
     // Expanding costs one pass over the matrix whatever the rows; the F16 tiles save about a
@@ -222,6 +271,24 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
     }
     const bool f16 = gemm_reads_f16(v, cols);
     if (f16 && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
+    if (gemm_skinny(v, t, cols, n_rows)) {
+        if (expanded) fail("a skinny GEMM of {} rows given as expanded", n_rows);
+        SkinnyShape s = skinny_shape(rows, cols, n_rows);
+        // Unsplit without its scratch (or with too little); the scratch's bindings are then y's.
+        if (s.parts > 1 &&
+            (split.counters.buffer == VK_NULL_HANDLE || split.parts.buffer == VK_NULL_HANDLE ||
+             split.counters.range < s.need.counters || split.parts.range < s.need.parts)) {
+            s.parts = 1;
+            s.k_part = cols / 256;
+        }
+        const bool split_k = s.parts > 1;
+        const Kernel& k = pipes_.get(fmt::format("gemm_skinny_{}@khr_coopmat", type_name(t)), 5,
+                                     sizeof(SkinnyPush), {s.rt, s.mt});
+        SkinnyPush sp{n_rows, rows, cols, y_off, accumulate ? 1u : 0u, s.parts, s.k_part};
+        cl.dispatch(k, {w, x16, y, split_k ? split.counters : y, split_k ? split.parts : y}, sp,
+                    (rows + 32 * s.rt - 1) / (32 * s.rt), s.y_tiles, s.parts);
+        return;
+    }
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
                1,      0};
     // A split that fits its scratch (else none); unsplit, the scratch's bindings are y's.

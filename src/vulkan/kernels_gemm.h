@@ -77,6 +77,21 @@ class GemmKernels : public virtual KernelFamily {
     // its counters first, then the parts' sums.
     static SplitNeed gemm_split_scratch(const Features& f, uint32_t gemms);
     static constexpr uint32_t kGemmExpandRows = 64;
+    // The skinny GEMM (shaders/gemm_skinny.comp): Q4_K or Q6_K weights decoded to F16 in shared
+    // memory and multiplied on KHR cooperative matrices by up to 64 rows of X (its F16 copy) a
+    // workgroup, each workgroup RT tiles of 32 weight rows over a part of K; for GEMMs of more
+    // rows than the batched GEMV takes and at most tuning.gemm_skinny_rows, with
+    // tuning.gemm_skinny on (a batched step's tokens, a short window). gemm() runs it in place of
+    // the tiles (never over an F16 expansion); it needs the F16 copy of X as the tiles do.
+    static bool gemm_uses_skinny(const Features& f, Variant v);
+    bool gemm_skinny(Variant v, QType t, uint32_t cols, uint32_t n_rows) const;
+    struct SkinnyShape {
+        uint32_t rt = 0, mt = 0;         // tiles of 32 weight rows and of 16 rows of X a workgroup
+        uint32_t y_tiles = 0;            // workgroups over the rows of X
+        uint32_t parts = 1, k_part = 0;  // parts of K, and blocks of 256 values each
+        SplitNeed need;
+    };
+    SkinnyShape skinny_shape(uint32_t rows, uint32_t cols, uint32_t n_rows) const;
     // Whether gemm() of n_rows rows over weights of type t and rows of cols values runs as
     // gemv_batch() (at most tuning.gemm_gemv_rows rows, rows of whole 32-value units); it then
     // needs no F16 copy of X.

@@ -135,6 +135,17 @@ struct Tuning {
     // 0: never). Measured on an H100 (9B Q4_K_M, 128 batched steps of 64 rows after their
     // prompts: 2,240 t/s aggregate on the tiles, 1,223 as the GEMV over bytes in 32 threads).
     uint32_t gemm_gemv_rows = 32;
+    // GEMMs over Q4_K or Q6_K of more rows than gemm_gemv_rows and at most gemm_skinny_rows run
+    // as skinny GEMMs on KHR cooperative matrices (GemmKernels::gemm_skinny; shaders/
+    // gemm_skinny.comp) where the device has them (DELTALLM_VK_GEMM_SKINNY, _ROWS). The driver
+    // lowers gemm_gemv_rows to kSkinnyGemvRows for a model whose quantized matrices are all such
+    // (ResidentDriver::create). Their parts of K (0: by the grid) and their workgroup's tiles
+    // of 32 weight rows (0: two) for the speed forms.
+    bool gemm_skinny = true;
+    uint32_t gemm_skinny_rows = 128;
+    static constexpr uint32_t kSkinnyGemvRows = 8;
+    uint32_t gemm_skinny_parts = 0;
+    uint32_t gemm_skinny_rt = 0;
     // GEMM tiles of at most kGemmSplitRows rows whose grid leaves the device idle split K over
     // workgroups (GemmKernels::split_for; DELTALLM_VK_GEMM_SPLIT): -1 by the grid, except on
     // the NV cooperative matrix 2 tiles until they are checked on a device; 0 never; 1 by the

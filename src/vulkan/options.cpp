@@ -100,6 +100,15 @@ int DriverOptions::gemm_split_from_env() {
     return (int)v;
 }
 
+namespace {
+// An integer setting within [lo, hi], or a clear failure.
+uint32_t int_in(const char* name, int64_t lo, int64_t hi) {
+    const int64_t v = env::get_int(name);
+    if (v < lo || v > hi) fail("{}={}: use {} to {}", name, v, lo, hi);
+    return (uint32_t)v;
+}
+}  // namespace
+
 uint32_t DriverOptions::gemm_expand_rows_from_env() {
     const int64_t v = env::get_int("DELTALLM_VK_GEMM_EXPAND_ROWS");
     if (v < 1 || v > 2048) fail("DELTALLM_VK_GEMM_EXPAND_ROWS={}: use 1 to 2048", v);
@@ -202,6 +211,12 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemm_gemv_rows = gemm_gemv_rows_from_env();
     t.gemm_expand_rows = gemm_expand_rows_from_env();
     t.gemm_split = gemm_split_from_env();
+    t.gemm_skinny = env::get_bool("DELTALLM_VK_GEMM_SKINNY");
+    t.gemm_skinny_rows = int_in("DELTALLM_VK_GEMM_SKINNY_ROWS", 1, 256);
+    t.gemm_skinny_parts = int_in("DELTALLM_VK_GEMM_SKINNY_PARTS", 0, 16);
+    t.gemm_skinny_rt = int_in("DELTALLM_VK_GEMM_SKINNY_RT", 0, 4);
+    if (t.gemm_skinny_rt != 0 && t.gemm_skinny_rt != 2 && t.gemm_skinny_rt != 4)
+        fail("DELTALLM_VK_GEMM_SKINNY_RT={}: use 0, 2 or 4", t.gemm_skinny_rt);
     t.expert_expand = env::get_bool("DELTALLM_VK_EXPERT_EXPAND");
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
     t.gemv_batch_rows = gemv_batch_rows_from_env();

@@ -57,6 +57,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         bool bytes = false;    // the batched GEMV over X rounded to bytes
         uint32_t threads = 0;  // its threads a workgroup (0: by the row)
         int split = -1;        // Tuning::gemm_split: the tiles split over K (up to 128 rows)
+        bool skinny = false;   // the skinny GEMM (every window here, up to 256 rows)
+        uint32_t skinny_parts = 0, skinny_rt = 0;
     };
     std::vector<Run> runs = {{Variant::scalar, 5, {}, 0},
                              {Variant::scalar, 5, {}, 0, 64},
@@ -82,6 +84,13 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                   Kernels::GemmTile{128, 128, 32, 128}, Kernels::GemmTile{64, 32, 64}})
                 for (int split : {0, 1, 3})
                     runs.push_back({dev.variant(), 8, g, expand, 0, false, 0, false, 0, split});
+    // The skinny GEMM over the K-quants: its parts of K by the grid and forced to 2 and 3, its
+    // workgroups of two and four tiles of weight rows.
+    if (Kernels::gemm_uses_skinny(f, dev.variant()) && (t == QType::Q4_K || t == QType::Q6_K))
+        for (uint32_t rt : {2u, 4u})
+            for (uint32_t parts : {0u, 2u, 3u})
+                runs.push_back(
+                    {dev.variant(), 5, {}, 0, 0, false, 0, false, 0, -1, true, parts, rt});
     Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
     // 13 and 63 rows: batched GEMVs of uneven groups (two of 7, eight of 8 with one clamped).
     for (uint32_t m : {1u, 7u, 13u, 63u, 64u, 65u, 130u}) {
@@ -110,7 +119,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         products(x, ref_x, mag_x);
         products(xr, ref_xr, mag_xr);
         for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes, threads,
-                          split] : runs) {
+                          split, skinny, skinny_parts, skinny_rt] : runs) {
             // (Each shape is a pipeline to compile: the threads' runs take two window sizes.)
             if (threads && m != 13 && m != 63) continue;
             test::Scoped threads_scope(K.tuning.gemv_batch_threads, threads);
@@ -126,6 +135,13 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             test::Scoped expand_scope(K.tuning.gemm_expand, expand);
             test::Scoped gemv_scope(K.tuning.gemm_gemv_rows, gemv_rows);
             test::Scoped split_scope(K.tuning.gemm_split, split);
+            test::Scoped skinny_scope(K.tuning.gemm_skinny, skinny);
+            test::Scoped skinny_rows_scope(K.tuning.gemm_skinny_rows, 256u);
+            test::Scoped skinny_parts_scope(K.tuning.gemm_skinny_parts, skinny_parts);
+            test::Scoped skinny_rt_scope(K.tuning.gemm_skinny_rt, skinny_rt);
+            if (skinny) {
+                ASSERT_TRUE(K.gemm_skinny(v, t, cols, m)) << "a skinny run that is not skinny";
+            }
             // The split's scratch, zero (its tiles' counters); the split runs twice, the first
             // time into a scratch y, so that a counter not set back to zero fails the second.
             // Its sums' scratch is poisoned: each part writes its sums before any are read.
@@ -134,6 +150,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             if (split >= 2 && v == Variant::scalar && m <= Kernels::kGemmSplitRows &&
                 m > gemv_rows && cols >= 128) {
                 ASSERT_GT(split_bytes, 0u) << "a forced split that does not split";
+            }
+            if (skinny && skinny_parts >= 2 && cols >= 512) {
+                ASSERT_GT(split_bytes, 0u) << "a forced skinny split that does not split";
             }
             Buffer counters = test::to_device(
                 dev, std::vector<uint32_t>(std::max<uint64_t>(need.counters, 16) / 4, 0u));
@@ -187,7 +206,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << tile.bn << "x" << tile.bk << " expand " << expand << " gemv rows "
                         << gemv_rows << " decode once " << once << " rows a workgroup "
                         << batch_rows << " bytes " << rounds << " threads " << threads << " split "
-                        << split << " (" << split_bytes << " bytes) m " << m << " row " << i / rows
+                        << split << " (" << split_bytes << " bytes) skinny " << skinny << " parts "
+                        << skinny_parts << " rt " << skinny_rt << " m " << m << " row " << i / rows
                         << " col " << i % rows << " acc " << acc;
                 }
             }
@@ -316,8 +336,10 @@ constexpr int64_t kWindow = 8;
 // tiles: a mixture's windows of 4 rows or more run their expert GEMMs as grouped GEMM tiles
 // (Tuning::expert_tile_pairs 1: the tiny models' 8 experts, 2 a row), shorter ones as GEMVs;
 // expand: the tiles over the expert stacks expanded to F16 (Tuning::expert_expand).
+// skinny: every GEMM of these windows over Q4_K and Q6_K on the skinny GEMM (Tuning::gemm_skinny,
+// no batched GEMV), on devices that have it.
 void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bool tiles = false,
-                          bool expand = false) {
+                          bool expand = false, bool skinny = false) {
     VK_TEST_DEVICE();
     const std::string& arch = spec.arch;
     const QType type = spec.matrix_type;
@@ -333,6 +355,12 @@ void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bo
     }
     o.tuning.expert_tile_pairs = tiles ? 1 : 0;
     o.tuning.expert_expand = expand;
+    if (skinny) {
+        if (!Kernels::gemm_uses_skinny(dev.features(), dev.variant()))
+            GTEST_SKIP() << "no skinny GEMM on this device or build";
+        o.tuning.gemm_skinny = true;
+        o.tuning.gemm_gemv_rows = 0;
+    }
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
@@ -453,6 +481,16 @@ TEST(WindowPrefill, Qwen35MoeQ4KExpertTiles) {
 }
 TEST(WindowPrefill, Qwen3MoeQ8ExpertTilesOverBytes) {
     check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), true, true);
+}
+// The skinny GEMMs of few rows over the K-quants, the dense and the shared experts'.
+TEST(WindowPrefill, Qwen35Q4KSkinny) {
+    check_window_prefill(test::parity_spec("qwen35", QType::Q4_K), false, false, false, true);
+}
+TEST(WindowPrefill, Qwen3Q4KSkinny) {
+    check_window_prefill(test::parity_spec("qwen3", QType::Q4_K), false, false, false, true);
+}
+TEST(WindowPrefill, Qwen35MoeQ4KSkinny) {
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), false, false, false, true);
 }
 // ...over the expert stacks expanded to F16 (the tiles round their weights to F16 either way).
 TEST(WindowPrefill, Qwen35MoeQ4KExpertTilesOverF16) {

@@ -1,0 +1,235 @@
+// Y = X·Wᵀ for few rows of X (a batched step's decode tokens, a short window) on KHR cooperative
+// matrices: W is [N][K] Q4_K or Q6_K (WTYPE_*) in the device's tiles of 32 rows
+// (weight_layout.h), X the F16 copy of the rows (f16_copy, rows of K halves), Y [M][N] F32 (row
+// stride N) written or added to (mode 1). A skinny GEMM: the products are few for each weight
+// read, so what bounds it is decoding the blocks and keeping enough of them in flight, not the
+// matrix units.
+//
+// A workgroup of 128 invocations (4 subgroups of 32) takes RT tiles of 32 weight rows and 16 · MT
+// rows of X (the rows past M are zeros), over one part of K (grid z: PARTS parts of whole
+// blocks). K goes in stages of half a block (128 values): each stage, every invocation decodes
+// its share of the weight rows' half block to F16 into shared memory (its row's fields are
+// contiguous with its neighbours', as the tiled GEMV reads them) and copies its share of X's
+// 128 columns; then each subgroup multiplies its 8 · RT weight rows (RT / 2 tiles of 16) by all
+// of X's rows. The next stage's blocks are requested before the products, so their loads are in
+// flight while the matrix units work. The parts' sums meet as the split tiles' do
+// (gemm_split.glsl): the last part of a tile adds them in part order.
+#version 450
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(local_size_x = 128) in;
+layout(constant_id = 0) const uint RT = 4;  // tiles of 32 weight rows a workgroup: 2 or 4
+layout(constant_id = 1) const uint MT = 4;  // tiles of 16 rows of X a workgroup: 1 to 4
+const uint WG = 128u;
+const uint WR = 32u * RT;        // weight rows a workgroup
+const uint XR = 16u * MT;        // rows of X a workgroup
+const uint NT = RT / 2u;         // tiles of 16 weight rows a subgroup
+const uint TPR = WG / WR;        // invocations a weight row: 1 (RT 4) or 2 (RT 2)
+const uint SUBS = 4u / TPR;      // 32-value sub-blocks an invocation decodes a stage
+const uint LD = 128u / 8u + 1u;  // 16-byte chunks a staged row, one of padding
+
+layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
+layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
+layout(std430, binding = 1) readonly buffer XH { uvec4 xh[]; };  // 8 halves a chunk
+layout(std430, binding = 2) buffer Y { float y[]; };
+layout(std430, binding = 3) coherent buffer Split { uint split_u[]; };
+layout(std430, binding = 4) coherent buffer SplitF { float split_f[]; };
+
+layout(push_constant) uniform Push {
+    uint M, N, K;
+    uint y_off;   // floats
+    uint mode;    // 0: Y = X·Wᵀ, 1: Y += X·Wᵀ
+    uint splits;  // parts of K (grid z)
+    uint k_part;  // blocks a part
+} p;
+
+// Staged weight rows [WR][LD] and rows of X [XR][LD], 8 halves a chunk; after the loop, the
+// workgroup's sums [XR][WR] as floats in the weights' place.
+shared uvec4 ws[WR * LD];
+shared uvec4 xs[XR * LD];
+
+#include "gemm_split.glsl"
+
+// 8 halves of v * d - m.
+uvec4 pack8(vec4 a, vec4 b) {
+    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+}
+
+#if defined(WTYPE_Q4_K)
+// A Q4_K block's 144 bytes lie as nine 16-byte fields (the header: d, dmin and the 12 bytes of
+// scales and mins; then eight words of nibbles), each field of a tile's 32 rows side by side.
+// Sub-block sb (32 values) is the low (sb even) or high (sb odd) nibbles of words 1 + 2 (sb / 2)
+// and 2 + 2 (sb / 2); value = d · scale · q − dmin · min.
+const uint NF = 1u + 2u * ((SUBS + 1u) / 2u);  // header and the nibble words of SUBS sub-blocks
+#include "k4_scales.glsl"
+
+// Field f of row lane of tile `tile`, block kb (nb blocks a row).
+uint field(uint tile, uint nb, uint kb, uint lane, uint f) {
+    return (tile * nb + kb) * 9u * 32u + f * 32u + lane;
+}
+
+// This invocation's raw fields of half block hb (its first sub-block sb0) of its row.
+void load_stage(uint tile, uint lane, uint nb, uint hb, uint sb0, out uvec4 f[NF]) {
+    uint kb = hb >> 1;
+    f[0] = wq4[field(tile, nb, kb, lane, 0u)];
+    [[unroll]] for (uint i = 1u; i < NF; ++i)
+        f[i] = wq4[field(tile, nb, kb, lane, 1u + 2u * (sb0 >> 1) + (i - 1u))];
+}
+
+// Sub-block j of this invocation's stage (sb0 + j) as 4 chunks of 8 halves.
+void decode_sub(uvec4 f[NF], uint sb0, uint j, out uvec4 o[4]) {
+    uint sb = sb0 + j;
+    vec2 sc, mn;
+    k4_pair(f[0], sb >> 1, sc, mn);
+    vec2 dm = unpackHalf2x16(f[0].x);
+    float d = dm.x * ((sb & 1u) == 0u ? sc.x : sc.y), m = dm.y * ((sb & 1u) == 0u ? mn.x : mn.y);
+    uint sh = (sb & 1u) * 4u;
+    uint w0 = 1u + 2u * ((sb - sb0) >> 1);  // this sub-block's pair of nibble words in f
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        uint a = f[w0 + (c >> 1)][(c & 1u) * 2u], b = f[w0 + (c >> 1)][(c & 1u) * 2u + 1u];
+        vec4 va = vec4(uvec4(a, a >> 8, a >> 16, a >> 24) >> sh & 0xfu) * d - m;
+        vec4 vb = vec4(uvec4(b, b >> 8, b >> 16, b >> 24) >> sh & 0xfu) * d - m;
+        o[c] = pack8(va, vb);
+    }
+}
+#else  // WTYPE_Q6_K
+// A Q6_K block's 210 bytes: eight 16-byte words of low nibbles ql, four of high bits qh, the
+// sixteen scales, each field of a tile's rows side by side, then the rows' f16 d. Value 128h +
+// 32k + l (half h, quarter k) is the low (k < 2) or high nibble of ql byte 64h + 32 (k & 1) + l
+// with bits 2k of qh byte 32h + l on top, minus 32, times d · scale[8h + 2k + l / 16].
+const uint NF = 7u;  // the half's four ql words, two qh words, the scales
+
+void load_stage(uint tile, uint lane, uint nb, uint hb, uint sb0, out uvec4 f[NF]) {
+    uint kb = hb >> 1, h = hb & 1u;
+    uint chunk = (tile * nb + kb) * 210u * 32u;  // bytes
+    uint base = chunk / 16u + lane;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) f[i] = wq4[base + (4u * h + i) * 32u];
+    [[unroll]] for (uint i = 0u; i < 2u; ++i) f[4u + i] = wq4[base + (8u + 2u * h + i) * 32u];
+    f[6] = wq4[base + 12u * 32u];
+}
+
+float q6_d(uint tile, uint lane, uint nb, uint hb) {
+    uint db = (tile * nb + (hb >> 1)) * 210u * 32u + 208u * 32u + 2u * lane;
+    return unpackHalf2x16((wq[db >> 2] >> (8u * (db & 2u))) & 0xffffu).x;
+}
+
+void decode_sub(uvec4 f[NF], float d, uint hb, uint k, out uvec4 o[4]) {
+    uint h = hb & 1u;
+    uint sh = (k >> 1) * 4u, qsh = 2u * k;
+    uint is = 8u * h + 2u * k;
+    float s0 = d * float(bitfieldExtract(int(f[6][is >> 2]), int(8u * (is & 3u)), 8));
+    float s1 = d * float(bitfieldExtract(int(f[6][(is + 1u) >> 2]), int(8u * ((is + 1u) & 3u)), 8));
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        // Values 8c .. 8c + 7 of the sub-block: ql bytes 32 (k & 1) + 8c .. (two words of field
+        // 2 (k & 1) + c / 2), qh bytes 8c .. of the half's 32.
+        uint qw = 2u * (k & 1u) + (c >> 1), e = (c & 1u) * 2u;
+        uint qa = f[qw][e], qb = f[qw][e + 1u];
+        uint ha = f[4u + (c >> 1)][e], hbw = f[4u + (c >> 1)][e + 1u];
+        ivec4 la = ivec4((uvec4(qa, qa >> 8, qa >> 16, qa >> 24) >> sh & 0xfu) |
+                         ((uvec4(ha, ha >> 8, ha >> 16, ha >> 24) >> qsh & 3u) << 4)) - 32;
+        ivec4 lb = ivec4((uvec4(qb, qb >> 8, qb >> 16, qb >> 24) >> sh & 0xfu) |
+                         ((uvec4(hbw, hbw >> 8, hbw >> 16, hbw >> 24) >> qsh & 3u) << 4)) - 32;
+        float s = c < 2u ? s0 : s1;
+        o[c] = pack8(vec4(la) * s, vec4(lb) * s);
+    }
+}
+#endif
+
+void main() {
+    const uint t = gl_LocalInvocationID.x;
+    const uint n0 = gl_WorkGroupID.x * WR, m0 = gl_WorkGroupID.y * XR, z = gl_WorkGroupID.z;
+    const uint nb = p.K / 256u;
+    const uint kb0 = z * p.k_part, kb1 = min(nb, kb0 + p.k_part);
+    const uint stages = 2u * (kb1 - kb0);
+    // This invocation's weight row (r, lane of tile tile) and its sub-blocks of each stage.
+    const uint r = t % WR, part = t / WR;
+    // (Rows past N: the last tile's rows, read and never stored.)
+    const uint tile = min((n0 + r) / 32u, (p.N + 31u) / 32u - 1u), lane = (n0 + r) & 31u;
+    const uint sb_in_half = part * SUBS;  // first sub-block of the half this invocation takes
+    const uint sg = gl_SubgroupID;
+
+    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[MT][NT];
+    [[unroll]] for (uint i = 0u; i < MT; ++i)
+        [[unroll]] for (uint j = 0u; j < NT; ++j)
+            acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+
+    uvec4 f[NF];
+    if (stages > 0u) {
+        uint hb = 2u * kb0;
+        load_stage(tile, lane, nb, hb, 4u * (hb & 1u) + sb_in_half, f);
+    }
+    for (uint s = 0u; s < stages; ++s) {
+        const uint hb = 2u * kb0 + s;
+        barrier();  // the products of the stage before are done with ws and xs
+        // Decode this invocation's sub-blocks of its row into ws.
+#if defined(WTYPE_Q6_K)
+        const float d6 = q6_d(tile, lane, nb, hb);
+#endif
+        [[unroll]] for (uint j = 0u; j < SUBS; ++j) {
+            uvec4 o[4];
+#if defined(WTYPE_Q4_K)
+            decode_sub(f, 4u * (hb & 1u) + sb_in_half, j, o);
+#else
+            decode_sub(f, d6, hb, sb_in_half + j, o);
+#endif
+            const uint c0 = 4u * (sb_in_half + j);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[r * LD + c0 + c] = o[c];
+        }
+        // X's rows, 16 chunks of 8 columns each (zeros past M).
+        for (uint i = t; i < XR * 16u; i += WG) {
+            uint m = i / 16u, c = i % 16u;
+            xs[m * LD + c] = m0 + m < p.M ? xh[((m0 + m) * p.K + hb * 128u) / 8u + c] : uvec4(0u);
+        }
+        barrier();
+        // The next stage's blocks, in flight during the products.
+        if (s + 1u < stages) {
+            uint hn = hb + 1u;
+            load_stage(tile, lane, nb, hn, 4u * (hn & 1u) + sb_in_half, f);
+        }
+        [[unroll]] for (uint k = 0u; k < 128u; k += 16u) {
+            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[MT];
+            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b[NT];
+            [[unroll]] for (uint i = 0u; i < MT; ++i)
+                coopMatLoad(a[i], xs, 16u * i * LD + k / 8u, LD, gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (uint j = 0u; j < NT; ++j)
+                coopMatLoad(b[j], ws, (16u * (sg * NT + j)) * LD + k / 8u, LD,
+                            gl_CooperativeMatrixLayoutColumnMajor);
+            [[unroll]] for (uint i = 0u; i < MT; ++i)
+                [[unroll]] for (uint j = 0u; j < NT; ++j)
+                    acc[i][j] = coopMatMulAdd(a[i], b[j], acc[i][j]);
+        }
+    }
+
+    // The workgroup's sums [XR][WR] as floats in ws (4 a chunk; WR / 4 chunks a row).
+    barrier();
+    [[unroll]] for (uint i = 0u; i < MT; ++i)
+        [[unroll]] for (uint j = 0u; j < NT; ++j)
+            coopMatStore(acc[i][j], ws, (16u * i * WR + 16u * (sg * NT + j)) / 4u, WR / 4u,
+                         gl_CooperativeMatrixLayoutRowMajor);
+    barrier();
+    const uint tile_id = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    const uint elems = XR * WR;
+    if (p.splits > 1u) {
+        for (uint e = t; e < elems; e += WG)
+            split_f[split_part(tile_id, z, elems) + e] = uintBitsToFloat(ws[e / 4u][e % 4u]);
+        if (!split_last(tile_id)) return;
+    }
+    for (uint e = t; e < elems; e += WG) {
+        uint m = e / WR, n = e % WR;
+        if (m0 + m >= p.M || n0 + n >= p.N) continue;
+        float v;
+        if (p.splits > 1u) {
+            v = 0.0;
+            for (uint q = 0u; q < p.splits; ++q) v += split_f[split_part(tile_id, q, elems) + e];
+        } else {
+            v = uintBitsToFloat(ws[e / 4u][e % 4u]);
+        }
+        uint o = p.y_off + (m0 + m) * p.N + n0 + n;
+        if (p.mode == 1u) v += y[o];
+        y[o] = v;
+    }
+}
