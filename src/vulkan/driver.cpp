@@ -15,6 +15,7 @@
 #include "executor/device_driver.h"
 #include "model/rope.h"
 #include "quant/quant.h"
+#include "vulkan/chain.h"
 #include "vulkan/driver_state.h"
 #include "vulkan/weight_layout.h"
 
@@ -95,6 +96,22 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     w->pipes = std::make_unique<Pipelines>(D);
     w->kernels = std::make_unique<Kernels>(D, *w->pipes);
     w->kernels->tuning = opts.tuning;
+    Tuning& tn = w->kernels->tuning;
+    if (tn.gemm_skinny && Kernels::gemm_uses_skinny(D.features(), P.variant)) {
+        // The skinny GEMM beat the batched GEMV from 8 rows on an H100 (9B Q4_K_M, pp16 + tg32:
+        // B32 1,198 -> 2,339 t/s); where every quantized matrix of the windows is one it reads,
+        // it takes their GEMMs of more rows (their inputs then copied to F16, not rounded).
+        // (A model of F32 or F16 matrices keeps the batched GEMV: its batched rows then compute
+        // as their solo decodes do, exactly.)
+        bool all = true, any = false;
+        for (const auto& group : gemm_groups(*model, true))
+            for (const Tensor* t : group) {
+                const bool k_quant = t->type == QType::Q4_K || t->type == QType::Q6_K;
+                all &= k_quant || !Kernels::block_format(t->type);
+                any |= k_quant;
+            }
+        if (all && any) tn.gemm_gemv_rows = std::min(tn.gemm_gemv_rows, Tuning::kSkinnyGemvRows);
+    }
     if (P.window > 0) {
         w->win_act = D.create_buffer((uint64_t)act_layout(hp, (uint32_t)P.window).total * 4,
                                      MemoryKind::device);
