@@ -72,6 +72,11 @@ DriverOptions options() {
     o.device = test::device_options();
     o.plan.n_ctx = 96;
     o.plan.sequences = 8;  // the scheduler's slots, its empty state, and the solo runs
+    // Every GEMM of these tests (steps of a dozen rows, solo prompts of up to 40) on the batched
+    // GEMV, so a request served in chunks computes in the arithmetic of its solo run: a 40-row
+    // solo window on a GPU's F16 tiles drew another token at temperature 0.7 than the same
+    // prompt read in F32 chunks (H100).
+    o.tuning.gemm_gemv_rows = 64;
     return o;
 }
 
