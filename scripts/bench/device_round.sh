@@ -17,6 +17,10 @@
 #            checked): the GEMM tile and batched-step tests with it on, then the 9B's batched
 #            steps (B = 8, 32, 64; pp16 + tg32) and its short prompts (pp32-pp128) with the GEMMs
 #            as today, on the tiles unsplit, split, and split without the F16 expansion
+#   skinny   the skinny GEMMs of few rows (DELTALLM_VK_GEMM_SKINNY): their tests (SKINNY_TESTS, a
+#            gtest filter), then the 9B's batched steps (SKINNY_BATCHES, pp16 + tg32) and short
+#            prompts (pp32-pp256) in each of SKINNY_FORMS ('|' between forms); with
+#            SKINNY_KEEP=1 the form whose generation rates sum highest runs the later stages
 #   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
 #            xz in .devrun/extra), each checked against a CPU reference
 #   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
@@ -141,6 +145,47 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
                 -o csv 2>/dev/null | grep ',pp' | cut -d, -f7,10 | tr '\n' ' '
             echo
         done | tee "$out/split.txt"
+        ;;
+    skinny)
+        fits 150 "skinny GEMMs of few rows on KHR cooperative matrices" || continue
+        if [ -f "$extra/test_vulkan.xz" ]; then
+            xz -dc "$extra/test_vulkan.xz" >/tmp/test_vulkan && chmod +x /tmp/test_vulkan
+            DELTALLM_TEST_DATA="$repo/tests/data" timeout "${SKINNY_TEST_S:-100}" /tmp/test_vulkan --gtest_brief=1 \
+                --gtest_filter="${SKINNY_TESTS:-Formats/GemmTiles.*q4_K*:Formats/GemmTiles.*q6_K*:WindowPrefill.*Skinny*:VulkanBatchedStep.*:VulkanScheduler.*}" \
+                2>&1 | grep -E '^\[  FAILED|^\[  PASSED|^\[  SKIPPED|tests? from .* ran|Failure|error|Which is|skinny' |
+                head -30 | tee "$out/skinny-tests.txt"
+        fi
+        synth qwen35 9b q4_k_m
+        # The forms of a batched step's GEMMs (pp16 + tg32 at B = 8, 32, 64) and of short
+        # windows (pp32-pp128); the form whose three generation rates sum highest is exported
+        # for the stages after this one (with SKINNY_KEEP=1).
+        # SKINNY_FORMS: the forms, separated by '|' (default: off, then the defaults, then the
+        # speed knobs one at a time).
+        IFS='|' read -r -a forms <<<"${SKINNY_FORMS:-DELTALLM_VK_GEMM_SKINNY=0|DELTALLM_VK_GEMM_SKINNY=1|DELTALLM_VK_GEMM_SKINNY_RT=4|DELTALLM_VK_GEMM_SKINNY_PARTS=1|DELTALLM_VK_GEMM_GEMV_ROWS=0}"
+        [ "${SKINNY_FORMS:-}" = none ] && forms=()
+        for form in "${forms[@]}"; do
+            for b in ${SKINNY_BATCHES:-8 32 64}; do
+                r=$(env $form timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 16 -n 32 \
+                    -r 1 -o csv 2>/dev/null | grep "B$b " | cut -d, -f4,9)
+                printf 'B=%s %s %s\n' "$b" "$form" "$r"
+            done
+            printf 'short prompts %s ' "$form"
+            env $form timeout 40 "$ours" bench -m "$m9" \
+                --device vulkan -p 32,64,128,256 -n 0 -r 2 -o csv 2>/dev/null | grep ',pp' |
+                cut -d, -f7,10 | tr '\n' ' '
+            echo
+        done | tee "$out/skinny.txt"
+        best_form=$(python3 - "$out/skinny.txt" <<'PY'
+import re, sys, collections
+s = collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r"B=\d+ (.*) B\d+ \S+,([\d.]+)$", line.strip())
+    if m: s[m.group(1)] += float(m.group(2))
+print(max(s, key=s.get) if s else "")
+PY
+)
+        echo "best batched form: $best_form" | tee -a "$out/skinny.txt"
+        [ "${SKINNY_KEEP:-0}" = 1 ] && [ -n "$best_form" ] && export $best_form
         ;;
     kernels)
         [ -f "$extra/vk_speed.xz" ] || continue
