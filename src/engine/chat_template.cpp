@@ -449,25 +449,10 @@ ChatPrompt ChatTemplater::prompt(const ChatRequest& r) const {
     p.text = std::move(full.text);
     p.tokens = std::move(full.tokens);
 
-    // The next turn as the client will send it (a reply, then a question): where its rendering
-    // begins with this whole prompt, the snapshot at the prompt's end serves that turn, and one
-    // before the last user turn would only cost a window of its own.
-    if (r.add_generation_prompt) {
-        try {
-            ojson next = messages;
-            next.push_back({{"role", "assistant"}, {"content", "ok"}});
-            next.push_back({{"role", "user"}, {"content", "ok"}});
-            const Rendered n = build(next, true);
-            p.end_continues = n.tokens.size() > p.tokens.size() &&
-                              std::equal(p.tokens.begin(), p.tokens.end(), n.tokens.begin());
-        } catch (const Error&) {
-            // The template refuses that conversation: the snapshot before the last user turn.
-        }
-    }
     int64_t last_user = -1;
     for (size_t i = 0; i < messages.size(); ++i)
         if (messages[i]["role"] == "user") last_user = int64_t(i);
-    if (last_user > 0 && !p.end_continues) {
+    if (last_user > 0) {
         try {
             ojson before(messages.begin(), messages.begin() + last_user);
             Rendered b = build(before, false);

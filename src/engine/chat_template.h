@@ -49,15 +49,10 @@ struct ChatRequest {
 struct ChatPrompt {
     std::string text;             // the rendered prompt
     std::vector<int32_t> tokens;  // its tokens: only the template's own markup makes control tokens
-    // Whether the next turn (this conversation, a reply and a question) renders as this prompt
-    // followed by more tokens: then the prefix cache's snapshot at the prompt's end serves it.
-    bool end_continues = false;
-    // Token count of the prompt before the last user message's turn (for the prefix cache, where
-    // the end does not continue: a template that renders the reply otherwise, such as one that
-    // drops earlier reasoning), -1 if none: the longest token prefix this prompt shares with the
-    // rendering of the messages before the last user message (without a generation prompt). -1
-    // when the end continues, there is no user message, it is the first message, or the template
-    // refuses the shorter conversation.
+    // Token count of the prompt before the last user message's turn (for the prefix cache), -1
+    // if none: the longest token prefix this prompt shares with the rendering of the messages
+    // before the last user message (without a generation prompt). -1 when there is no user
+    // message, it is the first message, or the template refuses the shorter conversation.
     int64_t before_last_user = -1;
 };
 

@@ -210,8 +210,7 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     if (chat_route) {
         ChatPrompt cp = chat->prompt(body);
         g.prompt = std::move(cp.tokens);
-        if (cp.before_last_user > 0) g.snapshot_at.push_back(cp.before_last_user);  // (not
-        // computed where the prompt's end serves the next turn: ChatPrompt::end_continues)
+        if (cp.before_last_user > 0) g.snapshot_at.push_back(cp.before_last_user);
         output = chat->output(cp, body);
     } else {
         g.prompt = completion_prompt(body);

@@ -137,41 +137,37 @@ TEST(ChatTemplater, RefusesATemplateThatCutsControlTokenTextApart) {
                  Error);
 }
 
-// ChatML renders the next turn (a reply, then a question) as this prompt and more: the prompt's
-// end serves it, so no count before the last user turn is made.
-TEST(ChatTemplater, AnEndTheNextTurnContinuesNeedsNoCountBeforeTheLastUserTurn) {
-    const tokenizer::Tokenizer& tok = vocabs().qwen;
-    ojson m = ojson::parse(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "A"},
-        {"role": "assistant", "content": "B"}, {"role": "user", "content": "C"}])");
-    auto check = [&](const ChatTemplater& t) {
-        ChatPrompt p = t.prompt(request(m));
-        EXPECT_TRUE(p.end_continues);
-        EXPECT_EQ(p.before_last_user, -1);
-    };
-    check(ChatTemplater(tok, "qwen2"));  // the built-in ChatML
-    check(ChatTemplater(tok, "qwen3", read(templates_dir() / "Qwen-Qwen3-0.6B.jinja")));
-}
-
-// Qwen3.5 opens its generation prompt with a think block that the next turn does not render
-// (the reply, now before the last user message, loses its reasoning): the count stops where the
-// prompt and the rendering of the messages before the last user message part.
 TEST(ChatTemplater, BeforeLastUserCountsTheTokensBeforeTheLastUserTurn) {
     const tokenizer::Tokenizer& tok = vocabs().qwen;
-    ChatTemplater t(tok, "qwen35", read(templates_dir() / "Qwen-Qwen3.5.jinja"));
+    ChatTemplater t(tok, "qwen2");  // the built-in ChatML
     ojson m = ojson::parse(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "A"},
         {"role": "assistant", "content": "B"}, {"role": "user", "content": "C"}])");
     ChatPrompt p = t.prompt(request(m));
-    EXPECT_FALSE(p.end_continues);
     const std::vector<int32_t> before = tok.encode(
         "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nA<|im_end|>\n"
-        "<|im_start|>assistant\n",
+        "<|im_start|>assistant\nB<|im_end|>\n",
         false, true);
     ASSERT_EQ(p.before_last_user, int64_t(before.size()));
     EXPECT_TRUE(std::equal(before.begin(), before.end(), p.tokens.begin()));
+    EXPECT_EQ(p.tokens[before.size()], tok.find_token("<|im_start|>"));
+
+    // Qwen3 renders the earlier turn's reasoning only while it follows the last user message:
+    // the count stops where the two renderings part.
+    ChatTemplater q(tok, "qwen3", read(templates_dir() / "Qwen-Qwen3-0.6B.jinja"));
+    m[2]["content"] = "<think>\nr\n</think>\n\nB";
+    ChatPrompt qp = q.prompt(request(m));
+    const std::string head =
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nA<|im_end|>\n"
+        "<|im_start|>assistant\n";
+    EXPECT_EQ(qp.before_last_user, int64_t(tok.encode(head, false, true).size()));
 
     EXPECT_EQ(
         t.prompt(request(ojson::parse(R"([{"role": "user", "content": "A"}])"))).before_last_user,
         -1);
+    EXPECT_EQ(t.prompt(request(ojson::parse(R"([{"role": "system", "content": "S"},
+        {"role": "assistant", "content": "B"}])")))
+                  .before_last_user,
+              -1);
 }
 
 TEST(ChatTemplater, TemplateRaisingAnExceptionIsAnError) {
