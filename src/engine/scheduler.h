@@ -173,6 +173,9 @@ class Scheduler {
     int64_t chunk_length(const Slot& slot, int64_t room) const;
     int64_t prompt_place(const Slot& slot) const;
     void run_step();
+    // After a step: the item's tokens in its slot's record, a snapshot where one is due, and the
+    // next token reported where the item produced one (scheduler_step.cpp).
+    void take_outcome(Slot& slot, StepItem& it);
     void finish(Slot& slot, FinishReason why, const std::string& error = {});
     void release(Slot& slot);
     // The prefix cache's snapshot of the slot's tokens so far (timed in the stats); waypoint:
