@@ -614,30 +614,44 @@ TEST(Scheduler, AChunkEndsOnASnapshotPointUnaligned) {
     }
 }
 
-// Prompts that share a long beginning and then differ (one system prompt, many questions). The
-// first prompt is prefilled in one chunk, so the cache holds only its end: the second prompt,
-// which parts from it at 45 tokens, starts cold and keeps a snapshot where they part (aligned
-// down to 32); the third starts there. Each answers exactly as cold.
-TEST_P(PrefixCacheHit, ASecondPromptKeepsWhereItPartsAndAThirdStartsThere) {
-    auto model = model_for(GetParam());
-    cpu::Chain chain(model);
-    const int64_t V = model->hp.n_vocab;
+// n greedy requests of max_tokens that share a 45-token beginning (one system prompt) and then
+// differ: request i asks a question of 9 + 3i tokens.
+std::vector<GenerationRequest> sharing_a_beginning(int64_t V, uint32_t n, uint32_t seed,
+                                                   int64_t max_tokens) {
+    const auto system = test::tiny_tokens(45, V, seed);
+    std::vector<GenerationRequest> r(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        r[i].sampling = greedy();
+        r[i].max_tokens = max_tokens;
+        r[i].prompt = system;
+        const auto q = test::tiny_tokens(9 + 3 * i, V, seed + 1 + i);
+        r[i].prompt.insert(r[i].prompt.end(), q.begin(), q.end());
+    }
+    return r;
+}
+
+// One slot of 128 tokens with a prefix cache, chunks aligned to 16, a snapshot interval of
+// `every` tokens.
+SchedulerOptions one_cached_slot(int64_t every) {
     SchedulerOptions o;
     o.parallel = 1;
     o.n_ctx = 128;
-    o.token_budget = 64;
     o.chunk_align = 16;
-    o.snapshot_every = 16;
+    o.snapshot_every = every;
     o.prefix_cache_bytes = 64u << 20;
-    const auto system = test::tiny_tokens(45, V, 21);
-    std::vector<GenerationRequest> r(3);
-    for (uint32_t i = 0; i < 3; ++i) {
-        r[i].sampling = greedy();
-        r[i].max_tokens = 5;
-        r[i].prompt = system;
-        const auto q = test::tiny_tokens(9 + 3 * i, V, 22 + i);
-        r[i].prompt.insert(r[i].prompt.end(), q.begin(), q.end());
-    }
+    return o;
+}
+
+// Prompts that share a long beginning and then differ. The first prompt is prefilled in one
+// chunk, so the cache holds only its end: the second, which parts from it at 45 tokens, starts
+// cold and keeps a snapshot where they part (aligned down to 32); the third starts there. Each
+// answers exactly as cold.
+TEST_P(PrefixCacheHit, ASecondPromptKeepsWhereItPartsAndAThirdStartsThere) {
+    auto model = model_for(GetParam());
+    cpu::Chain chain(model);
+    SchedulerOptions o = one_cached_slot(16);
+    o.token_budget = 64;
+    const auto r = sharing_a_beginning(model->hp.n_vocab, 3, 21, 5);
     Scheduler warm(chain, o);
     std::vector<Result> got;
     for (const auto& q : r) got.push_back(run_one(warm, q));
@@ -655,34 +669,21 @@ TEST_P(PrefixCacheHit, ASecondPromptKeepsWhereItPartsAndAThirdStartsThere) {
 TEST_P(PrefixCacheHit, AChunkPassingAMultipleOfTheIntervalLeavesAWaypoint) {
     auto model = model_for(GetParam());
     cpu::Chain chain(model);
-    const int64_t V = model->hp.n_vocab;
     StepRecorder rec(chain);
-    SchedulerOptions o;
-    o.parallel = 1;
-    o.n_ctx = 128;
+    SchedulerOptions o = one_cached_slot(32);
     o.token_budget = 16;
     o.idle_token_budget = 16;
-    o.chunk_align = 16;
-    o.snapshot_every = 32;
-    o.prefix_cache_bytes = 64u << 20;
-    const auto system = test::tiny_tokens(45, V, 31);
-    GenerationRequest a, b;
-    a.sampling = b.sampling = greedy();
-    a.max_tokens = b.max_tokens = 4;
-    a.prompt = b.prompt = system;
-    const auto qa = test::tiny_tokens(9, V, 32), qb = test::tiny_tokens(12, V, 33);
-    a.prompt.insert(a.prompt.end(), qa.begin(), qa.end());
-    b.prompt.insert(b.prompt.end(), qb.begin(), qb.end());
+    const auto r = sharing_a_beginning(model->hp.n_vocab, 2, 31, 4);
     Scheduler warm(rec, o);
-    EXPECT_EQ(run_one(warm, a).done.cached_tokens, 0);
+    EXPECT_EQ(run_one(warm, r[0]).done.cached_tokens, 0);
     ASSERT_GE(rec.sizes.size(), 4u);
     for (size_t i = 0; i < 4; ++i)  // 54 tokens: 16, 16, 16, 6, no chunk cut for the waypoint
         EXPECT_EQ(rec.sizes[i], std::vector<size_t>{i < 3 ? 16u : 6u}) << i;
-    const Result hit = run_one(warm, b);
+    const Result hit = run_one(warm, r[1]);
     EXPECT_EQ(hit.done.cached_tokens, 32);
     o.prefix_cache_bytes = 0;
     Scheduler cold(chain, o);
-    EXPECT_EQ(hit.tokens, run_one(cold, b).tokens);
+    EXPECT_EQ(hit.tokens, run_one(cold, r[1]).tokens);
 }
 
 // The mixtures too: the experts hold no state, and qwen35moe's DeltaNet layers are snapshotted as
