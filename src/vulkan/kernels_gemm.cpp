@@ -138,10 +138,14 @@ GemmKernels::SkinnyShape GemmKernels::skinny_shape(uint32_t rows, uint32_t cols,
     uint32_t parts = tuning.gemm_skinny_parts;
     if (parts == 0) parts = std::max<uint32_t>(1, 4 * (f.sm_count ? f.sm_count : 16) / tiles);
     parts = std::max<uint32_t>(1, std::min({parts, nb, kGemmSplitParts}));
-    s.k_part = (nb + parts - 1) / parts;
-    s.parts = (nb + s.k_part - 1) / s.k_part;
-    if (s.parts > 1)
-        s.need = {(uint64_t)tiles * 4, (uint64_t)tiles * s.parts * 16 * s.mt * 32 * s.rt * 4};
+    const uint32_t k_part = (nb + parts - 1) / parts;  // blocks
+    s.split.parts = (nb + k_part - 1) / k_part;
+    s.split.k_split = k_part * 256;
+    if (s.split.parts > 1)
+        s.split.need = {(uint64_t)tiles * 4,
+                        (uint64_t)tiles * s.split.parts * 16 * s.mt * 32 * s.rt * 4};
+    else
+        s.split = {};
     return s;
 }
 
@@ -228,7 +232,7 @@ GemmKernels::SplitNeed GemmKernels::gemm_split_need(Variant v, QType t, uint32_t
                                                     uint32_t cols, uint32_t n_rows,
                                                     uint32_t stage_rows) const {
     if (!gemm_type(t) || gemm_by_gemv(t, cols, n_rows)) return {};
-    if (gemm_skinny(v, t, cols, n_rows)) return skinny_shape(rows, cols, n_rows).need;
+    if (gemm_skinny(v, t, cols, n_rows)) return skinny_shape(rows, cols, n_rows).split.need;
     SplitNeed need =
         split_for(false, kGemmCols, kGemmRows, kGemmStep, rows, cols, n_rows, stage_rows).need;
     if (cm2_usable(dev_.features(), v))
@@ -271,24 +275,6 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
     }
     const bool f16 = gemm_reads_f16(v, cols);
     if (f16 && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
-    if (gemm_skinny(v, t, cols, n_rows)) {
-        if (expanded) fail("a skinny GEMM of {} rows given as expanded", n_rows);
-        SkinnyShape s = skinny_shape(rows, cols, n_rows);
-        // Unsplit without its scratch (or with too little); the scratch's bindings are then y's.
-        if (s.parts > 1 &&
-            (split.counters.buffer == VK_NULL_HANDLE || split.parts.buffer == VK_NULL_HANDLE ||
-             split.counters.range < s.need.counters || split.parts.range < s.need.parts)) {
-            s.parts = 1;
-            s.k_part = cols / 256;
-        }
-        const bool split_k = s.parts > 1;
-        const Kernel& k = pipes_.get(fmt::format("gemm_skinny_{}@khr_coopmat", type_name(t)), 5,
-                                     sizeof(SkinnyPush), {s.rt, s.mt});
-        SkinnyPush sp{n_rows, rows, cols, y_off, accumulate ? 1u : 0u, s.parts, s.k_part};
-        cl.dispatch(k, {w, x16, y, split_k ? split.counters : y, split_k ? split.parts : y}, sp,
-                    (rows + 32 * s.rt - 1) / (32 * s.rt), s.y_tiles, s.parts);
-        return;
-    }
     GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
                1,      0};
     // A split that fits its scratch (else none); unsplit, the scratch's bindings are y's.
@@ -301,6 +287,23 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
         p.k_split = g.k_split;
         return g.parts;
     };
+    if (gemm_skinny(v, t, cols, n_rows)) {
+        if (expanded) fail("a skinny GEMM of {} rows given as expanded", n_rows);
+        const SkinnyShape s = skinny_shape(rows, cols, n_rows);
+        const bool split_k = split_by(s.split) > 1;
+        const Kernel& k = pipes_.get(fmt::format("gemm_skinny_{}@khr_coopmat", type_name(t)), 5,
+                                     sizeof(SkinnyPush), {s.rt, s.mt});
+        SkinnyPush sp{n_rows,
+                      rows,
+                      cols,
+                      y_off,
+                      accumulate ? 1u : 0u,
+                      p.splits,
+                      split_k ? p.k_split / 256 : cols / 256};
+        cl.dispatch(k, {w, x16, y, split_k ? split.counters : y, split_k ? split.parts : y}, sp,
+                    (rows + 32 * s.rt - 1) / (32 * s.rt), s.y_tiles, p.splits);
+        return;
+    }
     // The tensor stores of the NV tiles need Y's base 16-byte aligned; the KHR tiles take any.
     if (f16 && cm2_usable(f, v) && y_off % 4 == 0) {
         QType mt = t;

@@ -86,10 +86,9 @@ class GemmKernels : public virtual KernelFamily {
     static bool gemm_uses_skinny(const Features& f, Variant v);
     bool gemm_skinny(Variant v, QType t, uint32_t cols, uint32_t n_rows) const;
     struct SkinnyShape {
-        uint32_t rt = 0, mt = 0;         // tiles of 32 weight rows and of 16 rows of X a workgroup
-        uint32_t y_tiles = 0;            // workgroups over the rows of X
-        uint32_t parts = 1, k_part = 0;  // parts of K, and blocks of 256 values each
-        SplitNeed need;
+        uint32_t rt = 0, mt = 0;  // tiles of 32 weight rows and of 16 rows of X a workgroup
+        uint32_t y_tiles = 0;     // workgroups over the rows of X
+        GemmSplit split;          // its parts of K (whole blocks of 256 values each)
     };
     SkinnyShape skinny_shape(uint32_t rows, uint32_t cols, uint32_t n_rows) const;
     // Whether gemm() of n_rows rows over weights of type t and rows of cols values runs as
