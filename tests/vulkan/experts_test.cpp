@@ -588,9 +588,12 @@ TEST(SharedExpertAdd, MatchesTheReference) {
 
 // The pairs of a window's choice grouped by expert: a permutation of the pairs along which the
 // experts never decrease; many rows, more pairs than the workgroup has threads.
+// And the table of the grouped GEMM tiles: each expert's run of pairs cut into tiles of up to
+// kExpertTileRows, in expert order (512 experts: two a thread in the sums).
 TEST(MoeSort, GroupsThePairsByExpert) {
     VK_TEST_DEVICE();
-    for (auto [n_expert, k, rows] : {std::tuple{8u, 2u, 5u}, {256u, 8u, 300u}, {3u, 3u, 1u}}) {
+    for (auto [n_expert, k, rows] :
+         {std::tuple{8u, 2u, 5u}, {256u, 8u, 300u}, {3u, 3u, 1u}, {512u, 8u, 700u}}) {
         std::mt19937 rng(n_expert + rows);
         const uint32_t route_off = 7, perm_off = route_off + rows * 2 * k + 3;
         std::vector<uint32_t> route(perm_off + rows * k + 4, test::kPoison);
@@ -601,11 +604,27 @@ TEST(MoeSort, GroupsThePairsByExpert) {
             std::sort(all.begin(), all.begin() + k);
             for (uint32_t j = 0; j < k; ++j) route[route_off + r * 2 * k + j] = all[j];
         }
+        const uint32_t tiles_off = (uint32_t)route.size();
+        route.resize(tiles_off + Kernels::expert_tiles_words(rows * k, n_expert), test::kPoison);
         Buffer rb = test::to_device(dev, route);
         test::run(dev, [&](CommandList& cl) {
-            K.moe_sort(cl, view(rb), route_off, k, n_expert, rows, perm_off);
+            K.moe_sort(cl, view(rb), route_off, k, n_expert, rows, perm_off, tiles_off);
         });
         auto out = test::from_device<uint32_t>(dev, rb, route.size());
+        std::vector<uint32_t> table = {0};  // the host's: count, then (expert, first, end)
+        for (uint32_t e = 0, first = 0; e < n_expert; ++e) {
+            uint32_t c = 0;
+            for (uint32_t i = 0; i < rows * k; ++i)
+                c += route[route_off + (i / k) * 2 * k + i % k] == e;
+            for (uint32_t r = 0; r < c; r += Kernels::kExpertTileRows) {
+                table.insert(table.end(),
+                             {e, first + r, first + std::min(r + Kernels::kExpertTileRows, c)});
+                ++table[0];
+            }
+            first += c;
+        }
+        for (size_t i = 0; i < table.size(); ++i)
+            ASSERT_EQ(out[tiles_off + i], table[i]) << n_expert << " experts, table word " << i;
         for (uint32_t i = 0; i < perm_off; ++i) ASSERT_EQ(out[i], route[i]) << "changed " << i;
         for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(out[perm_off + rows * k + i], test::kPoison);
         std::vector<uint32_t> seen(rows * k, 0);
