@@ -233,5 +233,76 @@ TEST(BatchedGemvSpeed, Forms) {
     }
 }
 
+// The skinny GEMM (GEMMs of a batched step's rows on KHR cooperative matrices) over the 9B's
+// matrix shapes, at 8 to 64 rows of X, in its workgroups of two and four tiles of weight rows
+// and its parts of K by the grid and forced: the time and the weights' GB/s, each run's output
+// checked against the dequantized reference (F16 rounding) on a spread of elements.
+TEST(SkinnyGemmSpeed, Forms) {
+    VK_SPEED_DEVICE();
+    if (!Kernels::gemm_uses_skinny(dev.features(), dev.variant()))
+        GTEST_SKIP() << "no skinny GEMM on this device or build";
+    const uint32_t runs = 20;
+    test::Scoped on(K.tuning.gemm_skinny, true);
+    test::Scoped rows_scope(K.tuning.gemm_skinny_rows, 256u);
+    test::Scoped gemv_rows(K.tuning.gemm_gemv_rows, 0u);
+    for (auto [t, rows, cols] : {std::tuple{QType::Q4_K, 12288u, 4096u},
+                                 {QType::Q4_K, 4096u, 12288u},
+                                 {QType::Q6_K, 4096u, 4096u}}) {
+        constexpr uint32_t kDistinct = 64;
+        const uint64_t rb = row_size(t, cols);
+        std::mt19937 rng(rows ^ cols ^ (uint32_t)t);
+        std::normal_distribution<float> nd(0.f, 1.f);
+        std::vector<float> wf((size_t)kDistinct * cols);
+        for (float& v : wf) v = nd(rng);
+        const auto [wq, deq] = test::quantize_rows(t, wf, kDistinct, cols);
+        std::vector<uint8_t> tiled((rb * rows + 3) / 4 * 4 + 4, 0);
+        for (uint32_t r = 0; r < rows; ++r)  // whole tiles of rows: the layout's 32 repeat
+            std::copy_n(wq.data() + (r % kDistinct) * rb, rb, tiled.data() + r * rb);
+        Buffer w = test::to_device(dev, tiled);
+        for (uint32_t m : {8u, 16u, 32u, 64u}) {
+            std::vector<float> x((size_t)m * cols);
+            for (float& v : x) v = nd(rng);
+            Buffer xb = test::to_device(dev, x);
+            Buffer x16 = test::poisoned(dev, (size_t)m * cols / 2 + 4);
+            test::run(dev,
+                      [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), m * cols); });
+            Buffer y = test::poisoned(dev, (size_t)m * rows);
+            for (uint32_t rt : {2u, 4u})
+                for (uint32_t parts : {0u, 1u, 2u, 4u, 8u, 16u}) {
+                    test::Scoped rt_scope(K.tuning.gemm_skinny_rt, rt);
+                    test::Scoped parts_scope(K.tuning.gemm_skinny_parts, parts);
+                    const Kernels::SkinnyShape sh = K.skinny_shape(rows, cols, m);
+                    // Its split's scratch (its counters zero).
+                    Buffer counters = test::to_device(
+                        dev, std::vector<uint32_t>(sh.split.need.counters / 4 + 4, 0u));
+                    Buffer sums = test::poisoned(dev, sh.split.need.parts / 4 + 4);
+                    const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                        K.gemm(cl, dev.variant(), t, view(w), rows, cols, view(xb), 0, view(x16),
+                               view(y), 0, m, false, {}, false, 0, {view(counters), view(sums)});
+                    });
+                    fmt::print(
+                        "skinny GEMM {} {}x{}, {} rows of X, {} tiles a workgroup, parts {} ({}): "
+                        "{:.3f} ms, {:.1f} GB/s of weights\n",
+                        qtype_name(t), rows, cols, m, sh.rt,
+                        parts ? fmt::format("{}", parts) : "auto", sh.split.parts, ms,
+                        (double)rb * rows / (ms * 1e-3) / 1e9);
+                    auto out = test::from_device<float>(dev, y, (size_t)m * rows);
+                    for (uint32_t i = 0; i < m; i += 3)
+                        for (uint32_t r = 0; r < rows; r += 97) {
+                            double ref = 0, mag = 0;
+                            for (uint32_t k = 0; k < cols; ++k) {
+                                const double p = (double)deq[(size_t)(r % kDistinct) * cols + k] *
+                                                 x[(size_t)i * cols + k];
+                                ref += p;
+                                mag += std::fabs(p);
+                            }
+                            ASSERT_NEAR(out[(size_t)i * rows + r], ref, 2e-3 * mag + 1e-4)
+                                << qtype_name(t) << " vector " << i << " row " << r;
+                        }
+                }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dl::vk
