@@ -22,7 +22,8 @@
 #            prompts (pp32-pp256) in each of SKINNY_FORMS ('|' between forms); with
 #            SKINNY_KEEP=1 the form whose generation rates sum highest runs the later stages
 #   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
-#            xz in .devrun/extra), each checked against a CPU reference
+#            xz in .devrun/extra), each checked against a CPU reference; VK_SPEED_FILTER picks
+#            other reports (SkinnyGemmSpeed.*: the skinny GEMM by its tiles and parts)
 #   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
 #            stream, by stage
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
@@ -189,10 +190,10 @@ PY
         ;;
     kernels)
         [ -f "$extra/vk_speed.xz" ] || continue
-        fits 60 "the batched GEMV's forms alone (vk_speed)" || continue
+        fits 60 "kernels alone (vk_speed ${VK_SPEED_FILTER:-BatchedGemvSpeed.*})" || continue
         xz -dc "$extra/vk_speed.xz" >/tmp/vk_speed && chmod +x /tmp/vk_speed
-        timeout 120 /tmp/vk_speed --gtest_filter='BatchedGemvSpeed.*' 2>&1 |
-            grep -E '^batched GEMV|FAILED|OK \]' | tee "$out/kernels.txt"
+        timeout 120 /tmp/vk_speed --gtest_filter="${VK_SPEED_FILTER:-BatchedGemvSpeed.*}" 2>&1 |
+            grep -E '^batched GEMV|^skinny GEMM|FAILED|Failure|OK \]' | tee "$out/kernels.txt"
         ;;
     profile)
         fits 80 "profiles of batched steps" || continue
