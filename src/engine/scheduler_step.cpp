@@ -155,16 +155,21 @@ void Scheduler::take_outcome(Slot& slot, StepItem& it) {
     const bool waypoint =
         !decoding && every > 0 &&
         slot.prompt_done / every > (slot.prompt_done - (int64_t)it.tokens.size()) / every;
-    if (cache_ && !decoding && (at_end_of_prompt || asked || waypoint)) {
+    auto keep = [&](bool is_waypoint) {
         const Clock::time_point t0 = Clock::now();
-        snapshot(slot, waypoint && !at_end_of_prompt && !asked);
+        snapshot(slot, is_waypoint);
         log::debug("snapshot at {} tokens: {:.2f} ms", slot.prompt_done,
                    std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    }
+    };
+    // The prompt's end is kept after its first token has gone to the client (the copy is on the
+    // way to that token otherwise), before the token is fed or the request ends.
+    const bool keep_end = cache_ && !decoding && at_end_of_prompt;
+    if (cache_ && !decoding && !at_end_of_prompt && (asked || waypoint)) keep(waypoint && !asked);
     if (!decoding && !at_end_of_prompt) return;
     if (!decoding && slot.resume_token >= 0) {
         // A resumed request's tokens are back in its session: it goes on with the token it
         // had sampled (already reported).
+        if (keep_end) keep(false);
         slot.pending = slot.resume_token;
         slot.resume_token = -1;
         return;
@@ -218,6 +223,7 @@ void Scheduler::take_outcome(Slot& slot, StepItem& it) {
     } catch (...) {
         go_on = false;
     }
+    if (keep_end) keep(false);
     const bool eog = !g.ignore_eos && options_.is_eog && options_.is_eog(token);
     if (eog) {
         finish(slot, FinishReason::eog);
