@@ -18,25 +18,64 @@
 namespace dl::vk {
 namespace {
 
+// A rows x cols matrix of type t on the device whose rows repeat kRepeated distinct quantized
+// rows (whole tiles of the device's layout), with those rows dequantized for the reference.
+constexpr uint32_t kRepeated = 64;
+struct RepeatedMatrix {
+    Buffer w;
+    std::vector<float> deq;  // kRepeated rows
+    uint64_t row_bytes = 0;
+};
+RepeatedMatrix repeated_rows(Device& dev, QType t, uint32_t rows, uint32_t cols,
+                             std::mt19937& rng) {
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> wf((size_t)kRepeated * cols);
+    for (float& v : wf) v = nd(rng);
+    auto [wq, deq] = test::quantize_rows(t, wf, kRepeated, cols);
+    RepeatedMatrix m;
+    m.row_bytes = row_size(t, cols);
+    std::vector<uint8_t> all((m.row_bytes * rows + 3) / 4 * 4 + 4, 0);
+    for (uint32_t r = 0; r < rows; ++r)
+        std::copy_n(wq.data() + (r % kRepeated) * m.row_bytes, m.row_bytes,
+                    all.data() + r * m.row_bytes);
+    m.w = test::to_device(dev, all);
+    m.deq = std::move(deq);
+    return m;
+}
+
+// y (m rows of `rows` sums) against the double products of every third vector of x with every
+// 97th weight row, within rel times the sum of the products' magnitudes.
+void check_products(const std::vector<float>& y, const RepeatedMatrix& w,
+                    const std::vector<float>& x, uint32_t m, uint32_t rows, uint32_t cols,
+                    double rel, std::string_view what) {
+    for (uint32_t i = 0; i < m; i += 3)
+        for (uint32_t r = 0; r < rows; r += 97) {
+            double ref = 0, mag = 0;
+            for (uint32_t k = 0; k < cols; ++k) {
+                const double p =
+                    (double)w.deq[(size_t)(r % kRepeated) * cols + k] * x[(size_t)i * cols + k];
+                ref += p;
+                mag += std::fabs(p);
+            }
+            ASSERT_NEAR(y[(size_t)i * rows + r], ref, rel * mag + 1e-4)
+                << what << " vector " << i << " row " << r;
+        }
+}
+
 struct GemmSpeedCase {
     QType type;
     uint32_t rows, cols, m;
 };
 
 void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
-    constexpr uint32_t kDistinct = 64;  // quantized rows tiled over the matrix
     const Features& f = dev.features();
-    const uint64_t rb = row_size(c.type, c.cols);
     std::mt19937 rng(c.rows ^ c.cols);
     std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> wf((size_t)kDistinct * c.cols), x((size_t)c.m * c.cols);
-    for (float& v : wf) v = nd(rng);
+    const RepeatedMatrix rw = repeated_rows(dev, c.type, c.rows, c.cols, rng);
+    const Buffer& w = rw.w;
+    const std::vector<float>& deq = rw.deq;
+    std::vector<float> x((size_t)c.m * c.cols);
     for (float& v : x) v = nd(rng);
-    const auto [wq, deq] = test::quantize_rows(c.type, wf, kDistinct, c.cols);
-    std::vector<uint8_t> tiled((rb * c.rows + 3) / 4 * 4 + 4, 0);
-    for (uint32_t r = 0; r < c.rows; ++r)
-        std::copy_n(wq.data() + (r % kDistinct) * rb, rb, tiled.data() + r * rb);
-    Buffer w = test::to_device(dev, tiled);
     Buffer xb = test::to_device(dev, x);
     Buffer y = test::poisoned(dev, (size_t)c.m * c.rows);
     const double flop = 2.0 * c.m * c.rows * c.cols;
@@ -116,7 +155,7 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
             for (uint32_t r = 0; r < c.rows; r += 31) {
                 double ref = 0, mag = 0;
                 for (uint32_t k = 0; k < c.cols; ++k) {
-                    double p = (double)deq[(size_t)(r % kDistinct) * c.cols + k] *
+                    double p = (double)deq[(size_t)(r % kRepeated) * c.cols + k] *
                                x[(size_t)i * c.cols + k];
                     ref += p;
                     mag += std::fabs(p);
@@ -170,17 +209,9 @@ TEST(BatchedGemvSpeed, Forms) {
         {false, false, 0, 0}, {false, true, 0, 0},  {true, false, 0, 0},  {true, false, 8, 0},
         {true, false, 8, 32}, {true, false, 8, 64}, {true, false, 4, 32}, {true, false, 4, 64}};
     for (QType t : {QType::Q4_K, QType::Q6_K, QType::Q8_0}) {
-        constexpr uint32_t kDistinct = 64;
-        const uint64_t rb = row_size(t, cols);
         std::mt19937 rng(rows ^ cols ^ (uint32_t)t);
         std::normal_distribution<float> nd(0.f, 1.f);
-        std::vector<float> wf((size_t)kDistinct * cols);
-        for (float& v : wf) v = nd(rng);
-        const auto [wq, deq] = test::quantize_rows(t, wf, kDistinct, cols);
-        std::vector<uint8_t> tiled((rb * rows + 3) / 4 * 4 + 4, 0);
-        for (uint32_t r = 0; r < rows; ++r)
-            std::copy_n(wq.data() + (r % kDistinct) * rb, rb, tiled.data() + r * rb);
-        Buffer w = test::to_device(dev, tiled);
+        const RepeatedMatrix w = repeated_rows(dev, t, rows, cols, rng);
         for (uint32_t m : {2u, 8u, 32u}) {
             std::vector<float> x((size_t)m * cols);
             for (float& v : x) v = nd(rng);
@@ -198,7 +229,7 @@ TEST(BatchedGemvSpeed, Forms) {
                 test::Scoped rows_scope(K.tuning.gemv_batch_rows, form.rows);
                 test::Scoped threads_scope(K.tuning.gemv_batch_threads, form.threads);
                 const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                    K.gemm(cl, Variant::scalar, t, view(w), rows, cols, view(xb), 0, view(xq),
+                    K.gemm(cl, Variant::scalar, t, view(w.w), rows, cols, view(xb), 0, view(xq),
                            view(y), 0, m, false, {});
                 });
                 auto count = [](uint32_t v) {
@@ -212,22 +243,11 @@ TEST(BatchedGemvSpeed, Forms) {
                     : form.once ? "F32 x, decoded once"
                                 : "F32 x, decoded for each vector",
                     count(form.rows), count(form.threads), ms,
-                    (double)rb * rows / (ms * 1e-3) / 1e9);
+                    (double)w.row_bytes * rows / (ms * 1e-3) / 1e9);
                 auto out = test::from_device<float>(dev, y, (size_t)m * rows);
-                const std::vector<float>& xs = form.bytes ? xr : x;
-                for (uint32_t i = 0; i < m; i += 3)
-                    for (uint32_t r = 0; r < rows; r += 97) {
-                        double ref = 0, mag = 0;
-                        for (uint32_t k = 0; k < cols; ++k) {
-                            const double p = (double)deq[(size_t)(r % kDistinct) * cols + k] *
-                                             xs[(size_t)i * cols + k];
-                            ref += p;
-                            mag += std::fabs(p);
-                        }
-                        ASSERT_NEAR(out[(size_t)i * rows + r], ref,
-                                    (form.bytes ? 1e-4 : 1e-5) * mag + 1e-4)
-                            << qtype_name(t) << " vector " << i << " row " << r;
-                    }
+                check_products(out, w, form.bytes ? xr : x, m, rows, cols, form.bytes ? 1e-4 : 1e-5,
+                               qtype_name(t));
+                if (HasFatalFailure()) return;
             }
         }
     }
@@ -248,17 +268,9 @@ TEST(SkinnyGemmSpeed, Forms) {
     for (auto [t, rows, cols] : {std::tuple{QType::Q4_K, 12288u, 4096u},
                                  {QType::Q4_K, 4096u, 12288u},
                                  {QType::Q6_K, 4096u, 4096u}}) {
-        constexpr uint32_t kDistinct = 64;
-        const uint64_t rb = row_size(t, cols);
         std::mt19937 rng(rows ^ cols ^ (uint32_t)t);
         std::normal_distribution<float> nd(0.f, 1.f);
-        std::vector<float> wf((size_t)kDistinct * cols);
-        for (float& v : wf) v = nd(rng);
-        const auto [wq, deq] = test::quantize_rows(t, wf, kDistinct, cols);
-        std::vector<uint8_t> tiled((rb * rows + 3) / 4 * 4 + 4, 0);
-        for (uint32_t r = 0; r < rows; ++r)  // whole tiles of rows: the layout's 32 repeat
-            std::copy_n(wq.data() + (r % kDistinct) * rb, rb, tiled.data() + r * rb);
-        Buffer w = test::to_device(dev, tiled);
+        const RepeatedMatrix w = repeated_rows(dev, t, rows, cols, rng);
         for (uint32_t m : {8u, 16u, 32u, 64u}) {
             std::vector<float> x((size_t)m * cols);
             for (float& v : x) v = nd(rng);
@@ -277,7 +289,7 @@ TEST(SkinnyGemmSpeed, Forms) {
                         dev, std::vector<uint32_t>(sh.split.need.counters / 4 + 4, 0u));
                     Buffer sums = test::poisoned(dev, sh.split.need.parts / 4 + 4);
                     const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                        K.gemm(cl, dev.variant(), t, view(w), rows, cols, view(xb), 0, view(x16),
+                        K.gemm(cl, dev.variant(), t, view(w.w), rows, cols, view(xb), 0, view(x16),
                                view(y), 0, m, false, {}, false, 0, {view(counters), view(sums)});
                     });
                     fmt::print(
@@ -285,20 +297,10 @@ TEST(SkinnyGemmSpeed, Forms) {
                         "{:.3f} ms, {:.1f} GB/s of weights\n",
                         qtype_name(t), rows, cols, m, sh.rt,
                         parts ? fmt::format("{}", parts) : "auto", sh.split.parts, ms,
-                        (double)rb * rows / (ms * 1e-3) / 1e9);
+                        (double)w.row_bytes * rows / (ms * 1e-3) / 1e9);
                     auto out = test::from_device<float>(dev, y, (size_t)m * rows);
-                    for (uint32_t i = 0; i < m; i += 3)
-                        for (uint32_t r = 0; r < rows; r += 97) {
-                            double ref = 0, mag = 0;
-                            for (uint32_t k = 0; k < cols; ++k) {
-                                const double p = (double)deq[(size_t)(r % kDistinct) * cols + k] *
-                                                 x[(size_t)i * cols + k];
-                                ref += p;
-                                mag += std::fabs(p);
-                            }
-                            ASSERT_NEAR(out[(size_t)i * rows + r], ref, 2e-3 * mag + 1e-4)
-                                << qtype_name(t) << " vector " << i << " row " << r;
-                        }
+                    check_products(out, w, x, m, rows, cols, 2e-3, qtype_name(t));
+                    if (HasFatalFailure()) return;
                 }
         }
     }
