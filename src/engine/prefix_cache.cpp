@@ -28,7 +28,8 @@ std::vector<uint64_t> prefix_hashes(std::span<const int32_t> tokens) {
 PrefixCache::PrefixCache(Executor& executor, uint64_t byte_budget, uint64_t host_budget)
     : executor_(executor), budget_(byte_budget), host_budget_(host_budget) {}
 
-void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& session, bool waypoint) {
+void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& session, bool waypoint,
+                      int64_t prompt_tokens) {
     if (tokens.empty() || budget_ == 0 || (int64_t)tokens.size() != session.n_past) return;
     const uint64_t hash = prefix_hashes(tokens).back();
     for (Entry& e : entries_)
@@ -41,8 +42,10 @@ void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& sessi
     if (!snap || snap->bytes > budget_) return;
     evict_to(budget_ - snap->bytes);
     bytes_ += snap->bytes;
-    entries_.push_back({std::vector<int32_t>(tokens.begin(), tokens.end()), hash, std::move(snap),
-                        ++clock_, waypoint});
+    entries_.push_back(
+        {std::vector<int32_t>(tokens.begin(), tokens.end()), hash, std::move(snap), ++clock_,
+         waypoint,
+         prompt_tokens < 0 ? tokens.size() : std::min(tokens.size(), (size_t)prompt_tokens)});
 }
 
 int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens,
@@ -68,7 +71,7 @@ int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens
 int64_t PrefixCache::longest_shared(std::span<const int32_t> tokens) const {
     size_t best = 0;
     for (const Entry& e : entries_) {
-        const size_t n = std::min(e.tokens.size(), tokens.size());
+        const size_t n = std::min(e.prompt_tokens, tokens.size());
         if (n <= best) continue;
         best = std::max(
             best,

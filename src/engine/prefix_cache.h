@@ -34,12 +34,16 @@ class PrefixCache {
     // a lookup restores it, such an entry is the first to go when room is needed, dropped rather
     // than moved to host memory (it serves only another prompt that shares that beginning, and
     // a prompt's waypoints would otherwise push out the ends the next turns of chats need).
-    void put(std::span<const int32_t> tokens, const SessionState& session, bool waypoint = false);
+    // prompt_tokens: how many of the tokens came from a prompt (the rest were generated; -1: all).
+    void put(std::span<const int32_t> tokens, const SessionState& session, bool waypoint = false,
+             int64_t prompt_tokens = -1);
     // Restores into `session` the longest cached prefix of `tokens` no longer than max_tokens and
     // returns its length; 0 when none matches (the session is then untouched).
     int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, SessionState& session);
-    // The longest beginning `tokens` shares with any entry's tokens (whether or not a snapshot
-    // ends there): where this prompt parts from one seen before.
+    // The longest beginning `tokens` shares with any entry's prompt tokens (whether or not a
+    // snapshot ends there): where this prompt parts from one seen before. (Past a prompt, an
+    // entry holds what a model generated, which the next turn of that conversation renders again
+    // and may tokenize otherwise; parting there is no point another prompt shares.)
     int64_t longest_shared(std::span<const int32_t> tokens) const;
 
     // Moves the least recently used entry of the executor's memory to host memory, or drops it,
@@ -61,7 +65,8 @@ class PrefixCache {
         uint64_t hash = 0;
         std::unique_ptr<SessionSnapshot> snapshot;
         uint64_t last_used = 0;
-        bool waypoint = false;  // put(..., waypoint) and never restored since
+        bool waypoint = false;     // put(..., waypoint) and never restored since
+        size_t prompt_tokens = 0;  // of tokens, those from a prompt
     };
     // Spills or drops the least recently used entries of the executor's memory until `budget`
     // bytes are left there, then drops spilled ones past the host budget.

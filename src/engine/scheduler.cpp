@@ -153,7 +153,7 @@ void Scheduler::finish(Slot& slot, FinishReason why, const std::string& error) {
 
 void Scheduler::snapshot(Slot& slot, bool waypoint) {
     const Clock::time_point t0 = Clock::now();
-    cache_->put(slot.fed, *slot.session, waypoint);
+    cache_->put(slot.fed, *slot.session, waypoint, slot.prompt_done);
     std::lock_guard lock(mutex_);
     stats_.snapshot_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     ++stats_.snapshots;

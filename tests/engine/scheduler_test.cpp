@@ -686,6 +686,41 @@ TEST_P(PrefixCacheHit, AChunkPassingAMultipleOfTheIntervalLeavesAWaypoint) {
     EXPECT_EQ(hit.tokens, run_one(cold, r[1]).tokens);
 }
 
+// The next turn of a chat renders the reply again, and may tokenize it otherwise: where it parts
+// from the last turn inside that reply, 30 tokens past the prompt, is no point another prompt
+// shares, so no snapshot is kept there and the new tokens after the restored prompt are read as
+// one chunk (not cut at 48); the answer is the cold one.
+TEST(PrefixCache, AReplyTokenizedOtherwiseIsNoPartingPoint) {
+    auto model = model_for("qwen35");
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    StepRecorder rec(chain);
+    SchedulerOptions o = one_cached_slot(16);
+    o.token_budget = 64;
+    Scheduler warm(rec, o);
+    GenerationRequest a;
+    a.sampling = greedy();
+    a.prompt = test::tiny_tokens(20, V, 41);
+    a.max_tokens = 40;
+    a.ignore_eos = true;
+    const Result first = run_one(warm, a);
+    ASSERT_EQ(first.tokens.size(), 40u);
+    GenerationRequest b = a;
+    b.max_tokens = 4;
+    b.prompt.insert(b.prompt.end(), first.tokens.begin(), first.tokens.begin() + 30);
+    b.prompt.push_back((first.tokens[30] + 1) % (int32_t)V);  // the reply, tokenized otherwise
+    const auto more = test::tiny_tokens(10, V, 42);
+    b.prompt.insert(b.prompt.end(), more.begin(), more.end());
+    const size_t steps_before = rec.sizes.size();
+    const Result hit = run_one(warm, b);
+    EXPECT_EQ(hit.done.cached_tokens, 20);
+    ASSERT_GT(rec.sizes.size(), steps_before);
+    EXPECT_EQ(rec.sizes[steps_before], std::vector<size_t>{b.prompt.size() - 20});
+    o.prefix_cache_bytes = 0;
+    Scheduler cold(chain, o);
+    EXPECT_EQ(hit.tokens, run_one(cold, b).tokens);
+}
+
 // The mixtures too: the experts hold no state, and qwen35moe's DeltaNet layers are snapshotted as
 // qwen35's are.
 INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheHit,
