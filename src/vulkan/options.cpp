@@ -2,10 +2,34 @@
 // declares every variable).
 #include "vulkan/driver.h"
 
+#include <initializer_list>
+#include <string>
+
 #include "core/env.h"
 #include "core/error.h"
 
 namespace dl::vk {
+
+namespace {
+// The integer variable `var` within [lo, hi], or one clear error that gives the range.
+int64_t int_from_env(const char* var, int64_t lo, int64_t hi) {
+    const int64_t v = env::get_int(var);
+    if (v < lo || v > hi) fail("{}={}: use {} to {}", var, v, lo, hi);
+    return v;
+}
+
+// The integer variable `var`, one of `values`, or one clear error that lists them.
+int64_t int_of_env(const char* var, std::initializer_list<int64_t> values) {
+    const int64_t v = env::get_int(var);
+    std::string all;  // "1, 2, 4 or 8"
+    for (size_t i = 0; i < values.size(); ++i) {
+        const int64_t x = values.begin()[i];
+        if (v == x) return v;
+        all += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::to_string(x);
+    }
+    fail("{}={}: use {}", var, v, all);
+}
+}  // namespace
 
 bool DriverOptions::profile_from_env() {
     return env::get_bool("DELTALLM_VK_PROFILE");
@@ -76,69 +100,39 @@ Kernels::GemmTile DriverOptions::gemm_tile_from_env() {
 }
 
 uint32_t DriverOptions::gemv_groups_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_GEMV_GROUPS");
-    if (v != 1 && v != 2 && v != 4 && v != 8)
-        fail("DELTALLM_VK_GEMV_GROUPS={}: use 1, 2, 4 or 8", v);
-    return (uint32_t)v;
+    return (uint32_t)int_of_env("DELTALLM_VK_GEMV_GROUPS", {1, 2, 4, 8});
 }
 
 uint32_t DriverOptions::gemv_waves_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_GEMV_WAVES");
-    if (v < 0 || v > 64) fail("DELTALLM_VK_GEMV_WAVES={}: use 0 to 64", v);
-    return (uint32_t)v;
+    return (uint32_t)int_from_env("DELTALLM_VK_GEMV_WAVES", 0, 64);
 }
 
 uint32_t DriverOptions::gemm_gemv_rows_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_GEMM_GEMV_ROWS");
-    if (v < 0 || v > 64) fail("DELTALLM_VK_GEMM_GEMV_ROWS={}: use 0 to 64", v);
-    return (uint32_t)v;
+    return (uint32_t)int_from_env("DELTALLM_VK_GEMM_GEMV_ROWS", 0, 64);
 }
 
 int DriverOptions::gemm_split_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_GEMM_SPLIT");
-    if (v < -1 || v > 16) fail("DELTALLM_VK_GEMM_SPLIT={}: use -1 to 16", v);
-    return (int)v;
+    return (int)int_from_env("DELTALLM_VK_GEMM_SPLIT", -1, 16);
 }
-
-namespace {
-// An integer setting within [lo, hi], or a clear failure.
-uint32_t int_in(const char* name, int64_t lo, int64_t hi) {
-    const int64_t v = env::get_int(name);
-    if (v < lo || v > hi) fail("{}={}: use {} to {}", name, v, lo, hi);
-    return (uint32_t)v;
-}
-}  // namespace
 
 uint32_t DriverOptions::gemm_expand_rows_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_GEMM_EXPAND_ROWS");
-    if (v < 1 || v > 2048) fail("DELTALLM_VK_GEMM_EXPAND_ROWS={}: use 1 to 2048", v);
-    return (uint32_t)v;
+    return (uint32_t)int_from_env("DELTALLM_VK_GEMM_EXPAND_ROWS", 1, 2048);
 }
 
 uint32_t DriverOptions::expert_tile_pairs_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_EXPERT_TILES");
-    if (v < 0 || v > 4096) fail("DELTALLM_VK_EXPERT_TILES={}: use 0 to 4096", v);
-    return (uint32_t)v;
+    return (uint32_t)int_from_env("DELTALLM_VK_EXPERT_TILES", 0, 4096);
 }
 
 uint32_t DriverOptions::gemv_batch_threads_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_GEMV_BATCH_THREADS");
-    if (v != 0 && v != 32 && v != 64 && v != 128 && v != 256)
-        fail("DELTALLM_VK_GEMV_BATCH_THREADS={}: use 0, 32, 64, 128 or 256", v);
-    return (uint32_t)v;
+    return (uint32_t)int_of_env("DELTALLM_VK_GEMV_BATCH_THREADS", {0, 32, 64, 128, 256});
 }
 
 uint32_t DriverOptions::gemv_batch_rows_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_GEMV_BATCH_ROWS");
-    if (v != 0 && v != 1 && v != 2 && v != 4 && v != 8)
-        fail("DELTALLM_VK_GEMV_BATCH_ROWS={}: use 0, 1, 2, 4 or 8", v);
-    return (uint32_t)v;
+    return (uint32_t)int_of_env("DELTALLM_VK_GEMV_BATCH_ROWS", {0, 1, 2, 4, 8});
 }
 
 uint32_t DriverOptions::gemv_split_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_GEMV_SPLIT");
-    if (v < 0 || v > 4) fail("DELTALLM_VK_GEMV_SPLIT={}: use 0 to 4", v);
-    return (uint32_t)v;
+    return (uint32_t)int_from_env("DELTALLM_VK_GEMV_SPLIT", 0, 4);
 }
 
 int64_t DriverOptions::attn_short_from_env() {
@@ -148,9 +142,7 @@ int64_t DriverOptions::attn_short_from_env() {
 }
 
 uint32_t DriverOptions::attn_one_split_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_ATTN_ONE_SPLIT");
-    if (v < 0 || v > 64) fail("DELTALLM_VK_ATTN_ONE_SPLIT={}: use 0 to 64", v);
-    return (uint32_t)v;
+    return (uint32_t)int_from_env("DELTALLM_VK_ATTN_ONE_SPLIT", 0, 64);
 }
 
 // The value named by the string variable `var`, or one clear error that lists the names.
@@ -177,9 +169,7 @@ Kernels::GemvTiled DriverOptions::gemv_tiled_from_env() {
 }
 
 uint32_t DriverOptions::deltanet_columns_from_env() {
-    const int64_t v = env::get_int("DELTALLM_VK_DN_COLUMNS");
-    if (v < 0 || v > 4096) fail("DELTALLM_VK_DN_COLUMNS={}: use 0 to 4096", v);
-    return (uint32_t)v;
+    return (uint32_t)int_from_env("DELTALLM_VK_DN_COLUMNS", 0, 4096);
 }
 
 Kernels::DeltaNetScan DriverOptions::deltanet_scan_from_env() {
@@ -212,11 +202,9 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemm_expand_rows = gemm_expand_rows_from_env();
     t.gemm_split = gemm_split_from_env();
     t.gemm_skinny = env::get_bool("DELTALLM_VK_GEMM_SKINNY");
-    t.gemm_skinny_rows = int_in("DELTALLM_VK_GEMM_SKINNY_ROWS", 1, 256);
-    t.gemm_skinny_parts = int_in("DELTALLM_VK_GEMM_SKINNY_PARTS", 0, 16);
-    t.gemm_skinny_rt = int_in("DELTALLM_VK_GEMM_SKINNY_RT", 0, 4);
-    if (t.gemm_skinny_rt != 0 && t.gemm_skinny_rt != 2 && t.gemm_skinny_rt != 4)
-        fail("DELTALLM_VK_GEMM_SKINNY_RT={}: use 0, 2 or 4", t.gemm_skinny_rt);
+    t.gemm_skinny_rows = (uint32_t)int_from_env("DELTALLM_VK_GEMM_SKINNY_ROWS", 1, 256);
+    t.gemm_skinny_parts = (uint32_t)int_from_env("DELTALLM_VK_GEMM_SKINNY_PARTS", 0, 16);
+    t.gemm_skinny_rt = (uint32_t)int_of_env("DELTALLM_VK_GEMM_SKINNY_RT", {0, 2, 4});
     t.expert_expand = env::get_bool("DELTALLM_VK_EXPERT_EXPAND");
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
     t.gemv_batch_rows = gemv_batch_rows_from_env();
