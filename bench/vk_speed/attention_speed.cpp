@@ -251,5 +251,66 @@ TEST(WindowAttentionSpeed, Report) {
         }
 }
 
+// Speed report (meant for a real GPU): short windows late in a long prompt (a chat's later
+// turn: its new rows over thousands of cached ones), where the window's few blocks of rows and
+// heads leave most of the device idle unless the keys are split (Kernels::attention_rows_split):
+// the 9B's and Qwen3-8B's attention for 16 to 512 rows at position 6144 of a context of 8192,
+// on the kernel the driver picks, unsplit and by the launcher's rule. A few rows are checked.
+TEST(WindowAttentionSpeed, ShortWindowsLate) {
+    VK_SPEED_DEVICE();
+    const Features& f = dev.features();
+    const bool cpu = f.cpu;
+    const uint32_t start = cpu ? 192 : 6144;
+    struct Model {
+        const char* name;
+        uint32_t n_head, n_kv, hd;
+        bool gate;
+    };
+    const Variant planned = dev.variant();
+    for (const Model& m :
+         {Model{"qwen35 9B", 16, 4, 256, true}, Model{"qwen3 8B", 32, 8, 128, false}}) {
+        const Variant v = Kernels::attention_variant(f, planned, m.hd);
+        for (uint32_t n :
+             cpu ? std::vector<uint32_t>{4, 16} : std::vector<uint32_t>{16, 76, 164, 512}) {
+            Window w(dev, WindowCase{m.hd, m.n_head, m.n_kv, start, 0, 0, m.gate}, n);
+            w.args.a.n_ctx = cpu ? 256 : 8192;
+            std::string line = fmt::format("window attention {}, {} rows at {}:", m.name, n, start);
+            for (int parts : {1, -1}) {
+                test::Scoped parts_scope(K.tuning.attention_rows_parts, parts);
+                const Kernels::AttentionSplit s =
+                    Kernels::attention_rows_split(f, K.tuning, w.args.a, n, v, 0);
+                Buffer counters, sums;
+                Kernels::SplitScratch scratch{};
+                if (s.parts > 1) {
+                    counters = dev.create_buffer(s.need.counters, MemoryKind::device);
+                    dev.fill(counters, 0, s.need.counters, 0);
+                    sums = dev.create_buffer(s.need.parts, MemoryKind::device);
+                    scratch = {view(counters), view(sums)};
+                }
+                CommandList cl(dev);
+                cl.enable_timestamps(2);
+                cl.begin(true);
+                w.record(K, cl, v, scratch);
+                cl.mark("attention");
+                cl.end();
+                double best = 1e30;
+                for (int rep = 0; rep < 5; ++rep) {
+                    cl.submit_and_wait();
+                    for (const auto& [label, ms] : cl.times())
+                        if (label == "attention") best = std::min(best, ms);
+                }
+                line += fmt::format(" {} part{} {:.3f} ms;", s.parts, s.parts > 1 ? "s" : "", best);
+                auto out = test::from_device<float>(dev, w.act, w.n_act);
+                for (uint32_t r : {0u, n - 1})
+                    for (uint32_t h : {0u, m.n_head - 1}) {
+                        w.check(out, r, h, v != Variant::scalar);
+                        if (HasFatalFailure()) return;
+                    }
+            }
+            fmt::print("{}\n", line);
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dl::vk

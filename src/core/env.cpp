@@ -150,6 +150,9 @@ const std::vector<Var>& all() {
          "contexts of up to this many chunks of 64 cache rows are walked by one workgroup a head "
          "group of the Vulkan decode attention, with no merge (0 to 64; longer contexts are "
          "split)"},
+        {"DELTALLM_VK_ATTN_WINDOW_PARTS", "int", "-1",
+         "parts the keys of a Vulkan prefill window's attention are split into (-1: where the "
+         "window's workgroups would leave the device idle; 0 or 1: never; 2 to 16: that many)"},
         {"DELTALLM_VK_ATTN_SHORT", "int", "-1",
          "positions below which the Vulkan decode token command runs its attention with one query "
          "head a workgroup (-1: while the extra cache reads stay under 4 MiB a layer; 0: never)"},

@@ -35,6 +35,17 @@ class KernelFamily {
     // The knobs of every family's launchers (kernels_tuning.h).
     Tuning tuning;
 
+    // The scratch of work split over workgroups whose last part to finish adds the parts' sums
+    // in part order (a GEMM's tiles split over K, shaders/gemm_split.glsl; a window's attention
+    // split over its keys): a counter a tile (zero when first given, zero again after each
+    // dispatch) and the parts' sums. Dispatches that run together need scratches of their own.
+    struct SplitScratch {
+        View counters, parts;
+    };
+    struct SplitNeed {
+        uint64_t counters = 0, parts = 0;  // bytes
+    };
+
   protected:
     // The largest power of two <= want that the device allows in one workgroup.
     uint32_t wg_size(uint32_t want) const;

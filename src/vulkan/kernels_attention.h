@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "vulkan/decline.h"
 #include "vulkan/kernel_family.h"
@@ -102,9 +103,26 @@ class AttentionKernels : public virtual KernelFamily {
     // With variant nv_coopmat2 the attention runs on tensor cores where attention_cm2() allows
     // (shaders/attn_window_cm2.comp), with khr_coopmat on the matrix units where attention_khr()
     // allows (shaders/attn_window_cm.comp), else on the tiles below.
+    // split: the scratch of attention_rows_split() (without it, or with too little, the
+    // attention runs unsplit).
     void attention_rows(CommandList& cl, const AttentionRows& a, View act, View params,
                         View k_cache, View v_cache, View tok, uint32_t n,
-                        Variant v = Variant::scalar);
+                        Variant v = Variant::scalar, SplitScratch split = {});
+    // A window of few rows gives the device few workgroups (a block of rows × a group of query
+    // heads each) while each walks the whole history: on the tiles and the KHR kernel the keys
+    // every row sees whole are then split into parts, each a workgroup of its own, and the last
+    // part of a block to finish merges them in part order (shaders/attn_window_split.glsl). The
+    // parts for n rows of `a` (a session of up to a.n_ctx rows; act at act_offset bytes into its
+    // buffer) and the scratch they need; parts 1 where it runs unsplit. Recorded once for any
+    // position: where the history is shorter than the parts, the first parts find no keys.
+    struct AttentionSplit {
+        uint32_t parts = 1;
+        SplitNeed need;
+    };
+    static AttentionSplit attention_rows_split(const Features& f, const Tuning& t,
+                                               const Attention& a, uint32_t n, Variant v,
+                                               uint64_t act_offset);
+    static constexpr uint32_t kWindowParts = 16;  // the most parts of a window's attention
     // The NV cooperative matrix 2 attention tile: query_vectors = rows · heads (query heads of
     // one key/value head) a workgroup of 256, keys a tile; nullopt where the device, the variant
     // or the head size rule it out.
@@ -151,6 +169,16 @@ class AttentionKernels : public virtual KernelFamily {
                                           uint32_t n_kv, bool shuffles = true);
 
   private:
+    // The window attention's kernel for `a` (attention_kernel()), its module and specialization
+    // constants, and its tile: query heads and rows a workgroup, keys a tile.
+    struct WindowTile {
+        WindowAttentionKernel kernel;
+        const char* module;
+        std::vector<uint32_t> spec;
+        uint32_t heads, rows, keys, query_vectors;
+    };
+    static WindowTile window_tile(const Features& f, const Tuning& t, const Attention& a, Variant v,
+                                  uint64_t act_offset, bool caches_aligned);
     // The decode attention's query heads a workgroup and threads a workgroup for `a`.
     std::pair<uint32_t, uint32_t> attention_shape(const Attention& a) const;
     const Kernel& attention_kernel(const Attention& a);  // its pipeline

@@ -47,9 +47,6 @@ class GemmKernels : public virtual KernelFamily {
     // tiles' counters (zero when first given, zero again after each GEMM) and its parts' sums
     // (GEMMs that run together need scratches of their own); without it, or with too little,
     // the GEMM runs unsplit.
-    struct SplitScratch {
-        View counters, parts;
-    };
     void gemm(CommandList& cl, Variant v, QType t, View w, uint32_t rows, uint32_t cols, View x,
               uint32_t x_off, View x16, View y, uint32_t y_off, uint32_t n_rows, bool accumulate,
               View w16 = {}, bool expanded = false, uint32_t stage_rows = 0,
@@ -59,9 +56,6 @@ class GemmKernels : public virtual KernelFamily {
     // each its own workgroup over the same tile, and the last part of a tile to finish adds them
     // in order (shaders/gemm_split.glsl; tuning.gemm_split). The split of one tile: its parts,
     // the columns of each (whole steps of the tile's loop), the scratch it needs.
-    struct SplitNeed {
-        uint64_t counters = 0, parts = 0;  // bytes
-    };
     struct GemmSplit {
         uint32_t parts = 1, k_split = 0;
         SplitNeed need;

@@ -87,6 +87,9 @@ struct Tuning {
     // False: attention_rows() scores without subgroup shuffles even where the device has them
     // (tests reach both modules with it).
     bool attention_shuffles = true;
+    // A window's attention split over its keys (AttentionKernels::attention_rows_split): -1 the
+    // launcher's rule, 0 or 1 never, 2 or more that many parts wherever the kernel can split.
+    int attention_rows_parts = -1;
 
     // ---- The Gated DeltaNet layers (kernels_deltanet.h).
 

@@ -26,19 +26,21 @@ struct AttnPrepRowsPush {
 struct AttnWindowPush {
     uint32_t n_head, n_kv, n_rows, group, q_off, o_off, o_row, gate_off, gate_stride, gate_row;
     float scale;
+    uint32_t splits;  // parts of the keys (the tiles and the KHR kernel)
 };
 
 // Shared memory of the KHR cooperative-matrix attention tile, as attn_window_cm.comp declares
 // it: rows of 16-byte units, each padded by one, of the queries and the key/value tile (F16),
 // the scores (F32) and weights (F16), the α block (F32, n columns), or the output staging of
-// out_cols columns (F32) where that is larger; then the softmax's partial maxima and sums.
+// out_cols columns (F32) where that is larger; then the softmax's partial maxima and sums, and
+// the word of a split's last part (gemm_split.glsl).
 uint32_t khr_shared_bytes(uint32_t threads, uint32_t head_dim, uint32_t query_vectors,
                           uint32_t keys, uint32_t n, uint32_t out_cols) {
     const uint32_t row = head_dim / 8 + 1;
     const uint32_t tiles = query_vectors * row + keys * row + query_vectors * (keys / 4 + 1) +
                            query_vectors * (keys / 8 + 1) + query_vectors * (n / 4);
     const uint32_t stage = query_vectors * (out_cols / 4 + 1);
-    return 16 * std::max(tiles, stage) + 8 * threads;
+    return 16 * std::max(tiles, stage) + 8 * threads + 4;  // (and the split's flag)
 }
 
 // Query heads of one key/value head a tile of query_vectors takes: the most that divide both
@@ -159,9 +161,82 @@ std::optional<AttentionKernels::AttentionKhr> AttentionKernels::attention_khr(
     return std::nullopt;
 }
 
+AttentionKernels::WindowTile AttentionKernels::window_tile(const Features& f, const Tuning& tuning,
+                                                           const Attention& a, Variant v,
+                                                           uint64_t act_offset,
+                                                           bool caches_aligned) {
+    WindowTile w{attention_kernel(f, v, a, act_offset, caches_aligned), "", {}, 0, 0, 0, 0};
+    if (w.kernel == WindowAttentionKernel::cm2) {
+        AttentionCm2 t = *attention_cm2(f, v, a.head_dim, a.n_head, a.n_kv);
+        if (tuning.attention_cm2_tile.query_vectors) {
+            t.keys = tuning.attention_cm2_tile.keys;
+            t.query_vectors = tuning.attention_cm2_tile.query_vectors;
+            t.rows = t.query_vectors / t.heads;
+        }
+        w.module = "attn_window_cm2@nv_coopmat2";
+        w.spec = {256, a.head_dim, t.query_vectors, t.keys};
+        w.heads = t.heads;
+        w.rows = t.rows;
+        w.keys = t.keys;
+        w.query_vectors = t.query_vectors;
+    } else if (w.kernel == WindowAttentionKernel::khr) {
+        const AttentionKhr t = *attention_khr(f, v, a.head_dim, a.n_head, a.n_kv);
+        w.module = "attn_window_cm@khr_coopmat";
+        w.spec = {t.threads, a.head_dim, t.query_vectors, t.keys,    t.shape.m,
+                  t.shape.n, t.shape.k,  t.blocks,        t.out_cols};
+        w.heads = t.heads;
+        w.rows = t.rows;
+        w.keys = t.keys;
+        w.query_vectors = t.query_vectors;
+    } else {
+        const AttentionTiles t =
+            attention_tiles(f, a.head_dim, a.n_head, a.n_kv, tuning.attention_shuffles);
+        w.module = t.shuffle_lanes ? "attn_window_sh" : "attn_window";
+        w.spec = {t.threads, a.head_dim,        t.query_vectors,
+                  t.keys,    t.keys_per_thread, std::max(t.shuffle_lanes, 1u)};
+        w.heads = t.heads;
+        w.rows = t.rows;
+        w.keys = t.keys;
+        w.query_vectors = t.query_vectors;
+    }
+    // A tile of keys must lie inside one block of the paged cache (kv_pages.glsl).
+    if (w.keys == 0 || kKvBlock % w.keys != 0)
+        fail("window attention tiles of {} keys do not divide the KV cache's blocks of {} rows",
+             w.keys, kKvBlock);
+    return w;
+}
+
+AttentionKernels::AttentionSplit AttentionKernels::attention_rows_split(const Features& f,
+                                                                        const Tuning& tuning,
+                                                                        const Attention& a,
+                                                                        uint32_t n, Variant v,
+                                                                        uint64_t act_offset) {
+    const int mode = tuning.attention_rows_parts;
+    if (mode == 0 || mode == 1 || n == 0 || attention_supported(f, a.head_dim, a.n_head, a.n_kv))
+        return {};
+    const WindowTile w = window_tile(f, tuning, a, v, act_offset, true);
+    if (w.kernel == WindowAttentionKernel::cm2) return {};  // (its kernel walks unsplit)
+    const uint32_t blocks = a.n_head / w.heads * ((n + w.rows - 1) / w.rows);
+    uint32_t parts = (uint32_t)mode;
+    if (mode < 0) {
+        // Enough workgroups for two a multiprocessor (the KHR tile of the 9B's heads takes half
+        // of an H100's shared memory), each part at least four tiles of a full history.
+        const uint32_t target = f.sm_count ? 2 * f.sm_count : 16;
+        parts = std::min(target / blocks, a.n_ctx / w.keys / 4);
+    }
+    parts = std::min(parts, kWindowParts);
+    if (parts < 2) return {};
+    AttentionSplit s;
+    s.parts = parts;
+    // A counter a block; each part's unnormalized output, running maxima and sums.
+    s.need = {(uint64_t)blocks * 4,
+              (uint64_t)blocks * parts * w.query_vectors * (a.head_dim + 2) * 4};
+    return s;
+}
+
 void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, View act,
                                       View params, View k_cache, View v_cache, View tok, uint32_t n,
-                                      Variant v) {
+                                      Variant v, SplitScratch split) {
     const Attention& a = r.a;
     if (auto d = attention_supported(dev_.features(), a.head_dim, a.n_head, a.n_kv))
         fail("{}", d->reason);
@@ -174,59 +249,40 @@ void AttentionKernels::attention_rows(CommandList& cl, const AttentionRows& r, V
     cl.barrier();
     cl.mark("attn prep");
     // The kernel attention_kernel() picks; all take the same push constants and a grid of
-    // (head groups, row blocks).
+    // (head groups, row blocks[, parts]).
+    const bool aligned = k_cache.offset % 16 == 0 && v_cache.offset % 16 == 0;
     const Features& f = dev_.features();
-    const WindowAttentionKernel kernel =
-        attention_kernel(f, v, a, act.offset, k_cache.offset % 16 == 0 && v_cache.offset % 16 == 0);
-    const Kernel* att = nullptr;
-    uint32_t heads = 0, rows = 0, keys = 0;
-    if (kernel == WindowAttentionKernel::cm2) {
-        AttentionCm2 t = *attention_cm2(f, v, a.head_dim, a.n_head, a.n_kv);
-        if (tuning.attention_cm2_tile.query_vectors) {
-            t.keys = tuning.attention_cm2_tile.keys;
-            t.query_vectors = tuning.attention_cm2_tile.query_vectors;
-            t.rows = t.query_vectors / t.heads;
-        }
-        att = &pipes_.get("attn_window_cm2@nv_coopmat2", 4, sizeof(AttnWindowPush),
-                          {256, a.head_dim, t.query_vectors, t.keys});
-        heads = t.heads;
-        rows = t.rows;
-        keys = t.keys;
-    } else if (kernel == WindowAttentionKernel::khr) {
-        const AttentionKhr t = *attention_khr(f, v, a.head_dim, a.n_head, a.n_kv);
-        att = &pipes_.get("attn_window_cm@khr_coopmat", 4, sizeof(AttnWindowPush),
-                          {t.threads, a.head_dim, t.query_vectors, t.keys, t.shape.m, t.shape.n,
-                           t.shape.k, t.blocks, t.out_cols});
-        heads = t.heads;
-        rows = t.rows;
-        keys = t.keys;
-    } else {
-        const AttentionTiles t = attention_tiles(dev_.features(), a.head_dim, a.n_head, a.n_kv,
-                                                 tuning.attention_shuffles);
-        att = &pipes_.get(t.shuffle_lanes ? "attn_window_sh" : "attn_window", 4,
-                          sizeof(AttnWindowPush),
-                          {t.threads, a.head_dim, t.query_vectors, t.keys, t.keys_per_thread,
-                           std::max(t.shuffle_lanes, 1u)});
-        heads = t.heads;
-        rows = t.rows;
-        keys = t.keys;
-    }
-    // A tile of keys must lie inside one block of the paged cache (kv_pages.glsl).
-    if (keys == 0 || kKvBlock % keys != 0)
-        fail("window attention tiles of {} keys do not divide the KV cache's blocks of {} rows",
-             keys, kKvBlock);
+    const WindowTile w = window_tile(f, tuning, a, v, act.offset, aligned);
+    AttentionSplit s =
+        aligned ? attention_rows_split(f, tuning, a, n, v, act.offset) : AttentionSplit{};
+    if (s.parts > 1 &&
+        (split.counters.buffer == VK_NULL_HANDLE || split.parts.buffer == VK_NULL_HANDLE ||
+         split.counters.range < s.need.counters || split.parts.range < s.need.parts))
+        s.parts = 1;
     AttnWindowPush wp{a.n_head,
                       a.n_kv,
                       n,
-                      heads,
+                      w.heads,
                       a.qo_off,
                       a.o_off,
                       r.o_row,
                       a.gate_off,
                       a.gate_stride,
                       r.gate_row,
-                      1.0f / std::sqrt((float)a.head_dim)};
-    cl.dispatch(*att, {act, k_cache, v_cache, tok}, wp, a.n_head / heads, (n + rows - 1) / rows);
+                      1.0f / std::sqrt((float)a.head_dim),
+                      s.parts};
+    const uint32_t gx = a.n_head / w.heads, gy = (n + w.rows - 1) / w.rows;
+    if (w.kernel == WindowAttentionKernel::cm2) {
+        const Kernel& att = pipes_.get(w.module, 4, sizeof(AttnWindowPush), w.spec);
+        cl.dispatch(att, {act, k_cache, v_cache, tok}, wp, gx, gy);
+        return;
+    }
+    // (Unsplit, the scratch bindings are bound to act and never read.)
+    const Kernel& att = pipes_.get(w.module, 6, sizeof(AttnWindowPush), w.spec);
+    const bool sp = s.parts > 1;
+    cl.dispatch(att,
+                {act, k_cache, v_cache, tok, sp ? split.counters : act, sp ? split.parts : act}, wp,
+                gx, gy, s.parts);
 }
 
 AttentionKernels::AttentionTiles AttentionKernels::attention_tiles(const Features& f,
@@ -269,9 +325,9 @@ AttentionKernels::AttentionTiles AttentionKernels::attention_tiles(const Feature
             }
             // Queries (plain module only), the F32 tile (rows padded by a pair), weights, per
             // key group max and sum, running max (two halves) and rescale: as declared in the
-            // shader.
-            const uint32_t bytes =
-                (sh ? 0 : 8 * w * qv) + 8 * keys * (w + 1) + 4 * keys * qv + 8 * nkg * qv + 12 * qv;
+            // shader, and the word of a split's last part.
+            const uint32_t bytes = (sh ? 0 : 8 * w * qv) + 8 * keys * (w + 1) + 4 * keys * qv +
+                                   8 * nkg * qv + 12 * qv + 4;
             if (bytes > f.max_shared_memory) continue;
             const uint32_t heads = tile_heads(group, qv);
             return {threads, qv, keys, sk, heads, qv / heads, bytes, sh ? lanes : 0};

@@ -41,6 +41,8 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
     Kernels& K = *w_->kernels;
     const Weights& W = *w_;
     const Variant var = plan_.variant;
+    const Variant attn_var =
+        Kernels::attention_variant(dev_->features(), var, (uint32_t)hp.head_dim);
     const ActLayout A = act_layout(hp, (uint32_t)plan_.window);
     using Kind = WindowItem::Kind;
     WindowPlan p;
@@ -50,6 +52,18 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
     // barrier: each needs its own.
     const uint64_t split_counters = plan_.window_split_counters;
     uint64_t counters_used = 0, parts_used = 0;
+    // Scratch of its own for a split dispatch of this stage, or none (it runs unsplit) where
+    // what is left is too little.
+    auto take_split = [&](const Kernels::SplitNeed& need) -> Kernels::SplitScratch {
+        if (need.parts == 0 || !W.win_split || counters_used + need.counters > split_counters ||
+            split_counters + parts_used + need.parts > W.win_split.size())
+            return {};
+        Kernels::SplitScratch s{view(W.win_split, counters_used, need.counters),
+                                view(W.win_split, split_counters + parts_used, need.parts)};
+        counters_used += align_up(need.counters, kBindAlign);
+        parts_used += align_up(need.parts, kBindAlign);
+        return s;
+    };
     auto add = [&](WindowItem it) {
         if (it.kind == Kind::barrier || it.kind == Kind::stage_end || it.kind == Kind::mark_end ||
             it.kind == Kind::host_end) {
@@ -152,15 +166,8 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         it.expanded = w16[g][j].range > 0;
         it.stage_rows = stage_rows[g];
         it.rows = group_rows(g) == m ? 0 : group_rows(g);
-        const Kernels::SplitNeed split = K.gemm_split_need(
-            var, t->type, (uint32_t)t->rows(), (uint32_t)t->cols(), group_rows(g), stage_rows[g]);
-        if (split.parts > 0 && W.win_split && counters_used + split.counters <= split_counters &&
-            split_counters + parts_used + split.parts <= W.win_split.size()) {
-            it.split = {view(W.win_split, counters_used, split.counters),
-                        view(W.win_split, split_counters + parts_used, split.parts)};
-            counters_used += align_up(split.counters, kBindAlign);
-            parts_used += align_up(split.parts, kBindAlign);
-        }
+        it.split = take_split(K.gemm_split_need(var, t->type, (uint32_t)t->rows(),
+                                                (uint32_t)t->cols(), group_rows(g), stage_rows[g]));
         add(it);
         if (++member < groups[g].size()) return;
         member = 0;
@@ -269,6 +276,9 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             it.first_row = first;
             it.rows = chunks[j].rows == m ? 0 : chunks[j].rows;
             W.set_qk_norms(it.attention.a, L);
+            const Kernels::AttentionSplit split = Kernels::attention_rows_split(
+                dev_->features(), K.tuning, it.attention.a, chunks[j].rows, attn_var, 0);
+            if (split.parts > 1) it.split = take_split(split.need);
             add(it);
             first += chunks[j].rows;
         }

@@ -68,10 +68,11 @@ struct WindowItem {
     uint32_t sum_off = Kernels::kNone;
     bool to_logits = false;  // gemm: into the window's logits rather than act
     bool accumulate = false;
-    View w16{};                     // expand, gemm, gemm_experts: the F16 expansion (range 0: none)
-    bool expanded = false;          // gemm: reads w16
-    uint32_t stage_rows = 0;        // gemm: the weight rows of its group's GEMMs
-    Kernels::SplitScratch split{};  // gemm: its scratch for a split over K (none: unsplit)
+    View w16{};               // expand, gemm, gemm_experts: the F16 expansion (range 0: none)
+    bool expanded = false;    // gemm: reads w16
+    uint32_t stage_rows = 0;  // gemm: the weight rows of its group's GEMMs
+    // gemm, attention_rows: the scratch of a split over K or over the keys (none: unsplit)
+    Kernels::SplitScratch split{};
     Kernels::AttentionRows attention{};
     Kernels::DeltaNetStep deltanet{};  // deltanet_batch
     Kernels::ExpertGemv experts{};     // gemv_experts, gemm_experts

@@ -92,7 +92,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
             case Kind::attention_rows:
                 K.attention_rows(cl, i.attention, act, prm, view(W.k_pool[i.layer]),
                                  view(W.v_pool[i.layer]), view(session(i).tok), i.rows ? i.rows : m,
-                                 attn_var);
+                                 attn_var, i.split);
                 break;
             case Kind::copy_row:
                 cl.transfer_barrier();

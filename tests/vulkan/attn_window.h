@@ -94,9 +94,10 @@ struct Window {
         args.gate_row = q_row;
     }
 
-    void record(Kernels& K, CommandList& cl, Variant v = Variant::scalar) {
+    void record(Kernels& K, CommandList& cl, Variant v = Variant::scalar,
+                Kernels::SplitScratch split = {}) {
         K.attention_rows(cl, args, view(act), view(params), view(kv.k), view(kv.v), view(kv.tok), n,
-                         v);
+                         v, split);
     }
 
     // Row r, head h in double precision: softmax(q · K / sqrt(head_dim)) · V over cache rows
@@ -131,11 +132,13 @@ struct Window {
     // Row r, head h of the device's output against reference(): every element finite and close.
     // The cooperative-matrix kernels (tensor_cores: NV cooperative matrix 2 or KHR) multiply F16
     // queries and F16 softmax weights: their reference rounds the queries the same way, and the
-    // weights' rounding (2^-11 relative) stays within 1e-3 of the output's scale.
+    // weights' rounding (2^-11 relative) moves the output by up to 2^-11 of the largest value
+    // weighed, which over a few hundred N(0, 1) values is about 3.5: 1.7e-3 (an H100 showed
+    // 1.66e-3 at 203 keys of heads of 96).
     void check(const std::vector<float>& out, uint32_t r, uint32_t h,
                bool tensor_cores = false) const {
         const std::vector<double> want = reference(r, h, tensor_cores);
-        const double tol = tensor_cores ? 1e-3 : 1e-4;
+        const double tol = tensor_cores ? 2e-3 : 1e-4;
         for (uint32_t d = 0; d < hd; ++d) {
             const float got = out[o_off + r * o_row + h * hd + d];
             ASSERT_TRUE(std::isfinite(got)) << "row " << r << " head " << h << " dim " << d;

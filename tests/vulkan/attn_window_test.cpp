@@ -78,6 +78,7 @@ INSTANTIATE_TEST_SUITE_P(
                           WindowCase{256, 8, 1, 100, 1, 1, true},    // GQA 8
                           WindowCase{256, 2, 2, 19, 5, 2, false},    //
                           WindowCase{96, 6, 2, 7, 2, 1, true},       // an odd multiple of 32
+                          WindowCase{96, 6, 2, 203, 1, 2, false},    // ...after a longer history
                           WindowCase{256, 4, 1, 300, 0, 1, false}),  // one row, many key tiles
         ::testing::Values(Path::plain, Path::shuffle, Path::cm2, Path::khr)),
     [](const auto& info) {
@@ -90,6 +91,119 @@ INSTANTIATE_TEST_SUITE_P(
                            : path == Path::cm2     ? "_cm2"
                                                    : "_khr");
     });
+
+// The window attention split over its keys (Kernels::attention_rows_split, forced to 2, 3 and 5
+// parts) against the same double-precision reference: a window with no history (every part but
+// the last finds no keys), histories shorter than the parts and not a multiple of the key tile,
+// one row over many tiles, several query tiles over a long history. The scratch's sums start as
+// NaN, so a part that reads what no part wrote shows; every counter is back at zero after.
+class WindowAttentionSplit : public ::testing::TestWithParam<std::tuple<WindowCase, Path, int>> {};
+
+TEST_P(WindowAttentionSplit, MatchesDoubleReference) {
+    VK_TEST_DEVICE();
+    const auto [c, path, parts] = GetParam();
+    const bool shuffles = path == Path::shuffle;
+    test::Scoped shuffle_scope(K.tuning.attention_shuffles, shuffles);
+    test::Scoped parts_scope(K.tuning.attention_rows_parts, parts);
+    const Variant v = path_variant(path);
+    uint32_t rows_a_group = 0;
+    if (path == Path::khr) {
+        auto t = Kernels::attention_khr(dev.features(), v, c.head_dim, c.n_head, c.n_kv);
+        if (!t) GTEST_SKIP() << "no KHR cooperative-matrix attention for this head size here";
+        rows_a_group = t->rows;
+    } else {
+        rows_a_group =
+            Kernels::attention_tiles(dev.features(), c.head_dim, c.n_head, c.n_kv, shuffles).rows;
+    }
+    const uint32_t n = c.row_tiles * rows_a_group + c.extra_rows;
+    Window w(dev, c, n);
+    const Kernels::AttentionSplit s =
+        Kernels::attention_rows_split(dev.features(), K.tuning, w.args.a, n, v, 0);
+    ASSERT_EQ(s.parts, (uint32_t)parts);
+    Buffer counters = dev.create_buffer(s.need.counters, MemoryKind::device);
+    dev.fill(counters, 0, s.need.counters, 0);
+    Buffer sums = test::to_device(dev, std::vector<uint32_t>(s.need.parts / 4, test::kPoison));
+    test::run(dev, [&](CommandList& cl) { w.record(K, cl, v, {view(counters), view(sums)}); });
+    auto out = test::from_device<float>(dev, w.act, w.n_act);
+    for (uint32_t r = 0; r < n; ++r) {
+        for (uint32_t h = 0; h < c.n_head; ++h) {
+            w.check(out, r, h, path == Path::khr);
+            if (HasFatalFailure()) return;
+        }
+        for (uint32_t i = c.n_head * c.head_dim; i < w.o_row; ++i)
+            ASSERT_EQ(test::bits(out[w.o_off + r * w.o_row + i]), test::kPoison)
+                << "gap after row " << r << " written";
+    }
+    for (uint32_t x : test::from_device<uint32_t>(dev, counters, s.need.counters / 4))
+        ASSERT_EQ(x, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, WindowAttentionSplit,
+    ::testing::Combine(
+        ::testing::Values(WindowCase{128, 8, 2, 0, 2, 3, true},      // no history
+                          WindowCase{64, 8, 1, 37, 1, 1, true},      // a history of few tiles
+                          WindowCase{96, 6, 2, 203, 1, 2, false},    // not a multiple of a tile
+                          WindowCase{256, 4, 1, 300, 0, 1, false},   // one row, many key tiles
+                          WindowCase{256, 16, 4, 999, 2, 5, true}),  // qwen35 9B heads, later
+        ::testing::Values(Path::plain, Path::shuffle, Path::khr), ::testing::Values(2, 3, 5)),
+    [](const auto& info) {
+        const WindowCase& c = std::get<0>(info.param);
+        const Path path = std::get<1>(info.param);
+        return fmt::format("d{}h{}kv{}at{}_{}tiles_plus{}{}_{}_{}parts", c.head_dim, c.n_head,
+                           c.n_kv, c.start, c.row_tiles, c.extra_rows, c.gate ? "_gated" : "",
+                           path == Path::plain     ? "plain"
+                           : path == Path::shuffle ? "shuffle"
+                                                   : "khr",
+                           std::get<2>(info.param));
+    });
+
+// The launcher's rule on devices described by their features: a short window late in a long
+// context of the 9B's heads splits into parts that fill twice the multiprocessors; a long
+// window, a short context (parts of fewer than four tiles) or the NV kernel does not split.
+TEST(WindowAttentionSplitRule, SplitsShortWindowsOfLongContexts) {
+    VK_TEST_DEVICE();
+    Features f = dev.features();
+    f.sm_count = 132;
+    f.max_shared_memory = std::max(f.max_shared_memory, 49152u);
+    Tuning t;
+    Kernels::Attention a{16,
+                         4,
+                         256,
+                         64,
+                         8192,
+                         0,
+                         512,
+                         0,
+                         0,
+                         0,
+                         0,
+                         Kernels::kNone,
+                         0,
+                         Kernels::kNone,
+                         Kernels::kNone,
+                         0,
+                         1e-6f};
+    const auto tiles = Kernels::attention_tiles(f, 256, 16, 4);
+    const uint32_t blocks76 = 16 / tiles.heads * ((76 + tiles.rows - 1) / tiles.rows);
+    const auto s76 = Kernels::attention_rows_split(f, t, a, 76, Variant::scalar, 0);
+    if (blocks76 < 132) {
+        EXPECT_GE(s76.parts, 2u);
+        EXPECT_LE(s76.parts, Kernels::kWindowParts);
+        EXPECT_LE(blocks76 * s76.parts, 2u * 132);
+        EXPECT_EQ(s76.need.counters, blocks76 * 4ull);
+        EXPECT_EQ(s76.need.parts, 4ull * blocks76 * s76.parts * tiles.query_vectors * (256 + 2));
+    }
+    EXPECT_EQ(Kernels::attention_rows_split(f, t, a, 4096, Variant::scalar, 0).parts, 1u);
+    Kernels::Attention short_ctx = a;
+    short_ctx.n_ctx = 4 * tiles.keys;  // one part of four tiles at most
+    EXPECT_EQ(Kernels::attention_rows_split(f, t, short_ctx, 1, Variant::scalar, 0).parts, 1u);
+    t.attention_rows_parts = 0;
+    EXPECT_EQ(Kernels::attention_rows_split(f, t, a, 1, Variant::scalar, 0).parts, 1u);
+    t.attention_rows_parts = 40;  // (capped)
+    EXPECT_EQ(Kernels::attention_rows_split(f, t, a, 1, Variant::scalar, 0).parts,
+              Kernels::kWindowParts);
+}
 
 // Every tile shape chosen fits the device and covers whole groups of query heads.
 TEST(WindowAttentionTiles, FitTheDevice) {

@@ -338,9 +338,15 @@ constexpr int64_t kWindow = 8;
 // expand: the tiles over the expert stacks expanded to F16 (Tuning::expert_expand).
 // skinny: every GEMM of these windows over Q4_K and Q6_K on the skinny GEMM (Tuning::gemm_skinny,
 // no batched GEMV), on devices that have it.
-void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bool tiles = false,
-                          bool expand = false, bool skinny = false) {
+// attention_parts: the windows' attention split into that many parts over its keys
+// (Tuning::attention_rows_parts; -1: the launcher's rule).
+struct PrefillForm {
+    bool bytes = false, tiles = false, expand = false, skinny = false;
+    int attention_parts = -1;
+};
+void check_window_prefill(const dl::test::TinySpec& spec, const PrefillForm& form = {}) {
     VK_TEST_DEVICE();
+    const auto [bytes, tiles, expand, skinny, attention_parts] = form;
     const std::string& arch = spec.arch;
     const QType type = spec.matrix_type;
     auto model = dl::test::tiny_model(spec);
@@ -355,6 +361,7 @@ void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bo
     }
     o.tuning.expert_tile_pairs = tiles ? 1 : 0;
     o.tuning.expert_expand = expand;
+    o.tuning.attention_rows_parts = attention_parts;
     if (skinny) {
         if (!Kernels::gemm_uses_skinny(dev.features(), dev.variant()))
             GTEST_SKIP() << "no skinny GEMM on this device or build";
@@ -367,6 +374,22 @@ void check_window_prefill(const dl::test::TinySpec& spec, bool bytes = false, bo
     ASSERT_EQ(d.plan().window, kWindow) << d.plan().window_decline;
     if (bytes) {
         ASSERT_NE(d.batch_plan(kWindow, true).describe().find("round_rows"), std::string::npos);
+    }
+    if (attention_parts >= 2) {  // every attention the kernel can split, split with scratch
+        const WindowPlan w = d.window_plan(*d.new_session(64), kWindow, false);
+        const Variant av = Kernels::attention_variant(dev.features(), d.plan().variant,
+                                                      (uint32_t)model->hp.head_dim);
+        size_t all = 0;
+        for (const WindowItem& i : w.items) {
+            if (i.kind != WindowItem::Kind::attention_rows) continue;
+            ++all;
+            const bool splits =
+                Kernels::attention_rows_split(dev.features(), o.tuning, i.attention.a,
+                                              i.rows ? i.rows : kWindow, av, 0)
+                    .parts > 1;
+            ASSERT_EQ(i.split.parts.range > 0, splits) << w.describe();
+        }
+        ASSERT_GT(all, 0u) << w.describe();
     }
     if (arch.ends_with("moe")) {
         const std::string p = d.batch_plan(kWindow, true).describe();
@@ -464,40 +487,51 @@ TEST(WindowPrefill, Qwen35MoeQ4K) {
 }
 // Over bytes: the batched GEMVs of the windows' GEMMs and the expert GEMVs.
 TEST(WindowPrefill, Qwen35Q4KOverBytes) {
-    check_window_prefill(test::parity_spec("qwen35", QType::Q4_K), true);
+    check_window_prefill(test::parity_spec("qwen35", QType::Q4_K), {.bytes = true});
 }
 TEST(WindowPrefill, Qwen35MoeQ4KOverBytes) {
-    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), true);
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), {.bytes = true});
 }
 TEST(WindowPrefill, Qwen3MoeQ8OverBytes) {
-    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), true);
+    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), {.bytes = true});
 }
 // The expert GEMMs as grouped GEMM tiles (the shared expert's and the rest over bytes, if so).
 TEST(WindowPrefill, Qwen35MoeF32ExpertTiles) {
-    check_window_prefill(test::moe_spec("qwen35moe"), false, true);
+    check_window_prefill(test::moe_spec("qwen35moe"), {.tiles = true});
 }
 TEST(WindowPrefill, Qwen35MoeQ4KExpertTiles) {
-    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), false, true);
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), {.tiles = true});
 }
 TEST(WindowPrefill, Qwen3MoeQ8ExpertTilesOverBytes) {
-    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), true, true);
+    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), {.bytes = true, .tiles = true});
 }
 // The skinny GEMMs of few rows over the K-quants, the dense and the shared experts'.
 TEST(WindowPrefill, Qwen35Q4KSkinny) {
-    check_window_prefill(test::parity_spec("qwen35", QType::Q4_K), false, false, false, true);
+    check_window_prefill(test::parity_spec("qwen35", QType::Q4_K), {.skinny = true});
 }
 TEST(WindowPrefill, Qwen3Q4KSkinny) {
-    check_window_prefill(test::parity_spec("qwen3", QType::Q4_K), false, false, false, true);
+    check_window_prefill(test::parity_spec("qwen3", QType::Q4_K), {.skinny = true});
 }
 TEST(WindowPrefill, Qwen35MoeQ4KSkinny) {
-    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), false, false, false, true);
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), {.skinny = true});
+}
+// The windows' attention split over its keys into three parts (the later windows' history of a
+// tile or two leaves some parts without keys).
+TEST(WindowPrefill, Qwen35Q8AttentionSplit) {
+    check_window_prefill(test::parity_spec("qwen35", QType::Q8_0), {.attention_parts = 3});
+}
+TEST(WindowPrefill, Qwen3F32AttentionSplit) {
+    check_window_prefill(test::parity_spec("qwen3", QType::F32), {.attention_parts = 3});
+}
+TEST(WindowPrefill, LlamaQ4KAttentionSplit) {
+    check_window_prefill(test::parity_spec("llama", QType::Q4_K), {.attention_parts = 2});
 }
 // ...over the expert stacks expanded to F16 (the tiles round their weights to F16 either way).
 TEST(WindowPrefill, Qwen35MoeQ4KExpertTilesOverF16) {
-    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), false, true, true);
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), {.tiles = true, .expand = true});
 }
 TEST(WindowPrefill, Qwen3MoeQ8ExpertTilesOverF16) {
-    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), false, true, true);
+    check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), {.tiles = true, .expand = true});
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { uint kc[]; };
 layout(std430, binding = 2) readonly buffer VCache { uint vc[]; };
 layout(std430, binding = 3) readonly buffer Tok { uint tok[]; };
+layout(std430, binding = 4) coherent buffer Split { uint split_u[]; };
+layout(std430, binding = 5) coherent buffer SplitF { float split_f[]; };
 #include "kv_pages.glsl"
 
 layout(push_constant) uniform Push {
@@ -55,6 +57,7 @@ layout(push_constant) uniform Push {
     uint o_off, o_row;                    // act: output head h of row r at o_off + r * o_row + h * head_dim
     uint gate_off, gate_stride, gate_row; // act: gate of head h of row r, or gate_off = ~0u
     float scale;                          // 1/sqrt(head_dim)
+    uint splits;                          // parts of the keys (grid z; attn_window_split.glsl)
 } p;
 
 #if !defined(SCORE_SHUFFLE)
@@ -66,6 +69,11 @@ shared float pmax[NKG * QV]; // per key group maxima of the scores
 shared float psum[NKG * QV]; // per key group sums of the weights
 shared float mrow[2 * QV];   // running max before / after this tile (alternating halves)
 shared float corr[QV];       // rescale of the accumulators for this tile, then the final sums
+
+#include "gemm_split.glsl"
+#define QVEC QV
+#define HEAD HD
+#include "attn_window_split.glsl"
 
 // Cache rows kb .. kb + BK of key/value head kvh into the tile; rows past n_keys read as zero so
 // that unwritten (possibly NaN) cache rows never reach a product.
@@ -100,6 +108,22 @@ uint score_id() {
 #else
     return gl_LocalInvocationID.x;
 #endif
+}
+
+// Output dim pair w of query vector q (row r0 + q / group, head h0 + q % group), normalized,
+// times sigmoid(gate) when the layer is gated; rows past the window are not written.
+void store_out(uint q, uint w, vec2 v) {
+    const uint r = gl_WorkGroupID.y * (QV / p.group) + q / p.group;
+    const uint h = gl_WorkGroupID.x * p.group + q % p.group;
+    if (r >= p.n_rows) return;
+    const uint d = 2u * w;
+    if (p.gate_off != 0xffffffffu) {
+        uint gb = p.gate_off + r * p.gate_row + h * p.gate_stride + d;
+        v *= 1.0 / (1.0 + exp(-vec2(act[gb], act[gb + 1u])));
+    }
+    uint ob = p.o_off + r * p.o_row + h * HD + d;
+    act[ob] = v.x;
+    act[ob + 1u] = v.y;
 }
 
 void main() {
@@ -141,7 +165,9 @@ void main() {
     for (uint i = 0u; i < QPT; ++i) o[i] = vec2(0.0);
 
     uint cur = 0u;
-    for (uint kb = 0u; kb < n_keys; kb += BK) {
+    uint kb0, kb1;
+    split_keys(pos0, n_keys, BK, kb0, kb1);
+    for (uint kb = kb0; kb < kb1; kb += BK) {
         load_tile(false, kb, n_keys, kvh);
         barrier();
 
@@ -184,8 +210,9 @@ void main() {
 #endif
         barrier();
 
-        // Key 0 lies in the first tile and every row sees it, so each running max is finite
-        // from the first tile on and a fully masked later tile only adds exp(-inf) = 0.
+        // Every row sees the first tile's first key (key 0, or a key of the history where the
+        // keys are split), so each running max is finite from the first tile on and a fully
+        // masked later tile only adds exp(-inf) = 0.
         for (uint sb = score_id(); sb < NSB; sb += WG) {
             uint q, kg;
             score_block(sb, q, kg);
@@ -223,19 +250,30 @@ void main() {
         barrier();  // the next tile rewrites tile, pr, psum and corr
     }
 
+    if (p.splits > 1u) {
+        // This part's unnormalized output, running maxima and sums; the last part merges.
+        const uint z = gl_WorkGroupID.z;
+        for (uint i = 0u; i < QPT; ++i) {
+            split_f[split_out(z, oq + i, 2u * ow)] = o[i].x;
+            split_f[split_out(z, oq + i, 2u * ow + 1u)] = o[i].y;
+        }
+        if (t < QV) {
+            split_f[split_max(z, t)] = mrow[cur * QV + t];
+            split_f[split_sum(z, t)] = l;
+        }
+        if (!split_last(split_block())) return;
+        for (uint i = 0u; i < QPT; ++i) {
+            float w[SPLIT_MAX_PARTS];
+            split_weights(oq + i, w);
+            vec2 v = vec2(0.0);
+            for (uint q = 0u; q < p.splits; ++q)
+                v += w[q] * vec2(split_f[split_out(q, oq + i, 2u * ow)],
+                                 split_f[split_out(q, oq + i, 2u * ow + 1u)]);
+            store_out(oq + i, ow, v);
+        }
+        return;
+    }
     if (t < QV) corr[t] = l;
     barrier();
-    for (uint i = 0u; i < QPT; ++i) {
-        uint q = oq + i, r = r0 + q / g, h = h0 + q % g;
-        if (r >= p.n_rows) continue;
-        vec2 v = o[i] / corr[q];
-        uint d = 2u * ow;
-        if (p.gate_off != 0xffffffffu) {
-            uint gb = p.gate_off + r * p.gate_row + h * p.gate_stride + d;
-            v *= 1.0 / (1.0 + exp(-vec2(act[gb], act[gb + 1u])));
-        }
-        uint ob = p.o_off + r * p.o_row + h * HD + d;
-        act[ob] = v.x;
-        act[ob + 1u] = v.y;
-    }
+    for (uint i = 0u; i < QPT; ++i) store_out(oq + i, ow, o[i] / corr[oq + i]);
 }

@@ -18,10 +18,12 @@
 // α reaches O without indexing a fragment: it is written to an MS × NS block of shared memory
 // whose every row holds its query vector's α, loaded as an accumulator of O's own type and
 // multiplied element by element (both fragments hold the same elements in the same places,
-// whatever the layout). Key 0 is visible to every row, so M is finite from the first tile on
-// (α = 0 there) and a fully masked later tile adds exp(-inf) = 0. The epilogue stores O to
-// shared memory (in passes of OC columns where all of it does not fit), divides by L and, when
-// gate_off is given, multiplies by sigmoid(gate); rows past the window are never written.
+// whatever the layout). Key 0 (split: the part's first key) is visible to every row, so M is
+// finite from the first tile on (α = 0 there) and a fully masked later tile adds exp(-inf) = 0.
+// The epilogue stores O to shared memory (in passes of OC columns where all of it does not
+// fit), divides by L and, when gate_off is given, multiplies by sigmoid(gate); rows past the
+// window are never written. Split over the keys (attn_window_split.glsl), each part stores its
+// O, maxima and sums instead and the last part of a block merges them.
 //
 // The matrix shape MS × NS × KS is one the device lists for F16 × F16 → F32 (the launcher
 // picks it, Kernels::attention_khr). Nothing assumes a subgroup size: S and O blocks are dealt
@@ -51,6 +53,8 @@ layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { uvec4 kc[]; };  // 8 halves a unit
 layout(std430, binding = 2) readonly buffer VCache { uvec4 vc[]; };
 layout(std430, binding = 3) readonly buffer Tok { uint tok[]; };
+layout(std430, binding = 4) coherent buffer Split { uint split_u[]; };
+layout(std430, binding = 5) coherent buffer SplitF { float split_f[]; };
 #include "kv_pages.glsl"
 
 layout(push_constant) uniform Push {
@@ -60,6 +64,7 @@ layout(push_constant) uniform Push {
     uint o_off, o_row;
     uint gate_off, gate_stride, gate_row;
     float scale;  // 1/sqrt(head_dim)
+    uint splits;  // parts of the keys (grid z; attn_window_split.glsl)
 } p;
 
 const float NEG_INF = -1.0 / 0.0;
@@ -90,6 +95,11 @@ const uint NOB = (BR / MS) * NJ;    // O blocks
 // for the epilogue.
 shared float red[2u * WG];
 
+#include "gemm_split.glsl"
+#define QVEC BR
+#define HEAD HD
+#include "attn_window_split.glsl"
+
 #define ACC coopmat<float, gl_ScopeSubgroup, MS, NS, gl_MatrixUseAccumulator>
 #define MAT_A coopmat<float16_t, gl_ScopeSubgroup, MS, KS, gl_MatrixUseA>
 #define MAT_B coopmat<float16_t, gl_ScopeSubgroup, KS, NS, gl_MatrixUseB>
@@ -115,6 +125,17 @@ vec2 score_pair(uint q, uint c2, uint kb, uint last, uint n_keys) {
     uint key = kb + 2u * c2;
     return vec2(key <= last && key < n_keys ? s.x : NEG_INF,
                 key + 1u <= last && key + 1u < n_keys ? s.y : NEG_INF);
+}
+
+// Output dim d of query vector q (row r0 + q / group, head h0 + q % group), normalized, times
+// sigmoid(gate) when the layer is gated; rows past the window are not written.
+void store_out(uint q, uint d, float v) {
+    const uint r = gl_WorkGroupID.y * (BR / p.group) + q / p.group;
+    const uint h = gl_WorkGroupID.x * p.group + q % p.group;
+    if (r >= p.n_rows) return;
+    if (p.gate_off != 0xffffffffu)
+        v *= 1.0 / (1.0 + exp(-act[p.gate_off + r * p.gate_row + h * p.gate_stride + d]));
+    act[p.o_off + r * p.o_row + h * HD + d] = v;
 }
 
 void main() {
@@ -152,7 +173,9 @@ void main() {
     ACC o[FPS];
     [[unroll]] for (uint i = 0u; i < FPS; ++i) o[i] = ACC(0.0);
 
-    for (uint kb = 0u; kb < n_keys; kb += BC) {
+    uint kb0, kb1;
+    split_keys(pos0, n_keys, BC, kb0, kb1);
+    for (uint kb = kb0; kb < kb1; kb += BC) {
         stage_tile(false, kb, n_keys, kvh);
         barrier();
 
@@ -224,7 +247,12 @@ void main() {
         barrier();  // the next tile rewrites every region
     }
 
-    if (part == 0u) red[sq] = l;
+    // The sums (and, split, the maxima) of each query vector for the epilogue.
+    if (part == 0u) {
+        red[sq] = l;
+        red[WG + sq] = m;
+    }
+    const bool split = p.splits > 1u;
     for (uint c0 = 0u; c0 < HD; c0 += OC) {
         [[unroll]] for (uint i = 0u; i < FPS; ++i) {
             uint b = sg + i * nsg;
@@ -238,13 +266,37 @@ void main() {
         barrier();
         for (uint e = t; e < BR * OC; e += WG) {
             uint q = e / OC, c = e % OC;
-            uint r = r0 + q / g, h = h0 + q % g, d = c0 + c;
-            if (r >= p.n_rows) continue;
-            float v = uintBitsToFloat(sm[q * LDO + c / 4u][c & 3u]) / red[q];
-            if (p.gate_off != 0xffffffffu)
-                v *= 1.0 / (1.0 + exp(-act[p.gate_off + r * p.gate_row + h * p.gate_stride + d]));
-            act[p.o_off + r * p.o_row + h * HD + d] = v;
+            float v = uintBitsToFloat(sm[q * LDO + c / 4u][c & 3u]);
+            if (split)  // (unnormalized: the last part merges)
+                split_f[split_out(gl_WorkGroupID.z, q, c0 + c)] = v;
+            else
+                store_out(q, c0 + c, v / red[q]);
         }
         barrier();  // the next pass rewrites the staging
+    }
+    if (!split) return;
+    for (uint q = t; q < BR; q += WG) {
+        split_f[split_max(gl_WorkGroupID.z, q)] = red[WG + q];
+        split_f[split_sum(gl_WorkGroupID.z, q)] = red[q];
+    }
+    if (!split_last(split_block())) return;
+    // Each part's weight of each query vector ([part][vector], floats in the staging's place).
+    for (uint q = t; q < BR; q += WG) {
+        float w[SPLIT_MAX_PARTS];
+        split_weights(q, w);
+        for (uint z = 0u; z < p.splits; ++z) {
+            const uint i = z * BR + q;
+            sm[i / 4u][i & 3u] = floatBitsToUint(w[z]);
+        }
+    }
+    barrier();
+    for (uint e = t; e < BR * HD; e += WG) {
+        uint q = e / HD, d = e % HD;
+        float v = 0.0;
+        for (uint z = 0u; z < p.splits; ++z) {
+            const uint i = z * BR + q;
+            v += uintBitsToFloat(sm[i / 4u][i & 3u]) * split_f[split_out(z, q, d)];
+        }
+        store_out(q, d, v);
     }
 }
