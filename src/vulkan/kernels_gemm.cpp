@@ -133,10 +133,18 @@ GemmKernels::SkinnyShape GemmKernels::skinny_shape(uint32_t rows, uint32_t cols,
     if (skinny_shared(s.rt, s.mt) > f.max_shared_memory) s.rt = 2;
     const uint32_t tiles = (rows + 32 * s.rt - 1) / (32 * s.rt) * s.y_tiles;
     const uint32_t nb = cols / 256;
-    // Parts enough for about four workgroups a multiprocessor: each holds only a few blocks of
-    // its rows in flight (unsplit, B8 870 -> 492 t/s on the H100).
+    // Parts enough for a few workgroups a multiprocessor (each holds only a few blocks of its
+    // rows in flight; unsplit, B8 870 -> 492 t/s on the H100): four for 16 rows of X, fewer as
+    // more rows make each block's products longer, and at least four blocks a part. H100,
+    // SkinnyGemmSpeed (docs/perf/history.md 2026-12-06 (11:00)): the best parts of a 4096 x
+    // 12288 Q4_K matrix were 8 / 4 / 4 at 16 / 32 / 64 rows, of a 12288 x 4096 one 2 / 2 / 1,
+    // of a 4096 x 4096 Q6_K one 4 at every count.
     uint32_t parts = tuning.gemm_skinny_parts;
-    if (parts == 0) parts = std::max<uint32_t>(1, 4 * (f.sm_count ? f.sm_count : 16) / tiles);
+    if (parts == 0) {
+        const uint32_t a_multiprocessor = s.mt == 1 ? 4 : s.mt == 2 ? 3 : 2;
+        parts = std::max<uint32_t>(1, a_multiprocessor * (f.sm_count ? f.sm_count : 16) / tiles);
+        parts = std::min(parts, std::max<uint32_t>(1, nb / 4));
+    }
     parts = std::max<uint32_t>(1, std::min({parts, nb, kGemmSplitParts}));
     const uint32_t k_part = (nb + parts - 1) / parts;  // blocks
     s.split.parts = (nb + k_part - 1) / k_part;
