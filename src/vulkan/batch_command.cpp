@@ -212,7 +212,11 @@ void ResidentDriver::run_batch(std::span<StepItem> items, size_t decodes) {
                       true);
         cmd.submit_and_wait();
         ++mixed_steps_;
-        if (profile_) profile_->add("batch", (int64_t)m, cmd.times());
+        if (profile_) {
+            profile_->add("batch", (int64_t)m, cmd.times());
+            log::debug("vulkan profile: a step of {} rows ({} prompt chunks): {}", m,
+                       sessions.size(), Profile::line(cmd.times()));
+        }
     }
     // Every row ran: each session holds its tokens now, whatever a row's sampling found.
     const float* logits = static_cast<const float*>(W.win_logits.mapped());

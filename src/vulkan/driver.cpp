@@ -464,7 +464,11 @@ void ResidentDriver::prefill(SessionState& st, std::span<const int32_t> tokens, 
         static_cast<uint32_t*>(s.tok.mapped())[0] = (uint32_t)s.n_past;
         CommandList& cmd = window_command(s, m, all, true);
         cmd.submit_and_wait();
-        if (profile_) profile_->add("prefill", m, cmd.times());
+        if (profile_) {
+            profile_->add("prefill", m, cmd.times());
+            log::debug("vulkan profile: a window of {} rows at position {}: {}", m, s.n_past,
+                       Profile::line(cmd.times()));
+        }
         s.n_past += m;
         if (all) {
             size_t at = logits.size();

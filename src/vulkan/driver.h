@@ -101,6 +101,8 @@ struct Profile {
     void add(const std::string& phase, int64_t tokens,
              const std::vector<std::pair<std::string, double>>& times);
     std::string report() const;
+    // One command's stages as a line: its total and its costliest roles, most first.
+    static std::string line(const std::vector<std::pair<std::string, double>>& times);
 };
 
 class ResidentDriver final : public Executor {

@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace dl::vk {
 
@@ -43,6 +47,22 @@ std::string Profile::report() const {
                                total > 0 ? 100 * ms / total : 0.0,
                                p.tokens ? 1e3 * ms / p.tokens : 0.0);
     }
+    return out;
+}
+
+std::string Profile::line(const std::vector<std::pair<std::string, double>>& times) {
+    std::map<std::string, double> by_role;
+    double total = 0;
+    for (const auto& [role, ms] : times) {
+        by_role[role] += ms;
+        total += ms;
+    }
+    std::vector<std::pair<double, std::string>> rows;
+    for (const auto& [role, ms] : by_role) rows.push_back({ms, role});
+    std::sort(rows.rbegin(), rows.rend());
+    std::string out = fmt::format("{:.3f} ms:", total);
+    for (size_t i = 0; i < rows.size() && i < 8; ++i)
+        out += fmt::format(" {} {:.3f};", rows[i].second, rows[i].first);
     return out;
 }
 
