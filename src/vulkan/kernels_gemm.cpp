@@ -16,6 +16,7 @@ namespace {
 
 struct GemmPush {
     uint32_t m, n, k, row_bytes, x_off, y_off, mode, splits, k_split;
+    uint32_t x_rows;  // the NV tiles: rows of the F16 copy of X its loads may read (>= m)
 };
 struct F16CopyPush {
     uint32_t n, x_off;
@@ -283,8 +284,12 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
     }
     const bool f16 = gemm_reads_f16(v, cols);
     if (f16 && x16.buffer == VK_NULL_HANDLE) fail("the cooperative-matrix GEMM needs the F16 rows");
-    GemmPush p{n_rows, rows, cols, (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
-               1,      0};
+    GemmPush p{n_rows, rows, cols,  (uint32_t)row_size(t, cols), x_off, y_off, accumulate ? 1u : 0u,
+               1,      0,    n_rows};
+    // The F16 copy's view may hold rows past n_rows (a window's buffer holds the plan's rows):
+    // the NV tiles read them unclamped, as whole tiles, and store only rows below n_rows.
+    if (f16 && cols > 0)
+        p.x_rows = (uint32_t)std::max<uint64_t>(n_rows, x16.range / ((uint64_t)cols * 2));
     // A split that fits its scratch (else none); unsplit, the scratch's bindings are y's.
     auto split_by = [&](GemmSplit g) {
         if (g.parts < 2 || split.counters.buffer == VK_NULL_HANDLE ||

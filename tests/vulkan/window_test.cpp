@@ -171,8 +171,11 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     dev.upload(y, y_off * 4, init.data(), n_out * 4);
                 }
                 // The F16 copy of X the cooperative-matrix tiles read (or its rows rounded to
-                // bytes), poisoned past the rows.
-                const uint32_t n16 = (m * cols + 7) / 8 * 8;
+                // bytes), poisoned past the rows; as a window's, it holds more rows than m (past
+                // the last tile's), which the NV tiles read unclamped: NaN there must reach no
+                // product of the rows below m.
+                const uint32_t x16_rows = (m + 127) / 128 * 128 + 64;
+                const uint32_t n16 = (x16_rows * cols + 7) / 8 * 8;
                 Buffer x16 =
                     test::poisoned(dev, std::max(n16 / 2, m * Kernels::rounding_floats(cols)) + 4);
                 const bool f16 = !rounds && K.gemm_reads_f16(v, cols);

@@ -6,9 +6,10 @@
 // Y is [M][N] F32 at y_off (row stride N), written or added to (mode 1: the residual stream).
 // A workgroup computes a BM × BN tile of Yᵀ (BM weight rows × BN window rows) in steps of BK
 // columns; the sizes are specialization constants so the launcher can fit them to the shape.
-// A tile that lies inside both matrices, with K a whole number of unrolled steps, loads through
-// layouts without clamping in a loop unrolled over a block (twice the TFLOP/s of the clamped
-// loop on an H200); edge tiles load through layouts that clamp loads past M, N or K to zero.
+// A tile whose weight rows lie inside W, with K a whole number of unrolled steps, loads W
+// through a layout without clamping in a loop unrolled over a block (twice the TFLOP/s of the
+// clamped loop on an H200), X through one that clamps only where the tile passes M; edge tiles
+// of W or K load through layouts that clamp loads past M, N or K to zero.
 // Stores always clamp (drop what lies outside Y). The host keeps y_off a multiple of 4 (tensor
 // bases are 16-byte aligned).
 // SPLIT_K (the _split modules), split over K (workgroup z the part; gemm_split.glsl): each
@@ -55,6 +56,7 @@ layout(push_constant) uniform Push {
     uint mode;       // 0: Y = X·Wᵀ, 1: Y += X·Wᵀ
     uint splits;     // parts of K (SPLIT_K)
     uint k_split;    // columns a part, a multiple of UNROLL · BK (SPLIT_K)
+    uint x_rows;     // rows of X the loads may read (>= M; rows past M reach only Y's rows past M)
 } p;
 
 #if defined(SPLIT_K)
@@ -217,27 +219,43 @@ void main() {
         coopMatLoadTensorNV(acc, y, p.y_off, sliceTensorLayoutNV(ly, m0, BN, n0, BM), tr);
 #endif
 
-    if (n0 + BM <= p.N && m0 + BN <= p.M && p.K % (UNROLL * BK) == 0u) {
-        // The tile lies inside both matrices and K is whole unrolled steps: the loads need no
-        // clamping (layouts without a clamp mode; the row strides spelled out, X's a multiple
-        // of 8 halves so its rows stay 16-byte aligned).
+    if (n0 + BM <= p.N && p.K % (UNROLL * BK) == 0u) {
+        // The tile's weight rows lie inside W and K is whole unrolled steps: W's loads need no
+        // clamping (a layout without a clamp mode, the row stride spelled out); X's need none
+        // either where the tile's window rows lie inside the rows X's buffer holds (its stride
+        // a multiple of 8 halves, so its rows stay 16-byte aligned: rows past M multiply into
+        // Y's rows past M only, which the store drops), else its layout clamps the rows past M
+        // to zero. Clamping W as well (the edge tiles below) cost a window of 164 rows 80 ms of
+        // GEMMs on an H100 against 99 ms for 2048 rows; clamping X alone, 53 ms.
         tensorLayoutNV<2> lw = createTensorLayoutNV(2);
 #if !defined(WTYPE_F16)
         lw = setTensorLayoutBlockSizeNV(lw, 1, QK);
 #endif
         lw = setTensorLayoutDimensionNV(lw, p.N, p.K);
         lw = setTensorLayoutStrideNV(lw, QK == 1u ? p.K & ~7u : p.K / QK, 1);
-        tensorLayoutNV<2> lx = createTensorLayoutNV(2);
-        lx = setTensorLayoutDimensionNV(lx, p.M, p.K);
-        lx = setTensorLayoutStrideNV(lx, p.K & ~7u, 1);
-        for (uint k0 = k_begin; k0 < k_end; k0 += UNROLL * BK) {
-            [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
-                const uint k = k0 + j * BK;
-                STEP(lw, lx, k)
+        if (m0 + BN <= p.x_rows) {
+            tensorLayoutNV<2> lx = createTensorLayoutNV(2);
+            lx = setTensorLayoutDimensionNV(lx, p.x_rows, p.K);
+            lx = setTensorLayoutStrideNV(lx, p.K & ~7u, 1);
+            for (uint k0 = k_begin; k0 < k_end; k0 += UNROLL * BK) {
+                [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
+                    const uint k = k0 + j * BK;
+                    STEP(lw, lx, k)
+                }
+            }
+        } else {
+            tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lx =
+                createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+            lx = setTensorLayoutDimensionNV(lx, p.M, p.K);
+            for (uint k0 = k_begin; k0 < k_end; k0 += UNROLL * BK) {
+                [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
+                    const uint k = k0 + j * BK;
+                    STEP(lw, lx, k)
+                }
             }
         }
     } else {
-        // Edge tiles: the tensor layouts clamp loads past M, N or K to zero.
+        // Edge tiles of W or of K: the tensor layouts clamp loads past M, N or K to zero.
         tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lw =
             createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
 #if !defined(WTYPE_F16)
