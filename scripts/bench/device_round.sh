@@ -23,10 +23,13 @@
 #            SKINNY_KEEP=1 the form whose generation rates sum highest runs the later stages
 #   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
 #            xz in .devrun/extra), each checked against a CPU reference; VK_SPEED_FILTER picks
-#            other reports (SkinnyGemmSpeed.*: the skinny GEMM by its tiles and parts)
+#            other reports (SkinnyGemmSpeed.*: the skinny GEMM by its tiles and parts;
+#            WindowAttentionSpeed.*: the window attention), KERNELS_S seconds at most (120)
 #   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
 #            stream, by stage
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
+#   windows  the 9B's prefill windows stage by stage (--profile, a line a window): WINDOW_CASES
+#            of prompt@depth (short windows late in a long prompt, whole windows)
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   experts  the expert GEMMs of prefill windows as grouped GEMM tiles: their kernel and window
 #            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
@@ -42,6 +45,10 @@
 #   serve    deltallm serve against llama-server (scripts/bench/device_serve.sh; llama-server
 #            from .devrun/extra/llama-server.tar.xz, peer_server.sh pack) at 1, 8, 32, 64 clients
 #            (ENGINES="deltallm unmixed llama-server" adds ours with DELTALLM_VK_MIXED_STEPS=0)
+#   small    the 9B's windows of a few hundred rows (SMALL_PROMPTS) in each of SMALL_FORMS (the
+#            F16 expansion's threshold, the skinny GEMM's rows); SMALL_KEEP=1 keeps the fastest
+#   odd      the 9B's prompts of row counts that are not whole GEMM tiles (ODD_PROMPTS, default
+#            164,1000,2017), ours against llama.cpp
 #   table    ours against llama.cpp single-stream on the 9B, the 0.8B and Qwen3-8B Q4_K_M
 # Here: scripts/bench/device_bench.sh prepare, the xz files under .devrun/extra; carry .gl and
 # .devrun. The outputs are many small files (a device call returns 8): they are written to a
@@ -153,8 +160,8 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
             xz -dc "$extra/test_vulkan.xz" >/tmp/test_vulkan && chmod +x /tmp/test_vulkan
             DELTALLM_TEST_DATA="$repo/tests/data" timeout "${SKINNY_TEST_S:-100}" /tmp/test_vulkan --gtest_brief=1 \
                 --gtest_filter="${SKINNY_TESTS:-Formats/GemmTiles.*q4_K*:Formats/GemmTiles.*q6_K*:WindowPrefill.*Skinny*:VulkanBatchedStep.*:VulkanScheduler.*}" \
-                2>&1 | grep -E '^\[  FAILED|^\[  PASSED|^\[  SKIPPED|tests? from .* ran|Failure|error|Which is|skinny' |
-                head -30 | tee "$out/skinny-tests.txt"
+                2>&1 | grep -E '^\[  FAILED|^\[  PASSED|^\[  SKIPPED|tests? from .* ran|Failure|error|Which is|difference|skinny' |
+                head -40 | tee "$out/skinny-tests.txt"
         fi
         synth qwen35 9b q4_k_m
         # The forms of a batched step's GEMMs (pp16 + tg32 at B = 8, 32, 64) and of short
@@ -192,8 +199,9 @@ PY
         [ -f "$extra/vk_speed.xz" ] || continue
         fits 60 "kernels alone (vk_speed ${VK_SPEED_FILTER:-BatchedGemvSpeed.*})" || continue
         xz -dc "$extra/vk_speed.xz" >/tmp/vk_speed && chmod +x /tmp/vk_speed
-        timeout 120 /tmp/vk_speed --gtest_filter="${VK_SPEED_FILTER:-BatchedGemvSpeed.*}" 2>&1 |
-            grep -E '^batched GEMV|^skinny GEMM|FAILED|Failure|OK \]' | tee "$out/kernels.txt"
+        timeout "${KERNELS_S:-120}" /tmp/vk_speed --gtest_filter="${VK_SPEED_FILTER:-BatchedGemvSpeed.*}" 2>&1 |
+            grep -E '^batched GEMV|^skinny GEMM|^window attention|FAILED|Failure|OK \]' |
+            tee "$out/kernels.txt"
         ;;
     profile)
         fits 80 "profiles of batched steps" || continue
@@ -256,6 +264,19 @@ PY
             grep -o "pipeline [^ ]* [^ ]*" "$out/profile-$name.txt" | sort | uniq -c |
                 grep -E "gemm|expand|f16|dequant" | head -30
         done
+        ;;
+    windows)
+        fits 60 "prefill windows by stage" || continue
+        synth qwen35 9b q4_k_m
+        # Each window's stages (--profile, one line a window): a later chat turn's short windows
+        # late in a long prompt against the same at its start, and whole windows of a round and
+        # an odd row count (WINDOW_CASES: prompt@depth ...).
+        for c in ${WINDOW_CASES:-164@6144 164@0 100@6144 2017@0 2048@0 2048@4096}; do
+            echo "== pp${c%@*} at depth ${c#*@}"
+            DELTALLM_VK_PROFILE=1 timeout 60 "$ours" -v bench -m "$m9" --device vulkan \
+                -p "${c%@*}" -d "${c#*@}" -n 0 -r 1 -o csv 2>&1 |
+                grep -E "vulkan profile: a window|,pp" | sed 's/^debug: vulkan profile: //'
+        done | tee "$out/windows.txt"
         ;;
     batched)
         fits 150 "batched 9B against llama.cpp" || continue
@@ -332,6 +353,42 @@ PY
         LEVELS=${SERVE_LEVELS:-1,8,32,64} REQUESTS=${SERVE_REQUESTS:-16} WAVES=2 TURNS=2 \
             OUT=$out timeout $(($(left) - 10)) bash scripts/bench/device_serve.sh >"$out/serve.log" 2>&1
         tail -30 "$out/serve.log"
+        ;;
+    small)
+        fits 60 "the GEMMs of windows of a few hundred rows, by form" || continue
+        synth qwen35 9b q4_k_m
+        # SMALL_FORMS ('|' between forms): the GEMMs of windows over the skinny GEMM's rows as
+        # today, without the F16 expansion, on the skinny GEMM up to 256 rows; with SMALL_KEEP=1
+        # the form whose prompt rates sum highest runs the later stages.
+        IFS='|' read -r -a forms <<<"${SMALL_FORMS:-DELTALLM_VK_GEMM_EXPAND_ROWS=64|DELTALLM_VK_GEMM_EXPAND_ROWS=2048|DELTALLM_VK_GEMM_SKINNY_ROWS=256}"
+        for form in "${forms[@]}"; do
+            printf '%s ' "$form"
+            env $form timeout 60 "$ours" bench -m "$m9" --device vulkan \
+                -p "${SMALL_PROMPTS:-164,256,400,1000}" -n 0 -r 2 -o csv 2>/dev/null | grep ',pp' |
+                cut -d, -f7,10 | tr '\n' ' '
+            echo
+        done | tee "$out/small.txt"
+        best_small=$(python3 - "$out/small.txt" <<'PY'
+import sys
+best, top = "", 0.0
+for line in open(sys.argv[1]):
+    parts = line.split()
+    rates = [float(p.split(",")[1]) for p in parts[1:] if "," in p]
+    if parts and sum(rates) > top:
+        best, top = parts[0], sum(rates)
+print(best)
+PY
+)
+        echo "best small-window form: $best_small" | tee -a "$out/small.txt"
+        [ "${SMALL_KEEP:-0}" = 1 ] && [ -n "$best_small" ] && export $best_small
+        ;;
+    odd)
+        fits 90 "prompts of row counts off the GEMM tiles, against llama.cpp" || continue
+        synth qwen35 9b q4_k_m
+        timeout 150 python3 scripts/bench/compare.py "${args[@]}" -m "$m9" \
+            -p "${ODD_PROMPTS:-164,1000,2017}" -n 0 -r 2 --rounds 1 --md "$out/odd.md" \
+            --json "$out/odd.json" >/dev/null
+        cat "$out/odd.md"
         ;;
     table)
         fits 120 "ours against llama.cpp, single stream" || continue
