@@ -291,6 +291,30 @@ TEST(BatchedGemvModule, SharedMemoryReductionMatchesReference) {
 
 // The F16 copy the cooperative-matrix tiles read: every value within one rounding step of the
 // host conversion (the device may round either way), nothing written past n.
+// The skinny GEMM's parts of K (GemmKernels::skinny_shape, the launcher's rule): never more as the
+// rows of X grow (longer products a block), at least four blocks a part where K splits, and the
+// parts' scratch sized for every tile's partial sums.
+TEST(SkinnyGemmShape, PartsFallAsRowsGrowAndKeepFourBlocks) {
+    VK_TEST_DEVICE();
+    for (auto [rows, cols] : {std::pair{12288u, 4096u}, {4096u, 12288u}, {4096u, 4096u}}) {
+        uint32_t last = ~0u;
+        for (uint32_t m : {9u, 16u, 32u, 48u, 64u, 128u}) {
+            const Kernels::SkinnyShape s = K.skinny_shape(rows, cols, m);
+            const uint32_t parts = std::max(s.split.parts, 1u), nb = cols / 256;
+            EXPECT_LE(parts, last) << rows << "x" << cols << ", " << m << " rows";
+            last = parts;
+            if (parts > 1) {
+                EXPECT_GE(s.split.k_split / 256, 4u) << rows << "x" << cols << ", " << m;
+                EXPECT_EQ((nb + s.split.k_split / 256 - 1) / (s.split.k_split / 256), parts);
+                const uint64_t tiles = (rows + 32 * s.rt - 1) / (32 * s.rt) * s.y_tiles;
+                EXPECT_EQ(s.split.need.parts, tiles * parts * 16 * s.mt * 32 * s.rt * 4);
+            }
+            EXPECT_EQ(s.mt, std::min(4u, (m + 15) / 16));
+            EXPECT_GE(s.y_tiles * 16 * s.mt, m);
+        }
+    }
+}
+
 TEST(F16Copy, MatchesHostRounding) {
     VK_TEST_DEVICE();
     const uint32_t n = 8 * 37, x_off = 3;
