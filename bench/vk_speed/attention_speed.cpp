@@ -139,6 +139,24 @@ TEST(DecodeAttentionSpeed, AfterOtherWork) {
     }
 }
 
+// The best of five runs of a window's attention (its preparation of the rows not counted), ms.
+double attention_ms(Device& dev, Kernels& K, Window& w, Variant v,
+                    Kernels::SplitScratch split = {}) {
+    CommandList cl(dev);
+    cl.enable_timestamps(2);
+    cl.begin(true);
+    w.record(K, cl, v, split);
+    cl.mark("attention");
+    cl.end();
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+        cl.submit_and_wait();
+        for (const auto& [label, ms] : cl.times())
+            if (label == "attention") best = std::min(best, ms);
+    }
+    return best;
+}
+
 // Speed report (meant for a real GPU): the attention of Qwen3.5-9B (16 query
 // heads over 4 key/value heads of 256, gated) and of Qwen3-8B (32 over 8 of 128) for a window of
 // 512 rows at the start of a prompt and as the last window of 4096- and 8192-token prompts, on
@@ -210,18 +228,7 @@ TEST(WindowAttentionSpeed, Report) {
             for (uint32_t start :
                  cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {
                 Window w(dev, WindowCase{m.hd, m.n_head, m.n_kv, start, 0, 0, m.gate}, n);
-                CommandList cl(dev);
-                cl.enable_timestamps(2);
-                cl.begin(true);
-                w.record(K, cl, v);
-                cl.mark("attention");
-                cl.end();
-                double best = 1e30;
-                for (int rep = 0; rep < 5; ++rep) {
-                    cl.submit_and_wait();
-                    for (const auto& [label, ms] : cl.times())
-                        if (label == "attention") best = std::min(best, ms);
-                }
+                const double best = attention_ms(dev, K, w, v);
                 // Keys seen by all rows; each costs 2·hd flops for the score and 2·hd for the
                 // value.
                 const double keys = (double)n * start + (double)n * (n + 1) / 2;
@@ -287,18 +294,7 @@ TEST(WindowAttentionSpeed, ShortWindowsLate) {
                     sums = dev.create_buffer(s.need.parts, MemoryKind::device);
                     scratch = {view(counters), view(sums)};
                 }
-                CommandList cl(dev);
-                cl.enable_timestamps(2);
-                cl.begin(true);
-                w.record(K, cl, v, scratch);
-                cl.mark("attention");
-                cl.end();
-                double best = 1e30;
-                for (int rep = 0; rep < 5; ++rep) {
-                    cl.submit_and_wait();
-                    for (const auto& [label, ms] : cl.times())
-                        if (label == "attention") best = std::min(best, ms);
-                }
+                const double best = attention_ms(dev, K, w, v, scratch);
                 line += fmt::format(" {} part{} {:.3f} ms;", s.parts, s.parts > 1 ? "s" : "", best);
                 auto out = test::from_device<float>(dev, w.act, w.n_act);
                 for (uint32_t r : {0u, n - 1})
