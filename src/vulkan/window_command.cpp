@@ -218,7 +218,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
 
     LayerChain chain;
     chain.stage = stage;
-    chain.project_role = "gemm";
+    chain.project_role = "gemm in";
     chain.project = [&](const Tensor* t, uint32_t x_off, uint32_t y_off) {
         gemm(t, x_off, false, y_off, false);
     };
@@ -295,7 +295,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
     chain.ffn_in = [&](const Layer& L, const Tensor*) {
         gemm(L.ffn_gate, A.xn, false, A.gate, false);
         gemm(L.ffn_up, A.xn, false, A.up, false);
-        stage("gemm");
+        stage("gemm ffn");
         swiglu(A.gate, A.up, A.ffn, (uint32_t)hp.n_ff * m);
         stage("swiglu");
     };
@@ -348,7 +348,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             gemm(L.ffn_up_shexp, A.xn, false, A.up, false);
         }
         if (gate_bytes) round_rows(A.xn, E, m, A.xn_rounded);
-        stage("gemm");
+        stage("gemm ffn");
         // The choice, the pairs' grouping and the weighted sums: each a kernel over the m rows.
         auto over_rows = [&](Kind kind, uint32_t x_off, uint32_t y_off) {
             WindowItem it;
@@ -422,7 +422,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
     chain.add_norm = [&](const Tensor* t, Act, uint32_t x_off, int64_t cols, const Tensor* norm_w) {
         to_f16(x_off, cols, m);
         gemm(t, x_off, false, A.h, true);
-        stage("gemm");
+        stage("gemm out");
         norm(norm_w, A.h, A.xn);
         stage("norm");
     };

@@ -38,8 +38,8 @@ TEST(VulkanWindowPlan, StagesInTheForwardPassOrder) {
             uint32_t matrices = 0;
             for (int64_t il = 0; il < model->hp.n_layer; ++il) {
                 const bool dn = model->hp.is_recurrent(il);
-                for (const char* r : {"gemm", dn ? "deltanet" : "attention", "gemm", "norm", "gemm",
-                                      "swiglu", "gemm", "norm"})
+                for (const char* r : {"gemm in", dn ? "deltanet" : "attention", "gemm out", "norm",
+                                      "gemm ffn", "swiglu", "gemm out", "norm"})
                     want.push_back(r);
                 matrices += (dn ? 4 : 3) + 1 + 2 + 1;  // inputs, output, gate and up, down
             }
