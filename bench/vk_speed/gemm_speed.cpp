@@ -279,29 +279,35 @@ TEST(SkinnyGemmSpeed, Forms) {
             test::run(dev,
                       [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), m * cols); });
             Buffer y = test::poisoned(dev, (size_t)m * rows);
+            // Two tiles of weight rows, X requested a stage ahead, parts by the rule; then
+            // X read between the barriers, by tiles and parts.
+            std::vector<std::tuple<uint32_t, uint32_t, bool>> forms = {{2u, 0u, true}};
             for (uint32_t rt : {2u, 4u})
-                for (uint32_t parts : {0u, 1u, 2u, 4u, 8u, 16u}) {
-                    test::Scoped rt_scope(K.tuning.gemm_skinny_rt, rt);
-                    test::Scoped parts_scope(K.tuning.gemm_skinny_parts, parts);
-                    const Kernels::SkinnyShape sh = K.skinny_shape(rows, cols, m);
-                    // Its split's scratch (its counters zero).
-                    Buffer counters = test::to_device(
-                        dev, std::vector<uint32_t>(sh.split.need.counters / 4 + 4, 0u));
-                    Buffer sums = test::poisoned(dev, sh.split.need.parts / 4 + 4);
-                    const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                        K.gemm(cl, dev.variant(), t, view(w.w), rows, cols, view(xb), 0, view(x16),
-                               view(y), 0, m, false, {}, false, 0, {view(counters), view(sums)});
-                    });
-                    fmt::print(
-                        "skinny GEMM {} {}x{}, {} rows of X, {} tiles a workgroup, parts {} ({}): "
-                        "{:.3f} ms, {:.1f} GB/s of weights\n",
-                        qtype_name(t), rows, cols, m, sh.rt,
-                        parts ? fmt::format("{}", parts) : "auto", sh.split.parts, ms,
-                        (double)w.row_bytes * rows / (ms * 1e-3) / 1e9);
-                    auto out = test::from_device<float>(dev, y, (size_t)m * rows);
-                    check_products(out, w, x, m, rows, cols, 2e-3, qtype_name(t));
-                    if (HasFatalFailure()) return;
-                }
+                for (uint32_t parts : {0u, 1u, 2u, 4u, 8u, 16u})
+                    forms.push_back({rt, parts, false});
+            for (auto [rt, parts, prefetch] : forms) {
+                test::Scoped rt_scope(K.tuning.gemm_skinny_rt, rt);
+                test::Scoped parts_scope(K.tuning.gemm_skinny_parts, parts);
+                test::Scoped prefetch_scope(K.tuning.gemm_skinny_prefetch, prefetch);
+                const Kernels::SkinnyShape sh = K.skinny_shape(rows, cols, m);
+                // Its split's scratch (its counters zero).
+                Buffer counters =
+                    test::to_device(dev, std::vector<uint32_t>(sh.split.need.counters / 4 + 4, 0u));
+                Buffer sums = test::poisoned(dev, sh.split.need.parts / 4 + 4);
+                const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                    K.gemm(cl, dev.variant(), t, view(w.w), rows, cols, view(xb), 0, view(x16),
+                           view(y), 0, m, false, {}, false, 0, {view(counters), view(sums)});
+                });
+                fmt::print(
+                    "skinny GEMM {} {}x{}, {} rows of X, {} tiles a workgroup, parts {} ({}){}: "
+                    "{:.3f} ms, {:.1f} GB/s of weights\n",
+                    qtype_name(t), rows, cols, m, sh.rt, parts ? fmt::format("{}", parts) : "auto",
+                    sh.split.parts, prefetch ? ", X a stage ahead" : "", ms,
+                    (double)w.row_bytes * rows / (ms * 1e-3) / 1e9);
+                auto out = test::from_device<float>(dev, y, (size_t)m * rows);
+                check_products(out, w, x, m, rows, cols, 2e-3, qtype_name(t));
+                if (HasFatalFailure()) return;
+            }
         }
     }
 }

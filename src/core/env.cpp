@@ -120,6 +120,9 @@ const std::vector<Var>& all() {
          "the most rows of a Vulkan skinny GEMM (1 to 256)"},
         {"DELTALLM_VK_GEMM_SKINNY_PARTS", "int", "0",
          "parts of K a Vulkan skinny GEMM's tiles split into (0: by the grid, up to 16)"},
+        {"DELTALLM_VK_GEMM_SKINNY_PREFETCH", "bool", "0",
+         "a Vulkan skinny GEMM requests the next stage's rows of X with its weights, before the "
+         "products (1), or reads them between the stage's barriers (0)"},
         {"DELTALLM_VK_GEMM_SKINNY_RT", "int", "0",
          "weight-row tiles of 32 a Vulkan skinny GEMM's workgroup takes: 2 or 4 (0: 2)"},
         {"DELTALLM_VK_GEMM_EXPAND_ROWS", "int", "64",

@@ -149,6 +149,9 @@ struct Tuning {
     static constexpr uint32_t kSkinnyGemvRows = 8;
     uint32_t gemm_skinny_parts = 0;
     uint32_t gemm_skinny_rt = 0;
+    // The skinny GEMM requests the next stage's rows of X with its weights, before the products
+    // (PREFETCH_X), instead of reading them between the stage's barriers; not yet measured.
+    bool gemm_skinny_prefetch = false;
     // GEMM tiles of at most kGemmSplitRows rows whose grid leaves the device idle split K over
     // workgroups (GemmKernels::split_for; DELTALLM_VK_GEMM_SPLIT): -1 by the grid, except on
     // the NV cooperative matrix 2 tiles until they are checked on a device; 0 never; 1 by the

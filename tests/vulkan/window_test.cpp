@@ -59,6 +59,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         int split = -1;        // Tuning::gemm_split: the tiles split over K (up to 128 rows)
         bool skinny = false;   // the skinny GEMM (every window here, up to 256 rows)
         uint32_t skinny_parts = 0, skinny_rt = 0;
+        bool skinny_prefetch = false;  // Tuning::gemm_skinny_prefetch
     };
     std::vector<Run> runs = {{Variant::scalar, 5, {}, 0},
                              {Variant::scalar, 5, {}, 0, 64},
@@ -85,12 +86,26 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                 for (int split : {0, 1, 3})
                     runs.push_back({dev.variant(), 8, g, expand, 0, false, 0, false, 0, split});
     // The skinny GEMM over the K-quants: its parts of K by the grid and forced to 2 and 3, its
-    // workgroups of two and four tiles of weight rows.
+    // workgroups of two and four tiles of weight rows, with X read between the barriers or
+    // requested a stage ahead.
     if (Kernels::gemm_uses_skinny(f, dev.variant()) && (t == QType::Q4_K || t == QType::Q6_K))
         for (uint32_t rt : {2u, 4u})
             for (uint32_t parts : {0u, 2u, 3u})
-                runs.push_back(
-                    {dev.variant(), 5, {}, 0, 0, false, 0, false, 0, -1, true, parts, rt});
+                for (bool prefetch : {false, true})
+                    runs.push_back({dev.variant(),
+                                    5,
+                                    {},
+                                    0,
+                                    0,
+                                    false,
+                                    0,
+                                    false,
+                                    0,
+                                    -1,
+                                    true,
+                                    parts,
+                                    rt,
+                                    prefetch});
     Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
     // 13 and 63 rows: batched GEMVs of uneven groups (two of 7, eight of 8 with one clamped).
     for (uint32_t m : {1u, 7u, 13u, 63u, 64u, 65u, 130u}) {
@@ -119,7 +134,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         products(x, ref_x, mag_x);
         products(xr, ref_xr, mag_xr);
         for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes, threads,
-                          split, skinny, skinny_parts, skinny_rt] : runs) {
+                          split, skinny, skinny_parts, skinny_rt, skinny_prefetch] : runs) {
             // (Each shape is a pipeline to compile: the threads' runs take two window sizes.)
             if (threads && m != 13 && m != 63) continue;
             test::Scoped threads_scope(K.tuning.gemv_batch_threads, threads);
@@ -139,6 +154,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             test::Scoped skinny_rows_scope(K.tuning.gemm_skinny_rows, 256u);
             test::Scoped skinny_parts_scope(K.tuning.gemm_skinny_parts, skinny_parts);
             test::Scoped skinny_rt_scope(K.tuning.gemm_skinny_rt, skinny_rt);
+            test::Scoped skinny_prefetch_scope(K.tuning.gemm_skinny_prefetch, skinny_prefetch);
             if (skinny) {
                 ASSERT_TRUE(K.gemm_skinny(v, t, cols, m)) << "a skinny run that is not skinny";
             }

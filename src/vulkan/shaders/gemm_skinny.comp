@@ -12,7 +12,9 @@
 // contiguous with its neighbours', as the tiled GEMV reads them) and copies its share of X's
 // 128 columns; then each subgroup multiplies its 8 · RT weight rows (RT / 2 tiles of 16) by all
 // of X's rows. The next stage's blocks are requested before the products, so their loads are in
-// flight while the matrix units work. The parts' sums meet as the split tiles' do
+// flight while the matrix units work; with PREFETCH_X its rows of X too (else each stage reads
+// them between its barriers, a wait on memory every stage). The parts' sums meet as the split
+// tiles' do
 // (gemm_split.glsl): the last part of a tile adds them in part order.
 #version 450
 #extension GL_KHR_cooperative_matrix : require
@@ -24,6 +26,9 @@
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint RT = 4;  // tiles of 32 weight rows a workgroup: 2 or 4
 layout(constant_id = 1) const uint MT = 4;  // tiles of 16 rows of X a workgroup: 1 to 4
+// 1: the next stage's rows of X (and a Q6_K block's d) are requested into registers with its
+// weights, before the products, instead of read from memory between the stage's barriers.
+layout(constant_id = 2) const uint PREFETCH_X = 0;
 const uint WG = 128u;
 const uint WR = 32u * RT;        // weight rows a workgroup
 const uint XR = 16u * MT;        // rows of X a workgroup
@@ -31,6 +36,7 @@ const uint NT = RT / 2u;         // tiles of 16 weight rows a subgroup
 const uint TPR = WG / WR;        // invocations a weight row: 1 (RT 4) or 2 (RT 2)
 const uint SUBS = 4u / TPR;      // 32-value sub-blocks an invocation decodes a stage
 const uint LD = 128u / 8u + 1u;  // 16-byte chunks a staged row, one of padding
+const uint XC = MT * 16u * 16u / WG;  // chunks of X's stage an invocation copies (2 · MT)
 
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
@@ -139,6 +145,20 @@ void decode_sub(uvec4 f[NF], float d, uint hb, uint k, out uvec4 o[4]) {
 }
 #endif
 
+// Chunk c (8 columns) of row m of X's stage of half block hb, zero past M.
+uvec4 x_chunk(uint m0, uint hb, uint m, uint c) {
+    return m0 + m < p.M ? xh[((m0 + m) * p.K + hb * 128u) / 8u + c] : uvec4(0u);
+}
+
+// This invocation's chunks of X's stage of half block hb: chunk t + j · WG of the stage's
+// XR · 16 (row i / 16, chunk i % 16).
+void load_x(uint m0, uint hb, out uvec4 xr[XC]) {
+    [[unroll]] for (uint j = 0u; j < XC; ++j) {
+        const uint i = gl_LocalInvocationID.x + j * WG;
+        xr[j] = x_chunk(m0, hb, i / 16u, i % 16u);
+    }
+}
+
 void main() {
     const uint t = gl_LocalInvocationID.x;
     const uint n0 = gl_WorkGroupID.x * WR, m0 = gl_WorkGroupID.y * XR, z = gl_WorkGroupID.z;
@@ -158,16 +178,26 @@ void main() {
             acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
 
     uvec4 f[NF];
+    uvec4 xr[XC];  // PREFETCH_X: the stage's chunks of X, as this invocation copies them
+#if defined(WTYPE_Q6_K)
+    float d6 = 0.0;  // PREFETCH_X: the stage's block's d
+#endif
     if (stages > 0u) {
         uint hb = 2u * kb0;
         load_stage(tile, lane, nb, hb, 4u * (hb & 1u) + sb_in_half, f);
+        if (PREFETCH_X != 0u) {
+            load_x(m0, hb, xr);
+#if defined(WTYPE_Q6_K)
+            d6 = q6_d(tile, lane, nb, hb);
+#endif
+        }
     }
     for (uint s = 0u; s < stages; ++s) {
         const uint hb = 2u * kb0 + s;
         barrier();  // the products of the stage before are done with ws and xs
         // Decode this invocation's sub-blocks of its row into ws.
 #if defined(WTYPE_Q6_K)
-        const float d6 = q6_d(tile, lane, nb, hb);
+        if (PREFETCH_X == 0u) d6 = q6_d(tile, lane, nb, hb);
 #endif
         [[unroll]] for (uint j = 0u; j < SUBS; ++j) {
             uvec4 o[4];
@@ -180,15 +210,28 @@ void main() {
             [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[r * LD + c0 + c] = o[c];
         }
         // X's rows, 16 chunks of 8 columns each (zeros past M).
-        for (uint i = t; i < XR * 16u; i += WG) {
-            uint m = i / 16u, c = i % 16u;
-            xs[m * LD + c] = m0 + m < p.M ? xh[((m0 + m) * p.K + hb * 128u) / 8u + c] : uvec4(0u);
+        if (PREFETCH_X != 0u) {
+            [[unroll]] for (uint j = 0u; j < XC; ++j) {
+                const uint i = t + j * WG;
+                xs[(i / 16u) * LD + i % 16u] = xr[j];
+            }
+        } else {
+            [[unroll]] for (uint j = 0u; j < XC; ++j) {
+                const uint i = t + j * WG, m = i / 16u, c = i % 16u;
+                xs[m * LD + c] = x_chunk(m0, hb, m, c);
+            }
         }
         barrier();
-        // The next stage's blocks, in flight during the products.
+        // The next stage's blocks (and, PREFETCH_X, its X and d), in flight during the products.
         if (s + 1u < stages) {
             uint hn = hb + 1u;
             load_stage(tile, lane, nb, hn, 4u * (hn & 1u) + sb_in_half, f);
+            if (PREFETCH_X != 0u) {
+                load_x(m0, hn, xr);
+#if defined(WTYPE_Q6_K)
+                d6 = q6_d(tile, lane, nb, hn);
+#endif
+            }
         }
         [[unroll]] for (uint k = 0u; k < 128u; k += 16u) {
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[MT];
