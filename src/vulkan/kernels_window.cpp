@@ -166,6 +166,12 @@ AttentionKernels::WindowTile AttentionKernels::window_tile(const Features& f, co
                                                            uint64_t act_offset,
                                                            bool caches_aligned) {
     WindowTile w{attention_kernel(f, v, a, act_offset, caches_aligned), "", {}, 0, 0, 0, 0};
+    auto tile = [&](const auto& t) {  // (each kernel's tile names its shape alike)
+        w.heads = t.heads;
+        w.rows = t.rows;
+        w.keys = t.keys;
+        w.query_vectors = t.query_vectors;
+    };
     if (w.kernel == WindowAttentionKernel::cm2) {
         AttentionCm2 t = *attention_cm2(f, v, a.head_dim, a.n_head, a.n_kv);
         if (tuning.attention_cm2_tile.query_vectors) {
@@ -175,29 +181,20 @@ AttentionKernels::WindowTile AttentionKernels::window_tile(const Features& f, co
         }
         w.module = "attn_window_cm2@nv_coopmat2";
         w.spec = {256, a.head_dim, t.query_vectors, t.keys};
-        w.heads = t.heads;
-        w.rows = t.rows;
-        w.keys = t.keys;
-        w.query_vectors = t.query_vectors;
+        tile(t);
     } else if (w.kernel == WindowAttentionKernel::khr) {
         const AttentionKhr t = *attention_khr(f, v, a.head_dim, a.n_head, a.n_kv);
         w.module = "attn_window_cm@khr_coopmat";
         w.spec = {t.threads, a.head_dim, t.query_vectors, t.keys,    t.shape.m,
                   t.shape.n, t.shape.k,  t.blocks,        t.out_cols};
-        w.heads = t.heads;
-        w.rows = t.rows;
-        w.keys = t.keys;
-        w.query_vectors = t.query_vectors;
+        tile(t);
     } else {
         const AttentionTiles t =
             attention_tiles(f, a.head_dim, a.n_head, a.n_kv, tuning.attention_shuffles);
         w.module = t.shuffle_lanes ? "attn_window_sh" : "attn_window";
         w.spec = {t.threads, a.head_dim,        t.query_vectors,
                   t.keys,    t.keys_per_thread, std::max(t.shuffle_lanes, 1u)};
-        w.heads = t.heads;
-        w.rows = t.rows;
-        w.keys = t.keys;
-        w.query_vectors = t.query_vectors;
+        tile(t);
     }
     // A tile of keys must lie inside one block of the paged cache (kv_pages.glsl).
     if (w.keys == 0 || kKvBlock % w.keys != 0)
