@@ -168,11 +168,6 @@ TEST(WindowAttentionSpeed, Report) {
     const Features& f = dev.features();
     const bool cpu = f.cpu;
     const uint32_t n = cpu ? 32 : 512;
-    struct Model {
-        const char* name;
-        uint32_t n_head, n_kv, hd;
-        bool gate;
-    };
     struct Config {
         Path path;
         Kernels::AttentionCm2 tile;  // cm2 only; zero: the launcher's choice
@@ -182,15 +177,14 @@ TEST(WindowAttentionSpeed, Report) {
     if (!cpu)
         for (uint32_t qv : {64u, 128u})
             for (uint32_t keys : {32u, 64u}) configs.push_back({Path::cm2, {qv, keys, 0, 0}});
-    for (const Model& m :
-         {Model{"qwen35 9B", 16, 4, 256, true}, Model{"qwen3 8B", 32, 8, 128, false}})
+    for (const AttnLayer& m : {kQwen35_9b, kQwen3_8b})
         for (const Config& cf : configs) {
             const bool shuffles = cf.path == Path::shuffle;
             const Variant v = path_variant(cf.path);
             uint32_t rows = 0, heads = 0;
             std::string what;
             if (cf.path == Path::cm2) {
-                auto t = Kernels::attention_cm2(f, v, m.hd, m.n_head, m.n_kv);
+                auto t = Kernels::attention_cm2(f, v, m.head_dim, m.n_head, m.n_kv);
                 if (!t) continue;
                 if (cf.tile.query_vectors) {
                     t->query_vectors = cf.tile.query_vectors;
@@ -202,7 +196,7 @@ TEST(WindowAttentionSpeed, Report) {
                 what = fmt::format("tensor cores, {} rows x {} heads, {} keys a tile{}", t->rows,
                                    t->heads, t->keys, cf.tile.query_vectors ? "" : " (launcher)");
             } else if (cf.path == Path::khr) {
-                const auto t = Kernels::attention_khr(f, v, m.hd, m.n_head, m.n_kv);
+                const auto t = Kernels::attention_khr(f, v, m.head_dim, m.n_head, m.n_kv);
                 if (!t) continue;
                 rows = t->rows;
                 heads = t->heads;
@@ -212,7 +206,7 @@ TEST(WindowAttentionSpeed, Report) {
                     t->shape.m, t->shape.n, t->shape.k, t->rows, t->heads, t->keys, t->threads,
                     t->shared_bytes, t->blocks);
             } else {
-                const auto t = Kernels::attention_tiles(f, m.hd, m.n_head, m.n_kv, shuffles);
+                const auto t = Kernels::attention_tiles(f, m.head_dim, m.n_head, m.n_kv, shuffles);
                 if (shuffles && !t.shuffle_lanes) continue;
                 rows = t.rows;
                 heads = t.heads;
@@ -227,20 +221,20 @@ TEST(WindowAttentionSpeed, Report) {
             fmt::print("window attention {}: {}\n", m.name, what);
             for (uint32_t start :
                  cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {
-                Window w(dev, WindowCase{m.hd, m.n_head, m.n_kv, start, 0, 0, m.gate}, n);
+                Window w(dev, WindowCase{m.head_dim, m.n_head, m.n_kv, start, 0, 0, m.gate}, n);
                 const double best = attention_ms(dev, K, w, v);
                 // Keys seen by all rows; each costs 2·hd flops for the score and 2·hd for the
                 // value.
                 const double keys = (double)n * start + (double)n * (n + 1) / 2;
-                const double flop = 4.0 * m.hd * m.n_head * keys;
+                const double flop = 4.0 * m.head_dim * m.n_head * keys;
                 // A K and a V row of one key/value head are 4·hd bytes (F16). Reading the
                 // history per row and head costs that for every key of every query head; a
                 // workgroup reads it once for the keys of its last row.
-                const double per_row_head = keys * 4.0 * m.hd * m.n_head;
+                const double per_row_head = keys * 4.0 * m.head_dim * m.n_head;
                 double tiled = 0;
                 for (uint32_t r0 = 0; r0 < n; r0 += rows)
-                    tiled +=
-                        (double)(m.n_head / heads) * (start + std::min(r0 + rows, n)) * 4.0 * m.hd;
+                    tiled += (double)(m.n_head / heads) * (start + std::min(r0 + rows, n)) * 4.0 *
+                             m.head_dim;
                 fmt::print(
                     "window attention {}, {} rows at {}: {:.3f} ms, {:.2f} TFLOP/s; cache reads "
                     "{:.1f} MiB ({:.1f} KiB a row), per row and head {:.1f} MiB\n",
@@ -268,18 +262,12 @@ TEST(WindowAttentionSpeed, ShortWindowsLate) {
     const Features& f = dev.features();
     const bool cpu = f.cpu;
     const uint32_t start = cpu ? 192 : 6144;
-    struct Model {
-        const char* name;
-        uint32_t n_head, n_kv, hd;
-        bool gate;
-    };
     const Variant planned = dev.variant();
-    for (const Model& m :
-         {Model{"qwen35 9B", 16, 4, 256, true}, Model{"qwen3 8B", 32, 8, 128, false}}) {
-        const Variant v = Kernels::attention_variant(f, planned, m.hd);
+    for (const AttnLayer& m : {kQwen35_9b, kQwen3_8b}) {
+        const Variant v = Kernels::attention_variant(f, planned, m.head_dim);
         for (uint32_t n :
              cpu ? std::vector<uint32_t>{4, 16} : std::vector<uint32_t>{16, 76, 164, 512}) {
-            Window w(dev, WindowCase{m.hd, m.n_head, m.n_kv, start, 0, 0, m.gate}, n);
+            Window w(dev, WindowCase{m.head_dim, m.n_head, m.n_kv, start, 0, 0, m.gate}, n);
             w.args.a.n_ctx = cpu ? 256 : 8192;
             std::string line = fmt::format("window attention {}, {} rows at {}:", m.name, n, start);
             for (int parts : {1, -1}) {
