@@ -28,8 +28,9 @@
 #   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
 #            stream, by stage
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
-#   windows  the 9B's prefill windows stage by stage (--profile, a line a window): WINDOW_CASES
-#            of prompt@depth (short windows late in a long prompt, whole windows)
+#   windows  prefill windows stage by stage (--profile, a line a window): WINDOW_CASES of
+#            prompt@depth (short windows late in a long prompt, whole windows) on WINDOW_MODEL
+#            (arch:shape, default qwen35:9b; qwen35moe:35b-a3b for the mixture)
 #   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   experts  the expert GEMMs of prefill windows as grouped GEMM tiles: their kernel and window
 #            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
@@ -267,13 +268,16 @@ PY
         ;;
     windows)
         fits 60 "prefill windows by stage" || continue
-        synth qwen35 9b q4_k_m
+        # WINDOW_MODEL: arch:shape (default qwen35:9b; qwen35moe:35b-a3b for the mixture).
+        wm=${WINDOW_MODEL:-qwen35:9b}
+        synth "${wm%:*}" "${wm#*:}" q4_k_m
+        mw=$models/${wm%:*}-${wm#*:}-q4_k_m.gguf
         # Each window's stages (--profile, one line a window): a later chat turn's short windows
         # late in a long prompt against the same at its start, and whole windows of a round and
         # an odd row count (WINDOW_CASES: prompt@depth ...).
         for c in ${WINDOW_CASES:-164@6144 164@0 100@6144 2017@0 2048@0 2048@4096}; do
-            echo "== pp${c%@*} at depth ${c#*@}"
-            DELTALLM_VK_PROFILE=1 timeout 60 "$ours" -v bench -m "$m9" --device vulkan \
+            echo "== $wm pp${c%@*} at depth ${c#*@}"
+            DELTALLM_VK_PROFILE=1 timeout 60 "$ours" -v bench -m "$mw" --device vulkan \
                 -p "${c%@*}" -d "${c#*@}" -n 0 -r 1 -o csv 2>&1 |
                 grep -E "vulkan profile: a window|,pp" | sed 's/^debug: vulkan profile: //'
         done | tee "$out/windows.txt"
