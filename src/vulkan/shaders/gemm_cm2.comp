@@ -197,6 +197,14 @@ const uint UNROLL = QK == 256u ? 256u / BK : 8u;
         acc = coopMatMulAdd(a, b, acc);                                          \
     }
 
+// This part's columns in whole unrolled steps (K a multiple of UNROLL · BK).
+#define STEPS_UNROLLED(lw, lx)                                       \
+    for (uint k0 = k_begin; k0 < k_end; k0 += UNROLL * BK) {         \
+        [[unroll]] for (uint j = 0; j < UNROLL; ++j) {               \
+            const uint k = k0 + j * BK;                              \
+            STEP(lw, lx, k)                                          \
+        }                                                            \
+    }
 void main() {
     const uint n0 = gl_WorkGroupID.x * BM, m0 = gl_WorkGroupID.y * BN;
 #if defined(SPLIT_K)
@@ -237,22 +245,12 @@ void main() {
             tensorLayoutNV<2> lx = createTensorLayoutNV(2);
             lx = setTensorLayoutDimensionNV(lx, p.x_rows, p.K);
             lx = setTensorLayoutStrideNV(lx, p.K & ~7u, 1);
-            for (uint k0 = k_begin; k0 < k_end; k0 += UNROLL * BK) {
-                [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
-                    const uint k = k0 + j * BK;
-                    STEP(lw, lx, k)
-                }
-            }
+            STEPS_UNROLLED(lw, lx)
         } else {
             tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lx =
                 createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
             lx = setTensorLayoutDimensionNV(lx, p.M, p.K);
-            for (uint k0 = k_begin; k0 < k_end; k0 += UNROLL * BK) {
-                [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
-                    const uint k = k0 + j * BK;
-                    STEP(lw, lx, k)
-                }
-            }
+            STEPS_UNROLLED(lw, lx)
         }
     } else {
         // Edge tiles of W or of K: the tensor layouts clamp loads past M, N or K to zero.
