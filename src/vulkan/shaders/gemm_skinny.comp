@@ -209,17 +209,11 @@ void main() {
             const uint c0 = 4u * (sb_in_half + j);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[r * LD + c0 + c] = o[c];
         }
-        // X's rows, 16 chunks of 8 columns each (zeros past M).
-        if (PREFETCH_X != 0u) {
-            [[unroll]] for (uint j = 0u; j < XC; ++j) {
-                const uint i = t + j * WG;
-                xs[(i / 16u) * LD + i % 16u] = xr[j];
-            }
-        } else {
-            [[unroll]] for (uint j = 0u; j < XC; ++j) {
-                const uint i = t + j * WG, m = i / 16u, c = i % 16u;
-                xs[m * LD + c] = x_chunk(m0, hb, m, c);
-            }
+        // X's rows, 16 chunks of 8 columns each (zeros past M): requested a stage ahead, or now.
+        if (PREFETCH_X == 0u) load_x(m0, hb, xr);
+        [[unroll]] for (uint j = 0u; j < XC; ++j) {
+            const uint i = t + j * WG;
+            xs[(i / 16u) * LD + i % 16u] = xr[j];
         }
         barrier();
         // The next stage's blocks (and, PREFETCH_X, its X and d), in flight during the products.
