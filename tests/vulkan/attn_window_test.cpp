@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -25,6 +26,36 @@ using test::path_variant;
 using test::Window;
 using test::WindowCase;
 
+// The query rows a workgroup of path's kernel takes for case c (shuffles: the tiles' scores over
+// subgroup lanes), or nullopt where the device has no such kernel for its heads.
+std::optional<uint32_t> rows_a_group(const Features& f, Path path, const WindowCase& c,
+                                     bool shuffles) {
+    const Variant v = path_variant(path);
+    if (path == Path::cm2) {
+        auto t = Kernels::attention_cm2(f, v, c.head_dim, c.n_head, c.n_kv);
+        return t ? std::optional<uint32_t>(t->rows) : std::nullopt;
+    }
+    if (path == Path::khr) {
+        auto t = Kernels::attention_khr(f, v, c.head_dim, c.n_head, c.n_kv);
+        return t ? std::optional<uint32_t>(t->rows) : std::nullopt;
+    }
+    return Kernels::attention_tiles(f, c.head_dim, c.n_head, c.n_kv, shuffles).rows;
+}
+
+// Every row and head of the window's output against its reference, and the gap after each
+// output row untouched.
+void check_window(const Window& w, const std::vector<float>& out, bool tensor_cores) {
+    for (uint32_t r = 0; r < w.n; ++r) {
+        for (uint32_t h = 0; h < w.c.n_head; ++h) {
+            w.check(out, r, h, tensor_cores);
+            if (::testing::Test::HasFatalFailure()) return;
+        }
+        for (uint32_t i = w.c.n_head * w.c.head_dim; i < w.o_row; ++i)
+            ASSERT_EQ(test::bits(out[w.o_off + r * w.o_row + i]), test::kPoison)
+                << "gap after row " << r << " written";
+    }
+}
+
 class WindowAttention : public ::testing::TestWithParam<std::tuple<WindowCase, Path>> {};
 
 TEST_P(WindowAttention, MatchesDoubleReference) {
@@ -32,37 +63,19 @@ TEST_P(WindowAttention, MatchesDoubleReference) {
     const auto [c, path] = GetParam();
     const bool shuffles = path == Path::shuffle;
     test::Scoped shuffle_scope(K.tuning.attention_shuffles, shuffles);
-    uint32_t rows_a_group = 0;
     const Variant v = path_variant(path);
-    if (path == Path::cm2) {
-        auto t = Kernels::attention_cm2(dev.features(), v, c.head_dim, c.n_head, c.n_kv);
-        if (!t) GTEST_SKIP() << "no NV cooperative matrix 2 attention for this head size here";
-        rows_a_group = t->rows;
-    } else if (path == Path::khr) {
-        auto t = Kernels::attention_khr(dev.features(), v, c.head_dim, c.n_head, c.n_kv);
-        if (!t)
-            GTEST_SKIP() << "no KHR cooperative-matrix attention for this head size here (the "
-                            "device lacks KHR cooperative matrices, an F16 shape dividing it or "
-                            "the shared memory)";
-        rows_a_group = t->rows;
-    } else {
-        rows_a_group =
-            Kernels::attention_tiles(dev.features(), c.head_dim, c.n_head, c.n_kv, shuffles).rows;
-    }
-    const uint32_t n = c.row_tiles * rows_a_group + c.extra_rows;
+    const std::optional<uint32_t> rows = rows_a_group(dev.features(), path, c, shuffles);
+    if (!rows)
+        GTEST_SKIP() << "no "
+                     << (path == Path::cm2 ? "NV cooperative matrix 2" : "KHR cooperative-matrix")
+                     << " attention for this head size here (the device lacks the matrices, a "
+                        "shape dividing the heads or the shared memory)";
+    const uint32_t n = c.row_tiles * *rows + c.extra_rows;
     ASSERT_GE(n, 1u);
     Window w(dev, c, n);
     test::run(dev, [&](CommandList& cl) { w.record(K, cl, v); });
-    auto out = test::from_device<float>(dev, w.act, w.n_act);
-    for (uint32_t r = 0; r < n; ++r) {
-        for (uint32_t h = 0; h < c.n_head; ++h) {
-            w.check(out, r, h, path == Path::cm2 || path == Path::khr);
-            if (HasFatalFailure()) return;
-        }
-        for (uint32_t i = c.n_head * c.head_dim; i < w.o_row; ++i)
-            ASSERT_EQ(test::bits(out[w.o_off + r * w.o_row + i]), test::kPoison)
-                << "gap after row " << r << " written";
-    }
+    check_window(w, test::from_device<float>(dev, w.act, w.n_act),
+                 path == Path::cm2 || path == Path::khr);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -106,16 +119,9 @@ TEST_P(WindowAttentionSplit, MatchesDoubleReference) {
     test::Scoped shuffle_scope(K.tuning.attention_shuffles, shuffles);
     test::Scoped parts_scope(K.tuning.attention_rows_parts, parts);
     const Variant v = path_variant(path);
-    uint32_t rows_a_group = 0;
-    if (path == Path::khr) {
-        auto t = Kernels::attention_khr(dev.features(), v, c.head_dim, c.n_head, c.n_kv);
-        if (!t) GTEST_SKIP() << "no KHR cooperative-matrix attention for this head size here";
-        rows_a_group = t->rows;
-    } else {
-        rows_a_group =
-            Kernels::attention_tiles(dev.features(), c.head_dim, c.n_head, c.n_kv, shuffles).rows;
-    }
-    const uint32_t n = c.row_tiles * rows_a_group + c.extra_rows;
+    const std::optional<uint32_t> rows = rows_a_group(dev.features(), path, c, shuffles);
+    if (!rows) GTEST_SKIP() << "no KHR cooperative-matrix attention for this head size here";
+    const uint32_t n = c.row_tiles * *rows + c.extra_rows;
     Window w(dev, c, n);
     const Kernels::AttentionSplit s =
         Kernels::attention_rows_split(dev.features(), K.tuning, w.args.a, n, v, 0);
@@ -124,16 +130,8 @@ TEST_P(WindowAttentionSplit, MatchesDoubleReference) {
     dev.fill(counters, 0, s.need.counters, 0);
     Buffer sums = test::to_device(dev, std::vector<uint32_t>(s.need.parts / 4, test::kPoison));
     test::run(dev, [&](CommandList& cl) { w.record(K, cl, v, {view(counters), view(sums)}); });
-    auto out = test::from_device<float>(dev, w.act, w.n_act);
-    for (uint32_t r = 0; r < n; ++r) {
-        for (uint32_t h = 0; h < c.n_head; ++h) {
-            w.check(out, r, h, path == Path::khr);
-            if (HasFatalFailure()) return;
-        }
-        for (uint32_t i = c.n_head * c.head_dim; i < w.o_row; ++i)
-            ASSERT_EQ(test::bits(out[w.o_off + r * w.o_row + i]), test::kPoison)
-                << "gap after row " << r << " written";
-    }
+    check_window(w, test::from_device<float>(dev, w.act, w.n_act), path == Path::khr);
+    if (HasFatalFailure()) return;
     for (uint32_t x : test::from_device<uint32_t>(dev, counters, s.need.counters / 4))
         ASSERT_EQ(x, 0u);
 }
