@@ -279,16 +279,25 @@ TEST(SkinnyGemmSpeed, Forms) {
             test::run(dev,
                       [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), m * cols); });
             Buffer y = test::poisoned(dev, (size_t)m * rows);
-            // Two tiles of weight rows, X requested a stage ahead, parts by the rule; then
-            // X read between the barriers, by tiles and parts.
-            std::vector<std::tuple<uint32_t, uint32_t, bool>> forms = {{2u, 0u, true}};
+            // Parts by the rule: two tiles of weight rows with X requested a stage ahead, the
+            // weights two stages ahead, both; both over four tiles of weight rows and at most
+            // two of X (two of X over two of weights); then X read between the barriers, by
+            // tiles and parts.
+            std::vector<std::tuple<uint32_t, uint32_t, bool, uint32_t, uint32_t>> forms = {
+                {2u, 0u, true, 1u, 0u},
+                {2u, 0u, false, 2u, 0u},
+                {2u, 0u, true, 2u, 0u},
+                {4u, 0u, true, 2u, 2u},
+                {2u, 0u, true, 2u, 2u}};
             for (uint32_t rt : {2u, 4u})
                 for (uint32_t parts : {0u, 1u, 2u, 4u, 8u, 16u})
-                    forms.push_back({rt, parts, false});
-            for (auto [rt, parts, prefetch] : forms) {
+                    forms.push_back({rt, parts, false, 1u, 0u});
+            for (auto [rt, parts, prefetch, ahead, mt] : forms) {
                 test::Scoped rt_scope(K.tuning.gemm_skinny_rt, rt);
                 test::Scoped parts_scope(K.tuning.gemm_skinny_parts, parts);
                 test::Scoped prefetch_scope(K.tuning.gemm_skinny_prefetch, prefetch);
+                test::Scoped ahead_scope(K.tuning.gemm_skinny_ahead, ahead);
+                test::Scoped mt_scope(K.tuning.gemm_skinny_mt, mt);
                 const Kernels::SkinnyShape sh = K.skinny_shape(rows, cols, m);
                 // Its split's scratch (its counters zero).
                 Buffer counters =
@@ -299,10 +308,13 @@ TEST(SkinnyGemmSpeed, Forms) {
                            view(y), 0, m, false, {}, false, 0, {view(counters), view(sums)});
                 });
                 fmt::print(
-                    "skinny GEMM {} {}x{}, {} rows of X, {} tiles a workgroup, parts {} ({}){}: "
+                    "skinny GEMM {} {}x{}, {} rows of X, {} tiles a workgroup ({} of X), parts {} "
+                    "({}){}{}: "
                     "{:.3f} ms, {:.1f} GB/s of weights\n",
-                    qtype_name(t), rows, cols, m, sh.rt, parts ? fmt::format("{}", parts) : "auto",
-                    sh.split.parts, prefetch ? ", X a stage ahead" : "", ms,
+                    qtype_name(t), rows, cols, m, sh.rt, sh.mt,
+                    parts ? fmt::format("{}", parts) : "auto", sh.split.parts,
+                    prefetch ? ", X a stage ahead" : "",
+                    ahead == 2 ? ", weights two stages ahead" : "", ms,
                     (double)w.row_bytes * rows / (ms * 1e-3) / 1e9);
                 auto out = test::from_device<float>(dev, y, (size_t)m * rows);
                 check_products(out, w, x, m, rows, cols, 2e-3, qtype_name(t));

@@ -18,15 +18,15 @@
 #            steps (B = 8, 32, 64; pp16 + tg32) and its short prompts (pp32-pp128) with the GEMMs
 #            as today, on the tiles unsplit, split, and split without the F16 expansion
 #   skinny   the skinny GEMMs of few rows (DELTALLM_VK_GEMM_SKINNY): their tests (SKINNY_TESTS, a
-#            gtest filter), then the 9B's batched steps (SKINNY_BATCHES, pp16 + tg32) and short
+#            gtest filter; none: no tests), then the 9B's batched steps (SKINNY_BATCHES, pp16 + tg32) and short
 #            prompts (pp32-pp256) in each of SKINNY_FORMS ('|' between forms); with
 #            SKINNY_KEEP=1 the form whose generation rates sum highest runs the later stages
 #   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
 #            xz in .devrun/extra), each checked against a CPU reference; VK_SPEED_FILTER picks
 #            other reports (SkinnyGemmSpeed.*: the skinny GEMM by its tiles and parts;
 #            WindowAttentionSpeed.*: the window attention), KERNELS_S seconds at most (120)
-#   profile  --profile of batched steps of 8 and 32 rows on the 9B, and of the 35B-A3B's single
-#            stream, by stage
+#   profile  --profile of batched steps of PROFILE_BATCHES (8 32) rows on the 9B, and of the
+#            35B-A3B's single stream, by stage (PROFILE_MOE=0: not)
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
 #   windows  prefill windows stage by stage (--profile, a line a window): WINDOW_CASES of
 #            prompt@depth (short windows late in a long prompt, whole windows) on WINDOW_MODEL
@@ -41,8 +41,9 @@
 #            DELTALLM_VK_ROUTER_TOPK, DELTALLM_VK_EXPERTS_SUM_EPILOGUE), and its profile by stage
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512 and pp2048 (MOE_PROMPTS),
 #            tg128 and B = 8 (MOE_BATCHES) against llama.cpp (scripts/bench/device_moe.sh)
-#   tests    the Vulkan test binary (xz in .devrun/extra) in SHARDS (4) processes at once; with
-#            VALIDATE=1 under the Khronos validation layer
+#   tests    the Vulkan test binary (xz in .devrun/extra) in SHARDS (4) processes at once, the
+#            tests of TESTS_FILTER (a gtest filter; default all) for TESTS_S seconds at most (280);
+#            with VALIDATE=1 under the Khronos validation layer
 #   serve    deltallm serve against llama-server (scripts/bench/device_serve.sh; llama-server
 #            from .devrun/extra/llama-server.tar.xz, peer_server.sh pack) at 1, 8, 32, 64 clients
 #            (ENGINES="deltallm unmixed llama-server" adds ours with DELTALLM_VK_MIXED_STEPS=0)
@@ -157,7 +158,7 @@ for stage in ${STAGES:-golden kernels forms profile batched moe tests serve tabl
         ;;
     skinny)
         fits 150 "skinny GEMMs of few rows on KHR cooperative matrices" || continue
-        if [ -f "$extra/test_vulkan.xz" ]; then
+        if [ -f "$extra/test_vulkan.xz" ] && [ "${SKINNY_TESTS:-}" != none ]; then
             xz -dc "$extra/test_vulkan.xz" >/tmp/test_vulkan && chmod +x /tmp/test_vulkan
             DELTALLM_TEST_DATA="$repo/tests/data" timeout "${SKINNY_TEST_S:-100}" /tmp/test_vulkan --gtest_brief=1 \
                 --gtest_filter="${SKINNY_TESTS:-Formats/GemmTiles.*q4_K*:Formats/GemmTiles.*q6_K*:WindowPrefill.*Skinny*:VulkanBatchedStep.*:VulkanScheduler.*}" \
@@ -208,13 +209,14 @@ PY
         fits 80 "profiles of batched steps" || continue
         synth qwen35 9b q4_k_m
         [ -n "$GEMV_FORM" ] && form
-        for b in 8 32; do
+        for b in ${PROFILE_BATCHES:-8 32}; do
             echo "== B=$b"
             timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 512 -n 32 -r 1 \
                 --profile 2>&1 | grep -A12 "profile, batch"
         done | tee "$out/profile.txt"
         # The 35B-A3B's single stream by stage (its decode: 6.4 ms a token on an H100, where a
         # dense 9B layer takes half the time of one of its layers).
+        [ "${PROFILE_MOE:-1}" = 0 ] && continue
         fits 60 "a profile of the 35B-A3B" || continue
         synth qwen35moe 35b-a3b q4_k_m
         timeout 50 "$ours" bench -m "$models/qwen35moe-35b-a3b-q4_k_m.gguf" --device vulkan \
@@ -332,13 +334,14 @@ PY
         # In SHARDS processes at once (gtest's shards; the layer makes the whole binary slower
         # than one call allows): each shard's log apart, then one summary.
         shards=${SHARDS:-4}
-        limit=$(($(left) > 300 ? 280 : $(left) - 20))
+        limit=$(($(left) > ${TESTS_S:-280} + 20 ? ${TESTS_S:-280} : $(left) - 20))
         pids=()
         for i in $(seq 0 $((shards - 1))); do
             mkdir -p /tmp/shard$i
             env "${layer[@]}" DELTALLM_TEST_TMP=/tmp/shard$i DELTALLM_TEST_DATA="$repo/tests/data" \
                 DELTALLM_BIN="$ours" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
-                timeout $limit /tmp/test_vulkan --gtest_brief=1 >"$out/tests-$i.log" 2>&1 &
+                timeout $limit /tmp/test_vulkan --gtest_brief=1 --gtest_filter="${TESTS_FILTER:-*}" \
+                >"$out/tests-$i.log" 2>&1 &
             pids+=($!)
         done
         rcs=

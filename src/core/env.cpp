@@ -123,6 +123,10 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMM_SKINNY_PREFETCH", "bool", "0",
          "a Vulkan skinny GEMM requests the next stage's rows of X with its weights, before the "
          "products (1), or reads them between the stage's barriers (0)"},
+        {"DELTALLM_VK_GEMM_SKINNY_AHEAD", "int", "1",
+         "stages ahead a Vulkan skinny GEMM requests its weights' blocks: 1 or 2"},
+        {"DELTALLM_VK_GEMM_SKINNY_MT", "int", "0",
+         "the most tiles of 16 rows of X a Vulkan skinny GEMM's workgroup takes: 1, 2 or 4 (0: 4)"},
         {"DELTALLM_VK_GEMM_SKINNY_RT", "int", "0",
          "weight-row tiles of 32 a Vulkan skinny GEMM's workgroup takes: 2 or 4 (0: 2)"},
         {"DELTALLM_VK_GEMM_EXPAND_ROWS", "int", "64",

@@ -126,7 +126,8 @@ GemmKernels::SkinnyShape GemmKernels::skinny_shape(uint32_t rows, uint32_t cols,
                                                    uint32_t n_rows) const {
     const Features& f = dev_.features();
     SkinnyShape s;
-    s.mt = std::min<uint32_t>(4, (n_rows + 15) / 16);
+    s.mt =
+        std::min<uint32_t>(tuning.gemm_skinny_mt ? tuning.gemm_skinny_mt : 4, (n_rows + 15) / 16);
     s.y_tiles = (n_rows + 16 * s.mt - 1) / (16 * s.mt);
     // Two tiles of weight rows: twice the workgroups of four, which ran slower on an H100 (9B
     // Q4_K_M, pp16 + tg32: B8 870 / 795, B32 2,339 / 1,963, B64 1,109 / 1,100 t/s).
@@ -304,9 +305,10 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
         if (expanded) fail("a skinny GEMM of {} rows given as expanded", n_rows);
         const SkinnyShape s = skinny_shape(rows, cols, n_rows);
         const bool split_k = split_by(s.split) > 1;
-        const Kernel& k =
-            pipes_.get(fmt::format("gemm_skinny_{}@khr_coopmat", type_name(t)), 5,
-                       sizeof(SkinnyPush), {s.rt, s.mt, tuning.gemm_skinny_prefetch ? 1u : 0u});
+        const Kernel& k = pipes_.get(fmt::format("gemm_skinny_{}@khr_coopmat", type_name(t)), 5,
+                                     sizeof(SkinnyPush),
+                                     {s.rt, s.mt, tuning.gemm_skinny_prefetch ? 1u : 0u,
+                                      std::clamp(tuning.gemm_skinny_ahead, 1u, 2u)});
         SkinnyPush sp{n_rows,
                       rows,
                       cols,

@@ -149,9 +149,15 @@ struct Tuning {
     static constexpr uint32_t kSkinnyGemvRows = 8;
     uint32_t gemm_skinny_parts = 0;
     uint32_t gemm_skinny_rt = 0;
+    // The most tiles of 16 rows of X a workgroup takes (0: four; DELTALLM_VK_GEMM_SKINNY_MT):
+    // fewer make more workgroups, each weight tile then read by several (from the L2).
+    uint32_t gemm_skinny_mt = 0;
     // The skinny GEMM requests the next stage's rows of X with its weights, before the products
-    // (PREFETCH_X), instead of reading them between the stage's barriers; not yet measured.
+    // (PREFETCH_X), instead of reading them between the stage's barriers
+    // (DELTALLM_VK_GEMM_SKINNY_PREFETCH); and its weights' blocks 1 or 2 stages ahead (W_AHEAD,
+    // DELTALLM_VK_GEMM_SKINNY_AHEAD). Neither measured yet.
     bool gemm_skinny_prefetch = false;
+    uint32_t gemm_skinny_ahead = 1;
     // GEMM tiles of at most kGemmSplitRows rows whose grid leaves the device idle split K over
     // workgroups (GemmKernels::split_for; DELTALLM_VK_GEMM_SPLIT): -1 by the grid, except on
     // the NV cooperative matrix 2 tiles until they are checked on a device; 0 never; 1 by the

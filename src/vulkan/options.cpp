@@ -205,7 +205,9 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemm_skinny_rows = (uint32_t)int_from_env("DELTALLM_VK_GEMM_SKINNY_ROWS", 1, 256);
     t.gemm_skinny_parts = (uint32_t)int_from_env("DELTALLM_VK_GEMM_SKINNY_PARTS", 0, 16);
     t.gemm_skinny_rt = (uint32_t)int_of_env("DELTALLM_VK_GEMM_SKINNY_RT", {0, 2, 4});
+    t.gemm_skinny_mt = (uint32_t)int_of_env("DELTALLM_VK_GEMM_SKINNY_MT", {0, 1, 2, 4});
     t.gemm_skinny_prefetch = env::get_bool("DELTALLM_VK_GEMM_SKINNY_PREFETCH");
+    t.gemm_skinny_ahead = (uint32_t)int_of_env("DELTALLM_VK_GEMM_SKINNY_AHEAD", {1, 2});
     t.attention_rows_parts = (int)int_from_env("DELTALLM_VK_ATTN_WINDOW_PARTS", -1, 16);
     t.expert_expand = env::get_bool("DELTALLM_VK_EXPERT_EXPAND");
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");

@@ -60,6 +60,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         bool skinny = false;   // the skinny GEMM (every window here, up to 256 rows)
         uint32_t skinny_parts = 0, skinny_rt = 0;
         bool skinny_prefetch = false;  // Tuning::gemm_skinny_prefetch
+        uint32_t skinny_ahead = 1;     // Tuning::gemm_skinny_ahead
+        uint32_t skinny_mt = 0;        // Tuning::gemm_skinny_mt
     };
     std::vector<Run> runs = {{Variant::scalar, 5, {}, 0},
                              {Variant::scalar, 5, {}, 0, 64},
@@ -87,25 +89,32 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     runs.push_back({dev.variant(), 8, g, expand, 0, false, 0, false, 0, split});
     // The skinny GEMM over the K-quants: its parts of K by the grid and forced to 2 and 3, its
     // workgroups of two and four tiles of weight rows, with X read between the barriers or
-    // requested a stage ahead.
+    // requested a stage ahead, the weights one or two stages ahead.
     if (Kernels::gemm_uses_skinny(f, dev.variant()) && (t == QType::Q4_K || t == QType::Q6_K))
-        for (uint32_t rt : {2u, 4u})
-            for (uint32_t parts : {0u, 2u, 3u})
-                for (bool prefetch : {false, true})
-                    runs.push_back({dev.variant(),
-                                    5,
-                                    {},
-                                    0,
-                                    0,
-                                    false,
-                                    0,
-                                    false,
-                                    0,
-                                    -1,
-                                    true,
-                                    parts,
-                                    rt,
-                                    prefetch});
+        for (uint32_t ahead : {1u, 2u})
+            for (uint32_t rt : {2u, 4u})
+                for (uint32_t parts : {0u, 2u, 3u})
+                    for (bool prefetch : {false, true})
+                        runs.push_back({.v = dev.variant(),
+                                        .y_off = 5,
+                                        .tile = {},
+                                        .expand = 0,
+                                        .skinny = true,
+                                        .skinny_parts = parts,
+                                        .skinny_rt = rt,
+                                        .skinny_prefetch = prefetch,
+                                        .skinny_ahead = ahead});
+    // Tiles of 16 rows of X capped at two (more workgroups over the same weight tiles).
+    if (Kernels::gemm_uses_skinny(f, dev.variant()) && (t == QType::Q4_K || t == QType::Q6_K))
+        runs.push_back({.v = dev.variant(),
+                        .y_off = 5,
+                        .tile = {},
+                        .expand = 0,
+                        .skinny = true,
+                        .skinny_rt = 4,
+                        .skinny_prefetch = true,
+                        .skinny_ahead = 2,
+                        .skinny_mt = 2});
     Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
     // 13 and 63 rows: batched GEMVs of uneven groups (two of 7, eight of 8 with one clamped).
     for (uint32_t m : {1u, 7u, 13u, 63u, 64u, 65u, 130u}) {
@@ -134,7 +143,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         products(x, ref_x, mag_x);
         products(xr, ref_xr, mag_xr);
         for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes, threads,
-                          split, skinny, skinny_parts, skinny_rt, skinny_prefetch] : runs) {
+                          split, skinny, skinny_parts, skinny_rt, skinny_prefetch, skinny_ahead,
+                          skinny_mt] : runs) {
             // (Each shape is a pipeline to compile: the threads' runs take two window sizes.)
             if (threads && m != 13 && m != 63) continue;
             test::Scoped threads_scope(K.tuning.gemv_batch_threads, threads);
@@ -155,6 +165,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             test::Scoped skinny_parts_scope(K.tuning.gemm_skinny_parts, skinny_parts);
             test::Scoped skinny_rt_scope(K.tuning.gemm_skinny_rt, skinny_rt);
             test::Scoped skinny_prefetch_scope(K.tuning.gemm_skinny_prefetch, skinny_prefetch);
+            test::Scoped skinny_ahead_scope(K.tuning.gemm_skinny_ahead, skinny_ahead);
+            test::Scoped skinny_mt_scope(K.tuning.gemm_skinny_mt, skinny_mt);
             if (skinny) {
                 ASSERT_TRUE(K.gemm_skinny(v, t, cols, m)) << "a skinny run that is not skinny";
             }
@@ -226,8 +238,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         << gemv_rows << " decode once " << once << " rows a workgroup "
                         << batch_rows << " bytes " << rounds << " threads " << threads << " split "
                         << split << " (" << split_bytes << " bytes) skinny " << skinny << " parts "
-                        << skinny_parts << " rt " << skinny_rt << " m " << m << " row " << i / rows
-                        << " col " << i % rows << " acc " << acc;
+                        << skinny_parts << " rt " << skinny_rt << " prefetch " << skinny_prefetch
+                        << " ahead " << skinny_ahead << " mt " << skinny_mt << " m " << m << " row "
+                        << i / rows << " col " << i % rows << " acc " << acc;
                 }
             }
         }

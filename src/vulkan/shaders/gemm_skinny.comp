@@ -11,11 +11,12 @@
 // its share of the weight rows' half block to F16 into shared memory (its row's fields are
 // contiguous with its neighbours', as the tiled GEMV reads them) and copies its share of X's
 // 128 columns; then each subgroup multiplies its 8 · RT weight rows (RT / 2 tiles of 16) by all
-// of X's rows. The next stage's blocks are requested before the products, so their loads are in
-// flight while the matrix units work; with PREFETCH_X its rows of X too (else each stage reads
-// them between its barriers, a wait on memory every stage). The parts' sums meet as the split
-// tiles' do
-// (gemm_split.glsl): the last part of a tile adds them in part order.
+// of X's rows. The blocks of the stage W_AHEAD on (1 or 2) are requested before the products, so
+// their loads are in flight while the matrix units work (with 2, over two stages: a workgroup
+// that waits on memory every stage keeps twice the bytes in flight); with PREFETCH_X the next
+// stage's rows of X too (else each stage reads them between its barriers, a wait on memory every
+// stage). The parts' sums meet as the split tiles' do (gemm_split.glsl): the last part of a
+// tile adds them in part order.
 #version 450
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -29,6 +30,8 @@ layout(constant_id = 1) const uint MT = 4;  // tiles of 16 rows of X a workgroup
 // 1: the next stage's rows of X (and a Q6_K block's d) are requested into registers with its
 // weights, before the products, instead of read from memory between the stage's barriers.
 layout(constant_id = 2) const uint PREFETCH_X = 0;
+// Stages ahead the weights' blocks are requested: 1 or 2 (two sets of the fields in registers).
+layout(constant_id = 3) const uint W_AHEAD = 1;
 const uint WG = 128u;
 const uint WR = 32u * RT;        // weight rows a workgroup
 const uint XR = 16u * MT;        // rows of X a workgroup
@@ -159,85 +162,103 @@ void load_x(uint m0, uint hb, out uvec4 xr[XC]) {
     }
 }
 
-void main() {
-    const uint t = gl_LocalInvocationID.x;
-    const uint n0 = gl_WorkGroupID.x * WR, m0 = gl_WorkGroupID.y * XR, z = gl_WorkGroupID.z;
-    const uint nb = p.K / 256u;
-    const uint kb0 = z * p.k_part, kb1 = min(nb, kb0 + p.k_part);
-    const uint stages = 2u * (kb1 - kb0);
-    // This invocation's weight row (r, lane of tile tile) and its sub-blocks of each stage.
-    const uint r = t % WR, part = t / WR;
-    // (Rows past N: the last tile's rows, read and never stored.)
-    const uint tile = min((n0 + r) / 32u, (p.N + 31u) / 32u - 1u), lane = (n0 + r) & 31u;
-    const uint sb_in_half = part * SUBS;  // first sub-block of the half this invocation takes
-    const uint sg = gl_SubgroupID;
+// The workgroup's place, set once by main(): its first weight row n0 and row of X m0; this
+// invocation's weight row (r, lane of tile `tile`), the first sub-block of the half it decodes,
+// its subgroup; the part's first block kb0 of nb and its stages.
+uint t, n0, m0, nb, kb0, stages, r, tile, lane, sb_in_half, sg;
+#define Acc coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 
-    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[MT][NT];
-    [[unroll]] for (uint i = 0u; i < MT; ++i)
-        [[unroll]] for (uint j = 0u; j < NT; ++j)
-            acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+// Requests stage s's fields of this invocation's row into f (nothing past the part's stages).
+void request_w(uint s, inout uvec4 f[NF]) {
+    if (s >= stages) return;
+    const uint hb = 2u * kb0 + s;
+    load_stage(tile, lane, nb, hb, 4u * (hb & 1u) + sb_in_half, f);
+}
 
-    uvec4 f[NF];
-    uvec4 xr[XC];  // PREFETCH_X: the stage's chunks of X, as this invocation copies them
+// Requests stage s's chunks of X (and a Q6_K block's d) into registers (PREFETCH_X).
+void request_x(uint s, inout uvec4 xr[XC], inout float d6) {
+    if (s >= stages) return;
+    load_x(m0, 2u * kb0 + s, xr);
 #if defined(WTYPE_Q6_K)
-    float d6 = 0.0;  // PREFETCH_X: the stage's block's d
+    d6 = q6_d(tile, lane, nb, 2u * kb0 + s);
 #endif
-    if (stages > 0u) {
-        uint hb = 2u * kb0;
-        load_stage(tile, lane, nb, hb, 4u * (hb & 1u) + sb_in_half, f);
-        if (PREFETCH_X != 0u) {
-            load_x(m0, hb, xr);
+}
+
+// Stage s: decodes f (the stage's fields) into ws and X's rows into xs, then requests stage
+// s + W_AHEAD's fields into f (and, PREFETCH_X, the next stage's X into xr) and adds the
+// stage's products to acc while they are in flight.
+void run_stage(uint s, inout uvec4 f[NF], inout uvec4 xr[XC], inout float d6, inout Acc acc[MT][NT]) {
+    const uint hb = 2u * kb0 + s;
+    barrier();  // the products of the stage before are done with ws and xs
 #if defined(WTYPE_Q6_K)
-            d6 = q6_d(tile, lane, nb, hb);
+    if (PREFETCH_X == 0u) d6 = q6_d(tile, lane, nb, hb);
 #endif
-        }
-    }
-    for (uint s = 0u; s < stages; ++s) {
-        const uint hb = 2u * kb0 + s;
-        barrier();  // the products of the stage before are done with ws and xs
-        // Decode this invocation's sub-blocks of its row into ws.
-#if defined(WTYPE_Q6_K)
-        if (PREFETCH_X == 0u) d6 = q6_d(tile, lane, nb, hb);
-#endif
-        [[unroll]] for (uint j = 0u; j < SUBS; ++j) {
-            uvec4 o[4];
+    [[unroll]] for (uint j = 0u; j < SUBS; ++j) {
+        uvec4 o[4];
 #if defined(WTYPE_Q4_K)
-            decode_sub(f, 4u * (hb & 1u) + sb_in_half, j, o);
+        decode_sub(f, 4u * (hb & 1u) + sb_in_half, j, o);
 #else
-            decode_sub(f, d6, hb, sb_in_half + j, o);
+        decode_sub(f, d6, hb, sb_in_half + j, o);
 #endif
-            const uint c0 = 4u * (sb_in_half + j);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[r * LD + c0 + c] = o[c];
-        }
-        // X's rows, 16 chunks of 8 columns each (zeros past M): requested a stage ahead, or now.
-        if (PREFETCH_X == 0u) load_x(m0, hb, xr);
-        [[unroll]] for (uint j = 0u; j < XC; ++j) {
-            const uint i = t + j * WG;
-            xs[(i / 16u) * LD + i % 16u] = xr[j];
-        }
-        barrier();
-        // The next stage's blocks (and, PREFETCH_X, its X and d), in flight during the products.
-        if (s + 1u < stages) {
-            uint hn = hb + 1u;
-            load_stage(tile, lane, nb, hn, 4u * (hn & 1u) + sb_in_half, f);
-            if (PREFETCH_X != 0u) {
-                load_x(m0, hn, xr);
-#if defined(WTYPE_Q6_K)
-                d6 = q6_d(tile, lane, nb, hn);
-#endif
-            }
-        }
-        [[unroll]] for (uint k = 0u; k < 128u; k += 16u) {
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[MT];
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b[NT];
-            [[unroll]] for (uint i = 0u; i < MT; ++i)
-                coopMatLoad(a[i], xs, 16u * i * LD + k / 8u, LD, gl_CooperativeMatrixLayoutRowMajor);
+        const uint c0 = 4u * (sb_in_half + j);
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[r * LD + c0 + c] = o[c];
+    }
+    // X's rows, 16 chunks of 8 columns each (zeros past M): requested a stage ahead, or now.
+    if (PREFETCH_X == 0u) load_x(m0, hb, xr);
+    [[unroll]] for (uint j = 0u; j < XC; ++j) {
+        const uint i = t + j * WG;
+        xs[(i / 16u) * LD + i % 16u] = xr[j];
+    }
+    barrier();
+    request_w(s + W_AHEAD, f);
+    if (PREFETCH_X != 0u) request_x(s + 1u, xr, d6);
+    [[unroll]] for (uint k = 0u; k < 128u; k += 16u) {
+        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a[MT];
+        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b[NT];
+        [[unroll]] for (uint i = 0u; i < MT; ++i)
+            coopMatLoad(a[i], xs, 16u * i * LD + k / 8u, LD, gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint j = 0u; j < NT; ++j)
+            coopMatLoad(b[j], ws, (16u * (sg * NT + j)) * LD + k / 8u, LD,
+                        gl_CooperativeMatrixLayoutColumnMajor);
+        [[unroll]] for (uint i = 0u; i < MT; ++i)
             [[unroll]] for (uint j = 0u; j < NT; ++j)
-                coopMatLoad(b[j], ws, (16u * (sg * NT + j)) * LD + k / 8u, LD,
-                            gl_CooperativeMatrixLayoutColumnMajor);
-            [[unroll]] for (uint i = 0u; i < MT; ++i)
-                [[unroll]] for (uint j = 0u; j < NT; ++j)
-                    acc[i][j] = coopMatMulAdd(a[i], b[j], acc[i][j]);
+                acc[i][j] = coopMatMulAdd(a[i], b[j], acc[i][j]);
+    }
+}
+
+void main() {
+    t = gl_LocalInvocationID.x;
+    n0 = gl_WorkGroupID.x * WR;
+    m0 = gl_WorkGroupID.y * XR;
+    const uint z = gl_WorkGroupID.z;
+    nb = p.K / 256u;
+    kb0 = z * p.k_part;
+    stages = 2u * (min(nb, kb0 + p.k_part) - kb0);
+    r = t % WR;
+    const uint part = t / WR;
+    // (Rows past N: the last tile's rows, read and never stored.)
+    tile = min((n0 + r) / 32u, (p.N + 31u) / 32u - 1u);
+    lane = (n0 + r) & 31u;
+    sb_in_half = part * SUBS;
+    sg = gl_SubgroupID;
+
+    Acc acc[MT][NT];
+    [[unroll]] for (uint i = 0u; i < MT; ++i)
+        [[unroll]] for (uint j = 0u; j < NT; ++j) acc[i][j] = Acc(0.0);
+
+    uvec4 f[NF], f2[NF];  // the fields of stage s, and (W_AHEAD 2) of stage s + 1
+    uvec4 xr[XC];         // PREFETCH_X: the stage's chunks of X, as this invocation copies them
+    float d6 = 0.0;       // Q6_K, PREFETCH_X: the stage's block's d
+    request_w(0u, f);
+    if (PREFETCH_X != 0u) request_x(0u, xr, d6);
+    if (W_AHEAD == 1u) {
+        for (uint s = 0u; s < stages; ++s) run_stage(s, f, xr, d6, acc);
+    } else {
+        request_w(1u, f2);
+        // Two stages a trip, each refilling its own fields two stages on.
+        for (uint s = 0u; s < stages; s += 2u) {
+            run_stage(s, f, xr, d6, acc);
+            if (s + 1u < stages) run_stage(s + 1u, f2, xr, d6, acc);
         }
     }
 
