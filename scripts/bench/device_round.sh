@@ -31,7 +31,7 @@
 #   windows  prefill windows stage by stage (--profile, a line a window): WINDOW_CASES of
 #            prompt@depth (short windows late in a long prompt, whole windows) on WINDOW_MODEL
 #            (arch:shape, default qwen35:9b; qwen35moe:35b-a3b for the mixture)
-#   batched  B = 1, 8, 32, 64 sequences of pp512 + tg128 on the 9B, ours against llama.cpp
+#   batched  B = 1, 8, 32, 64 (BATCHED_B) sequences of pp512 + tg128 on the 9B, ours against llama.cpp
 #   experts  the expert GEMMs of prefill windows as grouped GEMM tiles: their kernel and window
 #            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
 #            the tiles from EXPERT_TILES pairs an expert on average (DELTALLM_VK_EXPERT_TILES:
@@ -55,9 +55,16 @@
 # Here: scripts/bench/device_bench.sh prepare, the xz files under .devrun/extra; carry .gl and
 # .devrun. The outputs are many small files (a device call returns 8): they are written to a
 # folder of their own and packed into $OUT/round.tgz when the script ends or is stopped.
+# Settings in .devrun/round.env (carried with .devrun), when there, override the environment:
+# a call made for one round can run another's stages.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
+if [ -f .devrun/round.env ]; then
+    set -a
+    source .devrun/round.env
+    set +a
+fi
 final=${OUT:-/tmp/device_round_out}
 out=/tmp/device_round_files
 mkdir -p "$final" "$out"
@@ -289,7 +296,7 @@ PY
         synth qwen35 9b q4_k_m
         [ -n "$GEMV_FORM" ] && form
         timeout 240 python3 scripts/bench/compare.py "${args[@]}" -m "$m9" -p 512 -n 128 \
-            -b 1,8,32,64 -r 1 --rounds 1 --md "$out/batched.md" --batched-json "$out/batched.json" \
+            -b "${BATCHED_B:-1,8,32,64}" -r 1 --rounds 1 --md "$out/batched.md" --batched-json "$out/batched.json" \
             >/dev/null
         cat "$out/batched.md"
         ;;
