@@ -120,15 +120,16 @@ const std::vector<Var>& all() {
          "the most rows of a Vulkan skinny GEMM (1 to 256)"},
         {"DELTALLM_VK_GEMM_SKINNY_PARTS", "int", "0",
          "parts of K a Vulkan skinny GEMM's tiles split into (0: by the grid, up to 16)"},
-        {"DELTALLM_VK_GEMM_SKINNY_PREFETCH", "bool", "0",
+        {"DELTALLM_VK_GEMM_SKINNY_PREFETCH", "bool", "1",
          "a Vulkan skinny GEMM requests the next stage's rows of X with its weights, before the "
          "products (1), or reads them between the stage's barriers (0)"},
-        {"DELTALLM_VK_GEMM_SKINNY_AHEAD", "int", "1",
+        {"DELTALLM_VK_GEMM_SKINNY_AHEAD", "int", "2",
          "stages ahead a Vulkan skinny GEMM requests its weights' blocks: 1 or 2"},
         {"DELTALLM_VK_GEMM_SKINNY_MT", "int", "0",
          "the most tiles of 16 rows of X a Vulkan skinny GEMM's workgroup takes: 1, 2 or 4 (0: 4)"},
         {"DELTALLM_VK_GEMM_SKINNY_RT", "int", "0",
-         "weight-row tiles of 32 a Vulkan skinny GEMM's workgroup takes: 2 or 4 (0: 2)"},
+         "weight-row tiles of 32 a Vulkan skinny GEMM's workgroup takes: 2 or 4 (0: 4 over up to "
+         "16 rows of X, else 2)"},
         {"DELTALLM_VK_GEMM_EXPAND_ROWS", "int", "64",
          "on the NV cooperative matrix 2 tiles, Vulkan GEMMs of at least this many rows first "
          "expand their weights to F16 (1 to 2048)"},

@@ -99,10 +99,11 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     Tuning& tn = w->kernels->tuning;
     if (tn.gemm_skinny && Kernels::gemm_uses_skinny(D.features(), P.variant)) {
         // The skinny GEMM beat the batched GEMV from 8 rows on an H100 (9B Q4_K_M, pp16 + tg32:
-        // B32 1,198 -> 2,339 t/s); where every quantized matrix of the windows is one it reads,
-        // it takes their GEMMs of more rows (their inputs then copied to F16, not rounded).
-        // (A model of F32 or F16 matrices keeps the batched GEMV: its batched rows then compute
-        // as their solo decodes do, exactly.)
+        // B32 1,198 -> 2,339 t/s; B8 837.6 -> 970.4 with its loads ahead and four tiles of
+        // weight rows; fewer rows not measured); where every quantized matrix of the windows is one
+        // it reads, it takes their GEMMs of more rows (their inputs then copied to F16, not
+        // rounded). (A model of F32 or F16 matrices keeps the batched GEMV: its batched rows then
+        // compute as their solo decodes do, exactly.)
         bool all = true, any = false;
         for (const auto& group : gemm_groups(*model, true))
             for (const Tensor* t : group) {

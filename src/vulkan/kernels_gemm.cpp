@@ -129,9 +129,11 @@ GemmKernels::SkinnyShape GemmKernels::skinny_shape(uint32_t rows, uint32_t cols,
     s.mt =
         std::min<uint32_t>(tuning.gemm_skinny_mt ? tuning.gemm_skinny_mt : 4, (n_rows + 15) / 16);
     s.y_tiles = (n_rows + 16 * s.mt - 1) / (16 * s.mt);
-    // Two tiles of weight rows: twice the workgroups of four, which ran slower on an H100 (9B
-    // Q4_K_M, pp16 + tg32: B8 870 / 795, B32 2,339 / 1,963, B64 1,109 / 1,100 t/s).
-    s.rt = tuning.gemm_skinny_rt ? tuning.gemm_skinny_rt : 2;
+    // Four tiles of weight rows over one of X, else two: with the loads requested ahead, four
+    // ran faster over 8 rows and two over 32 on an H100 (9B Q4_K_M: B8 pp16 + tg32 927.7 / 970.4
+    // t/s with two / four; pp32 2,756 / 2,380); before them, two were faster everywhere (B8 870 /
+    // 795, B32 2,339 / 1,963, B64 1,109 / 1,100).
+    s.rt = tuning.gemm_skinny_rt ? tuning.gemm_skinny_rt : s.mt == 1 ? 4 : 2;
     if (skinny_shared(s.rt, s.mt) > f.max_shared_memory) s.rt = 2;
     const uint32_t tiles = (rows + 32 * s.rt - 1) / (32 * s.rt) * s.y_tiles;
     const uint32_t nb = cols / 256;
