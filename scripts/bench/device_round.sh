@@ -18,8 +18,8 @@
 #            steps (B = 8, 32, 64; pp16 + tg32) and its short prompts (pp32-pp128) with the GEMMs
 #            as today, on the tiles unsplit, split, and split without the F16 expansion
 #   skinny   the skinny GEMMs of few rows (DELTALLM_VK_GEMM_SKINNY): their tests (SKINNY_TESTS, a
-#            gtest filter; none: no tests), then the 9B's batched steps (SKINNY_BATCHES, pp16 + tg32) and short
-#            prompts (pp32-pp256) in each of SKINNY_FORMS ('|' between forms); with
+#            gtest filter; none: no tests), then the 9B's batched steps (SKINNY_BATCHES, pp16 +
+#            tg32) and short prompts (pp32-pp256) in each of SKINNY_FORMS ('|' between forms); with
 #            SKINNY_KEEP=1 the form whose generation rates sum highest runs the later stages
 #   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
 #            xz in .devrun/extra), each checked against a CPU reference; VK_SPEED_FILTER picks
@@ -31,7 +31,8 @@
 #   windows  prefill windows stage by stage (--profile, a line a window): WINDOW_CASES of
 #            prompt@depth (short windows late in a long prompt, whole windows) on WINDOW_MODEL
 #            (arch:shape, default qwen35:9b; qwen35moe:35b-a3b for the mixture)
-#   batched  B = 1, 8, 32, 64 (BATCHED_B) sequences of pp512 + tg128 on the 9B, ours against llama.cpp
+#   batched  B = 1, 8, 32, 64 (BATCHED_B) sequences of pp512 + tg128 on the 9B, ours against
+#            llama.cpp
 #   experts  the expert GEMMs of prefill windows as grouped GEMM tiles: their kernel and window
 #            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
 #            the tiles from EXPERT_TILES pairs an expert on average (DELTALLM_VK_EXPERT_TILES:
@@ -296,7 +297,8 @@ PY
         synth qwen35 9b q4_k_m
         [ -n "$GEMV_FORM" ] && form
         timeout 240 python3 scripts/bench/compare.py "${args[@]}" -m "$m9" -p 512 -n 128 \
-            -b "${BATCHED_B:-1,8,32,64}" -r 1 --rounds 1 --md "$out/batched.md" --batched-json "$out/batched.json" \
+            -b "${BATCHED_B:-1,8,32,64}" -r 1 --rounds 1 --md "$out/batched.md" \
+            --batched-json "$out/batched.json" \
             >/dev/null
         cat "$out/batched.md"
         ;;

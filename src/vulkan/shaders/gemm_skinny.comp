@@ -29,9 +29,9 @@ layout(constant_id = 0) const uint RT = 4;  // tiles of 32 weight rows a workgro
 layout(constant_id = 1) const uint MT = 4;  // tiles of 16 rows of X a workgroup: 1 to 4
 // 1: the next stage's rows of X (and a Q6_K block's d) are requested into registers with its
 // weights, before the products, instead of read from memory between the stage's barriers.
-layout(constant_id = 2) const uint PREFETCH_X = 0;
+layout(constant_id = 2) const uint PREFETCH_X = 1;
 // Stages ahead the weights' blocks are requested: 1 or 2 (two sets of the fields in registers).
-layout(constant_id = 3) const uint W_AHEAD = 1;
+layout(constant_id = 3) const uint W_AHEAD = 2;
 const uint WG = 128u;
 const uint WR = 32u * RT;        // weight rows a workgroup
 const uint XR = 16u * MT;        // rows of X a workgroup
