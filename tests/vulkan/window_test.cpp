@@ -344,6 +344,28 @@ TEST(SkinnyGemmShape, PartsFallAsRowsGrowAndKeepFourBlocks) {
     }
 }
 
+// The skinny GEMM's tiles of weight rows (the launcher's rule, measured on an H100: four over
+// one tile of X, two over more): two where four would not fit the device's shared memory (a
+// stage of 32 · RT weight rows and 16 · MT rows of X, 17 chunks of 16 bytes each), and a
+// forced four taken only where it fits.
+TEST(SkinnyGemmShape, FourWeightTilesOverOneTileOfXWhereTheyFit) {
+    VK_TEST_DEVICE();
+    const uint32_t shared = dev.features().max_shared_memory;
+    auto fits = [&](const Kernels::SkinnyShape& s) {
+        return (32 * s.rt + 16 * s.mt) * 17 * 16 + 16 <= shared;
+    };
+    for (uint32_t forced : {0u, 4u}) {
+        test::Scoped rt_scope(K.tuning.gemm_skinny_rt, forced);
+        for (uint32_t m = 1; m <= 256; ++m) {
+            const Kernels::SkinnyShape s = K.skinny_shape(4096, 4096, m);
+            const uint32_t want = forced ? forced : s.mt == 1 ? 4 : 2;
+            EXPECT_EQ(s.rt, fits({.rt = want, .mt = s.mt}) ? want : 2u)
+                << m << " rows, forced " << forced;
+            EXPECT_TRUE(fits(s) || s.rt == 2) << m << " rows: four tiles past the shared memory";
+        }
+    }
+}
+
 TEST(F16Copy, MatchesHostRounding) {
     VK_TEST_DEVICE();
     const uint32_t n = 8 * 37, x_off = 3;
