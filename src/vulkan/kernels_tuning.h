@@ -143,7 +143,7 @@ struct Tuning {
     // gemm_skinny.comp) where the device has them (DELTALLM_VK_GEMM_SKINNY, _ROWS). The driver
     // lowers gemm_gemv_rows to kSkinnyGemvRows for a model whose quantized matrices are all such
     // (ResidentDriver::create). Their parts of K (0: by the grid) and their workgroup's tiles
-    // of 32 weight rows (0: two) for the speed forms.
+    // of 32 weight rows (0: four over one tile of X, else two) for the speed forms.
     bool gemm_skinny = true;
     uint32_t gemm_skinny_rows = 128;
     static constexpr uint32_t kSkinnyGemvRows = 4;

@@ -89,8 +89,9 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                     runs.push_back({dev.variant(), 8, g, expand, 0, false, 0, false, 0, split});
     // The skinny GEMM over the K-quants: its parts of K by the grid and forced to 2 and 3, its
     // workgroups of two and four tiles of weight rows, with X read between the barriers or
-    // requested a stage ahead, the weights one or two stages ahead.
-    if (Kernels::gemm_uses_skinny(f, dev.variant()) && (t == QType::Q4_K || t == QType::Q6_K))
+    // requested a stage ahead, the weights one or two stages ahead; and its tiles of 16 rows of
+    // X capped at two (more workgroups over the same weight tiles).
+    if (Kernels::gemm_uses_skinny(f, dev.variant()) && (t == QType::Q4_K || t == QType::Q6_K)) {
         for (uint32_t ahead : {1u, 2u})
             for (uint32_t rt : {2u, 4u})
                 for (uint32_t parts : {0u, 2u, 3u})
@@ -104,8 +105,6 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                                         .skinny_rt = rt,
                                         .skinny_prefetch = prefetch,
                                         .skinny_ahead = ahead});
-    // Tiles of 16 rows of X capped at two (more workgroups over the same weight tiles).
-    if (Kernels::gemm_uses_skinny(f, dev.variant()) && (t == QType::Q4_K || t == QType::Q6_K))
         runs.push_back({.v = dev.variant(),
                         .y_off = 5,
                         .tile = {},
@@ -115,6 +114,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         .skinny_prefetch = true,
                         .skinny_ahead = 2,
                         .skinny_mt = 2});
+    }
     Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
     // 13 and 63 rows: batched GEMVs of uneven groups (two of 7, eight of 8 with one clamped).
     for (uint32_t m : {1u, 7u, 13u, 63u, 64u, 65u, 130u}) {
@@ -318,8 +318,6 @@ TEST(BatchedGemvModule, SharedMemoryReductionMatchesReference) {
         }
 }
 
-// The F16 copy the cooperative-matrix tiles read: every value within one rounding step of the
-// host conversion (the device may round either way), nothing written past n.
 // The skinny GEMM's parts of K (GemmKernels::skinny_shape, the launcher's rule): never more as the
 // rows of X grow (longer products a block), at least four blocks a part where K splits, and the
 // parts' scratch sized for every tile's partial sums.
@@ -366,6 +364,8 @@ TEST(SkinnyGemmShape, FourWeightTilesOverOneTileOfXWhereTheyFit) {
     }
 }
 
+// The F16 copy the cooperative-matrix tiles read: every value within one rounding step of the
+// host conversion (the device may round either way), nothing written past n.
 TEST(F16Copy, MatchesHostRounding) {
     VK_TEST_DEVICE();
     const uint32_t n = 8 * 37, x_off = 3;

@@ -187,7 +187,8 @@ void request_x(uint s, inout uvec4 xr[XC], inout float d6) {
 // Stage s: decodes f (the stage's fields) into ws and X's rows into xs, then requests stage
 // s + W_AHEAD's fields into f (and, PREFETCH_X, the next stage's X into xr) and adds the
 // stage's products to acc while they are in flight.
-void run_stage(uint s, inout uvec4 f[NF], inout uvec4 xr[XC], inout float d6, inout Acc acc[MT][NT]) {
+void run_stage(uint s, inout uvec4 f[NF], inout uvec4 xr[XC], inout float d6,
+               inout Acc acc[MT][NT]) {
     const uint hb = 2u * kb0 + s;
     barrier();  // the products of the stage before are done with ws and xs
 #if defined(WTYPE_Q6_K)
