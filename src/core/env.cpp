@@ -86,6 +86,9 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMM_GROUPS", "bool", "1",
          "Vulkan prefill windows: the GEMMs of one stage (a mixer's projections, the FFN's gate "
          "and up) run together over matrices expanded together (0: a barrier between each)"},
+        {"DELTALLM_VK_F16_BY_WRITER", "bool", "1",
+         "Vulkan prefill windows and batched steps: a norm or SwiGLU writes the F16 copy of its "
+         "rows the next GEMM tiles read (0: an F16 copy stage of its own)"},
         {"DELTALLM_VK_GEMV_X", "string", "auto",
          "how the Vulkan decode GEMVs over block formats read x: auto (per format, what measured "
          "fastest), global (F32) or bytes (quantized to int8, integer dot products)"},

@@ -180,6 +180,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->mix_chunks_ = opts.mixed_steps;
     d->snapshot_buffers_ = std::make_shared<BufferPool>(*d->dev_, 2);
     d->gemm_groups_ = opts.gemm_groups;
+    d->f16_by_writer_ = opts.f16_by_writer;
     log::debug("vulkan: {}: {}", D.name(), P.describe());
     return d;
 }

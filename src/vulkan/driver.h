@@ -77,6 +77,10 @@ struct DriverOptions {
     // expanded together (DELTALLM_VK_GEMM_GROUPS; off: a barrier between each, for measurements).
     bool gemm_groups = gemm_groups_from_env();
     static bool gemm_groups_from_env();
+    // A window's norm or SwiGLU writes the F16 copy of its rows that the GEMM tiles after it read
+    // (DELTALLM_VK_F16_BY_WRITER; off: an f16_copy stage of its own, for measurements).
+    bool f16_by_writer = f16_by_writer_from_env();
+    static bool f16_by_writer_from_env();
     // Positions below which a session's token command runs the decode attention with one query
     // head a workgroup (Kernels::Attention::heads_a_group), where the launcher takes several: a
     // second recorded command, so neither form pays for the other. Its kernel has less code,
@@ -281,6 +285,7 @@ class ResidentDriver final : public Executor {
     bool mix_chunks_ = true;    // DriverOptions::mixed_steps
     uint64_t mixed_steps_ = 0;  // steps run with a prompt chunk beside their decode rows
     bool gemm_groups_ = true;
+    bool f16_by_writer_ = true;
     // Batch commands by their rows and whether they copy the logits to the host, with when each
     // was last used: past kBatchCommands of them (a server whose load swings over many row
     // counts), the least recently used goes.

@@ -34,18 +34,32 @@ void RowKernels::get_rows(CommandList& cl, const GetRows& g) {
 
 void RowKernels::rms_norm(CommandList& cl, const RmsNorm& r) {
     uint32_t wg = wg_size(256);
-    const Kernel& k = pipes_.get("rms_norm", 3, sizeof(NormPush), {wg});
+    const bool f16 = r.h.buffer != VK_NULL_HANDLE;
+    if (f16 && (r.n % 2 || r.h.range < (uint64_t)r.nrows * r.n * 2))
+        fail("an RMSNorm's F16 copy of {} rows of {} values in {} bytes", r.nrows, r.n, r.h.range);
+    const Kernel& k =
+        pipes_.get(f16 ? "rms_norm_f16" : "rms_norm", f16 ? 4 : 3, sizeof(NormPush), {wg});
     NormPush p{r.n, r.nrows, r.x_off, r.x_stride, r.y_off, r.y_stride, r.eps};
     auto [gx, gy] = grid(dev_.features(), r.nrows);
-    cl.dispatch(k, {r.w, r.x, r.y}, p, gx, gy);
+    if (f16)
+        cl.dispatch(k, {r.w, r.x, r.y, r.h}, p, gx, gy);
+    else
+        cl.dispatch(k, {r.w, r.x, r.y}, p, gx, gy);
 }
 
 void RowKernels::swiglu(CommandList& cl, View g, uint32_t g_off, View u, uint32_t u_off, View y,
-                        uint32_t y_off, uint32_t n) {
-    const Kernel& k = pipes_.get("swiglu", 3, sizeof(SwigluPush));
+                        uint32_t y_off, uint32_t n, View h) {
+    const bool f16 = h.buffer != VK_NULL_HANDLE;
+    if (f16 && (n % 2 || h.range < (uint64_t)n * 2))
+        fail("a SwiGLU's F16 copy of {} values in {} bytes", n, h.range);
+    const Kernel& k = pipes_.get(f16 ? "swiglu_f16" : "swiglu", f16 ? 4 : 3, sizeof(SwigluPush));
     SwigluPush p{n, g_off, u_off, y_off};
-    auto [gx, gy] = grid(dev_.features(), (n + 255) / 256);
-    cl.dispatch(k, {g, u, y}, p, gx, gy);
+    const uint32_t threads = f16 ? n / 2 : n;
+    auto [gx, gy] = grid(dev_.features(), (threads + 255) / 256);
+    if (f16)
+        cl.dispatch(k, {g, u, y, h}, p, gx, gy);
+    else
+        cl.dispatch(k, {g, u, y}, p, gx, gy);
 }
 
 }  // namespace dl::vk

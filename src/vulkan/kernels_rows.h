@@ -26,17 +26,20 @@ class RowKernels : public virtual KernelFamily {
     };
     void get_rows(CommandList& cl, const GetRows& g);
     // y = x / sqrt(mean(x²) + eps) · w for nrows rows of n (strided by x_stride / y_stride floats).
+    // With h, each row also as n halves at h's row · n (the F16 copy f16_copy would make of y's
+    // rows packed; n even).
     struct RmsNorm {
         View w, x;
         uint32_t x_off = 0, x_stride = 0;
         View y;
         uint32_t y_off = 0, y_stride = 0, n = 0, nrows = 0;
         float eps = 0;
+        View h{};
     };
     void rms_norm(CommandList& cl, const RmsNorm& r);
-    // y = silu(g) ⊙ u over n values.
+    // y = silu(g) ⊙ u over n values; with h, also as n halves at h's start (n even).
     void swiglu(CommandList& cl, View g, uint32_t g_off, View u, uint32_t u_off, View y,
-                uint32_t y_off, uint32_t n);
+                uint32_t y_off, uint32_t n, View h = {});
 };
 
 }  // namespace dl::vk

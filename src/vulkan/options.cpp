@@ -76,6 +76,10 @@ bool DriverOptions::mixed_steps_from_env() {
     return env::get_bool("DELTALLM_VK_MIXED_STEPS");
 }
 
+bool DriverOptions::f16_by_writer_from_env() {
+    return env::get_bool("DELTALLM_VK_F16_BY_WRITER");
+}
+
 bool DriverOptions::gemm_groups_from_env() {
     return env::get_bool("DELTALLM_VK_GEMM_GROUPS");
 }

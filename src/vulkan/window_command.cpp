@@ -195,6 +195,17 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             return;
         }
         if (!K.gemm_reads_f16(var, (uint32_t)cols)) return;
+        // Rows the stage just ended wrote whole (a norm's, a SwiGLU's): that kernel writes the
+        // copy too, a stage fewer (a batched step of the 9B had about 100 such stages).
+        if (f16_by_writer_ && p.items.size() >= 2 && p.items.back().kind == Kind::stage_end) {
+            WindowItem& w = p.items[p.items.size() - 2];
+            const bool norm_rows = w.kind == Kind::rms_norm && rows == m && cols == hp.n_embd;
+            const bool swiglu_rows = w.kind == Kind::swiglu && w.n == rows * (uint32_t)cols;
+            if ((norm_rows || swiglu_rows) && w.y_off == x_off) {
+                w.f16_out = true;
+                return;
+            }
+        }
         WindowItem it;
         it.kind = Kind::f16_copy;
         it.x_off = x_off;

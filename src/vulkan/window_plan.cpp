@@ -86,6 +86,7 @@ std::string WindowPlan::describe() const {
             i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::round_rows ||
             i.kind == WindowItem::Kind::head_gemv)
             out += fmt::format(" x@{} y@{}{}", i.x_off, i.y_off, i.to_logits ? " (logits)" : "");
+        if (i.f16_out) out += " and its f16 copy";
         if (i.accumulate) out += " +=";
         if (i.w16.range > 0) out += fmt::format(" f16@{}:{}", i.w16.offset, i.w16.range);
         if (i.stage_rows) out += fmt::format(" stage rows {}", i.stage_rows);

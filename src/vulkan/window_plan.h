@@ -67,6 +67,8 @@ struct WindowItem {
     // work, in its order; kNone: moe_sum runs apart).
     uint32_t sum_off = Kernels::kNone;
     bool to_logits = false;  // gemm: into the window's logits rather than act
+    // rms_norm, swiglu: also writes its rows' F16 copy, which the next GEMMs read (no f16_copy)
+    bool f16_out = false;
     bool accumulate = false;
     View w16{};               // expand, gemm, gemm_experts: the F16 expansion (range 0: none)
     bool expanded = false;    // gemm: reads w16

@@ -69,7 +69,8 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                                 .y_stride = E,
                                 .n = E,
                                 .nrows = m,
-                                .eps = hp.rms_eps});
+                                .eps = hp.rms_eps,
+                                .h = i.f16_out ? x16 : View{}});
                 break;
             case Kind::f16_copy:
                 K.f16_copy(cl, act, i.x_off, x16, i.n);
@@ -101,7 +102,8 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                 cl.transfer_barrier();
                 break;
             case Kind::swiglu:
-                K.swiglu(cl, act, i.x_off, act, i.u_off, act, i.y_off, i.n);
+                K.swiglu(cl, act, i.x_off, act, i.u_off, act, i.y_off, i.n,
+                         i.f16_out ? x16 : View{});
                 break;
             case Kind::moe_route:
                 K.moe_route(cl, act, i.x_off, (uint32_t)hp.n_expert, (uint32_t)hp.n_expert_used,

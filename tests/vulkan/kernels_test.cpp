@@ -663,6 +663,48 @@ TEST(VulkanKernels, RmsNormStridedRows) {
     }
 }
 
+// The norm that also writes its rows' F16 copy (a window's norm before GEMM tiles): the same
+// rows as the plain norm, and halves equal to what f16_copy makes of them; nothing past them.
+TEST(VulkanKernels, RmsNormWritesTheF16CopyOfItsRows) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 104, nrows = 3, x_off = 5;
+    std::vector<float> x = randn(x_off + nrows * n, 13, 2.f), w = randn(n, 14);
+    Buffer xb = test::to_device(dev, x), wb = test::to_device(dev, w);
+    Buffer plain = test::poisoned(dev, nrows * n), fused = test::poisoned(dev, nrows * n);
+    Buffer h = test::poisoned(dev, nrows * n / 2 + 4), copy = test::poisoned(dev, nrows * n / 2);
+    auto norm = [&](Buffer& y, View hv) {
+        return Kernels::RmsNorm{.w = view(wb),
+                                .x = view(xb),
+                                .x_off = x_off,
+                                .x_stride = n,
+                                .y = view(y),
+                                .y_off = 0,
+                                .y_stride = n,
+                                .n = n,
+                                .nrows = nrows,
+                                .eps = 1e-6f,
+                                .h = hv};
+    };
+    test::run(dev, [&](CommandList& cl) {
+        K.rms_norm(cl, norm(plain, {}));
+        K.rms_norm(cl, norm(fused, view(h)));
+        cl.barrier();
+        K.f16_copy(cl, view(plain), 0, view(copy), nrows * n);
+    });
+    auto a = test::from_device<float>(dev, plain, nrows * n);
+    auto b = test::from_device<float>(dev, fused, nrows * n);
+    for (uint32_t i = 0; i < nrows * n; ++i) ASSERT_EQ(test::bits(b[i]), test::bits(a[i])) << i;
+    auto hs = test::from_device<uint16_t>(dev, h, nrows * n + 8);
+    auto cs = test::from_device<uint16_t>(dev, copy, nrows * n);
+    for (uint32_t i = 0; i < nrows * n; ++i) ASSERT_EQ(hs[i], cs[i]) << "half " << i;
+    for (uint32_t i = nrows * n; i < nrows * n + 8; ++i)
+        ASSERT_EQ(hs[i], 0x7fc0 * (i % 2)) << "wrote past the rows";
+    Buffer odd = test::poisoned(dev, 16);
+    Kernels::RmsNorm r = norm(plain, view(odd));
+    r.n = 7;
+    EXPECT_THROW(K.rms_norm(*std::make_unique<CommandList>(dev), r), Error);
+}
+
 // The trace of a recorded command (DELTALLM_VK_TRACE): a line at each mark with the dispatches
 // since the one before, kernel[specialization constants], workgroup counts, push-constant words
 // and bound views, and one at end() for those after the last mark; nothing while tracing is off,
@@ -791,6 +833,37 @@ TEST(VulkanKernels, SwiGLU) {
         double want = a / (1 + std::exp(-a)) * u[1 + i];
         ASSERT_NEAR(out[1 + i], want, 1e-5 * (std::fabs(want) + 1)) << i;
     }
+}
+
+// The SwiGLU that also writes its values' F16 copy (before the down projection's GEMM tiles):
+// its values as the plain SwiGLU's, its halves what f16_copy makes of them; nothing past them.
+TEST(VulkanKernels, SwiGLUWritesTheF16CopyOfItsValues) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 1000;
+    std::vector<float> g = randn(n + 3, 18, 3.f), u = randn(n + 1, 19);
+    Buffer gb = test::to_device(dev, g), ub = test::to_device(dev, u);
+    Buffer y = test::poisoned(dev, n + 2), h = test::poisoned(dev, n / 2 + 4);
+    Buffer copy = test::poisoned(dev, n / 2);
+    test::run(dev, [&](CommandList& cl) {
+        K.swiglu(cl, view(gb), 3, view(ub), 1, view(y), 1, n, view(h));
+        cl.barrier();
+        K.f16_copy(cl, view(y), 1, view(copy), n);
+    });
+    auto out = test::from_device<float>(dev, y, n + 2);
+    EXPECT_EQ(test::bits(out[0]), test::kPoison);
+    EXPECT_EQ(test::bits(out[n + 1]), test::kPoison);
+    for (uint32_t i = 0; i < n; ++i) {
+        double a = g[3 + i];
+        double want = a / (1 + std::exp(-a)) * u[1 + i];
+        ASSERT_NEAR(out[1 + i], want, 1e-5 * (std::fabs(want) + 1)) << i;
+    }
+    auto hs = test::from_device<uint16_t>(dev, h, n + 8);
+    auto cs = test::from_device<uint16_t>(dev, copy, n);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(hs[i], cs[i]) << "half " << i;
+    for (uint32_t i = n; i < n + 8; ++i) ASSERT_EQ(hs[i], 0x7fc0 * (i % 2)) << "wrote past n";
+    EXPECT_THROW(K.swiglu(*std::make_unique<CommandList>(dev), view(gb), 0, view(ub), 0, view(y), 0,
+                          7, view(h)),
+                 Error);
 }
 
 TEST(VulkanKernels, ArgmaxFindsFirstMaximumAndSkipsNaN) {

@@ -357,7 +357,7 @@ TEST(SkinnyGemmShape, FourWeightTilesOverOneTileOfXWhereTheyFit) {
         for (uint32_t m = 1; m <= 256; ++m) {
             const Kernels::SkinnyShape s = K.skinny_shape(4096, 4096, m);
             const uint32_t want = forced ? forced : s.mt == 1 ? 4 : 2;
-            EXPECT_EQ(s.rt, fits({.rt = want, .mt = s.mt}) ? want : 2u)
+            EXPECT_EQ(s.rt, fits({.rt = want, .mt = s.mt, .y_tiles = 0, .split = {}}) ? want : 2u)
                 << m << " rows, forced " << forced;
             EXPECT_TRUE(fits(s) || s.rt == 2) << m << " rows: four tiles past the shared memory";
         }
