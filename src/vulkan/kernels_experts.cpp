@@ -72,8 +72,10 @@ void ExpertKernels::moe_route(CommandList& cl, View x, uint32_t x_off, uint32_t 
 void ExpertKernels::moe_router(CommandList& cl, const Router& r) {
     // 4 rows a workgroup (moe_router.comp's RPW), a power of two of threads over them.
     const uint32_t wg = wg_size(256);
-    const Kernel& kern =
-        pipes_.get(route_kernel("moe_router", r.n_expert, r.k, wg), 5, sizeof(RouterPush), {wg});
+    const uint32_t v4 =
+        r.n_embd % 4 == 0 && r.xn_off % 4 == 0 && r.w.offset % 16 == 0 && r.act.offset % 16 == 0;
+    const Kernel& kern = pipes_.get(route_kernel("moe_router", r.n_expert, r.k, wg), 5,
+                                    sizeof(RouterPush), {wg, v4});
     const uint32_t rows = r.n_expert + (r.gate_off != kNone ? 1 : 0);
     cl.dispatch(kern, {r.w, r.act, r.route, r.counter, r.gate_off != kNone ? r.gate_w : r.w},
                 RouterPush{r.n_expert, r.k, r.n_embd, r.xn_off, r.logit_off, r.route_off,

@@ -122,7 +122,8 @@ TEST(MoeRouteTies, AllEqualTakeTheLowestIds) {
 // One token's router GEMV with the choice in its last workgroup (moe_router.comp): the logits
 // against double sums, the choice against the reference on those logits, nothing written
 // around them, the counter back at 0, and a second token through the same counter; router rows
-// that do not fill the last workgroup, more experts than threads, both top-k forms.
+// that do not fill the last workgroup, more experts than threads, both top-k forms, xn read as
+// floats and as vec4s.
 struct RouterCase {
     uint32_t n_expert, k, n_embd;
 };
@@ -138,12 +139,15 @@ TEST_P(MoeRouter, LogitsAndChoiceMatchTheReference) {
     const uint32_t gate_off = 7;
     const std::vector<float> gate = randn(gate_off + cols, 11 + n, 1.f / std::sqrt((float)cols));
     Buffer gb = test::to_device(dev, gate);
-    // act: xn at 3, the logits at xn_off + cols + 5, the route after them, poison around all.
-    const uint32_t xn_off = 3, logit_off = xn_off + cols + 5, route_off = logit_off + n + 3;
-    const size_t words = route_off + 2 * k + 4;
-    for (int form_gate = 0; form_gate < 4; ++form_gate) {
+    // act: xn at 3 (read as floats) or 4 (as vec4s where cols allow), the logits at xn_off + cols
+    // + 5, the route after them, poison around all.
+    for (int form_gate = 0; form_gate < 8; ++form_gate) {
         const bool subgroups = form_gate & 1, with_gate = form_gate & 2;
-        SCOPED_TRACE(::testing::Message() << "subgroups " << subgroups << " gate " << with_gate);
+        const uint32_t xn_off = form_gate & 4 ? 4 : 3, logit_off = xn_off + cols + 5,
+                       route_off = logit_off + n + 3;
+        const size_t words = route_off + 2 * k + 4;
+        SCOPED_TRACE(::testing::Message()
+                     << "subgroups " << subgroups << " gate " << with_gate << " xn at " << xn_off);
         test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
         Buffer counter = dev.create_buffer(8, MemoryKind::device);
         dev.fill(counter, 0, 8, 0);
