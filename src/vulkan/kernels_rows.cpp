@@ -37,8 +37,13 @@ void RowKernels::rms_norm(CommandList& cl, const RmsNorm& r) {
     const bool f16 = r.h.buffer != VK_NULL_HANDLE;
     if (f16 && (r.n % 2 || r.h.range < (uint64_t)r.nrows * r.n * 2))
         fail("an RMSNorm's F16 copy of {} rows of {} values in {} bytes", r.nrows, r.n, r.h.range);
-    const Kernel& k =
-        pipes_.get(f16 ? "rms_norm_f16" : "rms_norm", f16 ? 4 : 3, sizeof(NormPush), {wg});
+    // The rows in registers as vec4s (rms_norm.comp's V4: up to 8 a thread) where they fit and
+    // every offset, stride and view allows.
+    const bool v4 = r.n % 4 == 0 && r.n <= 4 * 8 * wg && r.x_off % 4 == 0 && r.x_stride % 4 == 0 &&
+                    r.y_off % 4 == 0 && r.y_stride % 4 == 0 && r.w.offset % 16 == 0 &&
+                    r.x.offset % 16 == 0 && r.y.offset % 16 == 0 && (!f16 || r.h.offset % 16 == 0);
+    const Kernel& k = pipes_.get(f16 ? "rms_norm_f16" : "rms_norm", f16 ? 4 : 3, sizeof(NormPush),
+                                 {wg, v4 ? 1u : 0u});
     NormPush p{r.n, r.nrows, r.x_off, r.x_stride, r.y_off, r.y_stride, r.eps};
     auto [gx, gy] = grid(dev_.features(), r.nrows);
     if (f16)

@@ -2,6 +2,7 @@
 // rest): outputs poisoned with NaN before the run, every element checked, odd sizes, and the
 // neighbours of the written range checked untouched.
 #include <gtest/gtest.h>
+#include <array>
 
 #include <bit>
 #include <cctype>
@@ -625,9 +626,24 @@ INSTANTIATE_TEST_SUITE_P(
                (s.subgroup ? "_sg" : "_tree") + (s.x == kBytes ? "_i8" : "");
     });
 
+void rms_norm_rows(Device& dev, Kernels& K, uint32_t n, uint32_t x_stride, uint32_t y_stride,
+                   uint32_t x_off, uint32_t y_off);
+
+// Rows read as floats (offsets and strides not multiples of 4), then as vec4s, which rows of
+// 100 and 4100 values (past one vec4 for each of the 256 threads) take.
 TEST(VulkanKernels, RmsNormStridedRows) {
     VK_TEST_DEVICE();
-    const uint32_t n = 100, nrows = 5, x_stride = 130, y_stride = 111, x_off = 7, y_off = 2;
+    for (auto [n, x_stride, y_stride, x_off, y_off] : {std::array<uint32_t, 5>{100, 130, 111, 7, 2},
+                                                       {100, 132, 112, 8, 4},
+                                                       {4100, 4104, 4100, 4, 0}})
+        rms_norm_rows(dev, K, n, x_stride, y_stride, x_off, y_off);
+}
+
+void rms_norm_rows(Device& dev, Kernels& K, uint32_t n, uint32_t x_stride, uint32_t y_stride,
+                   uint32_t x_off, uint32_t y_off) {
+    SCOPED_TRACE(::testing::Message() << "rows of " << n << ", strides " << x_stride << " / "
+                                      << y_stride << ", offsets " << x_off << " / " << y_off);
+    const uint32_t nrows = 5;
     const float eps = 1e-6f;
     std::vector<float> x = randn(x_off + nrows * x_stride, 3, 2.f);
     std::vector<float> w = randn(n, 4);
@@ -663,11 +679,21 @@ TEST(VulkanKernels, RmsNormStridedRows) {
     }
 }
 
+void rms_norm_f16_rows(Device& dev, Kernels& K, uint32_t x_off);
+
 // The norm that also writes its rows' F16 copy (a window's norm before GEMM tiles): the same
 // rows as the plain norm, and halves equal to what f16_copy makes of them; nothing past them.
 TEST(VulkanKernels, RmsNormWritesTheF16CopyOfItsRows) {
     VK_TEST_DEVICE();
-    const uint32_t n = 104, nrows = 3, x_off = 5;
+    for (uint32_t x_off : {5u, 8u}) {  // rows read as floats, then as vec4s
+        SCOPED_TRACE(::testing::Message() << "x at " << x_off);
+        rms_norm_f16_rows(dev, K, x_off);
+        if (HasFatalFailure()) return;
+    }
+}
+
+void rms_norm_f16_rows(Device& dev, Kernels& K, uint32_t x_off) {
+    const uint32_t n = 104, nrows = 3;
     std::vector<float> x = randn(x_off + nrows * n, 13, 2.f), w = randn(n, 14);
     Buffer xb = test::to_device(dev, x), wb = test::to_device(dev, w);
     Buffer plain = test::poisoned(dev, nrows * n), fused = test::poisoned(dev, nrows * n);
