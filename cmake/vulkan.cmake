@@ -297,6 +297,9 @@ endforeach()
 foreach(t q4_k q6_k)
   string(TOUPPER ${t} T)
   dl_vk_shader(gemm_skinny_${t} gemm_skinny.comp DEFINES WTYPE_${T}=1 VARIANTS khr_coopmat)
+  # The same over a window's expert pairs grouped by expert (gemm_experts' contract).
+  dl_vk_shader(gemm_skinny_${t}_experts gemm_skinny.comp DEFINES WTYPE_${T}=1 EXPERTS=1
+               VARIANTS khr_coopmat)
 endforeach()
 # The expert GEMMs of a prefill window as grouped tiles: scalar, and on KHR cooperative matrices.
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)

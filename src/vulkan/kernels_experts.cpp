@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "vulkan/kernels_gemm.h"
+#include "vulkan/weight_layout.h"
 
 namespace dl::vk {
 
@@ -37,6 +38,9 @@ uint32_t max_expert_tiles(uint32_t n_pairs, uint32_t n_expert) {
     const uint32_t rows = ExpertKernels::kExpertTileRows;
     return (n_pairs + rows - 1) / rows + std::min(n_pairs, n_expert);
 }
+struct SkinnyExpertsPush {
+    uint32_t K, N, x_off, y_off, k, x_per_slot, expert_rows, first_row, perm_off, tiles_off;
+};
 struct SumPush {
     uint32_t n, k, out_off, h_off, route_off;
 };
@@ -178,6 +182,14 @@ bool ExpertKernels::experts_use_tiles(QType t, uint32_t cols, uint32_t n_pairs,
            (uint64_t)n_pairs >= (uint64_t)tuning.expert_tile_pairs * n_expert;
 }
 
+bool ExpertKernels::expert_skinny(Variant v, const ExpertGemv& g) const {
+    const uint32_t expert_rows = g.expert_rows ? g.expert_rows : g.rows;
+    return tuning.expert_skinny && GemmKernels::gemm_uses_skinny(dev_.features(), v) &&
+           (g.type == QType::Q4_K || g.type == QType::Q6_K) && g.cols % 256 == 0 &&
+           expert_rows % kTileRows == 0 && g.first_row % kTileRows == 0 && g.x_off % 4 == 0 &&
+           g.x.offset % 16 == 0 && g.w.offset % 16 == 0;
+}
+
 void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g,
                                  uint32_t tiles_off) {
     const Features& f = dev_.features();
@@ -186,6 +198,34 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
     if (g.sum || g.x_bytes || g.perm_off == kNone || g.accumulate)
         fail("the expert GEMM tiles write each pair's slot from F32 rows in the sorted order");
     if (g.n_rows == 0 || g.rows == 0) return;
+    const uint32_t tiles = max_expert_tiles(g.n_rows * g.k, g.n_expert);
+    if (tiles > f.max_workgroup_count[1])
+        fail("{} expert GEMM tiles: the device's grid takes {}", tiles, f.max_workgroup_count[1]);
+    if (expert_skinny(v, g)) {
+        // Rows of X a workgroup by the pairs an expert holds on average (a table tile holds up
+        // to 64: workgroups over the rest in z); four tiles of weight rows over one of X, else
+        // two, where they fit the shared memory (the skinny GEMM's rule).
+        const uint32_t avg = g.n_rows * g.k / std::max(1u, g.n_expert);
+        const uint32_t mt = avg <= 16 ? 1 : avg <= 32 ? 2 : 4;
+        auto shared = [&](uint32_t rt) { return (32 * rt + 16 * mt) * 17 * 16 + 2 * 16 * mt * 4; };
+        const uint32_t rt = mt == 1 && shared(4) <= f.max_shared_memory ? 4 : 2;
+        const Kernel& k =
+            pipes_.get(fmt::format("gemm_skinny_{}_experts@khr_coopmat", type_suffix(g.type)), 4,
+                       sizeof(SkinnyExpertsPush), {rt, mt, 1u, 2u});
+        SkinnyExpertsPush p{g.cols,
+                            g.rows,
+                            g.x_off,
+                            g.y_off,
+                            g.k,
+                            g.x_per_slot ? 1u : 0u,
+                            g.expert_rows ? g.expert_rows : g.rows,
+                            g.first_row,
+                            g.perm_off,
+                            tiles_off};
+        cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, (g.rows + 32 * rt - 1) / (32 * rt), tiles,
+                    kExpertTileRows / (16 * mt));
+        return;
+    }
     // KHR: 8 subgroups in a 2×4 grid; scalar: 256 threads of 4 pairs × 8 weight rows.
     const std::string khr_name = fmt::format("gemm_experts_{}@khr_coopmat", type_suffix(g.type));
     const auto khr_shared = module_shared_bytes(khr_name.c_str(), {8 * f.subgroup_size});
@@ -209,10 +249,7 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
                      g.first_row,
                      g.perm_off,
                      tiles_off};
-    const uint32_t tiles = max_expert_tiles(g.n_rows * g.k, g.n_expert);
     constexpr uint32_t kWeightRows = 128;  // a tile's weight rows (the shader's BN)
-    if (tiles > f.max_workgroup_count[1])
-        fail("{} expert GEMM tiles: the device's grid takes {}", tiles, f.max_workgroup_count[1]);
     cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, (g.rows + kWeightRows - 1) / kWeightRows, tiles);
 }
 

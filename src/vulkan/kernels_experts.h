@@ -94,8 +94,13 @@ class ExpertKernels : public virtual KernelFamily {
     // order moe_sort wrote at perm_off cut into tiles of up to kExpertTileRows pairs (its table
     // at tiles_off), each tile's weight rows decoded once for all its pairs. KHR cooperative
     // matrices where variant v runs them, else F32 tiles on any device.
+    // Over Q4_K or Q6_K stacks whose experts are whole tiles of rows, on a device that runs the
+    // skinny GEMM, they may run as its grouped form instead (expert_skinny()).
     static constexpr uint32_t kExpertTileRows = 64;
     void gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g, uint32_t tiles_off);
+    // Whether gemm_experts(g) runs as the skinny GEMM's grouped form (shaders/gemm_skinny.comp,
+    // EXPERTS; Tuning::expert_skinny).
+    bool expert_skinny(Variant v, const ExpertGemv& g) const;
     // The words of that table for n_pairs pairs over n_expert experts: a count, and three a
     // tile for at most one tile a kExpertTileRows pairs and one more an expert.
     static uint32_t expert_tiles_words(uint32_t n_pairs, uint32_t n_expert);

@@ -184,6 +184,9 @@ struct Tuning {
     // (row, slot) pairs are at least this many per expert on average, else as grouped batched
     // GEMVs (DELTALLM_VK_EXPERT_TILES; 0: never).
     uint32_t expert_tile_pairs = 8;
+    // Those tiles over Q4_K and Q6_K stacks run as the skinny GEMM's grouped form where the
+    // device runs it (ExpertKernels::expert_skinny; DELTALLM_VK_EXPERT_SKINNY).
+    bool expert_skinny = false;
 
     // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
 

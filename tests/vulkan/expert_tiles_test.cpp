@@ -3,8 +3,8 @@
 // some experts have no pairs and one has more than a tile's 64, every weight format, each slot
 // over its row's input and over its own, the second half of a fused gate-and-up stack, inputs at
 // a 16-byte aligned offset and at one that is not, outputs poisoned around what must be
-// written. The scalar tiles run on every device; the KHR cooperative-matrix tiles (F16 products,
-// a looser bar) where the device runs them.
+// written. The scalar tiles run on every device; the KHR cooperative-matrix tiles and the skinny
+// GEMM's grouped form (F16 products, a looser bar) where the device runs them.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -57,13 +57,18 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
     const uint32_t table = Kernels::expert_tiles_words(n_pairs, n_expert);
     route.resize(tiles_off + table + 4, test::kPoison);
 
-    std::vector<Variant> variants = {Variant::scalar};
+    // The scalar tiles, the KHR tiles, and the skinny GEMM's grouped form (where it runs: over
+    // experts of whole tiles of rows, x at a multiple of 4 floats; elsewhere the KHR tiles).
+    std::vector<std::pair<Variant, bool>> forms = {{Variant::scalar, false}};
     if (variant_built(Variant::khr_coopmat) &&
         GemmKernels::gemm_uses_khr(dev.features(), Variant::khr_coopmat))
-        variants.push_back(Variant::khr_coopmat);
-    for (const Variant v : variants)
+        forms.push_back({Variant::khr_coopmat, false});
+    if (GemmKernels::gemm_uses_skinny(dev.features(), Variant::khr_coopmat))
+        forms.push_back({Variant::khr_coopmat, true});
+    for (const auto& [v, skinny] : forms)
         for (bool own : {false, true})
             for (uint32_t x_off : {8u, 5u}) {
+                test::Scoped skinny_scope(K.tuning.expert_skinny, skinny);
                 const uint32_t n_x = own ? n_pairs : n_rows;
                 std::vector<float> x = randn(x_off + (size_t)n_x * cols, 7 + cols + x_off);
                 Buffer xb = test::to_device(dev, x);
@@ -71,29 +76,31 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
                 const size_t n_out = (size_t)n_pairs * rows;
                 Buffer y = test::poisoned(dev, y_off + n_out + 4);
                 Buffer routes = test::to_device(dev, route);
+                const Kernels::ExpertGemv g{.type = t,
+                                            .w = view(w),
+                                            .rows = rows,
+                                            .cols = cols,
+                                            .n_expert = n_expert,
+                                            .k = k,
+                                            .expert_rows = expert_rows,
+                                            .first_row = first_row,
+                                            .perm_off = perm_off,
+                                            .route = view(routes),
+                                            .route_off = route_off,
+                                            .x = view(xb),
+                                            .x_off = x_off,
+                                            .x_per_slot = own,
+                                            .y = view(y),
+                                            .y_off = y_off,
+                                            .n_rows = n_rows};
+                const bool whole_tiles = (t == QType::Q4_K || t == QType::Q6_K) &&
+                                         expert_rows % 32 == 0 && first_row % 32 == 0;
+                EXPECT_EQ(K.expert_skinny(v, g), skinny && whole_tiles && x_off % 4 == 0);
                 test::run(dev, [&](CommandList& cl) {
                     K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off,
                                tiles_off);
                     cl.barrier();
-                    K.gemm_experts(cl, v,
-                                   {.type = t,
-                                    .w = view(w),
-                                    .rows = rows,
-                                    .cols = cols,
-                                    .n_expert = n_expert,
-                                    .k = k,
-                                    .expert_rows = expert_rows,
-                                    .first_row = first_row,
-                                    .perm_off = perm_off,
-                                    .route = view(routes),
-                                    .route_off = route_off,
-                                    .x = view(xb),
-                                    .x_off = x_off,
-                                    .x_per_slot = own,
-                                    .y = view(y),
-                                    .y_off = y_off,
-                                    .n_rows = n_rows},
-                                   tiles_off);
+                    K.gemm_experts(cl, v, g, tiles_off);
                 });
                 // The table: each expert's run of pairs cut into tiles of at most 64, in order.
                 auto got = test::from_device<uint32_t>(dev, routes, route.size());
@@ -134,9 +141,10 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
                             }
                             const size_t o = ((size_t)r * k + j) * rows + row;
                             ASSERT_NEAR(out[y_off + o], s, tol * mag + 1e-5)
-                                << qtype_name(t) << " " << variant_name(v) << " row " << r
-                                << " slot " << j << " (expert " << ids[r][j] << ") out " << row
-                                << " own " << own << " x_off " << x_off;
+                                << qtype_name(t) << " " << variant_name(v)
+                                << (skinny ? " skinny" : "") << " row " << r << " slot " << j
+                                << " (expert " << ids[r][j] << ") out " << row << " own " << own
+                                << " x_off " << x_off;
                         }
                     }
             }
@@ -150,7 +158,13 @@ INSTANTIATE_TEST_SUITE_P(Formats, ExpertTiles,
                                            TileCase{QType::Q4_K, 200, 256, 16, 4, 70, false},
                                            TileCase{QType::Q4_K, 64, 256, 8, 3, 9, true},
                                            TileCase{QType::Q5_K, 7, 256, 6, 2, 4, false},
-                                           TileCase{QType::Q6_K, 33, 512, 10, 4, 20, false}),
+                                           TileCase{QType::Q6_K, 33, 512, 10, 4, 20, false},
+                                           // Experts of whole tiles of rows (the skinny GEMM's
+                                           // grouped form): pairs a few, a few dozen and past a
+                                           // table tile's 64 for an expert.
+                                           TileCase{QType::Q6_K, 64, 512, 10, 4, 20, false},
+                                           TileCase{QType::Q4_K, 32, 256, 8, 2, 100, false},
+                                           TileCase{QType::Q4_K, 96, 512, 8, 4, 70, false}),
                          [](const auto& info) {
                              const TileCase& c = info.param;
                              return fmt::format("{}_{}x{}_e{}k{}r{}{}", qtype_name(c.type), c.rows,

@@ -43,8 +43,23 @@ const uint XC = MT * 16u * 16u / WG;  // chunks of X's stage an invocation copie
 
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 wq4[]; };
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
-layout(std430, binding = 1) readonly buffer XH { uvec4 xh[]; };  // 8 halves a chunk
 layout(std430, binding = 2) buffer Y { float y[]; };
+#if defined(EXPERTS)
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };  // the pairs' F32 rows
+layout(std430, binding = 3) readonly buffer Route { uint route[]; };
+
+layout(push_constant) uniform Push {
+    uint K, N;         // columns, weight rows computed (of each expert)
+    uint x_off;        // floats, a multiple of 4
+    uint y_off;        // floats
+    uint k;            // experts a window row
+    uint x_per_slot;   // 1: each pair reads its own row of x
+    uint expert_rows;  // rows an expert holds in the stack, a multiple of 32
+    uint first_row;    // the first of them read, a multiple of 32
+    uint perm_off, tiles_off;  // words of route
+} p;
+#else
+layout(std430, binding = 1) readonly buffer XH { uvec4 xh[]; };  // 8 halves a chunk
 layout(std430, binding = 3) coherent buffer Split { uint split_u[]; };
 layout(std430, binding = 4) coherent buffer SplitF { float split_f[]; };
 
@@ -55,13 +70,19 @@ layout(push_constant) uniform Push {
     uint splits;  // parts of K (grid z)
     uint k_part;  // blocks a part
 } p;
+#endif
 
 // Staged weight rows [WR][LD] and rows of X [XR][LD], 8 halves a chunk; after the loop, the
 // workgroup's sums [XR][WR] as floats in the weights' place.
 shared uvec4 ws[WR * LD];
 shared uvec4 xs[XR * LD];
 
+#if defined(EXPERTS)
+shared uint tile_pair[XR];  // the workgroup's pairs (past its tile's end: none)
+shared uint tile_x[XR];     // where each pair's input row starts, in vec4s
+#else
 #include "gemm_split.glsl"
+#endif
 
 // 8 halves of v * d - m.
 uvec4 pack8(vec4 a, vec4 b) {
@@ -148,10 +169,20 @@ void decode_sub(uvec4 f[NF], float d, uint hb, uint k, out uvec4 o[4]) {
 }
 #endif
 
+#if defined(EXPERTS)
+// Chunk c (8 columns) of the workgroup's pair m's input in X's stage of half block hb, as
+// halves; zero past the tile's pairs.
+uvec4 x_chunk(uint m0, uint hb, uint m, uint c) {
+    if (tile_pair[m] == 0xffffffffu) return uvec4(0u);
+    const uint o = tile_x[m] + (hb * 128u + 8u * c) / 4u;
+    return pack8(x4[o], x4[o + 1u]);
+}
+#else
 // Chunk c (8 columns) of row m of X's stage of half block hb, zero past M.
 uvec4 x_chunk(uint m0, uint hb, uint m, uint c) {
     return m0 + m < p.M ? xh[((m0 + m) * p.K + hb * 128u) / 8u + c] : uvec4(0u);
 }
+#endif
 
 // This invocation's chunks of X's stage of half block hb: chunk t + j · WG of the stage's
 // XR · 16 (row i / 16, chunk i % 16).
@@ -230,15 +261,40 @@ void run_stage(uint s, inout uvec4 f[NF], inout uvec4 xr[XC], inout float d6,
 void main() {
     t = gl_LocalInvocationID.x;
     n0 = gl_WorkGroupID.x * WR;
-    m0 = gl_WorkGroupID.y * XR;
-    const uint z = gl_WorkGroupID.z;
-    nb = p.K / 256u;
-    kb0 = z * p.k_part;
-    stages = 2u * (min(nb, kb0 + p.k_part) - kb0);
     r = t % WR;
     const uint part = t / WR;
+    nb = p.K / 256u;
+#if defined(EXPERTS)
+    const uint y_tile = gl_WorkGroupID.y;
+    if (y_tile >= route[p.tiles_off]) return;  // past the table: the whole workgroup leaves
+    const uint expert = route[p.tiles_off + 1u + 3u * y_tile];
+    const uint first = route[p.tiles_off + 2u + 3u * y_tile] + gl_WorkGroupID.z * XR;
+    const uint end = route[p.tiles_off + 3u + 3u * y_tile];
+    if (first >= end) return;  // the tile's pairs end before this workgroup's
+    if (t < XR) {
+        const uint at = first + t;
+        const uint pr = at < end ? route[p.perm_off + at] : 0xffffffffu;
+        tile_pair[t] = pr;
+        tile_x[t] = pr == 0xffffffffu
+                        ? 0u
+                        : (p.x_off + (p.x_per_slot != 0u ? pr : pr / p.k) * p.K) / 4u;
+    }
+    barrier();
+    m0 = 0u;
+    kb0 = 0u;
+    stages = 2u * nb;
+    // The expert's first tile of the rows read, then this invocation's among them (rows past
+    // N: its last tile's, read and never stored).
+    tile = (expert * p.expert_rows + p.first_row) / 32u +
+           min((n0 + r) / 32u, (p.N + 31u) / 32u - 1u);
+#else
+    m0 = gl_WorkGroupID.y * XR;
+    const uint z = gl_WorkGroupID.z;
+    kb0 = z * p.k_part;
+    stages = 2u * (min(nb, kb0 + p.k_part) - kb0);
     // (Rows past N: the last tile's rows, read and never stored.)
     tile = min((n0 + r) / 32u, (p.N + 31u) / 32u - 1u);
+#endif
     lane = (n0 + r) & 31u;
     sb_in_half = part * SUBS;
     sg = gl_SubgroupID;
@@ -270,8 +326,15 @@ void main() {
             coopMatStore(acc[i][j], ws, (16u * i * WR + 16u * (sg * NT + j)) / 4u, WR / 4u,
                          gl_CooperativeMatrixLayoutRowMajor);
     barrier();
-    const uint tile_id = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     const uint elems = XR * WR;
+#if defined(EXPERTS)
+    for (uint e = t; e < elems; e += WG) {
+        const uint m = e / WR, n = e % WR, pr = tile_pair[m];
+        if (pr != 0xffffffffu && n0 + n < p.N)
+            y[p.y_off + pr * p.N + n0 + n] = uintBitsToFloat(ws[e / 4u][e % 4u]);
+    }
+#else
+    const uint tile_id = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (p.splits > 1u) {
         for (uint e = t; e < elems; e += WG)
             split_f[split_part(tile_id, z, elems) + e] = uintBitsToFloat(ws[e / 4u][e % 4u]);
@@ -291,4 +354,5 @@ void main() {
         if (p.mode == 1u) v += y[o];
         y[o] = v;
     }
+#endif
 }
