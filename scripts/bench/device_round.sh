@@ -33,11 +33,10 @@
 #            (arch:shape, default qwen35:9b; qwen35moe:35b-a3b for the mixture)
 #   batched  B = 1, 8, 32, 64 (BATCHED_B) sequences of pp512 + tg128 on the 9B, ours against
 #            llama.cpp
-#   experts  the expert GEMMs of prefill windows as grouped GEMM tiles: their kernel and window
-#            tests (test_vulkan, xz in .devrun/extra), then the 35B-A3B's pp512 and pp2048 with
-#            the tiles from EXPERT_TILES pairs an expert on average (DELTALLM_VK_EXPERT_TILES:
-#            0, the grouped GEMVs, against 2, 8 and 32; 8f16: 8 over the expert stacks expanded to
-#            F16, DELTALLM_VK_EXPERT_EXPAND), and its profile by stage on the tiles
+#   experts  the expert GEMMs of prefill windows: their kernel and window tests (test_vulkan, xz
+#            in .devrun/extra), then the 35B-A3B's pp512, pp2048 and tg64 in each of EXPERT_FORMS
+#            (default: the grouped GEMM tiles, then the skinny GEMM's grouped form,
+#            DELTALLM_VK_EXPERT_SKINNY), and its profile by stage in the last form
 #   moe_decode  the 35B-A3B's tg128 with the mixture's decode fusions on and off (ours alone:
 #            DELTALLM_VK_ROUTER_TOPK, DELTALLM_VK_EXPERTS_SUM_EPILOGUE), and its profile by stage
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512 and pp2048 (MOE_PROMPTS),
@@ -313,18 +312,18 @@ PY
         fi
         synth qwen35moe 35b-a3b q4_k_m
         m35=$models/qwen35moe-35b-a3b-q4_k_m.gguf
-        for tiles in ${EXPERT_TILES:-0 2 8 32} 8f16; do
-            printf 'expert_tiles=%s ' "$tiles"
-            # 8f16: the default tiles over the stacks expanded to F16 (DELTALLM_VK_EXPERT_EXPAND)
-            DELTALLM_VK_EXPERT_EXPAND=$([ "$tiles" = 8f16 ] && echo 1 || echo 0) \
-                DELTALLM_VK_EXPERT_TILES=${tiles%f16} timeout 60 "$ours" bench -m "$m35" \
-                --device vulkan -p 512,2048 -n 0 -r 2 -o csv 2>/dev/null | grep ',pp' |
-                cut -d, -f7,10 | tr '\n' ' '
+        # EXPERT_FORMS: settings separated by '|' (default: the grouped tiles against the skinny
+        # GEMM's grouped form), each the 35B-A3B's pp512, pp2048 and tg64.
+        IFS='|' read -r -a forms <<<"${EXPERT_FORMS:-DELTALLM_VK_EXPERT_SKINNY=0|DELTALLM_VK_EXPERT_SKINNY=1}"
+        for form in "${forms[@]}"; do
+            printf '%s ' "$form"
+            env $form timeout 60 "$ours" bench -m "$m35" --device vulkan -p 512,2048 -n 64 -r 2 \
+                -o csv 2>/dev/null | grep -E ',(pp|tg)' | cut -d, -f7,10 | tr '\n' ' '
             echo
         done | tee "$out/experts.txt"
-        fits 40 "a profile of the 35B-A3B's prefill on the tiles" || continue
-        DELTALLM_VK_EXPERT_TILES=2 timeout 40 "$ours" bench -m "$m35" --device vulkan -p 2048 \
-            -n 0 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" | tee "$out/profile-35b-tiles.txt"
+        fits 40 "a profile of the 35B-A3B's prefill and decode in the last form" || continue
+        env ${forms[-1]} timeout 40 "$ours" bench -m "$m35" --device vulkan -p 512 -n 32 -r 1 \
+            --profile 2>&1 | grep -A24 "vulkan profile" | tee "$out/profile-35b-a3b.txt"
         ;;
     moe)
         fits 150 "mixtures of experts" || continue
