@@ -421,10 +421,11 @@ constexpr int64_t kWindow = 8;
 struct PrefillForm {
     bool bytes = false, tiles = false, expand = false, skinny = false;
     int attention_parts = -1;
+    bool expert_skinny = false;  // the expert tiles as the skinny GEMM's grouped form
 };
 void check_window_prefill(const dl::test::TinySpec& spec, const PrefillForm& form = {}) {
     VK_TEST_DEVICE();
-    const auto [bytes, tiles, expand, skinny, attention_parts] = form;
+    const auto [bytes, tiles, expand, skinny, attention_parts, expert_skinny] = form;
     const std::string& arch = spec.arch;
     const QType type = spec.matrix_type;
     auto model = dl::test::tiny_model(spec);
@@ -433,19 +434,23 @@ void check_window_prefill(const dl::test::TinySpec& spec, const PrefillForm& for
     o.plan.n_ctx = 64;
     o.plan.sequences = 4;  // the windowed session beside its token-by-token twin
     o.plan.window = kWindow;
-    if (bytes) {
+    if (bytes) {  // the batched GEMV over bytes, where the skinny GEMM would take the rows
         if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
         o.tuning.gemv_x = Kernels::GemvX::bytes;
+        o.tuning.gemm_skinny = false;
     }
     o.tuning.expert_tile_pairs = tiles ? 1 : 0;
     o.tuning.expert_expand = expand;
     o.tuning.attention_rows_parts = attention_parts;
-    if (skinny) {
+    if (skinny || expert_skinny) {
         if (!Kernels::gemm_uses_skinny(dev.features(), dev.variant()))
             GTEST_SKIP() << "no skinny GEMM on this device or build";
+    }
+    if (skinny) {
         o.tuning.gemm_skinny = true;
         o.tuning.gemm_gemv_rows = 0;
     }
+    o.tuning.expert_skinny = expert_skinny;
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
@@ -579,6 +584,10 @@ TEST(WindowPrefill, Qwen35MoeF32ExpertTiles) {
 }
 TEST(WindowPrefill, Qwen35MoeQ4KExpertTiles) {
     check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K), {.tiles = true});
+}
+TEST(WindowPrefill, Qwen35MoeQ4KExpertTilesSkinny) {
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K),
+                         {.tiles = true, .expert_skinny = true});
 }
 TEST(WindowPrefill, Qwen3MoeQ8ExpertTilesOverBytes) {
     check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), {.bytes = true, .tiles = true});
