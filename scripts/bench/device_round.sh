@@ -67,6 +67,8 @@ if [ -f .devrun/round.env ]; then
 fi
 final=${OUT:-/tmp/device_round_out}
 out=/tmp/device_round_files
+# (A machine may keep /tmp between calls: an earlier round's files would travel with this one's.)
+rm -rf "$out"
 mkdir -p "$final" "$out"
 pack_outputs() { tar -C "$out" -czf "$final/round.tgz" . 2>/dev/null; }
 trap pack_outputs EXIT

@@ -140,7 +140,7 @@ const std::vector<Var>& all() {
          "Vulkan GEMM tiles of at most 128 rows whose grid is smaller than the device split their "
          "columns over several workgroups: -1 by the grid (not yet on the NV cooperative matrix 2 "
          "tiles), 0 never, 1 by the grid on every tile, 2 to 16 into that many parts"},
-        {"DELTALLM_VK_EXPERT_SKINNY", "bool", "0",
+        {"DELTALLM_VK_EXPERT_SKINNY", "bool", "1",
          "a Vulkan prefill window's expert GEMM tiles over Q4_K and Q6_K stacks run as the skinny "
          "GEMM's grouped form (KHR cooperative matrices, the weights two stages ahead)"},
         {"DELTALLM_VK_EXPERT_EXPAND", "bool", "0",
