@@ -20,6 +20,7 @@ shared float best_v[WG];
 shared uint best_i[WG];
 shared float sum_part[WG];
 shared uint chosen[KMAX];
+shared float chosen_v[KMAX];  // their logits, as the rounds found them
 
 // The better of two (value, index) pairs: the larger value, the lower index on a tie.
 bool better(float va, uint ia, float vb, uint ib) { return va > vb || (va == vb && ia < ib); }
@@ -39,13 +40,15 @@ void argmax(float v, uint i, uint t) {
 }
 
 // Thread 0 weighs the k experts of chosen[] (summed in the order they were chosen, as the CPU
-// chain sums them), sorts them by id and writes them renormalised.
+// chain sums them), sorts them by id and writes them renormalised. Their logits come from
+// chosen_v[], not memory: k loads one after another on one thread were most of the choice's
+// time.
 void write_route(uint row, uint base, float mx, float sum_all, uint t) {
     if (t == 0u) {
         float w[KMAX];
         float sum = 0.0;
         for (uint j = 0; j < p.k; ++j) {
-            w[j] = exp(x[base + chosen[j]] - mx) / sum_all;
+            w[j] = exp(chosen_v[j] - mx) / sum_all;
             sum += w[j];
         }
         for (uint a = 1u; a < p.k; ++a) {
@@ -136,7 +139,10 @@ void route_row(uint row, uint base, uint t) {
         argmax_sg(bv, bi, (r + 1u) & 1u, w, id);
         [[unroll]] for (uint j = 0; j < PER; ++j)
             if (t + j * WG == id) live[j] = false;
-        if (t == 0u) chosen[r] = id;
+        if (t == 0u) {
+            chosen[r] = id;
+            chosen_v[r] = w;
+        }
     }
     barrier();  // chosen[] written
     write_route(row, base, mx, sum_all, t);
@@ -176,7 +182,10 @@ void route_row(uint row, uint base, uint t) {
             }
         }
         argmax(v, vi, t);
-        if (t == 0u) chosen[j] = best_i[0];
+        if (t == 0u) {
+            chosen[j] = best_i[0];
+            chosen_v[j] = best_v[0];
+        }
         barrier();
     }
 
