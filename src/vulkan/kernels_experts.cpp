@@ -28,6 +28,7 @@ struct ExpertGemvPush {
 struct SortPush {
     uint32_t n_pairs, k, n_expert, route_off, perm_off, tile_rows, tiles_off;
 };
+// gemm_experts.comp's and the skinny GEMM's grouped form's (gemm_skinny.comp, EXPERTS).
 struct ExpertGemmPush {
     uint32_t k_cols, n, row_bytes, x_off, y_off, k, x_per_slot, expert_rows, first_row, perm_off,
         tiles_off;
@@ -38,9 +39,6 @@ uint32_t max_expert_tiles(uint32_t n_pairs, uint32_t n_expert) {
     const uint32_t rows = ExpertKernels::kExpertTileRows;
     return (n_pairs + rows - 1) / rows + std::min(n_pairs, n_expert);
 }
-struct SkinnyExpertsPush {
-    uint32_t K, N, x_off, y_off, k, x_per_slot, expert_rows, first_row, perm_off, tiles_off;
-};
 struct SumPush {
     uint32_t n, k, out_off, h_off, route_off;
 };
@@ -201,6 +199,17 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
     const uint32_t tiles = max_expert_tiles(g.n_rows * g.k, g.n_expert);
     if (tiles > f.max_workgroup_count[1])
         fail("{} expert GEMM tiles: the device's grid takes {}", tiles, f.max_workgroup_count[1]);
+    const ExpertGemmPush p{g.cols,
+                           g.rows,
+                           (uint32_t)row_size(g.type, g.cols),
+                           g.x_off,
+                           g.y_off,
+                           g.k,
+                           g.x_per_slot ? 1u : 0u,
+                           g.expert_rows ? g.expert_rows : g.rows,
+                           g.first_row,
+                           g.perm_off,
+                           tiles_off};
     if (expert_skinny(v, g)) {
         // Rows of X a workgroup by the pairs an expert holds on average (a table tile holds up
         // to 64: workgroups over the rest in z); four tiles of weight rows over one of X, else
@@ -211,17 +220,7 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
         const uint32_t rt = mt == 1 && shared(4) <= f.max_shared_memory ? 4 : 2;
         const Kernel& k =
             pipes_.get(fmt::format("gemm_skinny_{}_experts@khr_coopmat", type_suffix(g.type)), 4,
-                       sizeof(SkinnyExpertsPush), {rt, mt, 1u, 2u});
-        SkinnyExpertsPush p{g.cols,
-                            g.rows,
-                            g.x_off,
-                            g.y_off,
-                            g.k,
-                            g.x_per_slot ? 1u : 0u,
-                            g.expert_rows ? g.expert_rows : g.rows,
-                            g.first_row,
-                            g.perm_off,
-                            tiles_off};
+                       sizeof(ExpertGemmPush), {rt, mt, 1u, 2u});
         cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, (g.rows + 32 * rt - 1) / (32 * rt), tiles,
                     kExpertTileRows / (16 * mt));
         return;
@@ -238,17 +237,6 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
         fail("the expert GEMM tiles need {} threads a workgroup; the device allows {}", wg,
              f.max_workgroup_invocations);
     const Kernel& k = pipes_.get(name, 4, sizeof(ExpertGemmPush), {wg});
-    ExpertGemmPush p{g.cols,
-                     g.rows,
-                     (uint32_t)row_size(g.type, g.cols),
-                     g.x_off,
-                     g.y_off,
-                     g.k,
-                     g.x_per_slot ? 1u : 0u,
-                     g.expert_rows ? g.expert_rows : g.rows,
-                     g.first_row,
-                     g.perm_off,
-                     tiles_off};
     constexpr uint32_t kWeightRows = 128;  // a tile's weight rows (the shader's BN)
     cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, (g.rows + kWeightRows - 1) / kWeightRows, tiles);
 }

@@ -48,8 +48,10 @@ layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };  // the pairs' F32 rows
 layout(std430, binding = 3) readonly buffer Route { uint route[]; };
 
+// (gemm_experts.comp's push constants, row_bytes unused: the tiles' layout fixes a row's place.)
 layout(push_constant) uniform Push {
     uint K, N;         // columns, weight rows computed (of each expert)
+    uint row_bytes;
     uint x_off;        // floats, a multiple of 4
     uint y_off;        // floats
     uint k;            // experts a window row
