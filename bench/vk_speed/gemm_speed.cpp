@@ -18,42 +18,16 @@
 namespace dl::vk {
 namespace {
 
-// A rows x cols matrix of type t on the device whose rows repeat kRepeated distinct quantized
-// rows (whole tiles of the device's layout), with those rows dequantized for the reference.
-constexpr uint32_t kRepeated = 64;
-struct RepeatedMatrix {
-    Buffer w;
-    std::vector<float> deq;  // kRepeated rows
-    uint64_t row_bytes = 0;
-};
-RepeatedMatrix repeated_rows(Device& dev, QType t, uint32_t rows, uint32_t cols,
-                             std::mt19937& rng) {
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> wf((size_t)kRepeated * cols);
-    for (float& v : wf) v = nd(rng);
-    auto [wq, deq] = test::quantize_rows(t, wf, kRepeated, cols);
-    RepeatedMatrix m;
-    m.row_bytes = row_size(t, cols);
-    std::vector<uint8_t> all((m.row_bytes * rows + 3) / 4 * 4 + 4, 0);
-    for (uint32_t r = 0; r < rows; ++r)
-        std::copy_n(wq.data() + (r % kRepeated) * m.row_bytes, m.row_bytes,
-                    all.data() + r * m.row_bytes);
-    m.w = test::to_device(dev, all);
-    m.deq = std::move(deq);
-    return m;
-}
-
 // y (m rows of `rows` sums) against the double products of every third vector of x with every
 // 97th weight row, within rel times the sum of the products' magnitudes.
-void check_products(const std::vector<float>& y, const RepeatedMatrix& w,
+void check_products(const std::vector<float>& y, const test::RepeatedMatrix& w,
                     const std::vector<float>& x, uint32_t m, uint32_t rows, uint32_t cols,
                     double rel, std::string_view what) {
     for (uint32_t i = 0; i < m; i += 3)
         for (uint32_t r = 0; r < rows; r += 97) {
             double ref = 0, mag = 0;
             for (uint32_t k = 0; k < cols; ++k) {
-                const double p =
-                    (double)w.deq[(size_t)(r % kRepeated) * cols + k] * x[(size_t)i * cols + k];
+                const double p = (double)w.row(r)[k] * x[(size_t)i * cols + k];
                 ref += p;
                 mag += std::fabs(p);
             }
@@ -71,9 +45,8 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
     const Features& f = dev.features();
     std::mt19937 rng(c.rows ^ c.cols);
     std::normal_distribution<float> nd(0.f, 1.f);
-    const RepeatedMatrix rw = repeated_rows(dev, c.type, c.rows, c.cols, rng);
+    const test::RepeatedMatrix rw = test::repeated_rows(dev, c.type, c.rows, c.cols, rng);
     const Buffer& w = rw.w;
-    const std::vector<float>& deq = rw.deq;
     std::vector<float> x((size_t)c.m * c.cols);
     for (float& v : x) v = nd(rng);
     Buffer xb = test::to_device(dev, x);
@@ -155,8 +128,7 @@ void report(Device& dev, Kernels& K, const GemmSpeedCase& c) {
             for (uint32_t r = 0; r < c.rows; r += 31) {
                 double ref = 0, mag = 0;
                 for (uint32_t k = 0; k < c.cols; ++k) {
-                    double p = (double)deq[(size_t)(r % kRepeated) * c.cols + k] *
-                               x[(size_t)i * c.cols + k];
+                    double p = (double)rw.row(r)[k] * x[(size_t)i * c.cols + k];
                     ref += p;
                     mag += std::fabs(p);
                 }
@@ -211,7 +183,7 @@ TEST(BatchedGemvSpeed, Forms) {
     for (QType t : {QType::Q4_K, QType::Q6_K, QType::Q8_0}) {
         std::mt19937 rng(rows ^ cols ^ (uint32_t)t);
         std::normal_distribution<float> nd(0.f, 1.f);
-        const RepeatedMatrix w = repeated_rows(dev, t, rows, cols, rng);
+        const test::RepeatedMatrix w = test::repeated_rows(dev, t, rows, cols, rng);
         for (uint32_t m : {2u, 8u, 32u}) {
             std::vector<float> x((size_t)m * cols);
             for (float& v : x) v = nd(rng);
@@ -270,7 +242,7 @@ TEST(SkinnyGemmSpeed, Forms) {
                                  {QType::Q6_K, 4096u, 4096u}}) {
         std::mt19937 rng(rows ^ cols ^ (uint32_t)t);
         std::normal_distribution<float> nd(0.f, 1.f);
-        const RepeatedMatrix w = repeated_rows(dev, t, rows, cols, rng);
+        const test::RepeatedMatrix w = test::repeated_rows(dev, t, rows, cols, rng);
         for (uint32_t m : {8u, 16u, 32u, 64u}) {
             std::vector<float> x((size_t)m * cols);
             for (float& v : x) v = nd(rng);

@@ -87,6 +87,36 @@ inline double best_of_three_ms(Device& dev, CommandList& cl, bool wall = false) 
     return best < 1e30 ? best : 0.0;
 }
 
+// A rows x cols matrix of type t on the device whose rows repeat `distinct` distinct quantized
+// rows (a multiple of 32: whole tiles of the device's layout; rows a multiple of 32 too), with
+// those rows dequantized for the reference: row r is deq's row r % distinct.
+struct RepeatedMatrix {
+    Buffer w;
+    std::vector<float> deq;  // `distinct` rows
+    uint64_t row_bytes = 0;
+    uint32_t distinct = 0;
+    const float* row(uint64_t r) const {
+        return deq.data() + (r % distinct) * (deq.size() / distinct);
+    }
+};
+inline RepeatedMatrix repeated_rows(Device& dev, QType t, uint32_t rows, uint32_t cols,
+                                    std::mt19937& rng, uint32_t distinct = 64) {
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> wf((size_t)distinct * cols);
+    for (float& v : wf) v = nd(rng);
+    auto [wq, deq] = quantize_rows(t, wf, distinct, cols);
+    RepeatedMatrix m;
+    m.row_bytes = row_size(t, cols);
+    m.distinct = distinct;
+    std::vector<uint8_t> all((m.row_bytes * rows + 3) / 4 * 4 + 4, 0);
+    for (uint32_t r = 0; r < rows; ++r)
+        std::copy_n(wq.data() + (r % distinct) * m.row_bytes, m.row_bytes,
+                    all.data() + r * m.row_bytes);
+    m.w = to_device(dev, all);
+    m.deq = std::move(deq);
+    return m;
+}
+
 // Speed reports: `runs` recordings of `record`, a barrier after each, timed on the device in one
 // command (best_of_three_ms), in milliseconds a run (0 without timestamps).
 inline double device_ms_per_run(Device& dev, uint32_t runs,

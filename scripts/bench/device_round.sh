@@ -24,7 +24,8 @@
 #   kernels  the batched GEMV's forms alone on 12288 x 4096 matrices (vk_speed BatchedGemvSpeed,
 #            xz in .devrun/extra), each checked against a CPU reference; VK_SPEED_FILTER picks
 #            other reports (SkinnyGemmSpeed.*: the skinny GEMM by its tiles and parts;
-#            WindowAttentionSpeed.*: the window attention), KERNELS_S seconds at most (120)
+#            WindowAttentionSpeed.*: the window attention; MoeDecodeSpeed.*: a mixture token's
+#            router and expert GEMVs alone), KERNELS_S seconds at most (120)
 #   profile  --profile of batched steps of PROFILE_BATCHES (8 32) rows on the 9B, and of the
 #            35B-A3B's single stream, by stage (PROFILE_MOE=0: not)
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
@@ -211,7 +212,7 @@ PY
         fits 60 "kernels alone (vk_speed ${VK_SPEED_FILTER:-BatchedGemvSpeed.*})" || continue
         xz -dc "$extra/vk_speed.xz" >/tmp/vk_speed && chmod +x /tmp/vk_speed
         timeout "${KERNELS_S:-120}" /tmp/vk_speed --gtest_filter="${VK_SPEED_FILTER:-BatchedGemvSpeed.*}" 2>&1 |
-            grep -E '^batched GEMV|^skinny GEMM|^window attention|FAILED|Failure|OK \]' |
+            grep -E '^batched GEMV|^skinny GEMM|^window attention|^router|^expert|^plain GEMV|FAILED|Failure|OK \]' |
             tee "$out/kernels.txt"
         ;;
     profile)

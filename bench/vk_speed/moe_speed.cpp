@@ -1,0 +1,190 @@
+// What the kernels of a mixture-of-experts token cost alone at Qwen3.5-35B-A3B's shapes (rows of
+// 2048 values, 256 experts of which 8 are chosen, an expert FFN of 512): the router's GEMV with
+// its choice in the last workgroup, the chosen experts' gate GEMV (Q4_K), their down GEMV (Q6_K)
+// forming the SwiGLU as it reads and summing the slots, and a plain GEMV over as many bytes as the
+// gate's chosen rows. Each is timed as a token meets it (OtherWork: after itself, after a stream
+// over more than the L2, after GEMVs of other types). Why: in a 35B-A3B token each of these
+// stages takes 15-22 us (docs/perf/history.md, 2026-12-06 (17:15)) where its bytes take 1-3; this
+// says how much of that is the kernel's own. The last run of each is checked against the host.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "speed.h"
+
+namespace dl::vk {
+namespace {
+
+// The k largest of n logits (the lower index first on a tie), ascending by id.
+std::vector<uint32_t> top_k(const float* logits, uint32_t n, uint32_t k) {
+    std::vector<uint32_t> ids(n);
+    std::iota(ids.begin(), ids.end(), 0u);
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](uint32_t a, uint32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    ids.resize(k);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+TEST(MoeDecodeSpeed, Stages) {
+    VK_SPEED_DEVICE();
+    const bool cpu = dev.features().cpu;
+    const uint32_t E = cpu ? 256 : 2048, n_expert = cpu ? 32 : 256, k = 8, n_ff = cpu ? 256 : 512;
+    const uint32_t rounds = cpu ? 2 : 40;
+    test::OtherWork other(dev, K);
+    std::mt19937 rng(17);
+
+    // act: xn at 0, the router's logits at E, the route after them; the gates, ups and outputs
+    // in buffers of their own.
+    const uint32_t logit_off = E, route_off = E + n_expert + 4;
+    std::vector<float> act_init(route_off + 2 * k + 4, 0.f);
+    const std::vector<float> xn = test::randn(E, 4, 1.f);
+    std::copy(xn.begin(), xn.end(), act_init.begin());
+    Buffer act = test::to_device(dev, act_init);
+    Buffer counter = dev.create_buffer(8, MemoryKind::device);
+    dev.fill(counter, 0, 8, 0);
+
+    // The router: F32 rows, as llama-quantize leaves it.
+    const std::vector<float> wr = test::randn((size_t)n_expert * E, 3, 1.f / std::sqrt((float)E));
+    Buffer wrb = test::to_device(dev, wr);
+    auto router = [&](CommandList& cl) {
+        K.moe_router(cl, {.w = view(wrb),
+                          .act = view(act),
+                          .route = view(act),
+                          .counter = view(counter),
+                          .gate_w = view(wrb),
+                          .n_expert = n_expert,
+                          .k = k,
+                          .n_embd = E,
+                          .xn_off = 0,
+                          .logit_off = logit_off,
+                          .route_off = route_off,
+                          .counter_idx = 0,
+                          .gate_off = Kernels::kNone});
+    };
+    fmt::print("router {} x {} and its top {}: {} us\n", n_expert, E, k,
+               other.report(rounds, router));
+    const std::vector<float> f = test::from_device<float>(dev, act, act_init.size());
+    const std::vector<uint32_t> u = test::from_device<uint32_t>(dev, act, act_init.size());
+    for (uint32_t e = 0; e < n_expert; ++e) {
+        double ref = 0, mag = 0;
+        for (uint32_t c = 0; c < E; ++c) {
+            ref += (double)wr[(size_t)e * E + c] * xn[c];
+            mag += std::fabs((double)wr[(size_t)e * E + c] * xn[c]);
+        }
+        ASSERT_NEAR(f[logit_off + e], ref, 1e-5 * (1 + mag)) << "logit " << e;
+    }
+    const std::vector<uint32_t> ids = top_k(f.data() + logit_off, n_expert, k);
+    for (uint32_t j = 0; j < k; ++j) ASSERT_EQ(u[route_off + j], ids[j]) << "slot " << j;
+
+    // The chosen experts' gate rows (Q4_K; 96 distinct rows, so experts differ) over xn.
+    const test::RepeatedMatrix gate =
+        test::repeated_rows(dev, QType::Q4_K, n_expert * n_ff, E, rng, 96);
+    Buffer gates = test::poisoned(dev, (size_t)k * n_ff);
+    auto experts_gate = [&](CommandList& cl) {
+        K.gemv_experts(cl, {.type = QType::Q4_K,
+                            .w = view(gate.w),
+                            .rows = n_ff,
+                            .cols = E,
+                            .n_expert = n_expert,
+                            .k = k,
+                            .route = view(act),
+                            .route_off = route_off,
+                            .x = view(act),
+                            .x_off = 0,
+                            .y = view(gates),
+                            .y_off = 0});
+    };
+    fmt::print("expert gate GEMV, {} of {} x {} Q4_K: {} us\n", k, n_ff, E,
+               other.report(rounds, experts_gate));
+    const std::vector<float> g = test::from_device<float>(dev, gates, (size_t)k * n_ff);
+    for (uint32_t j = 0; j < k; ++j)
+        for (uint32_t r = 0; r < n_ff; r += 37) {
+            const float* w = gate.row((uint64_t)ids[j] * n_ff + r);
+            double ref = 0, mag = 0;
+            for (uint32_t c = 0; c < E; ++c) {
+                ref += (double)w[c] * xn[c];
+                mag += std::fabs((double)w[c] * xn[c]);
+            }
+            ASSERT_NEAR(g[(size_t)j * n_ff + r], ref, 1e-5 * (1 + mag))
+                << "slot " << j << " row " << r;
+        }
+
+    // Their down rows (Q6_K) over SiLU(gate) · up, weighted and summed into one row of E.
+    const std::vector<float> ups_host = test::randn((size_t)k * n_ff, 6, 1.f);
+    Buffer ups = test::to_device(dev, ups_host);
+    std::vector<float> gu((size_t)2 * k * n_ff);  // the gates, then the ups, as one buffer
+    std::copy(g.begin(), g.end(), gu.begin());
+    std::copy(ups_host.begin(), ups_host.end(), gu.begin() + (size_t)k * n_ff);
+    Buffer gub = test::to_device(dev, gu);
+    const test::RepeatedMatrix down =
+        test::repeated_rows(dev, QType::Q6_K, n_expert * E, n_ff, rng, 96);
+    Buffer out = test::poisoned(dev, E);
+    auto experts_down = [&](CommandList& cl) {
+        K.gemv_experts(cl, {.type = QType::Q6_K,
+                            .w = view(down.w),
+                            .rows = E,
+                            .cols = n_ff,
+                            .n_expert = n_expert,
+                            .k = k,
+                            .route = view(act),
+                            .route_off = route_off,
+                            .x = view(gub),
+                            .x_off = 0,
+                            .x_per_slot = true,
+                            .up_off = k * n_ff,
+                            .y = view(out),
+                            .y_off = 0,
+                            .sum = true});
+    };
+    fmt::print("expert down GEMV, {} of {} x {} Q6_K, weighted sum: {} us\n", k, E, n_ff,
+               other.report(rounds, experts_down));
+    const std::vector<float> o = test::from_device<float>(dev, out, E);
+    for (uint32_t r = 0; r < E; r += 41) {
+        double ref = 0, mag = 0;
+        for (uint32_t j = 0; j < k; ++j) {
+            const float wt = f[route_off + k + j];
+            const float* w = down.row((uint64_t)ids[j] * E + r);
+            for (uint32_t c = 0; c < n_ff; ++c) {
+                const double a = g[(size_t)j * n_ff + c];
+                const double x = a / (1 + std::exp(-a)) * ups_host[(size_t)j * n_ff + c];
+                ref += wt * (double)w[c] * x;
+                mag += std::fabs(wt * (double)w[c] * x);
+            }
+        }
+        ASSERT_NEAR(o[r], ref, 1e-4 * (1 + mag)) << "row " << r;
+    }
+
+    // A plain GEMV over as many rows of Q4_K as the gate's chosen ones.
+    Buffer plain = test::poisoned(dev, (size_t)k * n_ff);
+    auto dense = [&](CommandList& cl) {
+        K.gemv(cl, {.type = QType::Q4_K,
+                    .w = view(gate.w),
+                    .rows = k * n_ff,
+                    .cols = E,
+                    .x = view(act),
+                    .x_off = 0,
+                    .y = view(plain),
+                    .y_off = 0,
+                    .accumulate = false});
+    };
+    fmt::print("plain GEMV, {} x {} Q4_K: {} us\n", k * n_ff, E, other.report(rounds, dense));
+    const std::vector<float> d = test::from_device<float>(dev, plain, (size_t)k * n_ff);
+    for (uint32_t r = 0; r < k * n_ff; r += 53) {
+        double ref = 0, mag = 0;
+        for (uint32_t c = 0; c < E; ++c) {
+            ref += (double)gate.row(r)[c] * xn[c];
+            mag += std::fabs((double)gate.row(r)[c] * xn[c]);
+        }
+        // (Within a percent: the decode GEMV may read xn rounded to bytes.)
+        ASSERT_NEAR(d[r], ref, 1e-2 * (1 + mag)) << "row " << r;
+    }
+}
+
+}  // namespace
+}  // namespace dl::vk
