@@ -10,6 +10,7 @@
 #include <cmath>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "core/env.h"
 #include "quant/quant.h"
@@ -226,9 +227,9 @@ TEST(BatchedGemvSpeed, Forms) {
 }
 
 // The skinny GEMM (GEMMs of a batched step's rows on KHR cooperative matrices) over the 9B's
-// matrix shapes, at 8 to 64 rows of X, in its workgroups of two and four tiles of weight rows
-// and its parts of K by the grid and forced: the time and the weights' GB/s, each run's output
-// checked against the dequantized reference (F16 rounding) on a spread of elements.
+// matrix shapes, at 8 to 64 rows of X, in its default form and its switches' forms: the time
+// and the weights' GB/s, each run's output checked against the dequantized reference (F16
+// rounding) on a spread of elements.
 TEST(SkinnyGemmSpeed, Forms) {
     VK_SPEED_DEVICE();
     if (!Kernels::gemm_uses_skinny(dev.features(), dev.variant()))
@@ -251,25 +252,21 @@ TEST(SkinnyGemmSpeed, Forms) {
             test::run(dev,
                       [&](CommandList& cl) { K.f16_copy(cl, view(xb), 0, view(x16), m * cols); });
             Buffer y = test::poisoned(dev, (size_t)m * rows);
-            // Parts by the rule: two tiles of weight rows with X requested a stage ahead, the
-            // weights two stages ahead, both; both over four tiles of weight rows and at most
-            // two of X (two of X over two of weights); then X read between the barriers, by
-            // tiles and parts.
-            std::vector<std::tuple<uint32_t, uint32_t, bool, uint32_t, uint32_t>> forms = {
-                {2u, 0u, true, 1u, 0u},
-                {2u, 0u, false, 2u, 0u},
-                {2u, 0u, true, 2u, 0u},
-                {4u, 0u, true, 2u, 2u},
-                {2u, 0u, true, 2u, 2u}};
-            for (uint32_t rt : {2u, 4u})
-                for (uint32_t parts : {0u, 1u, 2u, 4u, 8u, 16u})
-                    forms.push_back({rt, parts, false, 1u, 0u});
-            for (auto [rt, parts, prefetch, ahead, mt] : forms) {
+            // The defaults (tiles and parts by the rule, X a stage ahead, the weights two), then
+            // with Q4_K decoded to halves by bit operations (by the rule, two and four tiles of
+            // weight rows); X between the barriers and the weights one stage ahead; four tiles
+            // of weight rows over at most two of X.
+            std::vector<std::tuple<uint32_t, uint32_t, bool, uint32_t, uint32_t, bool>> forms = {
+                {0u, 0u, true, 2u, 0u, false},  {0u, 0u, true, 2u, 0u, true},
+                {2u, 0u, true, 2u, 0u, true},   {4u, 0u, true, 2u, 0u, true},
+                {0u, 0u, false, 1u, 0u, false}, {4u, 0u, true, 2u, 2u, false}};
+            for (auto [rt, parts, prefetch, ahead, mt, half] : forms) {
                 test::Scoped rt_scope(K.tuning.gemm_skinny_rt, rt);
                 test::Scoped parts_scope(K.tuning.gemm_skinny_parts, parts);
                 test::Scoped prefetch_scope(K.tuning.gemm_skinny_prefetch, prefetch);
                 test::Scoped ahead_scope(K.tuning.gemm_skinny_ahead, ahead);
                 test::Scoped mt_scope(K.tuning.gemm_skinny_mt, mt);
+                test::Scoped half_scope(K.tuning.gemm_skinny_half, half);
                 const Kernels::SkinnyShape sh = K.skinny_shape(rows, cols, m);
                 // Its split's scratch (its counters zero).
                 Buffer counters =
@@ -281,12 +278,13 @@ TEST(SkinnyGemmSpeed, Forms) {
                 });
                 fmt::print(
                     "skinny GEMM {} {}x{}, {} rows of X, {} tiles a workgroup ({} of X), parts {} "
-                    "({}){}{}: "
+                    "({}){}{}{}: "
                     "{:.3f} ms, {:.1f} GB/s of weights\n",
                     qtype_name(t), rows, cols, m, sh.rt, sh.mt,
                     parts ? fmt::format("{}", parts) : "auto", sh.split.parts,
                     prefetch ? ", X a stage ahead" : "",
-                    ahead == 2 ? ", weights two stages ahead" : "", ms,
+                    ahead == 2 ? ", weights two stages ahead" : "",
+                    half ? ", Q4_K to halves by bits" : "", ms,
                     (double)w.row_bytes * rows / (ms * 1e-3) / 1e9);
                 auto out = test::from_device<float>(dev, y, (size_t)m * rows);
                 check_products(out, w, x, m, rows, cols, 2e-3, qtype_name(t));

@@ -128,6 +128,9 @@ const std::vector<Var>& all() {
          "products (1), or reads them between the stage's barriers (0)"},
         {"DELTALLM_VK_GEMM_SKINNY_AHEAD", "int", "2",
          "stages ahead a Vulkan skinny GEMM requests its weights' blocks: 1 or 2"},
+        {"DELTALLM_VK_GEMM_SKINNY_HALF", "bool", "0",
+         "a Vulkan skinny GEMM decodes Q4_K nibbles to halves by bit operations and F16 FMAs "
+         "instead of through F32"},
         {"DELTALLM_VK_GEMM_SKINNY_MT", "int", "0",
          "the most tiles of 16 rows of X a Vulkan skinny GEMM's workgroup takes: 1, 2 or 4 (0: 4)"},
         {"DELTALLM_VK_GEMM_SKINNY_RT", "int", "0",

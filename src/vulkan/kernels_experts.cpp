@@ -220,7 +220,7 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
         const uint32_t rt = mt == 1 && shared(4) <= f.max_shared_memory ? 4 : 2;
         const Kernel& k =
             pipes_.get(fmt::format("gemm_skinny_{}_experts@khr_coopmat", type_suffix(g.type)), 4,
-                       sizeof(ExpertGemmPush), {rt, mt, 1u, 2u});
+                       sizeof(ExpertGemmPush), {rt, mt, 1u, 2u, tuning.gemm_skinny_half ? 1u : 0u});
         cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, (g.rows + 32 * rt - 1) / (32 * rt), tiles,
                     kExpertTileRows / (16 * mt));
         return;

@@ -307,10 +307,10 @@ void GemmKernels::gemm(CommandList& cl, Variant v, QType t, View w, uint32_t row
         if (expanded) fail("a skinny GEMM of {} rows given as expanded", n_rows);
         const SkinnyShape s = skinny_shape(rows, cols, n_rows);
         const bool split_k = split_by(s.split) > 1;
-        const Kernel& k = pipes_.get(fmt::format("gemm_skinny_{}@khr_coopmat", type_name(t)), 5,
-                                     sizeof(SkinnyPush),
-                                     {s.rt, s.mt, tuning.gemm_skinny_prefetch ? 1u : 0u,
-                                      std::clamp(tuning.gemm_skinny_ahead, 1u, 2u)});
+        const Kernel& k = pipes_.get(
+            fmt::format("gemm_skinny_{}@khr_coopmat", type_name(t)), 5, sizeof(SkinnyPush),
+            {s.rt, s.mt, tuning.gemm_skinny_prefetch ? 1u : 0u,
+             std::clamp(tuning.gemm_skinny_ahead, 1u, 2u), tuning.gemm_skinny_half ? 1u : 0u});
         SkinnyPush sp{n_rows,
                       rows,
                       cols,

@@ -159,6 +159,9 @@ struct Tuning {
     // GEMM 927.7 t/s against 837.6 on the batched GEMV, B64 1,152.1 against 1,151.4 without them.
     bool gemm_skinny_prefetch = true;
     uint32_t gemm_skinny_ahead = 2;
+    // The skinny GEMM decodes Q4_K nibbles to halves by bit operations and F16 FMAs (HALF_DECODE;
+    // DELTALLM_VK_GEMM_SKINNY_HALF), instead of through F32: off until measured on a device.
+    bool gemm_skinny_half = false;
     // GEMM tiles of at most kGemmSplitRows rows whose grid leaves the device idle split K over
     // workgroups (GemmKernels::split_for; DELTALLM_VK_GEMM_SPLIT): -1 by the grid, except on
     // the NV cooperative matrix 2 tiles until they are checked on a device; 0 never; 1 by the

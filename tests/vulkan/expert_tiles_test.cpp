@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "vk_test.h"
 
@@ -59,16 +60,21 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
 
     // The scalar tiles, the KHR tiles, and the skinny GEMM's grouped form (where it runs: over
     // experts of whole tiles of rows, x at a multiple of 4 floats; elsewhere the KHR tiles).
-    std::vector<std::pair<Variant, bool>> forms = {{Variant::scalar, false}};
+    // (The skinny form also with Q4_K decoded to halves by bit operations,
+    // Tuning::gemm_skinny_half.)
+    std::vector<std::tuple<Variant, bool, bool>> forms = {{Variant::scalar, false, false}};
     if (variant_built(Variant::khr_coopmat) &&
         GemmKernels::gemm_uses_khr(dev.features(), Variant::khr_coopmat))
-        forms.push_back({Variant::khr_coopmat, false});
-    if (GemmKernels::gemm_uses_skinny(dev.features(), Variant::khr_coopmat))
-        forms.push_back({Variant::khr_coopmat, true});
-    for (const auto& [v, skinny] : forms)
+        forms.push_back({Variant::khr_coopmat, false, false});
+    if (GemmKernels::gemm_uses_skinny(dev.features(), Variant::khr_coopmat)) {
+        forms.push_back({Variant::khr_coopmat, true, false});
+        forms.push_back({Variant::khr_coopmat, true, true});
+    }
+    for (const auto& [v, skinny, half] : forms)
         for (bool own : {false, true})
             for (uint32_t x_off : {8u, 5u}) {
                 test::Scoped skinny_scope(K.tuning.expert_skinny, skinny);
+                test::Scoped half_scope(K.tuning.gemm_skinny_half, half);
                 const uint32_t n_x = own ? n_pairs : n_rows;
                 std::vector<float> x = randn(x_off + (size_t)n_x * cols, 7 + cols + x_off);
                 Buffer xb = test::to_device(dev, x);
@@ -142,9 +148,9 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
                             const size_t o = ((size_t)r * k + j) * rows + row;
                             ASSERT_NEAR(out[y_off + o], s, tol * mag + 1e-5)
                                 << qtype_name(t) << " " << variant_name(v)
-                                << (skinny ? " skinny" : "") << " row " << r << " slot " << j
-                                << " (expert " << ids[r][j] << ") out " << row << " own " << own
-                                << " x_off " << x_off;
+                                << (skinny ? " skinny" : "") << (half ? " half" : "") << " row "
+                                << r << " slot " << j << " (expert " << ids[r][j] << ") out " << row
+                                << " own " << own << " x_off " << x_off;
                         }
                     }
             }

@@ -62,6 +62,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         bool skinny_prefetch = false;  // Tuning::gemm_skinny_prefetch
         uint32_t skinny_ahead = 1;     // Tuning::gemm_skinny_ahead
         uint32_t skinny_mt = 0;        // Tuning::gemm_skinny_mt
+        bool skinny_half = false;      // Tuning::gemm_skinny_half
     };
     std::vector<Run> runs = {{Variant::scalar, 5, {}, 0},
                              {Variant::scalar, 5, {}, 0, 64},
@@ -114,6 +115,17 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
                         .skinny_prefetch = true,
                         .skinny_ahead = 2,
                         .skinny_mt = 2});
+        for (uint32_t rt : {2u, 4u})  // Q4_K decoded to halves by bit operations
+            runs.push_back({.v = dev.variant(),
+                            .y_off = 5,
+                            .tile = {},
+                            .expand = 0,
+                            .skinny = true,
+                            .skinny_parts = 2,
+                            .skinny_rt = rt,
+                            .skinny_prefetch = true,
+                            .skinny_ahead = 2,
+                            .skinny_half = true});
     }
     Buffer w16 = test::poisoned(dev, (size_t)rows * cols / 2 + 4);
     // 13 and 63 rows: batched GEMVs of uneven groups (two of 7, eight of 8 with one clamped).
@@ -144,7 +156,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
         products(xr, ref_xr, mag_xr);
         for (const auto& [v, y_off, tile, expand, gemv_rows, once, batch_rows, bytes, threads,
                           split, skinny, skinny_parts, skinny_rt, skinny_prefetch, skinny_ahead,
-                          skinny_mt] : runs) {
+                          skinny_mt, skinny_half] : runs) {
             // (Each shape is a pipeline to compile: the threads' runs take two window sizes.)
             if (threads && m != 13 && m != 63) continue;
             test::Scoped threads_scope(K.tuning.gemv_batch_threads, threads);
@@ -166,6 +178,7 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             test::Scoped skinny_rt_scope(K.tuning.gemm_skinny_rt, skinny_rt);
             test::Scoped skinny_prefetch_scope(K.tuning.gemm_skinny_prefetch, skinny_prefetch);
             test::Scoped skinny_ahead_scope(K.tuning.gemm_skinny_ahead, skinny_ahead);
+            test::Scoped skinny_half_scope(K.tuning.gemm_skinny_half, skinny_half);
             test::Scoped skinny_mt_scope(K.tuning.gemm_skinny_mt, skinny_mt);
             if (skinny) {
                 ASSERT_TRUE(K.gemm_skinny(v, t, cols, m)) << "a skinny run that is not skinny";
