@@ -11,25 +11,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <random>
 
+#include "moe_reference.h"
 #include "speed.h"
 
 namespace dl::vk {
 namespace {
-
-// The k largest of n logits (the lower index first on a tie), ascending by id.
-std::vector<uint32_t> top_k(const float* logits, uint32_t n, uint32_t k) {
-    std::vector<uint32_t> ids(n);
-    std::iota(ids.begin(), ids.end(), 0u);
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](uint32_t a, uint32_t b) {
-        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    ids.resize(k);
-    std::sort(ids.begin(), ids.end());
-    return ids;
-}
 
 TEST(MoeDecodeSpeed, Stages) {
     VK_SPEED_DEVICE();
@@ -79,8 +67,13 @@ TEST(MoeDecodeSpeed, Stages) {
         }
         ASSERT_NEAR(f[logit_off + e], ref, 1e-5 * (1 + mag)) << "logit " << e;
     }
-    const std::vector<uint32_t> ids = top_k(f.data() + logit_off, n_expert, k);
-    for (uint32_t j = 0; j < k; ++j) ASSERT_EQ(u[route_off + j], ids[j]) << "slot " << j;
+    std::vector<uint32_t> ids;
+    std::vector<double> weights;
+    test::reference_route(f.data() + logit_off, n_expert, k, ids, weights);
+    for (uint32_t j = 0; j < k; ++j) {
+        ASSERT_EQ(u[route_off + j], ids[j]) << "slot " << j;
+        ASSERT_NEAR(f[route_off + k + j], weights[j], 1e-6 * (1 + weights[j])) << "slot " << j;
+    }
 
     // The chosen experts' gate rows (Q4_K; 96 distinct rows, so experts differ) over xn.
     const test::RepeatedMatrix gate =
