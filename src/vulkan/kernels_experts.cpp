@@ -216,8 +216,8 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
         // two, where they fit the shared memory (the skinny GEMM's rule).
         const uint32_t avg = g.n_rows * g.k / std::max(1u, g.n_expert);
         const uint32_t mt = avg <= 16 ? 1 : avg <= 32 ? 2 : 4;
-        auto shared = [&](uint32_t rt) { return (32 * rt + 16 * mt) * 17 * 16 + 2 * 16 * mt * 4; };
-        const uint32_t rt = mt == 1 && shared(4) <= f.max_shared_memory ? 4 : 2;
+        const uint32_t rt =
+            mt == 1 && GemmKernels::skinny_shared(4, mt, true) <= f.max_shared_memory ? 4 : 2;
         const Kernel& k =
             pipes_.get(fmt::format("gemm_skinny_{}_experts@khr_coopmat", type_suffix(g.type)), 4,
                        sizeof(ExpertGemmPush), {rt, mt, 1u, 2u, tuning.gemm_skinny_half ? 1u : 0u});

@@ -76,12 +76,6 @@ bool khr_usable(const Features& f, Variant v) {
            f.max_shared_memory >= kGemmSharedCoopmat;
 }
 
-// The skinny GEMM's shared memory: rows of 16 chunks of 16 bytes and one of padding for its
-// workgroup's weight rows and rows of X, and a word for the split.
-uint32_t skinny_shared(uint32_t rt, uint32_t mt) {
-    return (32 * rt + 16 * mt) * 17 * 16 + 16;
-}
-
 }  // namespace
 
 std::optional<Decline> GemmKernels::gemm_supported(const Features& f, QType t) {
@@ -114,6 +108,11 @@ bool GemmKernels::gemm_uses_skinny(const Features& f, Variant v) {
            f.supports(Variant::khr_coopmat) && f.min_subgroup_size == 32 &&
            f.max_subgroup_size == 32 && f.max_shared_memory >= skinny_shared(2, 4) &&
            f.max_workgroup_invocations >= 128;
+}
+
+uint32_t GemmKernels::skinny_shared(uint32_t rt, uint32_t mt, bool experts) {
+    const uint32_t staged = (32 * rt + 16 * mt) * 17 * 16;
+    return staged + (experts ? 2 * 16 * mt * 4 : 16);
 }
 
 bool GemmKernels::gemm_skinny(Variant v, QType t, uint32_t cols, uint32_t n_rows) const {

@@ -78,6 +78,10 @@ class GemmKernels : public virtual KernelFamily {
     // tuning.gemm_skinny on (a batched step's tokens, a short window). gemm() runs it in place of
     // the tiles (never over an F16 expansion); it needs the F16 copy of X as the tiles do.
     static bool gemm_uses_skinny(const Features& f, Variant v);
+    // Its shared memory for rt tiles of weight rows over mt tiles of X: the staged rows (16 chunks
+    // of 16 bytes and one of padding each), and a word for the split (the grouped experts' form,
+    // gemm_skinny.comp EXPERTS: each row of X's pair and input offset instead).
+    static uint32_t skinny_shared(uint32_t rt, uint32_t mt, bool experts = false);
     bool gemm_skinny(Variant v, QType t, uint32_t cols, uint32_t n_rows) const;
     struct SkinnyShape {
         uint32_t rt = 0, mt = 0;  // tiles of 32 weight rows and of 16 rows of X a workgroup
