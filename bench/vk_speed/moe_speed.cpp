@@ -12,12 +12,23 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "moe_reference.h"
 #include "speed.h"
 
 namespace dl::vk {
 namespace {
+
+// The double dot product of n values of w and x, and the sum of its terms' magnitudes.
+std::pair<double, double> dot_and_magnitude(const float* w, const float* x, uint32_t n) {
+    double dot = 0, mag = 0;
+    for (uint32_t c = 0; c < n; ++c) {
+        dot += (double)w[c] * x[c];
+        mag += std::fabs((double)w[c] * x[c]);
+    }
+    return {dot, mag};
+}
 
 TEST(MoeDecodeSpeed, Stages) {
     VK_SPEED_DEVICE();
@@ -60,11 +71,7 @@ TEST(MoeDecodeSpeed, Stages) {
     const std::vector<float> f = test::from_device<float>(dev, act, act_init.size());
     const std::vector<uint32_t> u = test::from_device<uint32_t>(dev, act, act_init.size());
     for (uint32_t e = 0; e < n_expert; ++e) {
-        double ref = 0, mag = 0;
-        for (uint32_t c = 0; c < E; ++c) {
-            ref += (double)wr[(size_t)e * E + c] * xn[c];
-            mag += std::fabs((double)wr[(size_t)e * E + c] * xn[c]);
-        }
+        const auto [ref, mag] = dot_and_magnitude(wr.data() + (size_t)e * E, xn.data(), E);
         ASSERT_NEAR(f[logit_off + e], ref, 1e-5 * (1 + mag)) << "logit " << e;
     }
     std::vector<uint32_t> ids;
@@ -99,11 +106,7 @@ TEST(MoeDecodeSpeed, Stages) {
     for (uint32_t j = 0; j < k; ++j)
         for (uint32_t r = 0; r < n_ff; r += 37) {
             const float* w = gate.row((uint64_t)ids[j] * n_ff + r);
-            double ref = 0, mag = 0;
-            for (uint32_t c = 0; c < E; ++c) {
-                ref += (double)w[c] * xn[c];
-                mag += std::fabs((double)w[c] * xn[c]);
-            }
+            const auto [ref, mag] = dot_and_magnitude(w, xn.data(), E);
             ASSERT_NEAR(g[(size_t)j * n_ff + r], ref, 1e-5 * (1 + mag))
                 << "slot " << j << " row " << r;
         }
@@ -169,11 +172,7 @@ TEST(MoeDecodeSpeed, Stages) {
     fmt::print("plain GEMV, {} x {} Q4_K: {} us\n", k * n_ff, E, other.report(rounds, dense));
     const std::vector<float> d = test::from_device<float>(dev, plain, (size_t)k * n_ff);
     for (uint32_t r = 0; r < k * n_ff; r += 53) {
-        double ref = 0, mag = 0;
-        for (uint32_t c = 0; c < E; ++c) {
-            ref += (double)gate.row(r)[c] * xn[c];
-            mag += std::fabs((double)gate.row(r)[c] * xn[c]);
-        }
+        const auto [ref, mag] = dot_and_magnitude(gate.row(r), xn.data(), E);
         // (Within a percent: the decode GEMV may read xn rounded to bytes.)
         ASSERT_NEAR(d[r], ref, 1e-2 * (1 + mag)) << "row " << r;
     }
