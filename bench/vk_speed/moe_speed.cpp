@@ -1,16 +1,19 @@
-// What the kernels of a mixture-of-experts token cost alone at Qwen3.5-35B-A3B's shapes (rows of
-// 2048 values, 256 experts of which 8 are chosen, an expert FFN of 512): the router's GEMV with
-// its choice in the last workgroup, the chosen experts' gate GEMV (Q4_K), their down GEMV (Q6_K)
-// forming the SwiGLU as it reads and summing the slots, and a plain GEMV over as many bytes as the
-// gate's chosen rows. Each is timed as a token meets it (OtherWork: after itself, after a stream
-// over more than the L2, after GEMVs of other types). Why: in a 35B-A3B token each of these
+// What the kernels of a mixture-of-experts token and window cost alone at Qwen3.5-35B-A3B's shapes
+// (rows of 2048 values, 256 experts of which 8 are chosen, an expert FFN of 512): the router's GEMV
+// with its choice in the last workgroup, the chosen experts' gate GEMV (Q4_K), their down GEMV
+// (Q6_K) forming the SwiGLU as it reads and summing the slots, and a plain GEMV over as many bytes
+// as the gate's chosen rows. Each is timed as a token meets it (OtherWork: after itself, after a
+// stream over more than the L2, after GEMVs of other types). Why: in a 35B-A3B token each of these
 // stages takes 15-22 us (docs/perf/history.md, 2026-12-06 (17:15)) where its bytes take 1-3; this
 // says how much of that is the kernel's own. The last run of each is checked against the host.
+// ExpertGemmSpeed: a prefill window's expert GEMMs at the same shapes, by form (why: in the
+// 35B-A3B's pp512 the down GEMM took twice the gate's and up's together, 2026-12-06 (16:30)).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <utility>
 
@@ -175,6 +178,106 @@ TEST(MoeDecodeSpeed, Stages) {
         const auto [ref, mag] = dot_and_magnitude(gate.row(r), xn.data(), E);
         // (Within a percent: the decode GEMV may read xn rounded to bytes.)
         ASSERT_NEAR(d[r], ref, 1e-2 * (1 + mag)) << "row " << r;
+    }
+}
+
+// Windows of 512 and 2048 rows, each choosing 8 of 256 experts at random: the experts' gate GEMM
+// (Q4_K, 512 x 2048, each pair over its row's input) and their down GEMM (Q6_K and Q4_K, 2048 x
+// 512, each pair over its own input), as the grouped GEMM tiles and as the skinny GEMM's grouped
+// form (and that with Q4_K decoded to halves by bit operations). Each run's time and the weights'
+// GB/s (every expert's bytes: each is chosen); a spread of outputs checked against the host.
+TEST(ExpertGemmSpeed, Window) {
+    VK_SPEED_DEVICE();
+    const bool cpu = dev.features().cpu;
+    const uint32_t E = cpu ? 256 : 2048, n_ff = cpu ? 256 : 512, n_expert = cpu ? 16 : 256;
+    const uint32_t k = 8, runs = cpu ? 1 : 10;
+    std::mt19937 rng(23);
+    for (uint32_t n_rows : cpu ? std::vector<uint32_t>{16} : std::vector<uint32_t>{512, 2048}) {
+        const uint32_t n_pairs = n_rows * k;
+
+        // The route: each row's k experts in ascending order (weights unused by the GEMMs), then
+        // the permutation and the table of tiles moe_sort writes.
+        const uint32_t route_off = 4, perm_off = route_off + n_rows * 2 * k + 4;
+        const uint32_t tiles_off = perm_off + n_pairs + 4;
+        std::vector<uint32_t> route(tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4,
+                                    0);
+        std::vector<uint32_t> ids((size_t)n_pairs);
+        for (uint32_t r = 0; r < n_rows; ++r) {
+            std::vector<uint32_t> pool(n_expert);
+            std::iota(pool.begin(), pool.end(), 0u);
+            std::shuffle(pool.begin(), pool.end(), rng);
+            std::sort(pool.begin(), pool.begin() + k);
+            for (uint32_t j = 0; j < k; ++j)
+                route[route_off + r * 2 * k + j] = ids[r * k + j] = pool[j];
+        }
+        Buffer routes = test::to_device(dev, route);
+        test::run(dev, [&](CommandList& cl) {
+            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off);
+        });
+
+        struct Form {
+            const char* name;
+            bool skinny, half;
+        };
+        std::vector<Form> forms = {{"tiles", false, false}};
+        if (GemmKernels::gemm_uses_skinny(dev.features(), dev.variant()))
+            forms.insert(forms.end(),
+                         {{"skinny", true, false}, {"skinny, Q4_K to halves", true, true}});
+        struct Shape {
+            const char* name;
+            QType type;
+            uint32_t rows, cols;
+            bool own;  // each pair over its own input row
+        };
+        for (const Shape& s :
+             {Shape{"gate", QType::Q4_K, n_ff, E, false}, Shape{"down", QType::Q6_K, E, n_ff, true},
+              Shape{"down", QType::Q4_K, E, n_ff, true}}) {
+            const test::RepeatedMatrix w =
+                test::repeated_rows(dev, s.type, n_expert * s.rows, s.cols, rng, 96);
+            const uint32_t n_x = s.own ? n_pairs : n_rows;
+            const std::vector<float> x = test::randn((size_t)n_x * s.cols, 29 + s.cols, 1.f);
+            Buffer xb = test::to_device(dev, x);
+            Buffer y = test::poisoned(dev, (size_t)n_pairs * s.rows);
+            const Kernels::ExpertGemv g{.type = s.type,
+                                        .w = view(w.w),
+                                        .rows = s.rows,
+                                        .cols = s.cols,
+                                        .n_expert = n_expert,
+                                        .k = k,
+                                        .perm_off = perm_off,
+                                        .route = view(routes),
+                                        .route_off = route_off,
+                                        .x = view(xb),
+                                        .x_off = 0,
+                                        .x_per_slot = s.own,
+                                        .y = view(y),
+                                        .y_off = 0,
+                                        .n_rows = n_rows};
+            for (const Form& form : forms) {
+                test::Scoped skinny_scope(K.tuning.expert_skinny, form.skinny);
+                test::Scoped half_scope(K.tuning.gemm_skinny_half, form.half);
+                if (form.half && s.type != QType::Q4_K) continue;
+                const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                    K.gemm_experts(cl, dev.variant(), g, tiles_off);
+                });
+                fmt::print(
+                    "expert {} GEMM {} {} x {}, {} pairs over {} experts, {}: {:.3f} ms, {:.1f} "
+                    "GB/s of weights\n",
+                    s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, form.name, ms,
+                    (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9);
+                const std::vector<float> out =
+                    test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
+                for (uint32_t pr = 0; pr < n_pairs; pr += 61)
+                    for (uint32_t r = 0; r < s.rows; r += 89) {
+                        const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
+                        const auto [ref, mag] =
+                            dot_and_magnitude(w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
+                        ASSERT_NEAR(out[(size_t)pr * s.rows + r], ref, 2e-3 * mag + 1e-4)
+                            << s.name << " " << qtype_name(s.type) << " " << form.name << " pair "
+                            << pr << " row " << r;
+                    }
+            }
+        }
     }
 }
 

@@ -25,7 +25,8 @@
 #            xz in .devrun/extra), each checked against a CPU reference; VK_SPEED_FILTER picks
 #            other reports (SkinnyGemmSpeed.*: the skinny GEMM by its tiles and parts;
 #            WindowAttentionSpeed.*: the window attention; MoeDecodeSpeed.*: a mixture token's
-#            router and expert GEMVs alone), KERNELS_S seconds at most (120)
+#            router and expert GEMVs alone; ExpertGemmSpeed.*: a window's expert GEMMs by form),
+#            KERNELS_S seconds at most (120)
 #   profile  --profile of batched steps of PROFILE_BATCHES (8 32) rows on the 9B, and of the
 #            35B-A3B's single stream, by stage (PROFILE_MOE=0: not)
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
@@ -35,7 +36,7 @@
 #   batched  B = 1, 8, 32, 64 (BATCHED_B) sequences of pp512 + tg128 on the 9B, ours against
 #            llama.cpp
 #   experts  the expert GEMMs of prefill windows: their kernel and window tests (test_vulkan, xz
-#            in .devrun/extra), then the 35B-A3B's pp512, pp2048 and tg64 in each of EXPERT_FORMS
+#            in .devrun/extra; EXPERT_TESTS=none: not), then the 35B-A3B's pp512, pp2048 and tg64 in each of EXPERT_FORMS
 #            (default: the grouped GEMM tiles, then the skinny GEMM's grouped form,
 #            DELTALLM_VK_EXPERT_SKINNY), and its profile by stage in the last form
 #   moe_decode  the 35B-A3B's tg128 with the mixture's decode fusions on and off (ours alone:
@@ -306,7 +307,7 @@ PY
         ;;
     experts)
         fits 180 "the expert GEMM tiles" || continue
-        if [ -f "$extra/test_vulkan.xz" ]; then
+        if [ -f "$extra/test_vulkan.xz" ] && [ "${EXPERT_TESTS:-}" != none ]; then
             xz -dc "$extra/test_vulkan.xz" >/tmp/test_vulkan && chmod +x /tmp/test_vulkan
             # (A fresh process makes every pipeline: 90 s cut these before their summary.)
             DELTALLM_TEST_DATA="$repo/tests/data" timeout 150 /tmp/test_vulkan --gtest_brief=1 \
