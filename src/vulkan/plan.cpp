@@ -68,14 +68,19 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     end = std::max(end, a.ffn + n_ff * rows);
     if (hp.ffn_kind == FfnKind::experts) {
         const uint32_t k = (uint32_t)hp.n_expert_used, slots = k * (uint32_t)hp.n_ff_exp * rows;
-        a.router = end;
-        a.route = a.router + (uint32_t)hp.n_expert * rows + 1;
-        a.perm = a.route + 2 * k * rows;
-        a.gate_e = a.perm + k * rows;
-        a.up_e = a.gate_e + slots;
-        a.ffn_e = a.up_e + slots;
-        a.down_e = a.ffn_e + slots;
-        a.shared = a.down_e + k * E * rows;
+        // Each area 16-byte aligned: the expert GEMMs and GEMVs read their inputs as vec4s only
+        // there (the skinny GEMM's grouped form not at all elsewhere: a window's down GEMM had
+        // fallen back to the grouped tiles, 3.5x slower, behind the odd float of the router's
+        // shared-expert logit).
+        auto align4 = [](uint32_t v) { return (v + 3) / 4 * 4; };
+        a.router = align4(end);
+        a.route = align4(a.router + (uint32_t)hp.n_expert * rows + 1);
+        a.perm = align4(a.route + 2 * k * rows);
+        a.gate_e = align4(a.perm + k * rows);
+        a.up_e = align4(a.gate_e + slots);
+        a.ffn_e = align4(a.up_e + slots);
+        a.down_e = align4(a.ffn_e + slots);
+        a.shared = align4(a.down_e + k * E * rows);
         end = a.shared + E * rows;
         a.xn_rounded = (end + 3) / 4 * 4;
         end = a.xn_rounded + Kernels::rounding_floats(E) * rows;

@@ -1,7 +1,10 @@
 // The residency plan on tiny models: every matrix placed inside a slab within the storage range,
 // memory sums, the context shrunk to a budget, and declines (with their sentence) for types
-// without kernels and budgets too small.
+// without kernels and budgets too small; the activation layout's mixture areas 16-byte aligned.
 #include <gtest/gtest.h>
+
+#include <tuple>
+#include <utility>
 
 #include "model/tiny_model.h"
 #include "vulkan/kernels.h"
@@ -388,6 +391,59 @@ TEST(VulkanPlan, DeclinesATensorOverTheStorageRange) {
     EXPECT_NE(r.reason().find(std::to_string(model->output->nbytes)), std::string::npos)
         << r.reason();
     EXPECT_NE(r.reason().find(std::to_string(64 << 10)), std::string::npos) << r.reason();
+}
+
+// Every area of a mixture's activations starts 16-byte aligned, at the 35B-A3B's and the
+// Qwen3-30B-A3B's shapes and row counts odd and even: the expert GEMMs read their inputs as vec4s
+// only there (a window's down GEMM had left the skinny GEMM's grouped form for the slower tiles
+// behind the odd float of the shared expert's gate logit).
+TEST(VulkanPlan, AlignsTheMixturesActivations) {
+    for (const auto& [n_expert, n_ff_exp, shared] :
+         {std::tuple{256, 512, 512}, std::tuple{128, 768, 0}, std::tuple{6, 40, 24}}) {
+        Hparams hp;
+        hp.arch = shared ? Arch::qwen35 : Arch::qwen3;
+        hp.n_embd = 2048;
+        hp.n_layer = 2;
+        hp.n_head = 16;
+        hp.n_head_kv = 2;
+        hp.head_dim = 128;
+        hp.n_ff = 0;
+        hp.ffn_kind = FfnKind::experts;
+        hp.n_expert = n_expert;
+        hp.n_expert_used = 8 > n_expert ? 2 : 8;
+        hp.n_ff_exp = n_ff_exp;
+        hp.n_ff_shexp = shared;
+        if (shared) {
+            hp.ssm_d_state = 128;
+            hp.ssm_n_k_heads = 16;
+            hp.ssm_n_v_heads = 32;
+            hp.ssm_d_inner = 32 * 128;
+        }
+        for (uint32_t rows : {1u, 3u, 8u, 511u, 512u}) {
+            const ActLayout a = act_layout(hp, rows);
+            for (const auto& [name, off] : {std::pair{"router", a.router},
+                                            {"route", a.route},
+                                            {"perm", a.perm},
+                                            {"gate_e", a.gate_e},
+                                            {"up_e", a.up_e},
+                                            {"ffn_e", a.ffn_e},
+                                            {"down_e", a.down_e},
+                                            {"shared", a.shared},
+                                            {"xn_rounded", a.xn_rounded},
+                                            {"ffn_e_rounded", a.ffn_e_rounded}})
+                EXPECT_EQ(off % 4, 0u)
+                    << name << " at " << rows << " rows, " << n_expert << " experts";
+            // In order, none overlapping the next.
+            EXPECT_GE(a.route, a.router + (uint32_t)n_expert * rows + 1);
+            EXPECT_GE(a.perm, a.route + 2 * (uint32_t)hp.n_expert_used * rows);
+            EXPECT_GE(a.gate_e, a.perm + (uint32_t)hp.n_expert_used * rows);
+            const uint32_t slots = (uint32_t)(hp.n_expert_used * n_ff_exp) * rows;
+            EXPECT_GE(a.up_e, a.gate_e + slots);
+            EXPECT_GE(a.ffn_e, a.up_e + slots);
+            EXPECT_GE(a.down_e, a.ffn_e + slots);
+            EXPECT_GE(a.shared, a.down_e + (uint32_t)hp.n_expert_used * 2048 * rows);
+        }
+    }
 }
 
 }  // namespace
