@@ -15,6 +15,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "moe_reference.h"
@@ -40,6 +41,28 @@ TEST(MoeDecodeSpeed, Stages) {
     const uint32_t rounds = cpu ? 2 : 40;
     test::OtherWork other(dev, K);
     std::mt19937 rng(17);
+
+    // The expert GEMVs' forms (the batched GEMV's switches): by the rule, then its weight rows a
+    // workgroup, its threads, and each slice decoded once.
+    struct BatchForm {
+        uint32_t rows = 0, threads = 0;
+        bool once = false;
+        std::string name() const {
+            if (!rows && !threads && !once) return "";
+            return fmt::format(" (rows {}, threads {}{})", rows, threads,
+                               once ? ", decoded once" : "");
+        }
+    };
+    const std::vector<BatchForm> batch_forms = cpu ? std::vector<BatchForm>{{}}
+                                                   : std::vector<BatchForm>{{},
+                                                                            {1, 0, false},
+                                                                            {2, 0, false},
+                                                                            {4, 0, false},
+                                                                            {0, 32, false},
+                                                                            {0, 128, false},
+                                                                            {0, 256, false},
+                                                                            {2, 128, false},
+                                                                            {0, 0, true}};
 
     // act: xn at 0, the router's logits at E, the route after them; the gates, ups and outputs
     // in buffers of their own.
@@ -103,16 +126,22 @@ TEST(MoeDecodeSpeed, Stages) {
                             .y = view(gates),
                             .y_off = 0});
     };
-    fmt::print("expert gate GEMV, {} of {} x {} Q4_K: {} us\n", k, n_ff, E,
-               other.report(rounds, experts_gate));
-    const std::vector<float> g = test::from_device<float>(dev, gates, (size_t)k * n_ff);
-    for (uint32_t j = 0; j < k; ++j)
-        for (uint32_t r = 0; r < n_ff; r += 37) {
-            const float* w = gate.row((uint64_t)ids[j] * n_ff + r);
-            const auto [ref, mag] = dot_and_magnitude(w, xn.data(), E);
-            ASSERT_NEAR(g[(size_t)j * n_ff + r], ref, 1e-5 * (1 + mag))
-                << "slot " << j << " row " << r;
-        }
+    std::vector<float> g;
+    for (const BatchForm& form : batch_forms) {
+        test::Scoped rows_scope(K.tuning.gemv_batch_rows, form.rows);
+        test::Scoped threads_scope(K.tuning.gemv_batch_threads, form.threads);
+        test::Scoped once_scope(K.tuning.gemv_batch_decode_once, form.once);
+        fmt::print("expert gate GEMV, {} of {} x {} Q4_K{}: {} us\n", k, n_ff, E, form.name(),
+                   other.report(rounds, experts_gate));
+        g = test::from_device<float>(dev, gates, (size_t)k * n_ff);
+        for (uint32_t j = 0; j < k; ++j)
+            for (uint32_t r = 0; r < n_ff; r += 37) {
+                const float* w = gate.row((uint64_t)ids[j] * n_ff + r);
+                const auto [ref, mag] = dot_and_magnitude(w, xn.data(), E);
+                ASSERT_NEAR(g[(size_t)j * n_ff + r], ref, 1e-5 * (1 + mag))
+                    << "slot " << j << " row " << r << form.name();
+            }
+    }
 
     // Their down rows (Q6_K) over SiLU(gate) · up, weighted and summed into one row of E.
     const std::vector<float> ups_host = test::randn((size_t)k * n_ff, 6, 1.f);
@@ -141,22 +170,27 @@ TEST(MoeDecodeSpeed, Stages) {
                             .y_off = 0,
                             .sum = true});
     };
-    fmt::print("expert down GEMV, {} of {} x {} Q6_K, weighted sum: {} us\n", k, E, n_ff,
-               other.report(rounds, experts_down));
-    const std::vector<float> o = test::from_device<float>(dev, out, E);
-    for (uint32_t r = 0; r < E; r += 41) {
-        double ref = 0, mag = 0;
-        for (uint32_t j = 0; j < k; ++j) {
-            const float wt = f[route_off + k + j];
-            const float* w = down.row((uint64_t)ids[j] * E + r);
-            for (uint32_t c = 0; c < n_ff; ++c) {
-                const double a = g[(size_t)j * n_ff + c];
-                const double x = a / (1 + std::exp(-a)) * ups_host[(size_t)j * n_ff + c];
-                ref += wt * (double)w[c] * x;
-                mag += std::fabs(wt * (double)w[c] * x);
+    for (const BatchForm& form : batch_forms) {
+        test::Scoped rows_scope(K.tuning.gemv_batch_rows, form.rows);
+        test::Scoped threads_scope(K.tuning.gemv_batch_threads, form.threads);
+        test::Scoped once_scope(K.tuning.gemv_batch_decode_once, form.once);
+        fmt::print("expert down GEMV, {} of {} x {} Q6_K, weighted sum{}: {} us\n", k, E, n_ff,
+                   form.name(), other.report(rounds, experts_down));
+        const std::vector<float> o = test::from_device<float>(dev, out, E);
+        for (uint32_t r = 0; r < E; r += 41) {
+            double ref = 0, mag = 0;
+            for (uint32_t j = 0; j < k; ++j) {
+                const float wt = f[route_off + k + j];
+                const float* w = down.row((uint64_t)ids[j] * E + r);
+                for (uint32_t c = 0; c < n_ff; ++c) {
+                    const double a = g[(size_t)j * n_ff + c];
+                    const double x = a / (1 + std::exp(-a)) * ups_host[(size_t)j * n_ff + c];
+                    ref += wt * (double)w[c] * x;
+                    mag += std::fabs(wt * (double)w[c] * x);
+                }
             }
+            ASSERT_NEAR(o[r], ref, 1e-4 * (1 + mag)) << "row " << r << form.name();
         }
-        ASSERT_NEAR(o[r], ref, 1e-4 * (1 + mag)) << "row " << r;
     }
 
     // A plain GEMV over as many rows of Q4_K as the gate's chosen ones.
