@@ -108,6 +108,33 @@ TEST(MoeDecodeSpeed, Stages) {
         ASSERT_NEAR(f[route_off + k + j], weights[j], 1e-6 * (1 + weights[j])) << "slot " << j;
     }
 
+    // Its two halves apart: the router's GEMV alone (a plain F32 GEMV) and the choice alone
+    // (moe_route.comp, one workgroup, by subgroups and by the shared-memory tree): which half the
+    // fused stage's time is.
+    auto router_gemv = [&](CommandList& cl) {
+        K.gemv(cl, {.type = QType::F32,
+                    .w = view(wrb),
+                    .rows = n_expert,
+                    .cols = E,
+                    .x = view(act),
+                    .x_off = 0,
+                    .y = view(act),
+                    .y_off = logit_off,
+                    .accumulate = false});
+    };
+    fmt::print("router GEMV alone, {} x {} F32: {} us\n", n_expert, E,
+               other.report(rounds, router_gemv));
+    for (bool subgroups : {true, false}) {
+        test::Scoped sg_scope(K.tuning.moe_route_subgroups, subgroups);
+        auto choice = [&](CommandList& cl) {
+            K.moe_route(cl, view(act), logit_off, n_expert, k, view(act), route_off, 1);
+        };
+        fmt::print("router's top {} alone, {}: {} us\n", k,
+                   subgroups ? "by subgroups" : "by the shared tree", other.report(rounds, choice));
+        const std::vector<uint32_t> c = test::from_device<uint32_t>(dev, act, act_init.size());
+        for (uint32_t j = 0; j < k; ++j) ASSERT_EQ(c[route_off + j], ids[j]) << "slot " << j;
+    }
+
     // The chosen experts' gate rows (Q4_K; 96 distinct rows, so experts differ) over xn.
     const test::RepeatedMatrix gate =
         test::repeated_rows(dev, QType::Q4_K, n_expert * n_ff, E, rng, 96);
