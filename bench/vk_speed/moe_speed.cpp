@@ -53,6 +53,15 @@ TEST(MoeDecodeSpeed, Stages) {
                                once ? ", decoded once" : "");
         }
     };
+    // The tuning of a form, for as long as it lives.
+    struct BatchFormScope {
+        BatchFormScope(Kernels& K, const BatchForm& f)
+            : rows(K.tuning.gemv_batch_rows, f.rows),
+              threads(K.tuning.gemv_batch_threads, f.threads),
+              once(K.tuning.gemv_batch_decode_once, f.once) {}
+        test::Scoped<uint32_t> rows, threads;
+        test::Scoped<bool> once;
+    };
     const std::vector<BatchForm> batch_forms = cpu ? std::vector<BatchForm>{{}}
                                                    : std::vector<BatchForm>{{},
                                                                             {1, 0, false},
@@ -155,9 +164,7 @@ TEST(MoeDecodeSpeed, Stages) {
     };
     std::vector<float> g;
     for (const BatchForm& form : batch_forms) {
-        test::Scoped rows_scope(K.tuning.gemv_batch_rows, form.rows);
-        test::Scoped threads_scope(K.tuning.gemv_batch_threads, form.threads);
-        test::Scoped once_scope(K.tuning.gemv_batch_decode_once, form.once);
+        const BatchFormScope scope(K, form);
         fmt::print("expert gate GEMV, {} of {} x {} Q4_K{}: {} us\n", k, n_ff, E, form.name(),
                    other.report(rounds, experts_gate));
         g = test::from_device<float>(dev, gates, (size_t)k * n_ff);
@@ -198,9 +205,7 @@ TEST(MoeDecodeSpeed, Stages) {
                             .sum = true});
     };
     for (const BatchForm& form : batch_forms) {
-        test::Scoped rows_scope(K.tuning.gemv_batch_rows, form.rows);
-        test::Scoped threads_scope(K.tuning.gemv_batch_threads, form.threads);
-        test::Scoped once_scope(K.tuning.gemv_batch_decode_once, form.once);
+        const BatchFormScope scope(K, form);
         fmt::print("expert down GEMV, {} of {} x {} Q6_K, weighted sum{}: {} us\n", k, E, n_ff,
                    form.name(), other.report(rounds, experts_down));
         const std::vector<float> o = test::from_device<float>(dev, out, E);
