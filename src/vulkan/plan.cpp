@@ -29,6 +29,11 @@ std::string gib(uint64_t b) {
     return fmt::format("{:.2f} GiB", b / double(1ull << 30));
 }
 
+// An activation offset (floats) rounded up to a 16-byte boundary.
+uint32_t vec4_aligned(uint32_t floats) {
+    return (uint32_t)align_up(floats, 4);
+}
+
 }  // namespace
 
 ActLayout act_layout(const Hparams& hp, uint32_t rows) {
@@ -68,37 +73,36 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
     end = std::max(end, a.ffn + n_ff * rows);
     if (hp.ffn_kind == FfnKind::experts) {
         const uint32_t k = (uint32_t)hp.n_expert_used, slots = k * (uint32_t)hp.n_ff_exp * rows;
-        // Each area 16-byte aligned: the expert GEMMs and GEMVs read their inputs as vec4s only
-        // there (the skinny GEMM's grouped form not at all elsewhere: a window's down GEMM had
-        // fallen back to the grouped tiles, 3.5x slower, behind the odd float of the router's
-        // shared-expert logit).
-        auto align4 = [](uint32_t v) { return (v + 3) / 4 * 4; };
-        a.router = align4(end);
-        a.route = align4(a.router + (uint32_t)hp.n_expert * rows + 1);
-        a.perm = align4(a.route + 2 * k * rows);
-        a.gate_e = align4(a.perm + k * rows);
-        a.up_e = align4(a.gate_e + slots);
-        a.ffn_e = align4(a.up_e + slots);
-        a.down_e = align4(a.ffn_e + slots);
-        a.shared = align4(a.down_e + k * E * rows);
+        // Each area 16-byte aligned (the router's logits end with one odd float, the shared
+        // expert's gate logit): the expert GEMVs read their inputs as vec4s only there, and the
+        // skinny GEMM's grouped form runs only there (elsewhere a window's GEMMs take the grouped
+        // tiles, 3.5x slower on an H100).
+        a.router = vec4_aligned(end);
+        a.route = vec4_aligned(a.router + (uint32_t)hp.n_expert * rows + 1);
+        a.perm = vec4_aligned(a.route + 2 * k * rows);
+        a.gate_e = vec4_aligned(a.perm + k * rows);
+        a.up_e = vec4_aligned(a.gate_e + slots);
+        a.ffn_e = vec4_aligned(a.up_e + slots);
+        a.down_e = vec4_aligned(a.ffn_e + slots);
+        a.shared = vec4_aligned(a.down_e + k * E * rows);
         end = a.shared + E * rows;
-        a.xn_rounded = (end + 3) / 4 * 4;
+        a.xn_rounded = vec4_aligned(end);
         end = a.xn_rounded + Kernels::rounding_floats(E) * rows;
-        a.ffn_e_rounded = (end + 3) / 4 * 4;
+        a.ffn_e_rounded = vec4_aligned(end);
         end = a.ffn_e_rounded + Kernels::rounding_floats((uint32_t)hp.n_ff_exp) * k * rows;
         a.expert_tiles = end;
         end += Kernels::expert_tiles_words(k * rows, (uint32_t)hp.n_expert);
     }
     // Past everything a stage overwrites, 16-byte aligned.
-    a.ffn_bytes = (end + 3) / 4 * 4;
+    a.ffn_bytes = vec4_aligned(end);
     end = a.ffn_bytes + Kernels::rounding_floats(n_ff);
-    a.h_bytes = (end + 3) / 4 * 4;
+    a.h_bytes = vec4_aligned(end);
     end = a.h_bytes + Kernels::normed_rounding_floats((uint32_t)hp.n_embd);
     if (hp.ssm_n_v_heads > 0) {
-        a.y_bytes = (end + 3) / 4 * 4;
+        a.y_bytes = vec4_aligned(end);
         end = a.y_bytes + Kernels::rounding_floats((uint32_t)hp.ssm_d_inner);
     }
-    a.o_bytes = (end + 3) / 4 * 4;
+    a.o_bytes = vec4_aligned(end);
     end = a.o_bytes + Kernels::rounding_floats(ow);
     a.total = end;
     return a;
