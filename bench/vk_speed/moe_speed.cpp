@@ -16,6 +16,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "moe_reference.h"
@@ -133,13 +134,21 @@ TEST(MoeDecodeSpeed, Stages) {
     };
     fmt::print("router GEMV alone, {} x {} F32: {} us\n", n_expert, E,
                other.report(rounds, router_gemv));
-    for (bool subgroups : {true, false}) {
-        test::Scoped sg_scope(K.tuning.moe_route_subgroups, subgroups);
+    for (const char* form : {"by subgroups", "by subgroups' lists merged", "by the shared tree"}) {
+        const std::string_view f(form);
+        test::Scoped sg_scope(K.tuning.moe_route_subgroups, f != "by the shared tree");
+        test::Scoped merge_scope(K.tuning.moe_route_merge, f == "by subgroups' lists merged");
         auto choice = [&](CommandList& cl) {
             K.moe_route(cl, view(act), logit_off, n_expert, k, view(act), route_off, 1);
         };
-        fmt::print("router's top {} alone, {}: {} us\n", k,
-                   subgroups ? "by subgroups" : "by the shared tree", other.report(rounds, choice));
+        fmt::print("router's top {} alone, {}: {} us\n", k, form, other.report(rounds, choice));
+        const std::vector<uint32_t> c = test::from_device<uint32_t>(dev, act, act_init.size());
+        for (uint32_t j = 0; j < k; ++j) ASSERT_EQ(c[route_off + j], ids[j]) << "slot " << j;
+    }
+    {  // and the fused router with the merge
+        test::Scoped merge_scope(K.tuning.moe_route_merge, true);
+        fmt::print("router {} x {} and its top {}, subgroups' lists merged: {} us\n", n_expert, E,
+                   k, other.report(rounds, router));
         const std::vector<uint32_t> c = test::from_device<uint32_t>(dev, act, act_init.size());
         for (uint32_t j = 0; j < k; ++j) ASSERT_EQ(c[route_off + j], ids[j]) << "slot " << j;
     }

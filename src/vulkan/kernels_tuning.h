@@ -183,6 +183,10 @@ struct Tuning {
     // The router's top-k by subgroup reductions where the device has them (tests turn it off to
     // run the shared-memory tree).
     bool moe_route_subgroups = true;
+    // With them, each subgroup chooses its own k and one subgroup merges the lists, one barrier
+    // in all rather than one a round (moe_topk.glsl MERGE; DELTALLM_VK_MOE_ROUTE_MERGE): off
+    // until measured on a device.
+    bool moe_route_merge = false;
     // A window's expert GEMMs run as grouped GEMM tiles (ExpertKernels::gemm_experts) where its
     // (row, slot) pairs are at least this many per expert on average, else as grouped batched
     // GEMVs (DELTALLM_VK_EXPERT_TILES; 0: never).

@@ -37,10 +37,13 @@ TEST_P(MoeRoute, MatchesTheReference) {
             for (uint32_t e = 0; e < n; e += 3) x[x_off + r * n + e] = (e % 2) ? 1.5f : 3.f;
     Buffer xb = test::to_device(dev, x);
     const size_t words = route_off + (size_t)rows * 2 * k;
-    // By subgroup reductions (where the device has them) and by the shared-memory tree.
-    for (bool subgroups : {true, false}) {
-        SCOPED_TRACE(::testing::Message() << "subgroups " << subgroups);
+    // By subgroup reductions (where the device has them; rounds over the workgroup, and the
+    // subgroups' lists merged) and by the shared-memory tree.
+    for (int f = 0; f < 3; ++f) {
+        const bool subgroups = f < 2, merge = f == 1;
+        SCOPED_TRACE(::testing::Message() << "subgroups " << subgroups << " merge " << merge);
         test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
+        test::Scoped merged(K.tuning.moe_route_merge, merge);
         Buffer route = test::poisoned(dev, words + 4);
         test::run(dev, [&](CommandList& cl) {
             K.moe_route(cl, view(xb), x_off, n, k, view(route), route_off, rows);
@@ -73,23 +76,25 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MoeRoute,
                                                 c.ties ? "_ties" : "");
                          });
 
-// Every logit equal: the k lowest ids (torch.topk's order on ties), each weighted 1/k, by both
-// forms of the top-k (a subgroup's lanes tie too, not only its winners).
+// Every logit equal: the k lowest ids (torch.topk's order on ties), each weighted 1/k, by every form
+// of the top-k (a subgroup's lanes tie too, not only its winners).
 TEST(MoeRouteTies, AllEqualTakeTheLowestIds) {
     VK_TEST_DEVICE();
     const uint32_t n = 300, k = 3;
     Buffer xb = test::to_device(dev, std::vector<float>(n, 0.5f));
-    for (bool subgroups : {true, false}) {
+    for (int f = 0; f < 3; ++f) {
+        const bool subgroups = f < 2, merge = f == 1;
         test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
+        test::Scoped merged(K.tuning.moe_route_merge, merge);
         Buffer route = test::poisoned(dev, 2 * k);
         test::run(dev,
                   [&](CommandList& cl) { K.moe_route(cl, view(xb), 0, n, k, view(route), 0, 1); });
         auto out = test::from_device<uint32_t>(dev, route, 2 * k);
         for (uint32_t j = 0; j < k; ++j) {
-            EXPECT_EQ(out[j], j) << "subgroups " << subgroups;
+            EXPECT_EQ(out[j], j) << "subgroups " << subgroups << " merge " << merge;
             float w;
             std::memcpy(&w, &out[k + j], 4);
-            EXPECT_NEAR(w, 1.0 / k, 1e-6) << "subgroups " << subgroups;
+            EXPECT_NEAR(w, 1.0 / k, 1e-6) << "subgroups " << subgroups << " merge " << merge;
         }
     }
 }
@@ -97,7 +102,7 @@ TEST(MoeRouteTies, AllEqualTakeTheLowestIds) {
 // One token's router GEMV with the choice in its last workgroup (moe_router.comp): the logits
 // against double sums, the choice against the reference on those logits, nothing written
 // around them, the counter back at 0, and a second token through the same counter; router rows
-// that do not fill the last workgroup, more experts than threads, both top-k forms, xn read as
+// that do not fill the last workgroup, more experts than threads, every top-k form, xn read as
 // floats and as vec4s.
 struct RouterCase {
     uint32_t n_expert, k, n_embd;
@@ -116,14 +121,16 @@ TEST_P(MoeRouter, LogitsAndChoiceMatchTheReference) {
     Buffer gb = test::to_device(dev, gate);
     // act: xn at 3 (read as floats) or 4 (as vec4s where cols allow), the logits at xn_off + cols
     // + 5, the route after them, poison around all.
-    for (int form_gate = 0; form_gate < 8; ++form_gate) {
-        const bool subgroups = form_gate & 1, with_gate = form_gate & 2;
+    for (int form_gate = 0; form_gate < 16; ++form_gate) {
+        const bool subgroups = form_gate & 1, with_gate = form_gate & 2, merge = form_gate & 8;
+        if (merge && !subgroups) continue;  // (the merge is a form of the subgroups' top-k)
         const uint32_t xn_off = form_gate & 4 ? 4 : 3, logit_off = xn_off + cols + 5,
                        route_off = logit_off + n + 3;
         const size_t words = route_off + 2 * k + 4;
-        SCOPED_TRACE(::testing::Message()
-                     << "subgroups " << subgroups << " gate " << with_gate << " xn at " << xn_off);
+        SCOPED_TRACE(::testing::Message() << "subgroups " << subgroups << " merge " << merge
+                                          << " gate " << with_gate << " xn at " << xn_off);
         test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
+        test::Scoped merged(K.tuning.moe_route_merge, merge);
         Buffer counter = dev.create_buffer(8, MemoryKind::device);
         dev.fill(counter, 0, 8, 0);
         for (uint32_t token = 0; token < 2; ++token) {

@@ -71,6 +71,11 @@ void write_route(uint row, uint base, float mx, float sum_all, uint t) {
 }
 
 #if defined(SUBGROUP)
+// MERGE 1: each subgroup chooses its own k in registers, then one subgroup merges the subgroups'
+// sorted lists, k rounds with one barrier in all (route_row_merge), rather than k rounds over
+// the workgroup, each behind a barrier (alone on an H100 the choice of 8 of 256 took 13.5 us,
+// the router's GEMV 6.3).
+layout(constant_id = 2) const uint MERGE = 0;
 const uint PER = 4u;       // experts a thread holds (n_expert <= PER · WG: the launcher checks)
 shared float sg_v[2][WG];  // each subgroup's winner of a round, two rounds apart
 shared uint sg_i[2][WG];
@@ -96,7 +101,101 @@ void argmax_sg(float v, uint i, uint b, out float best, out uint best_index) {
         }
 }
 
+const uint MAXSG = WG / 4u;          // subgroups at most (of 4 lanes or more)
+shared float cand_v[MAXSG * KMAX];  // subgroup g's choice, best first, at g · k ..
+shared uint cand_i[MAXSG * KMAX];
+shared float sg_top[MAXSG];  // each subgroup's largest logit (-inf: it holds none)
+shared float sg_exp[MAXSG];  // and its sum of exp(logit - that)
+shared uint head[MAXSG];     // the merge's next candidate of each list
+
+// The best (v, i) of the subgroup's lanes (the larger value, the lower index on a tie; an index
+// of 0xffffffff offers nothing); every lane gets it.
+void subgroup_best(float v, uint i, out float best, out uint best_index) {
+    best = subgroupMax(i == 0xffffffffu ? uintBitsToFloat(0xff800000u) : v);
+    best_index = subgroupMin(i != 0xffffffffu && v == best ? i : 0xffffffffu);
+}
+
+void route_row_merge(uint row, uint base, uint t) {
+    const float NEG = uintBitsToFloat(0xff800000u);
+    const uint sg = gl_SubgroupID, ns = gl_NumSubgroups, lane = gl_SubgroupInvocationID;
+    float v[PER];
+    bool live[PER];
+    [[unroll]] for (uint j = 0; j < PER; ++j) {
+        live[j] = t + j * WG < p.n_expert;
+        v[j] = live[j] ? x[base + t + j * WG] : 0.0;
+    }
+    // This subgroup's k best, in order, and its softmax terms against its own largest logit.
+    float top = NEG;
+    for (uint r = 0; r < p.k; ++r) {
+        float bv = 0.0;
+        uint bi = 0xffffffffu;
+        [[unroll]] for (uint j = 0; j < PER; ++j)
+            if (live[j] && (bi == 0xffffffffu || better(v[j], t + j * WG, bv, bi))) {
+                bv = v[j];
+                bi = t + j * WG;
+            }
+        float w;
+        uint id;
+        subgroup_best(bv, bi, w, id);
+        if (r == 0u && id != 0xffffffffu) top = w;
+        [[unroll]] for (uint j = 0; j < PER; ++j)
+            if (t + j * WG == id) live[j] = false;
+        if (subgroupElect()) {
+            cand_v[sg * p.k + r] = w;
+            cand_i[sg * p.k + r] = id;
+        }
+    }
+    float s = 0.0;
+    [[unroll]] for (uint j = 0; j < PER; ++j)
+        if (t + j * WG < p.n_expert) s += exp(v[j] - top);
+    s = subgroupAdd(s);
+    if (subgroupElect()) {
+        sg_top[sg] = top;
+        sg_exp[sg] = s;
+        head[sg] = 0u;
+    }
+    barrier();
+    if (sg != 0u) return;
+
+    // The merge: lane l keeps the heads of lists l, l + subgroup size, ...; each round the best
+    // head is chosen and its list moves on.
+    float mx = NEG;
+    for (uint r = 0; r < p.k; ++r) {
+        float bv = 0.0;
+        uint bi = 0xffffffffu, bq = 0u;
+        for (uint q = lane; q < ns; q += gl_SubgroupSize) {
+            if (head[q] >= p.k) continue;
+            const uint c = q * p.k + head[q];
+            if (cand_i[c] != 0xffffffffu &&
+                (bi == 0xffffffffu || better(cand_v[c], cand_i[c], bv, bi))) {
+                bv = cand_v[c];
+                bi = cand_i[c];
+                bq = q;
+            }
+        }
+        float w;
+        uint id;
+        subgroup_best(bv, bi, w, id);
+        if (bi == id && id != 0xffffffffu) head[bq] += 1u;
+        if (r == 0u) mx = w;
+        if (subgroupElect()) {
+            chosen[r] = id;
+            chosen_v[r] = w;
+        }
+    }
+    float sum_all = 0.0;
+    for (uint g = 0; g < ns; ++g)
+        if (sg_top[g] != NEG) sum_all += sg_exp[g] * exp(sg_top[g] - mx);
+    // (chosen[] was written by this subgroup's elected lane, which writes the route.)
+    subgroupMemoryBarrierShared();
+    write_route(row, base, mx, sum_all, subgroupElect() ? 0u : 1u);
+}
+
 void route_row(uint row, uint base, uint t) {
+    if (MERGE != 0u) {
+        route_row_merge(row, base, t);
+        return;
+    }
     float v[PER];
     bool live[PER];  // this thread's expert t + j · WG exists and is not chosen yet
     float local_max = uintBitsToFloat(0xff800000u);
