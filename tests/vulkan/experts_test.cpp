@@ -76,8 +76,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MoeRoute,
                                                 c.ties ? "_ties" : "");
                          });
 
-// Every logit equal: the k lowest ids (torch.topk's order on ties), each weighted 1/k, by every form
-// of the top-k (a subgroup's lanes tie too, not only its winners).
+// Every logit equal: the k lowest ids (torch.topk's order on ties), each weighted 1/k, by every
+// form of the top-k (a subgroup's lanes tie too, not only its winners).
 TEST(MoeRouteTies, AllEqualTakeTheLowestIds) {
     VK_TEST_DEVICE();
     const uint32_t n = 300, k = 3;
