@@ -134,6 +134,12 @@ TEST(MoeDecodeSpeed, Stages) {
     };
     fmt::print("router GEMV alone, {} x {} F32: {} us\n", n_expert, E,
                other.report(rounds, router_gemv));
+    // The route each form wrote: the fused router's choice.
+    auto same_choice = [&](const char* form) {
+        const std::vector<uint32_t> c = test::from_device<uint32_t>(dev, act, act_init.size());
+        for (uint32_t j = 0; j < k; ++j)
+            ASSERT_EQ(c[route_off + j], ids[j]) << "slot " << j << ", " << form;
+    };
     for (const char* form : {"by subgroups", "by subgroups' lists merged", "by the shared tree"}) {
         const std::string_view f(form);
         test::Scoped sg_scope(K.tuning.moe_route_subgroups, f != "by the shared tree");
@@ -142,15 +148,13 @@ TEST(MoeDecodeSpeed, Stages) {
             K.moe_route(cl, view(act), logit_off, n_expert, k, view(act), route_off, 1);
         };
         fmt::print("router's top {} alone, {}: {} us\n", k, form, other.report(rounds, choice));
-        const std::vector<uint32_t> c = test::from_device<uint32_t>(dev, act, act_init.size());
-        for (uint32_t j = 0; j < k; ++j) ASSERT_EQ(c[route_off + j], ids[j]) << "slot " << j;
+        ASSERT_NO_FATAL_FAILURE(same_choice(form));
     }
     {  // and the fused router with the merge
         test::Scoped merge_scope(K.tuning.moe_route_merge, true);
         fmt::print("router {} x {} and its top {}, subgroups' lists merged: {} us\n", n_expert, E,
                    k, other.report(rounds, router));
-        const std::vector<uint32_t> c = test::from_device<uint32_t>(dev, act, act_init.size());
-        for (uint32_t j = 0; j < k; ++j) ASSERT_EQ(c[route_off + j], ids[j]) << "slot " << j;
+        ASSERT_NO_FATAL_FAILURE(same_choice("the fused router, merged"));
     }
 
     // The chosen experts' gate rows (Q4_K; 96 distinct rows, so experts differ) over xn.

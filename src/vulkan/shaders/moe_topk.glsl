@@ -81,11 +81,31 @@ shared float sg_v[2][WG];  // each subgroup's winner of a round, two rounds apar
 shared uint sg_i[2][WG];
 shared float sg_sum[WG];
 
+// The best (v, i) of the subgroup's lanes (the larger value, the lower index on a tie; an index
+// of 0xffffffff offers nothing); every lane gets it.
+void subgroup_best(float v, uint i, out float best, out uint best_index) {
+    best = subgroupMax(i == 0xffffffffu ? uintBitsToFloat(0xff800000u) : v);
+    best_index = subgroupMin(i != 0xffffffffu && v == best ? i : 0xffffffffu);
+}
+
+// This thread's best expert not chosen yet (t + j · WG where live[j]): (bv, bi), bi 0xffffffff
+// where it has none.
+void lane_best(float v[PER], bool live[PER], uint t, out float bv, out uint bi) {
+    bv = 0.0;
+    bi = 0xffffffffu;
+    [[unroll]] for (uint j = 0; j < PER; ++j)
+        if (live[j] && (bi == 0xffffffffu || better(v[j], t + j * WG, bv, bi))) {
+            bv = v[j];
+            bi = t + j * WG;
+        }
+}
+
 // The workgroup's best (v, i) (the larger value, the lower index on a tie; an index of
 // 0xffffffff offers nothing), through buffer b of the subgroups' winners; every thread gets it.
 void argmax_sg(float v, uint i, uint b, out float best, out uint best_index) {
-    float m = subgroupMax(i == 0xffffffffu ? uintBitsToFloat(0xff800000u) : v);
-    uint mi = subgroupMin(i != 0xffffffffu && v == m ? i : 0xffffffffu);
+    float m;
+    uint mi;
+    subgroup_best(v, i, m, mi);
     if (subgroupElect()) {
         sg_v[b][gl_SubgroupID] = m;
         sg_i[b][gl_SubgroupID] = mi;
@@ -108,13 +128,6 @@ shared float sg_top[MAXSG];  // each subgroup's largest logit (-inf: it holds no
 shared float sg_exp[MAXSG];  // and its sum of exp(logit - that)
 shared uint head[MAXSG];     // the merge's next candidate of each list
 
-// The best (v, i) of the subgroup's lanes (the larger value, the lower index on a tie; an index
-// of 0xffffffff offers nothing); every lane gets it.
-void subgroup_best(float v, uint i, out float best, out uint best_index) {
-    best = subgroupMax(i == 0xffffffffu ? uintBitsToFloat(0xff800000u) : v);
-    best_index = subgroupMin(i != 0xffffffffu && v == best ? i : 0xffffffffu);
-}
-
 void route_row_merge(uint row, uint base, uint t) {
     const float NEG = uintBitsToFloat(0xff800000u);
     const uint sg = gl_SubgroupID, ns = gl_NumSubgroups, lane = gl_SubgroupInvocationID;
@@ -127,15 +140,9 @@ void route_row_merge(uint row, uint base, uint t) {
     // This subgroup's k best, in order, and its softmax terms against its own largest logit.
     float top = NEG;
     for (uint r = 0; r < p.k; ++r) {
-        float bv = 0.0;
-        uint bi = 0xffffffffu;
-        [[unroll]] for (uint j = 0; j < PER; ++j)
-            if (live[j] && (bi == 0xffffffffu || better(v[j], t + j * WG, bv, bi))) {
-                bv = v[j];
-                bi = t + j * WG;
-            }
-        float w;
-        uint id;
+        float bv, w;
+        uint bi, id;
+        lane_best(v, live, t, bv, bi);
         subgroup_best(bv, bi, w, id);
         if (r == 0u && id != 0xffffffffu) top = w;
         [[unroll]] for (uint j = 0; j < PER; ++j)
@@ -198,19 +205,14 @@ void route_row(uint row, uint base, uint t) {
     }
     float v[PER];
     bool live[PER];  // this thread's expert t + j · WG exists and is not chosen yet
-    float local_max = uintBitsToFloat(0xff800000u);
-    uint local_arg = 0xffffffffu;
     [[unroll]] for (uint j = 0; j < PER; ++j) {
         uint e = t + j * WG;
         live[j] = e < p.n_expert;
         v[j] = live[j] ? x[base + e] : 0.0;
-        if (live[j] && (local_arg == 0xffffffffu || better(v[j], e, local_max, local_arg))) {
-            local_max = v[j];
-            local_arg = e;
-        }
     }
-    float mx;
-    uint unused;
+    float local_max, mx;
+    uint local_arg, unused;
+    lane_best(v, live, t, local_max, local_arg);
     argmax_sg(local_max, local_arg, 0u, mx, unused);
     float s = 0.0;
     [[unroll]] for (uint j = 0; j < PER; ++j)
@@ -224,17 +226,9 @@ void route_row(uint row, uint base, uint t) {
     // k rounds: each thread offers its best expert not chosen yet, buffers alternating so that
     // a round's writes never meet the previous round's reads.
     for (uint r = 0; r < p.k; ++r) {
-        float bv = 0.0;
-        uint bi = 0xffffffffu;
-        [[unroll]] for (uint j = 0; j < PER; ++j) {
-            uint e = t + j * WG;
-            if (live[j] && (bi == 0xffffffffu || better(v[j], e, bv, bi))) {
-                bv = v[j];
-                bi = e;
-            }
-        }
-        float w;
-        uint id;
+        float bv, w;
+        uint bi, id;
+        lane_best(v, live, t, bv, bi);
         argmax_sg(bv, bi, (r + 1u) & 1u, w, id);
         [[unroll]] for (uint j = 0; j < PER; ++j)
             if (t + j * WG == id) live[j] = false;
