@@ -27,8 +27,9 @@
 #            WindowAttentionSpeed.*: the window attention; MoeDecodeSpeed.*: a mixture token's
 #            router and expert GEMVs alone; ExpertGemmSpeed.*: a window's expert GEMMs by form),
 #            KERNELS_S seconds at most (120)
-#   profile  --profile of batched steps of PROFILE_BATCHES (8 32) rows on the 9B, and of the
-#            35B-A3B's single stream, by stage (PROFILE_MOE=0: not)
+#   profile  --profile of batched steps of PROFILE_BATCHES (8 32; none: not) rows on the 9B, and
+#            of a mixture's single stream (PROFILE_MOE_SPEC, default the 35B-A3B; PROFILE_MOE_P
+#            its prompt, 512), by stage (PROFILE_MOE=0: not)
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
 #   windows  prefill windows stage by stage (--profile, a line a window): WINDOW_CASES of
 #            prompt@depth (short windows late in a long prompt, whole windows) on WINDOW_MODEL
@@ -221,6 +222,7 @@ PY
         synth qwen35 9b q4_k_m
         [ -n "$GEMV_FORM" ] && form
         for b in ${PROFILE_BATCHES:-8 32}; do
+            [ "$b" = none ] && continue
             echo "== B=$b"
             timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 512 -n 32 -r 1 \
                 --profile 2>&1 | grep -A12 "profile, batch"
@@ -228,11 +230,13 @@ PY
         # The 35B-A3B's single stream by stage (its decode: 6.4 ms a token on an H100, where a
         # dense 9B layer takes half the time of one of its layers).
         [ "${PROFILE_MOE:-1}" = 0 ] && continue
-        fits 60 "a profile of the 35B-A3B" || continue
-        synth qwen35moe 35b-a3b q4_k_m
-        timeout 50 "$ours" bench -m "$models/qwen35moe-35b-a3b-q4_k_m.gguf" --device vulkan \
-            -p 512 -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
-            tee "$out/profile-35b-a3b.txt"
+        # PROFILE_MOE_SPEC: arch:shape (default qwen35moe:35b-a3b), PROFILE_MOE_P its prompt.
+        fits 60 "a profile of a mixture" || continue
+        ms=${PROFILE_MOE_SPEC:-qwen35moe:35b-a3b}
+        synth "${ms%:*}" "${ms#*:}" q4_k_m
+        timeout 50 "$ours" bench -m "$models/${ms%:*}-${ms#*:}-q4_k_m.gguf" --device vulkan \
+            -p "${PROFILE_MOE_P:-512}" -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
+            tee "$out/profile-${ms#*:}.txt"
         ;;
     moe_decode)
         # The 35B-A3B's token with the mixture's decode fusions on and off (ours alone), then

@@ -146,7 +146,7 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_EXPERT_SKINNY", "bool", "1",
          "a Vulkan prefill window's expert GEMM tiles over Q4_K and Q6_K stacks run as the skinny "
          "GEMM's grouped form (KHR cooperative matrices, the weights two stages ahead)"},
-        {"DELTALLM_VK_MOE_ROUTE_MERGE", "bool", "0",
+        {"DELTALLM_VK_MOE_ROUTE_MERGE", "bool", "1",
          "a Vulkan router's top-k: each subgroup chooses its own, one subgroup merges them"},
         {"DELTALLM_VK_EXPERT_EXPAND", "bool", "0",
          "a Vulkan prefill window's expert GEMM tiles read each layer's expert matrices expanded "

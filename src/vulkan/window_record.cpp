@@ -28,7 +28,9 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
     // Queued in parts as recorded: after stages 1, 2, 4, 8, ... so the parts grow as the
     // device's lead over the recording does (a 9B's window of 512 rows: 2-3 ms of recording, a
     // layer's work 1.3 ms on an H200).
-    const bool early = queue && early_submit_;
+    // (Not under --profile: the device would wait on the recording between parts, and the wait
+    // would count as the time of the stage after it.)
+    const bool early = queue && early_submit_ && !profile_;
     uint32_t stages = 0, next_part = 1;
     using Kind = WindowItem::Kind;
     if (profile_) cl.enable_timestamps(16 * (uint32_t)hp.n_layer + 16);
