@@ -37,9 +37,10 @@
 #   batched  B = 1, 8, 32, 64 (BATCHED_B) sequences of pp512 + tg128 on the 9B, ours against
 #            llama.cpp
 #   experts  the expert GEMMs of prefill windows: their kernel and window tests (test_vulkan, xz
-#            in .devrun/extra; EXPERT_TESTS=none: not), then the 35B-A3B's pp512, pp2048 and tg64 in each of EXPERT_FORMS
-#            (default: the grouped GEMM tiles, then the skinny GEMM's grouped form,
-#            DELTALLM_VK_EXPERT_SKINNY), and its profile by stage in the last form
+#            in .devrun/extra; EXPERT_TESTS=none: not), then the pp512, pp2048 and tg64 of each
+#            of EXPERT_SPECS (default the 35B-A3B) in each of EXPERT_FORMS (default: the grouped
+#            GEMM tiles, then the skinny GEMM's grouped form, DELTALLM_VK_EXPERT_SKINNY), and the
+#            35B-A3B's profile by stage in the last form (EXPERT_PROFILE=0: not)
 #   moe_decode  the 35B-A3B's tg128 with the mixture's decode fusions on and off (ours alone:
 #            DELTALLM_VK_ROUTER_TOPK, DELTALLM_VK_EXPERTS_SUM_EPILOGUE), and its profile by stage
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512 and pp2048 (MOE_PROMPTS),
@@ -319,20 +320,27 @@ PY
                 grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran|Failure|error' | head -20 |
                 tee "$out/experts-tests.txt"
         fi
-        synth qwen35moe 35b-a3b q4_k_m
-        m35=$models/qwen35moe-35b-a3b-q4_k_m.gguf
         # EXPERT_FORMS: settings separated by '|' (default: the grouped tiles against the skinny
-        # GEMM's grouped form), each the 35B-A3B's pp512, pp2048 and tg64.
+        # GEMM's grouped form), each the pp512, pp2048 and tg64 of each of EXPERT_SPECS
+        # (arch:shape, default the 35B-A3B).
         IFS='|' read -r -a forms <<<"${EXPERT_FORMS:-DELTALLM_VK_EXPERT_SKINNY=0|DELTALLM_VK_EXPERT_SKINNY=1}"
-        for form in "${forms[@]}"; do
-            printf '%s ' "$form"
-            env $form timeout 60 "$ours" bench -m "$m35" --device vulkan -p 512,2048 -n 64 -r 2 \
-                -o csv 2>/dev/null | grep -E ',(pp|tg)' | cut -d, -f7,10 | tr '\n' ' '
-            echo
-        done | tee "$out/experts.txt"
+        for spec in ${EXPERT_SPECS:-qwen35moe:35b-a3b}; do
+            fits 60 "$spec by expert GEMM form" || continue
+            synth "${spec%:*}" "${spec#*:}" q4_k_m
+            m=$models/${spec%:*}-${spec#*:}-q4_k_m.gguf
+            for form in "${forms[@]}"; do
+                printf '%s %s ' "$spec" "$form"
+                env $form timeout 60 "$ours" bench -m "$m" --device vulkan -p 512,2048 -n 64 \
+                    -r 2 -o csv 2>/dev/null | grep -E ',(pp|tg)' | cut -d, -f7,10 | tr '\n' ' '
+                echo
+            done | tee -a "$out/experts.txt"
+        done
+        [ "${EXPERT_PROFILE:-1}" = 0 ] && continue
         fits 40 "a profile of the 35B-A3B's prefill and decode in the last form" || continue
-        env ${forms[-1]} timeout 40 "$ours" bench -m "$m35" --device vulkan -p 512 -n 32 -r 1 \
-            --profile 2>&1 | grep -A24 "vulkan profile" | tee "$out/profile-35b-a3b.txt"
+        synth qwen35moe 35b-a3b q4_k_m
+        env ${forms[-1]} timeout 40 "$ours" bench -m "$models/qwen35moe-35b-a3b-q4_k_m.gguf" \
+            --device vulkan -p 512 -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
+            tee "$out/profile-35b-a3b.txt"
         ;;
     moe)
         fits 150 "mixtures of experts" || continue
