@@ -300,9 +300,6 @@ foreach(t q4_k q6_k)
   # The same over a window's expert pairs grouped by expert (gemm_experts' contract).
   dl_vk_shader(gemm_skinny_${t}_experts gemm_skinny.comp DEFINES WTYPE_${T}=1 EXPERTS=1
                VARIANTS khr_coopmat)
-  # And as NV cooperative matrix 2 tiles of those matrices.
-  dl_vk_shader(gemm_experts_cm2_${t} gemm_experts_cm2.comp DEFINES WTYPE_${T}=1
-               VARIANTS nv_coopmat2)
 endforeach()
 # The expert GEMMs of a prefill window as grouped tiles: scalar, and on KHR cooperative matrices.
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)

@@ -264,9 +264,8 @@ TEST(MoeDecodeSpeed, Stages) {
 // (256 experts of 512 rows) and the Qwen3-30B-A3B's (128 of 768): the experts' gate GEMM (Q4_K,
 // n_ff x 2048, each pair over its row's input) and their down GEMM (Q6_K and Q4_K, 2048 x n_ff,
 // each pair over its own input), as the grouped GEMM tiles, as the skinny GEMM's grouped form
-// (and that with Q4_K decoded to halves by bit operations) and as the NV cooperative matrix 2
-// tiles of 64 and 128 weight rows. Each run's time, the weights' GB/s (every expert's bytes: each
-// is chosen) and TFLOP/s; a spread of outputs checked against the host.
+// (and that with Q4_K decoded to halves by bit operations). Each run's time, the weights' GB/s
+// (every expert's bytes: each is chosen) and TFLOP/s; a spread of outputs checked against the host.
 TEST(ExpertGemmSpeed, Window) {
     VK_SPEED_DEVICE();
     const bool cpu = dev.features().cpu;
@@ -304,15 +303,11 @@ TEST(ExpertGemmSpeed, Window) {
             struct Form {
                 const char* name;
                 bool skinny, half;
-                uint32_t cm2_rows = 0;
             };
             std::vector<Form> forms = {{"tiles", false, false}};
             if (GemmKernels::gemm_uses_skinny(dev.features(), dev.variant()))
                 forms.insert(forms.end(),
                              {{"skinny", true, false}, {"skinny, Q4_K to halves", true, true}});
-            if (GemmKernels::gemm_uses_cm2(dev.features(), dev.variant()))
-                forms.insert(forms.end(), {{"NV tiles of 64 rows", true, false, 64},
-                                           {"NV tiles of 128 rows", true, false, 128}});
             struct Shape {
                 const char* name;
                 QType type;
@@ -346,17 +341,13 @@ TEST(ExpertGemmSpeed, Window) {
                 for (const Form& form : forms) {
                     test::Scoped skinny_scope(K.tuning.expert_skinny, form.skinny);
                     test::Scoped half_scope(K.tuning.gemm_skinny_half, form.half);
-                    test::Scoped cm2_scope(K.tuning.expert_cm2_pairs, form.cm2_rows ? 1u : 0u);
-                    test::Scoped cm2_rows_scope(K.tuning.expert_cm2_rows,
-                                                form.cm2_rows ? form.cm2_rows : 64u);
                     if (form.half && s.type != QType::Q4_K) continue;
                     const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
                         K.gemm_experts(cl, dev.variant(), g, tiles_off);
                     });
                     fmt::print(
                         "expert {} GEMM {} {} x {}, {} pairs over {} experts, {}: {:.3f} ms, "
-                        "{:.1f} "
-                        "GB/s of weights, {:.1f} TFLOP/s\n",
+                        "{:.1f} GB/s of weights, {:.1f} TFLOP/s\n",
                         s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, form.name,
                         ms, (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
                         2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);

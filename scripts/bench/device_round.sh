@@ -40,7 +40,8 @@
 #            in .devrun/extra; EXPERT_TESTS=none: not), then the pp512, pp2048 and tg64 of each
 #            of EXPERT_SPECS (default the 35B-A3B) in each of EXPERT_FORMS (default: the grouped
 #            GEMM tiles, then the skinny GEMM's grouped form, DELTALLM_VK_EXPERT_SKINNY), and the
-#            35B-A3B's profile by stage in the last form (EXPERT_PROFILE=0: not)
+#            35B-A3B's profile by stage in the last form (EXPERT_PROFILE=0: not); EXPERT_BENCH
+#            the bench's flags; EXPERT_KEEP=1 keeps the fastest form for the later stages
 #   moe_decode  the 35B-A3B's tg128 with the mixture's decode fusions on and off (ours alone:
 #            DELTALLM_VK_ROUTER_TOPK, DELTALLM_VK_EXPERTS_SUM_EPILOGUE), and its profile by stage
 #   moe      Qwen3.5-35B-A3B (then Qwen3-30B-A3B with time left) pp512 and pp2048 (MOE_PROMPTS),
@@ -330,11 +331,32 @@ PY
             m=$models/${spec%:*}-${spec#*:}-q4_k_m.gguf
             for form in "${forms[@]}"; do
                 printf '%s %s ' "$spec" "$form"
-                env $form timeout 60 "$ours" bench -m "$m" --device vulkan -p 512,2048 -n 64 \
-                    -r 2 -o csv 2>/dev/null | grep -E ',(pp|tg)' | cut -d, -f7,10 | tr '\n' ' '
+                env $form timeout 60 "$ours" bench -m "$m" --device vulkan \
+                    ${EXPERT_BENCH:--p 512,2048 -n 64 -r 2} -o csv 2>/dev/null |
+                    grep -E ',(pp|tg)' | cut -d, -f7,10 | tr '\n' ' '
                 echo
             done | tee -a "$out/experts.txt"
         done
+        # EXPERT_KEEP=1: the form whose rates sum highest over the specs runs the later stages,
+        # unless a kernel report of this round failed its check (then the first form).
+        if [ "${EXPERT_KEEP:-0}" = 1 ]; then
+            best_expert=$(python3 - "$out/experts.txt" <<'PY'
+import sys
+sums, order = {}, []
+for line in open(sys.argv[1]):
+    parts = line.split()
+    form = " ".join(p for p in parts[1:] if "=" in p)
+    rates = [float(p.split(",")[1]) for p in parts[1:] if "," in p]
+    if form not in sums:
+        order.append(form)
+    sums[form] = sums.get(form, 0.0) + sum(rates)
+print(max(order, key=lambda f: sums[f]) if order else "")
+PY
+)
+            grep -qE 'FAILED|Failure' "$out/kernels.txt" 2>/dev/null && best_expert=${forms[0]}
+            echo "kept expert form: $best_expert" | tee -a "$out/experts.txt"
+            [ -n "$best_expert" ] && export $best_expert
+        fi
         [ "${EXPERT_PROFILE:-1}" = 0 ] && continue
         fits 40 "a profile of the 35B-A3B's prefill and decode in the last form" || continue
         synth qwen35moe 35b-a3b q4_k_m

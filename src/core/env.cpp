@@ -146,12 +146,6 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_EXPERT_SKINNY", "bool", "1",
          "a Vulkan prefill window's expert GEMM tiles over Q4_K and Q6_K stacks run as the skinny "
          "GEMM's grouped form (KHR cooperative matrices, the weights two stages ahead)"},
-        {"DELTALLM_VK_EXPERT_CM2", "int", "0",
-         "on the NV cooperative matrix 2 tiles, a Vulkan prefill window's expert GEMMs over Q4_K "
-         "and Q6_K stacks run as grouped tiles of those matrices where its tokens choose at least "
-         "this many pairs per expert on average (0 to 4096; 0: never)"},
-        {"DELTALLM_VK_EXPERT_CM2_ROWS", "int", "64",
-         "the weight rows of those tiles: 64 (over 128 invocations) or 128 (over 256)"},
         {"DELTALLM_VK_MOE_ROUTE_MERGE", "bool", "1",
          "a Vulkan router's top-k: each subgroup chooses its own, one subgroup merges them"},
         {"DELTALLM_VK_EXPERT_EXPAND", "bool", "0",

@@ -188,15 +188,6 @@ bool ExpertKernels::expert_skinny(Variant v, const ExpertGemv& g) const {
            g.x.offset % 16 == 0 && g.w.offset % 16 == 0;
 }
 
-bool ExpertKernels::expert_cm2(Variant v, const ExpertGemv& g) const {
-    const uint32_t expert_rows = g.expert_rows ? g.expert_rows : g.rows;
-    const uint32_t pairs = tuning.expert_cm2_pairs;
-    return pairs > 0 && GemmKernels::gemm_uses_cm2(dev_.features(), v) &&
-           (g.type == QType::Q4_K || g.type == QType::Q6_K) && g.cols % 256 == 0 &&
-           expert_rows % kTileRows == 0 && g.first_row % kTileRows == 0 && g.w.offset % 16 == 0 &&
-           g.n_rows * g.k >= pairs * std::max(1u, g.n_expert);
-}
-
 void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g,
                                  uint32_t tiles_off) {
     const Features& f = dev_.features();
@@ -219,18 +210,6 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
                            g.first_row,
                            g.perm_off,
                            tiles_off};
-    if (expert_cm2(v, g)) {
-        // BM weight rows over a table tile of up to 64 pairs (BN), 32 columns a step.
-        const uint32_t bm = tuning.expert_cm2_rows, wg = bm == 128 ? 256 : 128;
-        if (wg > f.cm2_max_workgroup || wg > f.max_workgroup_invocations)
-            fail("the expert GEMM's NV tiles need {} threads a workgroup; the device allows {}", wg,
-                 std::min(f.cm2_max_workgroup, f.max_workgroup_invocations));
-        const Kernel& k =
-            pipes_.get(fmt::format("gemm_experts_cm2_{}@nv_coopmat2", type_suffix(g.type)), 4,
-                       sizeof(ExpertGemmPush), {wg, bm, kExpertTileRows, 32u});
-        cl.dispatch(k, {g.w, g.x, g.y, g.route}, p, (g.rows + bm - 1) / bm, tiles);
-        return;
-    }
     if (expert_skinny(v, g)) {
         // Rows of X a workgroup by the pairs an expert holds on average (a table tile holds up
         // to 64: workgroups over the rest in z); four tiles of weight rows over one of X, else

@@ -101,9 +101,6 @@ class ExpertKernels : public virtual KernelFamily {
     // Whether gemm_experts(g) runs as the skinny GEMM's grouped form (shaders/gemm_skinny.comp,
     // EXPERTS; Tuning::expert_skinny).
     bool expert_skinny(Variant v, const ExpertGemv& g) const;
-    // Whether gemm_experts(g) runs as the NV cooperative matrix 2 tiles of
-    // shaders/gemm_experts_cm2.comp (Tuning::expert_cm2_pairs; before the skinny form).
-    bool expert_cm2(Variant v, const ExpertGemv& g) const;
     // The words of that table for n_pairs pairs over n_expert experts: a count, and three a
     // tile for at most one tile a kExpertTileRows pairs and one more an expert.
     static uint32_t expert_tiles_words(uint32_t n_pairs, uint32_t n_expert);

@@ -195,12 +195,6 @@ struct Tuning {
     // device runs it (ExpertKernels::expert_skinny; DELTALLM_VK_EXPERT_SKINNY). On an H100,
     // 35B-A3B Q4_K_M: pp512 3,035 -> 5,384 t/s, pp2048 7,295 -> 10,189.
     bool expert_skinny = true;
-    // On the NV cooperative matrix 2 tiles, windows whose expert pairs are at least this many an
-    // expert on average run the expert GEMMs over Q4_K and Q6_K stacks as workgroup-scope tiles
-    // of those matrices instead (ExpertKernels::expert_cm2, gemm_experts_cm2.comp;
-    // DELTALLM_VK_EXPERT_CM2; 0: never), of expert_cm2_rows weight rows (64 or 128).
-    uint32_t expert_cm2_pairs = 0;
-    uint32_t expert_cm2_rows = 64;
 
     // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
 

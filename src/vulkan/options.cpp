@@ -220,8 +220,6 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemv_batch_threads = gemv_batch_threads_from_env();
     t.expert_tile_pairs = expert_tile_pairs_from_env();
     t.expert_skinny = env::get_bool("DELTALLM_VK_EXPERT_SKINNY");
-    t.expert_cm2_pairs = (uint32_t)int_from_env("DELTALLM_VK_EXPERT_CM2", 0, 4096);
-    t.expert_cm2_rows = (uint32_t)int_of_env("DELTALLM_VK_EXPERT_CM2_ROWS", {64, 128});
     t.moe_route_merge = env::get_bool("DELTALLM_VK_MOE_ROUTE_MERGE");
     t.deltanet_columns = deltanet_columns_from_env();
     t.deltanet_scan = deltanet_scan_from_env();

@@ -61,34 +61,20 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
     // The scalar tiles, the KHR tiles, and the skinny GEMM's grouped form (where it runs: over
     // experts of whole tiles of rows, x at a multiple of 4 floats; elsewhere the KHR tiles).
     // (The skinny form also with Q4_K decoded to halves by bit operations,
-    // Tuning::gemm_skinny_half.) On NV cooperative matrix 2, its expert tiles of 64 and 128
-    // weight rows (over Q4_K and Q6_K experts of whole tiles of rows; elsewhere the forms
-    // before them).
-    struct Form {
-        Variant v;
-        bool skinny = false, half = false;
-        uint32_t cm2_rows = 0;
-    };
-    std::vector<Form> forms = {{Variant::scalar}};
+    // Tuning::gemm_skinny_half.)
+    std::vector<std::tuple<Variant, bool, bool>> forms = {{Variant::scalar, false, false}};
     if (variant_built(Variant::khr_coopmat) &&
         GemmKernels::gemm_uses_khr(dev.features(), Variant::khr_coopmat))
-        forms.push_back({Variant::khr_coopmat});
+        forms.push_back({Variant::khr_coopmat, false, false});
     if (GemmKernels::gemm_uses_skinny(dev.features(), Variant::khr_coopmat)) {
         forms.push_back({Variant::khr_coopmat, true, false});
         forms.push_back({Variant::khr_coopmat, true, true});
     }
-    if (variant_built(Variant::nv_coopmat2) &&
-        GemmKernels::gemm_uses_cm2(dev.features(), Variant::nv_coopmat2)) {
-        forms.push_back({Variant::nv_coopmat2, true, false, 64});
-        forms.push_back({Variant::nv_coopmat2, true, false, 128});
-    }
-    for (const auto& [v, skinny, half, cm2_rows] : forms)
+    for (const auto& [v, skinny, half] : forms)
         for (bool own : {false, true})
             for (uint32_t x_off : {8u, 5u}) {
                 test::Scoped skinny_scope(K.tuning.expert_skinny, skinny);
                 test::Scoped half_scope(K.tuning.gemm_skinny_half, half);
-                test::Scoped cm2_scope(K.tuning.expert_cm2_pairs, cm2_rows ? 1u : 0u);
-                test::Scoped cm2_rows_scope(K.tuning.expert_cm2_rows, cm2_rows ? cm2_rows : 64u);
                 const uint32_t n_x = own ? n_pairs : n_rows;
                 std::vector<float> x = randn(x_off + (size_t)n_x * cols, 7 + cols + x_off);
                 Buffer xb = test::to_device(dev, x);
@@ -115,7 +101,6 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
                                             .n_rows = n_rows};
                 const bool whole_tiles = (t == QType::Q4_K || t == QType::Q6_K) &&
                                          expert_rows % 32 == 0 && first_row % 32 == 0;
-                EXPECT_EQ(K.expert_cm2(v, g), cm2_rows && whole_tiles);
                 EXPECT_EQ(K.expert_skinny(v, g), skinny && whole_tiles && x_off % 4 == 0);
                 test::run(dev, [&](CommandList& cl) {
                     K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off,
@@ -142,7 +127,7 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
                 for (uint32_t i = 0; i < 4; ++i)
                     ASSERT_EQ(got[tiles_off + table + i], test::kPoison) << "wrote past the table";
 
-                const bool f16 = v != Variant::scalar;
+                const bool f16 = v == Variant::khr_coopmat;
                 const double tol = f16 ? 2e-3 : 1e-5;
                 auto out = test::from_device<float>(dev, y, y_off + n_out + 4);
                 for (uint32_t i = 0; i < y_off; ++i) ASSERT_EQ(test::bits(out[i]), test::kPoison);
@@ -163,8 +148,7 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
                             const size_t o = ((size_t)r * k + j) * rows + row;
                             ASSERT_NEAR(out[y_off + o], s, tol * mag + 1e-5)
                                 << qtype_name(t) << " " << variant_name(v)
-                                << (skinny ? " skinny" : "") << (half ? " half" : "")
-                                << (cm2_rows ? fmt::format(" cm2 {}", cm2_rows) : "") << " row "
+                                << (skinny ? " skinny" : "") << (half ? " half" : "") << " row "
                                 << r << " slot " << j << " (expert " << ids[r][j] << ") out " << row
                                 << " own " << own << " x_off " << x_off;
                         }
@@ -186,9 +170,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, ExpertTiles,
                                            // table tile's 64 for an expert.
                                            TileCase{QType::Q6_K, 64, 512, 10, 4, 20, false},
                                            TileCase{QType::Q4_K, 32, 256, 8, 2, 100, false},
-                                           TileCase{QType::Q4_K, 96, 512, 8, 4, 70, false},
-                                           // Rows of three blocks (a Q6_K row of 630 bytes).
-                                           TileCase{QType::Q6_K, 64, 768, 8, 2, 40, false}),
+                                           TileCase{QType::Q4_K, 96, 512, 8, 4, 70, false}),
                          [](const auto& info) {
                              const TileCase& c = info.param;
                              return fmt::format("{}_{}x{}_e{}k{}r{}{}", qtype_name(c.type), c.rows,
