@@ -87,6 +87,26 @@ synth() {  # arch shape type
     local f=$models/$1-$2-$3.gguf
     [ -f "$f" ] || "$ours" synth --arch "$1" --shape "$2" --type "$3" -o "$f" 2>&1 | tail -1
 }
+# The form whose rates sum highest in a stage's file of lines "[spec] SETTING=V ... test,rate
+# ...": a form is a line's words with "=", summed over every line it names; nothing where no line
+# has a rate.
+fastest_form() {
+    python3 - "$1" <<'PY'
+import sys
+sums, order = {}, []
+for line in open(sys.argv[1]):
+    words = line.split()
+    form = " ".join(w for w in words if "=" in w)
+    rates = [float(w.split(",")[1]) for w in words if "," in w]
+    if not form:
+        continue
+    if form not in sums:
+        order.append(form)
+    sums[form] = sums.get(form, 0.0) + sum(rates)
+best = max(order, key=lambda f: sums[f]) if order else ""
+print(best if best and sums[best] > 0 else "")
+PY
+}
 args=(--ours "$ours" --peer "$peer" --device vulkan --bw-gbps 4800 --peak-gflops 989000)
 golden_pid=
 form_env() {  # the environment of form $1 (see `forms` at the top)
@@ -340,19 +360,7 @@ PY
         # EXPERT_KEEP=1: the form whose rates sum highest over the specs runs the later stages,
         # unless a kernel report of this round failed its check (then the first form).
         if [ "${EXPERT_KEEP:-0}" = 1 ]; then
-            best_expert=$(python3 - "$out/experts.txt" <<'PY'
-import sys
-sums, order = {}, []
-for line in open(sys.argv[1]):
-    parts = line.split()
-    form = " ".join(p for p in parts[1:] if "=" in p)
-    rates = [float(p.split(",")[1]) for p in parts[1:] if "," in p]
-    if form not in sums:
-        order.append(form)
-    sums[form] = sums.get(form, 0.0) + sum(rates)
-print(max(order, key=lambda f: sums[f]) if order else "")
-PY
-)
+            best_expert=$(fastest_form "$out/experts.txt")
             grep -qE 'FAILED|Failure' "$out/kernels.txt" 2>/dev/null && best_expert=${forms[0]}
             echo "kept expert form: $best_expert" | tee -a "$out/experts.txt"
             [ -n "$best_expert" ] && export $best_expert
@@ -422,17 +430,7 @@ PY
                 cut -d, -f7,10 | tr '\n' ' '
             echo
         done | tee "$out/small.txt"
-        best_small=$(python3 - "$out/small.txt" <<'PY'
-import sys
-best, top = "", 0.0
-for line in open(sys.argv[1]):
-    parts = line.split()
-    rates = [float(p.split(",")[1]) for p in parts[1:] if "," in p]
-    if parts and sum(rates) > top:
-        best, top = parts[0], sum(rates)
-print(best)
-PY
-)
+        best_small=$(fastest_form "$out/small.txt")
         echo "best small-window form: $best_small" | tee -a "$out/small.txt"
         [ "${SMALL_KEEP:-0}" = 1 ] && [ -n "$best_small" ] && export $best_small
         ;;
