@@ -27,7 +27,8 @@
 #            WindowAttentionSpeed.*: the window attention; MoeDecodeSpeed.*: a mixture token's
 #            router and expert GEMVs alone; ExpertGemmSpeed.*: a window's expert GEMMs by form),
 #            KERNELS_S seconds at most (120)
-#   profile  --profile of batched steps of PROFILE_BATCHES (8 32; none: not) rows on the 9B, and
+#   profile  --profile of batched steps of PROFILE_BATCHES (8 32; none: not) rows on the 9B (or
+#            arch:shape:B words), and
 #            of a mixture's single stream (PROFILE_MOE_SPEC, default the 35B-A3B; PROFILE_MOE_P
 #            its prompt, 512), by stage (PROFILE_MOE=0: not)
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
@@ -52,6 +53,8 @@
 #   serve    deltallm serve against llama-server (scripts/bench/device_serve.sh; llama-server
 #            from .devrun/extra/llama-server.tar.xz, peer_server.sh pack) at 1, 8, 32, 64 clients
 #            (ENGINES="deltallm unmixed llama-server" adds ours with DELTALLM_VK_MIXED_STEPS=0)
+#   ab       AB_FORMS ('|' between settings) side by side on AB_MODELS (arch:shape) with the bench's
+#            AB_BENCH flags, AB_ROUNDS rounds
 #   small    the 9B's windows of a few hundred rows (SMALL_PROMPTS) in each of SMALL_FORMS (the
 #            F16 expansion's threshold, the skinny GEMM's rows); SMALL_KEEP=1 keeps the fastest
 #   odd      the 9B's prompts of row counts that are not whole GEMM tiles (ODD_PROMPTS, default
@@ -241,13 +244,16 @@ PY
         ;;
     profile)
         fits 80 "profiles of batched steps" || continue
-        synth qwen35 9b q4_k_m
         [ -n "$GEMV_FORM" ] && form
+        # PROFILE_BATCHES: B (the 9B) or arch:shape:B words.
         for b in ${PROFILE_BATCHES:-8 32}; do
             [ "$b" = none ] && continue
-            echo "== B=$b"
-            timeout 40 "$ours" bench -m "$m9" --device vulkan -b "$b" -p 512 -n 32 -r 1 \
-                --profile 2>&1 | grep -A12 "profile, batch"
+            spec=qwen35:9b
+            case $b in *:*:*) spec=${b%:*} b=${b##*:} ;; esac
+            synth "${spec%:*}" "${spec#*:}" q4_k_m
+            echo "== $spec B=$b"
+            timeout 40 "$ours" bench -m "$models/${spec%:*}-${spec#*:}-q4_k_m.gguf" \
+                --device vulkan -b "$b" -p 512 -n 32 -r 1 --profile 2>&1 | grep -A24 "profile, batch"
         done | tee "$out/profile.txt"
         # The 35B-A3B's single stream by stage (its decode: 6.4 ms a token on an H100, where a
         # dense 9B layer takes half the time of one of its layers).
@@ -415,6 +421,25 @@ PY
         LEVELS=${SERVE_LEVELS:-1,8,32,64} REQUESTS=${SERVE_REQUESTS:-16} WAVES=2 TURNS=2 \
             OUT=$out timeout $(($(left) - 10)) bash scripts/bench/device_serve.sh >"$out/serve.log" 2>&1
         tail -30 "$out/serve.log"
+        ;;
+    ab)
+        # Each of AB_FORMS ('|' between settings) on each of AB_MODELS (arch:shape, Q4_K_M), the
+        # bench's AB_BENCH flags, in rounds (AB_ROUNDS, 2), the forms alternating within a round.
+        fits 60 "forms side by side" || continue
+        IFS='|' read -r -a forms <<<"${AB_FORMS:-DELTALLM_VK_EXPERT_SORT=0|DELTALLM_VK_EXPERT_SORT=1}"
+        for spec in ${AB_MODELS:-qwen35moe:35b-a3b qwen3moe:30b-a3b}; do
+            synth "${spec%:*}" "${spec#*:}" q4_k_m
+            for r in $(seq "${AB_ROUNDS:-2}"); do
+                for form in "${forms[@]}"; do
+                    printf '%s round %s %s ' "$spec" "$r" "$form"
+                    env $form timeout 60 "$ours" bench -m "$models/${spec%:*}-${spec#*:}-q4_k_m.gguf" \
+                        --device vulkan ${AB_BENCH:--b 8 -p 512 -n 64 -r 1} -o csv 2>/dev/null |
+                        awk -F, '$4 ~ /^B[0-9]/ {printf "%s,%s,%s ", $4, $8, $9}
+                            $7 ~ /^(pp|tg)[0-9]/ {printf "%s,%s ", $7, $10}'
+                    echo
+                done
+            done
+        done | tee "$out/ab.txt"
         ;;
     small)
         fits 60 "the GEMMs of windows of a few hundred rows, by form" || continue

@@ -161,6 +161,11 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMV_BATCH_THREADS", "int", "0",
          "threads a workgroup of the Vulkan batched GEMV (32, 64, 128 or 256; 0: over bytes a "
          "subgroup's worth, else one a 32-value slice of the row, 64 to 128)"},
+        {"DELTALLM_VK_EXPERT_SORT", "int", "1",
+         "a Vulkan window's (and batched step's) expert GEMVs group its tokens' choices by expert "
+         "where they are at least this many per expert on average; fewer (a batched step's decode "
+         "tokens) run in the tokens' order, the down projection summing each token's experts into "
+         "its row (0 to 4096; 0: always grouped)"},
         {"DELTALLM_VK_EXPERT_TILES", "int", "8",
          "a Vulkan prefill window's expert GEMMs run as grouped GEMM tiles where its tokens "
          "choose at least this many per expert on average, else as grouped batched GEMVs (0 to "

@@ -187,6 +187,12 @@ struct Tuning {
     // in all rather than one a round (moe_topk.glsl MERGE; DELTALLM_VK_MOE_ROUTE_MERGE). On an
     // H100 the top 8 of 256 alone 13.3 -> 10.2 us, the 35B-A3B's tg64 265.1 -> 273.1 t/s.
     bool moe_route_merge = true;
+    // A window's (row, slot) pairs are grouped by expert (moe_sort) where they are at least this
+    // many per expert on average; fewer (a batched step's decode rows, mostly one pair an expert)
+    // run in the rows' order as the token's decode does: no sort, and the down projection forms
+    // each slot's SwiGLU as it reads and sums the row's slots into h, three stages a layer fewer
+    // (DELTALLM_VK_EXPERT_SORT; 0: always grouped).
+    uint32_t expert_sort_pairs = 1;
     // A window's expert GEMMs run as grouped GEMM tiles (ExpertKernels::gemm_experts) where its
     // (row, slot) pairs are at least this many per expert on average, else as grouped batched
     // GEMVs (DELTALLM_VK_EXPERT_TILES; 0: never).

@@ -127,6 +127,10 @@ uint32_t DriverOptions::expert_tile_pairs_from_env() {
     return (uint32_t)int_from_env("DELTALLM_VK_EXPERT_TILES", 0, 4096);
 }
 
+uint32_t DriverOptions::expert_sort_pairs_from_env() {
+    return (uint32_t)int_from_env("DELTALLM_VK_EXPERT_SORT", 0, 4096);
+}
+
 uint32_t DriverOptions::gemv_batch_threads_from_env() {
     return (uint32_t)int_of_env("DELTALLM_VK_GEMV_BATCH_THREADS", {0, 32, 64, 128, 256});
 }
@@ -219,6 +223,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemv_batch_rows = gemv_batch_rows_from_env();
     t.gemv_batch_threads = gemv_batch_threads_from_env();
     t.expert_tile_pairs = expert_tile_pairs_from_env();
+    t.expert_sort_pairs = expert_sort_pairs_from_env();
     t.expert_skinny = env::get_bool("DELTALLM_VK_EXPERT_SKINNY");
     t.moe_route_merge = env::get_bool("DELTALLM_VK_MOE_ROUTE_MERGE");
     t.deltanet_columns = deltanet_columns_from_env();

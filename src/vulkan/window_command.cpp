@@ -310,6 +310,54 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         swiglu(A.gate, A.up, A.ffn, (uint32_t)hp.n_ff * m);
         stage("swiglu");
     };
+    // The experts of a window whose pairs are few an expert, after its route stage: each row's
+    // k pairs in its own order (no sort: mostly one pair an expert), the gate and up GEMVs (and
+    // the shared expert's down), then the down projection, which forms each slot's SwiGLU as it
+    // reads the gates and ups and adds the row's weighted sum into h; then the shared expert's
+    // gated add with the next norm (or the norm).
+    auto experts_in_row_order = [&](const Layer& L, const Tensor* next_norm, const Tensor* gate,
+                                    const Tensor* up, bool gate_bytes) {
+        const uint32_t n_ff = (uint32_t)hp.n_ff_exp, E = (uint32_t)hp.n_embd;
+        if (L.ffn_gate_shexp) to_f16(A.ffn, (uint32_t)hp.n_ff_shexp, m);
+        auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t y_off) {
+            WindowItem it;
+            it.kind = Kind::gemv_experts;
+            it.t = t;
+            it.experts = expert_args(hp, A, t, rows, first, A.xn, false, y_off, false, m);
+            it.experts.perm_off = Kernels::kNone;
+            if (gate_bytes && K.experts_read_bytes(t->type, (uint32_t)t->cols())) {
+                it.experts.x_bytes = true;
+                it.experts.x_off = A.xn_rounded;
+            }
+            add(it);
+        };
+        experts(gate, n_ff, 0, A.gate_e);
+        experts(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0, A.up_e);
+        if (L.ffn_gate_shexp) gemm(L.ffn_down_shexp, A.ffn, false, A.shared, false);
+        stage("experts");
+        WindowItem down;
+        down.kind = Kind::gemv_experts;
+        down.t = L.ffn_down_exps;
+        down.experts = expert_args(hp, A, L.ffn_down_exps, E, 0, A.gate_e, true, A.h, true, m);
+        down.experts.up_off = A.up_e;
+        add(down);
+        stage("experts down");
+        if (L.ffn_gate_shexp) {
+            WindowItem sh;
+            sh.kind = Kind::shared_expert_add;
+            sh.t = L.ffn_gate_inp_shexp;
+            sh.x_off = A.xn;
+            sh.u_off = A.shared;
+            sh.y_off = A.h;
+            sh.n = m;
+            sh.next_norm = next_norm;
+            add(sh);
+            stage("experts sum");
+            return;
+        }
+        norm(next_norm, A.h, A.xn);
+        stage("norm");
+    };
     // A mixture of experts over the rows: the router (and the shared expert's gate and up) as
     // GEMMs; each row's choice, the (row, slot) pairs grouped by expert, so that the expert GEMVs
     // over them find runs of vectors reading one expert's rows; each pair's down projection,
@@ -333,6 +381,12 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         };
         const bool gate_bytes = bytes(gate) || bytes(up);
         const bool down_bytes = bytes(L.ffn_down_exps);
+        // Few pairs an expert (Tuning::expert_sort_pairs; a batched step's decode rows): the
+        // pairs in the rows' order, unsorted, and the down projection's SwiGLU and weighted sum
+        // in its own GEMV, as the token's decode runs them.
+        const bool in_row_order =
+            m > 1 && !tiles(gate) && !tiles(up) && !tiles(L.ffn_down_exps) &&
+            (uint64_t)k * m < (uint64_t)K.tuning.expert_sort_pairs * hp.n_expert;
         // The stacks the tiles read expanded to F16 (Tuning::expert_expand): the gate and up
         // stacks beside the router's GEMM, the down stack beside the SwiGLU (the gate and up
         // tiles are done by then), each pass bandwidth-bound where the tiles then decode nothing.
@@ -372,6 +426,10 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         over_rows(Kind::moe_route, A.router, A.route);
         if (L.ffn_gate_shexp) swiglu(A.gate, A.up, A.ffn, n_sh * m);
         stage("route");
+        if (in_row_order) {
+            experts_in_row_order(L, next_norm, gate, up, gate_bytes);
+            return;
+        }
         over_rows(Kind::moe_sort, A.route, A.perm);
         p.items.back().u_off =
             tiles(gate) || tiles(up) || tiles(L.ffn_down_exps) ? A.expert_tiles : Kernels::kNone;

@@ -185,6 +185,31 @@ TEST(VulkanBatchedStep, Qwen3MoeQ8RowsEqualTheReferenceAlone) {
     check_batch(test::moe_spec("qwen3moe", QType::Q8_0));
 }
 
+// The steps above take both forms of a mixture's experts (the tiny models choose 2 of 8 experts):
+// 3 rows (6 pairs, under one an expert) in the rows' order, 5 rows (10 pairs) grouped by expert.
+// The first form has no sort, SwiGLU or sum stage of its own: three stages a layer fewer.
+TEST(VulkanBatchedStep, MoeRowsUnderOnePairAnExpertRunUnsorted) {
+    VK_TEST_DEVICE();
+    auto model = dl::test::tiny_model(test::moe_spec("qwen3moe", QType::Q8_0));
+    auto drv = ResidentDriver::create(model, batch_options());
+    ASSERT_TRUE(drv.ok()) << drv.reason();
+    if ((*drv)->plan().window < 5) GTEST_SKIP() << "no window kernels here";
+    auto count = [](const std::string& text, const std::string& word) {
+        size_t n = 0;
+        for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
+            ++n;
+        return n;
+    };
+    const std::string three = (*drv)->batch_plan(3, true).describe();
+    const std::string five = (*drv)->batch_plan(5, true).describe();
+    const size_t layers = (size_t)model->hp.n_layer;
+    EXPECT_EQ(count(three, "moe_sort"), 0u) << three;
+    EXPECT_EQ(count(five, "moe_sort"), layers) << five;
+    EXPECT_EQ(count(five, "moe_sum"), layers) << five;
+    EXPECT_EQ(count(three, "moe_sum"), 0u) << three;
+    EXPECT_EQ(count(five, "stage "), count(three, "stage ") + 3 * layers) << three << five;
+}
+
 // Sampled on the device in a batch: the tokens each sequence's own decode_sample chooses with the
 // same parameters and draw (greedy and seeded rows together).
 TEST(VulkanBatchedStep, SampledRowsChooseAsSoloDecodes) {
