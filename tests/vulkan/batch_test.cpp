@@ -187,7 +187,8 @@ TEST(VulkanBatchedStep, Qwen3MoeQ8RowsEqualTheReferenceAlone) {
 
 // The steps above take both forms of a mixture's experts (the tiny models choose 2 of 8 experts):
 // 3 rows (6 pairs, under one an expert) in the rows' order, 5 rows (10 pairs) grouped by expert.
-// The first form has no sort, SwiGLU or sum stage of its own: three stages a layer fewer.
+// The first form has no sort, SwiGLU or sum stage of its own (nor a rounding of the SwiGLU's
+// rows to bytes, where the down projection reads bytes): three or four stages a layer fewer.
 TEST(VulkanBatchedStep, MoeRowsUnderOnePairAnExpertRunUnsorted) {
     VK_TEST_DEVICE();
     auto model = dl::test::tiny_model(test::moe_spec("qwen3moe", QType::Q8_0));
@@ -207,7 +208,9 @@ TEST(VulkanBatchedStep, MoeRowsUnderOnePairAnExpertRunUnsorted) {
     EXPECT_EQ(count(five, "moe_sort"), layers) << five;
     EXPECT_EQ(count(five, "moe_sum"), layers) << five;
     EXPECT_EQ(count(three, "moe_sum"), 0u) << three;
-    EXPECT_EQ(count(five, "stage "), count(three, "stage ") + 3 * layers) << three << five;
+    EXPECT_EQ(count(three, "stage 'swiglu'"), 0u) << three;
+    EXPECT_EQ(count(three, "stage 'experts sum'"), 0u) << three;
+    EXPECT_GE(count(five, "stage "), count(three, "stage ") + 3 * layers) << three << five;
 }
 
 // Sampled on the device in a batch: the tokens each sequence's own decode_sample chooses with the
