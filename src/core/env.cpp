@@ -114,6 +114,10 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMM_GEMV_ROWS", "int", "32",
          "Vulkan GEMMs of at most this many rows (a batched step's tokens, a short prefill "
          "window) run as one batched GEMV rather than on the GEMM tiles (0 to 64; 0: never)"},
+        {"DELTALLM_VK_GEMM_GEMV_ROWS_FLOAT", "int", "64",
+         "Vulkan GEMMs over F32 or F16 matrices (a mixture's router) of at most this many rows run "
+         "as one batched GEMV, whatever DELTALLM_VK_GEMM_GEMV_ROWS says (0 to 64; 0: by that "
+         "rule)"},
         {"DELTALLM_VK_GEMM_SKINNY", "bool", "1",
          "Vulkan GEMMs over Q4_K and Q6_K of more rows than DELTALLM_VK_GEMM_GEMV_ROWS (8 for a "
          "model whose quantized matrices are all Q4_K or Q6_K) and at most "

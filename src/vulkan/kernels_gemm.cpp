@@ -407,7 +407,9 @@ bool GemmKernels::matmul_f16(CommandList& cl, Variant v, View a, View w, View c,
 bool GemmKernels::gemm_by_gemv(QType t, uint32_t cols, uint32_t n_rows) const {
     // Rows of whole 32-value units (every block format's; F32 and F16 rows of other lengths
     // take the tiles), so the batched GEMV has no tail to guard.
-    return n_rows <= tuning.gemm_gemv_rows && gemm_type(t) && cols % 32 == 0;
+    const bool by_rows = n_rows <= tuning.gemm_gemv_rows || ((t == QType::F32 || t == QType::F16) &&
+                                                             n_rows <= tuning.gemm_gemv_rows_float);
+    return by_rows && gemm_type(t) && cols % 32 == 0;
 }
 
 // Rows of 1024+ values, as the decode GEMV's rule (gemv_x_for), so a batched row computes as

@@ -138,6 +138,11 @@ struct Tuning {
     // 0: never). Measured on an H100 (9B Q4_K_M, 128 batched steps of 64 rows after their
     // prompts: 2,240 t/s aggregate on the tiles, 1,223 as the GEMV over bytes in 32 threads).
     uint32_t gemm_gemv_rows = 32;
+    // GEMMs over F32 or F16 matrices (a mixture's router, kept F32 in a quantized file; small)
+    // of at most this many rows run as the batched GEMV whatever gemm_gemv_rows says
+    // (DELTALLM_VK_GEMM_GEMV_ROWS_FLOAT; 0: by gemm_gemv_rows): on the tiles, the router of a
+    // batched step of 8 rows took ~50 us a layer on an H100 (docs/perf/history.md, 2026-12-07).
+    uint32_t gemm_gemv_rows_float = 64;
     // GEMMs over Q4_K or Q6_K of more rows than gemm_gemv_rows and at most gemm_skinny_rows run
     // as skinny GEMMs on KHR cooperative matrices (GemmKernels::gemm_skinny; shaders/
     // gemm_skinny.comp) where the device has them (DELTALLM_VK_GEMM_SKINNY, _ROWS). The driver

@@ -207,6 +207,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemv_tiled = gemv_tiled_from_env();
     t.gemm_tile = gemm_tile_from_env();
     t.gemm_gemv_rows = gemm_gemv_rows_from_env();
+    t.gemm_gemv_rows_float = (uint32_t)int_from_env("DELTALLM_VK_GEMM_GEMV_ROWS_FLOAT", 0, 64);
     t.gemm_expand_rows = gemm_expand_rows_from_env();
     t.gemm_split = gemm_split_from_env();
     t.gemm_skinny = env::get_bool("DELTALLM_VK_GEMM_SKINNY");

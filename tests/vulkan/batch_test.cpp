@@ -184,6 +184,11 @@ TEST(VulkanBatchedStep, Qwen35MoeF32RowsEqualTheReferenceAlone) {
 TEST(VulkanBatchedStep, Qwen3MoeQ8RowsEqualTheReferenceAlone) {
     check_batch(test::moe_spec("qwen3moe", QType::Q8_0));
 }
+// Q4_K: the router stays F32 (as llama-quantize leaves it) among K-quant matrices, so its GEMM
+// takes the batched GEMV for float matrices (Tuning::gemm_gemv_rows_float).
+TEST(VulkanBatchedStep, Qwen35MoeQ4KRowsEqualTheReferenceAlone) {
+    check_batch(test::moe_spec("qwen35moe", QType::Q4_K));
+}
 
 // The steps above take both forms of a mixture's experts (the tiny models choose 2 of 8 experts):
 // 3 rows (6 pairs, under one an expert) in the rows' order, 5 rows (10 pairs) grouped by expert.

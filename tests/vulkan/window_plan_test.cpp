@@ -111,6 +111,7 @@ TEST(VulkanWindowPlan, SplitGemmsOfAStageHaveScratchesOfTheirOwn) {
     o.plan.n_ctx = 256;
     o.tuning.gemm_split = 2;
     o.tuning.gemm_gemv_rows = 0;  // every GEMM on the tiles
+    o.tuning.gemm_gemv_rows_float = 0;
     auto d = ResidentDriver::create(model, o);
     ASSERT_TRUE(d.ok()) << d.reason();
     const Plan& plan = (*d)->plan();

@@ -171,6 +171,8 @@ TEST_P(GemmTiles, MatchDequantizedReference) {
             test::Scoped tile_scope(K.tuning.gemm_tile, tile);
             test::Scoped expand_scope(K.tuning.gemm_expand, expand);
             test::Scoped gemv_scope(K.tuning.gemm_gemv_rows, gemv_rows);
+            // (F32 and F16 matrices then follow gemm_gemv_rows too, so their tiles are tested.)
+            test::Scoped gemv_float_scope(K.tuning.gemm_gemv_rows_float, 0u);
             test::Scoped split_scope(K.tuning.gemm_split, split);
             test::Scoped skinny_scope(K.tuning.gemm_skinny, skinny);
             test::Scoped skinny_rows_scope(K.tuning.gemm_skinny_rows, 256u);
