@@ -310,6 +310,21 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         swiglu(A.gate, A.up, A.ffn, (uint32_t)hp.n_ff * m);
         stage("swiglu");
     };
+    // The shared expert's gated add into h (first the experts' weighted sum of the slots' outputs
+    // at sum_off, unless kNone), then the next norm of h into xn, in the same workgroups.
+    auto shared_expert_add = [&](const Layer& L, const Tensor* next_norm, uint32_t sum_off) {
+        WindowItem sh;
+        sh.kind = Kind::shared_expert_add;
+        sh.t = L.ffn_gate_inp_shexp;
+        sh.x_off = A.xn;
+        sh.u_off = A.shared;
+        sh.y_off = A.h;
+        sh.n = m;
+        sh.sum_off = sum_off;
+        sh.next_norm = next_norm;
+        add(sh);
+        stage("experts sum");
+    };
     // The experts of a window whose pairs are few an expert, after its route stage: each row's
     // k pairs in its own order (no sort: mostly one pair an expert), the gate and up GEMVs (and
     // the shared expert's down), then the down projection, which forms each slot's SwiGLU as it
@@ -343,16 +358,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         add(down);
         stage("experts down");
         if (L.ffn_gate_shexp) {
-            WindowItem sh;
-            sh.kind = Kind::shared_expert_add;
-            sh.t = L.ffn_gate_inp_shexp;
-            sh.x_off = A.xn;
-            sh.u_off = A.shared;
-            sh.y_off = A.h;
-            sh.n = m;
-            sh.next_norm = next_norm;
-            add(sh);
-            stage("experts sum");
+            shared_expert_add(L, next_norm, Kernels::kNone);
             return;
         }
         norm(next_norm, A.h, A.xn);
@@ -470,17 +476,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         experts(L.ffn_down_exps, E, 0, A.ffn_e, true, A.down_e, A.ffn_e_rounded);
         stage("experts down");
         if (L.ffn_gate_shexp) {  // the experts' sum, the shared expert and the next norm at once
-            WindowItem sh;
-            sh.kind = Kind::shared_expert_add;
-            sh.t = L.ffn_gate_inp_shexp;
-            sh.x_off = A.xn;
-            sh.u_off = A.shared;
-            sh.y_off = A.h;
-            sh.n = m;
-            sh.sum_off = A.down_e;
-            sh.next_norm = next_norm;  // the next norm of h into xn, in the same workgroups
-            add(sh);
-            stage("experts sum");
+            shared_expert_add(L, next_norm, A.down_e);
             return;
         }
         over_rows(Kind::moe_sum, A.down_e, A.h);
