@@ -573,7 +573,8 @@ TEST(WindowPrefill, LlamaQ8) {
 TEST(WindowPrefill, LlamaQ4K) {
     check_window_prefill("llama", QType::Q4_K);
 }
-// Mixtures of experts: each window's rows grouped by expert for the expert GEMVs.
+// Mixtures of experts: each window's rows grouped by expert for the expert GEMVs (the prompts of
+// 2 and 3 rows, under one pair an expert of the tiny models' 2 of 8, in the rows' order).
 TEST(WindowPrefill, Qwen3MoeF32) {
     check_window_prefill(test::moe_spec("qwen3moe"));
 }
