@@ -325,49 +325,11 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         add(sh);
         stage("experts sum");
     };
-    // The experts of a window whose pairs are few an expert, after its route stage: each row's
-    // k pairs in its own order (no sort: mostly one pair an expert), the gate and up GEMVs (and
-    // the shared expert's down), then the down projection, which forms each slot's SwiGLU as it
-    // reads the gates and ups and adds the row's weighted sum into h; then the shared expert's
-    // gated add with the next norm (or the norm).
-    auto experts_in_row_order = [&](const Layer& L, const Tensor* next_norm, const Tensor* gate,
-                                    const Tensor* up, bool gate_bytes) {
-        const uint32_t n_ff = (uint32_t)hp.n_ff_exp, E = (uint32_t)hp.n_embd;
-        if (L.ffn_gate_shexp) to_f16(A.ffn, (uint32_t)hp.n_ff_shexp, m);
-        auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t y_off) {
-            WindowItem it;
-            it.kind = Kind::gemv_experts;
-            it.t = t;
-            it.experts = expert_args(hp, A, t, rows, first, A.xn, false, y_off, false, m);
-            it.experts.perm_off = Kernels::kNone;
-            if (gate_bytes && K.experts_read_bytes(t->type, (uint32_t)t->cols())) {
-                it.experts.x_bytes = true;
-                it.experts.x_off = A.xn_rounded;
-            }
-            add(it);
-        };
-        experts(gate, n_ff, 0, A.gate_e);
-        experts(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0, A.up_e);
-        if (L.ffn_gate_shexp) gemm(L.ffn_down_shexp, A.ffn, false, A.shared, false);
-        stage("experts");
-        WindowItem down;
-        down.kind = Kind::gemv_experts;
-        down.t = L.ffn_down_exps;
-        down.experts = expert_args(hp, A, L.ffn_down_exps, E, 0, A.gate_e, true, A.h, true, m);
-        down.experts.up_off = A.up_e;
-        add(down);
-        stage("experts down");
-        if (L.ffn_gate_shexp) {
-            shared_expert_add(L, next_norm, Kernels::kNone);
-            return;
-        }
-        norm(next_norm, A.h, A.xn);
-        stage("norm");
-    };
     // A mixture of experts over the rows: the router (and the shared expert's gate and up) as
     // GEMMs; each row's choice, the (row, slot) pairs grouped by expert, so that the expert GEMVs
     // over them find runs of vectors reading one expert's rows; each pair's down projection,
-    // then each row's weighted sum, and the shared expert's gated add.
+    // then each row's weighted sum, and the shared expert's gated add. Where the pairs are fewer
+    // than one an expert, the token's form over the rows instead (in_row_order).
     chain.experts = [&](const Layer& L, const Tensor* next_norm) {
         const uint32_t k = (uint32_t)hp.n_expert_used, n_ff = (uint32_t)hp.n_ff_exp;
         const uint32_t E = (uint32_t)hp.n_embd, n_sh = (uint32_t)hp.n_ff_shexp;
@@ -433,20 +395,22 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         if (L.ffn_gate_shexp) swiglu(A.gate, A.up, A.ffn, n_sh * m);
         stage("route");
         if (in_row_order) {
-            experts_in_row_order(L, next_norm, gate, up, gate_bytes);
-            return;
+            if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh, m);
+        } else {
+            over_rows(Kind::moe_sort, A.route, A.perm);
+            p.items.back().u_off = tiles(gate) || tiles(up) || tiles(L.ffn_down_exps)
+                                       ? A.expert_tiles
+                                       : Kernels::kNone;
+            if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh, m);
+            stage("sort");
         }
-        over_rows(Kind::moe_sort, A.route, A.perm);
-        p.items.back().u_off =
-            tiles(gate) || tiles(up) || tiles(L.ffn_down_exps) ? A.expert_tiles : Kernels::kNone;
-        if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh, m);
-        stage("sort");
         auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
                            bool per_slot, uint32_t y_off, uint32_t rounded) {
             WindowItem it;
             it.kind = Kind::gemv_experts;
             it.t = t;
             it.experts = expert_args(hp, A, t, rows, first, x_off, per_slot, y_off, false, m);
+            if (in_row_order) it.experts.perm_off = Kernels::kNone;
             if (tiles(t)) {
                 it.kind = Kind::gemm_experts;
                 it.u_off = A.expert_tiles;
@@ -464,23 +428,39 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         experts(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0, A.xn, false, A.up_e, A.xn_rounded);
         if (L.ffn_gate_shexp) gemm(L.ffn_down_shexp, A.ffn, false, A.shared, false);
         stage("experts");
-        swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff * m);
-        expanded.clear();  // the gate and up stacks are read: the down stack goes in their place
-        expand_at = 0;
-        expand_stack(L.ffn_down_exps);
-        stage("swiglu");
-        if (down_bytes) {
-            round_rows(A.ffn_e, n_ff, k * m, A.ffn_e_rounded);
-            stage("round rows");
+        if (in_row_order) {
+            // The down projection forms each slot's SwiGLU as it reads the gates and ups, and
+            // adds the row's weighted sum into h.
+            WindowItem down;
+            down.kind = Kind::gemv_experts;
+            down.t = L.ffn_down_exps;
+            down.experts = expert_args(hp, A, down.t, E, 0, A.gate_e, true, A.h, true, m);
+            down.experts.up_off = A.up_e;
+            add(down);
+        } else {
+            swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff * m);
+            // The gate and up stacks are read: the down stack goes in their place.
+            expanded.clear();
+            expand_at = 0;
+            expand_stack(L.ffn_down_exps);
+            stage("swiglu");
+            if (down_bytes) {
+                round_rows(A.ffn_e, n_ff, k * m, A.ffn_e_rounded);
+                stage("round rows");
+            }
+            experts(L.ffn_down_exps, E, 0, A.ffn_e, true, A.down_e, A.ffn_e_rounded);
         }
-        experts(L.ffn_down_exps, E, 0, A.ffn_e, true, A.down_e, A.ffn_e_rounded);
         stage("experts down");
-        if (L.ffn_gate_shexp) {  // the experts' sum, the shared expert and the next norm at once
-            shared_expert_add(L, next_norm, A.down_e);
+        // The experts' sum (unless the down projection added it), the shared expert and the next
+        // norm at once.
+        if (L.ffn_gate_shexp) {
+            shared_expert_add(L, next_norm, in_row_order ? Kernels::kNone : A.down_e);
             return;
         }
-        over_rows(Kind::moe_sum, A.down_e, A.h);
-        stage("experts sum");
+        if (!in_row_order) {
+            over_rows(Kind::moe_sum, A.down_e, A.h);
+            stage("experts sum");
+        }
         norm(next_norm, A.h, A.xn);
         stage("norm");
     };
