@@ -271,100 +271,102 @@ TEST(ExpertGemmSpeed, Window) {
     const bool cpu = dev.features().cpu;
     const uint32_t E = cpu ? 256 : 2048, k = 8, runs = cpu ? 1 : 10;
     std::mt19937 rng(23);
-    struct Mixture {
-        uint32_t n_ff, n_expert;
+    // A mixture's expert width and count, and the window's rows.
+    struct Case {
+        uint32_t n_ff, n_expert, n_rows;
     };
-    for (const Mixture mix :
-         cpu ? std::vector<Mixture>{{256, 16}} : std::vector<Mixture>{{512, 256}, {768, 128}})
-        for (uint32_t n_rows : cpu ? std::vector<uint32_t>{16} : std::vector<uint32_t>{512, 2048}) {
-            const uint32_t n_ff = mix.n_ff, n_expert = mix.n_expert;
-            const uint32_t n_pairs = n_rows * k;
+    const std::vector<Case> cases =
+        cpu ? std::vector<Case>{{256, 16, 16}}
+            : std::vector<Case>{
+                  {512, 256, 512}, {512, 256, 2048}, {768, 128, 512}, {768, 128, 2048}};
+    for (const auto& [n_ff, n_expert, n_rows] : cases) {
+        const uint32_t n_pairs = n_rows * k;
 
-            // The route: each row's k experts in ascending order (weights unused by the GEMMs),
-            // then the permutation and the table of tiles moe_sort writes.
-            const uint32_t route_off = 4, perm_off = route_off + n_rows * 2 * k + 4;
-            const uint32_t tiles_off = perm_off + n_pairs + 4;
-            std::vector<uint32_t> route(
-                tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4, 0);
-            std::vector<uint32_t> ids((size_t)n_pairs);
-            for (uint32_t r = 0; r < n_rows; ++r) {
-                std::vector<uint32_t> pool(n_expert);
-                std::iota(pool.begin(), pool.end(), 0u);
-                std::shuffle(pool.begin(), pool.end(), rng);
-                std::sort(pool.begin(), pool.begin() + k);
-                for (uint32_t j = 0; j < k; ++j)
-                    route[route_off + r * 2 * k + j] = ids[r * k + j] = pool[j];
-            }
-            Buffer routes = test::to_device(dev, route);
-            test::run(dev, [&](CommandList& cl) {
-                K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off);
-            });
+        // The route: each row's k experts in ascending order (weights unused by the GEMMs), then
+        // the permutation and the table of tiles moe_sort writes.
+        const uint32_t route_off = 4, perm_off = route_off + n_rows * 2 * k + 4;
+        const uint32_t tiles_off = perm_off + n_pairs + 4;
+        std::vector<uint32_t> route(tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4,
+                                    0);
+        std::vector<uint32_t> ids((size_t)n_pairs);
+        for (uint32_t r = 0; r < n_rows; ++r) {
+            std::vector<uint32_t> pool(n_expert);
+            std::iota(pool.begin(), pool.end(), 0u);
+            std::shuffle(pool.begin(), pool.end(), rng);
+            std::sort(pool.begin(), pool.begin() + k);
+            for (uint32_t j = 0; j < k; ++j)
+                route[route_off + r * 2 * k + j] = ids[r * k + j] = pool[j];
+        }
+        Buffer routes = test::to_device(dev, route);
+        test::run(dev, [&](CommandList& cl) {
+            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off);
+        });
 
-            struct Form {
-                const char* name;
-                bool skinny, half;
-            };
-            std::vector<Form> forms = {{"tiles", false, false}};
-            if (GemmKernels::gemm_uses_skinny(dev.features(), dev.variant()))
-                forms.insert(forms.end(),
-                             {{"skinny", true, false}, {"skinny, Q4_K to halves", true, true}});
-            struct Shape {
-                const char* name;
-                QType type;
-                uint32_t rows, cols;
-                bool own;  // each pair over its own input row
-            };
-            for (const Shape& s : {Shape{"gate", QType::Q4_K, n_ff, E, false},
-                                   Shape{"down", QType::Q6_K, E, n_ff, true},
-                                   Shape{"down", QType::Q4_K, E, n_ff, true}}) {
-                const test::RepeatedMatrix w =
-                    test::repeated_rows(dev, s.type, n_expert * s.rows, s.cols, rng, 96);
-                const uint32_t n_x = s.own ? n_pairs : n_rows;
-                const std::vector<float> x = test::randn((size_t)n_x * s.cols, 29 + s.cols, 1.f);
-                Buffer xb = test::to_device(dev, x);
-                Buffer y = test::poisoned(dev, (size_t)n_pairs * s.rows);
-                const Kernels::ExpertGemv g{.type = s.type,
-                                            .w = view(w.w),
-                                            .rows = s.rows,
-                                            .cols = s.cols,
-                                            .n_expert = n_expert,
-                                            .k = k,
-                                            .perm_off = perm_off,
-                                            .route = view(routes),
-                                            .route_off = route_off,
-                                            .x = view(xb),
-                                            .x_off = 0,
-                                            .x_per_slot = s.own,
-                                            .y = view(y),
-                                            .y_off = 0,
-                                            .n_rows = n_rows};
-                for (const Form& form : forms) {
-                    test::Scoped skinny_scope(K.tuning.expert_skinny, form.skinny);
-                    test::Scoped half_scope(K.tuning.gemm_skinny_half, form.half);
-                    if (form.half && s.type != QType::Q4_K) continue;
-                    const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                        K.gemm_experts(cl, dev.variant(), g, tiles_off);
-                    });
-                    fmt::print(
-                        "expert {} GEMM {} {} x {}, {} pairs over {} experts, {}: {:.3f} ms, "
-                        "{:.1f} GB/s of weights, {:.1f} TFLOP/s\n",
-                        s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, form.name,
-                        ms, (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
-                        2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
-                    const std::vector<float> out =
-                        test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
-                    for (uint32_t pr = 0; pr < n_pairs; pr += 61)
-                        for (uint32_t r = 0; r < s.rows; r += 89) {
-                            const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
-                            const auto [ref, mag] = dot_and_magnitude(
-                                w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
-                            ASSERT_NEAR(out[(size_t)pr * s.rows + r], ref, 2e-3 * mag + 1e-4)
-                                << s.name << " " << qtype_name(s.type) << " " << form.name
-                                << " pair " << pr << " row " << r;
-                        }
-                }
+        struct Form {
+            const char* name;
+            bool skinny, half;
+        };
+        std::vector<Form> forms = {{"tiles", false, false}};
+        if (GemmKernels::gemm_uses_skinny(dev.features(), dev.variant()))
+            forms.insert(forms.end(),
+                         {{"skinny", true, false}, {"skinny, Q4_K to halves", true, true}});
+        struct Shape {
+            const char* name;
+            QType type;
+            uint32_t rows, cols;
+            bool own;  // each pair over its own input row
+        };
+        for (const Shape& s :
+             {Shape{"gate", QType::Q4_K, n_ff, E, false}, Shape{"down", QType::Q6_K, E, n_ff, true},
+              Shape{"down", QType::Q4_K, E, n_ff, true}}) {
+            const test::RepeatedMatrix w =
+                test::repeated_rows(dev, s.type, n_expert * s.rows, s.cols, rng, 96);
+            const uint32_t n_x = s.own ? n_pairs : n_rows;
+            const std::vector<float> x = test::randn((size_t)n_x * s.cols, 29 + s.cols, 1.f);
+            Buffer xb = test::to_device(dev, x);
+            Buffer y = test::poisoned(dev, (size_t)n_pairs * s.rows);
+            const Kernels::ExpertGemv g{.type = s.type,
+                                        .w = view(w.w),
+                                        .rows = s.rows,
+                                        .cols = s.cols,
+                                        .n_expert = n_expert,
+                                        .k = k,
+                                        .perm_off = perm_off,
+                                        .route = view(routes),
+                                        .route_off = route_off,
+                                        .x = view(xb),
+                                        .x_off = 0,
+                                        .x_per_slot = s.own,
+                                        .y = view(y),
+                                        .y_off = 0,
+                                        .n_rows = n_rows};
+            for (const Form& form : forms) {
+                test::Scoped skinny_scope(K.tuning.expert_skinny, form.skinny);
+                test::Scoped half_scope(K.tuning.gemm_skinny_half, form.half);
+                if (form.half && s.type != QType::Q4_K) continue;
+                const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                    K.gemm_experts(cl, dev.variant(), g, tiles_off);
+                });
+                fmt::print(
+                    "expert {} GEMM {} {} x {}, {} pairs over {} experts, {}: {:.3f} ms, "
+                    "{:.1f} GB/s of weights, {:.1f} TFLOP/s\n",
+                    s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, form.name, ms,
+                    (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
+                    2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
+                const std::vector<float> out =
+                    test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
+                for (uint32_t pr = 0; pr < n_pairs; pr += 61)
+                    for (uint32_t r = 0; r < s.rows; r += 89) {
+                        const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
+                        const auto [ref, mag] =
+                            dot_and_magnitude(w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
+                        ASSERT_NEAR(out[(size_t)pr * s.rows + r], ref, 2e-3 * mag + 1e-4)
+                            << s.name << " " << qtype_name(s.type) << " " << form.name << " pair "
+                            << pr << " row " << r;
+                    }
             }
         }
+    }
 }
 
 }  // namespace
