@@ -28,9 +28,8 @@
 #            router and expert GEMVs alone; ExpertGemmSpeed.*: a window's expert GEMMs by form),
 #            KERNELS_S seconds at most (120)
 #   profile  --profile of batched steps of PROFILE_BATCHES (8 32; none: not) rows on the 9B (or
-#            arch:shape:B words), and
-#            of a mixture's single stream (PROFILE_MOE_SPEC, default the 35B-A3B; PROFILE_MOE_P
-#            its prompt, 512), by stage (PROFILE_MOE=0: not)
+#            arch:shape:B words), and of a mixture's single stream (PROFILE_MOE_SPEC, default the
+#            35B-A3B; PROFILE_MOE_P its prompt, 512), by stage (PROFILE_MOE=0: not)
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
 #   windows  prefill windows stage by stage (--profile, a line a window): WINDOW_CASES of
 #            prompt@depth (short windows late in a long prompt, whole windows) on WINDOW_MODEL
@@ -89,6 +88,11 @@ m9=$models/qwen35-9b-q4_k_m.gguf
 synth() {  # arch shape type
     local f=$models/$1-$2-$3.gguf
     [ -f "$f" ] || "$ours" synth --arch "$1" --shape "$2" --type "$3" -o "$f" 2>&1 | tail -1
+}
+# The Q4_K_M file of an arch:shape spec (synthesized when missing), its path in $spec_gguf.
+synth_spec() {
+    synth "${1%:*}" "${1#*:}" q4_k_m
+    spec_gguf=$models/${1%:*}-${1#*:}-q4_k_m.gguf
 }
 # The form whose rates sum highest in a stage's file of lines "[spec] SETTING=V ... test,rate
 # ...": a form is a line's words with "=", summed over every line it names; nothing where no line
@@ -250,10 +254,10 @@ PY
             [ "$b" = none ] && continue
             spec=qwen35:9b
             case $b in *:*:*) spec=${b%:*} b=${b##*:} ;; esac
-            synth "${spec%:*}" "${spec#*:}" q4_k_m
+            synth_spec "$spec"
             echo "== $spec B=$b"
-            timeout 40 "$ours" bench -m "$models/${spec%:*}-${spec#*:}-q4_k_m.gguf" \
-                --device vulkan -b "$b" -p 512 -n 32 -r 1 --profile 2>&1 | grep -A24 "profile, batch"
+            timeout 40 "$ours" bench -m "$spec_gguf" --device vulkan -b "$b" -p 512 -n 32 -r 1 \
+                --profile 2>&1 | grep -A24 "profile, batch"
         done | tee "$out/profile.txt"
         # The 35B-A3B's single stream by stage (its decode: 6.4 ms a token on an H100, where a
         # dense 9B layer takes half the time of one of its layers).
@@ -261,8 +265,8 @@ PY
         # PROFILE_MOE_SPEC: arch:shape (default qwen35moe:35b-a3b), PROFILE_MOE_P its prompt.
         fits 60 "a profile of a mixture" || continue
         ms=${PROFILE_MOE_SPEC:-qwen35moe:35b-a3b}
-        synth "${ms%:*}" "${ms#*:}" q4_k_m
-        timeout 50 "$ours" bench -m "$models/${ms%:*}-${ms#*:}-q4_k_m.gguf" --device vulkan \
+        synth_spec "$ms"
+        timeout 50 "$ours" bench -m "$spec_gguf" --device vulkan \
             -p "${PROFILE_MOE_P:-512}" -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
             tee "$out/profile-${ms#*:}.txt"
         ;;
@@ -315,8 +319,8 @@ PY
         fits 60 "prefill windows by stage" || continue
         # WINDOW_MODEL: arch:shape (default qwen35:9b; qwen35moe:35b-a3b for the mixture).
         wm=${WINDOW_MODEL:-qwen35:9b}
-        synth "${wm%:*}" "${wm#*:}" q4_k_m
-        mw=$models/${wm%:*}-${wm#*:}-q4_k_m.gguf
+        synth_spec "$wm"
+        mw=$spec_gguf
         # Each window's stages (--profile, one line a window): a later chat turn's short windows
         # late in a long prompt against the same at its start, and whole windows of a round and
         # an odd row count (WINDOW_CASES: prompt@depth ...).
@@ -353,8 +357,8 @@ PY
         IFS='|' read -r -a forms <<<"${EXPERT_FORMS:-DELTALLM_VK_EXPERT_SKINNY=0|DELTALLM_VK_EXPERT_SKINNY=1}"
         for spec in ${EXPERT_SPECS:-qwen35moe:35b-a3b}; do
             fits 60 "$spec by expert GEMM form" || continue
-            synth "${spec%:*}" "${spec#*:}" q4_k_m
-            m=$models/${spec%:*}-${spec#*:}-q4_k_m.gguf
+            synth_spec "$spec"
+            m=$spec_gguf
             for form in "${forms[@]}"; do
                 printf '%s %s ' "$spec" "$form"
                 env $form timeout 60 "$ours" bench -m "$m" --device vulkan \
@@ -428,11 +432,11 @@ PY
         fits 60 "forms side by side" || continue
         IFS='|' read -r -a forms <<<"${AB_FORMS:-DELTALLM_VK_EXPERT_SORT=0|DELTALLM_VK_EXPERT_SORT=1}"
         for spec in ${AB_MODELS:-qwen35moe:35b-a3b qwen3moe:30b-a3b}; do
-            synth "${spec%:*}" "${spec#*:}" q4_k_m
+            synth_spec "$spec"
             for r in $(seq "${AB_ROUNDS:-2}"); do
                 for form in "${forms[@]}"; do
                     printf '%s round %s %s ' "$spec" "$r" "$form"
-                    env $form timeout 60 "$ours" bench -m "$models/${spec%:*}-${spec#*:}-q4_k_m.gguf" \
+                    env $form timeout 60 "$ours" bench -m "$spec_gguf" \
                         --device vulkan ${AB_BENCH:--b 8 -p 512 -n 64 -r 1} -o csv 2>/dev/null |
                         awk -F, '$4 ~ /^B[0-9]/ {printf "%s,%s,%s ", $4, $8, $9}
                             $7 ~ /^(pp|tg)[0-9]/ {printf "%s,%s ", $7, $10}'
