@@ -195,7 +195,8 @@ struct Tuning {
     // A window's (row, slot) pairs are grouped by expert (moe_sort) where they are at least this
     // many per expert on average; fewer (a batched step's decode rows, mostly one pair an expert)
     // run in the rows' order as the token's decode does: no sort, and the down projection forms
-    // each slot's SwiGLU as it reads and sums the row's slots into h, three stages a layer fewer
+    // each slot's SwiGLU as it reads and sums the row's slots into h: a mixture layer's 7 or 8
+    // stages (8 where the sorted form rounds its SwiGLU's rows to bytes) become 5
     // (DELTALLM_VK_EXPERT_SORT; 0: always grouped).
     uint32_t expert_sort_pairs = 1;
     // A window's expert GEMMs run as grouped GEMM tiles (ExpertKernels::gemm_experts) where its
