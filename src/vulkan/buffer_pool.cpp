@@ -15,12 +15,18 @@ Buffer BufferPool::take(uint64_t size, MemoryKind kind) {
     const uint64_t want = class_size(size);
     {
         std::lock_guard lock(mutex_);
-        for (auto it = kept_.begin(); it != kept_.end(); ++it)
-            if (it->kind == kind && it->buffer.size() == want) {
-                Buffer b = std::move(it->buffer);
-                kept_.erase(it);
-                return b;
-            }
+        auto best = kept_.end();
+        for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+            const uint64_t have = it->buffer.size();
+            if (it->kind == kind && have >= want && have <= 2 * want &&
+                (best == kept_.end() || have < best->buffer.size()))
+                best = it;
+        }
+        if (best != kept_.end()) {
+            Buffer b = std::move(best->buffer);
+            kept_.erase(best);
+            return b;
+        }
     }
     return dev_.create_buffer(want, kind);
 }

@@ -90,6 +90,36 @@ TEST(VulkanDevice, BufferPoolReusesAClassAndKeepsABoundedFew) {
     EXPECT_EQ(pool.take(5'000, MemoryKind::device).handle(), hd);
 }
 
+// A request takes the smallest kept buffer of its class or above, up to twice its class; a
+// buffer more than twice as large stays kept, and the request gets a buffer of its own class.
+TEST(VulkanDevice, BufferPoolServesASmallerClassFromTheSmallestFit) {
+    VK_TEST_DEVICE();
+    BufferPool pool(dev, 4);
+    const uint64_t want = BufferPool::class_size(1'000'000);
+    Buffer big = pool.take(2 * want, MemoryKind::host);            // twice the class: fits
+    Buffer bigger = pool.take(3 * want, MemoryKind::host);         // beyond twice: does not
+    Buffer middle = pool.take(want + want / 2, MemoryKind::host);  // fits, and is smaller
+    Buffer small = pool.take(want / 2, MemoryKind::host);          // too small
+    ASSERT_EQ(big.size(), 2 * want);
+    const VkBuffer h_big = big.handle(), h_middle = middle.handle();
+    pool.give(std::move(big), MemoryKind::host);
+    pool.give(std::move(bigger), MemoryKind::host);
+    pool.give(std::move(middle), MemoryKind::host);
+    pool.give(std::move(small), MemoryKind::host);
+    Buffer a = pool.take(1'000'000, MemoryKind::host);
+    EXPECT_EQ(a.handle(), h_middle);
+    Buffer b = pool.take(1'000'000, MemoryKind::host);
+    EXPECT_EQ(b.handle(), h_big);
+    EXPECT_EQ(pool.kept(), 2u);
+    Buffer c = pool.take(1'000'000, MemoryKind::host);  // the other two do not fit: a new one
+    EXPECT_EQ(c.size(), want);
+    EXPECT_EQ(pool.kept(), 2u);
+    // A device request never takes a host buffer.
+    pool.give(std::move(a), MemoryKind::host);
+    EXPECT_EQ(pool.take(1'000'000, MemoryKind::device).size(), want);
+    EXPECT_EQ(pool.kept(), 3u);
+}
+
 TEST(VulkanDevice, UnknownVariantDeclines) {
     VK_TEST_DEVICE();
     DeviceOptions o;
