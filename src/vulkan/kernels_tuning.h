@@ -141,7 +141,8 @@ struct Tuning {
     // GEMMs over F32 or F16 matrices (a mixture's router, kept F32 in a quantized file; small)
     // of at most this many rows run as the batched GEMV whatever gemm_gemv_rows says
     // (DELTALLM_VK_GEMM_GEMV_ROWS_FLOAT; 0: by gemm_gemv_rows): on the tiles, the router of a
-    // batched step of 8 rows took ~50 us a layer on an H100 (docs/perf/history.md, 2026-12-07).
+    // batched step of 8 rows took ~50 us a layer on an H100; as the GEMV its B8 steps gained
+    // 7.8 % (35B-A3B) and 9.3 % (Qwen3-30B-A3B) (docs/perf/history.md, 2026-12-07 (03:20)).
     uint32_t gemm_gemv_rows_float = 64;
     // GEMMs over Q4_K or Q6_K of more rows than gemm_gemv_rows and at most gemm_skinny_rows run
     // as skinny GEMMs on KHR cooperative matrices (GemmKernels::gemm_skinny; shaders/
@@ -165,7 +166,8 @@ struct Tuning {
     bool gemm_skinny_prefetch = true;
     uint32_t gemm_skinny_ahead = 2;
     // The skinny GEMM decodes Q4_K nibbles to halves by bit operations and F16 FMAs (HALF_DECODE;
-    // DELTALLM_VK_GEMM_SKINNY_HALF), instead of through F32: off until measured on a device.
+    // DELTALLM_VK_GEMM_SKINNY_HALF), instead of through F32: off, twice measured on an H100
+    // within the spread (docs/perf/history.md, 2026-12-07 (03:20)).
     bool gemm_skinny_half = false;
     // GEMM tiles of at most kGemmSplitRows rows whose grid leaves the device idle split K over
     // workgroups (GemmKernels::split_for; DELTALLM_VK_GEMM_SPLIT): -1 by the grid, except on
