@@ -463,6 +463,28 @@ ChatPrompt ChatTemplater::prompt(const ChatRequest& r) const {
             // The template refuses the shorter conversation (no user message in it, ...).
         }
     }
+
+    // The next turn as the template will render it: a reply, then another user message (which
+    // moves the last user message, and with it what templates keep of the reply's reasoning).
+    const std::string last_role =
+        messages.empty() ? std::string() : messages.back().value("role", std::string());
+    if (r.add_generation_prompt && (last_role == "user" || last_role == "tool")) {
+        try {
+            ojson next = messages;
+            next.push_back({{"role", "assistant"}, {"content", "x"}});
+            next.push_back({{"role", "user"}, {"content", "y"}});
+            std::string escaped;
+            if (!render_checked(context(r, next, false), &escaped).starts_with(p.text)) {
+                Rendered n = build(next, false);
+                size_t k = 0;
+                while (k < n.tokens.size() && k < p.tokens.size() && n.tokens[k] == p.tokens[k])
+                    ++k;
+                if ((int64_t)k > p.before_last_user) p.before_reply = int64_t(k);
+            }
+        } catch (const Error&) {
+            // The template refuses the longer conversation: no boundary.
+        }
+    }
     return p;
 }
 

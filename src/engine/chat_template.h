@@ -54,6 +54,12 @@ struct ChatPrompt {
     // before the last user message (without a generation prompt). -1 when there is no user
     // message, it is the first message, or the template refuses the shorter conversation.
     int64_t before_last_user = -1;
+    // Token count of the prompt that the next turn's prompt shares, where that is not the whole
+    // prompt (for the prefix cache): the template renders this turn's reply, once a user message
+    // follows it, other than its generation prompt begins it (Qwen3 and Qwen3.5 open the reply
+    // with '<think>' and drop it from history), so the snapshot at the prompt's end never serves
+    // the next turn. -1 when the whole prompt is shared, or it cannot be told.
+    int64_t before_reply = -1;
 };
 
 class ChatTemplater {

@@ -211,6 +211,7 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
         ChatPrompt cp = chat->prompt(body);
         g.prompt = std::move(cp.tokens);
         if (cp.before_last_user > 0) g.snapshot_at.push_back(cp.before_last_user);
+        if (cp.before_reply > 0) g.snapshot_at.push_back(cp.before_reply);
         output = chat->output(cp, body);
     } else {
         g.prompt = completion_prompt(body);

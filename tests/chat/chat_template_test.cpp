@@ -170,6 +170,40 @@ TEST(ChatTemplater, BeforeLastUserCountsTheTokensBeforeTheLastUserTurn) {
               -1);
 }
 
+// Where the next turn's prompt parts from this one: Qwen3.5 opens the reply with <think> and
+// renders history without it; ChatML and Qwen3 (thinking on) render the reply as their generation
+// prompt began it, so the whole prompt is shared (-1); Qwen3 with thinking off parts before its
+// empty think block.
+TEST(ChatTemplater, BeforeReplyCountsWhatTheNextTurnShares) {
+    const tokenizer::Tokenizer& tok = vocabs().qwen;
+    const ojson m = ojson::parse(R"([{"role": "system", "content": "S"},
+        {"role": "user", "content": "A"}])");
+    const std::string head =
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nA<|im_end|>\n"
+        "<|im_start|>assistant\n";
+    const int64_t n_head = (int64_t)tok.encode(head, false, true).size();
+
+    ChatTemplater q35(tok, "qwen35", read(templates_dir() / "Qwen-Qwen3.5.jinja"));
+    ChatPrompt p = q35.prompt(request(m));
+    ASSERT_EQ(p.text.substr(0, head.size()), head);
+    EXPECT_GT((int64_t)p.tokens.size(), n_head);  // the <think> that opens the reply
+    EXPECT_EQ(p.before_reply, n_head);
+
+    ChatTemplater chatml(tok, "qwen2");
+    EXPECT_EQ(chatml.prompt(request(m)).before_reply, -1);
+    ChatTemplater q3(tok, "qwen3", read(templates_dir() / "Qwen-Qwen3-0.6B.jinja"));
+    EXPECT_EQ(q3.prompt(request(m)).before_reply, -1);
+    EXPECT_EQ(q3.prompt(request(m, ojson{{"enable_thinking", false}})).before_reply, n_head);
+
+    // No generation prompt, or a conversation that ends with the assistant: no next turn to mark.
+    ChatRequest cont = request(m);
+    cont.add_generation_prompt = false;
+    EXPECT_EQ(q35.prompt(cont).before_reply, -1);
+    ojson ends = m;
+    ends.push_back({{"role", "assistant"}, {"content", "B"}});
+    EXPECT_EQ(q35.prompt(request(ends)).before_reply, -1);
+}
+
 TEST(ChatTemplater, TemplateRaisingAnExceptionIsAnError) {
     ChatTemplater t(vocabs().qwen, "qwen35", read(templates_dir() / "Qwen-Qwen3.5.jinja"));
     ojson m =

@@ -142,8 +142,38 @@ check('the second turn of a chat reuses the first from the prefix cache', async 
   const r1 = await text({ messages: first, max_tokens: 6, ...greedy });
   const second = [...first, r1.choices[0].message, user('And where do you live?')];
   const r2 = await text({ messages: second, max_tokens: 6, ...greedy });
-  assert.ok(r2.usage.prompt_tokens_details.cached_tokens > 0, JSON.stringify(r2.usage));
+  // The built-in template renders a reply as its generation prompt began it: the whole first
+  // prompt is shared.
+  assert.ok(r2.usage.prompt_tokens_details.cached_tokens >= r1.usage.prompt_tokens,
+    JSON.stringify([r1.usage, r2.usage]));
   assert.ok(r2.usage.prompt_tokens_details.cached_tokens < r2.usage.prompt_tokens);
+});
+
+check('a thinking template\'s second turn reuses all the first turn it shares', async () => {
+  // The template opens the reply with <think> and renders history without it (as Qwen3.5's
+  // does), so the first prompt's end is not where the second parts from it: the second turn must
+  // still find every token the two prompts share in the cache.
+  const url = process.env.DELTALLM_THINK_URL;
+  const thinker = new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 });
+  const ask = (messages) => thinker.chat.completions.create({ model: 'thinker', messages,
+    max_tokens: 6, ignore_eos: true, temperature: 0 });
+  const tokens = async (messages) => {
+    const r = await (await fetch(url + '/apply-template', { method: 'POST',
+      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ messages }) })).json();
+    return execFileSync(bin, ['tokenize'], { input: r.prompt, stdio: ['pipe', 'pipe', 'ignore'] })
+      .toString().trim().split(',');
+  };
+  const first = [user('Tell me about the sea, the ships upon it and the people who sail them.')];
+  const r1 = await ask(first);
+  const second = [...first, { role: 'assistant', content: r1.choices[0].message.content || '' },
+    user('And the harbours?')];
+  const r2 = await ask(second);
+  const [a, b] = [await tokens(first), await tokens(second)];
+  let shared = 0;
+  while (shared < a.length && a[shared] === b[shared]) shared++;
+  assert.ok(shared < a.length, 'the template no longer parts from its generation prompt');
+  assert.equal(r2.usage.prompt_tokens_details.cached_tokens, shared,
+    JSON.stringify([r1.usage, r2.usage, a.length, b.length]));
 });
 
 check('logprobs come per token with the asked alternatives', async () => {
