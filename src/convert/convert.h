@@ -46,7 +46,7 @@ void quantize_gguf(const std::string& in_path, const std::string& out_path,
 // target types (not by quantizing floats), with a synthetic byte-level BPE vocabulary of the real
 // size. Values are scaled so that a forward pass stays finite and well conditioned.
 struct SynthOptions {
-    std::string arch = "qwen35";  // qwen35, qwen3, llama
+    std::string arch = "qwen35";  // qwen35, qwen35moe, qwen3, qwen3moe, llama
     // qwen35: tiny 0.8b 2b 4b 9b 27b; qwen35moe: tiny 35b-a3b 122b-a10b; qwen3: tiny 0.6b 8b;
     // qwen3moe: tiny 30b-a3b; llama: tiny 1b 8b
     std::string shape = "tiny";

@@ -24,7 +24,8 @@ Registrar reg(
         app.add_option("--arch", a->options.arch, "qwen35, qwen35moe, qwen3, qwen3moe or llama")
             ->capture_default_str();
         app.add_option("--shape", a->options.shape,
-                       "qwen35: tiny 0.8b 2b 4b 9b 27b; qwen3: tiny 0.6b 8b; llama: tiny 1b 8b")
+                       "qwen35: tiny 0.8b 2b 4b 9b 27b; qwen35moe: tiny 35b-a3b 122b-a10b; "
+                       "qwen3: tiny 0.6b 8b; qwen3moe: tiny 30b-a3b; llama: tiny 1b 8b")
             ->capture_default_str();
         app.add_option("--type", a->options.type, "f32, f16, q8_0, q4_k_m, q6_k, ...")
             ->capture_default_str();
