@@ -81,12 +81,21 @@ void add_profile_flag(CLI::App& app) {
         "print the device time of each kernel role per token when the model closes (Vulkan)");
 }
 
-std::unique_ptr<Engine> ModelArgs::open() const {
-    EngineOptions o;
-    o.device = DeviceSpec::parse(device);
+void ModelArgs::check() const {
+    DeviceSpec::parse(device);
     if (n_ctx < 0 || n_ctx > kMaxContext)
         fail("-c must be 0 (the model's) or a number of tokens up to {}, not {}", kMaxContext,
              n_ctx);
+    if (path.empty()) return;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail("cannot open {}: {}", path, std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) fail("{} is a directory, not a GGUF file", path);
+}
+
+std::unique_ptr<Engine> ModelArgs::open() const {
+    check();
+    EngineOptions o;
+    o.device = DeviceSpec::parse(device);
     o.n_ctx = n_ctx;
     o.sequences = sequences;
     o.prefix_cache = prefix_cache;
@@ -97,7 +106,6 @@ std::unique_ptr<Engine> ModelArgs::open() const {
     }
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) fail("cannot open {}: {}", path, std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) fail("{} is a directory, not a GGUF file", path);
     auto progress = std::make_shared<LoadProgress>((uint64_t)st.st_size);
     if (progress->enabled()) o.progress = [progress](double f) { (*progress)(f); };
     auto engine = Engine::open(path, o);

@@ -24,6 +24,8 @@ struct ModelArgs {
     bool prefix_cache = false;  // EngineOptions::prefix_cache: serve's
 
     void add_to(CLI::App& app, bool with_device = true);
+    // The checks open() makes before it reads the model (device, -c, the path); throws dl::Error.
+    void check() const;
     // Opens the model (or the built-in model, saying so on stderr); throws dl::Error.
     std::unique_ptr<Engine> open() const;
 };

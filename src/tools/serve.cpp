@@ -25,6 +25,7 @@ struct ServeArgs {
     ModelArgs model;
     server::ServerOptions server;
     std::string api_key, api_key_file, chat_template_file, alias;
+    bool api_key_given = false;  // --api-key, even empty
     std::string cache_mib = "auto";
     double cache_host_mib = 4096;
 };
@@ -49,9 +50,12 @@ std::vector<std::string> read_keys(const std::string& path) {
 }
 
 int serve(ServeArgs& a) {
-    if (!a.api_key.empty() && !a.api_key_file.empty())
+    if (a.api_key_given && !a.api_key_file.empty())
         fail("give the key one way only: --api-key or --api-key-file");
-    if (!a.api_key.empty()) a.server.api_keys.push_back(a.api_key);
+    // An empty key (an unset variable in a script) would serve without one.
+    if (a.api_key_given && a.api_key.find_first_not_of(" \t\r\n") == std::string::npos)
+        fail("--api-key is empty: give a key, or leave the flag out to serve without one");
+    if (a.api_key_given) a.server.api_keys.push_back(a.api_key);
     if (!a.api_key_file.empty()) a.server.api_keys = read_keys(a.api_key_file);
     if (!a.chat_template_file.empty()) {
         a.server.chat_template = read_text_file(a.chat_template_file);
@@ -79,6 +83,7 @@ int serve(ServeArgs& a) {
     a.server.cache_every = (a.server.cache_every + align - 1) / align * align;
     if (a.server.queue_limit < 0 || a.server.queue_limit > 4096)
         fail("--queue must be 0 to 4096, not {}", a.server.queue_limit);
+    a.model.check();     // a wrong path or flag before the server says it listens
     a.server.n_ctx = 0;  // the engine's: -c sets it
     a.model.sequences = a.server.parallel;
     a.model.prefix_cache = a.server.cache_bytes != 0;
@@ -172,14 +177,17 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
            "keep a prefix-cache snapshot where a prompt chunk passes a multiple of N tokens, "
            "and where a prompt parts from a cached one N+ tokens past its hit (0: off)")
         ->capture_default_str();
-    app.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY'");
+    auto* key = app.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY'");
     app.add_option("--api-key-file", a->api_key_file,
                    "read the accepted keys from a file, one a line");
     app.add_option("--chat-template-file", a->chat_template_file,
                    "a Jinja chat template to use instead of the model's");
     app.add_option("--alias", a->alias, "the model's name in the API (default: the file's name)");
     app.add_flag("--metrics", a->server.metrics, "serve Prometheus metrics at GET /metrics");
-    return [a] { return serve(*a); };
+    return [a, key] {
+        a->api_key_given = key->count() > 0;
+        return serve(*a);
+    };
 });
 
 }  // namespace

@@ -362,11 +362,14 @@ def bad_flags(binary, tmp):
                   ["--chat-template-file", bad_template], ["--host", "999.1.1.1"],
                   ["--api-key", "a", "--api-key-file", bad_template], ["--queue", "-1"],
                   ["--cache-mib", "-5"], ["--cache-mib", "lots"], ["--cache-mib", "nan"],
-                  ["--cache-mib", "1e9"], ["--cache-mib", "12x"], ["--device", "tpu"]):
+                  ["--cache-mib", "1e9"], ["--cache-mib", "12x"], ["--device", "tpu"],
+                  ["--api-key", ""], ["--api-key", " "], ["-m", f"{tmp}/none.gguf"],
+                  ["-m", tmp], ["-c", "-1"]):
         p = subprocess.run([binary, "serve", "--port", "0", *flags], capture_output=True,
                            text=True, timeout=60)
         errors = [l for l in p.stderr.splitlines() if l.startswith("error:")]
         assert p.returncode == 1 and len(errors) == 1, (flags, p.returncode, p.stderr)
+        assert "listening" not in p.stderr, (flags, p.stderr)
 
 
 def main():
