@@ -192,6 +192,35 @@ struct Compiler {
     }
 };
 
+// Which nodes some finite value satisfies: the least fixed point, from none, of "a choice or
+// the target does; or a type other than object (an array may be empty); or an object whose
+// required properties all do". A node that none does would leave the output with no way on
+// once it is reached (the schema {"$ref": "#"}, a property of type []).
+std::vector<bool> satisfiable(const JsonSchema& s) {
+    std::vector<bool> sat(s.nodes.size(), false);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < s.nodes.size(); ++i) {
+            if (sat[i]) continue;
+            const JsonSchema::Node& n = s.nodes[i];
+            bool ok = false;
+            if (n.ref >= 0) {
+                ok = sat[(size_t)n.ref];
+            } else if (!n.any_of.empty()) {
+                for (int a : n.any_of) ok = ok || sat[(size_t)a];
+            } else if (n.types & ~JsonSchema::kObject) {
+                ok = true;
+            } else if (n.types & JsonSchema::kObject) {
+                ok = true;
+                for (const JsonSchema::Property& p : n.properties)
+                    if (p.required) ok = ok && sat[(size_t)p.node];
+            }
+            if (ok) sat[i] = changed = true;
+        }
+    }
+    return sat;
+}
+
 }  // namespace
 
 std::shared_ptr<const JsonSchema> JsonSchema::compile(const json& schema) {
@@ -200,6 +229,12 @@ std::shared_ptr<const JsonSchema> JsonSchema::compile(const json& schema) {
     Compiler c{schema, *out, {}};
     out->root = c.compile(schema);
     if (!(c.types(out->root) & kObject)) fail("json_schema: the top level must be an object");
+    const std::vector<bool> sat = satisfiable(*out);
+    for (size_t i = 0; i < sat.size(); ++i)
+        if (!sat[i])
+            fail(
+                "json_schema: part of the schema admits no value (an empty type list, or a $ref "
+                "or required property that leads back to itself with no way to end)");
     return out;
 }
 

@@ -456,6 +456,29 @@ TEST(JsonSchema, RefusesWhatItWouldNotEnforce) {
     }
 }
 
+// A schema that no finite value satisfies is refused when compiled (the output would otherwise
+// reach a point no byte can continue); recursion with a way to end is kept.
+TEST(JsonSchema, RefusesWhatNoValueSatisfies) {
+    for (const char* s : {
+             R"({"$ref": "#"})",
+             R"({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"},
+                                                "b": {"$ref": "#/$defs/a"}}})",
+             R"({"type": "object", "properties": {"x": {"type": []}}, "required": ["x"]})",
+             R"({"type": "object", "properties": {"x": {"type": []}}})",
+             R"({"type": "object", "properties": {"next": {"$ref": "#"}}, "required": ["next"]})",
+         }) {
+        EXPECT_THROW(JsonSchema::compile(nlohmann::json::parse(s)), Error) << s;
+    }
+    for (
+        const char* s : {
+            R"({"type": "object", "properties": {"next": {"$ref": "#"}}})",
+            R"({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}},
+                 "required": ["kids"]})",
+        }) {
+        EXPECT_NO_THROW(JsonSchema::compile(nlohmann::json::parse(s))) << s;
+    }
+}
+
 // Sampled under the schema from random logits: every text that ended is an object the schema
 // admits, checked here field by field.
 TEST(JsonSchema, SampledTextKeepsToTheSchema) {
