@@ -97,6 +97,14 @@ std::optional<std::string> ChatBridge::tool_call_opening(const Json& body,
                                                          ToolCallSyntax syntax) const {
     const ToolChoice c = tool_choice(body);
     if (c.mode != ToolChoice::required && c.mode != ToolChoice::function) return std::nullopt;
+    // A template that renders the same prompt without the tools never shows them to the model:
+    // a call forced there would name a function the model was not told of.
+    ChatRequest with = request(body), without = with;
+    without.tools = Json();
+    if (templater_.render(with) == templater_.render(without))
+        bad_request(
+            "'tool_choice' forces a tool call, and this model's chat template does not show "
+            "the model the tools");
     // The call's opening in the model's own syntax, up to the function's name (and past it when
     // the request names one).
     const bool named = c.mode == ToolChoice::function;

@@ -142,8 +142,12 @@ TEST(ChatBridge, BadMessagesAndImpossibleToolChoicesAre400s) {
 
 // A forced tool call opens the output with the call's opening in the model's own syntax, up to
 // the function's name, or past it when the request names one; "auto" and "none" force nothing.
+// A template that does not show the model its tools refuses a forced call.
 TEST(ChatBridge, AForcedToolCallOpensInTheModelsSyntax) {
-    ChatBridge chat(qwen_tokenizer(), "qwen3", "");
+    ChatBridge chat(qwen_tokenizer(), "qwen3",
+                    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+                    "{% endfor %}{% if tools %}<tools>{{ tools | tojson }}</tools>\n{% endif %}"
+                    "<|im_start|>assistant\n");
     auto body = [](const char* choice) {
         return Json::parse(std::string(R"({"messages": [{"role": "user", "content": "x"}],
             "tools": [{"type": "function", "function": {"name": "get_weather"}}],
@@ -162,6 +166,9 @@ TEST(ChatBridge, AForcedToolCallOpensInTheModelsSyntax) {
     EXPECT_EQ(chat.tool_call_opening(body(R"("auto")"), ToolCallSyntax::qwen_xml), std::nullopt);
     EXPECT_EQ(chat.tool_call_opening(body(R"("none")"), ToolCallSyntax::qwen_xml), std::nullopt);
     EXPECT_THROW(chat.tool_call_opening(named, ToolCallSyntax::none), ApiError);
+    ChatBridge blind(qwen_tokenizer(), "qwen3", "");  // the built-in ChatML shows no tools
+    EXPECT_THROW(blind.tool_call_opening(named, ToolCallSyntax::qwen_xml), ApiError);
+    EXPECT_EQ(blind.tool_call_opening(body(R"("auto")"), ToolCallSyntax::qwen_xml), std::nullopt);
     // A name is written as JSON writes a string where the syntax is JSON.
     Json quoted = named;
     quoted["tools"][0]["function"]["name"] = quoted["tool_choice"]["function"]["name"] = "a\"b";

@@ -216,20 +216,28 @@ check('tools and a tool result go round trip', async () => {
 check('a forced tool_choice opens the answer with a call of that function', async () => {
   const tools = [{ type: 'function', function: { name: 'get_weather',
     parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
-  const ask = { messages: [user('Tell me a story')], tools, max_tokens: 40, ...greedy };
-  const free = await text({ ...ask, tool_choice: 'auto' });
+  // The built-in template does not show the model its tools: a forced call is refused there.
+  await assert.rejects(text({ messages: [user('Hi')], tools, tool_choice: 'required',
+    max_tokens: 4 }), (e) => e instanceof OpenAI.BadRequestError && /tools/.test(e.message));
+  // Qwen3.5's template shows them (thinking off: the call opens the answer).
+  const qwen = new OpenAI({ baseURL: process.env.DELTALLM_TOOLS_URL + '/v1', apiKey: 'none',
+    maxRetries: 0 });
+  const askQwen = (params) => qwen.chat.completions.create({ model: 'qwen35', ...params });
+  const ask = { messages: [user('Tell me a story')], tools, max_tokens: 40, ...greedy,
+    chat_template_kwargs: { enable_thinking: false } };
+  const free = await askQwen({ ...ask, tool_choice: 'auto' });
   assert.ok(!(free.choices[0].message.tool_calls || []).length);
   // The built-in model writes whatever follows the opening: a call when it closes one, else the
   // call's text given back as content.
   const opened = (m, name) => (m.tool_calls && m.tool_calls.length
     ? m.tool_calls[0].function.name.startsWith(name)
     : (m.content || '').startsWith('<tool_call>\n<function=' + name));
-  const named = await text({ ...ask,
+  const named = await askQwen({ ...ask,
     tool_choice: { type: 'function', function: { name: 'get_weather' } } });
   assert.ok(opened(named.choices[0].message, 'get_weather'), JSON.stringify(named.choices[0]));
-  const required = await text({ ...ask, tool_choice: 'required' });
+  const required = await askQwen({ ...ask, tool_choice: 'required' });
   assert.ok(opened(required.choices[0].message, ''), JSON.stringify(required.choices[0]));
-  await assert.rejects(text({ ...ask, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+  await assert.rejects(askQwen({ ...ask, tool_choice: { type: 'function', function: { name: 'nope' } } }),
     (e) => e instanceof OpenAI.BadRequestError && /nope/.test(e.message));
 });
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Starts `deltallm serve` (the built-in model, a key, metrics; and one with a template that opens a
-thinking block) and runs openai_client.cjs against them: the official OpenAI client for
+"""Starts `deltallm serve` (the built-in model, a key, metrics; one with a template that opens a
+thinking block; one with Qwen3.5's template, which shows the model its tools) and runs openai_client.cjs against them: the official OpenAI client for
 JavaScript, installed by scripts/setup.d/openai.sh."""
 import os
 import pathlib
@@ -21,11 +21,14 @@ def main():
         print("0 passed, 1 failed")
         return 1
     thinking = pathlib.Path(__file__).with_name("thinking.jinja")
+    qwen35 = ROOT / "tests" / "data" / "templates" / "Qwen-Qwen3.5.jinja"
     with Server(binary, "--api-key", "sk-test", "--metrics", "--parallel", 2) as srv, \
-            Server(binary, "--chat-template-file", thinking, "--alias", "thinker") as think:
+            Server(binary, "--chat-template-file", thinking, "--alias", "thinker") as think, \
+            Server(binary, "--chat-template-file", qwen35, "--alias", "qwen35") as tools:
         env = dict(os.environ, DELTALLM_URL=f"http://127.0.0.1:{srv.port}", DELTALLM_KEY="sk-test",
                    DELTALLM_BIN=binary, DELTALLM_MODEL="deltallm-tiny", DELTALLM_NPM_DIR=str(npm),
-                   DELTALLM_THINK_URL=f"http://127.0.0.1:{think.port}")
+                   DELTALLM_THINK_URL=f"http://127.0.0.1:{think.port}",
+                   DELTALLM_TOOLS_URL=f"http://127.0.0.1:{tools.port}")
         rc = subprocess.run(["node", str(pathlib.Path(__file__).with_name("openai_client.cjs"))],
                             env=env, timeout=110).returncode
     return rc
