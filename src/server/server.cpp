@@ -396,9 +396,12 @@ void Server::Impl::routes() {
                   for (const Json& x : *t) {
                       if (!x.is_number_integer())
                           bad_request("'tokens' must be a list of token ids");
-                      const int64_t id = x.get<int64_t>();
+                      // (An id past 2^63 is an unsigned number: get<int64_t> would wrap it.)
+                      const bool huge =
+                          x.is_number_unsigned() && x.get<uint64_t>() >= (uint64_t)tok->n_vocab();
+                      const int64_t id = huge ? -1 : x.get<int64_t>();
                       if (id < 0 || id >= tok->n_vocab())
-                          bad_request("token id {} is outside the vocabulary of {}", id,
+                          bad_request("token id {} is outside the vocabulary of {}", x.dump(),
                                       tok->n_vocab());
                       ids.push_back((int32_t)id);
                   }

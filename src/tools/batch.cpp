@@ -22,7 +22,6 @@
 
 #include "core/error.h"
 #include "core/output_file.h"
-#include "core/printable.h"
 #include "engine/chat_output.h"
 #include "engine/chat_template.h"
 #include "engine/json_constraint.h"
@@ -83,8 +82,9 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
         json j;
         try {
             j = json::parse(raw);
-        } catch (const std::exception& e) {
-            fail("line {} is not JSON: {}", n, printable(e.what()));
+        } catch (const json::parse_error& e) {
+            // (Its what() quotes the line's bytes, which may not be text.)
+            fail("line {} is not JSON (at byte {} of it)", n, e.byte);
         }
         if (!j.is_object()) fail("line {} must be a JSON object", n);
         Line l;

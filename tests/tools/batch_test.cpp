@@ -142,6 +142,7 @@ TEST(BatchCli, BadInputIsOneErrorLineAndNoOutput) {
         EXPECT_EQ(kept, "earlier results\n") << body;
     };
     check("{\"prompt\":\"a\"}\n{\"prompt\":\"b\"}\nnot json\n", "line 3");
+    check("{\"prompt\":\"\xff\xfe\"\n", "line 1 is not JSON (at byte");  // bytes not echoed
     check("{\"prompt\":\"a\",\"messages\":[]}\n", "line 1");
     check("{\"prompt\":5}\n", "\"prompt\" must be a string");
     check("{\"prompt\":\"a\",\"max_tokens\":0}\n", "max_tokens");

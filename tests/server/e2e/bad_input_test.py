@@ -71,6 +71,9 @@ def wrong_types(srv):
         expect_error(srv, 400, {"prompt": "x", **extra}, path="/v1/completions")
     expect_error(srv, 400, {"content": 5}, path="/tokenize")
     expect_error(srv, 400, {"tokens": [-1]}, path="/detokenize")
+    # An id past 2^63 is named as sent, not wrapped to a negative number.
+    expect_error(srv, 400, {"tokens": [9223372036854775808]}, path="/detokenize",
+                 says="9223372036854775808")
     expect_error(srv, 400, {"tokens": "abc"}, path="/detokenize")
 
 
