@@ -460,6 +460,11 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 
     s.http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         Impl& s = *impl_;
+        // The HTTP library would cut any answer to a Range header's bytes (an API answer cut
+        // mid-JSON, with status 200, or an empty 416); HTTP lets a server ignore the header and
+        // send the whole answer, as this one does. (The request is the library's own object,
+        // not a constant one: it parsed the ranges into it.)
+        const_cast<httplib::Request&>(req).ranges.clear();
         if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
 
         if (!s.opt.api_keys.empty()) {

@@ -119,6 +119,14 @@ def unknown_model_and_route(srv):
     expect_error(srv, 404, {"x": 1}, path="/v1/embeddings")
     expect_error(srv, 404, None, path=CHAT, method="GET")
     expect_error(srv, 404, None, path="/../../etc/passwd", method="GET")
+    # A Range header is ignored: the answers come whole (not cut mid-JSON, not an empty 416).
+    for path, method, body, rng in ((CHAT, "POST", {"messages": MSG, "max_tokens": 2}, "bytes=0-10"),
+                                    ("/props", "GET", None, "bytes=999999-"),
+                                    ("/v1/nothing", "GET", None, "bytes=0-3")):
+        status, hdrs, data = srv.request(method, path, body, {"Range": rng})
+        assert status in (200, 404), (path, status, data[:200])
+        json.loads(data)
+        assert "content-range" not in {k.lower() for k in dict(hdrs)}, (path, hdrs)
 
 
 def slow_client(srv):
