@@ -81,6 +81,15 @@ Json parse_body(std::string_view body) {
     return j;
 }
 
+int32_t token_id(const Json& x, int64_t n_vocab, std::string_view where) {
+    const bool huge = x.is_number_unsigned() && x.get<uint64_t>() >= (uint64_t)n_vocab;
+    const int64_t id = huge ? -1 : x.get<int64_t>();
+    if (id < 0 || id >= n_vocab)
+        bad_request("token id {}{}{} is outside the vocabulary of {}", x.dump(),
+                    where.empty() ? "" : " ", where, n_vocab);
+    return (int32_t)id;
+}
+
 bool get_bool(const Json& body, const char* key, bool fallback) {
     const Json* v = field(body, key);
     if (!v) return fallback;

@@ -46,4 +46,8 @@ bool get_bool(const nlohmann::ordered_json& body, const char* key, bool fallback
 std::string get_string(const nlohmann::ordered_json& body, const char* key,
                        const std::string& fallback);
 
+// An integer JSON value as a token id of a vocabulary of n_vocab; ApiError 400 otherwise, naming
+// the value as sent (one past 2^63 is not wrapped) and `where` ("in 'prompt'", or empty).
+int32_t token_id(const nlohmann::ordered_json& x, int64_t n_vocab, std::string_view where);
+
 }  // namespace dl::server

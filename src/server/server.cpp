@@ -188,10 +188,7 @@ std::vector<int32_t> Server::Impl::completion_prompt(const Json& body) const {
                 bad_request(
                     "'prompt' must be a string, a list of token ids, or a list of one of "
                     "them (several prompts in one request are not supported)");
-            const int64_t id = t.get<int64_t>();
-            if (id < 0 || id >= V)
-                bad_request("token id {} in 'prompt' is outside the vocabulary of {}", id, V);
-            ids.push_back((int32_t)id);
+            ids.push_back(token_id(t, V, "in 'prompt'"));
         }
     } else {
         bad_request("'prompt' must be a string or a list of token ids");
@@ -396,14 +393,7 @@ void Server::Impl::routes() {
                   for (const Json& x : *t) {
                       if (!x.is_number_integer())
                           bad_request("'tokens' must be a list of token ids");
-                      // (An id past 2^63 is an unsigned number: get<int64_t> would wrap it.)
-                      const bool huge =
-                          x.is_number_unsigned() && x.get<uint64_t>() >= (uint64_t)tok->n_vocab();
-                      const int64_t id = huge ? -1 : x.get<int64_t>();
-                      if (id < 0 || id >= tok->n_vocab())
-                          bad_request("token id {} is outside the vocabulary of {}", x.dump(),
-                                      tok->n_vocab());
-                      ids.push_back((int32_t)id);
+                      ids.push_back(token_id(x, tok->n_vocab(), ""));
                   }
                   reply_json(res, Json{{"content", tok->decode(ids)}});
               }));

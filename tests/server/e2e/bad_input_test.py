@@ -74,6 +74,8 @@ def wrong_types(srv):
     # An id past 2^63 is named as sent, not wrapped to a negative number.
     expect_error(srv, 400, {"tokens": [9223372036854775808]}, path="/detokenize",
                  says="9223372036854775808")
+    expect_error(srv, 400, {"prompt": [1, 18446744073709551615]}, path="/v1/completions",
+                 says="18446744073709551615 in 'prompt'")
     expect_error(srv, 400, {"tokens": "abc"}, path="/detokenize")
 
 
