@@ -286,8 +286,9 @@ TEST(ExpertGemmSpeed, Window) {
         // the permutation and the table of tiles moe_sort writes.
         const uint32_t route_off = 4, perm_off = route_off + n_rows * 2 * k + 4;
         const uint32_t tiles_off = perm_off + n_pairs + 4;
-        std::vector<uint32_t> route(tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4,
-                                    0);
+        // (and each pair's position in that order, for the sorted NV tiles)
+        const uint32_t inv_off = tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4;
+        std::vector<uint32_t> route(inv_off + n_pairs, 0);
         std::vector<uint32_t> ids((size_t)n_pairs);
         for (uint32_t r = 0; r < n_rows; ++r) {
             std::vector<uint32_t> pool(n_expert);
@@ -299,8 +300,11 @@ TEST(ExpertGemmSpeed, Window) {
         }
         Buffer routes = test::to_device(dev, route);
         test::run(dev, [&](CommandList& cl) {
-            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off);
+            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off,
+                       inv_off);
         });
+        const std::vector<uint32_t> placed = test::from_device<uint32_t>(dev, routes, route.size());
+        const bool cm2 = GemmKernels::gemm_uses_cm2(dev.features(), dev.variant());
 
         struct Form {
             const char* name;
@@ -340,6 +344,42 @@ TEST(ExpertGemmSpeed, Window) {
                                         .y = view(y),
                                         .y_off = 0,
                                         .n_rows = n_rows};
+            // The sorted NV tiles (gemm_experts_cm2.comp) over the pairs' rows gathered as F16
+            // (each pair its own row: the gather with one slot a row), outputs at positions.
+            if (cm2) {
+                const uint32_t x_rows = n_pairs + Kernels::kExpertTileRows;
+                Buffer h = dev.create_buffer((uint64_t)x_rows * s.cols * 2, MemoryKind::device);
+                const uint32_t gk = s.own ? 1 : k;
+                auto gather = [&](CommandList& cl) {
+                    K.moe_gather(cl, view(xb), 0, s.cols, gk, view(routes), perm_off, n_pairs,
+                                 view(h), 0);
+                };
+                const double gather_ms = test::device_ms_per_run(dev, runs, gather);
+                test::run(dev, gather);
+                Kernels::ExpertGemv gs = g;
+                gs.x = view(h);
+                const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                    K.gemm_experts_sorted(cl, gs, x_rows, tiles_off);
+                });
+                fmt::print(
+                    "expert {} GEMM {} {} x {}, {} pairs over {} experts, sorted NV tiles: {:.3f} "
+                    "ms (its gather {:.3f} ms), {:.1f} GB/s of weights, {:.1f} TFLOP/s\n",
+                    s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, ms, gather_ms,
+                    (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
+                    2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
+                const std::vector<float> out =
+                    test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
+                for (uint32_t pr = 0; pr < n_pairs; pr += 61)
+                    for (uint32_t r = 0; r < s.rows; r += 89) {
+                        const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
+                        const auto [ref, mag] =
+                            dot_and_magnitude(w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
+                        ASSERT_NEAR(out[(size_t)placed[inv_off + pr] * s.rows + r], ref,
+                                    2e-3 * mag + 1e-4)
+                            << s.name << " " << qtype_name(s.type) << " sorted NV tiles, pair "
+                            << pr << " row " << r;
+                    }
+            }
             for (const Form& form : forms) {
                 test::Scoped skinny_scope(K.tuning.expert_skinny, form.skinny);
                 test::Scoped half_scope(K.tuning.gemm_skinny_half, form.half);

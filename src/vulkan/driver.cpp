@@ -121,6 +121,8 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             w->win_x16 = D.create_buffer(P.window_x16_bytes, MemoryKind::device);
         if (P.window_w16_bytes > 0)
             w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
+        if (P.window_pairs16_bytes > 0)
+            w->win_pairs16 = D.create_buffer(P.window_pairs16_bytes, MemoryKind::device);
         if (opts.tuning.expert_expand && hp.ffn_kind == FfnKind::experts) {
             // The largest layer's gate and up stacks (or its down stack) in F16; without room
             // for it the tiles decode their blocks as before.

@@ -209,6 +209,12 @@ struct Tuning {
     // device runs it (ExpertKernels::expert_skinny; DELTALLM_VK_EXPERT_SKINNY). On an H100,
     // 35B-A3B Q4_K_M: pp512 3,035 -> 5,384 t/s, pp2048 7,295 -> 10,189.
     bool expert_skinny = true;
+    // On the NV cooperative matrix 2 tiles, windows whose pairs are at least this many an expert
+    // on average (and whose gate, up and down stacks are all Q4_K or Q6_K of whole tiles of rows)
+    // run the expert GEMMs over the pairs' inputs gathered in the experts' order as F16 rows,
+    // each output left at its pair's position in that order (ExpertKernels::experts_sorted_cm2,
+    // gemm_experts_cm2.comp; DELTALLM_VK_EXPERT_CM2; 0: never).
+    uint32_t expert_cm2_pairs = 48;
 
     // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
 
