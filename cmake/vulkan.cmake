@@ -304,6 +304,8 @@ foreach(t q4_k q6_k)
   dl_vk_shader(gemm_experts_cm2_${t} gemm_experts_cm2.comp DEFINES WTYPE_${T}=1
                VARIANTS nv_coopmat2)
 endforeach()
+# (and over the stacks expanded to F16)
+dl_vk_shader(gemm_experts_cm2_f16 gemm_experts_cm2.comp DEFINES WTYPE_F16=1 VARIANTS nv_coopmat2)
 # The expert GEMMs of a prefill window as grouped tiles: scalar, and on KHR cooperative matrices.
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   string(TOUPPER ${t} T)

@@ -356,29 +356,46 @@ TEST(ExpertGemmSpeed, Window) {
                 };
                 const double gather_ms = test::device_ms_per_run(dev, runs, gather);
                 test::run(dev, gather);
-                Kernels::ExpertGemv gs = g;
-                gs.x = view(h);
-                const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                    K.gemm_experts_sorted(cl, gs, x_rows, tiles_off);
-                });
-                fmt::print(
-                    "expert {} GEMM {} {} x {}, {} pairs over {} experts, sorted NV tiles: {:.3f} "
-                    "ms (its gather {:.3f} ms), {:.1f} GB/s of weights, {:.1f} TFLOP/s\n",
-                    s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, ms, gather_ms,
-                    (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
-                    2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
-                const std::vector<float> out =
-                    test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
-                for (uint32_t pr = 0; pr < n_pairs; pr += 61)
-                    for (uint32_t r = 0; r < s.rows; r += 89) {
-                        const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
-                        const auto [ref, mag] =
-                            dot_and_magnitude(w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
-                        ASSERT_NEAR(out[(size_t)placed[inv_off + pr] * s.rows + r], ref,
-                                    2e-3 * mag + 1e-4)
-                            << s.name << " " << qtype_name(s.type) << " sorted NV tiles, pair "
-                            << pr << " row " << r;
+                // Over the blocks, and over the stack expanded to F16 (as a window runs them).
+                const uint32_t all_rows = n_expert * s.rows;
+                Buffer w16 = dev.create_buffer((uint64_t)all_rows * s.cols * 2, MemoryKind::device);
+                auto expand = [&](CommandList& cl) {
+                    K.dequant_f16(cl, s.type, view(w.w), all_rows, s.cols, view(w16));
+                };
+                const double expand_ms = test::device_ms_per_run(dev, runs, expand);
+                test::run(dev, expand);
+                for (bool expanded : {false, true}) {
+                    Kernels::ExpertGemv gs = g;
+                    gs.x = view(h);
+                    if (expanded) {
+                        gs.type = QType::F16;
+                        gs.w = view(w16);
                     }
+                    const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                        K.gemm_experts_sorted(cl, gs, x_rows, tiles_off);
+                    });
+                    fmt::print(
+                        "expert {} GEMM {} {} x {}, {} pairs over {} experts, sorted NV tiles{}: "
+                        "{:.3f} ms (its gather {:.3f} ms{}), {:.1f} GB/s of weights, {:.1f} "
+                        "TFLOP/s\n",
+                        s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert,
+                        expanded ? " over F16" : "", ms, gather_ms,
+                        expanded ? fmt::format(", the expansion {:.3f} ms", expand_ms) : "",
+                        (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
+                        2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
+                    const std::vector<float> out =
+                        test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
+                    for (uint32_t pr = 0; pr < n_pairs; pr += 61)
+                        for (uint32_t r = 0; r < s.rows; r += 89) {
+                            const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
+                            const auto [ref, mag] = dot_and_magnitude(
+                                w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
+                            ASSERT_NEAR(out[(size_t)placed[inv_off + pr] * s.rows + r], ref,
+                                        2e-3 * mag + 1e-4)
+                                << s.name << " " << qtype_name(s.type) << " sorted NV tiles, pair "
+                                << pr << " row " << r << (expanded ? " over F16" : "");
+                        }
+                }
             }
             for (const Form& form : forms) {
                 test::Scoped skinny_scope(K.tuning.expert_skinny, form.skinny);

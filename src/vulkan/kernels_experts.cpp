@@ -173,14 +173,14 @@ void ExpertKernels::moe_sort(CommandList& cl, View route, uint32_t route_off, ui
         fail("{} experts: the device's grouping takes up to {}", n_expert, kMaxSortExperts);
     const Kernel& kern = pipes_.get("moe_sort", 1, sizeof(SortPush));
     const uint32_t tile_rows = tiles_off == kNone ? 0 : kExpertTileRows;
-    cl.dispatch(kern, {route},
-                SortPush{n_rows * k, k, n_expert, route_off, perm_off, tile_rows, tiles_off,
-                         inv_off},
-                1, 1);
+    cl.dispatch(
+        kern, {route},
+        SortPush{n_rows * k, k, n_expert, route_off, perm_off, tile_rows, tiles_off, inv_off}, 1,
+        1);
 }
 
-void ExpertKernels::moe_gather(CommandList& cl, View act, uint32_t x_off, uint32_t cols,
-                               uint32_t k, View route, uint32_t perm_off, uint32_t n_pairs, View h,
+void ExpertKernels::moe_gather(CommandList& cl, View act, uint32_t x_off, uint32_t cols, uint32_t k,
+                               View route, uint32_t perm_off, uint32_t n_pairs, View h,
                                uint32_t h_off) {
     if (cols % 8 != 0 || h_off % 8 != 0)
         fail("a gather of rows of {} values to half {}: both multiples of 8", cols, h_off);
@@ -208,12 +208,13 @@ void ExpertKernels::gemm_experts_sorted(CommandList& cl, const ExpertGemv& g, ui
     const Features& f = dev_.features();
     const uint32_t expert_rows = g.expert_rows ? g.expert_rows : g.rows;
     if (g.n_rows == 0 || g.rows == 0) return;
-    if ((g.type != QType::Q4_K && g.type != QType::Q6_K) || g.cols % 256 != 0 ||
-        g.rows % kSortedTileWeightRows != 0 || expert_rows % kTileRows != 0 ||
+    if ((g.type != QType::Q4_K && g.type != QType::Q6_K && g.type != QType::F16) ||
+        g.cols % 256 != 0 || g.rows % kSortedTileWeightRows != 0 || expert_rows % kTileRows != 0 ||
         g.first_row % kTileRows != 0 || g.x_off % 8 != 0 || g.y_off % 4 != 0)
-        fail("no sorted expert tiles over {} rows of {} values ({} computed, {} an expert, from "
-             "{}; x at half {}, y at float {})",
-             qtype_name(g.type), g.cols, g.rows, expert_rows, g.first_row, g.x_off, g.y_off);
+        fail(
+            "no sorted expert tiles over {} rows of {} values ({} computed, {} an expert, from "
+            "{}; x at half {}, y at float {})",
+            qtype_name(g.type), g.cols, g.rows, expert_rows, g.first_row, g.x_off, g.y_off);
     const uint32_t n_pairs = g.n_rows * g.k;
     if (x_rows < n_pairs + kExpertTileRows)
         fail("sorted expert tiles over {} pairs read {} rows of X: {} are held", n_pairs,

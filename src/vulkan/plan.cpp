@@ -449,9 +449,8 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         scratch += p.window_x16_bytes;
         if (hp.ffn_kind == FfnKind::experts && Kernels::gemm_uses_cm2(f, variant)) {
             const uint64_t cols = std::max(hp.n_embd, hp.n_ff_exp);
-            p.window_pairs16_bytes =
-                align_up(((uint64_t)hp.n_expert_used * w + Kernels::kExpertTileRows) * cols * 2,
-                         kAlign);
+            p.window_pairs16_bytes = align_up(
+                ((uint64_t)hp.n_expert_used * w + Kernels::kExpertTileRows) * cols * 2, kAlign);
             scratch += p.window_pairs16_bytes;
         }
         if (Kernels::gemm_uses_cm2(f, variant) && w >= Kernels::kGemmExpandRows) {

@@ -361,23 +361,23 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         // matrices), the SwiGLU's F16 copy the down projection's input, and the weighted sums
         // finding each slot's output through its position.
         auto sorted_cm2 = [&](const Tensor* t, uint32_t rows, uint32_t first) {
-            return tiles(t) && W.win_pairs16 &&
+            return tiles(t) && W.win_pairs16 && W.win_experts16 &&
                    K.experts_sorted_cm2(var, t->type, (uint32_t)t->cols(), rows,
-                                        (uint32_t)t->rows(), first, k * m,
-                                        (uint32_t)hp.n_expert);
+                                        (uint32_t)t->rows(), first, k * m, (uint32_t)hp.n_expert);
         };
         const bool sorted = m > 1 && sorted_cm2(gate, n_ff, 0) &&
                             sorted_cm2(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0) &&
                             sorted_cm2(L.ffn_down_exps, E, 0);
-        // The stacks the tiles read expanded to F16 (Tuning::expert_expand): the gate and up
+        // The stacks the tiles read expanded to F16 (Tuning::expert_expand; always for the sorted
+        // tiles, whose loads decode blocks at a third of the skinny form's rate): the gate and up
         // stacks beside the router's GEMM, the down stack beside the SwiGLU (the gate and up
         // tiles are done by then), each pass bandwidth-bound where the tiles then decode nothing.
         std::map<const Tensor*, View> expanded;
         uint64_t expand_at = 0;
         auto expand_stack = [&](const Tensor* t) {
             const uint64_t n = (uint64_t)t->rows() * t->cols() * t->ne[2] * 2;
-            if (sorted || !W.win_experts16 || !tiles(t) || expanded.count(t) ||
-                expand_at + n > W.win_experts16.size())
+            if ((!sorted && !K.tuning.expert_expand) || !W.win_experts16 || !tiles(t) ||
+                expanded.count(t) || expand_at + n > W.win_experts16.size())
                 return;
             WindowItem it;
             it.kind = Kind::expand;
@@ -439,6 +439,10 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
                 it.kind = Kind::gemm_experts_sorted;
                 it.u_off = A.expert_tiles;
                 it.experts.x_off = 0;  // (halves of the pairs' buffer)
+                if (auto e = expanded.find(t); e != expanded.end()) {
+                    it.w16 = e->second;
+                    it.experts.type = QType::F16;
+                }
             } else if (tiles(t)) {
                 it.kind = Kind::gemm_experts;
                 it.u_off = A.expert_tiles;

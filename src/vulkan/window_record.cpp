@@ -106,7 +106,9 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                 break;
             case Kind::swiglu:
                 K.swiglu(cl, act, i.x_off, act, i.u_off, act, i.y_off, i.n,
-                         !i.f16_out ? View{} : i.to_pairs16 ? pairs16 : x16);
+                         !i.f16_out     ? View{}
+                         : i.to_pairs16 ? pairs16
+                                        : x16);
                 break;
             case Kind::moe_route:
                 K.moe_route(cl, act, i.x_off, (uint32_t)hp.n_expert, (uint32_t)hp.n_expert_used,
@@ -122,7 +124,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                 break;
             case Kind::gemm_experts_sorted: {
                 Kernels::ExpertGemv e = i.experts;
-                e.w = W.matrix(plan_, i.t);
+                e.w = i.w16.range > 0 ? i.w16 : W.matrix(plan_, i.t);  // (F16 where expanded)
                 e.route = e.y = act;
                 e.x = pairs16;
                 K.gemm_experts_sorted(cl, e, (uint32_t)(pairs16.range / 2 / e.cols), i.u_off);
@@ -144,14 +146,13 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                           (uint32_t)hp.n_embd, i.n, i.inv_off);
                 break;
             case Kind::shared_expert_add:
-                K.shared_expert_add(
-                    cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off, i.y_off,
-                    (uint32_t)hp.n_embd, i.n, i.next_norm ? W.param(i.next_norm) : Kernels::kNone,
-                    hp.rms_eps,
-                    i.sum_off == Kernels::kNone
-                        ? Kernels::ExpertsSum{}
-                        : Kernels::ExpertsSum{(uint32_t)hp.n_expert_used, i.sum_off, A.route,
-                                              i.inv_off});
+                K.shared_expert_add(cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off,
+                                    i.y_off, (uint32_t)hp.n_embd, i.n,
+                                    i.next_norm ? W.param(i.next_norm) : Kernels::kNone, hp.rms_eps,
+                                    i.sum_off == Kernels::kNone
+                                        ? Kernels::ExpertsSum{}
+                                        : Kernels::ExpertsSum{(uint32_t)hp.n_expert_used, i.sum_off,
+                                                              A.route, i.inv_off});
                 break;
             case Kind::head_gemv:
                 K.gemv(cl, {.type = t->type,

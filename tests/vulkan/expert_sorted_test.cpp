@@ -54,8 +54,7 @@ struct Choice {
         perm_off = (uint32_t)route.size() + 2;
         inv_off = perm_off + n_pairs + 3;
         tiles_off = inv_off + n_pairs + 3;
-        route.resize(tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4,
-                     test::kPoison);
+        route.resize(tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4, test::kPoison);
     }
     uint32_t pairs() const { return n_rows * k; }
 };
@@ -200,53 +199,63 @@ TEST_P(ExpertSortedTiles, PositionsMatchTheReference) {
     const uint32_t y_off = 4;
     const size_t n_out = (size_t)n_pairs * rows;
     Buffer y = test::poisoned(dev, y_off + n_out + 4);
-    const Kernels::ExpertGemv g{.type = t,
-                                .w = view(w),
-                                .rows = rows,
-                                .cols = cols,
-                                .n_expert = n_expert,
-                                .k = k,
-                                .expert_rows = expert_rows,
-                                .first_row = first_row,
-                                .perm_off = c.perm_off,
-                                .route = view(rb),
-                                .route_off = c.route_off,
-                                .x = view(hb),
-                                .x_off = 0,
-                                .y = view(y),
-                                .y_off = y_off,
-                                .n_rows = n_rows};
-    test::run(dev, [&](CommandList& cl) {
-        K.moe_sort(cl, view(rb), c.route_off, k, n_expert, n_rows, c.perm_off, c.tiles_off,
-                   c.inv_off);
-        cl.barrier();
-        K.moe_gather(cl, view(ab), x_off, cols, k, view(rb), c.perm_off, n_pairs, view(hb), 0);
-        cl.barrier();
-        K.gemm_experts_sorted(cl, g, x_rows, c.tiles_off);
-    });
-    auto got = test::from_device<uint32_t>(dev, rb, c.route.size());
-    auto out = test::from_device<float>(dev, y, y_off + n_out + 4);
-    for (uint32_t i = 0; i < y_off; ++i) ASSERT_EQ(test::bits(out[i]), test::kPoison);
-    for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(test::bits(out[y_off + n_out + i]), test::kPoison);
-    for (uint32_t r = 0; r < n_rows; ++r)
-        for (uint32_t j = 0; j < k; ++j) {
-            const uint32_t pos = got[c.inv_off + r * k + j];
-            ASSERT_LT(pos, n_pairs);
-            for (uint32_t row = 0; row < rows; ++row) {
-                const float* wr =
-                    deq.data() + ((size_t)c.ids[r][j] * expert_rows + first_row + row) * cols;
-                double s = 0, mag = 0;
-                for (uint32_t v = 0; v < cols; ++v) {
-                    const double p =
-                        (double)wr[v] * f16_to_f32(f32_to_f16(act[x_off + (size_t)r * cols + v]));
-                    s += p;
-                    mag += std::fabs(p);
+    Kernels::ExpertGemv g{.type = t,
+                          .w = view(w),
+                          .rows = rows,
+                          .cols = cols,
+                          .n_expert = n_expert,
+                          .k = k,
+                          .expert_rows = expert_rows,
+                          .first_row = first_row,
+                          .perm_off = c.perm_off,
+                          .route = view(rb),
+                          .route_off = c.route_off,
+                          .x = view(hb),
+                          .x_off = 0,
+                          .y = view(y),
+                          .y_off = y_off,
+                          .n_rows = n_rows};
+    // Over the stack's blocks, and over its F16 expansion (as a window reads it).
+    Buffer w16 = dev.create_buffer((uint64_t)all_rows * cols * 2, MemoryKind::device);
+    for (bool expanded : {false, true}) {
+        SCOPED_TRACE(expanded ? "over the F16 expansion" : "over the blocks");
+        dev.fill(y, 0, (y_off + n_out + 4) * 4, test::kPoison);
+        g.type = expanded ? QType::F16 : t;
+        g.w = view(expanded ? w16 : w);
+        test::run(dev, [&](CommandList& cl) {
+            K.moe_sort(cl, view(rb), c.route_off, k, n_expert, n_rows, c.perm_off, c.tiles_off,
+                       c.inv_off);
+            cl.barrier();
+            K.moe_gather(cl, view(ab), x_off, cols, k, view(rb), c.perm_off, n_pairs, view(hb), 0);
+            if (expanded) K.dequant_f16(cl, t, view(w), all_rows, cols, view(w16));
+            cl.barrier();
+            K.gemm_experts_sorted(cl, g, x_rows, c.tiles_off);
+        });
+        auto got = test::from_device<uint32_t>(dev, rb, c.route.size());
+        auto out = test::from_device<float>(dev, y, y_off + n_out + 4);
+        for (uint32_t i = 0; i < y_off; ++i) ASSERT_EQ(test::bits(out[i]), test::kPoison);
+        for (uint32_t i = 0; i < 4; ++i)
+            ASSERT_EQ(test::bits(out[y_off + n_out + i]), test::kPoison);
+        for (uint32_t r = 0; r < n_rows; ++r)
+            for (uint32_t j = 0; j < k; ++j) {
+                const uint32_t pos = got[c.inv_off + r * k + j];
+                ASSERT_LT(pos, n_pairs);
+                for (uint32_t row = 0; row < rows; ++row) {
+                    const float* wr =
+                        deq.data() + ((size_t)c.ids[r][j] * expert_rows + first_row + row) * cols;
+                    double s = 0, mag = 0;
+                    for (uint32_t v = 0; v < cols; ++v) {
+                        const double p = (double)wr[v] *
+                                         f16_to_f32(f32_to_f16(act[x_off + (size_t)r * cols + v]));
+                        s += p;
+                        mag += std::fabs(p);
+                    }
+                    ASSERT_NEAR(out[y_off + (size_t)pos * rows + row], s, 2e-3 * mag + 1e-5)
+                        << qtype_name(t) << " row " << r << " slot " << j << " (expert "
+                        << c.ids[r][j] << ", position " << pos << ") out " << row;
                 }
-                ASSERT_NEAR(out[y_off + (size_t)pos * rows + row], s, 2e-3 * mag + 1e-5)
-                    << qtype_name(t) << " row " << r << " slot " << j << " (expert "
-                    << c.ids[r][j] << ", position " << pos << ") out " << row;
             }
-        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ExpertSortedTiles,

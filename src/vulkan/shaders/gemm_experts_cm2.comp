@@ -4,9 +4,11 @@
 // gathered in that order as F16 rows (moe_gather.comp, or the SwiGLU's F16 copy of the
 // experts' own outputs), and each pair's output written at its position in that order:
 // Y[pos][n] = W_e[n] · X[pos] for the tile's positions, e its expert. W is the layer's stack of
-// experts (expert_rows rows each, first_row the first read) in Q4_K or Q6_K rows held in tiles of
-// 32 (weight_layout.h), decoded by the tensor loads as the dense tiles decode them
-// (cm2_decode.glsl). Workgroup (x, y) computes weight rows x · BM .. of table tile y.
+// experts (expert_rows rows each, first_row the first read): F16 rows (WTYPE_F16: the stack
+// expanded for the window, Kernels::dequant_f16), or Q4_K or Q6_K rows held in tiles of 32
+// (weight_layout.h) decoded by the tensor loads as the dense tiles decode them (cm2_decode.glsl;
+// several times slower on an H100: the decode, not the gather, bounds them). Workgroup (x, y)
+// computes weight rows x · BM .. of table tile y.
 // Why this form: with X and Y contiguous in the experts' order, a tile reads X and writes Y
 // through plain tensor loads and stores, as a dense window's GEMM does; gathering X through a
 // decode function and storing each product to its pair's slot element by element left the
@@ -31,7 +33,12 @@ layout(constant_id = 1) const uint BM = 128;  // weight rows a tile
 layout(constant_id = 2) const uint BN = 64;   // pairs a tile: the table's tiles hold up to 64
 layout(constant_id = 3) const uint BK = 32;   // columns a step
 
+#if defined(WTYPE_F16)
+layout(std430, binding = 0) readonly buffer Weights { float16_t wq[]; };
+const uint QK = 1;
+#else
 layout(std430, binding = 0) readonly buffer Weights { uint wq[]; };
+#endif
 layout(std430, binding = 1) readonly buffer XH { float16_t xh[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 3) readonly buffer Route { uint route[]; };
@@ -47,7 +54,9 @@ layout(push_constant) uniform Push {
     uint tiles_off;    // words of route
 } p;
 
+#if !defined(WTYPE_F16)
 #include "cm2_decode.glsl"
+#endif
 
 const uint UNROLL = 256u / BK;  // the steps of one block of columns, unrolled together
 
@@ -57,12 +66,18 @@ void main() {
     const uint expert = route[p.tiles_off + 1u + 3u * y_tile];
     const uint first = route[p.tiles_off + 2u + 3u * y_tile];
     const uint end = route[p.tiles_off + 3u + 3u * y_tile];
-    // The expert's matrix, in words: whole tiles of 32 rows (32 · row_bytes bytes each) before
-    // its first row read.
+    // The expert's matrix: in halves, or in words (whole tiles of 32 rows, 32 · row_bytes bytes
+    // each, before its first row read).
+#if defined(WTYPE_F16)
+    const uint w_base = (expert * p.expert_rows + p.first_row) * p.K;
+#else
     const uint w_base = ((expert * p.expert_rows + p.first_row) / 32u) * (8u * p.row_bytes);
+#endif
 
     tensorLayoutNV<2> lw = createTensorLayoutNV(2);
+#if !defined(WTYPE_F16)
     lw = setTensorLayoutBlockSizeNV(lw, 1, QK);
+#endif
     lw = setTensorLayoutDimensionNV(lw, p.N, p.K);
     lw = setTensorLayoutStrideNV(lw, p.K / QK, 1);
     tensorLayoutNV<2> lx = createTensorLayoutNV(2);
@@ -78,7 +93,11 @@ void main() {
             const uint k = k0 + j * BK;
             coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> a;
             coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> b;
+#if defined(WTYPE_F16)
+            coopMatLoadTensorNV(a, wq, w_base, sliceTensorLayoutNV(lw, n0, BM, k, BK));
+#else
             coopMatLoadTensorNV(a, wq, w_base, sliceTensorLayoutNV(lw, n0, BM, k, BK), decode);
+#endif
             coopMatLoadTensorNV(b, xh, p.x_off, sliceTensorLayoutNV(lx, first, BN, k, BK), tr);
             acc = coopMatMulAdd(a, b, acc);
         }
