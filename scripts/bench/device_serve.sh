@@ -8,9 +8,11 @@
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
 #   [CTX=4096] [DOC_WORDS=1500] [SERVE_TIMEOUT=240] (seconds for each engine's workload; the
 #   levels done when it is cut are kept in the JSON)
-#   [WARMUP=8] [OURS_ARGS=-v] [ENGINES="deltallm llama-server"] scripts/bench/device_serve.sh
+#   [WARMUP=8] [OURS_ARGS=-v] [PEER_ARGS=] [ENGINES="deltallm llama-server"]
+#   scripts/bench/device_serve.sh
 # OURS_ARGS go to `deltallm serve` (-v: every step's rows and time, each admission, snapshot and
-# pipeline compile with its time, in server-deltallm.log).
+# pipeline compile with its time, in server-deltallm.log), PEER_ARGS to llama-server (a template
+# for both: OURS_ARGS="--chat-template-file F" PEER_ARGS="--jinja --chat-template-file F").
 # WARMUP requests go to each server before its first level, unmeasured (pipelines and commands
 # made on first use); after each workload the server's /metrics are kept (ours: the steps' time).
 # Each engine serves with as many slots as the highest level and the same context per slot;
@@ -102,7 +104,8 @@ for engine in ${ENGINES:-deltallm llama-server}; do
             --cache-host-mib 16000 ${OURS_ARGS:-} ;;
     llama-server)
         run_engine llama-server 8081 "$peer_dir/llama-server" -m "$f" -ngl 999 \
-            --parallel "$slots" -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui ;;
+            --parallel "$slots" -c $((ctx * slots)) --port 8081 --host 127.0.0.1 --no-webui \
+            ${PEER_ARGS:-} ;;
     esac
 done
 python3 scripts/bench/serve_compare.py "$out"/serve-deltallm-*.json --peer-dir "$out" --png-dir "$out" \
