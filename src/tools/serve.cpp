@@ -160,7 +160,10 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
     app.add_option("--host", a->server.host, "address to listen on")->capture_default_str();
     app.add_option("--port", a->server.port, "port to listen on (0: any free one)")
         ->capture_default_str();
+    // (The range is checked on the text as given: a value past the integer's range would
+    // otherwise reach the message saturated.)
     app.add_option("--parallel,--np", a->server.parallel, "requests generating at once (slots)")
+        ->check(CLI::Range(1, 256))
         ->capture_default_str();
     app.add_option("--queue", a->server.queue_limit,
                    "requests that may wait for a slot; beyond them the answer is 503")

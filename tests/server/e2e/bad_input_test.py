@@ -383,6 +383,10 @@ def bad_flags(binary, tmp):
         errors = [l for l in p.stderr.splitlines() if l.startswith("error:")]
         assert p.returncode == 1 and len(errors) == 1, (flags, p.returncode, p.stderr)
         assert "listening" not in p.stderr, (flags, p.stderr)
+    # A number past the integer's range is named as sent, not saturated.
+    p = subprocess.run([binary, "serve", "--port", "0", "--parallel", "99999999999999999999"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "99999999999999999999" in p.stderr, p.stderr
 
 
 def main():
