@@ -121,7 +121,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             w->win_x16 = D.create_buffer(P.window_x16_bytes, MemoryKind::device);
         if (P.window_w16_bytes > 0)
             w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
-        if (P.window_pairs16_bytes > 0)
+        if (P.window_pairs16_bytes > 0 && opts.tuning.expert_cm2_pairs > 0)
             w->win_pairs16 = D.create_buffer(P.window_pairs16_bytes, MemoryKind::device);
         // (The sorted expert tiles on the NV tiles read the stacks expanded too: decoding their
         // blocks in the tensor loads ran at a third of the skinny grouped form's rate.)

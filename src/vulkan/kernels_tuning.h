@@ -213,8 +213,9 @@ struct Tuning {
     // on average (and whose gate, up and down stacks are all Q4_K or Q6_K of whole tiles of rows)
     // run the expert GEMMs over the pairs' inputs gathered in the experts' order as F16 rows,
     // each output left at its pair's position in that order (ExpertKernels::experts_sorted_cm2,
-    // gemm_experts_cm2.comp; DELTALLM_VK_EXPERT_CM2; 0: never).
-    uint32_t expert_cm2_pairs = 48;
+    // gemm_experts_cm2.comp; DELTALLM_VK_EXPERT_CM2; 0: never). Off until checked and measured
+    // on a device (over the stacks' blocks it was slower than the skinny form, r36).
+    uint32_t expert_cm2_pairs = 0;
 
     // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
 
