@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -329,6 +330,29 @@ TEST(ExpertGemmSpeed, Window) {
             const std::vector<float> x = test::randn((size_t)n_x * s.cols, 29 + s.cols, 1.f);
             Buffer xb = test::to_device(dev, x);
             Buffer y = test::poisoned(dev, (size_t)n_pairs * s.rows);
+            // A form's time, and every 61st pair's every 89th output against the host (pair
+            // pr's output at row at(pr) of y).
+            auto report = [&](const std::string& form, double ms) {
+                fmt::print(
+                    "expert {} GEMM {} {} x {}, {} pairs over {} experts, {}: {:.3f} ms, {:.1f} "
+                    "GB/s of weights, {:.1f} TFLOP/s\n",
+                    s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, form, ms,
+                    (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
+                    2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
+            };
+            auto check = [&](const std::string& form, const std::function<size_t(uint32_t)>& at) {
+                const std::vector<float> out =
+                    test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
+                for (uint32_t pr = 0; pr < n_pairs; pr += 61)
+                    for (uint32_t r = 0; r < s.rows; r += 89) {
+                        const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
+                        const auto [ref, mag] =
+                            dot_and_magnitude(w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
+                        ASSERT_NEAR(out[at(pr) * s.rows + r], ref, 2e-3 * mag + 1e-4)
+                            << s.name << " " << qtype_name(s.type) << " " << form << " pair " << pr
+                            << " row " << r;
+                    }
+            };
             const Kernels::ExpertGemv g{.type = s.type,
                                         .w = view(w.w),
                                         .rows = s.rows,
@@ -374,27 +398,14 @@ TEST(ExpertGemmSpeed, Window) {
                     const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
                         K.gemm_experts_sorted(cl, gs, x_rows, tiles_off);
                     });
-                    fmt::print(
-                        "expert {} GEMM {} {} x {}, {} pairs over {} experts, sorted NV tiles{}: "
-                        "{:.3f} ms (its gather {:.3f} ms{}), {:.1f} GB/s of weights, {:.1f} "
-                        "TFLOP/s\n",
-                        s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert,
-                        expanded ? " over F16" : "", ms, gather_ms,
-                        expanded ? fmt::format(", the expansion {:.3f} ms", expand_ms) : "",
-                        (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
-                        2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
-                    const std::vector<float> out =
-                        test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
-                    for (uint32_t pr = 0; pr < n_pairs; pr += 61)
-                        for (uint32_t r = 0; r < s.rows; r += 89) {
-                            const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
-                            const auto [ref, mag] = dot_and_magnitude(
-                                w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
-                            ASSERT_NEAR(out[(size_t)placed[inv_off + pr] * s.rows + r], ref,
-                                        2e-3 * mag + 1e-4)
-                                << s.name << " " << qtype_name(s.type) << " sorted NV tiles, pair "
-                                << pr << " row " << r << (expanded ? " over F16" : "");
-                        }
+                    const std::string form =
+                        expanded ? fmt::format(
+                                       "sorted NV tiles over F16 (its gather {:.3f} ms, "
+                                       "the expansion {:.3f} ms)",
+                                       gather_ms, expand_ms)
+                                 : fmt::format("sorted NV tiles (its gather {:.3f} ms)", gather_ms);
+                    report(form, ms);
+                    check(form, [&](uint32_t pr) { return (size_t)placed[inv_off + pr]; });
                 }
             }
             for (const Form& form : forms) {
@@ -404,23 +415,8 @@ TEST(ExpertGemmSpeed, Window) {
                 const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
                     K.gemm_experts(cl, dev.variant(), g, tiles_off);
                 });
-                fmt::print(
-                    "expert {} GEMM {} {} x {}, {} pairs over {} experts, {}: {:.3f} ms, "
-                    "{:.1f} GB/s of weights, {:.1f} TFLOP/s\n",
-                    s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, form.name, ms,
-                    (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
-                    2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
-                const std::vector<float> out =
-                    test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
-                for (uint32_t pr = 0; pr < n_pairs; pr += 61)
-                    for (uint32_t r = 0; r < s.rows; r += 89) {
-                        const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
-                        const auto [ref, mag] =
-                            dot_and_magnitude(w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
-                        ASSERT_NEAR(out[(size_t)pr * s.rows + r], ref, 2e-3 * mag + 1e-4)
-                            << s.name << " " << qtype_name(s.type) << " " << form.name << " pair "
-                            << pr << " row " << r;
-                    }
+                report(form.name, ms);
+                check(form.name, [](uint32_t pr) { return (size_t)pr; });
             }
         }
     }

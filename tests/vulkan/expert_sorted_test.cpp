@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "core/half.h"
+#include "moe_reference.h"
 #include "vk_test.h"
 
 namespace dl::vk {
@@ -155,13 +156,9 @@ TEST(ExpertSorted, PositionsGatherAndSums) {
     }
 }
 
-struct SortedCase {
-    QType type;
-    uint32_t rows, cols, n_expert, k, n_rows;
-    bool fused;  // a stack of 2 · rows rows an expert, the second half read
-};
+using test::ExpertTileCase;
 
-class ExpertSortedTiles : public ::testing::TestWithParam<SortedCase> {};
+class ExpertSortedTiles : public ::testing::TestWithParam<ExpertTileCase> {};
 
 // gemm_experts_sorted over moe_gather's rows: each pair's output at its position, every pair
 // against the product of its expert's dequantized rows and its row's halves.
@@ -261,18 +258,13 @@ TEST_P(ExpertSortedTiles, PositionsMatchTheReference) {
 INSTANTIATE_TEST_SUITE_P(Formats, ExpertSortedTiles,
                          ::testing::Values(
                              // Expert 0 past one tile of 64 pairs, the others a few each.
-                             SortedCase{QType::Q4_K, 128, 256, 8, 2, 100, false},
-                             SortedCase{QType::Q6_K, 256, 512, 10, 4, 70, false},
+                             ExpertTileCase{QType::Q4_K, 128, 256, 8, 2, 100, false},
+                             ExpertTileCase{QType::Q6_K, 256, 512, 10, 4, 70, false},
                              // The second half of a fused gate-and-up stack.
-                             SortedCase{QType::Q4_K, 128, 256, 6, 3, 40, true},
+                             ExpertTileCase{QType::Q4_K, 128, 256, 6, 3, 40, true},
                              // Rows of three blocks; every expert past a tile.
-                             SortedCase{QType::Q6_K, 128, 768, 4, 4, 130, false}),
-                         [](const auto& info) {
-                             const SortedCase& c = info.param;
-                             return fmt::format("{}_{}x{}_e{}k{}r{}{}", qtype_name(c.type), c.rows,
-                                                c.cols, c.n_expert, c.k, c.n_rows,
-                                                c.fused ? "_fused" : "");
-                         });
+                             ExpertTileCase{QType::Q6_K, 128, 768, 4, 4, 130, false}),
+                         [](const auto& info) { return test::expert_tile_case_name(info.param); });
 
 }  // namespace
 }  // namespace dl::vk
