@@ -350,6 +350,10 @@ PY
                 --gtest_filter='*ExpertTiles*:*ExpertSorted*:*ExpertGemv*:MoeSort.*:MoeSum.*:SharedExpertAdd.*:WindowPrefill.*Moe*' 2>&1 |
                 grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran|Failure|error' | head -20 |
                 tee "$out/experts-tests.txt"
+            # (A run cut by the timeout prints no summary: say so rather than print nothing.)
+            [ "${PIPESTATUS[0]}" = 124 ] &&
+                echo "the expert tests were cut at 150 s, before their summary" |
+                tee -a "$out/experts-tests.txt"
         fi
         # EXPERT_FORMS: settings separated by '|' (default: the grouped tiles against the skinny
         # GEMM's grouped form), each the pp512, pp2048 and tg64 of each of EXPERT_SPECS
