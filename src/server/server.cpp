@@ -431,8 +431,8 @@ void Server::Impl::stop() {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
     Impl& s = *impl_;
-    if (s.opt.parallel < 1 || s.opt.parallel > 256)
-        fail("--parallel must be 1 to 256, not {}", s.opt.parallel);
+    if (s.opt.parallel < 1 || s.opt.parallel > ServerOptions::kMaxParallel)
+        fail("--parallel must be 1 to {}, not {}", ServerOptions::kMaxParallel, s.opt.parallel);
     // One thread per connection being answered: every slot and every queued request can hold
     // one (a streamed answer keeps its connection), with some left for the other routes.
     const size_t threads = (size_t)(s.opt.parallel + s.opt.queue_limit + 16);

@@ -18,8 +18,9 @@ namespace dl::server {
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
-    int port = 8080;             // 0: any free port (bind() says which)
-    int64_t parallel = 4;        // sequences generating at once
+    int port = 8080;       // 0: any free port (bind() says which)
+    int64_t parallel = 4;  // sequences generating at once, 1 to kMaxParallel
+    static constexpr int64_t kMaxParallel = 256;
     int64_t n_ctx = 0;           // context of each slot; 0: the engine's
     int64_t queue_limit = 64;    // requests waiting beyond which the answer is 503
     int64_t token_budget = 512;  // tokens per scheduler step

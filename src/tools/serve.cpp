@@ -163,7 +163,7 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
     // (The range is checked on the text as given: a value past the integer's range would
     // otherwise reach the message saturated.)
     app.add_option("--parallel,--np", a->server.parallel, "requests generating at once (slots)")
-        ->check(CLI::Range(1, 256))
+        ->check(CLI::Range(int64_t{1}, server::ServerOptions::kMaxParallel))
         ->capture_default_str();
     app.add_option("--queue", a->server.queue_limit,
                    "requests that may wait for a slot; beyond them the answer is 503")
