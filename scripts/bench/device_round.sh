@@ -372,10 +372,15 @@ PY
             done | tee -a "$out/experts.txt"
         done
         # EXPERT_KEEP=1: the form whose rates sum highest over the specs runs the later stages,
-        # unless a kernel report of this round failed its check (then the first form).
+        # unless this round's tests did not pass (none ran to their summary, or a test or a
+        # kernel report failed its check): then the first form.
         if [ "${EXPERT_KEEP:-0}" = 1 ]; then
             best_expert=$(fastest_form "$out/experts.txt")
-            grep -qE 'FAILED|Failure' "$out/kernels.txt" 2>/dev/null && best_expert=${forms[0]}
+            checked=("$out/kernels.txt" "$out"/tests-*.log "$out/experts-tests.txt")
+            if grep -qsE 'FAILED|Failure|cut at' "${checked[@]}" ||
+                ! grep -qsE '^\[  PASSED' "${checked[@]}"; then
+                best_expert=${forms[0]}
+            fi
             echo "kept expert form: $best_expert" | tee -a "$out/experts.txt"
             [ -n "$best_expert" ] && export $best_expert
         fi
@@ -414,13 +419,15 @@ PY
             pids+=($!)
         done
         rcs=
-        for pid in "${pids[@]}"; do
-            wait "$pid"
-            rcs="$rcs $?"
+        for i in "${!pids[@]}"; do
+            wait "${pids[$i]}"
+            rc=$?
+            rcs="$rcs $rc"
+            [ "$rc" = 124 ] && echo "shard $i was cut at ${limit} s" >>"$out/tests-$i.log"
         done
         echo "shards' rc:$rcs (124: cut by its time) validation errors: $(cat "$out"/tests-*.log |
             grep -c 'Validation Error')"
-        cat "$out"/tests-*.log | grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran' | sort -u |
+        cat "$out"/tests-*.log | grep -E '^\[  FAILED|^\[  PASSED|tests? from .* ran|cut at' | sort -u |
             head -20
         ;;
     serve)
