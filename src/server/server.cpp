@@ -18,12 +18,12 @@
 #include "server/api_error.h"
 #include "server/chat_bridge.h"
 #include "server/completion.h"
+#include "server/connection_guard.h"
 #include "server/generation.h"
-#include "server/listen_socket.h"
 #include "server/metrics.h"
 #include "server/output_constraint.h"
-#include "server/peer_socket.h"
 #include "server/request.h"
+#include "server/sockets.h"
 #include "server/sse.h"
 
 namespace dl::server {
@@ -63,6 +63,7 @@ void reply_error(httplib::Response& res, int status, const std::string& message,
 
 struct Server::Impl {
     ServerOptions opt;
+    std::unique_ptr<ConnectionGuard> guard;  // made before the HTTP library's workers, kept after
     httplib::Server http;
     std::atomic<bool> ready{false}, stopping{false};
     std::atomic<bool> listen_started{false}, listen_done{false};
@@ -252,14 +253,14 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     if (!p.stream) {
         // Nothing is written before the answer, so the connection itself is asked now and then
         // whether the client is still there; if not, the request stops taking steps.
-        const PeerSocket peer(req.remote_addr, req.remote_port);
+        const int client = ConnectionGuard::current_socket();
         auto last_check = std::chrono::steady_clock::now();
         while (!job->completion.finished()) {
             if (std::optional<GenerationEvent> ev = job->queue->pop(50ms)) job->on_event(*ev);
             const auto now = std::chrono::steady_clock::now();
             if (now - last_check < 50ms) continue;
             last_check = now;
-            if (peer.closed()) {
+            if (client_closed(client)) {
                 job->cancel();
                 return;  // no one to answer
             }
@@ -422,6 +423,8 @@ void Server::Impl::stop() {
             jobs_cv.wait_for(lock, 5s, [&] { return jobs == 0; });
         }
     }
+    // The library's workers end with their connections: those waiting for a request are closed.
+    guard->close_idle();
     // httplib's stop() does nothing before its listen loop runs: repeat it until listen() ends.
     while (listen_started && !listen_done) {
         http.stop();
@@ -435,11 +438,17 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
         fail("--parallel must be 1 to {}, not {}", ServerOptions::kMaxParallel, s.opt.parallel);
     // One thread per connection being answered: every slot and every queued request can hold
     // one (a streamed answer keeps its connection), with some left for the other routes.
-    const size_t threads = (size_t)(s.opt.parallel + s.opt.queue_limit + 16);
-    s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    if (!(s.opt.timeout_seconds >= 1 && s.opt.timeout_seconds <= 3600))
+        fail("--timeout must be 1 to 3600 seconds, not {}", s.opt.timeout_seconds);
+    ConnectionGuard::Options guard;
+    guard.workers = (size_t)(s.opt.parallel + s.opt.queue_limit + 16);
+    guard.request_seconds = s.opt.timeout_seconds;
+    s.guard = std::make_unique<ConnectionGuard>(guard);
+    s.http.new_task_queue = [&s] { return s.guard->make_task_queue(); };
     s.http.set_payload_max_length(s.opt.max_body_bytes);
-    s.http.set_read_timeout(30, 0);
-    s.http.set_write_timeout(30, 0);
+    const auto timeout = std::chrono::duration<double>(s.opt.timeout_seconds);
+    s.http.set_read_timeout(timeout);
+    s.http.set_write_timeout(timeout);
     s.http.set_tcp_nodelay(true);
     // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the
     // same port would start and silently share the traffic instead of failing to bind.
@@ -450,6 +459,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 
     s.http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         Impl& s = *impl_;
+        ConnectionGuard::request_read();
         // The HTTP library would cut any answer to a Range header's bytes (an API answer cut
         // mid-JSON, with status 200, or an empty 416); HTTP lets a server ignore the header and
         // send the whole answer, as this one does. (The request is the library's own object,
@@ -513,6 +523,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
             reply_error(res, 500, "internal error: " + what);
         });
     s.http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+        ConnectionGuard::answer_written();
         impl_->metrics.count_request(res.status);
         log::debug("{} {} -> {}", req.method, req.path, res.status);
     });
@@ -536,6 +547,7 @@ int Server::bind() {
     if (port <= 0)
         fail("cannot listen on {}:{} (the address is in use, or not one of this machine's)",
              s.opt.host, s.opt.port);
+    s.guard->watch_port(port);
     if (!widen_backlog(port, SOMAXCONN))
         log::warn("the listening socket keeps its backlog of 5: bursts of clients may be refused");
     return port;

@@ -37,6 +37,9 @@ struct ServerOptions {
     std::string chat_template;          // template source; empty: the model's
     bool metrics = false;               // serve GET /metrics
     size_t max_body_bytes = 8u << 20;
+    // A client's time to send a whole request once connected or answered (a slow one is cut off
+    // then), and the limit of each read and write.
+    double timeout_seconds = 30;
     double shutdown_grace_seconds = 10;  // running requests may finish for this long on stop()
 };
 

@@ -180,6 +180,9 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
            "keep a prefix-cache snapshot where a prompt chunk passes a multiple of N tokens, "
            "and where a prompt parts from a cached one N+ tokens past its hit (0: off)")
         ->capture_default_str();
+    app.add_option("--timeout", a->server.timeout_seconds,
+                   "seconds a client has to send a whole request, and each read or write's limit")
+        ->capture_default_str();
     auto* key = app.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY'");
     app.add_option("--api-key-file", a->api_key_file,
                    "read the accepted keys from a file, one a line");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`deltallm serve` against bad input, over raw HTTP: malformed JSON, wrong types, bad sizes,
-huge bodies, unknown models and routes, keys, a slow client, a client that leaves mid-stream, a
-full queue. Every answer must be an OpenAI error with the right status, and afterwards the
+huge bodies, unknown models and routes, keys, a slow client, many clients that send a byte now and
+then, a client that leaves mid-stream, a full queue. Every answer must be an OpenAI error with the right status, and afterwards the
 server must still be up with nothing running."""
 import json
 import random
@@ -231,6 +231,63 @@ def full_queue(binary):
         wait_idle(srv)
 
 
+def slow_clients(binary):
+    """Clients that send their request a byte now and then (more of them than the server has
+    workers) neither keep others waiting nor stay connected past --timeout; a client that keeps
+    its connection and asks again and again is not cut off by it."""
+    with Server(binary, "--parallel", 1, "--queue", 2, "--timeout", 3, "--metrics") as srv:
+        slow = []
+        for _ in range(60):  # the server has 1 + 2 + 16 workers
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            s.sendall(f"POST {CHAT} HTTP/1.1\r\nHost: x\r\n".encode())
+            slow.append(s)
+        stop = threading.Event()
+
+        def trickle():
+            while not stop.wait(0.5):
+                for s in slow:
+                    try:
+                        s.sendall(b"X")
+                    except OSError:
+                        pass
+
+        threading.Thread(target=trickle, daemon=True).start()
+        try:
+            time.sleep(1.5)
+            for _ in range(3):
+                t = time.time()
+                status, _, data = srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 2},
+                                              timeout=10)
+                assert status == 200, (status, data[:200])
+                assert time.time() - t < 4, f"answered after {time.time() - t:.1f} s"
+            # One connection, a request every 0.25 s for longer than --timeout: never cut off.
+            c = srv.connection(10)
+            for _ in range(18):
+                c.request("GET", "/health")
+                r = c.getresponse()
+                r.read()
+                assert r.status == 200, r.status
+                time.sleep(0.25)
+            c.close()
+            # By now (over 6 s) every slow client is gone: the server closed its end.
+            time.sleep(1)
+            for s in slow:
+                s.settimeout(2)
+                try:
+                    while s.recv(4096):
+                        pass
+                except (ConnectionResetError, BrokenPipeError):
+                    pass
+                except socket.timeout:
+                    raise AssertionError("a slow client is still connected past --timeout")
+        finally:
+            stop.set()
+            for s in slow:
+                s.close()
+        assert any("sent no whole request" in line or "workers taken" in line
+                   for line in srv.log), srv.log[-5:]
+
+
 def keys(binary):
     with Server(binary, "--api-key", "sk-right", "-c", 256) as srv:
         expect_error(srv, 401, {"messages": MSG, "max_tokens": 1})
@@ -377,7 +434,8 @@ def bad_flags(binary, tmp):
                   ["--cache-mib", "-5"], ["--cache-mib", "lots"], ["--cache-mib", "nan"],
                   ["--cache-mib", "1e9"], ["--cache-mib", "12x"], ["--device", "tpu"],
                   ["--api-key", ""], ["--api-key", " "], ["-m", f"{tmp}/none.gguf"],
-                  ["-m", tmp], ["-c", "-1"]):
+                  ["-m", tmp], ["-c", "-1"], ["--timeout", "0"], ["--timeout", "nan"],
+                  ["--timeout", "1e9"]):
         p = subprocess.run([binary, "serve", "--port", "0", *flags], capture_output=True,
                            text=True, timeout=60)
         errors = [l for l in p.stderr.splitlines() if l.startswith("error:")]
@@ -408,6 +466,8 @@ def main():
                    random_mutations, srv)
         checks.run("after all of it the server is up with nothing running", still_up, srv)
     checks.run("a full queue is a 503 with Retry-After", full_queue, binary)
+    checks.run("slow clients neither hold the server nor stay past --timeout", slow_clients,
+               binary)
     checks.run("a missing or wrong key is a 401", keys, binary)
     with tempfile.TemporaryDirectory() as tmp:
         checks.run("bad flags are one error line and exit code 1", bad_flags, binary, tmp)

@@ -1,6 +1,7 @@
-// The listening socket's backlog widened in place: a burst of clients that the backlog the HTTP
-// library sets (5) would leave waiting all connect at once.
-#include "server/listen_socket.h"
+// This process's own sockets: the listening socket's backlog widened in place (a burst of clients
+// that the backlog the HTTP library sets, 5, would leave waiting all connect at once), a
+// connection found by its port, a client's close seen without reading its bytes.
+#include "server/sockets.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -67,7 +68,7 @@ int connected(int port, int n) {
     return done;
 }
 
-TEST(ListenSocket, AWiderBacklogTakesABurstOfClients) {
+TEST(Sockets, AWiderBacklogTakesABurstOfClients) {
     int port = 0;
     const int narrow = listener(port);
     ASSERT_GE(narrow, 0);
@@ -80,6 +81,57 @@ TEST(ListenSocket, AWiderBacklogTakesABurstOfClients) {
     EXPECT_EQ(connected(port, 40), 40);
     close(fd);
     EXPECT_FALSE(widen_backlog(port, 128)) << "no socket listens there any more";
+}
+
+// A client connected to a listener on a free loopback port; the server's end accepted.
+struct Pair {
+    int listening = -1, client = -1, server = -1, port = 0;
+    Pair() {
+        listening = listener(port);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons((uint16_t)port);
+        client = socket(AF_INET, SOCK_STREAM, 0);
+        if (listening < 0 || connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+            return;
+        server = accept(listening, nullptr, nullptr);
+    }
+    ~Pair() {
+        for (int fd : {listening, client, server})
+            if (fd >= 0) close(fd);
+    }
+};
+
+TEST(Sockets, TheServersEndOfAConnectionIsFoundByItsPort) {
+    Pair p;
+    ASSERT_GE(p.server, 0);
+    EXPECT_EQ(connected_port(p.server), p.port);
+    EXPECT_EQ(connected_port(p.listening), -1) << "a listening socket is not a connection";
+    EXPECT_NE(connected_port(p.client), p.port) << "the client's end has a port of its own";
+    EXPECT_NE(socket_inode(p.server), 0u);
+    EXPECT_EQ(socket_inode(1000000), 0u) << "no such descriptor";
+    int seen = 0;
+    for_each_fd([&](int fd) {
+        seen += socket_inode(fd) == socket_inode(p.server);
+        return true;
+    });
+    EXPECT_EQ(seen, 1);
+}
+
+TEST(Sockets, AClosedClientIsSeenAndUnreadBytesAreLeft) {
+    Pair p;
+    ASSERT_GE(p.server, 0);
+    EXPECT_FALSE(client_closed(p.server));
+    ASSERT_EQ(send(p.client, "ab", 2, 0), 2);
+    EXPECT_FALSE(client_closed(p.server)) << "bytes sent are not an end";
+    close(p.client);
+    p.client = -1;
+    for (int i = 0; i < 100 && !client_closed(p.server); ++i) usleep(1000);
+    EXPECT_TRUE(client_closed(p.server));
+    char buf[4];
+    EXPECT_EQ(recv(p.server, buf, sizeof buf, MSG_DONTWAIT), 2) << "the bytes were read away";
+    EXPECT_FALSE(client_closed(-1));
 }
 
 }  // namespace
