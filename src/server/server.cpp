@@ -5,15 +5,18 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "core/log.h"
+#include "core/printable.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/chat_bridge.h"
@@ -57,6 +60,46 @@ void reply_error(httplib::Response& res, int status, const std::string& message,
                  const std::string& type = {}) {
     res.status = status;
     res.set_content(dump(error_body(status, message, type)), "application/json; charset=utf-8");
+}
+
+// Whether a request's framing headers say plainly how long its body is; an error to answer at
+// once otherwise, before any of the body is read. (The HTTP library would wait for a body of a
+// negative or absurd length until its read timeout, and for the end of a body in an unknown
+// transfer coding.) A body with two lengths, or a length beside chunks, is refused rather than
+// guessed, as HTTP/1.1 allows.
+std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_body) {
+    const size_t codings = req.get_header_value_count("Transfer-Encoding");
+    const size_t lengths = req.get_header_value_count("Content-Length");
+    if (codings > 0) {
+        std::string te = req.get_header_value("Transfer-Encoding");
+        std::transform(te.begin(), te.end(), te.begin(),
+                       [](unsigned char c) { return (char)std::tolower(c); });
+        if (codings > 1 || te != "chunked")
+            return ApiError(400, fmt::format("Transfer-Encoding '{}' is not supported: send the "
+                                             "body as it is (Content-Length) or chunked",
+                                             printable(req.get_header_value("Transfer-Encoding"))));
+        if (lengths > 0)
+            return ApiError(400,
+                            "a request may not have both Content-Length and "
+                            "Transfer-Encoding");
+        return std::nullopt;
+    }
+    std::string length;
+    for (size_t i = 0; i < lengths; ++i) {
+        const std::string v = req.get_header_value("Content-Length", i);
+        if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+            return ApiError(
+                400, fmt::format("Content-Length '{}' is not a number of bytes", printable(v)));
+        if (i > 0 && v != length)
+            return ApiError(400, "the request has two different Content-Length headers");
+        length = v;
+    }
+    // A body somewhat over the limit is read and dropped by the library before its 413, so that
+    // a client that sends it whole before reading gets the answer; one far over it is not.
+    if (!length.empty() && std::stoull(length) > 4 * (uint64_t)max_body)
+        return ApiError(
+            413, fmt::format("the request body is larger than the limit of {} bytes", max_body));
+    return std::nullopt;
 }
 
 }  // namespace
@@ -140,6 +183,7 @@ struct Server::Impl::Job {
 
 httplib::Server::Handler Server::Impl::guarded(httplib::Server::Handler f) {
     return [this, f](const httplib::Request& req, httplib::Response& res) {
+        ConnectionGuard::request_read();  // the body too, by now
         try {
             // httplib refuses a body sent with a length past the limit before reading it; one
             // sent in chunks arrives whole, and is refused here.
@@ -459,7 +503,16 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 
     s.http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         Impl& s = *impl_;
-        ConnectionGuard::request_read();
+        // (The library calls this before it reads a body: a request with one is read whole when
+        // its handler runs, guarded(); a slow body stays under the guard's deadline till then.)
+        const bool has_body =
+            req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+        if (!has_body) ConnectionGuard::request_read();
+        if (std::optional<ApiError> e = framing_error(req, s.opt.max_body_bytes)) {
+            res.set_header("Connection", "close");
+            reply_error(res, e->status(), e->what());
+            return httplib::Server::HandlerResponse::Handled;
+        }
         // The HTTP library would cut any answer to a Range header's bytes (an API answer cut
         // mid-JSON, with status 200, or an empty 416); HTTP lets a server ignore the header and
         // send the whole answer, as this one does. (The request is the library's own object,

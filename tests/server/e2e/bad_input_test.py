@@ -5,6 +5,7 @@ then, a client that leaves mid-stream, a full queue. Every answer must be an Ope
 server must still be up with nothing running."""
 import json
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -131,6 +132,74 @@ def unknown_model_and_route(srv):
         assert "content-range" not in {k.lower() for k in dict(hdrs)}, (path, hdrs)
 
 
+def raw_exchange(srv, data, timeout=10):
+    """Sends raw bytes on a new connection; returns (status, body) of the first answer."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=timeout)
+    try:
+        s.sendall(data)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            piece = s.recv(65536)
+            assert piece, got[:200]
+            got += piece
+        head, _, body = got.partition(b"\r\n\r\n")
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+        while len(body) < length:
+            piece = s.recv(65536)
+            assert piece, body[:200]
+            body += piece
+        return int(head.split()[1]), body[:length]
+    finally:
+        s.close()
+
+
+def bad_framing(srv):
+    """A body whose length the headers do not say plainly is refused at once (not after the read
+    timeout), before any of it is read; nothing after it on the connection is taken for a
+    request."""
+    body = json.dumps({"messages": MSG, "max_tokens": 1})
+    head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    cases = [
+        (400, f"Content-Length: -5\r\n\r\n{body}"),
+        (400, f"Content-Length: abc\r\n\r\n{body}"),
+        (400, f"Content-Length: 99999999999999999999999\r\n\r\n{body}"),
+        (400, f"Content-Length: 5\r\nContent-Length: {len(body)}\r\n\r\n{body}"),
+        (413, f"Content-Length: 999999999999\r\n\r\n{body}"),
+        (400, f"Transfer-Encoding: gzip\r\n\r\n{body}"),
+        (400, f"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"
+              f"{len(body):x}\r\n{body}\r\n0\r\n\r\n"),
+    ]
+    for want, rest in cases:
+        t = time.time()
+        status, data = raw_exchange(srv, (head + rest).encode())
+        assert status == want, (rest[:60], status, data[:200])
+        err = json.loads(data)["error"]
+        assert err["code"] == want and err["message"], err
+        assert time.time() - t < 3, (rest[:60], f"answered after {time.time() - t:.1f} s")
+    # A second length that would smuggle a request after the first: one answer, the 400.
+    smuggled = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=40)
+    s.sendall((head + f"Content-Length: 0\r\nContent-Length: {len(smuggled)}\r\n\r\n"
+               + smuggled).encode())
+    got = b""
+    try:
+        while True:
+            piece = s.recv(65536)
+            if not piece:
+                break
+            got += piece
+    except ConnectionResetError:
+        pass
+    s.close()
+    assert got.startswith(b"HTTP/1.1 400") and got.count(b"HTTP/1.1 ") == 1, got[:300]
+    # Chunks, and a plain length, still work.
+    status, data = raw_exchange(srv, (head + f"Transfer-Encoding: Chunked\r\n\r\n{len(body):x}"
+                                      f"\r\n{body}\r\n0\r\n\r\n").encode())
+    assert status == 200, (status, data[:200])
+    status, data = raw_exchange(srv, (head + f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    assert status == 200, (status, data[:200])
+
+
 def slow_client(srv):
     """Sends a request a few bytes at a time; meanwhile other requests are served."""
     body = json.dumps({"messages": MSG, "max_tokens": 3, "temperature": 0}).encode()
@@ -237,9 +306,13 @@ def slow_clients(binary):
     its connection and asks again and again is not cut off by it."""
     with Server(binary, "--parallel", 1, "--queue", 2, "--timeout", 3, "--metrics") as srv:
         slow = []
-        for _ in range(60):  # the server has 1 + 2 + 16 workers
+        for i in range(60):  # the server has 1 + 2 + 16 workers
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            s.sendall(f"POST {CHAT} HTTP/1.1\r\nHost: x\r\n".encode())
+            # Half of them trickle their headers, half a body they announced.
+            head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\n"
+            if i % 2:
+                head += "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            s.sendall(head.encode())
             slow.append(s)
         stop = threading.Event()
 
@@ -456,6 +529,7 @@ def main():
         checks.run("negative, huge and too-long max_tokens are 400s", bad_max_tokens, srv)
         checks.run("a 10 MB body is a 413", huge_body, srv)
         checks.run("unknown models and routes are 404s", unknown_model_and_route, srv)
+        checks.run("a body of no plain length is refused at once", bad_framing, srv)
         checks.run("a slow client is served, and others meanwhile", slow_client, srv)
         checks.run("a client that leaves mid-stream cancels its request",
                    disconnect_mid_stream, srv)
