@@ -158,9 +158,9 @@ size_t ConnectionGuard::connections() const {
     return open_.size();
 }
 
-uint64_t ConnectionGuard::shut_down() const {
+uint64_t ConnectionGuard::cut_off() const {
     std::lock_guard lock(mutex_);
-    return shut_down_;
+    return cut_off_;
 }
 
 void ConnectionGuard::check() {
@@ -194,7 +194,7 @@ void ConnectionGuard::check() {
         crowded = std::min(waiting.size(), live - opt_.workers + 1);
         for (size_t i = 0; i < crowded; ++i) shut(*waiting[i]);
     }
-    shut_down_ += late + crowded;
+    if (!closing_) cut_off_ += late + crowded;
     if (closing_ || (!late && !crowded) || now - last_warning_ < std::chrono::seconds(10)) return;
     last_warning_ = now;
     if (late)

@@ -55,9 +55,10 @@ class ConnectionGuard {
     // the library's workers must end).
     void close_idle();
 
-    // Connections accepted and not yet closed; those shut down by the guard so far.
+    // Connections accepted and not yet closed; those the guard has cut off so far (not counting
+    // those closed at close_idle()).
     size_t connections() const;
-    uint64_t shut_down() const;
+    uint64_t cut_off() const;
 
   private:
     struct Connection;
@@ -74,7 +75,7 @@ class ConnectionGuard {
     std::condition_variable wake_;
     bool stopping_ = false, closing_ = false;
     std::vector<std::shared_ptr<Connection>> open_;
-    uint64_t shut_down_ = 0;
+    uint64_t cut_off_ = 0;
     std::chrono::steady_clock::time_point last_warning_{};
     std::thread watcher_;
 };

@@ -68,7 +68,7 @@ void Metrics::count_request(int status) {
         ++server_errors_;
 }
 
-std::string Metrics::render(const SchedulerStats& s) const {
+std::string Metrics::render(const SchedulerStats& s, ConnectionCounts c) const {
     std::string out;
     gauge(out, "counter", "deltallm_prompt_tokens_total", "Prompt tokens read (prefilled).",
           (double)s.prompt_tokens);
@@ -117,6 +117,11 @@ std::string Metrics::render(const SchedulerStats& s) const {
     }
     gauge(out, "counter", "deltallm_requests_preempted_total",
           "Requests sent back to the queue because the KV cache was full.", (double)s.preempted);
+    gauge(out, "gauge", "deltallm_http_connections", "HTTP connections open.", (double)c.open);
+    gauge(out, "counter", "deltallm_http_connections_cut_off_total",
+          "HTTP connections closed by the server for sending no whole request in time (or while "
+          "every worker was taken).",
+          (double)c.cut_off);
     {
         std::lock_guard lock(mutex_);
         out +=

@@ -26,6 +26,12 @@ class Histogram {
     mutable std::mutex mutex_;
 };
 
+// HTTP connections open now, and those closed for sending no whole request in time.
+struct ConnectionCounts {
+    size_t open = 0;
+    uint64_t cut_off = 0;
+};
+
 class Metrics {
   public:
     Metrics();
@@ -33,7 +39,7 @@ class Metrics {
     // time per output token after the first.
     void record(const GenerationEvent& done);
     void count_request(int status);
-    std::string render(const SchedulerStats& s) const;
+    std::string render(const SchedulerStats& s, ConnectionCounts c = {}) const;
 
   private:
     Histogram latency_, ttft_, tpot_, queue_;

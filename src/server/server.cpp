@@ -396,7 +396,9 @@ void Server::Impl::routes() {
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         if (!opt.metrics)
             return reply_error(res, 404, "metrics are off: start the server with --metrics");
-        res.set_content(metrics.render(scheduler->stats()), "text/plain; version=0.0.4");
+        res.set_content(
+            metrics.render(scheduler->stats(), {guard->connections(), guard->cut_off()}),
+            "text/plain; version=0.0.4");
     });
     http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
         Json p;

@@ -359,6 +359,8 @@ def slow_clients(binary):
                 s.close()
         assert any("sent no whole request" in line or "workers taken" in line
                    for line in srv.log), srv.log[-5:]
+        assert srv.metric("deltallm_http_connections_cut_off_total") >= 60
+        assert srv.metric("deltallm_http_connections") <= 2  # this request's own
 
 
 def keys(binary):
