@@ -1,0 +1,76 @@
+// The server's inside (see server.h), shared by its two halves: server.cpp (the HTTP library's
+// setup, the routes, errors and the lifecycle) and completion_route.cpp (a completion request
+// handed to the scheduler and answered as JSON or server-sent events).
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/chat_bridge.h"
+#include "server/connection_guard.h"
+#include "server/metrics.h"
+#include "server/output_constraint.h"
+#include "server/server.h"
+
+namespace dl::server {
+
+using Json = nlohmann::ordered_json;
+
+inline void reply_json(httplib::Response& res, const Json& j, int status = 200) {
+    res.status = status;
+    res.set_content(dump(j), "application/json; charset=utf-8");
+}
+
+inline void reply_error(httplib::Response& res, int status, const std::string& message,
+                        const std::string& type = {}) {
+    res.status = status;
+    res.set_content(dump(error_body(status, message, type)), "application/json; charset=utf-8");
+}
+
+struct Server::Impl {
+    ServerOptions opt;
+    std::unique_ptr<ConnectionGuard> guard;  // made before the HTTP library's workers, kept after
+    httplib::Server http;
+    std::atomic<bool> ready{false}, stopping{false};
+    std::atomic<bool> listen_started{false}, listen_done{false};
+    std::mutex stop_mutex;
+    bool stopped = false;
+
+    Engine* engine = nullptr;
+    const tokenizer::Tokenizer* tok = nullptr;
+    std::unique_ptr<ChatBridge> chat;
+    std::unique_ptr<Scheduler> scheduler;
+    // The vocabulary's bytes and classes for requests whose output is constrained (a JSON object,
+    // a forced tool call), made at the first one.
+    std::once_flag token_table_once;
+    std::shared_ptr<const TokenTable> token_table;
+    std::string model_id;
+    int64_t n_ctx = 0;
+    int64_t created = 0;
+    Metrics metrics;
+
+    // Responses still being produced, and the scheduler ids they wait on.
+    std::mutex jobs_mutex;
+    std::condition_variable jobs_cv;
+    int64_t jobs = 0;
+    std::vector<uint64_t> running;
+
+    explicit Impl(ServerOptions o) : opt(std::move(o)) {}
+
+    void routes();
+    httplib::Server::Handler guarded(httplib::Server::Handler f);
+    void check_model(const std::string& name) const;
+    struct Job;
+    void complete(const httplib::Request& req, httplib::Response& res, bool chat_route);
+    std::vector<int32_t> completion_prompt(const Json& body) const;
+    void stop();
+};
+
+}  // namespace dl::server
