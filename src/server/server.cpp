@@ -32,6 +32,10 @@ bool same_key(const std::string& presented, const std::string& expected) {
 
 namespace {
 
+std::string body_too_large(size_t max_body) {
+    return fmt::format("the request body is larger than the limit of {} bytes", max_body);
+}
+
 // Whether a request's framing headers say plainly how long its body is; an error to answer at
 // once otherwise, before any of the body is read. (The HTTP library would wait for a body of a
 // negative or absurd length until its read timeout, and for the end of a body in an unknown
@@ -67,8 +71,7 @@ std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_bo
     // A body somewhat over the limit is read and dropped by the library before its 413, so that
     // a client that sends it whole before reading gets the answer; one far over it is not.
     if (!length.empty() && std::stoull(length) > 4 * (uint64_t)max_body)
-        return ApiError(
-            413, fmt::format("the request body is larger than the limit of {} bytes", max_body));
+        return ApiError(413, body_too_large(max_body));
     return std::nullopt;
 }
 
@@ -78,12 +81,11 @@ httplib::Server::Handler Server::Impl::guarded(httplib::Server::Handler f) {
     return [this, f](const httplib::Request& req, httplib::Response& res) {
         ConnectionGuard::request_read();  // the body too, by now
         try {
-            // httplib refuses a body sent with a length past the limit before reading it; one
-            // sent in chunks arrives whole, and is refused here.
+            // A body sent with a length past the limit never gets here (the library reads and
+            // drops it, framing_error refuses one far past it); one sent in chunks arrives
+            // whole, and is refused here.
             if (req.body.size() > opt.max_body_bytes)
-                throw ApiError(413, fmt::format("the request body is larger than the limit of {} "
-                                                "bytes",
-                                                opt.max_body_bytes));
+                throw ApiError(413, body_too_large(opt.max_body_bytes));
             f(req, res);
         } catch (const ApiError& e) {
             reply_error(res, e.status(), e.what(), e.type());
@@ -295,8 +297,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
             if (status == 404)
                 message = fmt::format("there is no route {} {}", req.method, req.path);
             else if (status == 413)
-                message = fmt::format("the request body is larger than the limit of {} bytes",
-                                      impl_->opt.max_body_bytes);
+                message = body_too_large(impl_->opt.max_body_bytes);
             else if (status == 400)
                 message = "the request could not be read";
             else
