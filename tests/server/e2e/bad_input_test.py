@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`deltallm serve` against bad input, over raw HTTP: malformed JSON, wrong types, bad sizes,
-huge bodies, unknown models and routes, keys, a slow client, many clients that send a byte now and
-then, a client that leaves mid-stream, a full queue. Every answer must be an OpenAI error with the right status, and afterwards the
-server must still be up with nothing running."""
+huge bodies, bodies of no plain length, unknown models and routes, keys, a slow client, many
+clients that send a byte now and then, a client that leaves mid-stream, a full queue. Every answer
+must be an OpenAI error with the right status, and afterwards the server must still be up with
+nothing running."""
 import json
 import random
 import re
