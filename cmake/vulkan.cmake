@@ -300,7 +300,12 @@ foreach(t q4_k q6_k)
   # The same over a window's expert pairs grouped by expert (gemm_experts' contract).
   dl_vk_shader(gemm_skinny_${t}_experts gemm_skinny.comp DEFINES WTYPE_${T}=1 EXPERTS=1
                VARIANTS khr_coopmat)
+  # And as NV cooperative matrix 2 tiles over the pairs' inputs gathered in the experts' order.
+  dl_vk_shader(gemm_experts_cm2_${t} gemm_experts_cm2.comp DEFINES WTYPE_${T}=1
+               VARIANTS nv_coopmat2)
 endforeach()
+# (and over the stacks expanded to F16)
+dl_vk_shader(gemm_experts_cm2_f16 gemm_experts_cm2.comp DEFINES WTYPE_F16=1 VARIANTS nv_coopmat2)
 # The expert GEMMs of a prefill window as grouped tiles: scalar, and on KHR cooperative matrices.
 foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   string(TOUPPER ${t} T)
@@ -345,6 +350,7 @@ dl_vk_shader(moe_router_sg moe_router.comp DEFINES SUBGROUP=1)
 dl_vk_shader(shared_expert_add shared_expert_add.comp)
 dl_vk_shader(moe_sort moe_sort.comp)
 dl_vk_shader(moe_sum moe_sum.comp)
+dl_vk_shader(moe_gather moe_gather.comp)
 dl_vk_shader(argmax argmax.comp)
 # The streaming read probe of bench's decode floor.
 dl_vk_shader(stream_read stream_read.comp)

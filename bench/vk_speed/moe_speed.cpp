@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -286,8 +287,9 @@ TEST(ExpertGemmSpeed, Window) {
         // the permutation and the table of tiles moe_sort writes.
         const uint32_t route_off = 4, perm_off = route_off + n_rows * 2 * k + 4;
         const uint32_t tiles_off = perm_off + n_pairs + 4;
-        std::vector<uint32_t> route(tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4,
-                                    0);
+        // (and each pair's position in that order, for the sorted NV tiles)
+        const uint32_t inv_off = tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4;
+        std::vector<uint32_t> route(inv_off + n_pairs, 0);
         std::vector<uint32_t> ids((size_t)n_pairs);
         for (uint32_t r = 0; r < n_rows; ++r) {
             std::vector<uint32_t> pool(n_expert);
@@ -299,8 +301,11 @@ TEST(ExpertGemmSpeed, Window) {
         }
         Buffer routes = test::to_device(dev, route);
         test::run(dev, [&](CommandList& cl) {
-            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off);
+            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off,
+                       inv_off);
         });
+        const std::vector<uint32_t> placed = test::from_device<uint32_t>(dev, routes, route.size());
+        const bool cm2 = GemmKernels::gemm_uses_cm2(dev.features(), dev.variant());
 
         struct Form {
             const char* name;
@@ -325,6 +330,29 @@ TEST(ExpertGemmSpeed, Window) {
             const std::vector<float> x = test::randn((size_t)n_x * s.cols, 29 + s.cols, 1.f);
             Buffer xb = test::to_device(dev, x);
             Buffer y = test::poisoned(dev, (size_t)n_pairs * s.rows);
+            // A form's time, and every 61st pair's every 89th output against the host (pair
+            // pr's output at row at(pr) of y).
+            auto report = [&](const std::string& form, double ms) {
+                fmt::print(
+                    "expert {} GEMM {} {} x {}, {} pairs over {} experts, {}: {:.3f} ms, {:.1f} "
+                    "GB/s of weights, {:.1f} TFLOP/s\n",
+                    s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, form, ms,
+                    (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
+                    2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
+            };
+            auto check = [&](const std::string& form, const std::function<size_t(uint32_t)>& at) {
+                const std::vector<float> out =
+                    test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
+                for (uint32_t pr = 0; pr < n_pairs; pr += 61)
+                    for (uint32_t r = 0; r < s.rows; r += 89) {
+                        const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
+                        const auto [ref, mag] =
+                            dot_and_magnitude(w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
+                        ASSERT_NEAR(out[at(pr) * s.rows + r], ref, 2e-3 * mag + 1e-4)
+                            << s.name << " " << qtype_name(s.type) << " " << form << " pair " << pr
+                            << " row " << r;
+                    }
+            };
             const Kernels::ExpertGemv g{.type = s.type,
                                         .w = view(w.w),
                                         .rows = s.rows,
@@ -340,6 +368,46 @@ TEST(ExpertGemmSpeed, Window) {
                                         .y = view(y),
                                         .y_off = 0,
                                         .n_rows = n_rows};
+            // The sorted NV tiles (gemm_experts_cm2.comp) over the pairs' rows gathered as F16
+            // (each pair its own row: the gather with one slot a row), outputs at positions.
+            if (cm2) {
+                const uint32_t x_rows = n_pairs + Kernels::kExpertTileRows;
+                Buffer h = dev.create_buffer((uint64_t)x_rows * s.cols * 2, MemoryKind::device);
+                const uint32_t gk = s.own ? 1 : k;
+                auto gather = [&](CommandList& cl) {
+                    K.moe_gather(cl, view(xb), 0, s.cols, gk, view(routes), perm_off, n_pairs,
+                                 view(h), 0);
+                };
+                const double gather_ms = test::device_ms_per_run(dev, runs, gather);
+                test::run(dev, gather);
+                // Over the blocks, and over the stack expanded to F16 (as a window runs them).
+                const uint32_t all_rows = n_expert * s.rows;
+                Buffer w16 = dev.create_buffer((uint64_t)all_rows * s.cols * 2, MemoryKind::device);
+                auto expand = [&](CommandList& cl) {
+                    K.dequant_f16(cl, s.type, view(w.w), all_rows, s.cols, view(w16));
+                };
+                const double expand_ms = test::device_ms_per_run(dev, runs, expand);
+                test::run(dev, expand);
+                for (bool expanded : {false, true}) {
+                    Kernels::ExpertGemv gs = g;
+                    gs.x = view(h);
+                    if (expanded) {
+                        gs.type = QType::F16;
+                        gs.w = view(w16);
+                    }
+                    const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+                        K.gemm_experts_sorted(cl, gs, x_rows, tiles_off);
+                    });
+                    const std::string form =
+                        expanded ? fmt::format(
+                                       "sorted NV tiles over F16 (its gather {:.3f} ms, "
+                                       "the expansion {:.3f} ms)",
+                                       gather_ms, expand_ms)
+                                 : fmt::format("sorted NV tiles (its gather {:.3f} ms)", gather_ms);
+                    report(form, ms);
+                    check(form, [&](uint32_t pr) { return (size_t)placed[inv_off + pr]; });
+                }
+            }
             for (const Form& form : forms) {
                 test::Scoped skinny_scope(K.tuning.expert_skinny, form.skinny);
                 test::Scoped half_scope(K.tuning.gemm_skinny_half, form.half);
@@ -347,23 +415,8 @@ TEST(ExpertGemmSpeed, Window) {
                 const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
                     K.gemm_experts(cl, dev.variant(), g, tiles_off);
                 });
-                fmt::print(
-                    "expert {} GEMM {} {} x {}, {} pairs over {} experts, {}: {:.3f} ms, "
-                    "{:.1f} GB/s of weights, {:.1f} TFLOP/s\n",
-                    s.name, qtype_name(s.type), s.rows, s.cols, n_pairs, n_expert, form.name, ms,
-                    (double)w.row_bytes * s.rows * n_expert / (ms * 1e-3) / 1e9,
-                    2.0 * n_pairs * s.rows * s.cols / (ms * 1e-3) / 1e12);
-                const std::vector<float> out =
-                    test::from_device<float>(dev, y, (size_t)n_pairs * s.rows);
-                for (uint32_t pr = 0; pr < n_pairs; pr += 61)
-                    for (uint32_t r = 0; r < s.rows; r += 89) {
-                        const float* in = x.data() + (size_t)(s.own ? pr : pr / k) * s.cols;
-                        const auto [ref, mag] =
-                            dot_and_magnitude(w.row((uint64_t)ids[pr] * s.rows + r), in, s.cols);
-                        ASSERT_NEAR(out[(size_t)pr * s.rows + r], ref, 2e-3 * mag + 1e-4)
-                            << s.name << " " << qtype_name(s.type) << " " << form.name << " pair "
-                            << pr << " row " << r;
-                    }
+                report(form.name, ms);
+                check(form.name, [](uint32_t pr) { return (size_t)pr; });
             }
         }
     }

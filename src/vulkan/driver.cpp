@@ -121,7 +121,13 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             w->win_x16 = D.create_buffer(P.window_x16_bytes, MemoryKind::device);
         if (P.window_w16_bytes > 0)
             w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
-        if (opts.tuning.expert_expand && hp.ffn_kind == FfnKind::experts) {
+        // The sorted expert tiles (Tuning::expert_cm2_pairs) read their pairs' rows gathered as
+        // F16 and, unless Tuning::expert_cm2_blocks, the stacks expanded to F16.
+        const bool sorted_experts = opts.tuning.expert_cm2_pairs > 0 && P.window_pairs16_bytes > 0;
+        if (sorted_experts)
+            w->win_pairs16 = D.create_buffer(P.window_pairs16_bytes, MemoryKind::device);
+        if ((opts.tuning.expert_expand || (sorted_experts && !opts.tuning.expert_cm2_blocks)) &&
+            hp.ffn_kind == FfnKind::experts) {
             // The largest layer's gate and up stacks (or its down stack) in F16; without room
             // for it the tiles decode their blocks as before.
             auto bytes = [](const Tensor* t) {

@@ -57,6 +57,7 @@ struct DriverOptions {
     static uint32_t gemv_batch_rows_from_env();
     static uint32_t gemv_batch_threads_from_env();
     static uint32_t expert_tile_pairs_from_env();
+    static uint32_t expert_cm2_pairs_from_env();
     static uint32_t expert_sort_pairs_from_env();
     static uint32_t deltanet_columns_from_env();
     static Kernels::DeltaNetScan deltanet_scan_from_env();

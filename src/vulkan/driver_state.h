@@ -31,6 +31,8 @@ struct ResidentDriver::Weights {
     // The expert stacks of a layer expanded to F16 for a window's expert tiles
     // (Tuning::expert_expand): the gate and up stacks, later the down stack.
     Buffer win_experts16;
+    // A mixture's window pairs' inputs in the experts' order, F16 (Plan::window_pairs16_bytes).
+    Buffer win_pairs16;
     Buffer batch_logits;  // a batch's logits, every row, on the device (made on first use)
     // The paged KV cache: each attention layer's key and value pools (empty for GDN layers) and
     // their blocks (null for a model without attention layers).

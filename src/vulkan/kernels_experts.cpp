@@ -26,7 +26,14 @@ struct ExpertGemvPush {
     uint32_t shared_off, gate_off;
 };
 struct SortPush {
-    uint32_t n_pairs, k, n_expert, route_off, perm_off, tile_rows, tiles_off;
+    uint32_t n_pairs, k, n_expert, route_off, perm_off, tile_rows, tiles_off, inv_off;
+};
+struct GatherPush {
+    uint32_t cols, k, x_off, perm_off, h_off;
+};
+// gemm_experts_cm2.comp's.
+struct SortedGemmPush {
+    uint32_t k_cols, n, row_bytes, x_off, x_rows, y_off, expert_rows, first_row, tiles_off;
 };
 // gemm_experts.comp's and the skinny GEMM's grouped form's (gemm_skinny.comp, EXPERTS).
 struct ExpertGemmPush {
@@ -40,12 +47,12 @@ uint32_t max_expert_tiles(uint32_t n_pairs, uint32_t n_expert) {
     return (n_pairs + rows - 1) / rows + std::min(n_pairs, n_expert);
 }
 struct SumPush {
-    uint32_t n, k, out_off, h_off, route_off;
+    uint32_t n, k, out_off, h_off, route_off, inv_off;
 };
 struct SharedAddPush {
     uint32_t n, w_off, xn_off, shared_off, h_off, norm_off;
     float eps;
-    uint32_t k, down_off, route_off;
+    uint32_t k, down_off, route_off, inv_off;
 };
 
 }  // namespace
@@ -155,19 +162,77 @@ void ExpertKernels::shared_expert_add(CommandList& cl, View w, uint32_t w_off, V
     auto [gx, gy] = grid(dev_.features(), n_rows);
     cl.dispatch(k, {w, act},
                 SharedAddPush{n, w_off, xn_off, shared_off, h_off, norm_off, eps, sum.k,
-                              sum.down_off, sum.route_off},
+                              sum.down_off, sum.route_off, sum.inv_off},
                 gx, gy);
 }
 
 void ExpertKernels::moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k,
                              uint32_t n_expert, uint32_t n_rows, uint32_t perm_off,
-                             uint32_t tiles_off) {
+                             uint32_t tiles_off, uint32_t inv_off) {
     if (n_expert > kMaxSortExperts)
         fail("{} experts: the device's grouping takes up to {}", n_expert, kMaxSortExperts);
     const Kernel& kern = pipes_.get("moe_sort", 1, sizeof(SortPush));
     const uint32_t tile_rows = tiles_off == kNone ? 0 : kExpertTileRows;
-    cl.dispatch(kern, {route},
-                SortPush{n_rows * k, k, n_expert, route_off, perm_off, tile_rows, tiles_off}, 1, 1);
+    cl.dispatch(
+        kern, {route},
+        SortPush{n_rows * k, k, n_expert, route_off, perm_off, tile_rows, tiles_off, inv_off}, 1,
+        1);
+}
+
+void ExpertKernels::moe_gather(CommandList& cl, View act, uint32_t x_off, uint32_t cols, uint32_t k,
+                               View route, uint32_t perm_off, uint32_t n_pairs, View h,
+                               uint32_t h_off) {
+    if (cols % 8 != 0 || h_off % 8 != 0)
+        fail("a gather of rows of {} values to half {}: both multiples of 8", cols, h_off);
+    if (n_pairs == 0) return;
+    if (n_pairs > dev_.features().max_workgroup_count[1])
+        fail("{} pairs to gather: the device's grid takes {}", n_pairs,
+             dev_.features().max_workgroup_count[1]);
+    const Kernel& kern = pipes_.get("moe_gather", 3, sizeof(GatherPush));
+    cl.dispatch(kern, {act, route, h}, GatherPush{cols, k, x_off, perm_off, h_off / 8},
+                (cols / 8 + 63) / 64, n_pairs);
+}
+
+bool ExpertKernels::experts_sorted_cm2(Variant v, QType t, uint32_t cols, uint32_t rows,
+                                       uint32_t expert_rows, uint32_t first_row, uint32_t n_pairs,
+                                       uint32_t n_expert) const {
+    const uint32_t pairs = tuning.expert_cm2_pairs;
+    return pairs > 0 && GemmKernels::gemm_uses_cm2(dev_.features(), v) &&
+           (t == QType::Q4_K || t == QType::Q6_K) && cols % 256 == 0 &&
+           rows % kSortedTileWeightRows == 0 && expert_rows % kTileRows == 0 &&
+           first_row % kTileRows == 0 && (uint64_t)n_pairs >= (uint64_t)pairs * n_expert;
+}
+
+void ExpertKernels::gemm_experts_sorted(CommandList& cl, const ExpertGemv& g, uint32_t x_rows,
+                                        uint32_t tiles_off) {
+    const Features& f = dev_.features();
+    const uint32_t expert_rows = g.expert_rows ? g.expert_rows : g.rows;
+    if (g.n_rows == 0 || g.rows == 0) return;
+    if ((g.type != QType::Q4_K && g.type != QType::Q6_K && g.type != QType::F16) ||
+        g.cols % 256 != 0 || g.rows % kSortedTileWeightRows != 0 || expert_rows % kTileRows != 0 ||
+        g.first_row % kTileRows != 0 || g.x_off % 8 != 0 || g.y_off % 4 != 0)
+        fail(
+            "no sorted expert tiles over {} rows of {} values ({} computed, {} an expert, from "
+            "{}; x at half {}, y at float {})",
+            qtype_name(g.type), g.cols, g.rows, expert_rows, g.first_row, g.x_off, g.y_off);
+    const uint32_t n_pairs = g.n_rows * g.k;
+    if (x_rows < n_pairs + kExpertTileRows)
+        fail("sorted expert tiles over {} pairs read {} rows of X: {} are held", n_pairs,
+             n_pairs + kExpertTileRows, x_rows);
+    const uint32_t tiles = max_expert_tiles(n_pairs, g.n_expert);
+    if (tiles > f.max_workgroup_count[1])
+        fail("{} expert GEMM tiles: the device's grid takes {}", tiles, f.max_workgroup_count[1]);
+    constexpr uint32_t wg = 256;
+    if (wg > f.cm2_max_workgroup || wg > f.max_workgroup_invocations)
+        fail("the sorted expert tiles need {} threads a workgroup; the device allows {}", wg,
+             std::min(f.cm2_max_workgroup, f.max_workgroup_invocations));
+    const Kernel& k =
+        pipes_.get(fmt::format("gemm_experts_cm2_{}@nv_coopmat2", type_suffix(g.type)), 4,
+                   sizeof(SortedGemmPush), {wg, kSortedTileWeightRows, kExpertTileRows, 32u});
+    cl.dispatch(k, {g.w, g.x, g.y, g.route},
+                SortedGemmPush{g.cols, g.rows, (uint32_t)row_size(g.type, g.cols), g.x_off, x_rows,
+                               g.y_off, expert_rows, g.first_row, tiles_off},
+                g.rows / kSortedTileWeightRows, tiles);
 }
 
 uint32_t ExpertKernels::expert_tiles_words(uint32_t n_pairs, uint32_t n_expert) {
@@ -242,10 +307,11 @@ void ExpertKernels::gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g
 }
 
 void ExpertKernels::moe_sum(CommandList& cl, View act, uint32_t out_off, uint32_t h_off, View route,
-                            uint32_t route_off, uint32_t k, uint32_t n, uint32_t n_rows) {
+                            uint32_t route_off, uint32_t k, uint32_t n, uint32_t n_rows,
+                            uint32_t inv_off) {
     const Kernel& kern = pipes_.get("moe_sum", 2, sizeof(SumPush));
     auto [gx, gy] = grid(dev_.features(), n_rows);
-    cl.dispatch(kern, {act, route}, SumPush{n, k, out_off, h_off, route_off}, gx, gy);
+    cl.dispatch(kern, {act, route}, SumPush{n, k, out_off, h_off, route_off, inv_off}, gx, gy);
 }
 
 }  // namespace dl::vk

@@ -85,10 +85,30 @@ class ExpertKernels : public virtual KernelFamily {
     // grouped by expert, as pair indices at route[perm_off ..] (one workgroup; n_expert up to
     // kMaxSortExperts).
     // With tiles_off, also the table of gemm_experts()' tiles at route[tiles_off ..]
-    // (expert_tiles_words() words).
+    // (expert_tiles_words() words); with inv_off, each pair's position in that order at
+    // route[inv_off + pair].
     static constexpr uint32_t kMaxSortExperts = 1024;
     void moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k, uint32_t n_expert,
-                  uint32_t n_rows, uint32_t perm_off, uint32_t tiles_off = kNone);
+                  uint32_t n_rows, uint32_t perm_off, uint32_t tiles_off = kNone,
+                  uint32_t inv_off = kNone);
+    // The F16 rows the sorted expert tiles read (gemm_experts_sorted()): for each of the
+    // n_pairs positions of moe_sort's order at route[perm_off ..], the row of cols F32 values
+    // act[x_off + (pair / k) · cols ..] its pair reads, into h from half h_off (cols and h_off
+    // multiples of 8).
+    void moe_gather(CommandList& cl, View act, uint32_t x_off, uint32_t cols, uint32_t k,
+                    View route, uint32_t perm_off, uint32_t n_pairs, View h, uint32_t h_off);
+    // The expert GEMMs of a window as NV cooperative matrix 2 tiles over their inputs gathered in
+    // moe_sort's order (gemm_experts_cm2.comp): g's operands as for gemm_experts() but x, which
+    // here is F16 rows in that order from half x_off of x (x_rows rows readable from there: at
+    // least the pairs and kExpertTileRows more), and y, written in that order too (row pos at
+    // y_off + pos · rows). Only where experts_sorted_cm2() holds for every stack of the layer.
+    void gemm_experts_sorted(CommandList& cl, const ExpertGemv& g, uint32_t x_rows,
+                             uint32_t tiles_off);
+    // Whether a window of n_pairs pairs over n_expert experts runs its GEMMs over a stack of type
+    // t (experts of expert_rows rows, rows of cols values, from first_row) as
+    // gemm_experts_sorted() on variant v (Tuning::expert_cm2_pairs an expert on average).
+    bool experts_sorted_cm2(Variant v, QType t, uint32_t cols, uint32_t rows, uint32_t expert_rows,
+                            uint32_t first_row, uint32_t n_pairs, uint32_t n_expert) const;
     // The expert GEMMs of a window as grouped GEMM tiles (shaders/gemm_experts.comp): the slots
     // of gemv_experts() (not the weighted sum; x in F32, not bytes), each expert's pairs in the
     // order moe_sort wrote at perm_off cut into tiles of up to kExpertTileRows pairs (its table
@@ -97,6 +117,7 @@ class ExpertKernels : public virtual KernelFamily {
     // Over Q4_K or Q6_K stacks whose experts are whole tiles of rows, on a device that runs the
     // skinny GEMM, they may run as its grouped form instead (expert_skinny()).
     static constexpr uint32_t kExpertTileRows = 64;
+    static constexpr uint32_t kSortedTileWeightRows = 128;  // gemm_experts_sorted()'s BM
     void gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g, uint32_t tiles_off);
     // Whether gemm_experts(g) runs as the skinny GEMM's grouped form (shaders/gemm_skinny.comp,
     // EXPERTS; Tuning::expert_skinny).
@@ -109,8 +130,11 @@ class ExpertKernels : public virtual KernelFamily {
     bool experts_use_tiles(QType t, uint32_t cols, uint32_t n_pairs, uint32_t n_expert) const;
     // act[h_off + row · n ..] += Σ_j w_j · act[out_off + (row · k + j) · n ..] for n_rows rows,
     // w_j the row's routing weights (slot order).
+    // With inv_off, slot j's output lies at the pair's position in moe_sort's order instead,
+    // route[inv_off + row · k + j].
     void moe_sum(CommandList& cl, View act, uint32_t out_off, uint32_t h_off, View route,
-                 uint32_t route_off, uint32_t k, uint32_t n, uint32_t n_rows);
+                 uint32_t route_off, uint32_t k, uint32_t n, uint32_t n_rows,
+                 uint32_t inv_off = kNone);
     // The shared expert's gated add for n_rows rows of n values (rows strided by n):
     // act[h_off + row · n ..] += sigmoid(w[w_off ..] · act[xn_off + row · n ..]) ·
     // act[shared_off + row · n ..]; with norm_off, then the next RMSNorm of each new row into
@@ -119,6 +143,7 @@ class ExpertKernels : public virtual KernelFamily {
     // act[route_off ..]), in its order: one stage for both.
     struct ExpertsSum {
         uint32_t k = 0, down_off = 0, route_off = 0;
+        uint32_t inv_off = kNone;  // as moe_sum()'s
     };
     void shared_expert_add(CommandList& cl, View w, uint32_t w_off, View act, uint32_t xn_off,
                            uint32_t shared_off, uint32_t h_off, uint32_t n, uint32_t n_rows,

@@ -209,6 +209,17 @@ struct Tuning {
     // device runs it (ExpertKernels::expert_skinny; DELTALLM_VK_EXPERT_SKINNY). On an H100,
     // 35B-A3B Q4_K_M: pp512 3,035 -> 5,384 t/s, pp2048 7,295 -> 10,189.
     bool expert_skinny = true;
+    // On the NV cooperative matrix 2 tiles, windows whose pairs are at least this many an expert
+    // on average (and whose gate, up and down stacks are all Q4_K or Q6_K of whole tiles of rows)
+    // run the expert GEMMs over the pairs' inputs gathered in the experts' order as F16 rows,
+    // each output left at its pair's position in that order (ExpertKernels::experts_sorted_cm2,
+    // gemm_experts_cm2.comp; DELTALLM_VK_EXPERT_CM2; 0: never). Off: correct on an H100, but
+    // slower than the skinny form over the stacks' blocks and over their F16 expansion alike
+    // (Qwen3-30B-A3B pp2048 10,264 -> 4,612 t/s; docs/perf/history.md, 2026-12-07 (08:10)).
+    uint32_t expert_cm2_pairs = 0;
+    // The sorted expert tiles decode the stacks' blocks in their loads instead of reading the
+    // stacks expanded to F16 for the window (DELTALLM_VK_EXPERT_CM2_BLOCKS).
+    bool expert_cm2_blocks = false;
 
     // ---- Sampling and the probes (kernels_sample.h, kernels_probes.h).
 

@@ -127,6 +127,10 @@ uint32_t DriverOptions::expert_tile_pairs_from_env() {
     return (uint32_t)int_from_env("DELTALLM_VK_EXPERT_TILES", 0, 4096);
 }
 
+uint32_t DriverOptions::expert_cm2_pairs_from_env() {
+    return (uint32_t)int_from_env("DELTALLM_VK_EXPERT_CM2", 0, 4096);
+}
+
 uint32_t DriverOptions::expert_sort_pairs_from_env() {
     return (uint32_t)int_from_env("DELTALLM_VK_EXPERT_SORT", 0, 4096);
 }
@@ -226,6 +230,8 @@ Tuning DriverOptions::tuning_from_env() {
     t.expert_tile_pairs = expert_tile_pairs_from_env();
     t.expert_sort_pairs = expert_sort_pairs_from_env();
     t.expert_skinny = env::get_bool("DELTALLM_VK_EXPERT_SKINNY");
+    t.expert_cm2_pairs = expert_cm2_pairs_from_env();
+    t.expert_cm2_blocks = env::get_bool("DELTALLM_VK_EXPERT_CM2_BLOCKS");
     t.moe_route_merge = env::get_bool("DELTALLM_VK_MOE_ROUTE_MERGE");
     t.deltanet_columns = deltanet_columns_from_env();
     t.deltanet_scan = deltanet_scan_from_env();

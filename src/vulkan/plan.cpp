@@ -80,7 +80,8 @@ ActLayout act_layout(const Hparams& hp, uint32_t rows) {
         a.router = vec4_aligned(end);
         a.route = vec4_aligned(a.router + (uint32_t)hp.n_expert * rows + 1);
         a.perm = vec4_aligned(a.route + 2 * k * rows);
-        a.gate_e = vec4_aligned(a.perm + k * rows);
+        a.inv = vec4_aligned(a.perm + k * rows);
+        a.gate_e = vec4_aligned(a.inv + k * rows);
         a.up_e = vec4_aligned(a.gate_e + slots);
         a.ffn_e = vec4_aligned(a.up_e + slots);
         a.down_e = vec4_aligned(a.ffn_e + slots);
@@ -422,7 +423,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     auto plan_window = [&](int64_t w) {
         p.window = w;
         p.window_x16_bytes = p.window_w16_bytes = p.window_split_bytes = p.window_split_counters =
-            0;
+            p.window_pairs16_bytes = 0;
         scratch = token_scratch;
         if (w == 0) return;
         // The scratch of the GEMMs of a stage that split their columns (windows of few rows).
@@ -446,6 +447,12 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
                                                  Kernels::rounding_floats((uint32_t)widest_in) * 4,
                                              kAlign));
         scratch += p.window_x16_bytes;
+        if (hp.ffn_kind == FfnKind::experts && Kernels::gemm_uses_cm2(f, variant)) {
+            const uint64_t cols = std::max(hp.n_embd, hp.n_ff_exp);
+            p.window_pairs16_bytes = align_up(
+                ((uint64_t)hp.n_expert_used * w + Kernels::kExpertTileRows) * cols * 2, kAlign);
+            scratch += p.window_pairs16_bytes;
+        }
         if (Kernels::gemm_uses_cm2(f, variant) && w >= Kernels::kGemmExpandRows) {
             uint64_t largest = 0;
             for (const auto& group : gemm_groups(model, false)) {

@@ -65,6 +65,9 @@ struct ActLayout {
     // row).
     uint32_t router = 0, route = 0, perm = 0, gate_e = 0, up_e = 0, ffn_e = 0, down_e = 0;
     uint32_t shared = 0;
+    // Mixture of experts, windows: each pair's position in the experts' order (k words a row:
+    // Kernels::moe_sort), where the sorted expert tiles leave its outputs.
+    uint32_t inv = 0;
     // Mixture of experts, windows: the rows of xn and of ffn_e rounded to bytes for the expert
     // GEMVs over bytes (Kernels::round_rows; 16-byte aligned).
     uint32_t xn_rounded = 0, ffn_e_rounded = 0;
@@ -141,6 +144,10 @@ struct Plan {
     // (Kernels::gemm_split_scratch): enough for the most GEMMs one stage runs, its first
     // window_split_counters bytes their counters.
     uint64_t window_split_bytes = 0, window_split_counters = 0;
+    // A mixture's window on the NV cooperative matrix 2 tiles: the inputs of its (row, slot)
+    // pairs in the experts' order as F16 rows (Kernels::moe_gather, then the SwiGLU's copy), and
+    // a tile's rows more (Kernels::gemm_experts_sorted; 0: none).
+    uint64_t window_pairs16_bytes = 0;
     std::vector<uint64_t> slabs;      // sizes of the weight slabs
     std::vector<Placement> matrices;  // every matrix the trunk and the head read
     uint64_t weight_bytes = 0;        // sum of the slabs

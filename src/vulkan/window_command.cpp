@@ -355,15 +355,30 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         const bool in_row_order =
             m > 1 && !tiles(gate) && !tiles(up) && !tiles(L.ffn_down_exps) &&
             (uint64_t)k * m < (uint64_t)K.tuning.expert_sort_pairs * hp.n_expert;
-        // The stacks the tiles read expanded to F16 (Tuning::expert_expand): the gate and up
+        // Many pairs an expert on the NV tiles (Kernels::experts_sorted_cm2, for all three
+        // stacks): the pairs' inputs gathered in the experts' order as F16 rows, each expert
+        // GEMM writing its outputs in that order too (so its tiles load and store whole
+        // matrices), the SwiGLU's F16 copy the down projection's input, and the weighted sums
+        // finding each slot's output through its position.
+        auto sorted_cm2 = [&](const Tensor* t, uint32_t rows, uint32_t first) {
+            return tiles(t) && W.win_pairs16 && (W.win_experts16 || K.tuning.expert_cm2_blocks) &&
+                   K.experts_sorted_cm2(var, t->type, (uint32_t)t->cols(), rows,
+                                        (uint32_t)t->rows(), first, k * m, (uint32_t)hp.n_expert);
+        };
+        const bool sorted = m > 1 && sorted_cm2(gate, n_ff, 0) &&
+                            sorted_cm2(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0) &&
+                            sorted_cm2(L.ffn_down_exps, E, 0);
+        // The stacks the tiles read expanded to F16 (Tuning::expert_expand; for the sorted tiles
+        // unless Tuning::expert_cm2_blocks has them decode the blocks in their loads): the gate and up
         // stacks beside the router's GEMM, the down stack beside the SwiGLU (the gate and up
         // tiles are done by then), each pass bandwidth-bound where the tiles then decode nothing.
         std::map<const Tensor*, View> expanded;
         uint64_t expand_at = 0;
         auto expand_stack = [&](const Tensor* t) {
             const uint64_t n = (uint64_t)t->rows() * t->cols() * t->ne[2] * 2;
-            if (!W.win_experts16 || !tiles(t) || expanded.count(t) ||
-                expand_at + n > W.win_experts16.size())
+            const bool wanted = sorted ? !K.tuning.expert_cm2_blocks : K.tuning.expert_expand;
+            if (!wanted || !W.win_experts16 || !tiles(t) ||
+                expanded.count(t) || expand_at + n > W.win_experts16.size())
                 return;
             WindowItem it;
             it.kind = Kind::expand;
@@ -401,8 +416,18 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             p.items.back().u_off = tiles(gate) || tiles(up) || tiles(L.ffn_down_exps)
                                        ? A.expert_tiles
                                        : Kernels::kNone;
+            if (sorted) p.items.back().inv_off = A.inv;
             if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh, m);
             stage("sort");
+            if (sorted) {
+                WindowItem it;
+                it.kind = Kind::moe_gather;
+                it.x_off = A.xn;
+                it.u_off = A.perm;
+                it.n = E;
+                add(it);
+                stage("gather");
+            }
         }
         auto experts = [&](const Tensor* t, uint32_t rows, uint32_t first, uint32_t x_off,
                            bool per_slot, uint32_t y_off, uint32_t rounded) {
@@ -411,7 +436,15 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             it.t = t;
             it.experts = expert_args(hp, A, t, rows, first, x_off, per_slot, y_off, false, m);
             if (in_row_order) it.experts.perm_off = Kernels::kNone;
-            if (tiles(t)) {
+            if (sorted) {
+                it.kind = Kind::gemm_experts_sorted;
+                it.u_off = A.expert_tiles;
+                it.experts.x_off = 0;  // (halves of the pairs' buffer)
+                if (auto e = expanded.find(t); e != expanded.end()) {
+                    it.w16 = e->second;
+                    it.experts.type = QType::F16;
+                }
+            } else if (tiles(t)) {
                 it.kind = Kind::gemm_experts;
                 it.u_off = A.expert_tiles;
                 if (auto e = expanded.find(t); e != expanded.end()) {
@@ -439,6 +472,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             add(down);
         } else {
             swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff * m);
+            if (sorted) p.items.back().f16_out = p.items.back().to_pairs16 = true;
             // The gate and up stacks are read: the down stack goes in their place.
             expanded.clear();
             expand_at = 0;
@@ -455,10 +489,12 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         // norm at once.
         if (L.ffn_gate_shexp) {
             shared_expert_add(L, next_norm, in_row_order ? Kernels::kNone : A.down_e);
+            if (sorted) p.items[p.items.size() - 2].inv_off = A.inv;
             return;
         }
         if (!in_row_order) {
             over_rows(Kind::moe_sum, A.down_e, A.h);
+            if (sorted) p.items.back().inv_off = A.inv;
             stage("experts sum");
         }
         norm(next_norm, A.h, A.xn);

@@ -36,6 +36,10 @@ const char* kind_name(WindowItem::Kind k) {
             return "gemv_experts";
         case K::gemm_experts:
             return "gemm_experts";
+        case K::gemm_experts_sorted:
+            return "gemm_experts_sorted";
+        case K::moe_gather:
+            return "moe_gather";
         case K::copy_row:
             return "copy_row";
         case K::moe_sum:
@@ -86,7 +90,8 @@ std::string WindowPlan::describe() const {
             i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::round_rows ||
             i.kind == WindowItem::Kind::head_gemv)
             out += fmt::format(" x@{} y@{}{}", i.x_off, i.y_off, i.to_logits ? " (logits)" : "");
-        if (i.f16_out) out += " and its f16 copy";
+        if (i.f16_out) out += i.to_pairs16 ? " and its f16 copy (pairs)" : " and its f16 copy";
+        if (i.inv_off != Kernels::kNone) out += fmt::format(" positions@{}", i.inv_off);
         if (i.accumulate) out += " +=";
         if (i.w16.range > 0) out += fmt::format(" f16@{}:{}", i.w16.offset, i.w16.range);
         if (i.stage_rows) out += fmt::format(" stage rows {}", i.stage_rows);

@@ -30,15 +30,19 @@ struct WindowItem {
         swiglu,          // act[y_off] = SiLU(act[x_off]) · act[u_off], n values
         // A mixture of experts over the rows (Kernels::moe_route, moe_sort, gemv_experts,
         // moe_sum, shared_expert_add; `experts` holds the GEMV's operands but the views).
-        moe_route,          // the choice at act[y_off] from the router's logits at act[x_off]
-        moe_sort,           // the choice's pairs grouped by expert at act[y_off] (and, u_off
-                            // not kNone, the table of the expert GEMM tiles at act[u_off])
-        gemv_experts,       // a GEMV over the chosen experts' rows of t
-        gemm_experts,       // the same as grouped GEMM tiles, their table at act[u_off]
-        moe_sum,            // act[y_off] += the weighted sum of each row's pairs at act[x_off]
-        shared_expert_add,  // act[y_off] += sigmoid(t · act[x_off]) · act[u_off], every row,
-                            // then act[x_off] = RMSNorm(act[y_off]) · next_norm
-        head_gemv,          // the last row's logits: one GEMV into the session's logits
+        moe_route,            // the choice at act[y_off] from the router's logits at act[x_off]
+        moe_sort,             // the choice's pairs grouped by expert at act[y_off] (and, u_off
+                              // not kNone, the table of the expert GEMM tiles at act[u_off]; and
+                              // inv_off not kNone, each pair's position at act[inv_off])
+        moe_gather,           // the pairs' rows of act[x_off] (n values each) in the order at
+                              // act[u_off], as F16 into the pairs' buffer
+        gemv_experts,         // a GEMV over the chosen experts' rows of t
+        gemm_experts,         // the same as grouped GEMM tiles, their table at act[u_off]
+        gemm_experts_sorted,  // the same over the pairs' buffer, written in the experts' order
+        moe_sum,              // act[y_off] += the weighted sum of each row's pairs at act[x_off]
+        shared_expert_add,    // act[y_off] += sigmoid(t · act[x_off]) · act[u_off], every row,
+                              // then act[x_off] = RMSNorm(act[y_off]) · next_norm
+        head_gemv,            // the last row's logits: one GEMV into the session's logits
         // A batch of decodes (rows of different sequences, ResidentDriver::step): the layer's
         // mixer by the decode kernels on each row's sequence's cache or state, every row in one
         // dispatch.
@@ -66,9 +70,13 @@ struct WindowItem {
     // shared_expert_add: the experts' slots' outputs whose weighted sum it adds first (moe_sum's
     // work, in its order; kNone: moe_sum runs apart).
     uint32_t sum_off = Kernels::kNone;
+    // moe_sort: where each pair's position goes; moe_sum, shared_expert_add: where each slot's
+    // output lies in the experts' order (kNone: the rows' order).
+    uint32_t inv_off = Kernels::kNone;
     bool to_logits = false;  // gemm: into the window's logits rather than act
-    // rms_norm, swiglu: also writes its rows' F16 copy, which the next GEMMs read (no f16_copy)
-    bool f16_out = false;
+    // rms_norm, swiglu: also writes its rows' F16 copy, which the next GEMMs read (no f16_copy);
+    // into the pairs' buffer (swiglu: the sorted expert tiles read it) with to_pairs16
+    bool f16_out = false, to_pairs16 = false;
     bool accumulate = false;
     View w16{};               // expand, gemm, gemm_experts: the F16 expansion (range 0: none)
     bool expanded = false;    // gemm: reads w16

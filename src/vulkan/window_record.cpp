@@ -25,6 +25,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
     };
     const Weights::BatchRows& B = W.batch;
     const View x16 = W.win_x16 ? view(W.win_x16) : View{};
+    const View pairs16 = W.win_pairs16 ? view(W.win_pairs16) : View{};
     // Queued in parts as recorded: after stages 1, 2, 4, 8, ... so the parts grow as the
     // device's lead over the recording does (a 9B's window of 512 rows: 2-3 ms of recording, a
     // layer's work 1.3 ms on an H200).
@@ -105,7 +106,9 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                 break;
             case Kind::swiglu:
                 K.swiglu(cl, act, i.x_off, act, i.u_off, act, i.y_off, i.n,
-                         i.f16_out ? x16 : View{});
+                         !i.f16_out     ? View{}
+                         : i.to_pairs16 ? pairs16
+                                        : x16);
                 break;
             case Kind::moe_route:
                 K.moe_route(cl, act, i.x_off, (uint32_t)hp.n_expert, (uint32_t)hp.n_expert_used,
@@ -113,8 +116,20 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                 break;
             case Kind::moe_sort:
                 K.moe_sort(cl, act, i.x_off, (uint32_t)hp.n_expert_used, (uint32_t)hp.n_expert, i.n,
-                           i.y_off, i.u_off);
+                           i.y_off, i.u_off, i.inv_off);
                 break;
+            case Kind::moe_gather:
+                K.moe_gather(cl, act, i.x_off, i.n, (uint32_t)hp.n_expert_used, act, i.u_off,
+                             m * (uint32_t)hp.n_expert_used, pairs16, 0);
+                break;
+            case Kind::gemm_experts_sorted: {
+                Kernels::ExpertGemv e = i.experts;
+                e.w = i.w16.range > 0 ? i.w16 : W.matrix(plan_, i.t);  // (F16 where expanded)
+                e.route = e.y = act;
+                e.x = pairs16;
+                K.gemm_experts_sorted(cl, e, (uint32_t)(pairs16.range / 2 / e.cols), i.u_off);
+                break;
+            }
             case Kind::gemv_experts:
             case Kind::gemm_experts: {
                 Kernels::ExpertGemv e = i.experts;
@@ -128,16 +143,16 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
             }
             case Kind::moe_sum:
                 K.moe_sum(cl, act, i.x_off, i.y_off, act, A.route, (uint32_t)hp.n_expert_used,
-                          (uint32_t)hp.n_embd, i.n);
+                          (uint32_t)hp.n_embd, i.n, i.inv_off);
                 break;
             case Kind::shared_expert_add:
-                K.shared_expert_add(
-                    cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off, i.y_off,
-                    (uint32_t)hp.n_embd, i.n, i.next_norm ? W.param(i.next_norm) : Kernels::kNone,
-                    hp.rms_eps,
-                    i.sum_off == Kernels::kNone
-                        ? Kernels::ExpertsSum{}
-                        : Kernels::ExpertsSum{(uint32_t)hp.n_expert_used, i.sum_off, A.route});
+                K.shared_expert_add(cl, view(W.params), W.param(i.t), act, i.x_off, i.u_off,
+                                    i.y_off, (uint32_t)hp.n_embd, i.n,
+                                    i.next_norm ? W.param(i.next_norm) : Kernels::kNone, hp.rms_eps,
+                                    i.sum_off == Kernels::kNone
+                                        ? Kernels::ExpertsSum{}
+                                        : Kernels::ExpertsSum{(uint32_t)hp.n_expert_used, i.sum_off,
+                                                              A.route, i.inv_off});
                 break;
             case Kind::head_gemv:
                 K.gemv(cl, {.type = t->type,

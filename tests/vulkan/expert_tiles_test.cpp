@@ -13,6 +13,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "moe_reference.h"
 #include "vk_test.h"
 
 namespace dl::vk {
@@ -20,13 +21,9 @@ namespace {
 
 using test::randn;
 
-struct TileCase {
-    QType type;
-    uint32_t rows, cols, n_expert, k, n_rows;
-    bool fused;  // a stack of 2 · rows rows an expert, the second half read
-};
+using test::ExpertTileCase;
 
-class ExpertTiles : public ::testing::TestWithParam<TileCase> {};
+class ExpertTiles : public ::testing::TestWithParam<ExpertTileCase> {};
 
 TEST_P(ExpertTiles, SlotsMatchTheReference) {
     VK_TEST_DEVICE();
@@ -157,26 +154,21 @@ TEST_P(ExpertTiles, SlotsMatchTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ExpertTiles,
-                         ::testing::Values(TileCase{QType::F32, 40, 64, 6, 2, 66, false},
-                                           TileCase{QType::F16, 33, 96, 8, 3, 5, false},
-                                           TileCase{QType::Q8_0, 130, 96, 8, 2, 70, false},
-                                           TileCase{QType::Q4_0, 20, 64, 6, 1, 3, false},
-                                           TileCase{QType::Q4_K, 200, 256, 16, 4, 70, false},
-                                           TileCase{QType::Q4_K, 64, 256, 8, 3, 9, true},
-                                           TileCase{QType::Q5_K, 7, 256, 6, 2, 4, false},
-                                           TileCase{QType::Q6_K, 33, 512, 10, 4, 20, false},
+                         ::testing::Values(ExpertTileCase{QType::F32, 40, 64, 6, 2, 66, false},
+                                           ExpertTileCase{QType::F16, 33, 96, 8, 3, 5, false},
+                                           ExpertTileCase{QType::Q8_0, 130, 96, 8, 2, 70, false},
+                                           ExpertTileCase{QType::Q4_0, 20, 64, 6, 1, 3, false},
+                                           ExpertTileCase{QType::Q4_K, 200, 256, 16, 4, 70, false},
+                                           ExpertTileCase{QType::Q4_K, 64, 256, 8, 3, 9, true},
+                                           ExpertTileCase{QType::Q5_K, 7, 256, 6, 2, 4, false},
+                                           ExpertTileCase{QType::Q6_K, 33, 512, 10, 4, 20, false},
                                            // Experts of whole tiles of rows (the skinny GEMM's
                                            // grouped form): pairs a few, a few dozen and past a
                                            // table tile's 64 for an expert.
-                                           TileCase{QType::Q6_K, 64, 512, 10, 4, 20, false},
-                                           TileCase{QType::Q4_K, 32, 256, 8, 2, 100, false},
-                                           TileCase{QType::Q4_K, 96, 512, 8, 4, 70, false}),
-                         [](const auto& info) {
-                             const TileCase& c = info.param;
-                             return fmt::format("{}_{}x{}_e{}k{}r{}{}", qtype_name(c.type), c.rows,
-                                                c.cols, c.n_expert, c.k, c.n_rows,
-                                                c.fused ? "_fused" : "");
-                         });
+                                           ExpertTileCase{QType::Q6_K, 64, 512, 10, 4, 20, false},
+                                           ExpertTileCase{QType::Q4_K, 32, 256, 8, 2, 100, false},
+                                           ExpertTileCase{QType::Q4_K, 96, 512, 8, 4, 70, false}),
+                         [](const auto& info) { return test::expert_tile_case_name(info.param); });
 
 }  // namespace
 }  // namespace dl::vk

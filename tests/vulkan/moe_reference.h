@@ -2,14 +2,32 @@
 // (bench/vk_speed/moe_speed.cpp).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "quant/types.h"
+
 namespace dl::vk::test {
+
+// A case of the window's expert GEMM tests (expert_tiles_test.cpp, expert_sorted_test.cpp): the
+// stack's format, the rows computed of each expert, columns, experts, slots a row, window rows,
+// and whether the stack is a fused gate and up (2 · rows an expert, the second half read).
+struct ExpertTileCase {
+    QType type;
+    uint32_t rows, cols, n_expert, k, n_rows;
+    bool fused;
+};
+inline std::string expert_tile_case_name(const ExpertTileCase& c) {
+    return fmt::format("{}_{}x{}_e{}k{}r{}{}", qtype_name(c.type), c.rows, c.cols, c.n_expert, c.k,
+                       c.n_rows, c.fused ? "_fused" : "");
+}
 
 // The reference routing of one row: ids by descending logit, the lower index first on a tie;
 // softmax over all experts in double; the k renormalised; then sorted by id.

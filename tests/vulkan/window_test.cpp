@@ -437,10 +437,15 @@ struct PrefillForm {
     bool bytes = false, tiles = false, expand = false, skinny = false;
     int attention_parts = -1;
     bool expert_skinny = false;  // the expert tiles as the skinny GEMM's grouped form
+    // the expert tiles in the experts' order on NV cooperative matrix 2, wherever the window's
+    // pairs are one an expert on average (Tuning::expert_cm2_pairs)
+    bool expert_cm2 = false;
+    bool expert_cm2_blocks = false;  // and decoding the stacks' blocks in their loads
 };
 void check_window_prefill(const dl::test::TinySpec& spec, const PrefillForm& form = {}) {
     VK_TEST_DEVICE();
-    const auto [bytes, tiles, expand, skinny, attention_parts, expert_skinny] = form;
+    const auto [bytes, tiles, expand, skinny, attention_parts, expert_skinny, expert_cm2,
+                expert_cm2_blocks] = form;
     const std::string& arch = spec.arch;
     const QType type = spec.matrix_type;
     auto model = dl::test::tiny_model(spec);
@@ -466,6 +471,10 @@ void check_window_prefill(const dl::test::TinySpec& spec, const PrefillForm& for
         o.tuning.gemm_gemv_rows = 0;
     }
     o.tuning.expert_skinny = expert_skinny;
+    o.tuning.expert_cm2_pairs = expert_cm2 ? 1 : 0;
+    o.tuning.expert_cm2_blocks = expert_cm2_blocks;
+    if (expert_cm2 && !Kernels::gemm_uses_cm2(dev.features(), dev.variant()))
+        GTEST_SKIP() << "no NV cooperative matrix 2 tiles on this device or build";
     auto drv = ResidentDriver::create(model, o);
     ASSERT_TRUE(drv.ok()) << drv.reason();
     ResidentDriver& d = **drv;
@@ -494,12 +503,15 @@ void check_window_prefill(const dl::test::TinySpec& spec, const PrefillForm& for
         ASSERT_EQ(p.find("gemm_experts") != std::string::npos, tiles) << p;
         ASSERT_EQ(p.find("gemv_experts") != std::string::npos, !tiles) << p;
         const std::string w = d.window_plan(*d.new_session(64), kWindow, false).describe();
-        ASSERT_EQ(w.find("expand blk.0.ffn_down_exps") != std::string::npos, expand) << w;
-        const size_t down = w.find("gemm_experts blk.0.ffn_down_exps");
+        // (The sorted tiles read the stacks expanded unless told to decode their blocks.)
+        const bool expanded = expand || (expert_cm2 && !expert_cm2_blocks);
+        ASSERT_EQ(w.find("expand blk.0.ffn_down_exps") != std::string::npos, expanded) << w;
+        const size_t down = w.find(expert_cm2 ? "gemm_experts_sorted blk.0.ffn_down_exps"
+                                              : "gemm_experts blk.0.ffn_down_exps");
         ASSERT_EQ(down != std::string::npos, tiles) << w;
         if (tiles) {  // the tiles read the expansion
             ASSERT_EQ(w.substr(down, w.find('\n', down) - down).find("f16@") != std::string::npos,
-                      expand)
+                      expanded)
                 << w;
         }
     }
@@ -635,6 +647,20 @@ TEST(WindowPrefill, Qwen35MoeQ4KExpertTilesOverF16) {
 }
 TEST(WindowPrefill, Qwen3MoeQ8ExpertTilesOverF16) {
     check_window_prefill(test::moe_spec("qwen3moe", QType::Q8_0), {.tiles = true, .expand = true});
+}
+// ...in the experts' order on the NV tiles (windows of 8 and 9 rows; 2 and 3 rows stay under
+// one pair an expert and take the other tiles).
+TEST(WindowPrefill, Qwen35MoeQ4KSortedExpertTiles) {
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K),
+                         {.tiles = true, .expert_cm2 = true});
+}
+TEST(WindowPrefill, Qwen3MoeQ4KSortedExpertTiles) {
+    check_window_prefill(test::moe_spec("qwen3moe", QType::Q4_K),
+                         {.tiles = true, .expert_cm2 = true});
+}
+TEST(WindowPrefill, Qwen35MoeQ4KSortedExpertTilesOverBlocks) {
+    check_window_prefill(test::moe_spec("qwen35moe", QType::Q4_K),
+                         {.tiles = true, .expert_cm2 = true, .expert_cm2_blocks = true});
 }
 
 }  // namespace

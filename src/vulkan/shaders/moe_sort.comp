@@ -8,7 +8,9 @@
 // result does not (the GEMV computes every vector alike, whatever its neighbours).
 // With tile_rows, also the table of the grouped GEMM tiles (gemm_experts.comp) at tiles_off:
 // the number of tiles, then for each its expert and the first and end positions of its pairs,
-// each expert's run cut into tiles of at most tile_rows pairs.
+// each expert's run cut into tiles of at most tile_rows pairs. With inv_off, also each pair's
+// position in that order at inv_off + pair (where the expert GEMMs that write in that order
+// left its output, for the weighted sums).
 #version 450
 
 layout(local_size_x = 256) in;
@@ -23,6 +25,7 @@ layout(push_constant) uniform Push {
     uint perm_off;   // words: where the n_pairs pair indices go
     uint tile_rows;  // 0: no table of tiles
     uint tiles_off;  // words
+    uint inv_off;    // words: where each pair's position goes (0xffffffff: nowhere)
 } p;
 
 const uint MAX_EXPERTS = 1024u;
@@ -71,6 +74,8 @@ void main() {
     barrier();
     for (uint i = t; i < p.n_pairs; i += 256u) {
         uint e = route[p.route_off + (i / p.k) * 2u * p.k + i % p.k];
-        route[p.perm_off + atomicAdd(count[e], 1u)] = i;
+        const uint pos = atomicAdd(count[e], 1u);
+        route[p.perm_off + pos] = i;
+        if (p.inv_off != 0xffffffffu) route[p.inv_off + i] = pos;
     }
 }

@@ -6,7 +6,8 @@
 // xn[row] = h[row] / sqrt(mean(h[row]²) + eps) · norm_w, which saves the norm its own stage.
 // With k > 0 it first adds the row's experts' weighted sum as moe_sum.comp does (the k slots'
 // outputs at down_off, their weights in the route at route_off), in the same order, which saves
-// that sum its stage too.
+// that sum its stage too (with inv_off, each slot's output at its pair's position in the
+// experts' order, as moe_sum.comp reads it).
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -26,6 +27,7 @@ layout(push_constant) uniform Push {
     uint k;           // experts a row whose weighted sum is added first (0: none)
     uint down_off;    // floats of binding 1: the slots' outputs, n a slot (row · k + j)
     uint route_off;   // floats of binding 1: the route (2k a row: ids, then weights)
+    uint inv_off;     // floats of binding 1: each pair's position (0xffffffff: the rows' order)
 } p;
 
 shared float part[WG];
@@ -50,12 +52,16 @@ void main() {
     float g = 1.0 / (1.0 + exp(-workgroup_sum(s, t)));
     float ss = 0.0;
     const uint w0 = p.route_off + row * 2u * p.k + p.k;
+    uint slot[8];  // (k is at most 8: ExpertKernels::kMaxUsed)
+    for (uint j = 0u; j < p.k; ++j)
+        slot[j] = p.inv_off == 0xffffffffu ? row * p.k + j
+                                           : floatBitsToUint(act[p.inv_off + row * p.k + j]);
     for (uint i = t; i < p.n; i += WG) {
         float v = act[p.h_off + row * p.n + i];
         if (p.k > 0u) {  // moe_sum.comp's sum, in its order
             float e = 0.0;
             for (uint j = 0u; j < p.k; ++j)
-                e += act[w0 + j] * act[p.down_off + (row * p.k + j) * p.n + i];
+                e += act[w0 + j] * act[p.down_off + slot[j] * p.n + i];
             v += e;
         }
         v += g * act[p.shared_off + row * p.n + i];
