@@ -289,7 +289,10 @@ TEST(ExpertGemmSpeed, Window) {
         const uint32_t tiles_off = perm_off + n_pairs + 4;
         // (and each pair's position in that order, for the sorted NV tiles)
         const uint32_t inv_off = tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4;
-        std::vector<uint32_t> route(inv_off + n_pairs, 0);
+        // (and their table, cut at their tiles' pairs)
+        const uint32_t sorted_tiles_off = inv_off + n_pairs + 4;
+        std::vector<uint32_t> route(sorted_tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert),
+                                    0);
         std::vector<uint32_t> ids((size_t)n_pairs);
         for (uint32_t r = 0; r < n_rows; ++r) {
             std::vector<uint32_t> pool(n_expert);
@@ -303,6 +306,9 @@ TEST(ExpertGemmSpeed, Window) {
         test::run(dev, [&](CommandList& cl) {
             K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off,
                        inv_off);
+            cl.barrier();
+            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off,
+                       sorted_tiles_off, Kernels::kNone, Kernels::kSortedTilePairs);
         });
         const std::vector<uint32_t> placed = test::from_device<uint32_t>(dev, routes, route.size());
         const bool cm2 = GemmKernels::gemm_uses_cm2(dev.features(), dev.variant());
@@ -371,7 +377,7 @@ TEST(ExpertGemmSpeed, Window) {
             // The sorted NV tiles (gemm_experts_cm2.comp) over the pairs' rows gathered as F16
             // (each pair its own row: the gather with one slot a row), outputs at positions.
             if (cm2) {
-                const uint32_t x_rows = n_pairs + Kernels::kExpertTileRows;
+                const uint32_t x_rows = n_pairs + Kernels::kSortedTilePairs;
                 Buffer h = dev.create_buffer((uint64_t)x_rows * s.cols * 2, MemoryKind::device);
                 const uint32_t gk = s.own ? 1 : k;
                 auto gather = [&](CommandList& cl) {
@@ -396,7 +402,7 @@ TEST(ExpertGemmSpeed, Window) {
                         gs.w = view(w16);
                     }
                     const double ms = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
-                        K.gemm_experts_sorted(cl, gs, x_rows, tiles_off);
+                        K.gemm_experts_sorted(cl, gs, x_rows, sorted_tiles_off);
                     });
                     const std::string form =
                         expanded ? fmt::format(

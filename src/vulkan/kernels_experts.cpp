@@ -40,10 +40,10 @@ struct ExpertGemmPush {
     uint32_t k_cols, n, row_bytes, x_off, y_off, k, x_per_slot, expert_rows, first_row, perm_off,
         tiles_off;
 };
-// The most tiles gemm_experts() may have: one for each kExpertTileRows pairs and one more for
-// each expert that may start one.
-uint32_t max_expert_tiles(uint32_t n_pairs, uint32_t n_expert) {
-    const uint32_t rows = ExpertKernels::kExpertTileRows;
+// The most tiles a table of tiles of up to `rows` pairs may have: one for each `rows` pairs and
+// one more for each expert that may start one.
+uint32_t max_expert_tiles(uint32_t n_pairs, uint32_t n_expert,
+                          uint32_t rows = ExpertKernels::kExpertTileRows) {
     return (n_pairs + rows - 1) / rows + std::min(n_pairs, n_expert);
 }
 struct SumPush {
@@ -168,11 +168,13 @@ void ExpertKernels::shared_expert_add(CommandList& cl, View w, uint32_t w_off, V
 
 void ExpertKernels::moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k,
                              uint32_t n_expert, uint32_t n_rows, uint32_t perm_off,
-                             uint32_t tiles_off, uint32_t inv_off) {
+                             uint32_t tiles_off, uint32_t inv_off, uint32_t tile_pairs) {
     if (n_expert > kMaxSortExperts)
         fail("{} experts: the device's grouping takes up to {}", n_expert, kMaxSortExperts);
     const Kernel& kern = pipes_.get("moe_sort", 1, sizeof(SortPush));
-    const uint32_t tile_rows = tiles_off == kNone ? 0 : kExpertTileRows;
+    if (tiles_off != kNone && (tile_pairs < kExpertTileRows || tile_pairs > kSortedTilePairs))
+        fail("a table of expert tiles of {} pairs", tile_pairs);
+    const uint32_t tile_rows = tiles_off == kNone ? 0 : tile_pairs;
     cl.dispatch(
         kern, {route},
         SortPush{n_rows * k, k, n_expert, route_off, perm_off, tile_rows, tiles_off, inv_off}, 1,
@@ -216,10 +218,10 @@ void ExpertKernels::gemm_experts_sorted(CommandList& cl, const ExpertGemv& g, ui
             "{}; x at half {}, y at float {})",
             qtype_name(g.type), g.cols, g.rows, expert_rows, g.first_row, g.x_off, g.y_off);
     const uint32_t n_pairs = g.n_rows * g.k;
-    if (x_rows < n_pairs + kExpertTileRows)
+    if (x_rows < n_pairs + kSortedTilePairs)
         fail("sorted expert tiles over {} pairs read {} rows of X: {} are held", n_pairs,
-             n_pairs + kExpertTileRows, x_rows);
-    const uint32_t tiles = max_expert_tiles(n_pairs, g.n_expert);
+             n_pairs + kSortedTilePairs, x_rows);
+    const uint32_t tiles = max_expert_tiles(n_pairs, g.n_expert, kSortedTilePairs);
     if (tiles > f.max_workgroup_count[1])
         fail("{} expert GEMM tiles: the device's grid takes {}", tiles, f.max_workgroup_count[1]);
     constexpr uint32_t wg = 256;
@@ -228,7 +230,7 @@ void ExpertKernels::gemm_experts_sorted(CommandList& cl, const ExpertGemv& g, ui
              std::min(f.cm2_max_workgroup, f.max_workgroup_invocations));
     const Kernel& k =
         pipes_.get(fmt::format("gemm_experts_cm2_{}@nv_coopmat2", type_suffix(g.type)), 4,
-                   sizeof(SortedGemmPush), {wg, kSortedTileWeightRows, kExpertTileRows, 32u});
+                   sizeof(SortedGemmPush), {wg, kSortedTileWeightRows, kSortedTilePairs, 32u});
     cl.dispatch(k, {g.w, g.x, g.y, g.route},
                 SortedGemmPush{g.cols, g.rows, (uint32_t)row_size(g.type, g.cols), g.x_off, x_rows,
                                g.y_off, expert_rows, g.first_row, tiles_off},

@@ -84,13 +84,14 @@ class ExpertKernels : public virtual KernelFamily {
     // The n_rows · k (row, slot) pairs of a window's choice (route_off, as moe_route wrote it)
     // grouped by expert, as pair indices at route[perm_off ..] (one workgroup; n_expert up to
     // kMaxSortExperts).
-    // With tiles_off, also the table of gemm_experts()' tiles at route[tiles_off ..]
-    // (expert_tiles_words() words); with inv_off, each pair's position in that order at
-    // route[inv_off + pair].
+    // With tiles_off, also the table of tiles at route[tiles_off ..] (expert_tiles_words()
+    // words): each expert's pairs cut into tiles of at most tile_pairs (kExpertTileRows for
+    // gemm_experts(), kSortedTilePairs for gemm_experts_sorted()); with inv_off, each pair's
+    // position in that order at route[inv_off + pair].
     static constexpr uint32_t kMaxSortExperts = 1024;
     void moe_sort(CommandList& cl, View route, uint32_t route_off, uint32_t k, uint32_t n_expert,
                   uint32_t n_rows, uint32_t perm_off, uint32_t tiles_off = kNone,
-                  uint32_t inv_off = kNone);
+                  uint32_t inv_off = kNone, uint32_t tile_pairs = kExpertTileRows);
     // The F16 rows the sorted expert tiles read (gemm_experts_sorted()): for each of the
     // n_pairs positions of moe_sort's order at route[perm_off ..], the row of cols F32 values
     // act[x_off + (pair / k) · cols ..] its pair reads, into h from half h_off (cols and h_off
@@ -100,8 +101,9 @@ class ExpertKernels : public virtual KernelFamily {
     // The expert GEMMs of a window as NV cooperative matrix 2 tiles over their inputs gathered in
     // moe_sort's order (gemm_experts_cm2.comp): g's operands as for gemm_experts() but x, which
     // here is F16 rows in that order from half x_off of x (x_rows rows readable from there: at
-    // least the pairs and kExpertTileRows more), and y, written in that order too (row pos at
-    // y_off + pos · rows). Only where experts_sorted_cm2() holds for every stack of the layer.
+    // least the pairs and kSortedTilePairs more), and y, written in that order too (row pos at
+    // y_off + pos · rows); the table at tiles_off cut at kSortedTilePairs pairs a tile. Only
+    // where experts_sorted_cm2() holds for every stack of the layer.
     void gemm_experts_sorted(CommandList& cl, const ExpertGemv& g, uint32_t x_rows,
                              uint32_t tiles_off);
     // Whether a window of n_pairs pairs over n_expert experts runs its GEMMs over a stack of type
@@ -118,6 +120,7 @@ class ExpertKernels : public virtual KernelFamily {
     // skinny GEMM, they may run as its grouped form instead (expert_skinny()).
     static constexpr uint32_t kExpertTileRows = 64;
     static constexpr uint32_t kSortedTileWeightRows = 128;  // gemm_experts_sorted()'s BM
+    static constexpr uint32_t kSortedTilePairs = 128;       // and its BN
     void gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g, uint32_t tiles_off);
     // Whether gemm_experts(g) runs as the skinny GEMM's grouped form (shaders/gemm_skinny.comp,
     // EXPERTS; Tuning::expert_skinny).

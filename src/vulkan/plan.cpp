@@ -450,7 +450,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
         if (hp.ffn_kind == FfnKind::experts && Kernels::gemm_uses_cm2(f, variant)) {
             const uint64_t cols = std::max(hp.n_embd, hp.n_ff_exp);
             p.window_pairs16_bytes = align_up(
-                ((uint64_t)hp.n_expert_used * w + Kernels::kExpertTileRows) * cols * 2, kAlign);
+                ((uint64_t)hp.n_expert_used * w + Kernels::kSortedTilePairs) * cols * 2, kAlign);
             scratch += p.window_pairs16_bytes;
         }
         if (Kernels::gemm_uses_cm2(f, variant) && w >= Kernels::kGemmExpandRows) {

@@ -416,7 +416,10 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
             p.items.back().u_off = tiles(gate) || tiles(up) || tiles(L.ffn_down_exps)
                                        ? A.expert_tiles
                                        : Kernels::kNone;
-            if (sorted) p.items.back().inv_off = A.inv;
+            if (sorted) {  // (the positions, and a table cut at the sorted tiles' pairs)
+                p.items.back().inv_off = A.inv;
+                p.items.back().rows = Kernels::kSortedTilePairs;
+            }
             if (L.ffn_gate_shexp) to_f16(A.ffn, n_sh, m);
             stage("sort");
             if (sorted) {

@@ -116,7 +116,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                 break;
             case Kind::moe_sort:
                 K.moe_sort(cl, act, i.x_off, (uint32_t)hp.n_expert_used, (uint32_t)hp.n_expert, i.n,
-                           i.y_off, i.u_off, i.inv_off);
+                           i.y_off, i.u_off, i.inv_off, i.rows ? i.rows : Kernels::kExpertTileRows);
                 break;
             case Kind::moe_gather:
                 K.moe_gather(cl, act, i.x_off, i.n, (uint32_t)hp.n_expert_used, act, i.u_off,

@@ -29,7 +29,7 @@ Buffer poisoned_halves(Device& dev, size_t n) {
     return b;
 }
 
-// A window's choice: every row picks expert 0 (so it holds more pairs than a tile's 64 when
+// A window's choice: every row picks expert 0 (so it holds more pairs than a tile's 128 when
 // rows are many) and k - 1 others at random; the other experts get what is left, some none.
 struct Choice {
     uint32_t n_expert, k, n_rows;
@@ -78,7 +78,7 @@ TEST(ExpertSorted, PositionsGatherAndSums) {
         Buffer hb = poisoned_halves(dev, h_halves);
         test::run(dev, [&](CommandList& cl) {
             K.moe_sort(cl, view(rb), c.route_off, k, n_expert, n_rows, c.perm_off, c.tiles_off,
-                       c.inv_off);
+                       c.inv_off, Kernels::kSortedTilePairs);
             cl.barrier();
             K.moe_gather(cl, view(ab), x_off, cols, k, view(rb), c.perm_off, n_pairs, view(hb),
                          h_off);
@@ -191,7 +191,7 @@ TEST_P(ExpertSortedTiles, PositionsMatchTheReference) {
     const uint32_t x_off = 8;
     std::vector<float> act = randn(x_off + (size_t)n_rows * cols, 9 + cols);
     Buffer ab = test::to_device(dev, act), rb = test::to_device(dev, c.route);
-    const uint32_t x_rows = n_pairs + Kernels::kExpertTileRows;
+    const uint32_t x_rows = n_pairs + Kernels::kSortedTilePairs;
     Buffer hb = poisoned_halves(dev, (size_t)x_rows * cols);
     const uint32_t y_off = 4;
     const size_t n_out = (size_t)n_pairs * rows;
@@ -221,7 +221,7 @@ TEST_P(ExpertSortedTiles, PositionsMatchTheReference) {
         g.w = view(expanded ? w16 : w);
         test::run(dev, [&](CommandList& cl) {
             K.moe_sort(cl, view(rb), c.route_off, k, n_expert, n_rows, c.perm_off, c.tiles_off,
-                       c.inv_off);
+                       c.inv_off, Kernels::kSortedTilePairs);
             cl.barrier();
             K.moe_gather(cl, view(ab), x_off, cols, k, view(rb), c.perm_off, n_pairs, view(hb), 0);
             if (expanded) K.dequant_f16(cl, t, view(w), all_rows, cols, view(w16));
@@ -257,8 +257,8 @@ TEST_P(ExpertSortedTiles, PositionsMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, ExpertSortedTiles,
                          ::testing::Values(
-                             // Expert 0 past one tile of 64 pairs, the others a few each.
-                             ExpertTileCase{QType::Q4_K, 128, 256, 8, 2, 100, false},
+                             // Expert 0 past one tile of 128 pairs, the others a few each.
+                             ExpertTileCase{QType::Q4_K, 128, 256, 8, 2, 140, false},
                              ExpertTileCase{QType::Q6_K, 256, 512, 10, 4, 70, false},
                              // The second half of a fused gate-and-up stack.
                              ExpertTileCase{QType::Q4_K, 128, 256, 6, 3, 40, true},

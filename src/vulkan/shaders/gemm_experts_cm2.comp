@@ -30,7 +30,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint BM = 128;  // weight rows a tile
-layout(constant_id = 2) const uint BN = 64;   // pairs a tile: the table's tiles hold up to 64
+layout(constant_id = 2) const uint BN = 128;  // pairs a tile: the table's tiles hold up to BN
 layout(constant_id = 3) const uint BK = 32;   // columns a step
 
 #if defined(WTYPE_F16)
