@@ -308,7 +308,7 @@ TEST(ExpertGemmSpeed, Window) {
                        inv_off);
             cl.barrier();
             K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off,
-                       sorted_tiles_off, Kernels::kNone, Kernels::kSortedTilePairs);
+                       sorted_tiles_off, inv_off, Kernels::kSortedTilePairs);
         });
         const std::vector<uint32_t> placed = test::from_device<uint32_t>(dev, routes, route.size());
         const bool cm2 = GemmKernels::gemm_uses_cm2(dev.features(), dev.variant());

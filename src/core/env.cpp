@@ -174,10 +174,10 @@ const std::vector<Var>& all() {
          "a Vulkan prefill window's expert GEMMs run as grouped GEMM tiles where its tokens "
          "choose at least this many per expert on average, else as grouped batched GEMVs (0 to "
          "4096; 0: never)"},
-        {"DELTALLM_VK_EXPERT_CM2", "int", "0",
+        {"DELTALLM_VK_EXPERT_CM2", "int", "96",
          "on NV cooperative matrix 2, a Vulkan prefill window's expert GEMMs over Q4_K and Q6_K "
          "stacks run as tiles over their inputs gathered in the experts' order where its tokens "
-         "choose at least this many per expert on average (0 to 4096; 0: never, until measured)"},
+         "choose at least this many per expert on average (0 to 4096; 0: never)"},
         {"DELTALLM_VK_EXPERT_CM2_BLOCKS", "bool", "0",
          "the sorted expert tiles (DELTALLM_VK_EXPERT_CM2) decode the stacks' K-quant blocks in "
          "their loads instead of reading the stacks expanded to F16 for the window"},

@@ -35,7 +35,14 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->model_ = model;
     d->dev_ = std::move(*dev);
     Device& D = *d->dev_;
-    auto p = vk::plan(*model, D.features(), D.variant(), opts.plan);
+    PlanOptions po = opts.plan;
+    // The sorted expert tiles (NV cooperative matrix 2 only) read the stacks expanded to F16
+    // unless told to decode their blocks; the grouped tiles where Tuning::expert_expand asks.
+    const bool cm2 = Kernels::gemm_uses_cm2(D.features(), D.variant());
+    po.expert_stacks_f16_pairs = opts.tuning.expert_expand               ? 1
+                                 : !cm2 || opts.tuning.expert_cm2_blocks ? 0
+                                                                         : opts.tuning.expert_cm2_pairs;
+    auto p = vk::plan(*model, D.features(), D.variant(), po);
     if (!p) return p.decline();
     d->plan_ = std::move(*p);
     const Plan& P = d->plan_;
@@ -126,26 +133,8 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
         const bool sorted_experts = opts.tuning.expert_cm2_pairs > 0 && P.window_pairs16_bytes > 0;
         if (sorted_experts)
             w->win_pairs16 = D.create_buffer(P.window_pairs16_bytes, MemoryKind::device);
-        if ((opts.tuning.expert_expand || (sorted_experts && !opts.tuning.expert_cm2_blocks)) &&
-            hp.ffn_kind == FfnKind::experts) {
-            // The largest layer's gate and up stacks (or its down stack) in F16; without room
-            // for it the tiles decode their blocks as before.
-            auto bytes = [](const Tensor* t) {
-                return t ? align_up((uint64_t)t->rows() * t->cols() * t->ne[2] * 2, kBindAlign) : 0;
-            };
-            uint64_t most = 0;
-            for (const Layer& L : model->layers)
-                most = std::max(
-                    {most,
-                     bytes(L.ffn_gate_up_exps) + bytes(L.ffn_gate_exps) + bytes(L.ffn_up_exps),
-                     bytes(L.ffn_down_exps)});
-            try {
-                w->win_experts16 = D.create_buffer(most, MemoryKind::device);
-            } catch (const std::exception& e) {
-                log::warn("vulkan: no room to expand the experts to F16 ({} MiB): {}", most >> 20,
-                          e.what());
-            }
-        }
+        if (P.window_experts16_bytes > 0)
+            w->win_experts16 = D.create_buffer(P.window_experts16_bytes, MemoryKind::device);
         if (P.window_split_bytes > 0) {  // (its counters zero between GEMMs)
             w->win_split = D.create_buffer(P.window_split_bytes, MemoryKind::device);
             D.fill(w->win_split, 0, P.window_split_bytes, 0);

@@ -120,7 +120,9 @@ class ExpertKernels : public virtual KernelFamily {
     // skinny GEMM, they may run as its grouped form instead (expert_skinny()).
     static constexpr uint32_t kExpertTileRows = 64;
     static constexpr uint32_t kSortedTileWeightRows = 128;  // gemm_experts_sorted()'s BM
-    static constexpr uint32_t kSortedTilePairs = 128;       // and its BN
+    // Its BN: 128 (a dense window's tile) ran slower than 64 on an H100 (history, 2026-12-07
+    // (09:05)).
+    static constexpr uint32_t kSortedTilePairs = 64;
     void gemm_experts(CommandList& cl, Variant v, const ExpertGemv& g, uint32_t tiles_off);
     // Whether gemm_experts(g) runs as the skinny GEMM's grouped form (shaders/gemm_skinny.comp,
     // EXPERTS; Tuning::expert_skinny).

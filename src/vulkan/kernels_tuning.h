@@ -213,10 +213,12 @@ struct Tuning {
     // on average (and whose gate, up and down stacks are all Q4_K or Q6_K of whole tiles of rows)
     // run the expert GEMMs over the pairs' inputs gathered in the experts' order as F16 rows,
     // each output left at its pair's position in that order (ExpertKernels::experts_sorted_cm2,
-    // gemm_experts_cm2.comp; DELTALLM_VK_EXPERT_CM2; 0: never). Off: correct on an H100, but
-    // slower than the skinny form over the stacks' blocks and over their F16 expansion alike
-    // (Qwen3-30B-A3B pp2048 10,264 -> 4,612 t/s; docs/perf/history.md, 2026-12-07 (08:10)).
-    uint32_t expert_cm2_pairs = 0;
+    // gemm_experts_cm2.comp; DELTALLM_VK_EXPERT_CM2; 0: never). Over the window's F16 expansion
+    // of the stacks (three a layer, 0.24-0.32 ms each on an H100 whatever the window's rows) the
+    // tiles run at 84-109 TFLOP/s against the skinny form's 36-56: Qwen3-30B-A3B's pp2048 (128
+    // pairs an expert) 10,245 -> 12,183 t/s; at 64 the two forms tie, below it the expansions
+    // cost more than the tiles save (docs/perf/history.md, 2026-12-07 (09:05)).
+    uint32_t expert_cm2_pairs = 96;
     // The sorted expert tiles decode the stacks' blocks in their loads instead of reading the
     // stacks expanded to F16 for the window (DELTALLM_VK_EXPERT_CM2_BLOCKS).
     bool expert_cm2_blocks = false;

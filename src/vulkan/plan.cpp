@@ -423,7 +423,7 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
     auto plan_window = [&](int64_t w) {
         p.window = w;
         p.window_x16_bytes = p.window_w16_bytes = p.window_split_bytes = p.window_split_counters =
-            p.window_pairs16_bytes = 0;
+            p.window_pairs16_bytes = p.window_experts16_bytes = 0;
         scratch = token_scratch;
         if (w == 0) return;
         // The scratch of the GEMMs of a stage that split their columns (windows of few rows).
@@ -452,6 +452,19 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
             p.window_pairs16_bytes = align_up(
                 ((uint64_t)hp.n_expert_used * w + Kernels::kSortedTilePairs) * cols * 2, kAlign);
             scratch += p.window_pairs16_bytes;
+        }
+        const uint32_t f16_pairs = opts.expert_stacks_f16_pairs;
+        if (hp.ffn_kind == FfnKind::experts && f16_pairs > 0 &&
+            hp.n_expert_used * w >= (int64_t)f16_pairs * hp.n_expert) {
+            auto bytes = [](const Tensor* t) {
+                return t ? align_up((uint64_t)t->rows() * t->cols() * t->ne[2] * 2, kAlign) : 0;
+            };
+            for (const Layer& L : model.layers)
+                p.window_experts16_bytes = std::max(
+                    {p.window_experts16_bytes,
+                     bytes(L.ffn_gate_up_exps) + bytes(L.ffn_gate_exps) + bytes(L.ffn_up_exps),
+                     bytes(L.ffn_down_exps)});
+            scratch += p.window_experts16_bytes;
         }
         if (Kernels::gemm_uses_cm2(f, variant) && w >= Kernels::kGemmExpandRows) {
             uint64_t largest = 0;

@@ -41,6 +41,10 @@ struct PlanOptions {
     // 0.8B +45 %. The plan halves it (not below kMinWindow) where memory is short, and keeps it
     // within the context.
     int64_t window = window_from_env();
+    // A mixture's window whose (row, slot) pairs are at least this many an expert on average
+    // holds the largest layer's expert stacks expanded to F16 (the sorted expert tiles read them:
+    // Plan::window_experts16_bytes; 0: never).
+    uint32_t expert_stacks_f16_pairs = 0;
     static int64_t window_from_env();
     static constexpr int64_t kMinWindow = 512;
 };
@@ -148,6 +152,9 @@ struct Plan {
     // pairs in the experts' order as F16 rows (Kernels::moe_gather, then the SwiGLU's copy), and
     // a tile's rows more (Kernels::gemm_experts_sorted; 0: none).
     uint64_t window_pairs16_bytes = 0;
+    // The largest layer's gate and up stacks (or its down stack, whichever is more) expanded to
+    // F16 for a window (PlanOptions::expert_stacks_f16; 0: none).
+    uint64_t window_experts16_bytes = 0;
     std::vector<uint64_t> slabs;      // sizes of the weight slabs
     std::vector<Placement> matrices;  // every matrix the trunk and the head read
     uint64_t weight_bytes = 0;        // sum of the slabs

@@ -29,7 +29,7 @@ Buffer poisoned_halves(Device& dev, size_t n) {
     return b;
 }
 
-// A window's choice: every row picks expert 0 (so it holds more pairs than a tile's 128 when
+// A window's choice: every row picks expert 0 (so it holds more pairs than a tile's 64 when
 // rows are many) and k - 1 others at random; the other experts get what is left, some none.
 struct Choice {
     uint32_t n_expert, k, n_rows;
@@ -257,8 +257,8 @@ TEST_P(ExpertSortedTiles, PositionsMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, ExpertSortedTiles,
                          ::testing::Values(
-                             // Expert 0 past one tile of 128 pairs, the others a few each.
-                             ExpertTileCase{QType::Q4_K, 128, 256, 8, 2, 140, false},
+                             // Expert 0 past one tile of 64 pairs, the others a few each.
+                             ExpertTileCase{QType::Q4_K, 128, 256, 8, 2, 100, false},
                              ExpertTileCase{QType::Q6_K, 256, 512, 10, 4, 70, false},
                              // The second half of a fused gate-and-up stack.
                              ExpertTileCase{QType::Q4_K, 128, 256, 6, 3, 40, true},

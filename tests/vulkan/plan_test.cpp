@@ -362,6 +362,37 @@ TEST(VulkanPlan, HalvesTheWindowBeforeTheContext) {
     EXPECT_EQ(r->window, 300);
 }
 
+// The sorted expert tiles' F16 stacks: a window whose pairs reach PlanOptions::
+// expert_stacks_f16_pairs an expert holds the largest layer's gate and up stacks (or its down
+// stack) expanded, in the plan's scratch; one whose pairs do not, nothing.
+TEST(VulkanPlan, HoldsTheExpertStacksInF16WhereTheWindowsPairsReachThem) {
+    if (!variant_built(Variant::nv_coopmat2)) GTEST_SKIP() << "no NV cooperative matrix 2 build";
+    dl::test::TinySpec s = q4_k_spec();
+    s.arch = "qwen3moe";
+    s.n_layer = 2;
+    s.q4_k_m = true;
+    s.rope_dims = s.head_dim;
+    s.n_ff_exp = 256;
+    auto model = dl::test::tiny_model(s);
+    Features f = big_device();
+    f.nv_coopmat2_blocks = true;
+    f.cm2_max_workgroup = 1024;
+    f.cm2_granularity_m = f.cm2_granularity_n = f.cm2_granularity_k = 16;
+    PlanOptions o;
+    o.window = 64;  // 2 experts a row of 8: 16 pairs an expert
+    auto off = plan(*model, f, Variant::nv_coopmat2, o);
+    ASSERT_TRUE(off.ok()) << off.reason();
+    EXPECT_EQ(off->window_experts16_bytes, 0u);
+    const uint64_t stack = align_up((uint64_t)s.n_expert * s.n_ff_exp * s.n_embd * 2, kBindAlign);
+    for (const auto& [pairs, held] : {std::pair{16u, true}, {4u, true}, {17u, false}}) {
+        o.expert_stacks_f16_pairs = pairs;
+        auto p = plan(*model, f, Variant::nv_coopmat2, o);
+        ASSERT_TRUE(p.ok()) << p.reason();
+        EXPECT_EQ(p->window_experts16_bytes, held ? 2 * stack : 0u) << pairs << " pairs";
+        EXPECT_EQ(p->scratch_bytes, off->scratch_bytes + (held ? 2 * stack : 0u)) << pairs;
+    }
+}
+
 TEST(VulkanPlan, DeclinesTypesWithoutKernels) {
     dl::test::TinySpec s;
     s.matrix_type = QType::Q3_K;

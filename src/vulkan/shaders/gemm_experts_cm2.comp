@@ -7,8 +7,8 @@
 // experts (expert_rows rows each, first_row the first read): F16 rows (WTYPE_F16: the stack
 // expanded for the window, Kernels::dequant_f16), or Q4_K or Q6_K rows held in tiles of 32
 // (weight_layout.h) decoded by the tensor loads as the dense tiles decode them (cm2_decode.glsl;
-// several times slower on an H100: the decode, not the gather, bounds them). Workgroup (x, y)
-// computes weight rows x · BM .. of table tile y.
+// on an H100 2-3x slower than over F16: the decode bounds them). Workgroup (x, y) computes
+// weight rows x · BM .. of table tile y.
 // Why this form: with X and Y contiguous in the experts' order, a tile reads X and writes Y
 // through plain tensor loads and stores, as a dense window's GEMM does; gathering X through a
 // decode function and storing each product to its pair's slot element by element left the
@@ -30,7 +30,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint BM = 128;  // weight rows a tile
-layout(constant_id = 2) const uint BN = 128;  // pairs a tile: the table's tiles hold up to BN
+layout(constant_id = 2) const uint BN = 64;   // pairs a tile: the table's tiles hold up to BN
 layout(constant_id = 3) const uint BK = 32;   // columns a step
 
 #if defined(WTYPE_F16)
