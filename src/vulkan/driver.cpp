@@ -25,6 +25,14 @@ namespace {
 
 constexpr uint32_t kParamAlign = 64;  // floats: 256-byte aligned parameter tensors
 
+// PlanOptions::expert_stacks_f16_pairs for tuning t on a device: the sorted expert tiles (NV
+// cooperative matrix 2 only) read the stacks expanded to F16 unless told to decode their blocks;
+// the grouped tiles where Tuning::expert_expand asks.
+uint32_t expert_stacks_f16_pairs(const Tuning& t, const Features& f, Variant v) {
+    if (t.expert_expand) return 1;
+    return Kernels::gemm_uses_cm2(f, v) && !t.expert_cm2_blocks ? t.expert_cm2_pairs : 0;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<const Model> model,
@@ -36,12 +44,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->dev_ = std::move(*dev);
     Device& D = *d->dev_;
     PlanOptions po = opts.plan;
-    // The sorted expert tiles (NV cooperative matrix 2 only) read the stacks expanded to F16
-    // unless told to decode their blocks; the grouped tiles where Tuning::expert_expand asks.
-    const bool cm2 = Kernels::gemm_uses_cm2(D.features(), D.variant());
-    po.expert_stacks_f16_pairs = opts.tuning.expert_expand               ? 1
-                                 : !cm2 || opts.tuning.expert_cm2_blocks ? 0
-                                                                         : opts.tuning.expert_cm2_pairs;
+    po.expert_stacks_f16_pairs = expert_stacks_f16_pairs(opts.tuning, D.features(), D.variant());
     auto p = vk::plan(*model, D.features(), D.variant(), po);
     if (!p) return p.decline();
     d->plan_ = std::move(*p);
@@ -511,6 +514,8 @@ void register_device_driver() {
             if (c.n_ctx > 0) o.n_ctx = c.n_ctx;
             o.sequences = std::max<int64_t>(c.sequences, 1);
             o.prefix_cache = c.prefix_cache;
+            o.expert_stacks_f16_pairs = expert_stacks_f16_pairs(
+                DriverOptions::tuning_from_env(), s.features, s.features.best_variant());
             auto p = plan(model, s.features, s.features.best_variant(), o);
             out += fmt::format("vulkan:{} ({}): {}\n", s.index, s.features.name,
                                p ? p->describe() : "declines: " + p.reason());
