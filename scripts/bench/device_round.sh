@@ -29,7 +29,8 @@
 #            KERNELS_S seconds at most (120)
 #   profile  --profile of batched steps of PROFILE_BATCHES (8 32; none: not) rows on the 9B (or
 #            arch:shape:B words), and of a mixture's single stream (PROFILE_MOE_SPEC, default the
-#            35B-A3B; PROFILE_MOE_P its prompt, 512), by stage (PROFILE_MOE=0: not)
+#            35B-A3B, or arch:shape[:P] words; PROFILE_MOE_P a prompt, 512), by stage
+#            (PROFILE_MOE=0: not)
 #   bisect   the 9B's pp512 / pp2048 by older binaries (.devrun/extra/deltallm-<commit>.xz) and ours
 #   windows  prefill windows stage by stage (--profile, a line a window): WINDOW_CASES of
 #            prompt@depth (short windows late in a long prompt, whole windows) on WINDOW_MODEL
@@ -262,13 +263,17 @@ PY
         # The 35B-A3B's single stream by stage (its decode: 6.4 ms a token on an H100, where a
         # dense 9B layer takes half the time of one of its layers).
         [ "${PROFILE_MOE:-1}" = 0 ] && continue
-        # PROFILE_MOE_SPEC: arch:shape (default qwen35moe:35b-a3b), PROFILE_MOE_P its prompt.
-        fits 60 "a profile of a mixture" || continue
-        ms=${PROFILE_MOE_SPEC:-qwen35moe:35b-a3b}
-        synth_spec "$ms"
-        timeout 50 "$ours" bench -m "$spec_gguf" --device vulkan \
-            -p "${PROFILE_MOE_P:-512}" -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
-            tee "$out/profile-${ms#*:}.txt"
+        # PROFILE_MOE_SPEC: arch:shape words, or arch:shape:P for a prompt of P rows (default
+        # qwen35moe:35b-a3b; PROFILE_MOE_P the prompt of a word without one, 512).
+        for ms in ${PROFILE_MOE_SPEC:-qwen35moe:35b-a3b}; do
+            fits 60 "a profile of $ms" || continue
+            p=${PROFILE_MOE_P:-512}
+            case $ms in *:*:*) p=${ms##*:} ms=${ms%:*} ;; esac
+            synth_spec "$ms"
+            timeout 50 "$ours" bench -m "$spec_gguf" --device vulkan \
+                -p "$p" -n 32 -r 1 --profile 2>&1 | grep -A24 "vulkan profile" |
+                tee "$out/profile-${ms#*:}-p$p.txt"
+        done
         ;;
     moe_decode)
         # The 35B-A3B's token with the mixture's decode fusions on and off (ours alone), then
