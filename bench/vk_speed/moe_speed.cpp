@@ -291,8 +291,8 @@ TEST(ExpertGemmSpeed, Window) {
         const uint32_t inv_off = tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert) + 4;
         // (and their table, cut at their tiles' pairs)
         const uint32_t sorted_tiles_off = inv_off + n_pairs + 4;
-        std::vector<uint32_t> route(sorted_tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert),
-                                    0);
+        std::vector<uint32_t> route(
+            sorted_tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert), 0);
         std::vector<uint32_t> ids((size_t)n_pairs);
         for (uint32_t r = 0; r < n_rows; ++r) {
             std::vector<uint32_t> pool(n_expert);
@@ -307,8 +307,8 @@ TEST(ExpertGemmSpeed, Window) {
             K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off,
                        inv_off);
             cl.barrier();
-            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off,
-                       sorted_tiles_off, inv_off, Kernels::kSortedTilePairs);
+            K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, sorted_tiles_off,
+                       inv_off, Kernels::kSortedTilePairs);
         });
         const std::vector<uint32_t> placed = test::from_device<uint32_t>(dev, routes, route.size());
         const bool cm2 = GemmKernels::gemm_uses_cm2(dev.features(), dev.variant());

@@ -369,16 +369,16 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
                             sorted_cm2(up, n_ff, L.ffn_gate_up_exps ? n_ff : 0) &&
                             sorted_cm2(L.ffn_down_exps, E, 0);
         // The stacks the tiles read expanded to F16 (Tuning::expert_expand; for the sorted tiles
-        // unless Tuning::expert_cm2_blocks has them decode the blocks in their loads): the gate and up
-        // stacks beside the router's GEMM, the down stack beside the SwiGLU (the gate and up
+        // unless Tuning::expert_cm2_blocks has them decode the blocks in their loads): the gate and
+        // up stacks beside the router's GEMM, the down stack beside the SwiGLU (the gate and up
         // tiles are done by then), each pass bandwidth-bound where the tiles then decode nothing.
         std::map<const Tensor*, View> expanded;
         uint64_t expand_at = 0;
         auto expand_stack = [&](const Tensor* t) {
             const uint64_t n = (uint64_t)t->rows() * t->cols() * t->ne[2] * 2;
             const bool wanted = sorted ? !K.tuning.expert_cm2_blocks : K.tuning.expert_expand;
-            if (!wanted || !W.win_experts16 || !tiles(t) ||
-                expanded.count(t) || expand_at + n > W.win_experts16.size())
+            if (!wanted || !W.win_experts16 || !tiles(t) || expanded.count(t) ||
+                expand_at + n > W.win_experts16.size())
                 return;
             WindowItem it;
             it.kind = Kind::expand;
