@@ -185,6 +185,10 @@ const std::vector<Var>& all() {
          "contexts of up to this many chunks of 64 cache rows are walked by one workgroup a head "
          "group of the Vulkan decode attention, with no merge (0 to 64; longer contexts are "
          "split)"},
+        {"DELTALLM_VK_ATTN_CM2_UNCLAMPED", "bool", "0",
+         "the NV tensor-core window attention loads the key tiles that lie wholly within the "
+         "written keys without clamping and leaves out the causal mask of tiles every row sees "
+         "whole"},
         {"DELTALLM_VK_ATTN_WINDOW_PARTS", "int", "-1",
          "parts the keys of a Vulkan prefill window's attention are split into (-1: where the "
          "window's workgroups would leave the device idle; 0 or 1: never; 2 to 16: that many)"},

@@ -84,6 +84,10 @@ struct Tuning {
     };
     // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
     AttentionCm2 attention_cm2_tile;
+    // The NV tensor-core window attention loads its key tiles that lie wholly within the written
+    // keys without clamping, and leaves out the causal mask of tiles every row sees whole
+    // (DELTALLM_VK_ATTN_CM2_UNCLAMPED; off until measured: docs/PERF.md, "Still to measure").
+    bool attention_cm2_unclamped = false;
     // False: attention_rows() scores without subgroup shuffles even where the device has them
     // (tests reach both modules with it).
     bool attention_shuffles = true;

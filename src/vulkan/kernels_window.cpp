@@ -180,7 +180,8 @@ AttentionKernels::WindowTile AttentionKernels::window_tile(const Features& f, co
             t.rows = t.query_vectors / t.heads;
         }
         w.module = "attn_window_cm2@nv_coopmat2";
-        w.spec = {256, a.head_dim, t.query_vectors, t.keys};
+        w.spec = {256, a.head_dim, t.query_vectors, t.keys,
+                  tuning.attention_cm2_unclamped ? 1u : 0u};
         tile(t);
     } else if (w.kernel == WindowAttentionKernel::khr) {
         const AttentionKhr t = *attention_khr(f, v, a.head_dim, a.n_head, a.n_kv);

@@ -56,11 +56,9 @@ void check_window(const Window& w, const std::vector<float>& out, bool tensor_co
     }
 }
 
-class WindowAttention : public ::testing::TestWithParam<std::tuple<WindowCase, Path>> {};
-
-TEST_P(WindowAttention, MatchesDoubleReference) {
+// The window of case c on path's kernel against the double-precision reference.
+void check_path(const WindowCase& c, Path path) {
     VK_TEST_DEVICE();
-    const auto [c, path] = GetParam();
     const bool shuffles = path == Path::shuffle;
     test::Scoped shuffle_scope(K.tuning.attention_shuffles, shuffles);
     const Variant v = path_variant(path);
@@ -78,32 +76,58 @@ TEST_P(WindowAttention, MatchesDoubleReference) {
                  path == Path::cm2 || path == Path::khr);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, WindowAttention,
-    ::testing::Combine(
-        ::testing::Values(WindowCase{64, 4, 4, 0, 0, 1, false},      // one row, no history
-                          WindowCase{64, 8, 1, 37, 1, 1, true},      // one past a query tile
-                          WindowCase{64, 6, 3, 5, 3, 2, false},      // several query tiles
-                          WindowCase{128, 4, 2, 0, 1, 1, true},      //
-                          WindowCase{128, 8, 2, 53, 4, 3, false},    // GQA 4 after earlier windows
-                          WindowCase{128, 8, 1, 19, 0, 1, true},     // GQA 8, one row
-                          WindowCase{256, 16, 4, 45, 2, 3, true},    // qwen35 9B heads
-                          WindowCase{256, 8, 1, 100, 1, 1, true},    // GQA 8
-                          WindowCase{256, 2, 2, 19, 5, 2, false},    //
-                          WindowCase{96, 6, 2, 7, 2, 1, true},       // an odd multiple of 32
-                          WindowCase{96, 6, 2, 203, 1, 2, false},    // ...after a longer history
-                          WindowCase{256, 4, 1, 300, 0, 1, false}),  // one row, many key tiles
-        ::testing::Values(Path::plain, Path::shuffle, Path::cm2, Path::khr)),
-    [](const auto& info) {
-        const WindowCase& c = std::get<0>(info.param);
-        const Path path = std::get<1>(info.param);
-        return fmt::format("d{}h{}kv{}at{}_{}tiles_plus{}{}{}", c.head_dim, c.n_head, c.n_kv,
-                           c.start, c.row_tiles, c.extra_rows, c.gate ? "_gated" : "",
-                           path == Path::plain     ? "_plain"
-                           : path == Path::shuffle ? "_shuffle"
-                           : path == Path::cm2     ? "_cm2"
-                                                   : "_khr");
-    });
+const auto kWindowCases =
+    ::testing::Values(WindowCase{64, 4, 4, 0, 0, 1, false},      // one row, no history
+                      WindowCase{64, 8, 1, 37, 1, 1, true},      // one past a query tile
+                      WindowCase{64, 6, 3, 5, 3, 2, false},      // several query tiles
+                      WindowCase{128, 4, 2, 0, 1, 1, true},      //
+                      WindowCase{128, 8, 2, 53, 4, 3, false},    // GQA 4 after earlier windows
+                      WindowCase{128, 8, 1, 19, 0, 1, true},     // GQA 8, one row
+                      WindowCase{256, 16, 4, 45, 2, 3, true},    // qwen35 9B heads
+                      WindowCase{256, 8, 1, 100, 1, 1, true},    // GQA 8
+                      WindowCase{256, 2, 2, 19, 5, 2, false},    //
+                      WindowCase{96, 6, 2, 7, 2, 1, true},       // an odd multiple of 32
+                      WindowCase{96, 6, 2, 203, 1, 2, false},    // ...after a longer history
+                      WindowCase{256, 4, 1, 300, 0, 1, false});  // one row, many key tiles
+
+class WindowAttention : public ::testing::TestWithParam<std::tuple<WindowCase, Path>> {};
+
+TEST_P(WindowAttention, MatchesDoubleReference) {
+    const auto [c, path] = GetParam();
+    check_path(c, path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, WindowAttention,
+                         ::testing::Combine(kWindowCases,
+                                            ::testing::Values(Path::plain, Path::shuffle, Path::cm2,
+                                                              Path::khr)),
+                         [](const auto& info) {
+                             const WindowCase& c = std::get<0>(info.param);
+                             const Path path = std::get<1>(info.param);
+                             return fmt::format("d{}h{}kv{}at{}_{}tiles_plus{}{}{}", c.head_dim,
+                                                c.n_head, c.n_kv, c.start, c.row_tiles,
+                                                c.extra_rows, c.gate ? "_gated" : "",
+                                                path == Path::plain     ? "_plain"
+                                                : path == Path::shuffle ? "_shuffle"
+                                                : path == Path::cm2     ? "_cm2"
+                                                                        : "_khr");
+                         });
+
+// The NV tensor-core kernel with its inner key tiles loaded unclamped and the causal mask left
+// out where every row sees the whole tile (Tuning::attention_cm2_unclamped): the same cases.
+class WindowAttentionUnclamped : public ::testing::TestWithParam<WindowCase> {};
+
+TEST_P(WindowAttentionUnclamped, MatchesDoubleReference) {
+    VK_TEST_DEVICE();
+    test::Scoped unclamped_scope(K.tuning.attention_cm2_unclamped, true);
+    check_path(GetParam(), Path::cm2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, WindowAttentionUnclamped, kWindowCases, [](const auto& info) {
+    const WindowCase& c = info.param;
+    return fmt::format("d{}h{}kv{}at{}_{}tiles_plus{}{}", c.head_dim, c.n_head, c.n_kv, c.start,
+                       c.row_tiles, c.extra_rows, c.gate ? "_gated" : "");
+});
 
 // The window attention split over its keys (Kernels::attention_rows_split, forced to 2, 3 and 5
 // parts) against the same double-precision reference: a window with no history (every part but

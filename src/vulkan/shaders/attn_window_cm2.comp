@@ -32,6 +32,9 @@ layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint HD = 128;  // head_dim, a multiple of 32
 layout(constant_id = 2) const uint BR = 64;   // query vectors a workgroup
 layout(constant_id = 3) const uint BC = 64;   // keys a tile
+// 1: tiles whose keys are all written load them without clamping, and tiles every row sees
+// whole skip the causal mask (AttentionKernels' Tuning::attention_cm2_unclamped).
+layout(constant_id = 4) const uint UNCLAMPED_INNER = 0;
 
 layout(std430, binding = 0) buffer Act { float act[]; };
 layout(std430, binding = 1) readonly buffer KCache { float16_t kc[]; };
@@ -104,14 +107,26 @@ void main() {
     const uint qpos0 = pos0 + r0;
 
     for (uint kb = 0; kb < n_keys; kb += BC) {
+        const uint kv_base = (kv_row(kb) * p.n_kv + kvh) * HD;
+        // Every key of the tile written: its loads need no clamping (NV's compiler takes the
+        // clamped loads' slower path, as the GEMM tiles' edge tiles do).
+        const bool inner = UNCLAMPED_INNER != 0u && kb + BC <= n_keys;
+        tensorLayoutNV<2> lu = createTensorLayoutNV(2);
+        lu = setTensorLayoutDimensionNV(lu, BC, HD);
+        lu = setTensorLayoutStrideNV(lu, p.n_kv * HD, 1);
         tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lt =
             setTensorLayoutDimensionNV(lkv, min(BC, n_keys - kb), HD);
         lt = setTensorLayoutStrideNV(lt, p.n_kv * HD, 1);
-        const uint kv_base = (kv_row(kb) * p.n_kv + kvh) * HD;
         coopmat<float16_t, gl_ScopeWorkgroup, HD, BC, gl_MatrixUseB> kt;
-        coopMatLoadTensorNV(kt, kc, kv_base, sliceTensorLayoutNV(lt, 0, BC, 0, HD), tr);
+        if (inner)
+            coopMatLoadTensorNV(kt, kc, kv_base, sliceTensorLayoutNV(lu, 0, BC, 0, HD), tr);
+        else
+            coopMatLoadTensorNV(kt, kc, kv_base, sliceTensorLayoutNV(lt, 0, BC, 0, HD), tr);
         ACC(BR, BC) s = coopMatMulAdd(q, kt, ACC(BR, BC)(0.0));
-        coopMatPerElementNV(s, s, causal, qpos0, kb, n_keys, g);
+        // (A tile every row sees whole, its last key at or before the first row's position,
+        // needs no mask.)
+        if (UNCLAMPED_INNER == 0u || kb + BC > qpos0 + 1u)
+            coopMatPerElementNV(s, s, causal, qpos0, kb, n_keys, g);
 
         ACC(BR, BC) rowmax;
         coopMatReduceNV(rowmax, s, gl_CooperativeMatrixReduceRowNV, max_op);
@@ -136,7 +151,10 @@ void main() {
         coopmat<float16_t, gl_ScopeWorkgroup, BR, BC, gl_MatrixUseA> pa =
             coopmat<float16_t, gl_ScopeWorkgroup, BR, BC, gl_MatrixUseA>(ph);
         coopmat<float16_t, gl_ScopeWorkgroup, BC, HD, gl_MatrixUseB> v;
-        coopMatLoadTensorNV(v, vc, kv_base, sliceTensorLayoutNV(lt, 0, BC, 0, HD));
+        if (inner)
+            coopMatLoadTensorNV(v, vc, kv_base, sliceTensorLayoutNV(lu, 0, BC, 0, HD));
+        else
+            coopMatLoadTensorNV(v, vc, kv_base, sliceTensorLayoutNV(lt, 0, BC, 0, HD));
         o = coopMatMulAdd(pa, v, o);
     }
 
