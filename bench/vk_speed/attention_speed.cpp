@@ -161,8 +161,9 @@ double attention_ms(Device& dev, Kernels& K, Window& w, Variant v,
 // heads over 4 key/value heads of 256, gated) and of Qwen3-8B (32 over 8 of 128) for a window of
 // 512 rows at the start of a prompt and as the last window of 4096- and 8192-token prompts, on
 // every path the device has (tiles with and without shuffled scores, the NV tensor-core kernel at
-// a few tile sizes, the KHR cooperative-matrix kernel), with the cache bytes the tiles read against
-// reading the whole history once per query row and head. A few rows are still checked.
+// a few tile sizes and with its inner key tiles unclamped, the KHR cooperative-matrix kernel), with
+// the cache bytes the tiles read against reading the whole history once per query row and head.
+// A few rows are still checked.
 TEST(WindowAttentionSpeed, Report) {
     VK_SPEED_DEVICE();
     const Features& f = dev.features();
@@ -171,9 +172,13 @@ TEST(WindowAttentionSpeed, Report) {
     struct Config {
         Path path;
         Kernels::AttentionCm2 tile;  // cm2 only; zero: the launcher's choice
+        bool unclamped = false;      // cm2 only: Tuning::attention_cm2_unclamped
     };
-    std::vector<Config> configs = {
-        {Path::shuffle, {}}, {Path::plain, {}}, {Path::cm2, {}}, {Path::khr, {}}};
+    std::vector<Config> configs = {{Path::shuffle, {}},
+                                   {Path::plain, {}},
+                                   {Path::cm2, {}},
+                                   {Path::cm2, {}, true},
+                                   {Path::khr, {}}};
     if (!cpu)
         for (uint32_t qv : {64u, 128u})
             for (uint32_t keys : {32u, 64u}) configs.push_back({Path::cm2, {qv, keys, 0, 0}});
@@ -193,8 +198,9 @@ TEST(WindowAttentionSpeed, Report) {
                 }
                 rows = t->rows;
                 heads = t->heads;
-                what = fmt::format("tensor cores, {} rows x {} heads, {} keys a tile{}", t->rows,
-                                   t->heads, t->keys, cf.tile.query_vectors ? "" : " (launcher)");
+                what = fmt::format("tensor cores, {} rows x {} heads, {} keys a tile{}{}", t->rows,
+                                   t->heads, t->keys, cf.tile.query_vectors ? "" : " (launcher)",
+                                   cf.unclamped ? ", inner key tiles unclamped" : "");
             } else if (cf.path == Path::khr) {
                 const auto t = Kernels::attention_khr(f, v, m.head_dim, m.n_head, m.n_kv);
                 if (!t) continue;
@@ -218,6 +224,7 @@ TEST(WindowAttentionSpeed, Report) {
             }
             test::Scoped shuffle_scope(K.tuning.attention_shuffles, shuffles);
             test::Scoped tile_scope(K.tuning.attention_cm2_tile, cf.tile);
+            test::Scoped unclamped_scope(K.tuning.attention_cm2_unclamped, cf.unclamped);
             fmt::print("window attention {}: {}\n", m.name, what);
             for (uint32_t start :
                  cpu ? std::vector<uint32_t>{0, 224} : std::vector<uint32_t>{0, 3584, 7680}) {
