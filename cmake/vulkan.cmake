@@ -293,6 +293,8 @@ foreach(t f32 f16 q4_0 q8_0 q4_k q5_k q6_k)
   dl_vk_shader(gemm_${t}_split gemm_cm2.comp DEFINES WTYPE_${T}=1 SPLIT_K=1 VARIANTS nv_coopmat2)
   dl_vk_shader(dequant_f16_${t} dequant_f16.comp DEFINES WTYPE_${T}=1)
 endforeach()
+# (Q4_K by pairs of sub-blocks, 128 bytes a thread)
+dl_vk_shader(dequant_f16_q4k dequant_f16_q4k.comp)
 # The skinny GEMM of few rows over the K-quants the device holds in tiles of rows.
 foreach(t q4_k q6_k)
   string(TOUPPER ${t} T)

@@ -393,6 +393,12 @@ TEST(ExpertGemmSpeed, Window) {
                     K.dequant_f16(cl, s.type, view(w.w), all_rows, s.cols, view(w16));
                 };
                 const double expand_ms = test::device_ms_per_run(dev, runs, expand);
+                // (Q4_K: also as 16-byte chunks, the form before dequant_f16_q4k.comp)
+                double chunks_ms = 0;
+                if (s.type == QType::Q4_K) {
+                    test::Scoped pairs_scope(K.tuning.dequant_q4k_pairs, false);
+                    chunks_ms = test::device_ms_per_run(dev, runs, expand);
+                }
                 test::run(dev, expand);
                 for (bool expanded : {false, true}) {
                     Kernels::ExpertGemv gs = g;
@@ -407,8 +413,11 @@ TEST(ExpertGemmSpeed, Window) {
                     const std::string form =
                         expanded ? fmt::format(
                                        "sorted NV tiles over F16 (its gather {:.3f} ms, "
-                                       "the expansion {:.3f} ms)",
-                                       gather_ms, expand_ms)
+                                       "the expansion {:.3f} ms{})",
+                                       gather_ms, expand_ms,
+                                       chunks_ms > 0
+                                           ? fmt::format(", by 16-byte chunks {:.3f} ms", chunks_ms)
+                                           : std::string())
                                  : fmt::format("sorted NV tiles (its gather {:.3f} ms)", gather_ms);
                     report(form, ms);
                     check(form, [&](uint32_t pr) { return (size_t)placed[inv_off + pr]; });

@@ -397,24 +397,34 @@ TEST(F16Copy, MatchesHostRounding) {
 }
 
 // The F16 expansion of weight rows the NV tiles multiply: every value within one F16 rounding
-// step of the dequantized reference, nothing written past the matrix.
+// step of the dequantized reference, nothing written past the matrix; Q4_K by 16-byte chunks and
+// by pairs of sub-blocks (Tuning::dequant_q4k_pairs), also over several tiles of rows, the last
+// one partial.
 TEST(DequantF16, MatchesDequantizedRows) {
     VK_TEST_DEVICE();
-    for (auto [t, rows, cols] : test::small_matrices()) {
-        std::vector<float> wf = randn((size_t)rows * cols, rows + cols);
-        const auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
-        Buffer w = test::to_device(dev, wq);
-        const size_t n = (size_t)rows * cols;
-        Buffer h = test::poisoned(dev, n / 2 + 4);
-        test::run(dev,
-                  [&](CommandList& cl) { K.dequant_f16(cl, t, view(w), rows, cols, view(h)); });
-        auto out = test::from_device<uint16_t>(dev, h, n + 8);
-        for (size_t i = 0; i < n; ++i)
-            ASSERT_LE(std::abs((int)out[i] - (int)f32_to_f16(deq[i])), 1)
-                << qtype_name(t) << " element " << i << " = " << deq[i];
-        for (size_t i = n; i < n + 8; ++i)
-            ASSERT_EQ(out[i], 0x7fc0 * (i % 2)) << qtype_name(t) << " wrote past the matrix";
-    }
+    auto cases = test::small_matrices();
+    cases.push_back({QType::Q4_K, 70, 768});
+    cases.push_back({QType::Q4_K, 64, 256});
+    for (auto [t, rows, cols] : cases)
+        for (bool pairs : {true, false}) {
+            if (!pairs && t != QType::Q4_K) continue;
+            test::Scoped pairs_scope(K.tuning.dequant_q4k_pairs, pairs);
+            std::vector<float> wf = randn((size_t)rows * cols, rows + cols);
+            const auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
+            Buffer w = test::to_device(dev, wq);
+            const size_t n = (size_t)rows * cols;
+            Buffer h = test::poisoned(dev, n / 2 + 4);
+            test::run(dev,
+                      [&](CommandList& cl) { K.dequant_f16(cl, t, view(w), rows, cols, view(h)); });
+            auto out = test::from_device<uint16_t>(dev, h, n + 8);
+            for (size_t i = 0; i < n; ++i)
+                ASSERT_LE(std::abs((int)out[i] - (int)f32_to_f16(deq[i])), 1)
+                    << qtype_name(t) << (pairs ? " by pairs" : "") << " element " << i << " = "
+                    << deq[i];
+            for (size_t i = n; i < n + 8; ++i)
+                ASSERT_EQ(out[i], 0x7fc0 * (i % 2))
+                    << qtype_name(t) << (pairs ? " by pairs" : "") << " wrote past the matrix";
+        }
 }
 
 using dl::test::TinySpec;
