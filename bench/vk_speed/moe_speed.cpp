@@ -393,10 +393,10 @@ TEST(ExpertGemmSpeed, Window) {
                     K.dequant_f16(cl, s.type, view(w.w), all_rows, s.cols, view(w16));
                 };
                 const double expand_ms = test::device_ms_per_run(dev, runs, expand);
-                // (Q4_K: also as 16-byte chunks, the form before dequant_f16_q4k.comp)
+                // (also as 16-byte chunks, the form before dequant_f16_q4k.comp and _q6k.comp)
                 double chunks_ms = 0;
-                if (s.type == QType::Q4_K) {
-                    test::Scoped pairs_scope(K.tuning.dequant_q4k_pairs, false);
+                {
+                    test::Scoped wide_scope(K.tuning.dequant_k_wide, false);
                     chunks_ms = test::device_ms_per_run(dev, runs, expand);
                 }
                 test::run(dev, expand);

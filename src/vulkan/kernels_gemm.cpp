@@ -382,8 +382,9 @@ void GemmKernels::dequant_f16(CommandList& cl, QType t, View w, uint32_t rows, u
                               View h) {
     if (!gemm_type(t) || cols % 8) fail("no F16 expansion of {} rows of {}", qtype_name(t), cols);
     DequantPush dp{rows, cols, (uint32_t)row_size(t, cols)};
-    if (t == QType::Q4_K && tuning.dequant_q4k_pairs) {  // a thread a row's pair of sub-blocks
-        const Kernel& dq = pipes_.get("dequant_f16_q4k", 2, sizeof(DequantPush));
+    if ((t == QType::Q4_K || t == QType::Q6_K) && tuning.dequant_k_wide) {  // 64 values a thread
+        const Kernel& dq = pipes_.get(t == QType::Q4_K ? "dequant_f16_q4k" : "dequant_f16_q6k", 2,
+                                      sizeof(DequantPush));
         const uint64_t threads = (uint64_t)(rows + 31) / 32 * (cols / 256) * 128;
         auto [gx, gy] = grid(dev_.features(), (threads + 63) / 64);
         cl.dispatch(dq, {w, h}, dp, gx, gy);

@@ -84,10 +84,10 @@ struct Tuning {
     };
     // The speed report's override of query_vectors and keys (0: attention_cm2()'s choice).
     AttentionCm2 attention_cm2_tile;
-    // The F16 expansion of Q4_K rows a thread a row's pair of sub-blocks (dequant_f16_q4k.comp,
-    // three 16-byte loads and 128 bytes written) rather than a 16-byte chunk (dequant_f16.comp;
-    // the speed reports and tests reach both).
-    bool dequant_q4k_pairs = true;
+    // The F16 expansion of Q4_K and Q6_K rows 64 values a thread (dequant_f16_q4k.comp,
+    // dequant_f16_q6k.comp: a few 16-byte loads and 128 bytes written) rather than a 16-byte
+    // chunk (dequant_f16.comp; the speed reports and tests reach both).
+    bool dequant_k_wide = true;
     // The NV tensor-core window attention loads its key tiles that lie wholly within the written
     // keys without clamping, and leaves out the causal mask of tiles every row sees whole
     // (DELTALLM_VK_ATTN_CM2_UNCLAMPED; off until measured: docs/PERF.md, "Still to measure").

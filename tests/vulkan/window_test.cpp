@@ -397,18 +397,19 @@ TEST(F16Copy, MatchesHostRounding) {
 }
 
 // The F16 expansion of weight rows the NV tiles multiply: every value within one F16 rounding
-// step of the dequantized reference, nothing written past the matrix; Q4_K by 16-byte chunks and
-// by pairs of sub-blocks (Tuning::dequant_q4k_pairs), also over several tiles of rows, the last
-// one partial.
+// step of the dequantized reference, nothing written past the matrix; Q4_K and Q6_K by 16-byte
+// chunks and 64 values a thread (Tuning::dequant_k_wide), also over several tiles of rows, the
+// last one partial.
 TEST(DequantF16, MatchesDequantizedRows) {
     VK_TEST_DEVICE();
     auto cases = test::small_matrices();
     cases.push_back({QType::Q4_K, 70, 768});
     cases.push_back({QType::Q4_K, 64, 256});
+    cases.push_back({QType::Q6_K, 45, 512});
     for (auto [t, rows, cols] : cases)
-        for (bool pairs : {true, false}) {
-            if (!pairs && t != QType::Q4_K) continue;
-            test::Scoped pairs_scope(K.tuning.dequant_q4k_pairs, pairs);
+        for (bool wide : {true, false}) {
+            if (!wide && t != QType::Q4_K && t != QType::Q6_K) continue;
+            test::Scoped wide_scope(K.tuning.dequant_k_wide, wide);
             std::vector<float> wf = randn((size_t)rows * cols, rows + cols);
             const auto [wq, deq] = test::quantize_rows(t, wf, rows, cols);
             Buffer w = test::to_device(dev, wq);
@@ -419,11 +420,11 @@ TEST(DequantF16, MatchesDequantizedRows) {
             auto out = test::from_device<uint16_t>(dev, h, n + 8);
             for (size_t i = 0; i < n; ++i)
                 ASSERT_LE(std::abs((int)out[i] - (int)f32_to_f16(deq[i])), 1)
-                    << qtype_name(t) << (pairs ? " by pairs" : "") << " element " << i << " = "
+                    << qtype_name(t) << (wide ? " 64 a thread" : "") << " element " << i << " = "
                     << deq[i];
             for (size_t i = n; i < n + 8; ++i)
                 ASSERT_EQ(out[i], 0x7fc0 * (i % 2))
-                    << qtype_name(t) << (pairs ? " by pairs" : "") << " wrote past the matrix";
+                    << qtype_name(t) << (wide ? " 64 a thread" : "") << " wrote past the matrix";
         }
 }
 
