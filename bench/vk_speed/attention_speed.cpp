@@ -1,12 +1,13 @@
 // Speed reports of the attention kernels: the decode attention of one layer at positions of a
-// long context and after other work, and the window attention of a prefill window on every path
-// the device has.
+// long context and after other work, the window attention of a prefill window on every path the
+// device has, and a window's attention beside an expansion of weights to F16.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <cstring>
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -301,6 +302,51 @@ TEST(WindowAttentionSpeed, ShortWindowsLate) {
             fmt::print("{}\n", line);
         }
     }
+}
+
+// Speed report (meant for a real GPU): whether a window's attention, bound by the matrix units,
+// and the F16 expansion of a mixture's expert stack, bound by memory, overlap when recorded side
+// by side without a barrier, as a window could run them: Qwen3-30B-A3B's attention (32 query
+// heads over 4 of 128) over 2048 rows at the start of a prompt, and its gate stack (128 experts
+// of 768 x 2048 in Q4_K) expanded; each alone, then both in either order. The window spends
+// about as long on each (docs/perf/history.md, 2026-12-07 (09:40)).
+TEST(WindowAttentionSpeed, BesideAnExpansion) {
+    VK_SPEED_DEVICE();
+    const Features& f = dev.features();
+    const bool cpu = f.cpu;
+    const uint32_t n = cpu ? 64 : 2048, rows = cpu ? 128 : 128 * 768, cols = cpu ? 256 : 2048;
+    const uint32_t runs = cpu ? 1 : 10;
+    const Variant v = Kernels::attention_variant(f, dev.variant(), 128);
+    Window w(dev, WindowCase{128, 32, 4, 0, 0, 0, false}, n);
+    std::mt19937 rng(5);
+    const test::RepeatedMatrix m = test::repeated_rows(dev, QType::Q4_K, rows, cols, rng);
+    Buffer h = dev.create_buffer((uint64_t)rows * cols * 2, MemoryKind::device);
+    auto attention = [&](CommandList& cl) { w.record(K, cl, v); };
+    auto expand = [&](CommandList& cl) {
+        K.dequant_f16(cl, QType::Q4_K, view(m.w), rows, cols, view(h));
+    };
+    const double a = test::device_ms_per_run(dev, runs, attention);
+    const double e = test::device_ms_per_run(dev, runs, expand);
+    const double ae = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+        attention(cl);
+        expand(cl);
+    });
+    const double ea = test::device_ms_per_run(dev, runs, [&](CommandList& cl) {
+        expand(cl);
+        attention(cl);
+    });
+    fmt::print(
+        "window attention beside an expansion: attention {:.3f} ms, expansion {:.3f} ms ({:.0f} "
+        "GB/s "
+        "written), sum {:.3f}; attention then expansion {:.3f} ms, expansion then attention {:.3f} "
+        "ms\n",
+        a, e, e > 0 ? (double)rows * cols * 2 / (e * 1e-3) / 1e9 : 0.0, a + e, ae, ea);
+    auto out = test::from_device<float>(dev, w.act, w.n_act);
+    for (uint32_t r : {0u, n - 1})
+        for (uint32_t hd : {0u, 31u}) {
+            w.check(out, r, hd, v != Variant::scalar);
+            if (HasFatalFailure()) return;
+        }
 }
 
 }  // namespace
