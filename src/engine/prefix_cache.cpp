@@ -48,20 +48,33 @@ void PrefixCache::put(std::span<const int32_t> tokens, const SessionState& sessi
          prompt_tokens < 0 ? tokens.size() : std::min(tokens.size(), (size_t)prompt_tokens)});
 }
 
+size_t PrefixCache::longest_prefix(std::span<const int32_t> tokens, int64_t max_tokens) const {
+    size_t best = entries_.size();
+    const int64_t n = std::min<int64_t>((int64_t)tokens.size(), max_tokens);
+    if (entries_.empty() || n <= 0) return best;
+    const std::vector<uint64_t> h = prefix_hashes(tokens.first((size_t)n));
+    for (size_t i = 0; i < entries_.size(); ++i) {
+        const Entry& e = entries_[i];
+        const int64_t len = (int64_t)e.tokens.size();
+        if (len > n || (best < entries_.size() && len <= (int64_t)entries_[best].tokens.size()) ||
+            h[(size_t)len] != e.hash)
+            continue;
+        if (std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin())) best = i;
+    }
+    return best;
+}
+
+int64_t PrefixCache::cached(std::span<const int32_t> tokens, int64_t max_tokens) const {
+    const size_t i = longest_prefix(tokens, max_tokens);
+    return i < entries_.size() ? (int64_t)entries_[i].tokens.size() : 0;
+}
+
 int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens,
                              SessionState& session) {
-    if (entries_.empty()) return 0;
-    const int64_t n = std::min<int64_t>((int64_t)tokens.size(), max_tokens);
-    if (n <= 0) return 0;
-    const std::vector<uint64_t> h = prefix_hashes(tokens.first((size_t)n));
-    Entry* best = nullptr;
-    for (Entry& e : entries_) {
-        const int64_t len = (int64_t)e.tokens.size();
-        if (len > n || (best && len <= (int64_t)best->tokens.size()) || h[(size_t)len] != e.hash)
-            continue;
-        if (std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin())) best = &e;
-    }
-    if (!best || !executor_.restore(session, *best->snapshot)) return 0;
+    const size_t i = longest_prefix(tokens, max_tokens);
+    if (i == entries_.size()) return 0;
+    Entry* best = &entries_[i];
+    if (!executor_.restore(session, *best->snapshot)) return 0;
     best->last_used = ++clock_;
     best->waypoint = false;  // it served a prompt: kept as any other entry
     ++hits_;

@@ -40,6 +40,8 @@ class PrefixCache {
     // Restores into `session` the longest cached prefix of `tokens` no longer than max_tokens and
     // returns its length; 0 when none matches (the session is then untouched).
     int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, SessionState& session);
+    // The length restore() would give, without restoring anything.
+    int64_t cached(std::span<const int32_t> tokens, int64_t max_tokens) const;
     // The longest beginning `tokens` shares with any entry's prompt tokens (whether or not a
     // snapshot ends there): where this prompt parts from one seen before. (Past a prompt, an
     // entry holds what a model generated, which the next turn of that conversation renders again
@@ -71,6 +73,9 @@ class PrefixCache {
     // Spills or drops the least recently used entries of the executor's memory until `budget`
     // bytes are left there, then drops spilled ones past the host budget.
     void evict_to(uint64_t budget);
+    // The index of the longest entry whose tokens begin `tokens` and number at most max_tokens
+    // (entries_.size(): none).
+    size_t longest_prefix(std::span<const int32_t> tokens, int64_t max_tokens) const;
     template <typename Which>
     std::vector<Entry>::iterator least_recent(Which which);
     std::vector<Entry>::iterator oldest(bool spilled);

@@ -256,6 +256,20 @@ int64_t Scheduler::start(Slot& slot, std::unique_ptr<Request>& r) {
     return restored;
 }
 
+bool Scheduler::waits_for_shared_prefill(const Request& r) const {
+    if (!cache_ || r.resume) return false;
+    int64_t longest = 0;  // the longest running prompt still prefilling that begins r's feed
+    for (const auto& s : slots_) {
+        if (!s->request) continue;
+        const std::vector<int32_t>& f = s->request->feed;
+        if (s->prompt_done >= (int64_t)f.size() || f.size() >= r.feed.size()) continue;
+        if (std::equal(f.begin(), f.end(), r.feed.begin()))
+            longest = std::max(longest, (int64_t)f.size());
+    }
+    return longest > 0 &&
+           longest >= cache_->cached(r.feed, (int64_t)r.feed.size() - 1) + kSharedPrefillWait;
+}
+
 // Takes cancellations and the queue into the slots; calls sinks outside the lock.
 void Scheduler::admit() {
     std::vector<std::unique_ptr<Request>> dropped;
@@ -286,7 +300,7 @@ void Scheduler::admit() {
         std::unique_ptr<Request> r;
         {
             std::lock_guard lock(mutex_);
-            if (queue_.empty()) break;
+            if (queue_.empty() || waits_for_shared_prefill(*queue_.front())) break;
             r = std::move(queue_.front());
             queue_.pop_front();
             --stats_.queued;

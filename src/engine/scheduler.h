@@ -167,6 +167,13 @@ class Scheduler {
 
     void loop();
     void admit();
+    // Whether the request waits for a running one's prompt: one whose whole prompt begins this
+    // one's feed, still being prefilled, and longer by kSharedPrefillWait tokens than what the
+    // prefix cache holds of it. Its snapshot at the end of that prompt is then a step or two
+    // away, and taking this request now would prefill the same tokens twice (a chat's next turn
+    // behind the warm-up of its beginning; requests that open with one long prompt).
+    bool waits_for_shared_prefill(const Request& r) const;
+    static constexpr int64_t kSharedPrefillWait = 32;
     // Takes a request into a slot; returns the prompt tokens it restored from the prefix cache
     // (0 for a resumed request, counted when it first started).
     int64_t start(Slot& slot, std::unique_ptr<Request>& r);

@@ -723,6 +723,47 @@ TEST(PrefixCache, AReplyTokenizedOtherwiseIsNoPartingPoint) {
 
 // The mixtures too: the experts hold no state, and qwen35moe's DeltaNet layers are snapshotted as
 // qwen35's are.
+// A prompt that begins with another still being prefilled (a chat's next turn behind the warm-up
+// of its beginning) waits for that prompt's end and starts from its snapshot, rather than
+// prefilling the same 80 tokens in the slot beside it; it answers as cold.
+TEST_P(PrefixCacheHit, APromptWaitsForTheRunningPrefillOfItsBeginning) {
+    auto model = model_for(GetParam());
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    StepRecorder rec(chain);
+    SchedulerOptions o;
+    o.parallel = 2;
+    o.n_ctx = 160;
+    o.token_budget = 16;
+    o.idle_token_budget = 16;
+    o.chunk_align = 16;
+    o.prefix_cache_bytes = 64u << 20;
+    GenerationRequest first;
+    first.prompt = test::tiny_tokens(80, V, 41);
+    first.sampling = greedy();
+    first.max_tokens = 1;
+    GenerationRequest next = first;
+    const auto more = test::tiny_tokens(10, V, 42);
+    next.prompt.insert(next.prompt.end(), more.begin(), more.end());
+    next.max_tokens = 6;
+    Scheduler warm(rec, o);
+    Collector c(2);
+    rec.hold();
+    ASSERT_GT(warm.submit(first, c.sink(0)), 0u);
+    while (rec.waiting() == 0) std::this_thread::yield();  // its first chunk is at the gate
+    ASSERT_GT(warm.submit(next, c.sink(1)), 0u);
+    rec.release();
+    c.wait_all();
+    EXPECT_EQ(c[1].done.cached_tokens, 80);
+    size_t prefilled = 0;  // tokens read in chunks of more than one
+    for (const auto& step : rec.sizes)
+        for (size_t n : step) prefilled += n > 1 ? n : 0;
+    EXPECT_EQ(prefilled, 80u + 10u);
+    o.prefix_cache_bytes = 0;
+    Scheduler cold(chain, o);
+    EXPECT_EQ(c[1].tokens, run_one(cold, next).tokens);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheHit,
                          ::testing::Values("qwen35", "qwen3", "llama", "qwen35moe", "qwen3moe"));
 
