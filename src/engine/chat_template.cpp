@@ -422,29 +422,24 @@ std::string ChatTemplater::render(const ChatRequest& r) const {
                           context(r, normalize_messages(r.messages), r.add_generation_prompt));
 }
 
-namespace {
-struct Rendered {
-    std::string text;
-    std::vector<int32_t> tokens;
-};
-}  // namespace
+ChatTemplater::Rendered ChatTemplater::build(const ChatRequest& r, const ojson& messages,
+                                             bool add_generation_prompt) const {
+    std::string escaped;
+    const std::string plain = render_checked(context(r, messages, add_generation_prompt), &escaped);
+    Rendered out;
+    if (!escaper_->restore(tok_, escaped, &out.text, &out.tokens) || out.text != plain)
+        fail(
+            "the chat template rewrites message text that holds control-token text, so it "
+            "cannot be told apart from the template's own markup");
+    const auto& v = tok_.vocab();
+    if (v.add_bos && v.bos >= 0 && (out.tokens.empty() || out.tokens.front() != v.bos))
+        out.tokens.insert(out.tokens.begin(), v.bos);
+    return out;
+}
 
 ChatPrompt ChatTemplater::prompt(const ChatRequest& r) const {
     const ojson messages = normalize_messages(r.messages);
-    auto build = [&](const ojson& msgs, bool agp) {
-        std::string escaped;
-        const std::string plain = render_checked(context(r, msgs, agp), &escaped);
-        Rendered out;
-        if (!escaper_->restore(tok_, escaped, &out.text, &out.tokens) || out.text != plain)
-            fail(
-                "the chat template rewrites message text that holds control-token text, so it "
-                "cannot be told apart from the template's own markup");
-        const auto& v = tok_.vocab();
-        if (v.add_bos && v.bos >= 0 && (out.tokens.empty() || out.tokens.front() != v.bos))
-            out.tokens.insert(out.tokens.begin(), v.bos);
-        return out;
-    };
-    Rendered full = build(messages, r.add_generation_prompt);
+    Rendered full = build(r, messages, r.add_generation_prompt);
     ChatPrompt p;
     p.text = std::move(full.text);
     p.tokens = std::move(full.tokens);
@@ -455,7 +450,7 @@ ChatPrompt ChatTemplater::prompt(const ChatRequest& r) const {
     if (last_user > 0) {
         try {
             ojson before(messages.begin(), messages.begin() + last_user);
-            Rendered b = build(before, false);
+            Rendered b = build(r, before, false);
             size_t n = 0;
             while (n < b.tokens.size() && n < p.tokens.size() && b.tokens[n] == p.tokens[n]) ++n;
             p.before_last_user = int64_t(n);
@@ -475,7 +470,7 @@ ChatPrompt ChatTemplater::prompt(const ChatRequest& r) const {
             next.push_back({{"role", "user"}, {"content", "y"}});
             std::string escaped;
             if (!render_checked(context(r, next, false), &escaped).starts_with(p.text)) {
-                Rendered n = build(next, false);
+                Rendered n = build(r, next, false);
                 size_t k = 0;
                 while (k < n.tokens.size() && k < p.tokens.size() && n.tokens[k] == p.tokens[k])
                     ++k;
@@ -486,6 +481,27 @@ ChatPrompt ChatTemplater::prompt(const ChatRequest& r) const {
         }
     }
     return p;
+}
+
+std::vector<int32_t> ChatTemplater::next_turn_prefix(const ChatRequest& r,
+                                                     const ojson& reply) const {
+    try {
+        ojson messages = r.messages;
+        messages.push_back(reply);
+        ojson a = messages, b = messages;
+        a.push_back({{"role", "user"}, {"content", "a"}});
+        b.push_back({{"role", "user"}, {"content", "b"}});
+        const Rendered ra = build(r, normalize_messages(a), false);
+        const Rendered rb = build(r, normalize_messages(b), false);
+        const size_t k = (size_t)(std::mismatch(ra.tokens.begin(), ra.tokens.end(),
+                                                rb.tokens.begin(), rb.tokens.end())
+                                      .first -
+                                  ra.tokens.begin());
+        if (k < 2) return {};
+        return std::vector<int32_t>(ra.tokens.begin(), ra.tokens.begin() + (k - 1));
+    } catch (const Error&) {
+        return {};  // the template refuses the longer conversation
+    }
 }
 
 }  // namespace dl

@@ -76,12 +76,27 @@ class ChatTemplater {
     // dl::Error with one sentence on bad messages or template errors.
     std::string render(const ChatRequest& r) const;
     ChatPrompt prompt(const ChatRequest& r) const;
+    // The tokens every next turn's prompt begins with once the client sends `reply` (this turn's
+    // answer as an assistant message: role, content and any tool_calls) back after r's messages
+    // and a user message after it: the common beginning of two such renderings with different
+    // user messages, less its last token (which a user message's first characters may merge
+    // into). Empty where the template refuses such a conversation.
+    std::vector<int32_t> next_turn_prefix(const ChatRequest& r,
+                                          const nlohmann::ordered_json& reply) const;
 
     // The built-in template for an architecture (used when a file carries none).
     static std::string builtin_template(const std::string& arch);
 
   private:
     struct Escaper;
+    struct Rendered {
+        std::string text;
+        std::vector<int32_t> tokens;
+    };
+    // The messages rendered and tokenized as a prompt (control tokens only from the template's
+    // own markup; BOS first where the vocabulary adds one).
+    Rendered build(const ChatRequest& r, const nlohmann::ordered_json& messages,
+                   bool add_generation_prompt) const;
     std::string render_checked(const nlohmann::ordered_json& context, std::string* escaped) const;
     nlohmann::ordered_json context(const ChatRequest& r, const nlohmann::ordered_json& messages,
                                    bool add_generation_prompt) const;

@@ -152,6 +152,17 @@ ChatPrompt ChatBridge::prompt(const Json& body) const {
     }
 }
 
+std::vector<int32_t> ChatBridge::next_turn_prefix(const Json& body, const Json& reply) const {
+    try {
+        Json message = {{"role", "assistant"}, {"content", reply.value("content", Json())}};
+        if (auto t = reply.find("tool_calls"); t != reply.end() && !t->is_null())
+            message["tool_calls"] = *t;
+        return templater_.next_turn_prefix(request(body), message);
+    } catch (const Error&) {
+        return {};
+    }
+}
+
 std::string ChatBridge::render(const Json& body) const {
     ChatRequest r = request(body);
     try {

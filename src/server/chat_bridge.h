@@ -43,6 +43,10 @@ class ChatBridge {
     // The request's messages, tools (unless tool_choice is "none") and chat_template_kwargs
     // rendered and tokenized; ApiError 400 for bad messages or a template that refuses them.
     ChatPrompt prompt(const nlohmann::ordered_json& body) const;
+    // ChatTemplater::next_turn_prefix of the request's messages and `reply` (an assistant
+    // message as the response carries it); empty where it cannot be told.
+    std::vector<int32_t> next_turn_prefix(const nlohmann::ordered_json& body,
+                                          const nlohmann::ordered_json& reply) const;
     std::string render(const nlohmann::ordered_json& body) const;
     // The text the output must open with when the request's tool_choice forces a call ("required"
     // or a named function), in the model's syntax; none otherwise. ApiError 400 when the template

@@ -1,6 +1,7 @@
 // A completion request (POST /v1/chat/completions, /v1/completions): its prompt and parameters
 // checked, handed to the scheduler, and answered as one JSON body or as server-sent events.
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include "engine/engine.h"
@@ -33,6 +34,8 @@ struct Server::Impl::Job {
     uint64_t request_id = 0;
     bool cancelled = false, started = false;
     int idle_polls = 0;  // event-queue waits in a row that found nothing
+    // A chat whose next turn is to be warmed once this answer is complete (its body).
+    std::optional<Json> warm_body;
 
     Job(Impl& s, CompletionParams p, std::unique_ptr<ChatOutput> output)
         : server(s), completion(*s.tok, s.model_id, std::move(p), std::move(output)) {
@@ -57,10 +60,35 @@ struct Server::Impl::Job {
     std::vector<Json> on_event(const GenerationEvent& ev) {
         std::vector<Json> chunks = completion.on_event(ev);
         if (completion.stopped() && !completion.finished()) cancel();  // the rest is cut anyway
-        if (completion.finished()) server.metrics.record(completion.done());
+        if (completion.finished()) {
+            server.metrics.record(completion.done());
+            // An answer that ended whole (the model's end, or a stop string), not cut by its
+            // length nor a call of a tool (whose result, not a user, comes next).
+            const FinishReason why = completion.done().finish;
+            if (warm_body && (why == FinishReason::eog ||
+                              (why == FinishReason::cancelled && completion.stopped()))) {
+                const Json r = completion.response();
+                if (r["choices"][0]["finish_reason"] == "stop")
+                    server.warm_next_turn(*warm_body, r["choices"][0]["message"]);
+            }
+        }
         return chunks;
     }
 };
+
+void Server::Impl::warm_next_turn(const Json& body, const Json& reply) {
+    if (stopping) return;
+    GenerationRequest g;
+    g.prompt = chat->next_turn_prefix(body, reply);
+    if (g.prompt.empty() || (int64_t)g.prompt.size() >= n_ctx) return;
+    g.max_tokens = 1;  // (a request takes at least one step that samples; its token is dropped)
+    const int64_t tokens = (int64_t)g.prompt.size();
+    try {
+        if (scheduler->submit(std::move(g), nullptr) != 0) metrics.count_warmup(tokens);
+    } catch (const Error&) {
+        // A prompt the scheduler refuses: no warm-up.
+    }
+}
 
 void Server::Impl::check_model(const std::string& name) const {
     if (!name.empty() && name != model_id)
@@ -105,11 +133,13 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
 
     GenerationRequest g;
     std::unique_ptr<ChatOutput> output;
+    bool warm = false;  // the next turn renders this reply otherwise than it is generated
     if (chat_route) {
         ChatPrompt cp = chat->prompt(body);
         g.prompt = std::move(cp.tokens);
         if (cp.before_last_user > 0) g.snapshot_at.push_back(cp.before_last_user);
         if (cp.before_reply > 0) g.snapshot_at.push_back(cp.before_reply);
+        warm = cp.before_reply > 0;
         output = chat->output(cp, body);
     } else {
         g.prompt = completion_prompt(body);
@@ -138,6 +168,7 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
         });
 
     auto job = std::make_shared<Job>(*this, p, std::move(output));
+    if (chat_route && opt.warm_next_turn && warm) job->warm_body = body;
     job->request_id = scheduler->submit(std::move(g), job->queue->sink(job->queue));
     if (job->request_id == 0) {
         job->cancelled = true;

@@ -58,6 +58,12 @@ void Metrics::record(const GenerationEvent& d) {
         tpot_.observe((d.total_seconds - d.first_token_seconds) / double(d.generated_tokens - 1));
 }
 
+void Metrics::count_warmup(int64_t tokens) {
+    std::lock_guard lock(mutex_);
+    ++warmups_;
+    warmup_tokens_ += (uint64_t)tokens;
+}
+
 void Metrics::count_request(int status) {
     std::lock_guard lock(mutex_);
     if (status < 400)
@@ -130,6 +136,12 @@ std::string Metrics::render(const SchedulerStats& s, ConnectionCounts c) const {
         out += fmt::format("deltallm_http_requests_total{{class=\"2xx\"}} {}\n", ok_);
         out += fmt::format("deltallm_http_requests_total{{class=\"4xx\"}} {}\n", client_errors_);
         out += fmt::format("deltallm_http_requests_total{{class=\"5xx\"}} {}\n", server_errors_);
+        gauge(out, "counter", "deltallm_next_turn_warmups_total",
+              "Chats whose next turn's beginning was prefilled once the answer was complete.",
+              (double)warmups_);
+        gauge(out, "counter", "deltallm_next_turn_warmup_tokens_total",
+              "Prompt tokens of those warm-ups (most restored from the prefix cache).",
+              (double)warmup_tokens_);
     }
     out += latency_.render("deltallm_request_duration_seconds",
                            "Time from submission to the end of a generation request.");

@@ -33,6 +33,11 @@ struct ServerOptions {
     // Prompts also keep a snapshot every this many tokens, so a shared beginning (a long system
     // prompt, a document) is reused by prompts that go on differently; 0: none.
     int64_t cache_every = 1024;
+    // When a chat's template renders this turn's reply in later turns otherwise than the reply
+    // was generated (ChatPrompt::before_reply: Qwen3 and Qwen3.5 drop its reasoning), prefill the
+    // next turn's beginning (ChatTemplater::next_turn_prefix) as soon as the answer is complete,
+    // so the next turn finds all but its new message in the prefix cache.
+    bool warm_next_turn = true;
     std::vector<std::string> api_keys;  // empty: no key needed
     std::string chat_template;          // template source; empty: the model's
     bool metrics = false;               // serve GET /metrics

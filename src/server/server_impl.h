@@ -70,6 +70,9 @@ struct Server::Impl {
     struct Job;
     void complete(const httplib::Request& req, httplib::Response& res, bool chat_route);
     std::vector<int32_t> completion_prompt(const Json& body) const;
+    // ServerOptions::warm_next_turn for a chat request whose answer `reply` (the response's
+    // message) is complete: its next turn's beginning prefilled as a request of its own.
+    void warm_next_turn(const Json& body, const Json& reply);
     void stop();
 };
 

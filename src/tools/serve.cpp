@@ -180,6 +180,9 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
            "keep a prefix-cache snapshot where a prompt chunk passes a multiple of N tokens, "
            "and where a prompt parts from a cached one N+ tokens past its hit (0: off)")
         ->capture_default_str();
+    app.add_flag("!--no-warm-next-turn", a->server.warm_next_turn,
+                 "do not prefill a chat's next turn's beginning once an answer is complete (done "
+                 "where the template renders the answer otherwise in later turns, as Qwen3.5's)");
     app.add_option("--timeout", a->server.timeout_seconds,
                    "seconds a client has to send a whole request, and each read or write's limit")
         ->capture_default_str();

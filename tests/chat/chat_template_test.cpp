@@ -204,6 +204,38 @@ TEST(ChatTemplater, BeforeReplyCountsWhatTheNextTurnShares) {
     EXPECT_EQ(q35.prompt(request(ends)).before_reply, -1);
 }
 
+// The next turn's beginning (what the server warms once an answer is complete): with the reply
+// sent back as an assistant message, every next turn's prompt begins with it whatever its user
+// message (written out here for Qwen3.5, which drops the reply's reasoning), and it reaches past
+// where this turn's prompt parts from the next (before_reply) to the new user message's markup.
+TEST(ChatTemplater, NextTurnPrefixBeginsEveryNextTurn) {
+    const tokenizer::Tokenizer& tok = vocabs().qwen;
+    ChatTemplater q35(tok, "qwen35", read(templates_dir() / "Qwen-Qwen3.5.jinja"));
+    const ojson m = ojson::parse(R"([{"role": "system", "content": "S"},
+        {"role": "user", "content": "A"}])");
+    const ojson reply = {{"role", "assistant"}, {"content", "The answer is B."}};
+    const std::vector<int32_t> prefix = q35.next_turn_prefix(request(m), reply);
+    const std::string expected =
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nA<|im_end|>\n"
+        "<|im_start|>assistant\nThe answer is B.<|im_end|>\n<|im_start|>user\n";
+    const std::vector<int32_t> whole = tok.encode(expected, false, true);
+    ASSERT_EQ(prefix.size() + 1, whole.size()) << tok.decode(prefix);
+    EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), whole.begin()));
+    EXPECT_GT((int64_t)prefix.size(), q35.prompt(request(m)).before_reply);
+    for (const char* next : {"C", " C?", "\nD", "<|im_start|>"}) {
+        ojson turn = m;
+        turn.push_back(reply);
+        turn.push_back({{"role", "user"}, {"content", next}});
+        const ChatPrompt p = q35.prompt(request(turn));
+        ASSERT_GE(p.tokens.size(), prefix.size());
+        EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), p.tokens.begin())) << next;
+    }
+    // A conversation the template refuses (its system message not first): nothing to warm.
+    const ojson refused =
+        ojson::parse(R"([{"role": "user", "content": "A"}, {"role": "system", "content": "S"}])");
+    EXPECT_TRUE(q35.next_turn_prefix(request(refused), reply).empty());
+}
+
 TEST(ChatTemplater, TemplateRaisingAnExceptionIsAnError) {
     ChatTemplater t(vocabs().qwen, "qwen35", read(templates_dir() / "Qwen-Qwen3.5.jinja"));
     ojson m =

@@ -176,6 +176,44 @@ check('a thinking template\'s second turn reuses all the first turn it shares', 
     JSON.stringify([r1.usage, r2.usage, a.length, b.length]));
 });
 
+check('a thinking template\'s next turn finds all but its new message warmed', async () => {
+  // An answer that ends whole (here at a stop string) has the server prefill the next turn's
+  // beginning at once (the reply as the history renders it, without the think block, and the
+  // next user turn's opening), so the next turn reads only its own message.
+  const url = process.env.DELTALLM_THINK_URL;
+  const thinker = new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 });
+  const tokens = async (messages, add_generation_prompt) => {
+    const r = await (await fetch(url + '/apply-template', { method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages, add_generation_prompt }) })).json();
+    return execFileSync(bin, ['tokenize'], { input: r.prompt, stdio: ['pipe', 'pipe', 'ignore'] })
+      .toString().trim().split(',');
+  };
+  const warmups = async () => {
+    const m = await (await fetch(url + '/metrics')).text();
+    const line = m.split('\n').find((l) => l.startsWith('deltallm_next_turn_warmups_total '));
+    return line ? Number(line.split(' ')[1]) : 0;
+  };
+  const before = await warmups();
+  const first = [user('Which rivers run to the sea, and which of them end in a lake instead?')];
+  const r1 = await thinker.chat.completions.create({ model: 'thinker', messages: first,
+    max_tokens: 40, temperature: 0, stop: [' '] });
+  assert.equal(r1.choices[0].finish_reason, 'stop');
+  assert.equal(await warmups(), before + 1);
+  const reply = { role: 'assistant', content: r1.choices[0].message.content || '' };
+  const second = [...first, reply, user('And the lakes?')];
+  const r2 = await thinker.chat.completions.create({ model: 'thinker', messages: second,
+    max_tokens: 4, ignore_eos: true, temperature: 0 });
+  const [head, all] = [await tokens([...first, reply], false), await tokens(second, true)];
+  const cached = r2.usage.prompt_tokens_details.cached_tokens;
+  assert.ok(cached >= head.length && cached < all.length,
+    JSON.stringify([r1.usage, r2.usage, head.length, all.length]));
+  // A turn cut by its length is no answer the next turn sends back: nothing is warmed.
+  await thinker.chat.completions.create({ model: 'thinker', messages: second, max_tokens: 3,
+    ignore_eos: true, temperature: 0 });
+  assert.equal(await warmups(), before + 1);
+});
+
 check('logprobs come per token with the asked alternatives', async () => {
   const r = await text({ messages: [user('Hi')], max_tokens: 5, ignore_eos: true, logprobs: true,
     top_logprobs: 3, ...greedy });

@@ -23,7 +23,8 @@ def main():
     thinking = pathlib.Path(__file__).with_name("thinking.jinja")
     qwen35 = ROOT / "tests" / "data" / "templates" / "Qwen-Qwen3.5.jinja"
     with Server(binary, "--api-key", "sk-test", "--metrics", "--parallel", 2) as srv, \
-            Server(binary, "--chat-template-file", thinking, "--alias", "thinker") as think, \
+            Server(binary, "--chat-template-file", thinking, "--alias", "thinker",
+                   "--metrics") as think, \
             Server(binary, "--chat-template-file", qwen35, "--alias", "qwen35") as tools:
         env = dict(os.environ, DELTALLM_URL=f"http://127.0.0.1:{srv.port}", DELTALLM_KEY="sk-test",
                    DELTALLM_BIN=binary, DELTALLM_MODEL="deltallm-tiny", DELTALLM_NPM_DIR=str(npm),
