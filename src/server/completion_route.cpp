@@ -77,7 +77,9 @@ struct Server::Impl::Job {
 };
 
 void Server::Impl::warm_next_turn(const Json& body, const Json& reply) {
-    if (stopping) return;
+    // Only with requests waiting for none: a warm-up is work a client may never need, and it
+    // should not take a slot or a place in the queue from one that is waiting.
+    if (stopping || scheduler->stats().queued > 0) return;
     GenerationRequest g;
     g.prompt = chat->next_turn_prefix(body, reply);
     if (g.prompt.empty() || (int64_t)g.prompt.size() >= n_ctx) return;

@@ -36,7 +36,8 @@ struct ServerOptions {
     // When a chat's template renders this turn's reply in later turns otherwise than the reply
     // was generated (ChatPrompt::before_reply: Qwen3 and Qwen3.5 drop its reasoning), prefill the
     // next turn's beginning (ChatTemplater::next_turn_prefix) as soon as the answer is complete,
-    // so the next turn finds all but its new message in the prefix cache.
+    // so the next turn finds all but its new message in the prefix cache. Only while no request
+    // is waiting in the queue.
     bool warm_next_turn = true;
     std::vector<std::string> api_keys;  // empty: no key needed
     std::string chat_template;          // template source; empty: the model's
