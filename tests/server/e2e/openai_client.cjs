@@ -212,6 +212,13 @@ check('a thinking template\'s next turn finds all but its new message warmed', a
   await thinker.chat.completions.create({ model: 'thinker', messages: second, max_tokens: 3,
     ignore_eos: true, temperature: 0 });
   assert.equal(await warmups(), before + 1);
+  // A streamed answer that ends whole is warmed too, before its stream ends.
+  const stream = await thinker.chat.completions.create({ model: 'thinker', messages: second,
+    max_tokens: 40, temperature: 0, stop: [' '], stream: true });
+  let finish = null;
+  for await (const c of stream) finish = c.choices[0]?.finish_reason || finish;
+  assert.equal(finish, 'stop');
+  assert.equal(await warmups(), before + 2);
 });
 
 check('logprobs come per token with the asked alternatives', async () => {
