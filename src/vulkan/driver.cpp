@@ -25,12 +25,15 @@ namespace {
 
 constexpr uint32_t kParamAlign = 64;  // floats: 256-byte aligned parameter tensors
 
-// PlanOptions::expert_stacks_f16_pairs for tuning t on a device: the sorted expert tiles (NV
-// cooperative matrix 2 only) read the stacks expanded to F16 unless told to decode their blocks;
-// the grouped tiles where Tuning::expert_expand asks.
-uint32_t expert_stacks_f16_pairs(const Tuning& t, const Features& f, Variant v) {
-    if (t.expert_expand) return 1;
-    return Kernels::gemm_uses_cm2(f, v) && !t.expert_cm2_blocks ? t.expert_cm2_pairs : 0;
+// The windows' expert scratch the plan holds for tuning t on a device: the sorted expert tiles'
+// pairs (NV cooperative matrix 2 only) and the stacks expanded to F16, which the sorted tiles read
+// unless told to decode their blocks, and the grouped tiles where Tuning::expert_expand asks.
+void plan_expert_windows(PlanOptions& o, const Tuning& t, const Features& f, Variant v) {
+    const bool cm2 = Kernels::gemm_uses_cm2(f, v);
+    o.sorted_expert_pairs = cm2 ? t.expert_cm2_pairs : 0;
+    o.expert_stacks_f16_pairs = t.expert_expand               ? 1
+                                : cm2 && !t.expert_cm2_blocks ? t.expert_cm2_pairs
+                                                              : 0;
 }
 
 }  // namespace
@@ -44,7 +47,7 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
     d->dev_ = std::move(*dev);
     Device& D = *d->dev_;
     PlanOptions po = opts.plan;
-    po.expert_stacks_f16_pairs = expert_stacks_f16_pairs(opts.tuning, D.features(), D.variant());
+    plan_expert_windows(po, opts.tuning, D.features(), D.variant());
     auto p = vk::plan(*model, D.features(), D.variant(), po);
     if (!p) return p.decline();
     d->plan_ = std::move(*p);
@@ -131,10 +134,8 @@ Result<std::unique_ptr<ResidentDriver>> ResidentDriver::create(std::shared_ptr<c
             w->win_x16 = D.create_buffer(P.window_x16_bytes, MemoryKind::device);
         if (P.window_w16_bytes > 0)
             w->win_w16 = D.create_buffer(P.window_w16_bytes, MemoryKind::device);
-        // The sorted expert tiles (Tuning::expert_cm2_pairs) read their pairs' rows gathered as
-        // F16 and, unless Tuning::expert_cm2_blocks, the stacks expanded to F16.
-        const bool sorted_experts = opts.tuning.expert_cm2_pairs > 0 && P.window_pairs16_bytes > 0;
-        if (sorted_experts)
+        // The sorted expert tiles' pairs' rows gathered as F16, and the stacks expanded to F16.
+        if (P.window_pairs16_bytes > 0)
             w->win_pairs16 = D.create_buffer(P.window_pairs16_bytes, MemoryKind::device);
         if (P.window_experts16_bytes > 0)
             w->win_experts16 = D.create_buffer(P.window_experts16_bytes, MemoryKind::device);
@@ -514,8 +515,8 @@ void register_device_driver() {
             if (c.n_ctx > 0) o.n_ctx = c.n_ctx;
             o.sequences = std::max<int64_t>(c.sequences, 1);
             o.prefix_cache = c.prefix_cache;
-            o.expert_stacks_f16_pairs = expert_stacks_f16_pairs(
-                DriverOptions::tuning_from_env(), s.features, s.features.best_variant());
+            plan_expert_windows(o, DriverOptions::tuning_from_env(), s.features,
+                                s.features.best_variant());
             auto p = plan(model, s.features, s.features.best_variant(), o);
             out += fmt::format("vulkan:{} ({}): {}\n", s.index, s.features.name,
                                p ? p->describe() : "declines: " + p.reason());

@@ -300,15 +300,18 @@ Result<Plan> plan(const Model& model, const Features& f, Variant variant, const 
                                                  Kernels::rounding_floats((uint32_t)widest_in) * 4,
                                              kAlign));
         scratch += p.window_x16_bytes;
-        if (hp.ffn_kind == FfnKind::experts && Kernels::gemm_uses_cm2(f, variant)) {
+        // (a window reaches `pairs` an expert on average)
+        auto reaches = [&](uint32_t pairs) {
+            return hp.ffn_kind == FfnKind::experts && pairs > 0 &&
+                   hp.n_expert_used * w >= (int64_t)pairs * hp.n_expert;
+        };
+        if (reaches(opts.sorted_expert_pairs) && Kernels::gemm_uses_cm2(f, variant)) {
             const uint64_t cols = std::max(hp.n_embd, hp.n_ff_exp);
             p.window_pairs16_bytes = align_up(
                 ((uint64_t)hp.n_expert_used * w + Kernels::kSortedTilePairs) * cols * 2, kAlign);
             scratch += p.window_pairs16_bytes;
         }
-        const uint32_t f16_pairs = opts.expert_stacks_f16_pairs;
-        if (hp.ffn_kind == FfnKind::experts && f16_pairs > 0 &&
-            hp.n_expert_used * w >= (int64_t)f16_pairs * hp.n_expert) {
+        if (reaches(opts.expert_stacks_f16_pairs)) {
             auto bytes = [](const Tensor* t) {
                 return t ? align_up((uint64_t)t->rows() * t->cols() * t->ne[2] * 2, kAlign) : 0;
             };

@@ -42,9 +42,13 @@ struct PlanOptions {
     // 0.8B +45 %. The plan halves it (not below kMinWindow) where memory is short, and keeps it
     // within the context.
     int64_t window = window_from_env();
-    // A mixture's window whose (row, slot) pairs are at least this many an expert on average
-    // holds the largest layer's expert stacks expanded to F16 (the sorted expert tiles read them:
-    // Plan::window_experts16_bytes; 0: never).
+    // A mixture's window whose (row, slot) pairs are at least this many an expert on average runs
+    // the sorted expert tiles (NV cooperative matrix 2): it holds the pairs' inputs as F16 rows
+    // (Plan::window_pairs16_bytes; 0: never).
+    uint32_t sorted_expert_pairs = 0;
+    // A mixture's window whose pairs are at least this many an expert on average holds the
+    // largest layer's expert stacks expanded to F16 (the sorted tiles or the grouped tiles read
+    // them: Plan::window_experts16_bytes; 0: never).
     uint32_t expert_stacks_f16_pairs = 0;
     static int64_t window_from_env();
     static constexpr int64_t kMinWindow = 512;

@@ -362,10 +362,11 @@ TEST(VulkanPlan, HalvesTheWindowBeforeTheContext) {
     EXPECT_EQ(r->window, 300);
 }
 
-// The sorted expert tiles' F16 stacks: a window whose pairs reach PlanOptions::
-// expert_stacks_f16_pairs an expert holds the largest layer's gate and up stacks (or its down
-// stack) expanded, in the plan's scratch; one whose pairs do not, nothing.
-TEST(VulkanPlan, HoldsTheExpertStacksInF16WhereTheWindowsPairsReachThem) {
+// The sorted expert tiles' scratch: a window whose pairs reach PlanOptions::sorted_expert_pairs
+// an expert holds the pairs' inputs as F16 rows (and a tile's more), one whose pairs reach
+// expert_stacks_f16_pairs the largest layer's gate and up stacks (or its down stack) expanded,
+// both in the plan's scratch; one whose pairs do not, nothing.
+TEST(VulkanPlan, HoldsTheSortedExpertScratchWhereTheWindowsPairsReachIt) {
     if (!variant_built(Variant::nv_coopmat2)) GTEST_SKIP() << "no NV cooperative matrix 2 build";
     dl::test::TinySpec s = q4_k_spec();
     s.arch = "qwen3moe";
@@ -383,13 +384,18 @@ TEST(VulkanPlan, HoldsTheExpertStacksInF16WhereTheWindowsPairsReachThem) {
     auto off = plan(*model, f, Variant::nv_coopmat2, o);
     ASSERT_TRUE(off.ok()) << off.reason();
     EXPECT_EQ(off->window_experts16_bytes, 0u);
+    EXPECT_EQ(off->window_pairs16_bytes, 0u);
     const uint64_t stack = align_up((uint64_t)s.n_expert * s.n_ff_exp * s.n_embd * 2, kBindAlign);
+    const uint64_t pairs16 =
+        align_up((2 * 64 + Kernels::kSortedTilePairs) * (uint64_t)s.n_embd * 2, kBindAlign);
     for (const auto& [pairs, held] : {std::pair{16u, true}, {4u, true}, {17u, false}}) {
-        o.expert_stacks_f16_pairs = pairs;
+        o.expert_stacks_f16_pairs = o.sorted_expert_pairs = pairs;
         auto p = plan(*model, f, Variant::nv_coopmat2, o);
         ASSERT_TRUE(p.ok()) << p.reason();
         EXPECT_EQ(p->window_experts16_bytes, held ? 2 * stack : 0u) << pairs << " pairs";
-        EXPECT_EQ(p->scratch_bytes, off->scratch_bytes + (held ? 2 * stack : 0u)) << pairs;
+        EXPECT_EQ(p->window_pairs16_bytes, held ? pairs16 : 0u) << pairs << " pairs";
+        EXPECT_EQ(p->scratch_bytes, off->scratch_bytes + (held ? 2 * stack + pairs16 : 0u))
+            << pairs;
     }
 }
 
