@@ -39,6 +39,9 @@ class Completion {
     const GenerationEvent& done() const { return done_; }
     // The whole answer, after the last event.
     nlohmann::ordered_json response() const;
+    // After the last event: OpenAI's finish_reason, and a chat's message (the response's).
+    const std::string& finish_reason() const { return finish_reason_; }
+    const nlohmann::ordered_json& message() const { return message_; }
 
   private:
     using Json = nlohmann::ordered_json;

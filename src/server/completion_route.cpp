@@ -65,12 +65,9 @@ struct Server::Impl::Job {
             // An answer that ended whole (the model's end, or a stop string), not cut by its
             // length nor a call of a tool (whose result, not a user, comes next).
             const FinishReason why = completion.done().finish;
-            if (warm_body && (why == FinishReason::eog ||
-                              (why == FinishReason::cancelled && completion.stopped()))) {
-                const Json r = completion.response();
-                if (r["choices"][0]["finish_reason"] == "stop")
-                    server.warm_next_turn(*warm_body, r["choices"][0]["message"]);
-            }
+            if (warm_body && completion.finish_reason() == "stop" &&
+                (why == FinishReason::eog || completion.stopped()))
+                server.warm_next_turn(*warm_body, completion.message());
         }
         return chunks;
     }
