@@ -64,7 +64,8 @@ struct WindowItem {
     uint32_t u_off = 0;  // swiglu, shared_expert_add: the second input; moe_sort, gemm_experts
     // round_rows, gemm, deltanet_rows, attention_rows: the rows (0: the window's); the last two
     // from row first_row of the window, on the session of chunk `segment` (a step's prompt
-    // chunks after its decode rows).
+    // chunks after its decode rows). moe_sort: the pairs a tile of its table holds (0:
+    // Kernels::kExpertTileRows; the sorted expert tiles' kSortedTilePairs).
     uint32_t rows = 0, first_row = 0, segment = 0;
     const Tensor* next_norm = nullptr;  // shared_expert_add: the norm it then writes to xn
     // shared_expert_add: the experts' slots' outputs whose weighted sum it adds first (moe_sum's
