@@ -54,7 +54,7 @@
 #            from .devrun/extra/llama-server.tar.xz, peer_server.sh pack) at 1, 8, 32, 64 clients
 #            (ENGINES="deltallm unmixed llama-server" adds ours with DELTALLM_VK_MIXED_STEPS=0)
 #   ab       AB_FORMS ('|' between settings) side by side on AB_MODELS (arch:shape) with the bench's
-#            AB_BENCH flags, AB_ROUNDS rounds
+#            AB_BENCH flags, AB_ROUNDS rounds; AB_KEEP=1 keeps the fastest for the later stages
 #   small    the 9B's windows of a few hundred rows (SMALL_PROMPTS) in each of SMALL_FORMS (the
 #            F16 expansion's threshold, the skinny GEMM's rows); SMALL_KEEP=1 keeps the fastest
 #   odd      the 9B's prompts of row counts that are not whole GEMM tiles (ODD_PROMPTS, default
@@ -460,6 +460,17 @@ PY
                 done
             done
         done | tee "$out/ab.txt"
+        # AB_KEEP=1: the form whose rates sum highest runs the later stages, unless this round's
+        # tests did not pass (none ran to their summary, or one failed): then the first form.
+        if [ "${AB_KEEP:-0}" = 1 ]; then
+            best_ab=$(fastest_form "$out/ab.txt")
+            if grep -qsE 'FAILED|Failure|cut at' "$out"/tests-*.log ||
+                ! grep -qsE '^\[  PASSED' "$out"/tests-*.log; then
+                best_ab=${forms[0]}
+            fi
+            echo "kept form: $best_ab" | tee -a "$out/ab.txt"
+            [ -n "$best_ab" ] && export $best_ab
+        fi
         ;;
     small)
         fits 60 "the GEMMs of windows of a few hundred rows, by form" || continue
