@@ -18,7 +18,8 @@ for spec in ${SPECS:-qwen35moe:35b-a3b qwen3moe:30b-a3b}; do
     IFS=: read -r arch shape <<<"$spec"
     m=$models/$arch-$shape-q4_k_m.gguf
     fits 120 "$arch $shape" || continue
-    "$ours" synth --arch "$arch" --shape "$shape" --type q4_k_m -o "$m" 2>&1 | tail -1
+    # (An earlier stage of the same call may have made the file already.)
+    [ -f "$m" ] || "$ours" synth --arch "$arch" --shape "$shape" --type q4_k_m -o "$m" 2>&1 | tail -1
     "$ours" info -m "$m" --device vulkan 2>&1 | grep -iE "plan|weights|fit" | head -3
     timeout $(($(left) / 2)) python3 scripts/bench/compare.py "${args[@]}" -m "$m" -p "${PROMPTS:-512,2048}" \
         -n 128 -r 2 --rounds 1 --md "$out/$arch.md" --json "$out/$arch.json" >/dev/null
