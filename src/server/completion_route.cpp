@@ -62,11 +62,13 @@ struct Server::Impl::Job {
         if (completion.stopped() && !completion.finished()) cancel();  // the rest is cut anyway
         if (completion.finished()) {
             server.metrics.record(completion.done());
-            // An answer that ended whole (the model's end, or a stop string), not cut by its
-            // length nor a call of a tool (whose result, not a user, comes next).
+            // An answer the client sends back as the next turn's history: one that ended (the
+            // model's end, a stop string or max_tokens), not a call of a tool (whose result,
+            // not a user, comes next), nor one cut by a full context or a disconnect.
             const FinishReason why = completion.done().finish;
-            if (warm_body && completion.finish_reason() == "stop" &&
-                (why == FinishReason::eog || completion.stopped()))
+            const bool answered = why == FinishReason::eog || why == FinishReason::length ||
+                                  completion.stopped();
+            if (warm_body && answered && completion.finish_reason() != "tool_calls")
                 server.warm_next_turn(*warm_body, completion.message());
         }
         return chunks;
