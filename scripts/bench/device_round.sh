@@ -35,8 +35,8 @@
 #   windows  prefill windows stage by stage (--profile, a line a window): WINDOW_CASES of
 #            prompt@depth (short windows late in a long prompt, whole windows) on WINDOW_MODEL
 #            (arch:shape, default qwen35:9b; qwen35moe:35b-a3b for the mixture)
-#   batched  B = 1, 8, 32, 64 (BATCHED_B) sequences of pp512 + tg128 on the 9B, ours against
-#            llama.cpp
+#   batched  B = 1, 8, 32, 64 (BATCHED_B) sequences of pp512 + tg128 on the 9B (or BATCHED_MODELS,
+#            arch:shape words), ours against llama.cpp
 #   experts  the expert GEMMs of prefill windows: their kernel and window tests (test_vulkan, xz
 #            in .devrun/extra; EXPERT_TESTS=none: not), then the pp512, pp2048 and tg64 of each
 #            of EXPERT_SPECS (default the 35B-A3B) in each of EXPERT_FORMS (default: the grouped
@@ -337,14 +337,17 @@ PY
         done | tee "$out/windows.txt"
         ;;
     batched)
-        fits 150 "batched 9B against llama.cpp" || continue
-        synth qwen35 9b q4_k_m
+        # BATCHED_MODELS: arch:shape words (default the 9B), each a table of its own.
         [ -n "$GEMV_FORM" ] && form
-        timeout 240 python3 scripts/bench/compare.py "${args[@]}" -m "$m9" -p 512 -n 128 \
-            -b "${BATCHED_B:-1,8,32,64}" -r 1 --rounds 1 --md "$out/batched.md" \
-            --batched-json "$out/batched.json" \
-            >/dev/null
-        cat "$out/batched.md"
+        for spec in ${BATCHED_MODELS:-qwen35:9b}; do
+            fits 150 "batched $spec against llama.cpp" || continue
+            synth_spec "$spec"
+            name=batched; [ "$spec" = qwen35:9b ] || name=batched-${spec#*:}
+            timeout 240 python3 scripts/bench/compare.py "${args[@]}" -m "$spec_gguf" -p 512 \
+                -n 128 -b "${BATCHED_B:-1,8,32,64}" -r 1 --rounds 1 --md "$out/$name.md" \
+                --batched-json "$out/$name.json" >/dev/null
+            cat "$out/$name.md"
+        done
         ;;
     experts)
         fits 180 "the expert GEMM tiles" || continue
