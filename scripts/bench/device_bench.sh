@@ -42,7 +42,9 @@ if [ "$mode" = prepare ]; then
         libbrotlidec.so.1 libbrotlienc.so.1 libbrotlicommon.so.1; do
         cp -L "/lib/x86_64-linux-gnu/$l" "$pack/lib/"
     done
-    cp -a "$peer/vulkan/." "$pack/peer/"
+    # NO_PEER=1: without llama.cpp's libraries (~9 MB of the pack), for calls that run no peer
+    # benchmark (serving brings llama-server of its own), so more fits beside it.
+    [ "${NO_PEER:-0}" = 1 ] || cp -a "$peer/vulkan/." "$pack/peer/"
     # The prebuilt libraries carry symbol tables: stripped, the pack stays under the 64 MiB limit
     # together with .gl (scripts/vk/fetch_gl.sh) and the tracked tree.
     strip --strip-unneeded "$pack/deltallm" "$pack"/peer/*.so 2>/dev/null || true
