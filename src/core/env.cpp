@@ -185,6 +185,9 @@ const std::vector<Var>& all() {
          "contexts of up to this many chunks of 64 cache rows are walked by one workgroup a head "
          "group of the Vulkan decode attention, with no merge (0 to 64; longer contexts are "
          "split)"},
+        {"DELTALLM_VK_DEQUANT_K_WIDE", "bool", "0",
+         "a window's F16 expansions of Q4_K and Q6_K rows decode 64 values a thread (slower on an "
+         "H100: its stores are 128 bytes a thread apart)"},
         {"DELTALLM_VK_ATTN_CM2_UNCLAMPED", "bool", "0",
          "the NV tensor-core window attention loads the key tiles that lie wholly within the "
          "written keys without clamping and leaves out the causal mask of tiles every row sees "

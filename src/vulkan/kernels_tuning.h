@@ -86,8 +86,9 @@ struct Tuning {
     AttentionCm2 attention_cm2_tile;
     // The F16 expansion of Q4_K and Q6_K rows 64 values a thread (dequant_f16_q4k.comp,
     // dequant_f16_q6k.comp: a few 16-byte loads and 128 bytes written) rather than a 16-byte
-    // chunk (dequant_f16.comp; the speed reports and tests reach both).
-    bool dequant_k_wide = true;
+    // chunk (dequant_f16.comp; the speed reports and tests reach both). Off: on an H100 a
+    // Qwen3-30B-A3B stack took 0.80 ms this way against 0.24 (DELTALLM_VK_DEQUANT_K_WIDE).
+    bool dequant_k_wide = false;
     // The NV tensor-core window attention loads its key tiles that lie wholly within the written
     // keys without clamping, and leaves out the causal mask of tiles every row sees whole
     // (DELTALLM_VK_ATTN_CM2_UNCLAMPED; off until measured: docs/PERF.md, "Still to measure").

@@ -224,6 +224,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemm_skinny_half = env::get_bool("DELTALLM_VK_GEMM_SKINNY_HALF");
     t.attention_rows_parts = (int)int_from_env("DELTALLM_VK_ATTN_WINDOW_PARTS", -1, 16);
     t.attention_cm2_unclamped = env::get_bool("DELTALLM_VK_ATTN_CM2_UNCLAMPED");
+    t.dequant_k_wide = env::get_bool("DELTALLM_VK_DEQUANT_K_WIDE");
     t.expert_expand = env::get_bool("DELTALLM_VK_EXPERT_EXPAND");
     t.gemv_batch_decode_once = env::get_bool("DELTALLM_VK_GEMV_BATCH_ONCE");
     t.gemv_batch_rows = gemv_batch_rows_from_env();
