@@ -8,7 +8,7 @@
 #   [MODEL=qwen35:9b:q4_k_m] [LEVELS=1,8,32] [REQUESTS=64] [WAVES=0] [WORKLOADS="random multiturn"]
 #   [CTX=4096] [DOC_WORDS=1500] [SERVE_TIMEOUT=240] (seconds for each engine's workload; the
 #   levels done when it is cut are kept in the JSON)
-#   [WARMUP=8] [OURS_ARGS=-v] [PEER_ARGS=] [ENGINES="deltallm llama-server"]
+#   [WARMUP=8] [OURS_ARGS=-v] [PEER_ARGS=] [ENGINES="deltallm llama-server"] [THINK_MS=0]
 #   scripts/bench/device_serve.sh
 # OURS_ARGS go to `deltallm serve` (-v: every step's rows and time, each admission, snapshot and
 # pipeline compile with its time, in server-deltallm.log), PEER_ARGS to llama-server (a template
@@ -69,17 +69,23 @@ run_engine() {  # name port command...
     if ! wait_ready "$port" "$pid"; then
         echo "$name did not come up"; tail -20 "$out/server-$name.log"; kill "$pid" 2>/dev/null; return 1
     fi
+    # THINK_MS: pauses before later turns (ms; several: a run of the multi-turn workloads each,
+    # named serve-<engine>-<workload>-think<ms>.json where not 0).
     for w in ${WORKLOADS:-random multiturn}; do
+      for think in ${THINK_MS:-0}; do
+        case $w:$think in random:[1-9]* | long:[1-9]*) continue ;; esac
+        suffix=; [ "$think" = 0 ] || suffix=-think$think
         timeout "${SERVE_TIMEOUT:-240}" python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
             --first-turn-words "${FIRST_TURN_WORDS:-400}" --doc-words "${DOC_WORDS:-1500}" \
-            --waves "${WAVES:-0}" \
-            --warmup "${WARMUP:-8}" --json "$out/serve-$name-$w.json"
+            --waves "${WAVES:-0}" --think-ms "$think" \
+            --warmup "${WARMUP:-8}" --json "$out/serve-$name-$w$suffix.json"
         echo "rc=$?"
         # The server's own counters after the workload (ours: where a step's time went).
         python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$port/metrics', timeout=5).read().decode())" \
-            >"$out/metrics-$name-$w.txt" 2>&1
-        grep -E '^deltallm_(step|steps|prompt_step|snapshot)' "$out/metrics-$name-$w.txt"
+            >"$out/metrics-$name-$w$suffix.txt" 2>&1
+        grep -E '^deltallm_(step|steps|prompt_step|snapshot|next_turn)' "$out/metrics-$name-$w$suffix.txt"
+      done
     done
     kill -TERM "$pid"
     wait "$pid"

@@ -206,13 +206,15 @@ def make_jobs(args, n_requests, rng):
     return jobs
 
 
-async def run_job(http, model, job, seed):
+async def run_job(http, model, job, seed, think=0.0):
     kind, payload, n_out, i = job
     if kind == "single":
         return [await chat(http, model, payload, n_out, seed + i)]
     results = []
     messages = [{"role": "system", "content": "You are a helpful assistant."}]
     for t, user in enumerate(payload):
+        if t > 0 and think > 0:  # the user reads the answer and types the next turn
+            await asyncio.sleep(think)
         messages.append({"role": "user", "content": user})
         r = await chat(http, model, messages, n_out, seed + i * 100 + t)
         r.turn = t
@@ -223,14 +225,14 @@ async def run_job(http, model, job, seed):
     return results
 
 
-async def run_level(http, model, jobs, concurrency, seed):
+async def run_level(http, model, jobs, concurrency, seed, think=0.0):
     queue = list(jobs)
     results = []
 
     async def worker():
         while queue:
             job = queue.pop(0)
-            results.extend(await run_job(http, model, job, seed))
+            results.extend(await run_job(http, model, job, seed, think))
 
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -326,6 +328,9 @@ def main():
                     help="chat: words of the document that opens each conversation")
     ap.add_argument("--question-words", type=int_range, default=(8, 48), metavar="LO,HI",
                     help="chat: words of each later turn")
+    ap.add_argument("--think-ms", type=float, default=0,
+                    help="multiturn, chat: a pause before each later turn (a person reading and "
+                         "typing; not in its TTFT, but in the level's time and rates)")
     ap.add_argument("--slo-ttft-ms", type=float, default=1000)
     ap.add_argument("--slo-tpot-ms", type=float, default=100)
     ap.add_argument("--seed", type=int, default=1)
@@ -365,7 +370,8 @@ def main():
             # document both levels send) would make the later level's first turns look fast.
             jobs = make_jobs(args, max(args.requests, args.waves * c),
                              random.Random(args.seed + 1009 * c))
-            results, duration = await run_level(http, model, jobs, c, args.seed)
+            results, duration = await run_level(http, model, jobs, c, args.seed,
+                                                args.think_ms / 1000)
             rows.append((c, report(results, duration, args)))
             print(f"concurrency {c}: {rows[-1][1]['requests']} requests in {duration:.2f} s",
                   file=sys.stderr)

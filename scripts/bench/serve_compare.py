@@ -102,7 +102,9 @@ def main():
         peer_path = os.path.join(a.peer_dir, os.path.basename(path).replace("deltallm", "llama-server"))
         peer = load(peer_path) if os.path.exists(peer_path) else {"levels": []}
         by_c = {lv["concurrency"]: lv for lv in peer["levels"]}
-        print(f"### {ours['workload']} workload, {os.path.basename(ours['model'])}\n")
+        think = ours.get("args", {}).get("think_ms", 0) or 0
+        pause = f", a pause of {think:g} ms before each later turn" if think else ""
+        print(f"### {ours['workload']} workload{pause}, {os.path.basename(ours['model'])}\n")
         multi = ours["workload"] in ("multiturn", "chat")
         cols = ["concurrency", "tok/s ours", "tok/s llama-server", "ratio", "TTFT ms ours (median)",
                 "TTFT ms peer", "ratio", "TPOT ms ours (median)", "TPOT ms peer", "ratio"]
@@ -130,7 +132,8 @@ def main():
             print("| " + " | ".join(cells) + " |")
         print()
         if a.png_dir:
-            plot(os.path.join(a.png_dir, f"serve-{ours['workload']}.svg"), ours, peer)
+            suffix = f"-think{think:g}" if think else ""
+            plot(os.path.join(a.png_dir, f"serve-{ours['workload']}{suffix}.svg"), ours, peer)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,11 @@ uint64_t Scheduler::submit(GenerationRequest request, GenerationSink sink) {
     r->feed = r->req.prompt;
     std::lock_guard lock(mutex_);
     if (stopping_ || (int64_t)queue_.size() >= options_.queue_limit) return 0;
+    // A queued warm-up of this prompt's beginning gives way to it (GenerationRequest::warm_up).
+    for (const auto& q : queue_)
+        if (q->req.warm_up && !q->resume && q->feed.size() <= r->feed.size() &&
+            std::equal(q->feed.begin(), q->feed.end(), r->feed.begin()))
+            cancelled_.push_back(q->id);
     r->id = next_id_++;
     const uint64_t id = r->id;
     queue_.push_back(std::move(r));
@@ -109,6 +114,12 @@ void Scheduler::shutdown(bool finish) {
 SchedulerStats Scheduler::stats() const {
     std::lock_guard lock(mutex_);
     return stats_;
+}
+
+int64_t Scheduler::waiting() const {
+    std::lock_guard lock(mutex_);
+    return std::count_if(queue_.begin(), queue_.end(),
+                         [](const auto& q) { return !q->req.warm_up; });
 }
 
 void Scheduler::done(std::unique_ptr<Request> r, FinishReason why, const Slot* slot,
@@ -270,6 +281,19 @@ bool Scheduler::waits_for_shared_prefill(const Request& r) const {
            longest >= cache_->cached(r.feed, (int64_t)r.feed.size() - 1) + kSharedPrefillWait;
 }
 
+Clock::time_point Scheduler::admissible_at(const Request& r) {
+    if (!r.req.warm_up) return r.submitted;
+    return r.submitted + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(r.req.warm_up_delay));
+}
+
+std::deque<std::unique_ptr<Scheduler::Request>>::iterator Scheduler::next_admission() {
+    const Clock::time_point now = Clock::now();
+    auto it = std::find_if(queue_.begin(), queue_.end(),
+                           [&](const auto& q) { return admissible_at(*q) <= now; });
+    return it == queue_.end() || waits_for_shared_prefill(**it) ? queue_.end() : it;
+}
+
 // Takes cancellations and the queue into the slots; calls sinks outside the lock.
 void Scheduler::admit() {
     std::vector<std::unique_ptr<Request>> dropped;
@@ -280,7 +304,8 @@ void Scheduler::admit() {
         cancelled.swap(cancelled_);
         cancel_all = stopping_ && !finish_on_stop_;
         for (auto it = queue_.begin(); it != queue_.end();) {
-            if (cancel_all ||
+            // (Stopping, a warm-up is work no one will read.)
+            if (cancel_all || (stopping_ && (*it)->req.warm_up) ||
                 std::find(cancelled.begin(), cancelled.end(), (*it)->id) != cancelled.end()) {
                 dropped.push_back(std::move(*it));
                 it = queue_.erase(it);
@@ -300,9 +325,10 @@ void Scheduler::admit() {
         std::unique_ptr<Request> r;
         {
             std::lock_guard lock(mutex_);
-            if (queue_.empty() || waits_for_shared_prefill(*queue_.front())) break;
-            r = std::move(queue_.front());
-            queue_.pop_front();
+            const auto next = next_admission();
+            if (next == queue_.end()) break;
+            r = std::move(*next);
+            queue_.erase(next);
             --stats_.queued;
             ++stats_.running;
         }
@@ -349,9 +375,22 @@ void Scheduler::loop() {
     for (;;) {
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] {
-                return stopping_ || !queue_.empty() || !cancelled_.empty() || stats_.running > 0;
-            });
+            // (Warm-ups alone in the queue: until the first of their delays ends.)
+            for (;;) {
+                const Clock::time_point now = Clock::now();
+                std::optional<Clock::time_point> until;
+                bool ready = stopping_ || !cancelled_.empty() || stats_.running > 0;
+                for (const auto& q : queue_) {
+                    const Clock::time_point at = admissible_at(*q);
+                    ready = ready || at <= now;
+                    until = until ? std::min(*until, at) : at;
+                }
+                if (ready) break;
+                if (until)
+                    wake_.wait_until(lock, *until);
+                else
+                    wake_.wait(lock);
+            }
             if (stopping_ && queue_.empty() && stats_.running == 0) break;
         }
         admit();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -93,6 +94,13 @@ struct GenerationRequest {
     // A rule on what the request may generate (response_format json_object); its tokens are then
     // sampled on the host from the masked logits.
     std::shared_ptr<TokenConstraint> constraint;
+    // A warm-up of the prefix cache (its output unused; a chat's next turn read ahead): it is not
+    // admitted before warm_up_delay seconds have passed, and a request whose prompt begins with
+    // its prompt, submitted before it is admitted, takes its place (it ends cancelled). A next
+    // turn that comes at once then reads those tokens in its own window, rather than in a second
+    // one after the warm-up's.
+    bool warm_up = false;
+    double warm_up_delay = 0;
 };
 
 struct GenerationEvent {
@@ -158,6 +166,8 @@ class Scheduler {
     void shutdown(bool finish);
 
     SchedulerStats stats() const;
+    // Requests in the queue that are not warm-ups (GenerationRequest::warm_up): clients waiting.
+    int64_t waiting() const;
     const SchedulerOptions& options() const { return options_; }
     const Executor& executor() const { return executor_; }
 
@@ -174,6 +184,11 @@ class Scheduler {
     // behind the warm-up of its beginning; requests that open with one long prompt).
     bool waits_for_shared_prefill(const Request& r) const;
     static constexpr int64_t kSharedPrefillWait = 32;
+    // The queued request admit() takes next (queue_.end(): none): the first whose warm-up delay
+    // has passed, unless it waits for a shared prefill. Under mutex_.
+    std::deque<std::unique_ptr<Request>>::iterator next_admission();
+    // When r may be admitted: its submission, or for a warm-up the end of its delay.
+    static std::chrono::steady_clock::time_point admissible_at(const Request& r);
     // Takes a request into a slot; returns the prompt tokens it restored from the prefix cache
     // (0 for a resumed request, counted when it first started).
     int64_t start(Slot& slot, std::unique_ptr<Request>& r);

@@ -66,8 +66,8 @@ struct Server::Impl::Job {
             // model's end, a stop string or max_tokens), not a call of a tool (whose result,
             // not a user, comes next), nor one cut by a full context or a disconnect.
             const FinishReason why = completion.done().finish;
-            const bool answered = why == FinishReason::eog || why == FinishReason::length ||
-                                  completion.stopped();
+            const bool answered =
+                why == FinishReason::eog || why == FinishReason::length || completion.stopped();
             if (warm_body && answered && completion.finish_reason() != "tool_calls")
                 server.warm_next_turn(*warm_body, completion.message());
         }
@@ -78,14 +78,21 @@ struct Server::Impl::Job {
 void Server::Impl::warm_next_turn(const Json& body, const Json& reply) {
     // Only with requests waiting for none: a warm-up is work a client may never need, and it
     // should not take a slot or a place in the queue from one that is waiting.
-    if (stopping || scheduler->stats().queued > 0) return;
+    if (stopping || scheduler->waiting() > 0) return;
     GenerationRequest g;
     g.prompt = chat->next_turn_prefix(body, reply);
     if (g.prompt.empty() || (int64_t)g.prompt.size() >= n_ctx) return;
     g.max_tokens = 1;  // (a request takes at least one step that samples; its token is dropped)
+    g.warm_up = true;
+    g.warm_up_delay = kNextTurnWarmUpDelay;
     const int64_t tokens = (int64_t)g.prompt.size();
+    auto counted = [this, tokens](const GenerationEvent& ev) {
+        if (ev.kind == GenerationEvent::Kind::done)
+            metrics.count_warmup(tokens, ev.finish == FinishReason::cancelled);
+        return true;
+    };
     try {
-        if (scheduler->submit(std::move(g), nullptr) != 0) metrics.count_warmup(tokens);
+        scheduler->submit(std::move(g), counted);
     } catch (const Error&) {
         // A prompt the scheduler refuses: no warm-up.
     }

@@ -58,8 +58,12 @@ void Metrics::record(const GenerationEvent& d) {
         tpot_.observe((d.total_seconds - d.first_token_seconds) / double(d.generated_tokens - 1));
 }
 
-void Metrics::count_warmup(int64_t tokens) {
+void Metrics::count_warmup(int64_t tokens, bool superseded) {
     std::lock_guard lock(mutex_);
+    if (superseded) {
+        ++warmups_superseded_;
+        return;
+    }
     ++warmups_;
     warmup_tokens_ += (uint64_t)tokens;
 }
@@ -142,6 +146,10 @@ std::string Metrics::render(const SchedulerStats& s, ConnectionCounts c) const {
         gauge(out, "counter", "deltallm_next_turn_warmup_tokens_total",
               "Prompt tokens of those warm-ups (most restored from the prefix cache).",
               (double)warmup_tokens_);
+        gauge(out, "counter", "deltallm_next_turn_warmups_superseded_total",
+              "Warm-ups given up: the next turn came first (and reads those tokens itself), or "
+              "the server stopped.",
+              (double)warmups_superseded_);
     }
     out += latency_.render("deltallm_request_duration_seconds",
                            "Time from submission to the end of a generation request.");

@@ -39,15 +39,16 @@ class Metrics {
     // time per output token after the first.
     void record(const GenerationEvent& done);
     void count_request(int status);
-    // A chat's next turn warmed (ServerOptions::warm_next_turn), with the prompt tokens it holds.
-    void count_warmup(int64_t tokens);
+    // A chat's next turn warmed (ServerOptions::warm_next_turn), with the prompt tokens it holds;
+    // or its warm-up given up for the next turn that came first (superseded).
+    void count_warmup(int64_t tokens, bool superseded);
     std::string render(const SchedulerStats& s, ConnectionCounts c = {}) const;
 
   private:
     Histogram latency_, ttft_, tpot_, queue_;
     mutable std::mutex mutex_;
     uint64_t ok_ = 0, client_errors_ = 0, server_errors_ = 0;
-    uint64_t warmups_ = 0, warmup_tokens_ = 0;
+    uint64_t warmups_ = 0, warmup_tokens_ = 0, warmups_superseded_ = 0;
 };
 
 }  // namespace dl::server

@@ -66,6 +66,10 @@ class Collector {
         std::unique_lock lock(m_);
         cv_.wait(lock, [&] { return n_done_ == results_.size(); });
     }
+    void wait_for(size_t i) {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return results_[i].finished; });
+    }
     Result& operator[](size_t i) { return results_[i]; }
 
   private:
@@ -762,6 +766,66 @@ TEST_P(PrefixCacheHit, APromptWaitsForTheRunningPrefillOfItsBeginning) {
     o.prefix_cache_bytes = 0;
     Scheduler cold(chain, o);
     EXPECT_EQ(c[1].tokens, run_one(cold, next).tokens);
+}
+
+// A warm-up (GenerationRequest::warm_up) waits its delay before it runs: a request whose prompt
+// begins with its prompt, submitted meanwhile, takes its place (the warm-up ends cancelled, having
+// read nothing) and reads the whole prompt itself, as cold; other requests pass it in the queue.
+// Past its delay it runs, and the request after it starts from its snapshot.
+TEST_P(PrefixCacheHit, AWarmUpWaitsItsDelayAndGivesWayToItsNextTurn) {
+    auto model = model_for(GetParam());
+    cpu::Chain chain(model);
+    const int64_t V = model->hp.n_vocab;
+    SchedulerOptions o;
+    o.parallel = 2;
+    o.n_ctx = 160;
+    o.chunk_align = 16;
+    o.prefix_cache_bytes = 64u << 20;
+    GenerationRequest warm_up;
+    warm_up.prompt = test::tiny_tokens(64, V, 43);
+    warm_up.sampling = greedy();
+    warm_up.max_tokens = 1;
+    warm_up.warm_up = true;
+    warm_up.warm_up_delay = 30;  // (seconds: it is superseded long before)
+    GenerationRequest next = warm_up;
+    next.warm_up = false;
+    const auto more = test::tiny_tokens(12, V, 44);
+    next.prompt.insert(next.prompt.end(), more.begin(), more.end());
+    next.max_tokens = 5;
+    GenerationRequest other;
+    other.prompt = test::tiny_tokens(20, V, 45);
+    other.sampling = greedy();
+    other.max_tokens = 3;
+    {
+        Scheduler s(chain, o);
+        Collector c(3);
+        ASSERT_GT(s.submit(warm_up, c.sink(0)), 0u);
+        ASSERT_GT(s.submit(other, c.sink(1)), 0u);  // not held behind the warm-up
+        c.wait_for(1);
+        EXPECT_FALSE(c[0].finished);
+        ASSERT_GT(s.submit(next, c.sink(2)), 0u);
+        c.wait_all();
+        EXPECT_EQ(c[0].done.finish, FinishReason::cancelled);
+        EXPECT_TRUE(c[0].tokens.empty());
+        EXPECT_EQ(c[2].done.cached_tokens, 0);
+        const SchedulerStats st = s.stats();
+        EXPECT_EQ(st.prompt_tokens, (int64_t)(other.prompt.size() + next.prompt.size()));
+    }
+    {
+        warm_up.warm_up_delay = 0.05;
+        Scheduler s(chain, o);
+        Collector c(2);
+        ASSERT_GT(s.submit(warm_up, c.sink(0)), 0u);
+        c.wait_for(0);
+        EXPECT_EQ(c[0].done.finish, FinishReason::length);
+        EXPECT_GE(c[0].done.queue_seconds, 0.05);
+        ASSERT_GT(s.submit(next, c.sink(1)), 0u);
+        c.wait_all();
+        EXPECT_GE(c[1].done.cached_tokens, 48);
+        o.prefix_cache_bytes = 0;
+        Scheduler cold(chain, o);
+        EXPECT_EQ(c[1].tokens, run_one(cold, next).tokens);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheHit,

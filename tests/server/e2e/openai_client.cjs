@@ -179,8 +179,9 @@ check('a thinking template\'s second turn reuses all the first turn it shares', 
 
 check('a thinking template\'s next turn finds all but its new message warmed', async () => {
   // An answer (here one that ends at a stop string) has the server prefill the next turn's
-  // beginning at once (the reply as the history renders it, without the think block, and the
-  // next user turn's opening), so the next turn reads only its own message.
+  // beginning a moment later (the reply as the history renders it, without the think block, and
+  // the next user turn's opening), so a next turn that comes after it reads only its own
+  // message; a next turn that comes at once takes the warm-up's place.
   const url = process.env.DELTALLM_THINK_URL;
   const thinker = new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 });
   const tokens = async (messages, add_generation_prompt) => {
@@ -190,17 +191,25 @@ check('a thinking template\'s next turn finds all but its new message warmed', a
     return execFileSync(bin, ['tokenize'], { input: r.prompt, stdio: ['pipe', 'pipe', 'ignore'] })
       .toString().trim().split(',');
   };
-  const warmups = async () => {
+  const counter = async (name) => {
     const m = await (await fetch(url + '/metrics')).text();
-    const line = m.split('\n').find((l) => l.startsWith('deltallm_next_turn_warmups_total '));
+    const line = m.split('\n').find((l) => l.startsWith(name + ' '));
     return line ? Number(line.split(' ')[1]) : 0;
+  };
+  const warmups = () => counter('deltallm_next_turn_warmups_total');
+  const superseded = () => counter('deltallm_next_turn_warmups_superseded_total');
+  // The warm-ups done reach n (they run after the server's delay), within 10 s.
+  const warmed = async (n) => {
+    for (let i = 0; i < 200 && (await warmups()) < n; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await warmups(), n);
   };
   const before = await warmups();
   const first = [user('Which rivers run to the sea, and which of them end in a lake instead?')];
   const r1 = await thinker.chat.completions.create({ model: 'thinker', messages: first,
     max_tokens: 40, temperature: 0, stop: [' '] });
   assert.equal(r1.choices[0].finish_reason, 'stop');
-  assert.equal(await warmups(), before + 1);
+  await warmed(before + 1);
   const reply = { role: 'assistant', content: r1.choices[0].message.content || '' };
   const second = [...first, reply, user('And the lakes?')];
   const r2 = await thinker.chat.completions.create({ model: 'thinker', messages: second,
@@ -211,14 +220,26 @@ check('a thinking template\'s next turn finds all but its new message warmed', a
     JSON.stringify([r1.usage, r2.usage, head.length, all.length]));
   // A turn cut by max_tokens is still the history the next turn sends back: warmed too.
   assert.equal(r2.choices[0].finish_reason, 'length');
-  assert.equal(await warmups(), before + 2);
-  // A streamed answer is warmed too, before its stream ends.
-  const stream = await thinker.chat.completions.create({ model: 'thinker', messages: second,
+  await warmed(before + 2);
+  // A streamed answer is warmed too.
+  const ask = (messages) => thinker.chat.completions.create({ model: 'thinker', messages,
     max_tokens: 40, temperature: 0, stop: [' '], stream: true });
-  let finish = null;
-  for await (const c of stream) finish = c.choices[0]?.finish_reason || finish;
-  assert.equal(finish, 'stop');
-  assert.equal(await warmups(), before + 3);
+  const finished = async (stream) => {
+    let finish = null;
+    for await (const c of stream) finish = c.choices[0]?.finish_reason || finish;
+    return finish;
+  };
+  assert.equal(await finished(await ask(second)), 'stop');
+  await warmed(before + 3);
+  // A next turn sent as soon as its answer ends takes the place of that answer's warm-up.
+  const gaveWay = await superseded();
+  const third = [...second, { role: 'assistant', content: '' }, user('Which is deepest?')];
+  assert.equal(await finished(await ask(third)), 'stop');
+  const r4 = await thinker.chat.completions.create({ model: 'thinker', messages: [...third,
+    { role: 'assistant', content: '' }, user('Why?')], max_tokens: 2, ignore_eos: true });
+  assert.equal(r4.choices[0].finish_reason, 'length');
+  assert.equal(await superseded(), gaveWay + 1);
+  await warmed(before + 4);  // (the third turn's warm-up gave way; the fourth's runs)
 });
 
 check('logprobs come per token with the asked alternatives', async () => {
