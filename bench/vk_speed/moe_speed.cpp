@@ -38,6 +38,20 @@ std::pair<double, double> dot_and_magnitude(const float* w, const float* x, uint
     return {dot, mag};
 }
 
+// Each of n_rows rows' choice of k distinct experts of n_expert at random, in ascending order (as
+// moe_route writes them): row r's at [r · k ..].
+std::vector<uint32_t> random_choice(std::mt19937& rng, uint32_t n_rows, uint32_t n_expert,
+                                    uint32_t k) {
+    std::vector<uint32_t> ids((size_t)n_rows * k), pool(n_expert);
+    for (uint32_t r = 0; r < n_rows; ++r) {
+        std::iota(pool.begin(), pool.end(), 0u);
+        std::shuffle(pool.begin(), pool.end(), rng);
+        std::sort(pool.begin(), pool.begin() + k);
+        std::copy(pool.begin(), pool.begin() + k, ids.begin() + (size_t)r * k);
+    }
+    return ids;
+}
+
 TEST(MoeDecodeSpeed, Stages) {
     VK_SPEED_DEVICE();
     const bool cpu = dev.features().cpu;
@@ -292,21 +306,16 @@ TEST(MoeDecodeSpeed, Rows) {
             // Each row's k experts in ascending order, then their weights (as moe_route writes
             // them; each row's sum to one).
             std::vector<uint32_t> route((size_t)m * 2 * k);
-            std::vector<uint32_t> ids((size_t)m * k);
+            const std::vector<uint32_t> ids = random_choice(rng, m, n_expert, k);
             std::vector<float> weights((size_t)m * k);
             std::vector<bool> used(n_expert, false);
-            for (uint32_t r = 0; r < m; ++r) {
-                std::vector<uint32_t> pool(n_expert);
-                std::iota(pool.begin(), pool.end(), 0u);
-                std::shuffle(pool.begin(), pool.end(), rng);
-                std::sort(pool.begin(), pool.begin() + k);
+            for (uint32_t r = 0; r < m; ++r)
                 for (uint32_t j = 0; j < k; ++j) {
-                    ids[r * k + j] = route[r * 2 * k + j] = pool[j];
-                    used[pool[j]] = true;
+                    route[r * 2 * k + j] = ids[r * k + j];
+                    used[ids[r * k + j]] = true;
                     weights[r * k + j] = 1.f / (float)k;
                     route[r * 2 * k + k + j] = std::bit_cast<uint32_t>(weights[r * k + j]);
                 }
-            }
             const uint64_t distinct = (uint64_t)std::count(used.begin(), used.end(), true);
             Buffer routes = test::to_device(dev, route);
             const std::vector<float> xn = test::randn((size_t)m * E, 37 + m, 1.f);
@@ -430,15 +439,9 @@ TEST(ExpertGemmSpeed, Window) {
         const uint32_t sorted_tiles_off = inv_off + n_pairs + 4;
         std::vector<uint32_t> route(
             sorted_tiles_off + Kernels::expert_tiles_words(n_pairs, n_expert), 0);
-        std::vector<uint32_t> ids((size_t)n_pairs);
-        for (uint32_t r = 0; r < n_rows; ++r) {
-            std::vector<uint32_t> pool(n_expert);
-            std::iota(pool.begin(), pool.end(), 0u);
-            std::shuffle(pool.begin(), pool.end(), rng);
-            std::sort(pool.begin(), pool.begin() + k);
-            for (uint32_t j = 0; j < k; ++j)
-                route[route_off + r * 2 * k + j] = ids[r * k + j] = pool[j];
-        }
+        const std::vector<uint32_t> ids = random_choice(rng, n_rows, n_expert, k);
+        for (uint32_t r = 0; r < n_rows; ++r)
+            for (uint32_t j = 0; j < k; ++j) route[route_off + r * 2 * k + j] = ids[r * k + j];
         Buffer routes = test::to_device(dev, route);
         test::run(dev, [&](CommandList& cl) {
             K.moe_sort(cl, view(routes), route_off, k, n_expert, n_rows, perm_off, tiles_off,
