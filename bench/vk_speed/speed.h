@@ -63,8 +63,9 @@ inline SpeedEnv speed_env() {
 // A speed report's recorded command, timed: first submitted untimed until a quarter of a second
 // has passed (at most 200 times; a GPU left idle, as by the uploads before a report's rows, runs
 // at a lower clock for a while, and three submissions of a few milliseconds would be timed
-// there), then the best of three submissions in milliseconds, by its first mark. Without device
-// timestamps: 0, or the host's clock around the submission where `wall` is asked for.
+// there), then the best of three submissions in milliseconds, by its first mark (the whole
+// command where it is timed whole). Without device timestamps: 0, or the host's clock around the
+// submission where `wall` is asked for.
 inline double best_of_three_ms(Device& dev, CommandList& cl, bool wall = false) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int warm = 0; warm < 200 && !dev.features().cpu &&
@@ -122,13 +123,15 @@ inline RepeatedMatrix repeated_rows(Device& dev, QType t, uint32_t rows, uint32_
 inline double device_ms_per_run(Device& dev, uint32_t runs,
                                 const std::function<void(CommandList&)>& record) {
     CommandList cl(dev);
-    cl.enable_timestamps(1);
+    // The whole command, not to a first mark: a kernel's launcher may mark stretches of its own
+    // (the window attention's after its preparation; timed to that, a report measured the
+    // preparation alone).
+    cl.enable_timestamps(1, false);
     cl.begin(true);
     for (uint32_t i = 0; i < runs; ++i) {
         record(cl);
         cl.barrier();
     }
-    cl.mark("runs");
     cl.end();
     return best_of_three_ms(dev, cl) / runs;
 }
