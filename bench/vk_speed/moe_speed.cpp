@@ -52,6 +52,37 @@ std::vector<uint32_t> random_choice(std::mt19937& rng, uint32_t n_rows, uint32_t
     return ids;
 }
 
+// The expert GEMVs' forms (the batched GEMV's switches): by the rule, then its weight rows a
+// workgroup, its threads, and each slice decoded once.
+struct BatchForm {
+    uint32_t rows = 0, threads = 0;
+    bool once = false;
+    std::string name() const {
+        if (!rows && !threads && !once) return "";
+        return fmt::format(" (rows {}, threads {}{})", rows, threads, once ? ", decoded once" : "");
+    }
+};
+std::vector<BatchForm> all_batch_forms() {
+    return {{},
+            {1, 0, false},
+            {2, 0, false},
+            {4, 0, false},
+            {0, 32, false},
+            {0, 128, false},
+            {0, 256, false},
+            {2, 128, false},
+            {0, 0, true}};
+}
+// The tuning of a form, for as long as it lives.
+struct BatchFormScope {
+    BatchFormScope(Kernels& K, const BatchForm& f)
+        : rows(K.tuning.gemv_batch_rows, f.rows),
+          threads(K.tuning.gemv_batch_threads, f.threads),
+          once(K.tuning.gemv_batch_decode_once, f.once) {}
+    test::Scoped<uint32_t> rows, threads;
+    test::Scoped<bool> once;
+};
+
 TEST(MoeDecodeSpeed, Stages) {
     VK_SPEED_DEVICE();
     const bool cpu = dev.features().cpu;
@@ -60,36 +91,7 @@ TEST(MoeDecodeSpeed, Stages) {
     test::OtherWork other(dev, K);
     std::mt19937 rng(17);
 
-    // The expert GEMVs' forms (the batched GEMV's switches): by the rule, then its weight rows a
-    // workgroup, its threads, and each slice decoded once.
-    struct BatchForm {
-        uint32_t rows = 0, threads = 0;
-        bool once = false;
-        std::string name() const {
-            if (!rows && !threads && !once) return "";
-            return fmt::format(" (rows {}, threads {}{})", rows, threads,
-                               once ? ", decoded once" : "");
-        }
-    };
-    // The tuning of a form, for as long as it lives.
-    struct BatchFormScope {
-        BatchFormScope(Kernels& K, const BatchForm& f)
-            : rows(K.tuning.gemv_batch_rows, f.rows),
-              threads(K.tuning.gemv_batch_threads, f.threads),
-              once(K.tuning.gemv_batch_decode_once, f.once) {}
-        test::Scoped<uint32_t> rows, threads;
-        test::Scoped<bool> once;
-    };
-    const std::vector<BatchForm> batch_forms = cpu ? std::vector<BatchForm>{{}}
-                                                   : std::vector<BatchForm>{{},
-                                                                            {1, 0, false},
-                                                                            {2, 0, false},
-                                                                            {4, 0, false},
-                                                                            {0, 32, false},
-                                                                            {0, 128, false},
-                                                                            {0, 256, false},
-                                                                            {2, 128, false},
-                                                                            {0, 0, true}};
+    const std::vector<BatchForm> batch_forms = cpu ? std::vector<BatchForm>{{}} : all_batch_forms();
 
     // act: xn at 0, the router's logits at E, the route after them; the gates, ups and outputs
     // in buffers of their own.
@@ -281,9 +283,10 @@ TEST(MoeDecodeSpeed, Stages) {
 // the rows' order as the step runs them (unsorted: few pairs an expert), at the 35B-A3B's and the
 // Qwen3-30B-A3B's shapes: the gate GEMV (Q4_K, each slot over its row's xn) and the down GEMV
 // (Q6_K) forming each slot's SwiGLU as it reads and summing the row's slots. Each with the bytes
-// of the distinct experts it reads and their rate. Why: in a Qwen3-30B-A3B step of 8 sequences
-// the two stages took 70 and 100 us a layer (docs/perf/data/2026-12-07-h100-r42-profile.txt),
-// where the distinct experts' bytes take 25-35 at the H100's bandwidth.
+// of the distinct experts it reads and their rate; at 8 rows in each of the batched GEMV's forms.
+// Why: in a Qwen3-30B-A3B step of 8 sequences the two stages took 70 and 100 us a layer
+// (docs/perf/data/2026-12-07-h100-r42-profile.txt), where the distinct experts' bytes take 25-35 at
+// the H100's bandwidth; alone (r43) they read at a third of it.
 TEST(MoeDecodeSpeed, Rows) {
     VK_SPEED_DEVICE();
     const bool cpu = dev.features().cpu;
@@ -366,43 +369,56 @@ TEST(MoeDecodeSpeed, Rows) {
                 return fmt::format("{:.1f} MB of {} distinct experts, {:.0f} GB/s", bytes / 1e6,
                                    distinct, t > 0 ? bytes / (t * 1e-6) / 1e9 : 0.0);
             };
-            const std::string gate_us = other.report(rounds, experts_gate);
-            fmt::print("expert gate GEMV, {} rows x {} of {} x {} Q4_K, {} experts: {} us ({})\n",
-                       m, k, n_ff, E, n_expert, gate_us,
-                       rate(gate_us, distinct * n_ff * gate.row_bytes));
-            std::vector<float> g = test::from_device<float>(dev, gates, slots);
-            for (size_t v = 0; v < (size_t)m * k; v += 3)
-                for (uint32_t r = 0; r < n_ff; r += 67) {
-                    const float* w = gate.row((uint64_t)ids[v] * n_ff + r);
-                    const auto [ref, mag] = dot_and_magnitude(w, xn.data() + (v / k) * E, E);
-                    ASSERT_NEAR(g[v * n_ff + r], ref, 1e-5 * (1 + mag))
-                        << m << " rows, pair " << v << " row " << r;
-                }
+            // (at 8 rows in every form of the batched GEMV's switches)
+            const std::vector<BatchForm> forms =
+                !cpu && m == 8 ? all_batch_forms() : std::vector<BatchForm>{{}};
+            std::vector<float> g;
+            for (const BatchForm& form : forms) {
+                const BatchFormScope scope(K, form);
+                const std::string gate_us = other.report(rounds, experts_gate);
+                fmt::print(
+                    "expert gate GEMV, {} rows x {} of {} x {} Q4_K, {} experts{}: {} us ({})\n", m,
+                    k, n_ff, E, n_expert, form.name(), gate_us,
+                    rate(gate_us, distinct * n_ff * gate.row_bytes));
+                g = test::from_device<float>(dev, gates, slots);
+                for (size_t v = 0; v < (size_t)m * k; v += 3)
+                    for (uint32_t r = 0; r < n_ff; r += 67) {
+                        const float* w = gate.row((uint64_t)ids[v] * n_ff + r);
+                        const auto [ref, mag] = dot_and_magnitude(w, xn.data() + (v / k) * E, E);
+                        ASSERT_NEAR(g[v * n_ff + r], ref, 1e-5 * (1 + mag))
+                            << m << " rows, pair " << v << " row " << r << form.name();
+                    }
+            }
             // The down GEMV over these gates and the random ups.
             g.insert(g.end(), ups.begin(), ups.end());
             dev.upload(gates, 0, g.data(), g.size() * sizeof(float));
-            const std::string down_us = other.report(rounds, experts_down);
-            fmt::print(
-                "expert down GEMV, {} rows x {} of {} x {} Q6_K, weighted sum, {} experts: {} us "
-                "({})\n",
-                m, k, E, n_ff, n_expert, down_us, rate(down_us, distinct * E * down.row_bytes));
-            const std::vector<float> o = test::from_device<float>(dev, out, (size_t)m * E);
-            for (uint32_t row = 0; row < m; ++row)
-                for (uint32_t r = row % 53; r < E; r += 53) {
-                    double ref = 0, mag = 0;
-                    for (uint32_t j = 0; j < k; ++j) {
-                        const size_t v = (size_t)row * k + j;
-                        const float* w = down.row((uint64_t)ids[v] * E + r);
-                        for (uint32_t c = 0; c < n_ff; ++c) {
-                            const double a = g[v * n_ff + c];
-                            const double x = a / (1 + std::exp(-a)) * g[slots + v * n_ff + c];
-                            ref += weights[v] * (double)w[c] * x;
-                            mag += std::fabs(weights[v] * (double)w[c] * x);
+            for (const BatchForm& form : forms) {
+                const BatchFormScope scope(K, form);
+                const std::string down_us = other.report(rounds, experts_down);
+                fmt::print(
+                    "expert down GEMV, {} rows x {} of {} x {} Q6_K, weighted sum, {} experts{}: "
+                    "{} "
+                    "us ({})\n",
+                    m, k, E, n_ff, n_expert, form.name(), down_us,
+                    rate(down_us, distinct * E * down.row_bytes));
+                const std::vector<float> o = test::from_device<float>(dev, out, (size_t)m * E);
+                for (uint32_t row = 0; row < m; ++row)
+                    for (uint32_t r = row % 53; r < E; r += 53) {
+                        double ref = 0, mag = 0;
+                        for (uint32_t j = 0; j < k; ++j) {
+                            const size_t v = (size_t)row * k + j;
+                            const float* w = down.row((uint64_t)ids[v] * E + r);
+                            for (uint32_t c = 0; c < n_ff; ++c) {
+                                const double a = g[v * n_ff + c];
+                                const double x = a / (1 + std::exp(-a)) * g[slots + v * n_ff + c];
+                                ref += weights[v] * (double)w[c] * x;
+                                mag += std::fabs(weights[v] * (double)w[c] * x);
+                            }
                         }
+                        ASSERT_NEAR(o[(size_t)row * E + r], ref, 1e-4 * (1 + mag))
+                            << m << " rows, row " << row << " output " << r << form.name();
                     }
-                    ASSERT_NEAR(o[(size_t)row * E + r], ref, 1e-4 * (1 + mag))
-                        << m << " rows, row " << row << " output " << r;
-                }
+            }
         }
     }
 }
