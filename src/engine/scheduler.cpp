@@ -80,7 +80,12 @@ uint64_t Scheduler::submit(GenerationRequest request, GenerationSink sink) {
     r->submitted = Clock::now();
     r->feed = r->req.prompt;
     std::lock_guard lock(mutex_);
-    if (stopping_ || (int64_t)queue_.size() >= options_.queue_limit) return 0;
+    // Warm-ups neither take a waiting client's place in the queue nor are taken by one: each
+    // kind has queue_limit places.
+    const int64_t same_kind = std::count_if(queue_.begin(), queue_.end(), [&](const auto& q) {
+        return q->req.warm_up == r->req.warm_up;
+    });
+    if (stopping_ || same_kind >= options_.queue_limit) return 0;
     // A queued warm-up of this prompt's beginning gives way to it (GenerationRequest::warm_up).
     for (const auto& q : queue_)
         if (q->req.warm_up && !q->resume && q->feed.size() <= r->feed.size() &&

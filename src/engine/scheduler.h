@@ -51,7 +51,8 @@ struct SchedulerOptions {
     // far as its window holds), so several short prompts share one step's reads rather than
     // waiting a step each.
     int64_t prompt_chunks = 0;
-    int64_t queue_limit = 64;  // requests waiting for a slot beyond which submit() refuses
+    // Requests waiting for a slot beyond which submit() refuses (warm-ups counted apart).
+    int64_t queue_limit = 64;
     // Prompt chunks end on multiples of this many tokens (a KV block: chunks of a few sizes, whose
     // commands an executor records once), unless the prompt ends first. 0: no alignment.
     int64_t chunk_align = 64;

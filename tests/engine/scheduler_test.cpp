@@ -811,6 +811,24 @@ TEST_P(PrefixCacheHit, AWarmUpWaitsItsDelayAndGivesWayToItsNextTurn) {
         const SchedulerStats st = s.stats();
         EXPECT_EQ(st.prompt_tokens, (int64_t)(other.prompt.size() + next.prompt.size()));
     }
+    {  // Warm-ups take none of the queue's places for clients.
+        o.queue_limit = 2;
+        o.parallel = 1;
+        Scheduler s(chain, o);
+        Collector c(5);
+        GenerationRequest held = other;
+        held.max_tokens = 40;
+        ASSERT_GT(s.submit(held, c.sink(0)), 0u);  // (in the slot, or first in the queue)
+        for (size_t i = 1; i <= 2; ++i) ASSERT_GT(s.submit(warm_up, c.sink(i)), 0u);
+        EXPECT_EQ(s.submit(warm_up, c.sink(3)), 0u);  // the warm-ups' places are taken
+        GenerationRequest client = other;
+        client.prompt[0] = (client.prompt[0] + 1) % (int32_t)V;
+        EXPECT_GT(s.submit(client, c.sink(4)), 0u);
+        EXPECT_GE(s.waiting(), 1);  // the client, not the warm-ups
+        s.shutdown(false);
+        o.queue_limit = 64;
+        o.parallel = 2;
+    }
     {
         warm_up.warm_up_delay = 0.05;
         Scheduler s(chain, o);
