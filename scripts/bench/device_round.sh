@@ -115,6 +115,11 @@ best = max(order, key=lambda f: sums[f]) if order else ""
 print(best if best and sums[best] > 0 else "")
 PY
 }
+# Whether this round's tests and checked reports in files $@ passed: some ran to their summary,
+# and none failed or was cut by its time.
+passed() {
+    ! grep -qsE 'FAILED|Failure|cut at' "$@" && grep -qsE '^\[  PASSED' "$@"
+}
 args=(--ours "$ours" --peer "$peer" --device vulkan --bw-gbps 4800 --peak-gflops 989000)
 golden_pid=
 form_env() {  # the environment of form $1 (see `forms` at the top)
@@ -384,11 +389,8 @@ PY
         # kernel report failed its check): then the first form.
         if [ "${EXPERT_KEEP:-0}" = 1 ]; then
             best_expert=$(fastest_form "$out/experts.txt")
-            checked=("$out/kernels.txt" "$out"/tests-*.log "$out/experts-tests.txt")
-            if grep -qsE 'FAILED|Failure|cut at' "${checked[@]}" ||
-                ! grep -qsE '^\[  PASSED' "${checked[@]}"; then
+            passed "$out/kernels.txt" "$out"/tests-*.log "$out/experts-tests.txt" ||
                 best_expert=${forms[0]}
-            fi
             echo "kept expert form: $best_expert" | tee -a "$out/experts.txt"
             [ -n "$best_expert" ] && export $best_expert
         fi
@@ -467,10 +469,7 @@ PY
         # tests did not pass (none ran to their summary, or one failed): then the first form.
         if [ "${AB_KEEP:-0}" = 1 ]; then
             best_ab=$(fastest_form "$out/ab.txt")
-            if grep -qsE 'FAILED|Failure|cut at' "$out"/tests-*.log ||
-                ! grep -qsE '^\[  PASSED' "$out"/tests-*.log; then
-                best_ab=${forms[0]}
-            fi
+            passed "$out"/tests-*.log || best_ab=${forms[0]}
             echo "kept form: $best_ab" | tee -a "$out/ab.txt"
             [ -n "$best_ab" ] && export $best_ab
         fi
