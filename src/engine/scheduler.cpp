@@ -82,10 +82,7 @@ uint64_t Scheduler::submit(GenerationRequest request, GenerationSink sink) {
     std::lock_guard lock(mutex_);
     // Warm-ups neither take a waiting client's place in the queue nor are taken by one: each
     // kind has queue_limit places.
-    const int64_t same_kind = std::count_if(queue_.begin(), queue_.end(), [&](const auto& q) {
-        return q->req.warm_up == r->req.warm_up;
-    });
-    if (stopping_ || same_kind >= options_.queue_limit) return 0;
+    if (stopping_ || queued(r->req.warm_up) >= options_.queue_limit) return 0;
     // A queued warm-up of this prompt's beginning gives way to it (GenerationRequest::warm_up).
     for (const auto& q : queue_)
         if (q->req.warm_up && !q->resume && q->feed.size() <= r->feed.size() &&
@@ -123,8 +120,12 @@ SchedulerStats Scheduler::stats() const {
 
 int64_t Scheduler::waiting() const {
     std::lock_guard lock(mutex_);
+    return queued(false);
+}
+
+int64_t Scheduler::queued(bool warm_ups) const {
     return std::count_if(queue_.begin(), queue_.end(),
-                         [](const auto& q) { return !q->req.warm_up; });
+                         [&](const auto& q) { return q->req.warm_up == warm_ups; });
 }
 
 void Scheduler::done(std::unique_ptr<Request> r, FinishReason why, const Slot* slot,

@@ -188,6 +188,8 @@ class Scheduler {
     // The queued request admit() takes next (queue_.end(): none): the first whose warm-up delay
     // has passed, unless it waits for a shared prefill. Under mutex_.
     std::deque<std::unique_ptr<Request>>::iterator next_admission();
+    // Queued warm-ups (true) or other requests (false). Under mutex_.
+    int64_t queued(bool warm_ups) const;
     // When r may be admitted: its submission, or for a warm-up the end of its delay.
     static std::chrono::steady_clock::time_point admissible_at(const Request& r);
     // Takes a request into a slot; returns the prompt tokens it restored from the prefix cache
