@@ -282,6 +282,7 @@ if(DELTALLM_VK_INTEGER_DOT)
                  DEFINES WTYPE_${T}=1 X_INT8=1 EXPERTS=1 SUBGROUP=1)
   endforeach()
   dl_vk_shader(round_rows round_rows.comp)
+  dl_vk_shader(round_rows_swiglu round_rows.comp DEFINES SWIGLU=1)
 endif()
 # Prefill GEMM tiles over the same formats: scalar, on KHR cooperative matrices, and on NV
 # cooperative matrix 2 block loads.

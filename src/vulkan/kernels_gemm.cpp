@@ -34,7 +34,7 @@ struct GemvBatchPush {
     uint32_t ncols, nrows, row_bytes, x_off, y_off, mode, nvec, span;
 };
 struct RoundRowsPush {
-    uint32_t x_off, ncols, nvec, out_off;
+    uint32_t x_off, ncols, nvec, out_off, up_off;
 };
 // Tiles of Y per workgroup (window rows × weight rows) and the shared memory they stage in;
 // the columns a step of the scalar tiles.
@@ -432,10 +432,11 @@ bool GemmKernels::gemv_batch_reads_bytes(QType t, uint32_t cols, uint32_t n_rows
 }
 
 void GemmKernels::round_rows(CommandList& cl, View x, uint32_t x_off, View out, uint32_t out_off,
-                             uint32_t cols, uint32_t n) {
+                             uint32_t cols, uint32_t n, uint32_t up_off) {
     if (cols % 32) fail("round_rows of rows of {} values: not a multiple of 32", cols);
-    const Kernel& k = pipes_.get("round_rows", 2, sizeof(RoundRowsPush));
-    RoundRowsPush p{x_off, cols, n, out_off};
+    const Kernel& k =
+        pipes_.get(up_off == kNone ? "round_rows" : "round_rows_swiglu", 2, sizeof(RoundRowsPush));
+    RoundRowsPush p{x_off, cols, n, out_off, up_off == kNone ? 0 : up_off};
     auto [gx, gy] = grid(dev_.features(), ((uint64_t)n * cols / 16 + 63) / 64);
     cl.dispatch(k, {x, out}, p, gx, gy);
 }

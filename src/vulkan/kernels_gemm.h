@@ -107,9 +107,11 @@ class GemmKernels : public virtual KernelFamily {
     bool gemv_batch_reads_bytes(QType t, uint32_t cols, uint32_t n_rows) const;
     // n rows of x (cols values each, a multiple of 32, at x_off) rounded to signed bytes in
     // blocks of 16 into out (shaders/round_rows.comp), row v from word out_off + v ·
-    // Kernels::rounding_floats(cols) (the layout of a GEMV's rounding, kernels_gemv.h).
+    // Kernels::rounding_floats(cols) (the layout of a GEMV's rounding, kernels_gemv.h). With
+    // up_off, x holds a SwiGLU's gates and x[up_off ..] its ups, laid out alike, and the rows
+    // rounded are SiLU(gate) · up.
     void round_rows(CommandList& cl, View x, uint32_t x_off, View out, uint32_t out_off,
-                    uint32_t cols, uint32_t n);
+                    uint32_t cols, uint32_t n, uint32_t up_off = kNone);
     // Whether gemm() over variant v runs the F16 tiles over W expanded into w16.
     bool gemm_expands(Variant v, QType t, uint32_t rows, uint32_t cols, uint32_t n_rows,
                       View w16) const;

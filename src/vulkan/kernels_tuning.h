@@ -210,6 +210,12 @@ struct Tuning {
     // stages (8 where the sorted form rounds its SwiGLU's rows to bytes) become 5
     // (DELTALLM_VK_EXPERT_SORT; 0: always grouped).
     uint32_t expert_sort_pairs = 1;
+    // Steps of at least this many rows in that order (0: none) round their slots' SwiGLU to bytes
+    // once, a pass of its own (round_rows with up_off), and the down projection reads those
+    // bytes in integer dot products: each of its workgroups otherwise reads every slot's gates
+    // and ups in F32 and forms the SwiGLU again, for a few weight rows
+    // (DELTALLM_VK_EXPERT_DOWN_ROUNDED; off until measured).
+    uint32_t expert_down_rounded_rows = 0;
     // A window's expert GEMMs run as grouped GEMM tiles (ExpertKernels::gemm_experts) where its
     // (row, slot) pairs are at least this many per expert on average, else as grouped batched
     // GEMVs (DELTALLM_VK_EXPERT_TILES; 0: never).

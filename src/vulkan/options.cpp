@@ -231,6 +231,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemv_batch_threads = gemv_batch_threads_from_env();
     t.expert_tile_pairs = expert_tile_pairs_from_env();
     t.expert_sort_pairs = expert_sort_pairs_from_env();
+    t.expert_down_rounded_rows = (uint32_t)int_from_env("DELTALLM_VK_EXPERT_DOWN_ROUNDED", 0, 4096);
     t.expert_skinny = env::get_bool("DELTALLM_VK_EXPERT_SKINNY");
     t.expert_cm2_pairs = expert_cm2_pairs_from_env();
     t.expert_cm2_blocks = env::get_bool("DELTALLM_VK_EXPERT_CM2_BLOCKS");

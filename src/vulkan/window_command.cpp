@@ -183,6 +183,7 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         it.y_off = y_off;
         it.n = cols;
         it.rows = rows;
+        it.u_off = Kernels::kNone;
         add(it);
     };
     // The F16 copy of the rows the next GEMMs read, when their tiles take F16 (one per input);
@@ -465,13 +466,24 @@ WindowPlan ResidentDriver::plan_window(int64_t n_ctx, uint32_t m, bool all, cons
         if (L.ffn_gate_shexp) gemm(L.ffn_down_shexp, A.ffn, false, A.shared, false);
         stage("experts");
         if (in_row_order) {
-            // The down projection forms each slot's SwiGLU as it reads the gates and ups, and
-            // adds the row's weighted sum into h.
+            // The down projection adds the row's weighted sum into h, forming each slot's SwiGLU
+            // as it reads the gates and ups, or over it rounded to bytes once
+            // (Tuning::expert_down_rounded_rows).
             WindowItem down;
             down.kind = Kind::gemv_experts;
             down.t = L.ffn_down_exps;
-            down.experts = expert_args(hp, A, down.t, E, 0, A.gate_e, true, A.h, true, m);
-            down.experts.up_off = A.up_e;
+            const uint32_t rounded_from = K.tuning.expert_down_rounded_rows;
+            if (down_bytes && rounded_from && m >= rounded_from) {
+                round_rows(A.gate_e, n_ff, k * m, A.ffn_e_rounded);
+                p.items.back().u_off = A.up_e;
+                stage("round rows");
+                down.experts =
+                    expert_args(hp, A, down.t, E, 0, A.ffn_e_rounded, true, A.h, true, m);
+                down.experts.x_bytes = true;
+            } else {
+                down.experts = expert_args(hp, A, down.t, E, 0, A.gate_e, true, A.h, true, m);
+                down.experts.up_off = A.up_e;
+            }
             add(down);
         } else {
             swiglu(A.gate_e, A.up_e, A.ffn_e, k * n_ff * m);

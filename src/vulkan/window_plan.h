@@ -24,7 +24,8 @@ struct WindowItem {
         f16_copy,       // the F16 copy of act[x_off] (n values) the next GEMM tiles read
         round_rows,     // `rows` rows at act[x_off] (n values each; 0: the window's rows)
                         // rounded to bytes for the next GEMMs (the batched GEMV over bytes), into
-                        // the F16 copy's buffer (y_off kNone) or act[y_off]
+                        // the F16 copy's buffer (y_off kNone) or act[y_off]; u_off not kNone:
+                        // the rows rounded are SiLU(act[x_off]) · act[u_off]
         deltanet_rows,  // the layer's DeltaNet over the rows (conv, gates, scan, gated norm)
         attention_rows,  // the layer's attention over the rows
         swiglu,          // act[y_off] = SiLU(act[x_off]) · act[u_off], n values
@@ -61,7 +62,9 @@ struct WindowItem {
     const Tensor* t = nullptr;  // the matrix, or the norm weights of rms_norm
     int64_t layer = -1;
     uint32_t x_off = 0, y_off = 0, n = 0;
-    uint32_t u_off = 0;  // swiglu, shared_expert_add: the second input; moe_sort, gemm_experts
+    // swiglu, round_rows (kNone: none), shared_expert_add: the second input; moe_sort,
+    // gemm_experts: the table of the expert tiles
+    uint32_t u_off = 0;
     // round_rows, gemm, deltanet_rows, attention_rows: the rows (0: the window's); the last two
     // from row first_row of the window, on the session of chunk `segment` (a step's prompt
     // chunks after its decode rows). moe_sort: the pairs a tile of its table holds (0:

@@ -218,6 +218,91 @@ TEST(VulkanBatchedStep, MoeRowsUnderOnePairAnExpertRunUnsorted) {
     EXPECT_GE(count(five, "stage "), count(three, "stage ") + 3 * layers) << three << five;
 }
 
+// A step's experts in the rows' order with their SwiGLU rounded to bytes once
+// (Tuning::expert_down_rounded_rows): one rounding stage a layer more, and rows as close to the
+// double reference as the same step's forming the SwiGLU in the down projection (F32). Both
+// drivers read bytes elsewhere (Tuning::gemv_x), so the rounding of the down projection's input
+// is their one difference; over bytes a tiny model's rows miss the reference by up to about 1 %
+// either way (check_batch_over_bytes), so each form is held to 2 % a row and the rounded one to
+// the formed one's error over all rows, with a quarter more.
+void check_rounded_down(const dl::test::TinySpec& spec) {
+    VK_TEST_DEVICE();
+    if (!dev.features().integer_dot) GTEST_SKIP() << "no integer dot products";
+    auto model = dl::test::tiny_model(spec);
+    DriverOptions o = batch_options();
+    o.tuning.gemv_x = Kernels::GemvX::bytes;
+    auto formed = ResidentDriver::create(model, o);
+    o.tuning.expert_down_rounded_rows = 2;
+    auto rounded = ResidentDriver::create(model, o);
+    ASSERT_TRUE(formed.ok()) << formed.reason();
+    ASSERT_TRUE(rounded.ok()) << rounded.reason();
+    if ((*formed)->plan().window < 5) GTEST_SKIP() << "no window kernels here";
+    auto count = [](const std::string& text, const std::string& word) {
+        size_t n = 0;
+        for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
+            ++n;
+        return n;
+    };
+    // (3 rows of 2 experts of 8: under one pair an expert, the rows' order)
+    const std::string before = (*formed)->batch_plan(3, true).describe();
+    const std::string after = (*rounded)->batch_plan(3, true).describe();
+    EXPECT_EQ(count(before, "moe_sort"), 0u) << before;
+    EXPECT_EQ(count(after, "round_rows"), count(before, "round_rows") + (size_t)model->hp.n_layer)
+        << after;
+    const int64_t V = model->hp.n_vocab;
+    std::vector<std::unique_ptr<SessionState>> a, b;
+    std::vector<std::vector<int32_t>> toks;
+    std::vector<float> ignored;
+    for (uint32_t i = 0; i < 3; ++i) {
+        toks.push_back(dl::test::tiny_tokens(12, V, 120 + i));
+        a.push_back((*formed)->new_session(64));
+        b.push_back((*rounded)->new_session(64));
+        (*formed)->prefill(*a.back(), std::span<const int32_t>(toks[i].data(), 3 + i),
+                           LogitsRows::last, ignored);
+        (*rounded)->prefill(*b.back(), std::span<const int32_t>(toks[i].data(), 3 + i),
+                            LogitsRows::last, ignored);
+    }
+    std::vector<std::vector<std::vector<double>>> ref;
+    for (const auto& t : toks) ref.push_back(dl::test::reference_forward(*model, t));
+    double differ = 0, err_formed = 0, err_rounded = 0;
+    for (uint32_t k = 0; k < 4; ++k) {
+        std::vector<StepItem> ia, ib;
+        for (uint32_t i = 0; i < 3; ++i) {
+            StepItem it;
+            it.tokens = std::span<const int32_t>(&toks[i][3 + i + k], 1);
+            it.session = a[i].get();
+            ia.push_back(it);
+            it.session = b[i].get();
+            ib.push_back(it);
+        }
+        (*formed)->step(ia);
+        (*rounded)->step(ib);
+        for (uint32_t i = 0; i < 3; ++i) {
+            for (float x : ib[i].logits) ASSERT_TRUE(std::isfinite(x));
+            const std::vector<double>& want = ref[i][3 + i + k];
+            const double ea = test::rel_err(ia[i].logits, want);
+            const double eb = test::rel_err(ib[i].logits, want);
+            EXPECT_LE(ea, 2e-2) << spec.arch << " formed, step " << k << " sequence " << i;
+            EXPECT_LE(eb, 2e-2) << spec.arch << " rounded, step " << k << " sequence " << i;
+            err_formed += ea;
+            err_rounded += eb;
+            differ = std::max(differ,
+                              test::rel_err(ib[i].logits, std::vector<double>(ia[i].logits.begin(),
+                                                                              ia[i].logits.end())));
+        }
+    }
+    EXPECT_LE(err_rounded, 1.25 * err_formed) << spec.arch;
+    // (The two forms differ: the rounding ran, and in bytes.)
+    EXPECT_GT(differ, 0.0) << "the rounded form's logits are the formed one's to the bit";
+}
+
+TEST(VulkanBatchedStep, Qwen3MoeRowsOverTheirSwigluRoundedOnceAsCloseAsFormedInTheDown) {
+    check_rounded_down(test::moe_spec("qwen3moe", QType::Q8_0));
+}
+TEST(VulkanBatchedStep, Qwen35MoeQ4KRowsOverTheirSwigluRoundedOnceAsCloseAsFormedInTheDown) {
+    check_rounded_down(test::moe_spec("qwen35moe", QType::Q4_K));
+}
+
 // Sampled on the device in a batch: the tokens each sequence's own decode_sample chooses with the
 // same parameters and draw (greedy and seeded rows together).
 TEST(VulkanBatchedStep, SampledRowsChooseAsSoloDecodes) {
