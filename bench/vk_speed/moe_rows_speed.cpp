@@ -83,24 +83,30 @@ TEST(MoeDecodeSpeed, Rows) {
                                     .y_off = 0,
                                     .n_rows = m});
             };
-            auto experts_down = [&](CommandList& cl) {
-                K.gemv_experts(cl, {.type = QType::Q6_K,
-                                    .w = view(down.w),
-                                    .rows = E,
-                                    .cols = n_ff,
-                                    .n_expert = n_expert,
-                                    .k = k,
-                                    .route = view(routes),
-                                    .route_off = 0,
-                                    .x = view(gates),
-                                    .x_off = 0,
-                                    .x_per_slot = true,
-                                    .up_off = (uint32_t)slots,
-                                    .y = view(out),
-                                    .y_off = 0,
-                                    .sum = true,
-                                    .n_rows = m});
+            // The down GEMV over the slots' inputs in x: their SwiGLU's gates and ups (up_off),
+            // or the SwiGLU formed before it, in F32 or rounded to bytes.
+            auto down_over = [&](Buffer& x, bool bytes, uint32_t up_off) {
+                return [&, bytes, up_off](CommandList& cl) {
+                    K.gemv_experts(cl, {.type = QType::Q6_K,
+                                        .w = view(down.w),
+                                        .rows = E,
+                                        .cols = n_ff,
+                                        .n_expert = n_expert,
+                                        .k = k,
+                                        .route = view(routes),
+                                        .route_off = 0,
+                                        .x = view(x),
+                                        .x_off = 0,
+                                        .x_per_slot = true,
+                                        .x_bytes = bytes,
+                                        .up_off = up_off,
+                                        .y = view(out),
+                                        .y_off = 0,
+                                        .sum = true,
+                                        .n_rows = m});
+                };
             };
+            auto experts_down = down_over(gates, false, (uint32_t)slots);
             auto rate = [&](const std::string& us, uint64_t bytes) {
                 // (the report's first figure: after itself)
                 const size_t at = us.find_first_of("0123456789");
@@ -161,7 +167,8 @@ TEST(MoeDecodeSpeed, Rows) {
             }
             // The same down GEMV over the slots' SwiGLU outputs formed before it: in F32, and
             // rounded to bytes as the dense down projection reads its input (with integer dot
-            // products), and that rounding's own time.
+            // products); and that rounding's own time (round_rows forming the SwiGLU from the
+            // gates and ups, as a batched step runs it with DELTALLM_VK_EXPERT_DOWN_ROUNDED).
             std::vector<float> act(slots);
             for (size_t i = 0; i < slots; ++i) {
                 const double a = g[i];
@@ -171,35 +178,24 @@ TEST(MoeDecodeSpeed, Rows) {
             const uint32_t nvec = m * k;
             Buffer act_bytes = test::poisoned(dev, (size_t)nvec * Kernels::rounding_floats(n_ff));
             auto round_act = [&](CommandList& cl) {
-                K.round_rows(cl, view(actb), 0, view(act_bytes), 0, n_ff, nvec);
+                K.round_rows(cl, view(gates), 0, view(act_bytes), 0, n_ff, nvec, (uint32_t)slots);
             };
+            // (over bytes wherever the device has integer dot products, as a GPU with fast ones
+            // runs them, so that lavapipe checks the form too)
+            const test::Scoped<Kernels::GemvX> policy(K.tuning.gemv_x, dev.features().integer_dot
+                                                                           ? Kernels::GemvX::bytes
+                                                                           : K.tuning.gemv_x);
             const bool bytes = K.experts_read_bytes(QType::Q6_K, n_ff);
             std::vector<float> act_rounded = act;
             if (bytes) {
-                fmt::print("rounding {} rows x {} of {} values to bytes: {} us\n", m, k, n_ff,
-                           other.report(rounds, round_act));
+                fmt::print("their SwiGLU rounded to bytes, {} rows x {} of {} values: {} us\n", m,
+                           k, n_ff, other.report(rounds, round_act));
                 act_rounded = test::round_x_bytes(act.data(), act.size()).values;
             }
             for (const bool over_bytes : {false, true}) {
                 if (over_bytes && !bytes) continue;
-                auto down_over_act = [&](CommandList& cl) {
-                    K.gemv_experts(cl, {.type = QType::Q6_K,
-                                        .w = view(down.w),
-                                        .rows = E,
-                                        .cols = n_ff,
-                                        .n_expert = n_expert,
-                                        .k = k,
-                                        .route = view(routes),
-                                        .route_off = 0,
-                                        .x = over_bytes ? view(act_bytes) : view(actb),
-                                        .x_off = 0,
-                                        .x_per_slot = true,
-                                        .x_bytes = over_bytes,
-                                        .y = view(out),
-                                        .y_off = 0,
-                                        .sum = true,
-                                        .n_rows = m});
-                };
+                auto down_over_act = over_bytes ? down_over(act_bytes, true, Kernels::kNone)
+                                                : down_over(actb, false, Kernels::kNone);
                 const std::string us = other.report(rounds, down_over_act);
                 fmt::print(
                     "expert down GEMV, {} rows x {} of {} x {} Q6_K, weighted sum, {} experts, "

@@ -25,6 +25,13 @@ DriverOptions batch_options() {
     return o;
 }
 
+// How often `word` occurs in `text` (a plan's description).
+size_t occurrences(const std::string& text, const std::string& word) {
+    size_t n = 0;
+    for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+    return n;
+}
+
 void check_batch(const dl::test::TinySpec& spec) {
     VK_TEST_DEVICE();
     const std::string& arch = spec.arch;
@@ -200,22 +207,17 @@ TEST(VulkanBatchedStep, MoeRowsUnderOnePairAnExpertRunUnsorted) {
     auto drv = ResidentDriver::create(model, batch_options());
     ASSERT_TRUE(drv.ok()) << drv.reason();
     if ((*drv)->plan().window < 5) GTEST_SKIP() << "no window kernels here";
-    auto count = [](const std::string& text, const std::string& word) {
-        size_t n = 0;
-        for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
-            ++n;
-        return n;
-    };
     const std::string three = (*drv)->batch_plan(3, true).describe();
     const std::string five = (*drv)->batch_plan(5, true).describe();
     const size_t layers = (size_t)model->hp.n_layer;
-    EXPECT_EQ(count(three, "moe_sort"), 0u) << three;
-    EXPECT_EQ(count(five, "moe_sort"), layers) << five;
-    EXPECT_EQ(count(five, "moe_sum"), layers) << five;
-    EXPECT_EQ(count(three, "moe_sum"), 0u) << three;
-    EXPECT_EQ(count(three, "stage 'swiglu'"), 0u) << three;
-    EXPECT_EQ(count(three, "stage 'experts sum'"), 0u) << three;
-    EXPECT_GE(count(five, "stage "), count(three, "stage ") + 3 * layers) << three << five;
+    EXPECT_EQ(occurrences(three, "moe_sort"), 0u) << three;
+    EXPECT_EQ(occurrences(five, "moe_sort"), layers) << five;
+    EXPECT_EQ(occurrences(five, "moe_sum"), layers) << five;
+    EXPECT_EQ(occurrences(three, "moe_sum"), 0u) << three;
+    EXPECT_EQ(occurrences(three, "stage 'swiglu'"), 0u) << three;
+    EXPECT_EQ(occurrences(three, "stage 'experts sum'"), 0u) << three;
+    EXPECT_GE(occurrences(five, "stage "), occurrences(three, "stage ") + 3 * layers)
+        << three << five;
 }
 
 // A step's experts in the rows' order with their SwiGLU rounded to bytes once
@@ -237,17 +239,12 @@ void check_rounded_down(const dl::test::TinySpec& spec) {
     ASSERT_TRUE(formed.ok()) << formed.reason();
     ASSERT_TRUE(rounded.ok()) << rounded.reason();
     if ((*formed)->plan().window < 5) GTEST_SKIP() << "no window kernels here";
-    auto count = [](const std::string& text, const std::string& word) {
-        size_t n = 0;
-        for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
-            ++n;
-        return n;
-    };
     // (3 rows of 2 experts of 8: under one pair an expert, the rows' order)
     const std::string before = (*formed)->batch_plan(3, true).describe();
     const std::string after = (*rounded)->batch_plan(3, true).describe();
-    EXPECT_EQ(count(before, "moe_sort"), 0u) << before;
-    EXPECT_EQ(count(after, "round_rows"), count(before, "round_rows") + (size_t)model->hp.n_layer)
+    EXPECT_EQ(occurrences(before, "moe_sort"), 0u) << before;
+    EXPECT_EQ(occurrences(after, "round_rows"),
+              occurrences(before, "round_rows") + (size_t)model->hp.n_layer)
         << after;
     const int64_t V = model->hp.n_vocab;
     std::vector<std::unique_ptr<SessionState>> a, b;
