@@ -56,6 +56,7 @@ inline std::vector<BatchForm> all_batch_forms() {
             {1, 0, false},
             {2, 0, false},
             {4, 0, false},
+            {8, 0, false},
             {0, 32, false},
             {0, 128, false},
             {0, 256, false},
