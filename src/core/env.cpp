@@ -186,16 +186,17 @@ const std::vector<Var>& all() {
          "group of the Vulkan decode attention, with no merge (0 to 64; longer contexts are "
          "split)"},
         {"DELTALLM_VK_EXPERT_DOWN_ROUNDED", "int", "0",
-         "a Vulkan batched step of at least this many tokens whose experts run in the tokens' order "
+         "a Vulkan batched step of at least this many tokens whose experts run in the tokens' "
+         "order "
          "rounds their SwiGLU outputs to bytes once for the down projection, which then reads them "
          "in integer dot products (0: never; the down projection forms the SwiGLU as it reads)"},
         {"DELTALLM_VK_DEQUANT_K_WIDE", "bool", "0",
          "a window's F16 expansions of Q4_K and Q6_K rows decode 64 values a thread (slower on an "
          "H100: its stores are 128 bytes a thread apart)"},
-        {"DELTALLM_VK_ATTN_CM2_UNCLAMPED", "bool", "0",
+        {"DELTALLM_VK_ATTN_CM2_UNCLAMPED", "bool", "1",
          "the NV tensor-core window attention loads the key tiles that lie wholly within the "
          "written keys without clamping and leaves out the causal mask of tiles every row sees "
-         "whole"},
+         "whole (0: every tile clamped and masked)"},
         {"DELTALLM_VK_ATTN_WINDOW_PARTS", "int", "-1",
          "parts the keys of a Vulkan prefill window's attention are split into (-1: where the "
          "window's workgroups would leave the device idle; 0 or 1: never; 2 to 16: that many)"},

@@ -91,8 +91,9 @@ struct Tuning {
     bool dequant_k_wide = false;
     // The NV tensor-core window attention loads its key tiles that lie wholly within the written
     // keys without clamping, and leaves out the causal mask of tiles every row sees whole
-    // (DELTALLM_VK_ATTN_CM2_UNCLAMPED; off until measured: docs/PERF.md, "Still to measure").
-    bool attention_cm2_unclamped = false;
+    // (DELTALLM_VK_ATTN_CM2_UNCLAMPED). On an H100 the kernel 1.37-1.39x on Qwen3-8B's long
+    // windows, the Qwen3-30B-A3B's pp2048 +3.1 % (docs/perf/history.md, 2026-12-07 (12:20)).
+    bool attention_cm2_unclamped = true;
     // False: attention_rows() scores without subgroup shuffles even where the device has them
     // (tests reach both modules with it).
     bool attention_shuffles = true;

@@ -113,17 +113,17 @@ INSTANTIATE_TEST_SUITE_P(Shapes, WindowAttention,
                                                                         : "_khr");
                          });
 
-// The NV tensor-core kernel with its inner key tiles loaded unclamped and the causal mask left
-// out where every row sees the whole tile (Tuning::attention_cm2_unclamped): the same cases.
-class WindowAttentionUnclamped : public ::testing::TestWithParam<WindowCase> {};
+// The NV tensor-core kernel in its other form, every key tile clamped and masked
+// (Tuning::attention_cm2_unclamped off; the cases above run it unclamped): the same cases.
+class WindowAttentionClamped : public ::testing::TestWithParam<WindowCase> {};
 
-TEST_P(WindowAttentionUnclamped, MatchesDoubleReference) {
+TEST_P(WindowAttentionClamped, MatchesDoubleReference) {
     VK_TEST_DEVICE();
-    test::Scoped unclamped_scope(K.tuning.attention_cm2_unclamped, true);
+    test::Scoped clamped_scope(K.tuning.attention_cm2_unclamped, false);
     check_path(GetParam(), Path::cm2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, WindowAttentionUnclamped, kWindowCases, [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Shapes, WindowAttentionClamped, kWindowCases, [](const auto& info) {
     const WindowCase& c = info.param;
     return fmt::format("d{}h{}kv{}at{}_{}tiles_plus{}{}", c.head_dim, c.n_head, c.n_kv, c.start,
                        c.row_tiles, c.extra_rows, c.gate ? "_gated" : "");
