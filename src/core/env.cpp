@@ -187,9 +187,9 @@ const std::vector<Var>& all() {
          "split)"},
         {"DELTALLM_VK_EXPERT_DOWN_ROUNDED", "int", "0",
          "a Vulkan batched step of at least this many tokens whose experts run in the tokens' "
-         "order "
-         "rounds their SwiGLU outputs to bytes once for the down projection, which then reads them "
-         "in integer dot products (0: never; the down projection forms the SwiGLU as it reads)"},
+         "order rounds their SwiGLU outputs to bytes once for the down projection, which then "
+         "reads them in integer dot products (0: never; the down projection forms the SwiGLU as "
+         "it reads)"},
         {"DELTALLM_VK_DEQUANT_K_WIDE", "bool", "0",
          "a window's F16 expansions of Q4_K and Q6_K rows decode 64 values a thread (slower on an "
          "H100: its stores are 128 bytes a thread apart)"},

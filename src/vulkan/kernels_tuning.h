@@ -215,7 +215,8 @@ struct Tuning {
     // once, a pass of its own (round_rows with up_off), and the down projection reads those
     // bytes in integer dot products: each of its workgroups otherwise reads every slot's gates
     // and ups in F32 and forms the SwiGLU again, for a few weight rows
-    // (DELTALLM_VK_EXPERT_DOWN_ROUNDED; off until measured).
+    // (DELTALLM_VK_EXPERT_DOWN_ROUNDED). Off: on an H100, B8 generation of the Qwen3-30B-A3B
+    // -3.2 %, of the 35B-A3B +3.4 % (docs/perf/history.md, 2026-12-07 (15:40)).
     uint32_t expert_down_rounded_rows = 0;
     // A window's expert GEMMs run as grouped GEMM tiles (ExpertKernels::gemm_experts) where its
     // (row, slot) pairs are at least this many per expert on average, else as grouped batched

@@ -90,6 +90,8 @@ std::string WindowPlan::describe() const {
             i.kind == WindowItem::Kind::f16_copy || i.kind == WindowItem::Kind::round_rows ||
             i.kind == WindowItem::Kind::head_gemv)
             out += fmt::format(" x@{} y@{}{}", i.x_off, i.y_off, i.to_logits ? " (logits)" : "");
+        if (i.kind == WindowItem::Kind::round_rows && i.u_off != Kernels::kNone)
+            out += fmt::format(" (the SwiGLU with ups@{})", i.u_off);
         if (i.f16_out) out += i.to_pairs16 ? " and its f16 copy (pairs)" : " and its f16 copy";
         if (i.inv_off != Kernels::kNone) out += fmt::format(" positions@{}", i.inv_off);
         if (i.accumulate) out += " +=";

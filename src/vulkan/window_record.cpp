@@ -82,7 +82,7 @@ void ResidentDriver::record_window(CommandList& cl, const WindowPlan& p,
                 if (i.y_off != Kernels::kNone)
                     K.round_rows(cl, act, i.x_off, act, i.y_off, i.n, i.rows ? i.rows : m, i.u_off);
                 else if (x16.buffer)
-                    K.round_rows(cl, act, i.x_off, x16, 0, i.n, i.rows ? i.rows : m);
+                    K.round_rows(cl, act, i.x_off, x16, 0, i.n, i.rows ? i.rows : m, i.u_off);
                 else
                     fail("the window has no buffer for its rounded rows");
                 break;
