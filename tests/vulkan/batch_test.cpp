@@ -243,6 +243,8 @@ void check_rounded_down(const dl::test::TinySpec& spec) {
     const std::string before = (*formed)->batch_plan(3, true).describe();
     const std::string after = (*rounded)->batch_plan(3, true).describe();
     EXPECT_EQ(occurrences(before, "moe_sort"), 0u) << before;
+    EXPECT_EQ(occurrences(after, "the SwiGLU with ups@"), (size_t)model->hp.n_layer) << after;
+    EXPECT_EQ(occurrences(before, "the SwiGLU with ups@"), 0u) << before;
     EXPECT_EQ(occurrences(after, "round_rows"),
               occurrences(before, "round_rows") + (size_t)model->hp.n_layer)
         << after;
