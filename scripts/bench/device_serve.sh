@@ -75,7 +75,10 @@ run_engine() {  # name port command...
       for think in ${THINK_MS:-0}; do
         case $w:$think in random:[1-9]* | long:[1-9]*) continue ;; esac
         suffix=; [ "$think" = 0 ] || suffix=-think$think
+        # (Each pause its own prompts, the same for every engine: a later run on the same server
+        # would otherwise find the earlier run's conversations in its cache.)
         timeout "${SERVE_TIMEOUT:-240}" python3 scripts/bench/serve_bench.py --url "http://127.0.0.1:$port" \
+            --seed $((1 + think)) \
             --workload "$w" --requests "${REQUESTS:-64}" --concurrency "$levels" --turns "${TURNS:-4}" \
             --first-turn-words "${FIRST_TURN_WORDS:-400}" --doc-words "${DOC_WORDS:-1500}" \
             --waves "${WAVES:-0}" --think-ms "$think" \
