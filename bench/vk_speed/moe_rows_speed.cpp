@@ -135,45 +135,46 @@ TEST(MoeDecodeSpeed, Rows) {
                             << m << " rows, pair " << v << " row " << r << form.name();
                     }
             }
-            // The down GEMV over these gates and the random ups.
+            // The down GEMV over these gates and the random ups; the slots' SwiGLU outputs, and
+            // each output of the down GEMV checked against the host over them (or their bytes).
             g.insert(g.end(), ups.begin(), ups.end());
             dev.upload(gates, 0, g.data(), g.size() * sizeof(float));
-            for (const BatchForm& form : forms) {
-                const BatchFormScope scope(K, form);
-                const std::string down_us = other.report(rounds, experts_down);
-                fmt::print(
-                    "expert down GEMV, {} rows x {} of {} x {} Q6_K, weighted sum, {} experts{}: "
-                    "{} "
-                    "us ({})\n",
-                    m, k, E, n_ff, n_expert, form.name(), down_us,
-                    rate(down_us, distinct * E * down.row_bytes));
+            std::vector<float> act(slots);
+            for (size_t i = 0; i < slots; ++i) {
+                const double a = g[i];
+                act[i] = (float)(a / (1 + std::exp(-a)) * g[slots + i]);
+            }
+            auto check_down = [&](const std::vector<float>& in, const std::string& what) {
                 const std::vector<float> o = test::from_device<float>(dev, out, (size_t)m * E);
                 for (uint32_t row = 0; row < m; ++row)
                     for (uint32_t r = row % 53; r < E; r += 53) {
                         double ref = 0, mag = 0;
                         for (uint32_t j = 0; j < k; ++j) {
                             const size_t v = (size_t)row * k + j;
-                            const float* w = down.row((uint64_t)ids[v] * E + r);
-                            for (uint32_t c = 0; c < n_ff; ++c) {
-                                const double a = g[v * n_ff + c];
-                                const double x = a / (1 + std::exp(-a)) * g[slots + v * n_ff + c];
-                                ref += weights[v] * (double)w[c] * x;
-                                mag += std::fabs(weights[v] * (double)w[c] * x);
-                            }
+                            const auto [d, dm] = dot_and_magnitude(
+                                down.row((uint64_t)ids[v] * E + r), in.data() + v * n_ff, n_ff);
+                            ref += weights[v] * d;
+                            mag += weights[v] * dm;
                         }
                         ASSERT_NEAR(o[(size_t)row * E + r], ref, 1e-4 * (1 + mag))
-                            << m << " rows, row " << row << " output " << r << form.name();
+                            << m << " rows, row " << row << " output " << r << what;
                     }
+            };
+            for (const BatchForm& form : forms) {
+                const BatchFormScope scope(K, form);
+                const std::string down_us = other.report(rounds, experts_down);
+                fmt::print(
+                    "expert down GEMV, {} rows x {} of {} x {} Q6_K, weighted sum, {} "
+                    "experts{}: {} us ({})\n",
+                    m, k, E, n_ff, n_expert, form.name(), down_us,
+                    rate(down_us, distinct * E * down.row_bytes));
+                check_down(act, form.name());
+                if (HasFatalFailure()) return;
             }
             // The same down GEMV over the slots' SwiGLU outputs formed before it: in F32, and
             // rounded to bytes as the dense down projection reads its input (with integer dot
             // products); and that rounding's own time (round_rows forming the SwiGLU from the
             // gates and ups, as a batched step runs it with DELTALLM_VK_EXPERT_DOWN_ROUNDED).
-            std::vector<float> act(slots);
-            for (size_t i = 0; i < slots; ++i) {
-                const double a = g[i];
-                act[i] = (float)(a / (1 + std::exp(-a)) * g[slots + i]);
-            }
             Buffer actb = test::to_device(dev, act);
             const uint32_t nvec = m * k;
             Buffer act_bytes = test::poisoned(dev, (size_t)nvec * Kernels::rounding_floats(n_ff));
@@ -199,26 +200,12 @@ TEST(MoeDecodeSpeed, Rows) {
                 const std::string us = other.report(rounds, down_over_act);
                 fmt::print(
                     "expert down GEMV, {} rows x {} of {} x {} Q6_K, weighted sum, {} experts, "
-                    "over "
-                    "the SwiGLU formed before{}: {} us ({})\n",
+                    "over the SwiGLU formed before{}: {} us ({})\n",
                     m, k, E, n_ff, n_expert, over_bytes ? " and rounded to bytes" : "", us,
                     rate(us, distinct * E * down.row_bytes));
-                const std::vector<float>& in = over_bytes ? act_rounded : act;
-                const std::vector<float> o = test::from_device<float>(dev, out, (size_t)m * E);
-                for (uint32_t row = 0; row < m; ++row)
-                    for (uint32_t r = row % 47; r < E; r += 47) {
-                        double ref = 0, mag = 0;
-                        for (uint32_t j = 0; j < k; ++j) {
-                            const size_t v = (size_t)row * k + j;
-                            const auto [d, dm] = dot_and_magnitude(
-                                down.row((uint64_t)ids[v] * E + r), in.data() + v * n_ff, n_ff);
-                            ref += weights[v] * d;
-                            mag += weights[v] * dm;
-                        }
-                        ASSERT_NEAR(o[(size_t)row * E + r], ref, 1e-4 * (1 + mag))
-                            << m << " rows, row " << row << " output " << r
-                            << (over_bytes ? " over bytes" : " over F32");
-                    }
+                check_down(over_bytes ? act_rounded : act,
+                           over_bytes ? " over bytes" : " over F32");
+                if (HasFatalFailure()) return;
             }
         }
     }
