@@ -123,8 +123,8 @@ const std::vector<Var>& all() {
          "model whose quantized matrices are all Q4_K or Q6_K) and at most "
          "DELTALLM_VK_GEMM_SKINNY_ROWS run as skinny GEMMs on KHR cooperative matrices (weights "
          "decoded to F16 in shared memory) where the device has them"},
-        {"DELTALLM_VK_GEMM_SKINNY_ROWS", "int", "128",
-         "the most rows of a Vulkan skinny GEMM (1 to 256)"},
+        {"DELTALLM_VK_GEMM_SKINNY_ROWS", "int", "256",
+         "the most rows of a Vulkan skinny GEMM (1 to 512)"},
         {"DELTALLM_VK_GEMM_SKINNY_PARTS", "int", "0",
          "parts of K a Vulkan skinny GEMM's tiles split into (0: by the grid, up to 16)"},
         {"DELTALLM_VK_GEMM_SKINNY_PREFETCH", "bool", "1",
@@ -163,8 +163,9 @@ const std::vector<Var>& all() {
          "weight rows a workgroup of the Vulkan batched GEMV (1, 2, 4 or 8; 0: 8 for groups of up "
          "to 4 vectors or over bytes more than 8 vectors not of experts, else 4)"},
         {"DELTALLM_VK_GEMV_BATCH_THREADS", "int", "0",
-         "threads a workgroup of the Vulkan batched GEMV (32, 64, 128 or 256; 0: over bytes a "
-         "subgroup's worth, else one a 32-value slice of the row, 64 to 128)"},
+         "threads a workgroup of the Vulkan batched GEMV (32, 64, 128 or 256; 0: over bytes, or "
+         "for a weighted sum of several rows' experts, a subgroup's worth; else one a 32-value "
+         "slice of the row, 64 to 128, or a (slot, slice) pair of a weighted sum, up to 256)"},
         {"DELTALLM_VK_EXPERT_SORT", "int", "1",
          "a Vulkan window's (and batched step's) expert GEMVs group its tokens' choices by expert "
          "where they are at least this many per expert on average; fewer (a batched step's decode "

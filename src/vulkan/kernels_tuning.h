@@ -159,9 +159,11 @@ struct Tuning {
     // gemm_skinny.comp) where the device has them (DELTALLM_VK_GEMM_SKINNY, _ROWS). The driver
     // lowers gemm_gemv_rows to kSkinnyGemvRows for a model whose quantized matrices are all such
     // (ResidentDriver::create). Their parts of K (0: by the grid) and their workgroup's tiles
-    // of 32 weight rows (0: four over one tile of X, else two) for the speed forms.
+    // of 32 weight rows (0: four over one tile of X, else two) for the speed forms. Up to 256
+    // rows: on an H100 (9B Q4_K_M, against the NV tiles from 129 rows) pp164 4,410 -> 5,533,
+    // pp200 5,302 -> 6,048, pp256 6,673 -> 7,644 t/s (docs/perf/history.md, 2026-12-07 (16:50)).
     bool gemm_skinny = true;
-    uint32_t gemm_skinny_rows = 128;
+    uint32_t gemm_skinny_rows = 256;
     static constexpr uint32_t kSkinnyGemvRows = 4;
     uint32_t gemm_skinny_parts = 0;
     uint32_t gemm_skinny_rt = 0;
@@ -194,8 +196,9 @@ struct Tuning {
     bool gemv_batch_decode_once = false;
     uint32_t gemv_batch_rows = 0;
     // Its threads a workgroup (DELTALLM_VK_GEMV_BATCH_THREADS 32 to 256; 0: over bytes a
-    // subgroup's worth, else one a slice of the row, 64 to 128): fewer take more slices of each
-    // row, so fewer partial sums are reduced across the workgroup for the same products.
+    // subgroup's worth, a weighted sum of several rows' experts too, else one a slice of the
+    // row, 64 to 128, or a (slot, slice) pair, up to 256): fewer take more slices of each row,
+    // so fewer partial sums are reduced across the workgroup for the same products.
     uint32_t gemv_batch_threads = 0;
     // The router's top-k by subgroup reductions where the device has them (tests turn it off to
     // run the shared-memory tree).
