@@ -60,6 +60,16 @@ inline SpeedEnv speed_env() {
     (void)dev;                                             \
     (void)K
 
+// `run` repeated untimed until a quarter of a second has passed (at most 200 times; never on a
+// CPU device, whose clock does not wait to rise).
+inline void warm_up(Device& dev, const std::function<void()>& run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int warm = 0; warm < 200 && !dev.features().cpu &&
+                       std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250);
+         ++warm)
+        run();
+}
+
 // A speed report's recorded command, timed: first submitted untimed until a quarter of a second
 // has passed (at most 200 times; a GPU left idle, as by the uploads before a report's rows, runs
 // at a lower clock for a while, and three submissions of a few milliseconds would be timed
@@ -67,11 +77,7 @@ inline SpeedEnv speed_env() {
 // command where it is timed whole). Without device timestamps: 0, or the host's clock around the
 // submission where `wall` is asked for.
 inline double best_of_three_ms(Device& dev, CommandList& cl, bool wall = false) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int warm = 0; warm < 200 && !dev.features().cpu &&
-                       std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250);
-         ++warm)
-        cl.submit_and_wait();
+    warm_up(dev, [&] { cl.submit_and_wait(); });
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
         const auto t1 = std::chrono::steady_clock::now();
@@ -212,10 +218,8 @@ class OtherWork {
     std::string report(uint32_t rounds, const std::function<void(CommandList&)>& record) {
         auto stream = [&](CommandList& cl) { this->stream(cl); };
         auto gemvs = [&](CommandList& cl) { this->gemvs(cl); };
-        const auto t0 = std::chrono::steady_clock::now();
-        do us_after(rounds, stream, record);
-        while (!dev_.features().cpu &&
-               std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250));
+        us_after(rounds, stream, record);
+        warm_up(dev_, [&] { us_after(rounds, stream, record); });
         const double self = us_after(rounds, nullptr, record);
         const double streamed = us_after(rounds, stream, record);
         const double other = us_after(rounds, gemvs, record);
