@@ -104,21 +104,26 @@ TEST(MoeDecodeSpeed, Stages) {
         for (uint32_t j = 0; j < k; ++j)
             ASSERT_EQ(c[route_off + j], ids[j]) << "slot " << j << ", " << form;
     };
-    for (const char* form : {"by subgroups", "by subgroups' lists merged", "by the shared tree"}) {
+    using F = Tuning::RouteForm;
+    const std::pair<const char*, F> forms[] = {{"by ranks", F::rank},
+                                               {"by subgroups' lists merged", F::merge},
+                                               {"by subgroups", F::rounds},
+                                               {"by the shared tree", F::rounds}};
+    for (const auto& [form, route_form] : forms) {
         const std::string_view f(form);
         test::Scoped sg_scope(K.tuning.moe_route_subgroups, f != "by the shared tree");
-        test::Scoped merge_scope(K.tuning.moe_route_merge, f == "by subgroups' lists merged");
+        test::Scoped form_scope(K.tuning.moe_route_form, route_form);
         auto choice = [&](CommandList& cl) {
             K.moe_route(cl, view(act), logit_off, n_expert, k, view(act), route_off, 1);
         };
         fmt::print("router's top {} alone, {}: {} us\n", k, form, other.report(rounds, choice));
         ASSERT_NO_FATAL_FAILURE(same_choice(form));
     }
-    {  // and the fused router with the merge
-        test::Scoped merge_scope(K.tuning.moe_route_merge, true);
-        fmt::print("router {} x {} and its top {}, subgroups' lists merged: {} us\n", n_expert, E,
-                   k, other.report(rounds, router));
-        ASSERT_NO_FATAL_FAILURE(same_choice("the fused router, merged"));
+    for (const auto& [form, route_form] : {forms[0], forms[1]}) {  // and the fused router
+        test::Scoped form_scope(K.tuning.moe_route_form, route_form);
+        fmt::print("router {} x {} and its top {}, {}: {} us\n", n_expert, E, k, form,
+                   other.report(rounds, router));
+        ASSERT_NO_FATAL_FAILURE(same_choice(form));
     }
 
     // The chosen experts' gate rows (Q4_K; 96 distinct rows, so experts differ) over xn.

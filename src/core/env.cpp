@@ -150,8 +150,10 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_EXPERT_SKINNY", "bool", "1",
          "a Vulkan prefill window's expert GEMM tiles over Q4_K and Q6_K stacks run as the skinny "
          "GEMM's grouped form (KHR cooperative matrices, the weights two stages ahead)"},
-        {"DELTALLM_VK_MOE_ROUTE_MERGE", "bool", "1",
-         "a Vulkan router's top-k: each subgroup chooses its own, one subgroup merges them"},
+        {"DELTALLM_VK_MOE_ROUTE", "string", "rank",
+         "a Vulkan router's top-k: rank (each expert ranked in its group of 32, then the groups' "
+         "best against each other), merge (each subgroup chooses its own, one subgroup merges "
+         "them) or rounds (k rounds of an argmax over the workgroup)"},
         {"DELTALLM_VK_EXPERT_EXPAND", "bool", "0",
          "a Vulkan prefill window's expert GEMM tiles read each layer's expert matrices expanded "
          "to F16 first (a scratch of the largest layer's gate and up stacks) rather than decoding "

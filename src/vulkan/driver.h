@@ -43,6 +43,7 @@ struct DriverOptions {
     static Tuning tuning_from_env();
     // The readers tuning_from_env() takes each knob from (one clear error for a bad value).
     static Kernels::GemvX gemv_x_from_env();
+    static Tuning::RouteForm moe_route_form_from_env();
     static uint32_t gemv_groups_from_env();
     static uint32_t gemv_waves_from_env();
     static uint32_t attn_one_split_from_env();

@@ -160,8 +160,14 @@ class ExpertKernels : public virtual KernelFamily {
                           ExpertsSum{});
     }
 
+    // The most experts the top-k's rank form takes (moe_topk.glsl RANK_MAX).
+    static constexpr uint32_t kRankExperts = 1024;
+
   private:
+    // Whether the top-k of n_expert over wg threads runs on subgroup reductions.
+    bool route_subgroups(uint32_t n_expert, uint32_t wg) const;
     std::string route_kernel(const char* name, uint32_t n_expert, uint32_t k, uint32_t wg) const;
+    uint32_t route_form(uint32_t n_expert, uint32_t wg) const;
 };
 
 }  // namespace dl::vk

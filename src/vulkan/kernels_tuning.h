@@ -203,10 +203,13 @@ struct Tuning {
     // The router's top-k by subgroup reductions where the device has them (tests turn it off to
     // run the shared-memory tree).
     bool moe_route_subgroups = true;
-    // With them, each subgroup chooses its own k and one subgroup merges the lists, one barrier
-    // in all rather than one a round (moe_topk.glsl MERGE; DELTALLM_VK_MOE_ROUTE_MERGE). On an
-    // H100 the top 8 of 256 alone 13.3 -> 10.2 us, the 35B-A3B's tg64 265.1 -> 273.1 t/s.
-    bool moe_route_merge = true;
+    // The top-k's form (moe_topk.glsl FORM; DELTALLM_VK_MOE_ROUTE): ranks (each expert ranked in
+    // its group of 32, then the groups' best k against each other; three barriers, up to 1024
+    // experts), the subgroups' own choices merged (subgroups only; on an H100 the top 8 of 256
+    // alone 13.3 -> 10.2 us against the rounds, the 35B-A3B's tg64 265.1 -> 273.1 t/s), or k
+    // rounds of an argmax over the workgroup.
+    enum class RouteForm : uint32_t { rounds = 0, merge = 1, rank = 2 };
+    RouteForm moe_route_form = RouteForm::rank;
     // A window's (row, slot) pairs are grouped by expert (moe_sort) where they are at least this
     // many per expert on average; fewer (a batched step's decode rows, mostly one pair an expert)
     // run in the rows' order as the token's decode does: no sort, and the down projection forms

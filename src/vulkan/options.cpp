@@ -199,6 +199,12 @@ Kernels::GemvX DriverOptions::gemv_x_from_env() {
                               {{"auto", X::automatic}, {"global", X::global}, {"bytes", X::bytes}});
 }
 
+Tuning::RouteForm DriverOptions::moe_route_form_from_env() {
+    using F = Tuning::RouteForm;
+    return choice_from_env<F>("DELTALLM_VK_MOE_ROUTE",
+                              {{"rank", F::rank}, {"merge", F::merge}, {"rounds", F::rounds}});
+}
+
 Tuning DriverOptions::tuning_from_env() {
     Tuning t;
     t.gemv_x = gemv_x_from_env();
@@ -235,7 +241,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.expert_skinny = env::get_bool("DELTALLM_VK_EXPERT_SKINNY");
     t.expert_cm2_pairs = expert_cm2_pairs_from_env();
     t.expert_cm2_blocks = env::get_bool("DELTALLM_VK_EXPERT_CM2_BLOCKS");
-    t.moe_route_merge = env::get_bool("DELTALLM_VK_MOE_ROUTE_MERGE");
+    t.moe_route_form = moe_route_form_from_env();
     t.deltanet_columns = deltanet_columns_from_env();
     t.deltanet_scan = deltanet_scan_from_env();
     return t;

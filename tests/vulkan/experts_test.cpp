@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <numeric>
 #include <tuple>
 
@@ -27,6 +29,21 @@ struct RouteCase {
 
 class MoeRoute : public ::testing::TestWithParam<RouteCase> {};
 
+// Every form of the top-k: the ranks, the merged lists and the rounds by subgroup reductions
+// (where the device has them), the rounds by the shared-memory tree and the ranks without them.
+struct RouteForm {
+    bool subgroups;
+    Tuning::RouteForm form;
+    const char* name;
+};
+constexpr RouteForm kRouteForms[] = {
+    {true, Tuning::RouteForm::rank, "ranks"},
+    {true, Tuning::RouteForm::merge, "merged lists"},
+    {true, Tuning::RouteForm::rounds, "subgroup rounds"},
+    {false, Tuning::RouteForm::rounds, "shared tree"},
+    {false, Tuning::RouteForm::rank, "ranks, no subgroups"},
+};
+
 TEST_P(MoeRoute, MatchesTheReference) {
     VK_TEST_DEVICE();
     const auto [n, k, rows, ties] = GetParam();
@@ -37,13 +54,10 @@ TEST_P(MoeRoute, MatchesTheReference) {
             for (uint32_t e = 0; e < n; e += 3) x[x_off + r * n + e] = (e % 2) ? 1.5f : 3.f;
     Buffer xb = test::to_device(dev, x);
     const size_t words = route_off + (size_t)rows * 2 * k;
-    // By subgroup reductions (where the device has them; rounds over the workgroup, and the
-    // subgroups' lists merged) and by the shared-memory tree.
-    for (int f = 0; f < 3; ++f) {
-        const bool subgroups = f < 2, merge = f == 1;
-        SCOPED_TRACE(::testing::Message() << "subgroups " << subgroups << " merge " << merge);
-        test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
-        test::Scoped merged(K.tuning.moe_route_merge, merge);
+    for (const RouteForm& f : kRouteForms) {
+        SCOPED_TRACE(f.name);
+        test::Scoped subgroups(K.tuning.moe_route_subgroups, f.subgroups);
+        test::Scoped form(K.tuning.moe_route_form, f.form);
         Buffer route = test::poisoned(dev, words + 4);
         test::run(dev, [&](CommandList& cl) {
             K.moe_route(cl, view(xb), x_off, n, k, view(route), route_off, rows);
@@ -69,7 +83,8 @@ TEST_P(MoeRoute, MatchesTheReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, MoeRoute,
                          ::testing::Values(RouteCase{64, 8, 3, false}, RouteCase{64, 8, 2, true},
                                            RouteCase{10, 2, 1, false}, RouteCase{8, 8, 2, true},
-                                           RouteCase{300, 1, 2, false}, RouteCase{600, 8, 2, true}),
+                                           RouteCase{300, 1, 2, false}, RouteCase{600, 8, 2, true},
+                                           RouteCase{128, 8, 4, true}, RouteCase{1100, 8, 1, true}),
                          [](const auto& info) {
                              const RouteCase& c = info.param;
                              return fmt::format("e{}k{}r{}{}", c.n_expert, c.k, c.rows,
@@ -82,20 +97,54 @@ TEST(MoeRouteTies, AllEqualTakeTheLowestIds) {
     VK_TEST_DEVICE();
     const uint32_t n = 300, k = 3;
     Buffer xb = test::to_device(dev, std::vector<float>(n, 0.5f));
-    for (int f = 0; f < 3; ++f) {
-        const bool subgroups = f < 2, merge = f == 1;
-        test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
-        test::Scoped merged(K.tuning.moe_route_merge, merge);
+    for (const RouteForm& f : kRouteForms) {
+        test::Scoped subgroups(K.tuning.moe_route_subgroups, f.subgroups);
+        test::Scoped form(K.tuning.moe_route_form, f.form);
         Buffer route = test::poisoned(dev, 2 * k);
         test::run(dev,
                   [&](CommandList& cl) { K.moe_route(cl, view(xb), 0, n, k, view(route), 0, 1); });
         auto out = test::from_device<uint32_t>(dev, route, 2 * k);
         for (uint32_t j = 0; j < k; ++j) {
-            EXPECT_EQ(out[j], j) << "subgroups " << subgroups << " merge " << merge;
+            EXPECT_EQ(out[j], j) << f.name;
             float w;
             std::memcpy(&w, &out[k + j], 4);
-            EXPECT_NEAR(w, 1.0 / k, 1e-6) << "subgroups " << subgroups << " merge " << merge;
+            EXPECT_NEAR(w, 1.0 / k, 1e-6) << f.name;
         }
+    }
+}
+
+// NaN logits rank below every number in the rank form (its order must be total, or a place of
+// the choice goes unwritten and the experts' GEMVs read an id left in memory): the k best of the
+// rest, in every group of 32 and across groups; the weights finite and summing to one.
+TEST(MoeRouteNaN, RanksBelowEveryNumber) {
+    VK_TEST_DEVICE();
+    const uint32_t n = 100, k = 8;
+    std::vector<float> x = randn(n, 31, 2.f);
+    for (uint32_t e = 0; e < n; e += 2) x[e] = std::nanf("");
+    x[1] = -std::numeric_limits<float>::infinity();
+    std::vector<float> clean = x;
+    for (float& v : clean)
+        if (std::isnan(v)) v = -std::numeric_limits<float>::infinity();
+    std::vector<uint32_t> ids;
+    std::vector<double> w;
+    reference_route(clean.data(), n, k, ids, w);
+    Buffer xb = test::to_device(dev, x);
+    for (bool subgroups : {true, false}) {
+        test::Scoped sg(K.tuning.moe_route_subgroups, subgroups);
+        test::Scoped form(K.tuning.moe_route_form, Tuning::RouteForm::rank);
+        Buffer route = test::poisoned(dev, 2 * k);
+        test::run(dev,
+                  [&](CommandList& cl) { K.moe_route(cl, view(xb), 0, n, k, view(route), 0, 1); });
+        auto out = test::from_device<uint32_t>(dev, route, 2 * k);
+        double sum = 0;
+        for (uint32_t j = 0; j < k; ++j) {
+            EXPECT_EQ(out[j], ids[j]) << "subgroups " << subgroups << " slot " << j;
+            float got;
+            std::memcpy(&got, &out[k + j], 4);
+            EXPECT_TRUE(std::isfinite(got)) << "slot " << j;
+            sum += got;
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
     }
 }
 
@@ -121,16 +170,16 @@ TEST_P(MoeRouter, LogitsAndChoiceMatchTheReference) {
     Buffer gb = test::to_device(dev, gate);
     // act: xn at 3 (read as floats) or 4 (as vec4s where cols allow), the logits at xn_off + cols
     // + 5, the route after them, poison around all.
-    for (int form_gate = 0; form_gate < 16; ++form_gate) {
-        const bool subgroups = form_gate & 1, with_gate = form_gate & 2, merge = form_gate & 8;
-        if (merge && !subgroups) continue;  // (the merge is a form of the subgroups' top-k)
-        const uint32_t xn_off = form_gate & 4 ? 4 : 3, logit_off = xn_off + cols + 5,
+    for (int form_gate = 0; form_gate < 20; ++form_gate) {
+        const RouteForm& rf = kRouteForms[form_gate / 4];
+        const bool with_gate = form_gate & 2;
+        const uint32_t xn_off = form_gate & 1 ? 4 : 3, logit_off = xn_off + cols + 5,
                        route_off = logit_off + n + 3;
         const size_t words = route_off + 2 * k + 4;
-        SCOPED_TRACE(::testing::Message() << "subgroups " << subgroups << " merge " << merge
-                                          << " gate " << with_gate << " xn at " << xn_off);
-        test::Scoped form(K.tuning.moe_route_subgroups, subgroups);
-        test::Scoped merged(K.tuning.moe_route_merge, merge);
+        SCOPED_TRACE(::testing::Message()
+                     << rf.name << " gate " << with_gate << " xn at " << xn_off);
+        test::Scoped subgroups(K.tuning.moe_route_subgroups, rf.subgroups);
+        test::Scoped form(K.tuning.moe_route_form, rf.form);
         Buffer counter = dev.create_buffer(8, MemoryKind::device);
         dev.fill(counter, 0, 8, 0);
         for (uint32_t token = 0; token < 2; ++token) {

@@ -4,17 +4,21 @@
 // route[route_off + row · 2k ..]: the k largest (the lower index first on a tie, as torch.topk
 // orders them) as expert ids (uints) in ascending order, then their softmax probabilities over
 // all experts renormalised to sum to one (floats) in the same order, so the experts' outputs are
-// summed in the order the CPU chain sums them (cpu/forward_experts.cpp).
+// summed in the order the CPU chain sums them (cpu/forward_experts.cpp). k is at most 32.
 //
-// k rounds of an argmax over the workgroup, each reduced through shared memory as (value,
-// index) pairs; a chosen expert drops out of the next rounds. k is at most 32.
-// SUBGROUP: each thread keeps its experts' logits in registers, and a round is a subgroup's
-// maximum (the lowest index among the lanes that hold it) and one pass over the subgroups'
-// winners in shared memory: one barrier a round rather than one a level of the shared tree
-// (on an H100 the shared tree's routing took 19 us a layer of a 35B-A3B token).
+// Three forms (FORM, a specialization constant):
+// 2, ranks (both builds, n_expert up to RANK_MAX): every expert's rank in its group of 32
+//    consecutive ids, then each group's best k ranked against all groups' best k; three
+//    barriers in all, no chain of rounds.
+// 1, merged lists (SUBGROUP): each subgroup chooses its own k in k rounds of subgroup maxima and
+//    one subgroup merges the lists in k more.
+// 0, rounds: k rounds of an argmax over the workgroup, each reduced through shared memory as
+//    (value, index) pairs (SUBGROUP: a subgroup's maximum, then one pass over the subgroups'
+//    winners; else a shared tree); a chosen expert drops out of the next rounds.
 // The includer declares WG (threads, a power of two), the buffers x (float) and route (uint),
 // and p.n_expert, p.k, p.route_off.
 
+layout(constant_id = 2) const uint FORM = 2;
 const uint KMAX = 32u;
 shared float best_v[WG];
 shared uint best_i[WG];
@@ -70,12 +74,72 @@ void write_route(uint row, uint base, float mx, float sum_all, uint t) {
     }
 }
 
+// FORM 2: ranks. An expert that k others of its group beat has k better experts already, so
+// the k best overall are among the groups' k best (the candidates), and a candidate's rank
+// among the candidates is its place in the choice. The rounds' forms wait on k chains of
+// reductions one after another (on an H100 the merged lists' choice of 8 of 256 took 10.2 us
+// alone, the router's GEMV 6.3); here each thread scans 32 values, then a candidate the
+// candidates. NaN logits rank as -inf, so the order is total and every place is filled.
+const uint GROUP = 32u;
+const uint RANK_MAX = 1024u;  // experts at most (the launcher checks)
+shared float rank_v[RANK_MAX];
+shared float rank_cv[RANK_MAX];  // group g's candidates at g · k + their rank in the group
+shared uint rank_ci[RANK_MAX];
+shared float group_top[RANK_MAX / GROUP];  // each group's largest logit (-inf: all are -inf)
+shared float group_exp[RANK_MAX / GROUP];  // and its sum of exp(logit - that)
+
+void route_row_rank(uint row, uint base, uint t) {
+    const float NEG = uintBitsToFloat(0xff800000u);
+    const uint n = p.n_expert, k = p.k, ng = (n + GROUP - 1u) / GROUP, nc = ng * k;
+    for (uint e = t; e < n; e += WG) {
+        const float v = x[base + e];
+        rank_v[e] = isnan(v) ? NEG : v;
+    }
+    for (uint c = t; c < nc; c += WG) rank_ci[c] = 0xffffffffu;
+    barrier();
+    for (uint e = t; e < n; e += WG) {
+        const float v = rank_v[e];
+        const uint g = e / GROUP, g0 = g * GROUP, g1 = min(g0 + GROUP, n);
+        uint r = 0u;
+        float s = 0.0;  // the group's exp(logit - v): its sum of exponentials where v is its top
+        for (uint j = g0; j < g1; ++j) {
+            const float u = rank_v[j];
+            r += better(u, j, v, e) ? 1u : 0u;
+            s += exp(u - v);
+        }
+        if (r < k) {
+            rank_cv[g * k + r] = v;
+            rank_ci[g * k + r] = e;
+        }
+        if (r == 0u) {
+            group_top[g] = v;
+            group_exp[g] = v == NEG ? 0.0 : s;
+        }
+    }
+    barrier();
+    for (uint c = t; c < nc; c += WG) {
+        const uint e = rank_ci[c];
+        if (e == 0xffffffffu) continue;
+        const float v = rank_cv[c];
+        uint r = 0u;
+        for (uint d = 0u; d < nc; ++d)
+            r += rank_ci[d] != 0xffffffffu && better(rank_cv[d], rank_ci[d], v, e) ? 1u : 0u;
+        if (r < k) {
+            chosen[r] = e;
+            chosen_v[r] = v;
+        }
+    }
+    barrier();  // chosen[] written
+    const float mx = chosen_v[0];
+    float sum_all = 0.0;
+    if (t == 0u)
+        for (uint g = 0u; g < ng; ++g)
+            if (group_top[g] != NEG) sum_all += group_exp[g] * exp(group_top[g] - mx);
+    write_route(row, base, mx, sum_all, t);
+}
+
 #if defined(SUBGROUP)
-// MERGE 1: each subgroup chooses its own k in registers, then one subgroup merges the subgroups'
-// sorted lists, k rounds with one barrier in all (route_row_merge), rather than k rounds over
-// the workgroup, each behind a barrier (alone on an H100 the choice of 8 of 256 took 13.5 us,
-// the router's GEMV 6.3).
-layout(constant_id = 2) const uint MERGE = 0;
+// FORM 1: merged lists.
 const uint PER = 4u;       // experts a thread holds (n_expert <= PER · WG: the launcher checks)
 shared float sg_v[2][WG];  // each subgroup's winner of a round, two rounds apart
 shared uint sg_i[2][WG];
@@ -198,11 +262,7 @@ void route_row_merge(uint row, uint base, uint t) {
     write_route(row, base, mx, sum_all, subgroupElect() ? 0u : 1u);
 }
 
-void route_row(uint row, uint base, uint t) {
-    if (MERGE != 0u) {
-        route_row_merge(row, base, t);
-        return;
-    }
+void route_row_rounds(uint row, uint base, uint t) {
     float v[PER];
     bool live[PER];  // this thread's expert t + j · WG exists and is not chosen yet
     [[unroll]] for (uint j = 0; j < PER; ++j) {
@@ -241,7 +301,7 @@ void route_row(uint row, uint base, uint t) {
     write_route(row, base, mx, sum_all, t);
 }
 #else
-void route_row(uint row, uint base, uint t) {
+void route_row_rounds(uint row, uint base, uint t) {
     const float NEG = uintBitsToFloat(0xff800000u);  // -inf: below every finite logit
 
     // The row's maximum and the softmax's normaliser (which cancels in the renormalisation but
@@ -285,3 +345,17 @@ void route_row(uint row, uint base, uint t) {
     write_route(row, base, mx, sum_all, t);
 }
 #endif
+
+void route_row(uint row, uint base, uint t) {
+    if (FORM == 2u) {
+        route_row_rank(row, base, t);
+        return;
+    }
+#if defined(SUBGROUP)
+    if (FORM == 1u) {
+        route_row_merge(row, base, t);
+        return;
+    }
+#endif
+    route_row_rounds(row, base, t);
+}
