@@ -142,11 +142,18 @@ GemmKernels::SkinnyShape GemmKernels::skinny_shape(uint32_t rows, uint32_t cols,
     // SkinnyGemmSpeed (docs/perf/history.md 2026-12-06 (11:00)): the best parts of a 4096 x
     // 12288 Q4_K matrix were 8 / 4 / 4 at 16 / 32 / 64 rows, of a 12288 x 4096 one 2 / 2 / 1,
     // of a 4096 x 4096 Q6_K one 4 at every count.
+    // A matrix of few weight rows and short rows (the 0.8B's output projections, 1,024 x 2,048:
+    // 8 tiles of 128 rows at 8 rows of X, 2 parts of four blocks) left most multiprocessors
+    // idle at four blocks a part: where that grid is under half the device's multiprocessors,
+    // parts of one block or more (Tuning::gemm_skinny_fill).
     uint32_t parts = tuning.gemm_skinny_parts;
     if (parts == 0) {
+        const uint32_t sms = f.sm_count ? f.sm_count : 16;
         const uint32_t a_multiprocessor = s.mt == 1 ? 4 : s.mt == 2 ? 3 : 2;
-        parts = std::max<uint32_t>(1, a_multiprocessor * (f.sm_count ? f.sm_count : 16) / tiles);
-        parts = std::min(parts, std::max<uint32_t>(1, nb / 4));
+        parts = std::max<uint32_t>(1, a_multiprocessor * sms / tiles);
+        const uint32_t four_blocks = std::max<uint32_t>(1, nb / 4);
+        const bool starved = tuning.gemm_skinny_fill && tiles * four_blocks < sms / 2;
+        parts = std::min(parts, starved ? nb : four_blocks);
     }
     parts = std::max<uint32_t>(1, std::min({parts, nb, kGemmSplitParts}));
     const uint32_t k_part = (nb + parts - 1) / parts;  // blocks

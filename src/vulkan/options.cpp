@@ -223,6 +223,7 @@ Tuning DriverOptions::tuning_from_env() {
     t.gemm_skinny = env::get_bool("DELTALLM_VK_GEMM_SKINNY");
     t.gemm_skinny_rows = (uint32_t)int_from_env("DELTALLM_VK_GEMM_SKINNY_ROWS", 1, 512);
     t.gemm_skinny_parts = (uint32_t)int_from_env("DELTALLM_VK_GEMM_SKINNY_PARTS", 0, 16);
+    t.gemm_skinny_fill = env::get_bool("DELTALLM_VK_GEMM_SKINNY_FILL");
     t.gemm_skinny_rt = (uint32_t)int_of_env("DELTALLM_VK_GEMM_SKINNY_RT", {0, 2, 4});
     t.gemm_skinny_mt = (uint32_t)int_of_env("DELTALLM_VK_GEMM_SKINNY_MT", {0, 1, 2, 4});
     t.gemm_skinny_prefetch = env::get_bool("DELTALLM_VK_GEMM_SKINNY_PREFETCH");

@@ -352,6 +352,38 @@ TEST(SkinnyGemmShape, PartsFallAsRowsGrowAndKeepFourBlocks) {
     }
 }
 
+// Few weight rows over short rows (the 0.8B's projections, 1,024 rows of 2,048 or 3,584): where
+// four blocks a part would leave the grid under half the multiprocessors, parts of fewer blocks
+// (Tuning::gemm_skinny_fill) make it larger, up to a block a part; elsewhere, and with the rule
+// off, the parts are as before.
+TEST(SkinnyGemmShape, FewShortRowsSplitFinerToFillTheDevice) {
+    VK_TEST_DEVICE();
+    const uint32_t sms = dev.features().sm_count ? dev.features().sm_count : 16;
+    auto parts = [](const Kernels::SkinnyShape& s) { return std::max(s.split.parts, 1u); };
+    for (auto [rows, cols] : {std::pair{512u, 1024u}, {1024u, 2048u}, {1024u, 3584u}}) {
+        for (uint32_t m : {8u, 16u, 32u, 64u}) {
+            const uint32_t nb = cols / 256;
+            Kernels::SkinnyShape before;
+            {
+                test::Scoped fill(K.tuning.gemm_skinny_fill, false);
+                before = K.skinny_shape(rows, cols, m);
+            }
+            const Kernels::SkinnyShape s = K.skinny_shape(rows, cols, m);
+            ASSERT_EQ(s.rt, before.rt);
+            const uint32_t tiles = (rows + 32 * s.rt - 1) / (32 * s.rt) * s.y_tiles;
+            if (parts(before) > 1) EXPECT_GE(before.split.k_split / 256, 4u);
+            EXPECT_LE(parts(s), nb);
+            if (tiles * parts(before) < sms / 2 && parts(before) < nb) {
+                EXPECT_GT(parts(s), parts(before)) << rows << "x" << cols << ", " << m << " rows";
+                EXPECT_EQ(s.split.need.parts,
+                          (uint64_t)tiles * parts(s) * 16 * s.mt * 32 * s.rt * 4);
+            } else {
+                EXPECT_EQ(parts(s), parts(before)) << rows << "x" << cols << ", " << m << " rows";
+            }
+        }
+    }
+}
+
 // The skinny GEMM's tiles of weight rows (the launcher's rule, measured on an H100: four over
 // one tile of X, two over more): two where four would not fit the device's shared memory (a
 // stage of 32 · RT weight rows and 16 · MT rows of X, 17 chunks of 16 bytes each), and a
