@@ -73,10 +73,10 @@ bool ExpertKernels::route_subgroups(uint32_t n_expert, uint32_t wg) const {
 
 // The top-k's form (moe_topk.glsl FORM) for n_expert over wg threads: the tuning's, where the
 // kernel takes it.
-uint32_t ExpertKernels::route_form(uint32_t n_expert, uint32_t wg) const {
+uint32_t ExpertKernels::route_form(uint32_t n_expert, uint32_t k, uint32_t wg) const {
     using F = Tuning::RouteForm;
     F form = tuning.moe_route_form;
-    if (form == F::rank && n_expert > kRankExperts) form = F::merge;
+    if (form == F::rank && (n_expert > kRankExperts || k > kRankUsed)) form = F::merge;
     if (form == F::merge && !route_subgroups(n_expert, wg)) form = F::rounds;
     return (uint32_t)form;
 }
@@ -85,7 +85,7 @@ void ExpertKernels::moe_route(CommandList& cl, View x, uint32_t x_off, uint32_t 
                               uint32_t k, View route, uint32_t route_off, uint32_t n_rows) {
     const uint32_t wg = wg_size(256);
     const Kernel& kern = pipes_.get(route_kernel("moe_route", n_expert, k, wg), 2,
-                                    sizeof(RoutePush), {wg, 0u, route_form(n_expert, wg)});
+                                    sizeof(RoutePush), {wg, 0u, route_form(n_expert, k, wg)});
     auto [gx, gy] = grid(dev_.features(), n_rows);
     cl.dispatch(kern, {x, route}, RoutePush{n_expert, k, x_off, route_off}, gx, gy);
 }
@@ -96,7 +96,7 @@ void ExpertKernels::moe_router(CommandList& cl, const Router& r) {
     const uint32_t v4 =
         r.n_embd % 4 == 0 && r.xn_off % 4 == 0 && r.w.offset % 16 == 0 && r.act.offset % 16 == 0;
     const Kernel& kern = pipes_.get(route_kernel("moe_router", r.n_expert, r.k, wg), 5,
-                                    sizeof(RouterPush), {wg, v4, route_form(r.n_expert, wg)});
+                                    sizeof(RouterPush), {wg, v4, route_form(r.n_expert, r.k, wg)});
     const uint32_t rows = r.n_expert + (r.gate_off != kNone ? 1 : 0);
     cl.dispatch(kern, {r.w, r.act, r.route, r.counter, r.gate_off != kNone ? r.gate_w : r.w},
                 RouterPush{r.n_expert, r.k, r.n_embd, r.xn_off, r.logit_off, r.route_off,

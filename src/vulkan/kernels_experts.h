@@ -160,14 +160,15 @@ class ExpertKernels : public virtual KernelFamily {
                           ExpertsSum{});
     }
 
-    // The most experts the top-k's rank form takes (moe_topk.glsl RANK_MAX).
-    static constexpr uint32_t kRankExperts = 1024;
+    // The most experts and the most chosen the top-k's rank form takes (moe_topk.glsl RANK_MAX,
+    // RANK_K).
+    static constexpr uint32_t kRankExperts = 512, kRankUsed = 8;
 
   private:
     // Whether the top-k of n_expert over wg threads runs on subgroup reductions.
     bool route_subgroups(uint32_t n_expert, uint32_t wg) const;
     std::string route_kernel(const char* name, uint32_t n_expert, uint32_t k, uint32_t wg) const;
-    uint32_t route_form(uint32_t n_expert, uint32_t wg) const;
+    uint32_t route_form(uint32_t n_expert, uint32_t k, uint32_t wg) const;
 };
 
 }  // namespace dl::vk

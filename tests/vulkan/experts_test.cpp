@@ -84,7 +84,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MoeRoute,
                          ::testing::Values(RouteCase{64, 8, 3, false}, RouteCase{64, 8, 2, true},
                                            RouteCase{10, 2, 1, false}, RouteCase{8, 8, 2, true},
                                            RouteCase{300, 1, 2, false}, RouteCase{600, 8, 2, true},
-                                           RouteCase{128, 8, 4, true}, RouteCase{1100, 8, 1, true}),
+                                           RouteCase{128, 8, 4, true}, RouteCase{512, 8, 2, true},
+                                           RouteCase{1100, 8, 1, true}),
                          [](const auto& info) {
                              const RouteCase& c = info.param;
                              return fmt::format("e{}k{}r{}{}", c.n_expert, c.k, c.rows,

@@ -7,7 +7,7 @@
 // summed in the order the CPU chain sums them (cpu/forward_experts.cpp). k is at most 32.
 //
 // Three forms (FORM, a specialization constant):
-// 2, ranks (both builds, n_expert up to RANK_MAX): every expert's rank in its group of 32
+// 2, ranks (both builds, n_expert up to RANK_MAX, k up to RANK_K): every expert's rank in its group of 32
 //    consecutive ids, then each group's best k ranked against all groups' best k; three
 //    barriers in all, no chain of rounds.
 // 1, merged lists (SUBGROUP): each subgroup chooses its own k in k rounds of subgroup maxima and
@@ -80,11 +80,14 @@ void write_route(uint row, uint base, float mx, float sum_all, uint t) {
 // reductions one after another (on an H100 the merged lists' choice of 8 of 256 took 10.2 us
 // alone, the router's GEMV 6.3); here each thread scans 32 values, then a candidate the
 // candidates. NaN logits rank as -inf, so the order is total and every place is filled.
+// Experts and k at most RANK_MAX and RANK_K (the launcher checks): with the other forms' arrays
+// the workgroup's shared memory stays under the 32 KB some devices give.
 const uint GROUP = 32u;
-const uint RANK_MAX = 1024u;  // experts at most (the launcher checks)
+const uint RANK_MAX = 512u;
+const uint RANK_K = 8u;
 shared float rank_v[RANK_MAX];
-shared float rank_cv[RANK_MAX];  // group g's candidates at g · k + their rank in the group
-shared uint rank_ci[RANK_MAX];
+shared float rank_cv[RANK_MAX / GROUP * RANK_K];  // group g's candidates at g · k + their rank
+shared uint rank_ci[RANK_MAX / GROUP * RANK_K];
 shared float group_top[RANK_MAX / GROUP];  // each group's largest logit (-inf: all are -inf)
 shared float group_exp[RANK_MAX / GROUP];  // and its sum of exp(logit - that)
 
