@@ -207,10 +207,11 @@ struct Tuning {
     // run the shared-memory tree).
     bool moe_route_subgroups = true;
     // The top-k's form (moe_topk.glsl FORM; DELTALLM_VK_MOE_ROUTE): ranks (each expert ranked in
-    // its group of 32, then the groups' best k against each other; three barriers, up to 1024
-    // experts), the subgroups' own choices merged (subgroups only; on an H100 the top 8 of 256
-    // alone 13.3 -> 10.2 us against the rounds, the 35B-A3B's tg64 265.1 -> 273.1 t/s), or k
-    // rounds of an argmax over the workgroup.
+    // its group of 32, then the groups' best k against each other; three barriers; up to 512
+    // experts and 8 chosen; on an H100 the 35B-A3B's tg128 277.5 -> 284.5 t/s against the
+    // merge), the subgroups' own choices merged (subgroups only; the top 8 of 256 alone 13.3 ->
+    // 10.2 us against the rounds, the 35B-A3B's tg64 265.1 -> 273.1), or k rounds of an argmax
+    // over the workgroup.
     enum class RouteForm : uint32_t { rounds = 0, merge = 1, rank = 2 };
     RouteForm moe_route_form = RouteForm::rank;
     // A window's (row, slot) pairs are grouped by expert (moe_sort) where they are at least this
