@@ -128,8 +128,8 @@ const std::vector<Var>& all() {
         {"DELTALLM_VK_GEMM_SKINNY_PARTS", "int", "0",
          "parts of K a Vulkan skinny GEMM's tiles split into (0: by the grid, up to 16)"},
         {"DELTALLM_VK_GEMM_SKINNY_FILL", "bool", "1",
-         "a Vulkan skinny GEMM's parts by the grid go down to one block of K each where four "
-         "blocks a part would leave most of the device idle"},
+         "a Vulkan skinny GEMM of up to 16 rows splits K into parts down to one block each "
+         "where four blocks a part would leave most of the device idle"},
         {"DELTALLM_VK_GEMM_SKINNY_PREFETCH", "bool", "1",
          "a Vulkan skinny GEMM requests the next stage's rows of X with its weights, before the "
          "products (1), or reads them between the stage's barriers (0)"},
