@@ -7,9 +7,9 @@
 // summed in the order the CPU chain sums them (cpu/forward_experts.cpp). k is at most 32.
 //
 // Three forms (FORM, a specialization constant):
-// 2, ranks (both builds, n_expert up to RANK_MAX, k up to RANK_K): every expert's rank in its group of 32
-//    consecutive ids, then each group's best k ranked against all groups' best k; three
-//    barriers in all, no chain of rounds.
+// 2, ranks (both builds, n_expert up to RANK_MAX, k up to RANK_K): every expert's rank in its
+//    group of 32 consecutive ids, then each group's best k ranked against all groups' best k;
+//    three barriers in all, no chain of rounds.
 // 1, merged lists (SUBGROUP): each subgroup chooses its own k in k rounds of subgroup maxima and
 //    one subgroup merges the lists in k more.
 // 0, rounds: k rounds of an argmax over the workgroup, each reduced through shared memory as
