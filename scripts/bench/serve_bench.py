@@ -106,6 +106,7 @@ class Result:
         self.output_tokens = 0
         self.prompt_tokens = 0
         self.cached_tokens = 0
+        self.timings = {}  # the server's own timings of the request, where it sends them
         self.turn = 0
 
     @property
@@ -141,6 +142,8 @@ async def chat(http, model, messages, max_tokens, seed):
                 if payload == b"[DONE]":
                     continue
                 obj = json.loads(payload)
+                if isinstance(obj.get("timings"), dict):
+                    r.timings = obj["timings"]
                 if obj.get("usage"):
                     u = obj["usage"]
                     r.output_tokens = u.get("completion_tokens", 0)
@@ -270,6 +273,13 @@ def report(results, duration, args):
     if args.workload in ("multiturn", "chat"):
         out["ttft_first_turn_s"] = summary([r.ttft for r in ok if r.turn == 0])
         out["ttft_later_turns_s"] = summary([r.ttft for r in ok if r.turn > 0])
+        # Where a later turn's first token went, as each server reports it (llama-server's
+        # timings: prompt_n tokens prefilled in prompt_ms; ours add queue_ms and prepare_ms, the
+        # prompt rendered and tokenized): the rest of the TTFT is HTTP, streaming and the client.
+        later = [r.timings for r in ok if r.turn > 0]
+        out["later_turns_server"] = {
+            k: summary([t[k] / 1000 if k.endswith("_ms") else t[k] for t in later if k in t])
+            for k in ("prompt_n", "cache_n", "prompt_ms", "queue_ms", "prepare_ms")}
     errors = [r.error for r in results if not r.ok]
     if errors:
         out["first_error"] = errors[0]
@@ -284,7 +294,8 @@ def print_table(rows, workload):
     cols = ["conc", "reqs", "fail", "req/s", "tok/s", "good/s", "TTFT mean/med/p99 ms",
             "TPOT mean/med/p99 ms", "ITL mean/med/p99 ms", "E2E mean/med/p99 ms"]
     if workload in ("multiturn", "chat"):
-        cols.append("TTFT later turns mean/med/p99 ms")
+        cols += ["TTFT later turns mean/med/p99 ms",
+                 "later turns, server: prefilled tokens / prompt ms / prepare ms (medians)"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for c, r in rows:
@@ -296,6 +307,10 @@ def print_table(rows, workload):
                  three("tpot_s"), three("itl_s"), three("e2e_s")]
         if workload in ("multiturn", "chat"):
             cells.append(three("ttft_later_turns_s"))
+            srv = r["later_turns_server"]
+            n = srv["prompt_n"]["median"]
+            cells.append(f"{'-' if n is None else f'{n:.0f}'} / {ms(srv['prompt_ms']['median'])}"
+                         f" / {ms(srv['prepare_ms']['median'])}")
         print("| " + " | ".join(cells) + " |")
 
 

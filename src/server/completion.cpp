@@ -1,6 +1,7 @@
 // OpenAI's completion objects and chunks from generation events (see completion.h).
 #include "server/completion.h"
 
+#include <algorithm>
 #include <ctime>
 #include <random>
 
@@ -108,6 +109,34 @@ Json Completion::usage() const {
     return u;
 }
 
+Json Completion::timings() const {
+    const GenerationEvent& d = done_;
+    const int64_t prompt_n = d.prompt_tokens - d.cached_tokens;
+    // The prompt's time runs from the first step that carries the request to its first token,
+    // the generation's from there to the end (a request cut before a token has none).
+    const bool any = d.generated_tokens > 0;
+    const double prompt_ms = any ? 1e3 * std::max(0.0, d.first_token_seconds - d.queue_seconds) : 0;
+    const double predicted_ms =
+        any ? 1e3 * std::max(0.0, d.total_seconds - d.first_token_seconds) : 0;
+    // (Rates per generated token, the first included, as llama-server counts them.)
+    const int64_t predicted_n = d.generated_tokens;
+    auto per_token = [](double ms, int64_t n) { return n > 0 ? ms / double(n) : 0.0; };
+    auto per_second = [](double ms, int64_t n) { return ms > 0 ? 1e3 * double(n) / ms : 0.0; };
+    Json t;
+    t["cache_n"] = d.cached_tokens;
+    t["prompt_n"] = prompt_n;
+    t["prompt_ms"] = prompt_ms;
+    t["prompt_per_token_ms"] = per_token(prompt_ms, prompt_n);
+    t["prompt_per_second"] = per_second(prompt_ms, prompt_n);
+    t["predicted_n"] = predicted_n;
+    t["predicted_ms"] = predicted_ms;
+    t["predicted_per_token_ms"] = per_token(predicted_ms, predicted_n);
+    t["predicted_per_second"] = per_second(predicted_ms, predicted_n);
+    t["queue_ms"] = 1e3 * d.queue_seconds;
+    t["prepare_ms"] = 1e3 * prepare_seconds_;
+    return t;
+}
+
 std::vector<Json> Completion::on_event(const GenerationEvent& ev) {
     std::vector<Json> out;
     std::string piece;
@@ -159,6 +188,7 @@ std::vector<Json> Completion::on_event(const GenerationEvent& ev) {
     if (!output_) all_text_ += piece;
     if (last) {
         out.push_back(chunk(output_ ? Json::object() : Json(""), finish_reason_, nullptr));
+        out.back()["timings"] = timings();
         if (params_.include_usage) {
             Json u = chunk(nullptr, nullptr, nullptr);
             u["choices"] = Json::array();
@@ -186,6 +216,7 @@ Json Completion::response() const {
     choice["finish_reason"] = finish_reason_;
     r["choices"] = Json::array({choice});
     r["usage"] = usage();
+    r["timings"] = timings();
     return r;
 }
 

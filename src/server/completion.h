@@ -42,6 +42,14 @@ class Completion {
     // After the last event: OpenAI's finish_reason, and a chat's message (the response's).
     const std::string& finish_reason() const { return finish_reason_; }
     const nlohmann::ordered_json& message() const { return message_; }
+    // The time the request took before the scheduler had it (its body read, its prompt rendered
+    // and tokenized), for the timings.
+    void set_prepare_seconds(double s) { prepare_seconds_ = s; }
+    // After the last event, llama-server's timings object: prompt tokens prefilled (prompt_n) and
+    // restored from the prefix cache (cache_n), generated tokens (predicted_n), the milliseconds
+    // and rates of each; with queue_ms (waiting for a slot) and prepare_ms. The response and the
+    // stream's finishing chunk carry it.
+    nlohmann::ordered_json timings() const;
 
   private:
     using Json = nlohmann::ordered_json;
@@ -65,6 +73,7 @@ class Completion {
     Json new_logprobs_ = Json::array();  // entries not yet streamed
     GenerationEvent done_;
     std::string finish_reason_;
+    double prepare_seconds_ = 0;
 };
 
 }  // namespace dl::server

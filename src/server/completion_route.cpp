@@ -135,6 +135,7 @@ std::vector<int32_t> Server::Impl::completion_prompt(const Json& body) const {
 }
 
 void Server::Impl::complete(const httplib::Request& req, httplib::Response& res, bool chat_route) {
+    const auto received = std::chrono::steady_clock::now();
     const Json body = parse_body(req.body);
     CompletionParams p = parse_completion_params(body, chat_route, n_ctx, random_seed());
     check_model(p.model);
@@ -176,6 +177,8 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
         });
 
     auto job = std::make_shared<Job>(*this, p, std::move(output));
+    job->completion.set_prepare_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
     if (chat_route && opt.warm_next_turn && warm) job->warm_body = body;
     job->request_id = scheduler->submit(std::move(g), job->queue->sink(job->queue));
     if (job->request_id == 0) {

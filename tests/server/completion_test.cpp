@@ -156,5 +156,47 @@ TEST(Completion, AFailedGenerationIsAServerError) {
     }
 }
 
+TEST(Completion, TimingsSplitThePromptFromTheCacheAndTheGeneration) {
+    CompletionParams p;
+    p.stream = true;
+    Completion c(tok(), "m", p, plain_chat());
+    c.set_prepare_seconds(0.003);
+    c.on_event(token(tok().encode("a", false, false)[0]));
+    GenerationEvent d = done(FinishReason::length, 11, 5, 4);
+    d.queue_seconds = 0.010;
+    d.first_token_seconds = 0.050;
+    d.total_seconds = 0.150;
+    std::vector<Json> chunks = c.on_event(d);
+    ASSERT_FALSE(chunks.empty());
+    const Json& finish = chunks.back();
+    EXPECT_EQ(finish["choices"][0]["finish_reason"], "length");
+    ASSERT_TRUE(finish.contains("timings"));
+    const Json t = finish["timings"];
+    EXPECT_EQ(t, c.response()["timings"]);
+    EXPECT_EQ(t["cache_n"], 4);
+    EXPECT_EQ(t["prompt_n"], 7);  // 11 in the prompt, 4 of them from the cache
+    EXPECT_NEAR(t["prompt_ms"].get<double>(), 40.0, 1e-9);  // first step to first token
+    EXPECT_NEAR(t["prompt_per_second"].get<double>(), 175.0, 1e-9);
+    EXPECT_EQ(t["predicted_n"], 5);
+    EXPECT_NEAR(t["predicted_ms"].get<double>(), 100.0, 1e-9);
+    EXPECT_NEAR(t["predicted_per_token_ms"].get<double>(), 20.0, 1e-9);
+    EXPECT_NEAR(t["queue_ms"].get<double>(), 10.0, 1e-9);
+    EXPECT_NEAR(t["prepare_ms"].get<double>(), 3.0, 1e-9);
+}
+
+TEST(Completion, TimingsOfARequestCutBeforeItsFirstTokenAreZero) {
+    Completion c(tok(), "m", CompletionParams{}, nullptr);
+    GenerationEvent d = done(FinishReason::cancelled, 11, 0, 0);
+    d.queue_seconds = 0.5;
+    d.total_seconds = 0.7;
+    c.on_event(d);
+    const Json t = c.response()["timings"];
+    EXPECT_EQ(t["predicted_n"], 0);
+    EXPECT_EQ(t["prompt_ms"], 0.0);
+    EXPECT_EQ(t["predicted_ms"], 0.0);
+    EXPECT_EQ(t["predicted_per_second"], 0.0);
+    EXPECT_NEAR(t["queue_ms"].get<double>(), 500.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace dl::server

@@ -37,6 +37,12 @@ def main():
                 for level in res["levels"]:
                     assert level["cached_tokens"] > 0, level
                     assert level["ttft_later_turns_s"]["median"] > 0, level
+                    # The server's own timings of those turns: fewer tokens prefilled than the
+                    # history holds, and the prefill's time within the client's TTFT.
+                    t = level["later_turns_server"]
+                    assert t["cache_n"]["median"] > t["prompt_n"]["median"] > 0, t
+                    assert 0 < t["prompt_ms"]["median"] < level["ttft_later_turns_s"]["p99"], t
+                    assert t["prepare_ms"]["median"] > 0, t
 
         for name in ("random", "long", "multiturn", "chat"):
             checks.run(f"the {name} workload runs and reports", workload, name)

@@ -72,6 +72,11 @@ check('streams the same text it answers whole, with role, finish and usage chunk
   assert.deepEqual(last.choices, []);
   assert.equal(last.usage.completion_tokens, whole.usage.completion_tokens);
   assert.equal(last.usage.prompt_tokens, whole.usage.prompt_tokens);
+  // llama-server's timings ride on the chunk that finishes the choice.
+  const timed = chunks.filter((c) => c.timings);
+  assert.equal(timed.length, 1);
+  assert.ok(timed[0].choices[0].finish_reason);
+  assert.equal(timed[0].timings.predicted_n, whole.usage.completion_tokens);
 });
 
 check('max_tokens and max_completion_tokens bound the answer', async () => {
@@ -147,6 +152,15 @@ check('the second turn of a chat reuses the first from the prefix cache', async 
   assert.ok(r2.usage.prompt_tokens_details.cached_tokens >= r1.usage.prompt_tokens,
     JSON.stringify([r1.usage, r2.usage]));
   assert.ok(r2.usage.prompt_tokens_details.cached_tokens < r2.usage.prompt_tokens);
+  // The timings say the same: what was prefilled, what came from the cache, and how long each
+  // part took.
+  const t = r2.timings;
+  assert.equal(t.cache_n, r2.usage.prompt_tokens_details.cached_tokens, JSON.stringify(t));
+  assert.equal(t.cache_n + t.prompt_n, r2.usage.prompt_tokens);
+  assert.equal(t.predicted_n, r2.usage.completion_tokens);
+  for (const k of ['prompt_ms', 'predicted_ms', 'queue_ms', 'prepare_ms'])
+    assert.ok(t[k] >= 0 && t[k] < 60000, k + ' ' + JSON.stringify(t));
+  assert.ok(t.prompt_ms > 0, JSON.stringify(t));
 });
 
 check('a thinking template\'s second turn reuses all the first turn it shares', async () => {
