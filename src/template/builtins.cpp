@@ -3,6 +3,7 @@
 #include "template/builtins.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 
@@ -47,7 +48,31 @@ const char* const kStringMethods[] = {
     "isalpha",    "isalnum",  "isspace", "islower", "isupper", "splitlines"};
 const char* const kDictMethods[] = {"items", "keys", "values", "get"};
 
+// ASCII ends stripped byte by byte: the usual case (a message's |trim) without decoding the whole
+// text; nullopt where a non-ASCII character is reached, which the general path decides.
+std::optional<std::string> strip_ascii(const std::string& s, const Value& chars, bool left,
+                                       bool right) {
+    const bool whitespace = chars.is_none() || chars.is_undefined();
+    if (!whitespace && (!chars.is_string() || std::any_of(chars.string.begin(), chars.string.end(),
+                                                          [](char c) { return c & 0x80; })))
+        return std::nullopt;
+    auto drop = [&](unsigned char c) {
+        return whitespace ? is_py_space(c) : chars.string.find(char(c)) != std::string::npos;
+    };
+    size_t b = 0, e = s.size();
+    if (left)
+        while (b < e && !(s[b] & 0x80) && drop(s[b])) ++b;
+    if (right)
+        while (e > b && !(s[e - 1] & 0x80) && drop(s[e - 1])) --e;
+    // A whitespace strip stopped by a non-ASCII byte may face a Unicode space; a given ASCII set
+    // holds no non-ASCII character.
+    if (whitespace && ((left && b < e && (s[b] & 0x80)) || (right && e > b && (s[e - 1] & 0x80))))
+        return std::nullopt;
+    return s.substr(b, e - b);
+}
+
 std::string strip(const std::string& s, const Value& chars, bool left, bool right) {
+    if (std::optional<std::string> fast = strip_ascii(s, chars, left, right)) return *fast;
     std::u32string u = utf8_decode(s);
     std::u32string set;
     bool whitespace = chars.is_none() || chars.is_undefined();
