@@ -146,9 +146,12 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     if (chat_route) {
         ChatPrompt cp = chat->prompt(body);
         g.prompt = std::move(cp.tokens);
-        if (cp.before_last_user > 0) g.snapshot_at.push_back(cp.before_last_user);
-        if (cp.before_reply > 0) g.snapshot_at.push_back(cp.before_reply);
         warm = cp.before_reply > 0;
+        if (cp.before_last_user > 0) g.snapshot_at.push_back(cp.before_last_user);
+        const bool short_turn =
+            cp.before_last_user > 0 && cp.before_reply - cp.before_last_user <= kShortTurnTokens;
+        if (cp.before_reply > 0 && !(opt.warm_next_turn && short_turn))
+            g.snapshot_at.push_back(cp.before_reply);
         output = chat->output(cp, body);
     } else {
         g.prompt = completion_prompt(body);

@@ -37,7 +37,9 @@ struct ServerOptions {
     // was generated (ChatPrompt::before_reply: Qwen3 and Qwen3.5 drop its reasoning), prefill the
     // next turn's beginning (ChatTemplater::next_turn_prefix) as soon as the answer is complete,
     // so the next turn finds all but its new message in the prefix cache. Only while no request
-    // is waiting in the queue.
+    // is waiting in the queue. Without it, every such prompt keeps a snapshot where the next turn
+    // parts from it (a window of its own for the generation prompt's few tokens); with it, only
+    // long turns do (Impl::kShortTurnTokens).
     bool warm_next_turn = true;
     std::vector<std::string> api_keys;  // empty: no key needed
     std::string chat_template;          // template source; empty: the model's

@@ -79,6 +79,13 @@ struct Server::Impl {
     // the warm-up's (on an H100, 54.5 ms against 66.7 median for the 9B's later turns of a chat
     // over a document, r38 and r43); a person takes seconds.
     static constexpr double kNextTurnWarmUpDelay = 0.2;
+    // Where the next turn is warmed, a prompt whose own turn (its last user message to the
+    // generation prompt) is at most this many tokens keeps no snapshot before its generation
+    // prompt (ChatPrompt::before_reply): that snapshot would cut the prompt's last window in two,
+    // a window of a few tokens and the snapshot's copy on the way to the first token, and the
+    // warm-up, starting from the turn's own hit instead, reads these tokens again while the user
+    // reads the answer. A longer turn (a first one over a document) keeps it.
+    static constexpr int64_t kShortTurnTokens = 256;
     void stop();
 };
 

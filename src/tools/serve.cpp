@@ -182,7 +182,8 @@ Registrar reg("serve", "an OpenAI-compatible HTTP server", [](CLI::App& app) -> 
         ->capture_default_str();
     app.add_flag("!--no-warm-next-turn", a->server.warm_next_turn,
                  "do not prefill a chat's next turn's beginning once an answer is complete (done "
-                 "where the template renders the answer otherwise in later turns, as Qwen3.5's)");
+                 "where the template renders the answer otherwise in later turns, as Qwen3.5's); "
+                 "every such prompt then keeps a snapshot where the next turn parts from it");
     app.add_option("--timeout", a->server.timeout_seconds,
                    "seconds a client has to send a whole request, and each read or write's limit")
         ->capture_default_str();

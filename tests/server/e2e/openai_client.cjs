@@ -235,6 +235,22 @@ check('a thinking template\'s next turn finds all but its new message warmed', a
   // A turn cut by max_tokens is still the history the next turn sends back: warmed too.
   assert.equal(r2.choices[0].finish_reason, 'length');
   await warmed(before + 2);
+  // Another next turn of the first: its new tokens are read in one window, with no snapshot
+  // where a turn after it would part from it (its warm-up starts from its own hit). Counted
+  // while the answer streams, before that warm-up can run.
+  const steps = () => counter('deltallm_prompt_steps_total');
+  const stepsBefore = await steps();
+  const other = [...first, reply, user('And the seas, the deepest of them?')];
+  const s2 = await thinker.chat.completions.create({ model: 'thinker', messages: other,
+    max_tokens: 24, ignore_eos: true, temperature: 0, stream: true });
+  let stepsAtFirstToken = null;
+  for await (const c of s2) {
+    const d = c.choices[0]?.delta || {};
+    if (stepsAtFirstToken === null && (d.content || d.reasoning_content))
+      stepsAtFirstToken = await steps();
+  }
+  assert.equal(stepsAtFirstToken - stepsBefore, 1);
+  await warmed(before + 3);
   // A streamed answer is warmed too.
   const ask = (messages) => thinker.chat.completions.create({ model: 'thinker', messages,
     max_tokens: 40, temperature: 0, stop: [' '], stream: true });
@@ -244,7 +260,7 @@ check('a thinking template\'s next turn finds all but its new message warmed', a
     return finish;
   };
   assert.equal(await finished(await ask(second)), 'stop');
-  await warmed(before + 3);
+  await warmed(before + 4);
   // A next turn sent as soon as its answer ends takes the place of that answer's warm-up.
   const gaveWay = await superseded();
   const third = [...second, { role: 'assistant', content: '' }, user('Which is deepest?')];
@@ -253,7 +269,7 @@ check('a thinking template\'s next turn finds all but its new message warmed', a
     { role: 'assistant', content: '' }, user('Why?')], max_tokens: 2, ignore_eos: true });
   assert.equal(r4.choices[0].finish_reason, 'length');
   assert.equal(await superseded(), gaveWay + 1);
-  await warmed(before + 4);  // (the third turn's warm-up gave way; the fourth's runs)
+  await warmed(before + 5);  // (the third turn's warm-up gave way; the fourth's runs)
 });
 
 check('logprobs come per token with the asked alternatives', async () => {
