@@ -97,6 +97,26 @@ void Sampler::top_k(std::vector<TokenLogit>& c, int32_t k, bool& sorted) {
     sorted = true;
 }
 
+void Sampler::top_k_of_row(std::span<const float> row, int32_t k, std::vector<TokenLogit>& c) {
+    c.clear();
+    if (k <= 0) return;
+    const size_t n = std::min(row.size(), (size_t)k);
+    c.reserve(n);
+    // A heap whose front is the worst of the best kept so far (by ByLogitDesc). Ids rise along
+    // the row, so a later equal logit ranks below every kept one: only a larger logit enters.
+    for (size_t i = 0; i < row.size(); ++i) {
+        if (c.size() < n) {
+            c.push_back(TokenLogit{(int32_t)i, row[i]});
+            std::push_heap(c.begin(), c.end(), ByLogitDesc{});
+        } else if (row[i] > c.front().logit) {
+            std::pop_heap(c.begin(), c.end(), ByLogitDesc{});
+            c.back() = TokenLogit{(int32_t)i, row[i]};
+            std::push_heap(c.begin(), c.end(), ByLogitDesc{});
+        }
+    }
+    std::sort(c.begin(), c.end(), ByLogitDesc{});
+}
+
 void Sampler::top_p(std::vector<TokenLogit>& c, float p, bool& sorted) {
     if (p >= 1.0f || c.size() <= 1) return;
     // Normaliser over every candidate in one pass, then walk down the sorted prefix, sorting
@@ -162,10 +182,16 @@ int32_t Sampler::sample(std::span<const float> logits) {
         return best;
     }
 
-    cand_.resize(row.size());
-    for (size_t i = 0; i < row.size(); ++i) cand_[i] = TokenLogit{(int32_t)i, row[i]};
     bool sorted = false;
-    top_k(cand_, params_.top_k, sorted);
+    const int32_t k = params_.top_k;
+    if (k > 0 && (size_t)k * 16 <= row.size()) {
+        top_k_of_row(row, k, cand_);
+        sorted = true;
+    } else {
+        cand_.resize(row.size());
+        for (size_t i = 0; i < row.size(); ++i) cand_[i] = TokenLogit{(int32_t)i, row[i]};
+        top_k(cand_, k, sorted);
+    }
     top_p(cand_, params_.top_p, sorted);
     min_p(cand_, params_.min_p, sorted);
 

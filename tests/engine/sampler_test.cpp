@@ -140,6 +140,62 @@ TEST(Sampler, TopKKeepsExactlyTheKLargestInOrder) {
     EXPECT_FALSE(sorted);
 }
 
+// The one-pass form against a full sort by (logit descending, id ascending), on rows with many
+// ties (logits in steps of 1/2) and ruled-out tokens (-infinity), at the ends of the row too.
+TEST(Sampler, TopKOfARowIsTheKLargestInOrderTiesToTheLowerId) {
+    for (uint32_t seed : {1u, 2u, 3u}) {
+        auto l = random_logits(100000, seed);
+        for (float& x : l) x = std::round(x * 2) / 2;
+        for (size_t i = 0; i < l.size(); i += 7) l[i] = -INFINITY;
+        l.back() = 100.0f;  // the best is the last id
+        l.front() = 100.0f;
+        std::vector<int32_t> order(l.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+        for (int32_t k : {1, 2, 3, 40, 1000, 6250}) {
+            std::vector<TokenLogit> c;
+            Sampler::top_k_of_row(l, k, c);
+            ASSERT_EQ((int32_t)c.size(), k);
+            for (int32_t i = 0; i < k; ++i) {
+                ASSERT_EQ(c[i].id, order[i]) << "seed=" << seed << " k=" << k << " i=" << i;
+                ASSERT_EQ(c[i].logit, l[order[i]]);
+            }
+        }
+    }
+    std::vector<TokenLogit> c;
+    Sampler::top_k_of_row(std::vector<float>{1.0f, 3.0f}, 5, c);  // k past the row: all of it
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].id, 1);
+}
+
+// sample() takes the one-pass form for a small k: the same candidates, probabilities and draws
+// as the filters chained over the whole row.
+TEST(Sampler, SampleWithASmallTopKKeepsWhatTheWholeChainKeeps) {
+    auto l = random_logits(200000, 21, 2.0f);
+    for (float& x : l) x = std::round(x * 4) / 4;
+    for (int32_t k : {5, 40, 12500}) {
+        SamplerParams p;
+        p.temperature = 0.7f;
+        p.top_k = k;
+        p.top_p = 0.9f;
+        p.min_p = 0.01f;
+        p.seed = 99;
+        Sampler s(p);
+        s.sample(l);
+        auto c = candidates(l);
+        bool sorted = false;
+        Sampler::top_k(c, k, sorted);
+        Sampler::top_p(c, p.top_p, sorted);
+        Sampler::min_p(c, p.min_p, sorted);
+        std::span<const TokenLogit> got = s.last_candidates();
+        ASSERT_EQ(got.size(), c.size()) << "k=" << k;
+        for (size_t i = 0; i < c.size(); ++i) {
+            EXPECT_EQ(got[i].id, c[i].id) << "k=" << k << " i=" << i;
+            EXPECT_EQ(got[i].logit, c[i].logit);
+        }
+    }
+}
+
 TEST(Sampler, TopPOnAHandMadeDistribution) {
     // p = 1/2, 1/4, 1/8, 1/16, 1/16 in shuffled order
     auto l = log_of({0.0625, 0.25, 0.5, 0.0625, 0.125});
