@@ -54,8 +54,8 @@ class Sampler {
     bool penalizes() const;  // any of the three is on
     static void top_k(std::vector<TokenLogit>& c, int32_t k, bool& sorted);
     // top_k straight from a row, in one pass that keeps the k best seen (for k small beside the
-    // row: a vocabulary of 248k took ~2.5 ms as a candidate list partly sorted, ~0.25 ms so): c gets
-    // the same k candidates, sorted, as top_k over the whole row would leave.
+    // row: a vocabulary of 248k took ~2.5 ms as a candidate list partly sorted, ~0.25 ms so): c
+    // gets the same k candidates, sorted, as top_k over the whole row would leave.
     static void top_k_of_row(std::span<const float> row, int32_t k, std::vector<TokenLogit>& c);
     static void top_p(std::vector<TokenLogit>& c, float p, bool& sorted);
     static void min_p(std::vector<TokenLogit>& c, float p, bool sorted);
