@@ -168,8 +168,8 @@ TEST(Sampler, TopKOfARowIsTheKLargestInOrderTiesToTheLowerId) {
     EXPECT_EQ(c[0].id, 1);
 }
 
-// sample() takes the one-pass form for a small k: the same candidates, probabilities and draws
-// as the filters chained over the whole row.
+// sample() takes the one-pass form for a small k: the same candidates, in the same order, as the
+// filters chained over the whole row (the draw depends on nothing else).
 TEST(Sampler, SampleWithASmallTopKKeepsWhatTheWholeChainKeeps) {
     auto l = random_logits(200000, 21, 2.0f);
     for (float& x : l) x = std::round(x * 4) / 4;
