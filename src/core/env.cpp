@@ -15,8 +15,8 @@ const std::vector<Var>& all() {
         {"DELTALLM_LOG", "string", "info", "log level: debug, info, warn, error or quiet"},
         {"DELTALLM_THREADS", "int", "0", "CPU threads (0: one per core)"},
         {"DELTALLM_CPU_FEATURES", "string", "auto",
-         "restrict CPU kernels: 'scalar' forces the portable fallback, 'auto' uses what the CPU "
-         "has"},
+         "restrict CPU kernels: 'scalar' forces the portable fallback, 'avx2' the AVX2 kernels "
+         "(no AVX-512), 'auto' uses what the CPU has"},
         {"DELTALLM_VK_DEVICE", "int", "-1",
          "Vulkan device index to use (-1: best discrete, then any)"},
         {"DELTALLM_VK_VARIANT", "string", "auto",

@@ -1,6 +1,6 @@
-// Dispatch of the CPU dot products: activation formats, the choice between scalar and AVX2
-// kernels (CPU features and DELTALLM_CPU_FEATURES), and the tiled multi-row, multi-column loop
-// matrix products use for prefill.
+// Dispatch of the CPU dot products: activation formats, the choice between scalar, AVX2 and
+// AVX-512 VNNI kernels (CPU features and DELTALLM_CPU_FEATURES), and the tiled multi-row,
+// multi-column loop matrix products use for prefill.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -15,11 +15,15 @@ namespace dl::quant {
 namespace {
 
 CpuBackend initial_backend() {
-    std::string want = env::get_string("DELTALLM_CPU_FEATURES");
+    const std::string want = env::get_string("DELTALLM_CPU_FEATURES");
     if (want == "scalar") return CpuBackend::scalar;
+    if (want == "avx2")
+        return cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar;
     if (want != "auto" && !want.empty())
-        fail("DELTALLM_CPU_FEATURES='{}' is not understood (use 'auto' or 'scalar')", want);
-    return cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar;
+        fail("DELTALLM_CPU_FEATURES='{}' is not understood (use 'auto', 'avx2' or 'scalar')", want);
+    for (CpuBackend b : {CpuBackend::avx512_vnni, CpuBackend::avx2})
+        if (cpu_supports(b)) return b;
+    return CpuBackend::scalar;
 }
 
 std::atomic<int>& backend_state() {
@@ -27,8 +31,16 @@ std::atomic<int>& backend_state() {
     return b;
 }
 
+CpuBackend backend() {
+    return (CpuBackend)backend_state().load(std::memory_order_relaxed);
+}
+
+// The backend's kernel for t, else the next lesser backend's.
 kernels::DotColsFn pick(QType t) {
-    if ((CpuBackend)backend_state().load(std::memory_order_relaxed) == CpuBackend::avx2)
+    const CpuBackend b = backend();
+    if (b == CpuBackend::avx512_vnni)
+        if (auto f = kernels::avx512_vnni(t)) return f;
+    if (b != CpuBackend::scalar)
         if (auto f = kernels::avx2(t)) return f;
     return kernels::scalar(t);
 }
@@ -39,15 +51,26 @@ bool cpu_supports(CpuBackend b) {
     if (b == CpuBackend::scalar) return true;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c") && kernels::avx2(QType::F32) != nullptr;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c") && kernels::avx2(QType::F32) != nullptr;
+    if (b == CpuBackend::avx2) return avx2;
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+           kernels::avx512_vnni(QType::Q4_K) != nullptr;
 #else
     return false;
 #endif
 }
 
 const char* cpu_backend() {
-    return (CpuBackend)backend_state().load() == CpuBackend::avx2 ? "avx2" : "scalar";
+    switch (backend()) {
+        case CpuBackend::avx512_vnni:
+            return "avx512-vnni";
+        case CpuBackend::avx2:
+            return "avx2";
+        default:
+            return "scalar";
+    }
 }
 
 void set_cpu_backend(CpuBackend b) {
@@ -92,7 +115,7 @@ void quantize_activations(QType t, const float* x, void* dst, int64_t n) {
         std::memcpy(dst, x, (size_t)n * sizeof(float));
         return;
     }
-    if ((CpuBackend)backend_state().load(std::memory_order_relaxed) == CpuBackend::avx2)
+    if (backend() != CpuBackend::scalar)
         if (auto f = kernels::avx2_quantize(a)) return f(x, dst, n);
     quantize(a, x, dst, n);
 }

@@ -1,5 +1,5 @@
 // Internal to src/quant: the kernel tables the dispatcher in dot.cpp chooses between (portable
-// scalar code, AVX2). Not for use outside the module; quant.h is the interface.
+// scalar code, AVX2, AVX-512 VNNI). Not for use outside the module; quant.h is the interface.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,9 @@ inline constexpr int kMaxCols = 4;
 DotColsFn scalar(QType t);
 // AVX2/FMA/F16C versions; nullptr for types without one or when not compiled for x86.
 DotColsFn avx2(QType t);
+// AVX-512 VNNI versions (256-bit vectors) of the block formats' dot products; nullptr for the
+// types without one (the AVX2 kernel serves them) or when not compiled for x86.
+DotColsFn avx512_vnni(QType t);
 
 // Activation quantizers (n floats to row_size(t, n) bytes) that vectorise the scalar code of
 // quantize() bit for bit; nullptr where there is none (Q8_0 and Q8_K have one).

@@ -54,9 +54,10 @@ void vec_dot_rows(QType t, const void* w, size_t w_stride, int n_rows, const voi
                   size_t x_stride, int n_cols, float* out, size_t out_stride, int64_t n);
 
 // Implementations of the dot products. The default is the best the CPU supports, unless
-// DELTALLM_CPU_FEATURES=scalar forces the portable code.
-enum class CpuBackend { scalar, avx2 };
-// Which implementation vec_dot uses now: "avx2" or "scalar".
+// DELTALLM_CPU_FEATURES names a lesser one (scalar: the portable code; avx2). avx512_vnni is the
+// AVX2 set with the block formats' kernels in AVX-512 VNNI instructions.
+enum class CpuBackend { scalar, avx2, avx512_vnni };
+// Which implementation vec_dot uses now: "avx512-vnni", "avx2" or "scalar".
 const char* cpu_backend();
 // True when this CPU can run the backend (scalar always can).
 bool cpu_supports(CpuBackend b);

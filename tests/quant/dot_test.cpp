@@ -17,6 +17,15 @@ const QType kDotTypes[] = {QType::F32,  QType::F16,  QType::BF16, QType::Q4_0,  
                            QType::Q5_0, QType::Q5_1, QType::Q8_0, QType::Q2_K,   QType::Q3_K,
                            QType::Q4_K, QType::Q5_K, QType::Q6_K, QType::IQ4_NL, QType::IQ4_XS};
 
+const CpuBackend kBackends[] = {CpuBackend::scalar, CpuBackend::avx2, CpuBackend::avx512_vnni};
+
+// The backend the process starts with: the best the CPU supports.
+CpuBackend best_backend() {
+    for (CpuBackend b : {CpuBackend::avx512_vnni, CpuBackend::avx2})
+        if (cpu_supports(b)) return b;
+    return CpuBackend::scalar;
+}
+
 std::vector<float> gaussian(int64_t n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> g(0.0f, 1.0f);
@@ -78,7 +87,7 @@ TEST_P(DotTest, ReferenceMatchesDequantized) {
 // Every implementation the CPU offers equals the reference up to summation order.
 TEST_P(DotTest, BackendsMatchReference) {
     QType t = GetParam();
-    for (CpuBackend b : {CpuBackend::scalar, CpuBackend::avx2}) {
+    for (CpuBackend b : kBackends) {
         if (!cpu_supports(b)) continue;
         set_cpu_backend(b);
         const int64_t smallest = block_size(t) == 1 ? 37 : block_size(t);
@@ -91,7 +100,7 @@ TEST_P(DotTest, BackendsMatchReference) {
                 << qtype_name(t) << " " << cpu_backend() << " n=" << n;
         }
     }
-    set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
+    set_cpu_backend(best_backend());
 }
 
 // vec_dot_rows gives every (row, column) product at the documented place, for column counts
@@ -100,7 +109,7 @@ TEST_P(DotTest, RowsMatchSingleDots) {
     QType t = GetParam();
     const int64_t n = 512;
     const int rows = 7;
-    for (CpuBackend b : {CpuBackend::scalar, CpuBackend::avx2}) {
+    for (CpuBackend b : kBackends) {
         if (!cpu_supports(b)) continue;
         set_cpu_backend(b);
         for (int cols : {1, 3, 4, 5, 9}) {
@@ -121,7 +130,57 @@ TEST_P(DotTest, RowsMatchSingleDots) {
             }
         }
     }
-    set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
+    set_cpu_backend(best_backend());
+}
+
+// Weight blocks of random bytes (every scale, min and high-bit pattern, the extreme values
+// included) against activations at the ends of the int8 range: each backend equals the
+// reference. The blocks' float scales are set to ordinary values, so only the integer parts are
+// random.
+TEST(Dot, RandomBlocksMatchReference) {
+    const int64_t n = 1024;
+    std::mt19937 rng(77);
+    for (QType t :
+         {QType::Q4_0, QType::Q8_0, QType::IQ4_NL, QType::Q4_K, QType::Q5_K, QType::Q6_K}) {
+        const size_t ws = row_size(t, n);
+        std::vector<uint8_t> w(ws);
+        for (auto& b : w) b = (uint8_t)rng();
+        // The fp16 scales: d (and dmin) at each block's start, Q6_K's d at its end.
+        const size_t bb = row_size(t, block_size(t));
+        const uint16_t d16 = 0x2C00, dmin16 = 0x2800;  // 1/16, 1/32
+        for (size_t b0 = 0; b0 < ws; b0 += bb) {
+            if (t == QType::Q6_K) {
+                std::memcpy(w.data() + b0 + bb - 2, &d16, 2);
+            } else {
+                std::memcpy(w.data() + b0, &d16, 2);
+                if (t == QType::Q4_K || t == QType::Q5_K)
+                    std::memcpy(w.data() + b0 + 2, &dmin16, 2);
+            }
+        }
+        std::vector<float> wf(n);
+        dequantize(t, w.data(), wf.data(), n);
+        // Activations: +-1 scaled to +-127 in every block, with a run of maxima of one sign.
+        std::vector<float> xsrc(n);
+        for (int64_t i = 0; i < n; ++i) xsrc[i] = i % 97 < 40 ? 1.f : (rng() & 1 ? 1.f : -1.f);
+        const QType a = vec_dot_type(t);
+        std::vector<uint8_t> x(row_size(a, n));
+        std::vector<float> xf(n);
+        quantize_activations(t, xsrc.data(), x.data(), n);
+        dequantize(a, x.data(), xf.data(), n);
+        const float ref = vec_dot_reference(t, w.data(), x.data(), n);
+        for (CpuBackend b : kBackends) {
+            if (!cpu_supports(b)) continue;
+            set_cpu_backend(b);
+            std::vector<float> out(4, NAN);
+            std::vector<uint8_t> x4;
+            for (int c = 0; c < 4; ++c) x4.insert(x4.end(), x.begin(), x.end());
+            vec_dot_rows(t, w.data(), ws, 1, x4.data(), x.size(), 4, out.data(), 1, n);
+            for (int c = 0; c < 4; ++c)
+                EXPECT_NEAR(out[c], ref, order_tol(wf.data(), xf.data(), n))
+                    << qtype_name(t) << " " << cpu_backend() << " column " << c;
+        }
+        set_cpu_backend(best_backend());
+    }
 }
 
 // Against float activations the only extra error is the activation rounding: at most half a step
@@ -170,9 +229,13 @@ TEST(Dot, BackendName) {
         set_cpu_backend(CpuBackend::avx2);
         EXPECT_STREQ(cpu_backend(), "avx2");
     }
+    if (cpu_supports(CpuBackend::avx512_vnni)) {
+        set_cpu_backend(CpuBackend::avx512_vnni);
+        EXPECT_STREQ(cpu_backend(), "avx512-vnni");
+    }
     set_cpu_backend(CpuBackend::scalar);
     EXPECT_STREQ(cpu_backend(), "scalar");
-    set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
+    set_cpu_backend(best_backend());
 }
 
 // The vectorised activation quantizers write the same bytes as the scalar ones.
@@ -194,7 +257,7 @@ TEST(Dot, ActivationQuantizersIdentical) {
 // A NaN scale in the weights must reach the result (no kernel may silently skip a block).
 TEST(Dot, NaNPropagates) {
     const uint16_t nan16 = 0x7E00;
-    for (CpuBackend be : {CpuBackend::scalar, CpuBackend::avx2}) {
+    for (CpuBackend be : kBackends) {
         if (!cpu_supports(be)) continue;
         set_cpu_backend(be);
         for (QType t :
@@ -213,7 +276,7 @@ TEST(Dot, NaNPropagates) {
                 << qtype_name(t) << " " << cpu_backend();
         }
     }
-    set_cpu_backend(cpu_supports(CpuBackend::avx2) ? CpuBackend::avx2 : CpuBackend::scalar);
+    set_cpu_backend(best_backend());
 }
 
 }  // namespace
