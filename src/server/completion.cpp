@@ -44,7 +44,7 @@ std::optional<Json> Completion::opening_chunk() const {
     return chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
 }
 
-Json Completion::logprob_entry(const GenerationEvent& ev) const {
+Json Completion::logprob_entry(const GenerationEvent& ev, size_t start) const {
     const std::string piece = tok_.token_text(ev.token);
     if (output_) {
         Json e;
@@ -61,12 +61,11 @@ Json Completion::logprob_entry(const GenerationEvent& ev) const {
     }
     Json top = Json::object();
     for (const TokenLogprob& t : ev.top) top[tok_.token_text(t.token)] = t.logprob;
-    return Json{{"token", piece}, {"logprob", ev.logprob}, {"top", top}};
+    return Json{{"token", piece}, {"logprob", ev.logprob}, {"top", top}, {"text_offset", start}};
 }
 
-// A chat's {"content": [...]}, or the completions API's parallel lists (text_offset counted
-// from `offset`, the length of the text before these tokens).
-Json Completion::logprobs_json(const Json& entries, size_t offset) const {
+// A chat's {"content": [...]}, or the completions API's parallel lists.
+Json Completion::logprobs_json(const Json& entries) const {
     if (params_.top_logprobs < 0) return nullptr;
     if (output_) return Json{{"content", entries}};
     Json tokens = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
@@ -74,8 +73,7 @@ Json Completion::logprobs_json(const Json& entries, size_t offset) const {
         tokens.push_back(e["token"]);
         lps.push_back(e["logprob"]);
         tops.push_back(e["top"]);
-        offsets.push_back(offset);
-        offset += e["token"].get<std::string>().size();
+        offsets.push_back(e["text_offset"]);
     }
     return Json{{"tokens", tokens},
                 {"token_logprobs", lps},
@@ -100,11 +98,15 @@ Json Completion::chunk(Json delta_or_text, const Json& finish, Json logprobs) co
     return c;
 }
 
+int64_t Completion::completion_tokens() const {
+    return text_.stopped() ? taken_ : done_.generated_tokens;
+}
+
 Json Completion::usage() const {
     Json u;
     u["prompt_tokens"] = done_.prompt_tokens;
-    u["completion_tokens"] = done_.generated_tokens;
-    u["total_tokens"] = done_.prompt_tokens + done_.generated_tokens;
+    u["completion_tokens"] = completion_tokens();
+    u["total_tokens"] = done_.prompt_tokens + completion_tokens();
     u["prompt_tokens_details"] = {{"cached_tokens", done_.cached_tokens}};
     return u;
 }
@@ -114,12 +116,12 @@ Json Completion::timings() const {
     const int64_t prompt_n = d.prompt_tokens - d.cached_tokens;
     // The prompt's time runs from the first step that carries the request to its first token,
     // the generation's from there to the end (a request cut before a token has none).
-    const bool any = d.generated_tokens > 0;
+    const int64_t predicted_n = completion_tokens();
+    const bool any = predicted_n > 0;
     const double prompt_ms = any ? 1e3 * std::max(0.0, d.first_token_seconds - d.queue_seconds) : 0;
     const double predicted_ms =
         any ? 1e3 * std::max(0.0, d.total_seconds - d.first_token_seconds) : 0;
     // (Rates per generated token, the first included, as llama-server counts them.)
-    const int64_t predicted_n = d.generated_tokens;
     auto per_token = [](double ms, int64_t n) { return n > 0 ? ms / double(n) : 0.0; };
     auto per_second = [](double ms, int64_t n) { return ms > 0 ? 1e3 * double(n) / ms : 0.0; };
     Json t;
@@ -144,12 +146,23 @@ std::vector<Json> Completion::on_event(const GenerationEvent& ev) {
     const bool last = ev.kind == GenerationEvent::Kind::done;
     if (!last) {
         if (text_.stopped()) return out;  // made before the cancellation took effect
+        ++taken_;
+        const size_t start = text_.decoded();
         if (params_.top_logprobs >= 0) {
-            Json e = logprob_entry(ev);
+            Json e = logprob_entry(ev, start);
             logprobs_.push_back(e);
-            new_logprobs_.push_back(e);
+            pending_.push_back(std::move(e));
+            pending_starts_.push_back(start);
         }
         piece = text_.push(ev.token);
+        // The tokens of the stop string itself are no part of the answer (none of their text was
+        // released, so none of their entries was sent).
+        while (text_.stopped() && !pending_starts_.empty() &&
+               pending_starts_.back() >= text_.released()) {
+            pending_starts_.pop_back();
+            pending_.erase(pending_.size() - 1);
+            logprobs_.erase(logprobs_.size() - 1);
+        }
         if (output_) delta = output_->push(piece);
     } else {
         done_ = ev;
@@ -180,10 +193,15 @@ std::vector<Json> Completion::on_event(const GenerationEvent& ev) {
         if (output_ && output_->has_tool_calls()) finish_reason_ = "tool_calls";
     }
     const bool has_text = output_ ? !delta.empty() : !piece.empty();
-    if (has_text || (last && !new_logprobs_.empty())) {
-        out.push_back(chunk(output_ ? delta : Json(piece), nullptr,
-                            logprobs_json(new_logprobs_, all_text_.size())));
-        new_logprobs_ = Json::array();
+    if (has_text || (last && !pending_.empty())) {
+        // The entries of tokens whose text has begun to be released (at the end, all).
+        Json ready = Json::array();
+        size_t n = 0;
+        while (n < pending_starts_.size() && (last || pending_starts_[n] < text_.released())) ++n;
+        for (size_t i = 0; i < n; ++i) ready.push_back(std::move(pending_[i]));
+        pending_.erase(pending_.begin(), pending_.begin() + (std::ptrdiff_t)n);
+        pending_starts_.erase(pending_starts_.begin(), pending_starts_.begin() + (std::ptrdiff_t)n);
+        out.push_back(chunk(output_ ? delta : Json(piece), nullptr, logprobs_json(ready)));
     }
     if (!output_) all_text_ += piece;
     if (last) {
@@ -212,7 +230,7 @@ Json Completion::response() const {
         choice["message"] = message_;
     else
         choice["text"] = all_text_;
-    choice["logprobs"] = logprobs_json(logprobs_, 0);
+    choice["logprobs"] = logprobs_json(logprobs_);
     choice["finish_reason"] = finish_reason_;
     r["choices"] = Json::array({choice});
     r["usage"] = usage();

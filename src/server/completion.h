@@ -53,10 +53,12 @@ class Completion {
 
   private:
     using Json = nlohmann::ordered_json;
-    Json logprob_entry(const GenerationEvent& ev) const;
-    Json logprobs_json(const Json& entries, size_t offset) const;
+    // A token's entry; the completions API's carries the token's place in the text, `start`.
+    Json logprob_entry(const GenerationEvent& ev, size_t start) const;
+    Json logprobs_json(const Json& entries) const;
     Json chunk(Json delta_or_text, const Json& finish, Json logprobs) const;
     Json usage() const;
+    int64_t completion_tokens() const;
 
     const tokenizer::Tokenizer& tok_;
     std::string model_;
@@ -67,10 +69,16 @@ class Completion {
     int64_t created_;
     bool finished_ = false;
 
-    std::string all_text_;               // a text completion's whole text
-    Json message_;                       // a chat's final message
-    Json logprobs_ = Json::array();      // every token's entry (the whole answer)
-    Json new_logprobs_ = Json::array();  // entries not yet streamed
+    std::string all_text_;           // a text completion's whole text
+    Json message_;                   // a chat's final message
+    Json logprobs_ = Json::array();  // every token's entry (the whole answer)
+    // Entries not yet streamed, and where each token's text began (bytes of decoded text): an
+    // entry is streamed once some of its token's text is.
+    Json pending_ = Json::array();
+    std::vector<size_t> pending_starts_;
+    // Tokens taken into the answer: all that were generated, unless a stop string ended it, then
+    // those up to the one that completed it (the scheduler may make one more before it stops).
+    int64_t taken_ = 0;
     GenerationEvent done_;
     std::string finish_reason_;
     double prepare_seconds_ = 0;

@@ -32,13 +32,23 @@ TextStream::TextStream(const tokenizer::Tokenizer& tok, std::vector<std::string>
 std::string TextStream::push(int32_t token) {
     if (stop_.stopped()) return {};
     if (hide_eog_ && tok_.is_eog(token)) return {};
-    return stop_.push(decoder_.push(token));
+    const std::string text = decoder_.push(token);
+    decoded_ += text.size();
+    std::string out = stop_.push(text);
+    released_ += out.size();
+    return out;
 }
 
 std::string TextStream::finish() {
     std::string out;
-    if (!stop_.stopped()) out = stop_.push(decoder_.flush());
-    return out + stop_.flush();
+    if (!stop_.stopped()) {
+        const std::string text = decoder_.flush();
+        decoded_ += text.size();
+        out = stop_.push(text);
+    }
+    out += stop_.flush();
+    released_ += out.size();
+    return out;
 }
 
 }  // namespace dl::server

@@ -43,12 +43,18 @@ class TextStream {
     // What is left at the end of generation.
     std::string finish();
     bool stopped() const { return stop_.stopped(); }
+    // Bytes of text the tokens pushed so far decoded to, and bytes push() and finish() returned:
+    // a token that began at or past released() once stopped() is true lies wholly in the stop
+    // string (or after it).
+    size_t decoded() const { return decoded_; }
+    size_t released() const { return released_; }
 
   private:
     const tokenizer::Tokenizer& tok_;
     tokenizer::StreamDecoder decoder_;
     StopMatcher stop_;
     bool hide_eog_;
+    size_t decoded_ = 0, released_ = 0;
 };
 
 }  // namespace dl::server

@@ -131,6 +131,49 @@ TEST(Completion, LogprobsFollowEachApisShape) {
     EXPECT_EQ(t["top_logprobs"][0]["z"], -1.5f);
 }
 
+// A stop string spread over several tokens, and a token the scheduler made before the stop took
+// effect: the usage counts the tokens up to the one that completed the stop, the logprobs hold
+// none of the stop string's tokens, and the streamed entries are the answer's, each sent once some
+// of its token's text was.
+TEST(Completion, AStopStringsTokensAreNotInTheLogprobsOrTheUsage) {
+    for (bool chat : {true, false}) {
+        CompletionParams p;
+        p.stop = {"STOP"};
+        p.top_logprobs = 0;
+        Completion c(tok(), "m", p, chat ? plain_chat() : nullptr);
+        const std::vector<int32_t> ids = tok().encode("ab STOPx", false, false);
+        ASSERT_EQ(ids.size(), 8u);  // a token a character in this vocabulary
+        std::vector<Json> chunks;
+        for (int32_t id : ids) {
+            GenerationEvent e = token(id);
+            e.logprob = -1.f;
+            for (Json& j : c.on_event(e)) chunks.push_back(j);
+        }
+        for (Json& j : c.on_event(done(FinishReason::cancelled, 5, (int64_t)ids.size())))
+            chunks.push_back(j);
+        const Json r = c.response();
+        EXPECT_EQ(r["usage"]["completion_tokens"], 7) << chat;  // "ab STOP", not the x
+        EXPECT_EQ(r["timings"]["predicted_n"], 7) << chat;
+        Json streamed = Json::array();
+        for (const Json& j : chunks) {
+            const Json& lp = j["choices"][0]["logprobs"];
+            if (lp.is_null()) continue;
+            for (const Json& e : chat ? lp["content"] : lp["tokens"]) streamed.push_back(e);
+        }
+        const Json& lp = r["choices"][0]["logprobs"];
+        if (chat) {
+            ASSERT_EQ(lp["content"].size(), 3u);  // "a", "b", " "
+            EXPECT_EQ(lp["content"][2]["token"], " ");
+            EXPECT_EQ(streamed, lp["content"]);
+        } else {
+            EXPECT_EQ(r["choices"][0]["text"], "ab ");
+            EXPECT_EQ(lp["tokens"], Json::array({"a", "b", " "}));
+            EXPECT_EQ(lp["text_offset"], Json::array({0, 1, 2}));
+            EXPECT_EQ(streamed, lp["tokens"]);
+        }
+    }
+}
+
 TEST(Completion, ToolCallsFinishWithToolCalls) {
     ChatOutputFormat f;
     f.tool_calls = ToolCallSyntax::json_in_tags;
