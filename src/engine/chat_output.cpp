@@ -87,9 +87,7 @@ void ChatOutputParser::Section::add(std::string_view s, std::string& out) {
             if (started) held += c;
             continue;
         }
-        out += held;
-        all += held;
-        held.clear();
+        add_held(out);
         out += c;
         all += c;
         started = true;
@@ -114,6 +112,9 @@ ChatFinal ChatOutputParser::finish() {
     run(true, f.delta);
     finish_held(f.delta);
     reasoning_.end();
+    // The reply's own trailing whitespace stays (a cut-off or stopped reply ends where it was
+    // cut), except after a tool call, where it only separates markup.
+    if (calls_.empty()) content_.add_held(f.delta.content);
     content_.end();
     ojson m = ojson::object();
     m["role"] = "assistant";

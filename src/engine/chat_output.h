@@ -5,8 +5,9 @@
 // push() takes text pieces in any cut (a marker split across pieces is held back until it is
 // whole, never emitted as content) and returns what each piece adds; finish() flushes what is
 // held and returns the whole message. Tool-call markup never reaches content, except a call the
-// model left malformed, which is given back as text. Leading and trailing whitespace of
-// reasoning and content is dropped, as the templates drop it when they render them.
+// model left malformed, which is given back as text. The whitespace around the reasoning, at the
+// start of the content and before a tool call is dropped (it separates the parts; the templates
+// drop it when they render them); the content's trailing whitespace is kept.
 //
 // Syntaxes: Qwen3.5 / Qwen3-Coder XML (<tool_call>\n<function=NAME>\n<parameter=ARG>\nvalue\n
 // </parameter>\n</function>\n</tool_call>; each parameter streams as an arguments fragment once
@@ -84,6 +85,11 @@ class ChatOutputParser {
         bool started = false;
         std::string all;
         void add(std::string_view s, std::string& out);
+        void add_held(std::string& out) {
+            out += held;
+            all += held;
+            held.clear();
+        }
         void end() { held.clear(); }
     };
     struct Call {

@@ -177,7 +177,7 @@ TEST(ChatOutput, ReasoningOnlyWhereTheFormatHasIt) {
     EXPECT_FALSE(m.contains("reasoning_content"));
     m = parse_every_way(format(ToolCallSyntax::none, true), "  <think>\nx\n</think>\n\n y \n");
     EXPECT_EQ(m["reasoning_content"], "x");
-    EXPECT_EQ(m["content"], "y");
+    EXPECT_EQ(m["content"], "y \n");  // the reply's own end kept
     // Thinking switched off in the prompt: the reply is content only.
     m = parse_every_way(format(ToolCallSyntax::none, true), "Answer: <think> is a tag.");
     EXPECT_EQ(m["content"], "Answer: <think> is a tag.");

@@ -98,7 +98,7 @@ TEST(Completion, AStopStringEndsTheTextWithFinishStop) {
     EXPECT_TRUE(c.stopped());
     std::string content;
     for (const Json& j : chunks) content += j["choices"][0]["delta"].value("content", "");
-    EXPECT_EQ(content, "abc");  // the template-style trim drops the trailing space
+    EXPECT_EQ(content, "abc ");  // the text up to the stop string, its space included
     EXPECT_EQ(c.response()["choices"][0]["finish_reason"], "stop");
 }
 
