@@ -76,8 +76,8 @@ ChatOutputFormat ChatOutputFormat::detect(std::string_view source, std::string_v
         f.tool_calls = ToolCallSyntax::llama3_json;
     f.reasoning = contains(source, kThinkOpen);
     std::string_view p = trim(prompt);
-    f.starts_in_reasoning = f.reasoning && p.size() >= kThinkOpen.size() &&
-                            p.substr(p.size() - kThinkOpen.size()) == kThinkOpen;
+    f.starts_in_reasoning = f.reasoning && p.ends_with(kThinkOpen);
+    f.reasoning_closed_by_prompt = f.reasoning && p.ends_with(kThinkClose);
     return f;
 }
 

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/token_table.h"
+
 namespace dl {
 
 enum class ToolCallSyntax {
@@ -35,11 +37,18 @@ struct ChatOutputFormat {
     ToolCallSyntax tool_calls = ToolCallSyntax::none;
     bool reasoning = false;            // the model writes <think>...</think>
     bool starts_in_reasoning = false;  // the prompt opened <think>: the output begins inside it
+    // The prompt ends with a closed block (thinking switched off: "<think>\n\n</think>\n\n"):
+    // the reply is the answer, and a constraint lets no other block open.
+    bool reasoning_closed_by_prompt = false;
 
     // From the chat template's source (the architecture when the source says nothing) and the
-    // rendered prompt (whether it ends inside an open <think>).
+    // rendered prompt (whether it ends inside an open <think>, or after a closed one).
     static ChatOutputFormat detect(std::string_view template_source, std::string_view arch,
                                    std::string_view prompt = {});
+    // The thinking block a constraint lets the model write before the output it shapes.
+    ThinkBlock think_block() const {
+        return ThinkBlock(reasoning && !reasoning_closed_by_prompt, starts_in_reasoning);
+    }
 };
 
 struct ToolCallDelta {

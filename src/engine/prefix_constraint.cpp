@@ -6,17 +6,30 @@
 namespace dl {
 
 PrefixConstraint::PrefixConstraint(std::shared_ptr<const TokenTable> table, ThinkBlock think,
-                                   std::string opening)
-    : table_(std::move(table)), think_(std::move(think)), left_(std::move(opening)) {}
+                                   std::vector<std::string> openings)
+    : table_(std::move(table)), think_(std::move(think)), left_(std::move(openings)) {
+    // An empty opening leaves the output free from the start.
+    if (std::any_of(left_.begin(), left_.end(), [](const std::string& s) { return s.empty(); }))
+        left_.clear();
+    update_first();
+}
+
+void PrefixConstraint::update_first() {
+    first_.reset();
+    for (const std::string& s : left_) first_.set((uint8_t)s[0]);
+}
 
 bool PrefixConstraint::allowed(std::string_view t, uint8_t kind) const {
     if (think_.inside()) return kind != TokenTable::kEndOfTurn;
     if (left_.empty()) return true;
     if (kind == TokenTable::kEndOfTurn || t.empty()) return false;
     if (think_.may_open(t, started_)) return true;
-    // A token within what is left, or one that finishes it and goes on in free text.
-    return std::string_view(left_).starts_with(t) ||
-           (kind == TokenTable::kText && t.starts_with(left_));
+    // A token within what is left of some opening, or one that finishes it and goes on in free
+    // text.
+    return std::any_of(left_.begin(), left_.end(), [&](const std::string& s) {
+        return std::string_view(s).starts_with(t) ||
+               (kind == TokenTable::kText && t.starts_with(s));
+    });
 }
 
 int64_t PrefixConstraint::mask(std::span<float> logits) {
@@ -27,9 +40,9 @@ int64_t PrefixConstraint::mask(std::span<float> logits) {
     int64_t kept = 0;
     for (int64_t id = 0; id < n; ++id) {
         const uint8_t kind = table_->kind[id];
-        // Text that does not start with the next byte cannot continue the opening.
+        // Text that starts with no opening's next byte cannot continue one.
         const bool maybe = think_.inside() || kind != TokenTable::kText ||
-                           (uint8_t)table_->text((int32_t)id)[0] == (uint8_t)left_[0];
+                           first_.test((uint8_t)table_->text((int32_t)id)[0]);
         if (maybe && allowed(table_->text((int32_t)id), kind))
             ++kept;
         else
@@ -43,7 +56,17 @@ void PrefixConstraint::accept(int32_t token) {
     const std::string_view t = table_->text(token);
     if (think_.accept(t, started_) || left_.empty()) return;
     started_ = true;
-    left_.erase(0, std::min(left_.size(), t.size()));
+    std::vector<std::string> still;
+    for (std::string& s : left_) {
+        if (t.starts_with(s)) {  // written: the output is free
+            left_.clear();
+            first_.reset();
+            return;
+        }
+        if (std::string_view(s).starts_with(t)) still.push_back(s.substr(t.size()));
+    }
+    left_ = std::move(still);
+    update_first();
 }
 
 }  // namespace dl

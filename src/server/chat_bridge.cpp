@@ -93,10 +93,10 @@ ChatBridge::ToolChoice ChatBridge::tool_choice(const Json& body) {
     return c;
 }
 
-std::optional<std::string> ChatBridge::tool_call_opening(const Json& body,
-                                                         ToolCallSyntax syntax) const {
+std::vector<std::string> ChatBridge::tool_call_openings(const Json& body,
+                                                        ToolCallSyntax syntax) const {
     const ToolChoice c = tool_choice(body);
-    if (c.mode != ToolChoice::required && c.mode != ToolChoice::function) return std::nullopt;
+    if (c.mode != ToolChoice::required && c.mode != ToolChoice::function) return {};
     // A template that renders the same prompt without the tools never shows them to the model:
     // a call forced there would name a function the model was not told of.
     ChatRequest with = request(body), without = with;
@@ -105,21 +105,34 @@ std::optional<std::string> ChatBridge::tool_call_opening(const Json& body,
         bad_request(
             "'tool_choice' forces a tool call, and this model's chat template does not show "
             "the model the tools");
-    // The call's opening in the model's own syntax, up to the function's name (and past it when
-    // the request names one).
-    const bool named = c.mode == ToolChoice::function;
-    switch (syntax) {
-        case ToolCallSyntax::qwen_xml:
-            return std::string("<tool_call>\n<function=") + (named ? c.name + ">\n" : "");
-        case ToolCallSyntax::json_in_tags:
-            return std::string("<tool_call>\n{\"name\": ") + (named ? Json(c.name).dump() : "\"");
-        case ToolCallSyntax::llama3_json:
-            return std::string("{\"name\": ") + (named ? Json(c.name).dump() : "\"");
-        case ToolCallSyntax::none:
-            break;
+    // The call's opening in the model's own syntax, past the function's name (a JSON string
+    // where the syntax is JSON), so that the name is one of the request's.
+    auto opening = [&](const std::string& name) -> std::string {
+        switch (syntax) {
+            case ToolCallSyntax::qwen_xml:
+                return "<tool_call>\n<function=" + name + ">\n";
+            case ToolCallSyntax::json_in_tags:
+                return "<tool_call>\n{\"name\": " + Json(name).dump();
+            case ToolCallSyntax::llama3_json:
+                return "{\"name\": " + Json(name).dump();
+            case ToolCallSyntax::none:
+                break;
+        }
+        bad_request(
+            "'tool_choice' forces a tool call, and this model's chat template has no syntax for "
+            "one");
+    };
+    if (c.mode == ToolChoice::function) return {opening(c.name)};
+    std::vector<std::string> all;
+    for (const Json& tool : body["tools"]) {
+        const Json* f = tool.is_object() && tool.contains("function") ? &tool["function"] : nullptr;
+        if (!f || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string())
+            bad_request(
+                "each of 'tools' must be {{\"type\": \"function\", \"function\": "
+                "{{\"name\": ...}}}}");
+        all.push_back(opening((*f)["name"].get<std::string>()));
     }
-    bad_request(
-        "'tool_choice' forces a tool call, and this model's chat template has no syntax for one");
+    return all;
 }
 
 ChatRequest ChatBridge::request(const Json& body) const {

@@ -48,11 +48,12 @@ class ChatBridge {
     std::vector<int32_t> next_turn_prefix(const nlohmann::ordered_json& body,
                                           const nlohmann::ordered_json& reply) const;
     std::string render(const nlohmann::ordered_json& body) const;
-    // The text the output must open with when the request's tool_choice forces a call ("required"
-    // or a named function), in the model's syntax; none otherwise. ApiError 400 when the template
-    // has no tool-call syntax.
-    std::optional<std::string> tool_call_opening(const nlohmann::ordered_json& body,
-                                                 ToolCallSyntax syntax) const;
+    // The texts the output must open with one of when the request's tool_choice forces a call,
+    // in the model's syntax up to and past the function's name: the named function's, or
+    // ("required") each listed tool's; none otherwise. ApiError 400 when the template has no
+    // tool-call syntax or does not show the model the tools.
+    std::vector<std::string> tool_call_openings(const nlohmann::ordered_json& body,
+                                                ToolCallSyntax syntax) const;
     std::unique_ptr<ChatOutput> output(const ChatPrompt& prompt,
                                        const nlohmann::ordered_json& body) const;
     const std::string& template_source() const { return templater_.source(); }

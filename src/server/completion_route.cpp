@@ -173,7 +173,9 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     g.top_logprobs = p.top_logprobs;
     const ChatOutputFormat f = output ? output->format() : ChatOutputFormat{};
     g.constraint = output_constraint(
-        p, f, chat_route ? chat->tool_call_opening(body, f.tool_calls) : std::nullopt, [this] {
+        p, f,
+        chat_route ? chat->tool_call_openings(body, f.tool_calls) : std::vector<std::string>{},
+        [this] {
             std::call_once(token_table_once,
                            [this] { token_table = std::make_shared<const TokenTable>(*tok); });
             return token_table;

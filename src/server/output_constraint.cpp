@@ -9,12 +9,12 @@ namespace dl::server {
 
 std::shared_ptr<TokenConstraint> output_constraint(
     const CompletionParams& p, const ChatOutputFormat& format,
-    const std::optional<std::string>& opening,
+    const std::vector<std::string>& openings,
     const std::function<std::shared_ptr<const TokenTable>()>& table) {
-    if (p.json_object && opening)
+    if (p.json_object && !openings.empty())
         bad_request("'response_format' json_object and a forced 'tool_choice' exclude each other");
-    const ThinkBlock think(format.reasoning, format.starts_in_reasoning);
-    if (opening) return std::make_shared<PrefixConstraint>(table(), think, *opening);
+    const ThinkBlock think = format.think_block();
+    if (!openings.empty()) return std::make_shared<PrefixConstraint>(table(), think, openings);
     if (!p.json_object) return nullptr;
     std::shared_ptr<const JsonSchema> schema;
     if (!p.json_schema.is_null()) {

@@ -6,8 +6,8 @@
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/chat_output.h"
 #include "engine/token_constraint.h"
@@ -16,13 +16,13 @@
 
 namespace dl::server {
 
-// opening: the forced call's opening (ChatBridge::tool_call_opening); format: how the model
+// openings: a forced call's openings (ChatBridge::tool_call_openings); format: how the model
 // writes (its thinking block); table: the vocabulary's table, asked for only when a rule is
 // needed. Null when the request sets no rule; ApiError 400 for a schema the rule cannot enforce
 // or for both rules at once.
 std::shared_ptr<TokenConstraint> output_constraint(
     const CompletionParams& p, const ChatOutputFormat& format,
-    const std::optional<std::string>& opening,
+    const std::vector<std::string>& openings,
     const std::function<std::shared_ptr<const TokenTable>()>& table);
 
 }  // namespace dl::server

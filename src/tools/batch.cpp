@@ -133,7 +133,7 @@ std::vector<Line> read_lines(const std::string& text, const Engine& engine, cons
                 r.prompt = p.tokens;
                 const ChatOutputFormat f =
                     ChatOutputFormat::detect(templater.source(), templater.arch(), p.text);
-                think = ThinkBlock(f.reasoning, f.starts_in_reasoning);
+                think = f.think_block();
             } catch (const Error& e) {
                 fail("line {}: {}", n, e.what());
             }

@@ -204,9 +204,17 @@ TEST(ChatOutput, FormatFollowsTheTemplateAndThePrompt) {
     EXPECT_EQ(f.tool_calls, ToolCallSyntax::qwen_xml);
     EXPECT_TRUE(f.reasoning);
     EXPECT_TRUE(f.starts_in_reasoning);
+    EXPECT_FALSE(f.reasoning_closed_by_prompt);
     f = ChatOutputFormat::detect(template_text("Qwen-Qwen3.5.jinja"), "qwen35",
                                  "<|im_start|>assistant\n<think>\n\n</think>\n\n");
     EXPECT_FALSE(f.starts_in_reasoning);
+    // Thinking switched off: a constraint lets no block open before its output.
+    EXPECT_TRUE(f.reasoning_closed_by_prompt);
+    EXPECT_FALSE(f.think_block().may_open("<think>", false));
+    EXPECT_TRUE(ChatOutputFormat::detect(template_text("Qwen-Qwen3.5.jinja"), "qwen35",
+                                         "<|im_start|>assistant\n")
+                    .think_block()
+                    .may_open("<think>", false));
     f = ChatOutputFormat::detect(template_text("Qwen-Qwen3-0.6B.jinja"), "qwen3",
                                  "<|im_start|>assistant\n");
     EXPECT_EQ(f.tool_calls, ToolCallSyntax::json_in_tags);

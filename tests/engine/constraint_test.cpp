@@ -347,7 +347,7 @@ TEST(PrefixConstraint, TheOpeningComesFirstWhateverTheLogitsSay) {
     const std::vector<std::pair<int32_t, float>> lean = {{tok.eos(), 6.f},
                                                          {tok.find_token("</think>"), 3.f}};
     for (uint32_t seed = 1; seed <= 20; ++seed) {
-        PrefixConstraint c(table, ThinkBlock(false, false), opening);
+        PrefixConstraint c(table, ThinkBlock(false, false), {opening});
         bool ended = false;
         const std::string text = sample_under(tok, c, seed, 60, false, &ended, lean);
         EXPECT_TRUE(text.starts_with(opening)) << "seed " << seed << ": " << text;
@@ -355,17 +355,46 @@ TEST(PrefixConstraint, TheOpeningComesFirstWhateverTheLogitsSay) {
     }
     // After a thinking block the prompt opened.
     for (uint32_t seed = 1; seed <= 10; ++seed) {
-        PrefixConstraint c(table, ThinkBlock(true, true), opening);
+        PrefixConstraint c(table, ThinkBlock(true, true), {opening});
         bool ended = false;
         const std::string text = sample_under(tok, c, seed, 3000, true, &ended, lean);
         EXPECT_TRUE(text.starts_with(opening)) << "seed " << seed << ": " << text;
     }
 }
 
+// With several openings (a forced call to any of the request's functions), the output opens with
+// one of them, whole: a name that begins another ("get", "get_weather") is not left half written.
+TEST(PrefixConstraint, TheOutputOpensWithOneOfSeveral) {
+    const tokenizer::Tokenizer tok = json_vocab();
+    auto table = std::make_shared<const TokenTable>(tok);
+    const std::vector<std::string> openings = {"<tool_call>\n<function=get>\n",
+                                               "<tool_call>\n<function=get_weather>\n",
+                                               "<tool_call>\n<function=put>\n"};
+    const std::vector<std::pair<int32_t, float>> lean = {{tok.eos(), 6.f}};
+    int seen[3] = {};
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+        PrefixConstraint c(table, ThinkBlock(false, false), openings);
+        bool ended = false;
+        const std::string text = sample_under(tok, c, seed, 80, false, &ended, lean);
+        int which = -1;
+        for (int i = 0; i < 3; ++i)
+            if (text.starts_with(openings[(size_t)i])) which = i;
+        ASSERT_GE(which, 0) << "seed " << seed << ": " << text;
+        ++seen[which];
+    }
+    EXPECT_GT(seen[0] + seen[1], 0);
+    EXPECT_GT(seen[2], 0);
+    // A prompt that closed the thinking block lets no other open before the call.
+    std::vector<float> logits((size_t)tok.n_vocab(), 0.f);
+    PrefixConstraint closed(table, ThinkBlock(false, false), openings);
+    closed.mask(logits);
+    EXPECT_TRUE(std::isinf(logits[(size_t)tok.find_token("<think>")]));
+}
+
 TEST(PrefixConstraint, TheEndOfTurnWaitsForTheOpening) {
     const tokenizer::Tokenizer tok = json_vocab();
     auto table = std::make_shared<const TokenTable>(tok);
-    PrefixConstraint c(table, ThinkBlock(false, false), "{\"name\": \"");
+    PrefixConstraint c(table, ThinkBlock(false, false), {"{\"name\": \""});
     std::vector<float> logits((size_t)tok.n_vocab(), 0.f);
     // '{' and the token "{\"" continue it; nothing else does.
     EXPECT_EQ(c.mask(logits), 2);

@@ -140,9 +140,9 @@ TEST(ChatBridge, BadMessagesAndImpossibleToolChoicesAre400s) {
     }
 }
 
-// A forced tool call opens the output with the call's opening in the model's own syntax, up to
-// the function's name, or past it when the request names one; "auto" and "none" force nothing.
-// A template that does not show the model its tools refuses a forced call.
+// A forced tool call opens the output with the call's opening in the model's own syntax, past
+// the function's name: the named function's, or for "required" each listed tool's; "auto" and
+// "none" force nothing. A template that does not show the model its tools refuses a forced call.
 TEST(ChatBridge, AForcedToolCallOpensInTheModelsSyntax) {
     ChatBridge chat(qwen_tokenizer(), "qwen3",
                     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
@@ -150,34 +150,39 @@ TEST(ChatBridge, AForcedToolCallOpensInTheModelsSyntax) {
                     "<|im_start|>assistant\n");
     auto body = [](const char* choice) {
         return Json::parse(std::string(R"({"messages": [{"role": "user", "content": "x"}],
-            "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+            "tools": [{"type": "function", "function": {"name": "get_weather"}},
+                      {"type": "function", "function": {"name": "get"}}],
             "tool_choice": )") +
                            choice + "}");
     };
+    using V = std::vector<std::string>;
     const Json named = body(R"({"type": "function", "function": {"name": "get_weather"}})");
-    EXPECT_EQ(chat.tool_call_opening(body(R"("required")"), ToolCallSyntax::qwen_xml),
-              "<tool_call>\n<function=");
-    EXPECT_EQ(chat.tool_call_opening(named, ToolCallSyntax::qwen_xml),
-              "<tool_call>\n<function=get_weather>\n");
-    EXPECT_EQ(chat.tool_call_opening(named, ToolCallSyntax::json_in_tags),
-              "<tool_call>\n{\"name\": \"get_weather\"");
-    EXPECT_EQ(chat.tool_call_opening(named, ToolCallSyntax::llama3_json),
-              "{\"name\": \"get_weather\"");
-    EXPECT_EQ(chat.tool_call_opening(body(R"("auto")"), ToolCallSyntax::qwen_xml), std::nullopt);
-    EXPECT_EQ(chat.tool_call_opening(body(R"("none")"), ToolCallSyntax::qwen_xml), std::nullopt);
-    EXPECT_THROW(chat.tool_call_opening(named, ToolCallSyntax::none), ApiError);
+    EXPECT_EQ(chat.tool_call_openings(body(R"("required")"), ToolCallSyntax::qwen_xml),
+              (V{"<tool_call>\n<function=get_weather>\n", "<tool_call>\n<function=get>\n"}));
+    EXPECT_EQ(chat.tool_call_openings(body(R"("required")"), ToolCallSyntax::json_in_tags),
+              (V{"<tool_call>\n{\"name\": \"get_weather\"", "<tool_call>\n{\"name\": \"get\""}));
+    EXPECT_EQ(chat.tool_call_openings(named, ToolCallSyntax::qwen_xml),
+              V{"<tool_call>\n<function=get_weather>\n"});
+    EXPECT_EQ(chat.tool_call_openings(named, ToolCallSyntax::json_in_tags),
+              V{"<tool_call>\n{\"name\": \"get_weather\""});
+    EXPECT_EQ(chat.tool_call_openings(named, ToolCallSyntax::llama3_json),
+              V{"{\"name\": \"get_weather\""});
+    EXPECT_TRUE(chat.tool_call_openings(body(R"("auto")"), ToolCallSyntax::qwen_xml).empty());
+    EXPECT_TRUE(chat.tool_call_openings(body(R"("none")"), ToolCallSyntax::qwen_xml).empty());
+    EXPECT_THROW(chat.tool_call_openings(named, ToolCallSyntax::none), ApiError);
     ChatBridge blind(qwen_tokenizer(), "qwen3", "");  // the built-in ChatML shows no tools
-    EXPECT_THROW(blind.tool_call_opening(named, ToolCallSyntax::qwen_xml), ApiError);
-    EXPECT_EQ(blind.tool_call_opening(body(R"("auto")"), ToolCallSyntax::qwen_xml), std::nullopt);
+    EXPECT_THROW(blind.tool_call_openings(named, ToolCallSyntax::qwen_xml), ApiError);
+    EXPECT_TRUE(blind.tool_call_openings(body(R"("auto")"), ToolCallSyntax::qwen_xml).empty());
     // A name is written as JSON writes a string where the syntax is JSON.
     Json quoted = named;
     quoted["tools"][0]["function"]["name"] = quoted["tool_choice"]["function"]["name"] = "a\"b";
-    EXPECT_EQ(chat.tool_call_opening(quoted, ToolCallSyntax::llama3_json), "{\"name\": \"a\\\"b\"");
+    EXPECT_EQ(chat.tool_call_openings(quoted, ToolCallSyntax::llama3_json),
+              V{"{\"name\": \"a\\\"b\""});
     // The output parser reads the forced opening and what a model writes after it as one call.
     ChatOutputFormat f;
     f.tool_calls = ToolCallSyntax::qwen_xml;
     ChatOutputParser parser(f);
-    parser.push(*chat.tool_call_opening(named, ToolCallSyntax::qwen_xml));
+    parser.push(chat.tool_call_openings(named, ToolCallSyntax::qwen_xml)[0]);
     parser.push("<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>");
     const ChatFinal done = parser.finish();
     ASSERT_TRUE(done.message.contains("tool_calls")) << done.message.dump();
