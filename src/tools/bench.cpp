@@ -131,34 +131,36 @@ double measure_fma_gflops(ThreadPool& pool) {
     return best;
 }
 
-// Eight independent chains of the integer multiply-adds the quantized dot products are made of
+// Independent chains of the integer multiply-adds the quantized dot products are made of
 // (maddubs: 32 u8 x s8 products summed in pairs, then madd and add into 32-bit lanes; with
-// AVX-512 VNNI, the kernels' pair sums go into the lanes by one vpdpwssd instead). The empty asm
-// makes each chain's bytes opaque to the compiler, so the products are formed every step rather
-// than hoisted out of the loop (which left only the adds to time).
-#define DL_INT8_CHAINS(add_pairs)                                        \
-    __m256i acc[8], xs[8];                                               \
+// AVX-512 VNNI, the kernels' pair sums go into the lanes by one vpdpwssd instead, whose latency
+// needs twelve chains, and the 32 vector registers hold them). The empty asm makes each chain's
+// bytes opaque to the compiler, so the products are formed every step rather than hoisted out of
+// the loop (which left only the adds to time).
+#define DL_INT8_CHAINS(n, reg, add_pairs)                                \
+    __m256i acc[n], xs[n];                                               \
     const __m256i y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1); \
-    for (int k = 0; k < 8; ++k) {                                        \
+    for (int k = 0; k < n; ++k) {                                        \
         xs[k] = _mm256_set1_epi8((char)(3 + seed + k));                  \
         acc[k] = _mm256_set1_epi32(k);                                   \
     }                                                                    \
     for (int64_t i = 0; i < iters; ++i)                                  \
-        for (int k = 0; k < 8; ++k) {                                    \
-            asm volatile("" : "+x"(xs[k]));                              \
+        for (int k = 0; k < n; ++k) {                                    \
+            asm volatile("" : reg(xs[k]));                               \
             acc[k] = add_pairs(acc[k], _mm256_maddubs_epi16(xs[k], y));  \
         }                                                                \
     __m256i s = acc[0];                                                  \
-    for (int k = 1; k < 8; ++k) s = _mm256_add_epi32(s, acc[k]);         \
+    for (int k = 1; k < n; ++k) s = _mm256_add_epi32(s, acc[k]);         \
     return _mm256_extract_epi32(s, 0);
 #define DL_ADD_PAIRS_AVX2(a, p) _mm256_add_epi32(a, _mm256_madd_epi16(p, ones))
 #define DL_ADD_PAIRS_VNNI(a, p) _mm256_dpwssd_epi32(a, p, ones)
+constexpr int kAvx2Chains = 8, kVnniChains = 12;
 __attribute__((target("avx2"))) int32_t int8_chains_avx2(int64_t iters, int seed) {
-    DL_INT8_CHAINS(DL_ADD_PAIRS_AVX2)
+    DL_INT8_CHAINS(kAvx2Chains, "+x", DL_ADD_PAIRS_AVX2)
 }
 __attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) int32_t int8_chains_vnni(int64_t iters,
                                                                                      int seed) {
-    DL_INT8_CHAINS(DL_ADD_PAIRS_VNNI)
+    DL_INT8_CHAINS(kVnniChains, "+v", DL_ADD_PAIRS_VNNI)
 }
 #undef DL_INT8_CHAINS
 #undef DL_ADD_PAIRS_AVX2
@@ -177,7 +179,8 @@ double measure_int8_gops(ThreadPool& pool) {
         pool.run(pool.size(), [&](int64_t, int t) {
             sinks[t] += vnni ? int8_chains_vnni(iters, t) : int8_chains_avx2(iters, t);
         });
-        double ops = double(iters) * 8 * 32 * 2 * pool.size();
+        const int chains = vnni ? kVnniChains : kAvx2Chains;
+        double ops = double(iters) * chains * 32 * 2 * pool.size();
         best = std::max(best, ops / seconds_since(t0) / 1e9);
     }
     volatile int32_t keep = 0;
@@ -191,6 +194,9 @@ struct ModelFacts {
     uint64_t tg_bytes = 0;           // weight bytes one decoded token reads
     uint64_t matmul_params = 0;      // weights multiplied per token (embedding lookup excluded)
     uint64_t int8_params = 0;        // of those, the ones whose dot products run on int8
+    uint64_t head_params = 0;        // of those, the output head's (a prompt multiplies it once,
+                                     // for its last row's logits, as llama-bench's pp does)
+    bool head_int8 = false;
 };
 
 ModelFacts model_facts(const Model& m) {
@@ -227,6 +233,10 @@ ModelFacts model_facts(const Model& m) {
         }
     }
     add(m.output);
+    if (m.output) {
+        f.head_params = (uint64_t)m.output->n_elements();
+        f.head_int8 = quant::vec_dot_type(m.output->type) != QType::F32;
+    }
     return f;
 }
 
@@ -406,23 +416,26 @@ int bench(const BenchArgs& a) {
     const std::string model_name = std::filesystem::path(a.model).filename().string();
     const double size_gib = double(facts.file_tensor_bytes) / double(1ull << 30);
     const double params_b = double(facts.n_params) / 1e9;
-    // Tokens/s when every multiply-add runs at the peak rate of its arithmetic.
-    auto compute_ceiling = [&]() -> double {
+    // Tokens/s when every multiply-add runs at the peak rate of its arithmetic, the output head's
+    // counted for `head_rows` of every token (a prompt's last row only: 1 / its length).
+    auto compute_ceiling = [&](double head_rows) -> double {
         if (peak <= 0) return 0;
-        const double f32 = double(facts.matmul_params - (int8_peak > 0 ? facts.int8_params : 0));
-        const double int8 = int8_peak > 0 ? double(facts.int8_params) : 0;
+        const double head = double(facts.head_params) * (1.0 - head_rows);
+        double int8 = int8_peak > 0 ? double(facts.int8_params) : 0;
+        double f32 = double(facts.matmul_params) - int8;
+        (int8_peak > 0 && facts.head_int8 ? int8 : f32) -= head;
         const double s = 2.0 * f32 / (peak * 1e9) + (int8 > 0 ? 2.0 * int8 / (int8_peak * 1e9) : 0);
         return s > 0 ? 1.0 / s : 0;
     };
     auto ceiling = [&](const Test& t) -> double {
-        if (t.n_prompt > 0) return compute_ceiling();
+        if (t.n_prompt > 0) return compute_ceiling(1.0 / double(t.n_prompt));
         return bw > 0 ? bw * 1e9 / double(facts.tg_bytes) : 0;
     };
     // B sequences read the weights once per step: B times the single stream's bandwidth floor,
     // until the step's arithmetic is the bound.
     auto batched_ceiling = [&](const BatchedTest& t) -> double {
         const double mem = bw > 0 ? double(t.n_seq) * bw * 1e9 / double(facts.tg_bytes) : 0;
-        const double cmp = compute_ceiling();
+        const double cmp = compute_ceiling(1.0);
         if (mem > 0 && cmp > 0) return std::min(mem, cmp);
         return mem > 0 ? mem : cmp;
     };
@@ -436,6 +449,7 @@ int bench(const BenchArgs& a) {
         j["n_params"] = facts.n_params;
         j["tg_bytes_per_token"] = facts.tg_bytes;
         j["matmul_params"] = facts.matmul_params;
+        j["head_params"] = facts.head_params;
         j["device"] = ex.name();
         j["threads"] = on_cpu ? pool.size() : 0;
         j["reps"] = a.reps;
@@ -537,10 +551,10 @@ int bench(const BenchArgs& a) {
     }
     std::printf(
         "\nfloors: tg reads %s of weights per token; bandwidth %s; pp multiplies %.3f B "
-        "weights per token (2 FLOP each); peak %s%s\n",
+        "weights per token (2 FLOP each), the output head's %.3f B once a prompt; peak %s%s\n",
         human_bytes(facts.tg_bytes).c_str(),
         bw > 0 ? fmt::format("{:.1f} GB/s, {}", bw, bw_src).c_str() : "unknown (--bw-gbps)",
-        double(facts.matmul_params) / 1e9,
+        double(facts.matmul_params - facts.head_params) / 1e9, double(facts.head_params) / 1e9,
         peak > 0 ? fmt::format("{:.1f} GFLOP/s, {}", peak, peak_src).c_str()
                  : "unknown (--peak-gflops)",
         show_depth ? "; neither floor counts the attention over the depth" : "");
