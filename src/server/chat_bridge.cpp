@@ -140,6 +140,8 @@ ChatRequest ChatBridge::request(const Json& body) const {
     auto m = body.find("messages");
     if (m == body.end() || m->is_null()) bad_request("'messages' is required");
     if (!m->is_array() || m->empty()) bad_request("'messages' must be a non-empty list");
+    if (m->size() > kMaxMessages)
+        bad_request("'messages' holds {} messages; at most {} are taken", m->size(), kMaxMessages);
     r.messages = *m;
     const ToolChoice choice = tool_choice(body);
     if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {

@@ -13,6 +13,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 struct TooDeep {};
+struct TooManyKeys {
+    bool one_object;
+};
 
 const Json* field(const Json& body, const char* key) {
     auto it = body.find(key);
@@ -60,17 +63,35 @@ int64_t get_int_in(const Json& body, const char* key, int64_t fallback, int64_t 
 }  // namespace
 
 Json parse_body(std::string_view body) {
+    // The parser would take a NUL byte for the end of the text and ignore what follows; JSON
+    // never holds one (a string escapes it).
+    if (size_t at = body.find('\0'); at != std::string_view::npos)
+        bad_request("the request body is not valid JSON: a NUL byte at offset {}", at);
     Json j;
     try {
         // The parser itself is iterative; the callback refuses deep nesting before anything
-        // recursive (a template, a dump) walks the value.
-        Json::parser_callback_t depth_check = [](int depth, Json::parse_event_t, Json&) {
+        // recursive (a template, a dump) walks the value, and objects of more keys than their
+        // ordered insertion can take in quickly.
+        std::vector<size_t> keys;  // of each object open now, innermost last
+        size_t all_keys = 0;
+        Json::parser_callback_t check = [&](int depth, Json::parse_event_t ev, Json&) {
             if (depth > kMaxJsonDepth) throw TooDeep{};
+            using E = Json::parse_event_t;
+            if (ev == E::object_start) keys.push_back(0);
+            if (ev == E::object_end && !keys.empty()) keys.pop_back();
+            if (ev == E::key) {
+                if (!keys.empty() && ++keys.back() > kMaxObjectKeys) throw TooManyKeys{true};
+                if (++all_keys > kMaxBodyKeys) throw TooManyKeys{false};
+            }
             return true;
         };
-        j = Json::parse(body.begin(), body.end(), depth_check);
+        j = Json::parse(body.begin(), body.end(), check);
     } catch (const TooDeep&) {
         bad_request("the request body nests JSON deeper than {} levels", kMaxJsonDepth);
+    } catch (const TooManyKeys& e) {
+        if (e.one_object)
+            bad_request("an object in the request body has more than {} keys", kMaxObjectKeys);
+        bad_request("the request body has more than {} keys in all", kMaxBodyKeys);
     } catch (const nlohmann::json::exception& e) {
         // e.what() names the byte and what was expected; drop nlohmann's bracketed prefix.
         std::string why = e.what();

@@ -16,6 +16,11 @@ namespace dl::server {
 
 // Deeper nesting than this is refused (templates and dumps recurse over the values).
 constexpr int kMaxJsonDepth = 64;
+// Keys an object of the body may have, and the body all told: the parser keeps each object's
+// keys in order, so an object's keys cost the square of their number to take in.
+constexpr size_t kMaxObjectKeys = 1024, kMaxBodyKeys = 131072;
+// Messages a chat may hold (each is rendered and tokenized before the context is checked).
+constexpr size_t kMaxMessages = 16384;
 
 // Parses a request body that must be a JSON object; ApiError 400 otherwise.
 nlohmann::ordered_json parse_body(std::string_view body);

@@ -1,6 +1,7 @@
 // The HTTP side of `deltallm serve` (see server.h): the HTTP library's setup, the routes,
 // authentication, errors and the server's lifecycle. A completion request's own handling is in
 // completion_route.cpp.
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -42,6 +43,14 @@ std::string body_too_large(size_t max_body) {
 // transfer coding.) A body with two lengths, or a length beside chunks, is refused rather than
 // guessed, as HTTP/1.1 allows.
 std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_body) {
+    // HTTP allows no control character but tab in a header (the library would keep one, and a
+    // NUL would cut the value short wherever it is read as a C string: an API key among them).
+    for (const auto& [name, value] : req.headers)
+        for (const std::string* s : {&name, &value})
+            for (unsigned char c : *s)
+                if ((c < 0x20 && c != '\t') || c == 0x7f)
+                    return ApiError(400, fmt::format("the header '{}' holds a control character",
+                                                     printable(name)));
     const size_t codings = req.get_header_value_count("Transfer-Encoding");
     const size_t lengths = req.get_header_value_count("Content-Length");
     if (codings > 0) {
@@ -68,6 +77,10 @@ std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_bo
             return ApiError(400, "the request has two different Content-Length headers");
         length = v;
     }
+    // A request with neither has no body (RFC 9112, 6.3); the library would wait for one until
+    // the connection closed.
+    if (lengths == 0 && (req.method == "POST" || req.method == "PUT" || req.method == "PATCH"))
+        return ApiError(411, "the request has no body: send its JSON with a Content-Length");
     // A body somewhat over the limit is read and dropped by the library before its 413, so that
     // a client that sends it whole before reading gets the answer; one far over it is not.
     if (!length.empty() && std::stoull(length) > 4 * (uint64_t)max_body)
@@ -98,6 +111,9 @@ httplib::Server::Handler Server::Impl::guarded(httplib::Server::Handler f) {
             log::warn("{} {}: {}", req.method, req.path, e.what());
             reply_error(res, 500, std::string("internal error: ") + e.what());
         }
+        // A large body's parsed value and rendered prompt leave many freed pages in the
+        // allocator's arenas; they go back to the system rather than stay for good.
+        if (req.body.size() > (1u << 20)) malloc_trim(0);
     };
 }
 
@@ -264,7 +280,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
         if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
 
         if (!s.opt.api_keys.empty()) {
-            const std::string auth = req.get_header_value("Authorization");
+            const auto at = req.headers.find("Authorization");
+            const std::string auth = at == req.headers.end() ? std::string() : at->second;
             const std::string bearer = "Bearer ";
             bool ok = false;
             if (auth.compare(0, bearer.size(), bearer) == 0) {

@@ -116,6 +116,20 @@ def huge_body(srv):
         c.close()
 
 
+def many_keys_and_messages(srv):
+    """Objects of very many keys, and chats of very many messages, are refused quickly (the
+    parser keeps keys in order: their cost grows as the square of their number)."""
+    wide = {f"k{i}": 0 for i in range(300000)}
+    wide["messages"] = MSG
+    t = time.time()
+    expect_error(srv, 400, wide, says="keys")
+    expect_error(srv, 400, {"messages": MSG, "response_format": {"type": "json_schema",
+                 "json_schema": {"schema": {"type": "object", "properties": {
+                     f"p{i}": {"type": "integer"} for i in range(80000)}}}}}, says="keys")
+    expect_error(srv, 400, {"messages": [{"role": "user", "content": ""}] * 60000}, says="messages")
+    assert time.time() - t < 10, f"refused after {time.time() - t:.1f} s"
+
+
 def unknown_model_and_route(srv):
     expect_error(srv, 404, {"model": "gpt-9", "messages": MSG}, says="gpt-9")
     expect_error(srv, 404, None, path="/v1/models/gpt-9", method="GET")
@@ -169,6 +183,11 @@ def bad_framing(srv):
         (400, f"Transfer-Encoding: gzip\r\n\r\n{body}"),
         (400, f"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"
               f"{len(body):x}\r\n{body}\r\n0\r\n\r\n"),
+        # Neither length nor chunks: no body (the library would wait for one until the close).
+        (411, "\r\n"),
+        # A control character in a header, and a NUL in the body (JSON never holds one).
+        (400, f"X-A: a\x00b\r\nContent-Length: {len(body)}\r\n\r\n{body}"),
+        (400, f"Content-Length: {len(body) + 4}\r\n\r\n{body}\x00xyz"),
     ]
     for want, rest in cases:
         t = time.time()
@@ -373,6 +392,10 @@ def keys(binary):
                      headers={"Authorization": "Bearer sk-righ"})
         expect_error(srv, 401, None, path="/v1/models", method="GET",
                      headers={"Authorization": "Basic sk-right"})
+        # The right key with more after a NUL is refused (no reader may cut the value short).
+        status, data = raw_exchange(srv, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"
+                                    b"Authorization: Bearer sk-right\x00junk\r\n\r\n")
+        assert status in (400, 401), (status, data[:200])
         status, _ = srv.json("POST", CHAT, {"messages": MSG, "max_tokens": 1},
                              headers={"Authorization": "Bearer sk-right"})
         assert status == 200, status
@@ -532,6 +555,7 @@ def main():
         checks.run("negative, huge and too-long max_tokens are 400s", bad_max_tokens, srv)
         checks.run("a 10 MB body is a 413", huge_body, srv)
         checks.run("unknown models and routes are 404s", unknown_model_and_route, srv)
+        checks.run("very many keys or messages are a quick 400", many_keys_and_messages, srv)
         checks.run("a body of no plain length is refused at once", bad_framing, srv)
         checks.run("a slow client is served, and others meanwhile", slow_client, srv)
         checks.run("a client that leaves mid-stream cancels its request",
