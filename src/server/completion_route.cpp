@@ -137,7 +137,8 @@ std::vector<int32_t> Server::Impl::completion_prompt(const Json& body) const {
 void Server::Impl::complete(const httplib::Request& req, httplib::Response& res, bool chat_route) {
     const auto received = std::chrono::steady_clock::now();
     const Json body = parse_body(req.body);
-    CompletionParams p = parse_completion_params(body, chat_route, n_ctx, random_seed());
+    CompletionParams p =
+        parse_completion_params(body, chat_route, n_ctx, tok->n_vocab(), random_seed());
     check_model(p.model);
 
     GenerationRequest g;

@@ -2,12 +2,15 @@
 
 #include "core/error.h"
 #include "engine/json_constraint.h"
+#include "engine/logit_bias.h"
 #include "engine/prefix_constraint.h"
 #include "server/api_error.h"
 
 namespace dl::server {
 
-std::shared_ptr<TokenConstraint> output_constraint(
+namespace {
+
+std::shared_ptr<TokenConstraint> shape_constraint(
     const CompletionParams& p, const ChatOutputFormat& format,
     const std::vector<std::string>& openings,
     const std::function<std::shared_ptr<const TokenTable>()>& table) {
@@ -25,6 +28,17 @@ std::shared_ptr<TokenConstraint> output_constraint(
         }
     }
     return std::make_shared<JsonConstraint>(table(), think, schema);
+}
+
+}  // namespace
+
+std::shared_ptr<TokenConstraint> output_constraint(
+    const CompletionParams& p, const ChatOutputFormat& format,
+    const std::vector<std::string>& openings,
+    const std::function<std::shared_ptr<const TokenTable>()>& table) {
+    std::shared_ptr<TokenConstraint> shape = shape_constraint(p, format, openings, table);
+    if (p.logit_bias.empty()) return shape;
+    return std::make_shared<LogitBias>(p.logit_bias, std::move(shape));
 }
 
 }  // namespace dl::server

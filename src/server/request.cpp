@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/printable.h"
 #include "server/api_error.h"
 
 namespace dl::server {
@@ -126,7 +127,7 @@ std::string get_string(const Json& body, const char* key, const std::string& fal
 }
 
 CompletionParams parse_completion_params(const Json& body, bool chat, int64_t n_ctx,
-                                         uint64_t random_seed) {
+                                         int64_t n_vocab, uint64_t random_seed) {
     CompletionParams p;
     p.model = get_string(body, "model", "");
     p.stream = get_bool(body, "stream", false);
@@ -194,6 +195,28 @@ CompletionParams parse_completion_params(const Json& body, bool chat, int64_t n_
             if (n >= 0) p.top_logprobs = (int32_t)n;
         }
     }
+
+    // {"token id": bias}, as OpenAI takes it (the ids as strings: JSON's keys are).
+    if (const Json* lb = field(body, "logit_bias")) {
+        if (!lb->is_object()) bad_request("'logit_bias' must be an object of token ids to biases");
+        for (const auto& [key, v] : lb->items()) {
+            int64_t id = -1;
+            const bool digits = !key.empty() && key.size() <= 10 &&
+                                key.find_first_not_of("0123456789") == std::string::npos;
+            if (digits) id = std::stoll(key);
+            if (id < 0 || id >= n_vocab)
+                bad_request("'logit_bias' names '{}', which is no token id of the vocabulary of {}",
+                            printable(key), n_vocab);
+            if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < -100 ||
+                v.get<double>() > 100)
+                bad_request("'logit_bias' of token {} must be a number from -100 to 100", id);
+            p.logit_bias.emplace_back((int32_t)id, v.get<float>());
+        }
+    }
+    // OpenAI's fields this server takes and does not need, checked for their types.
+    get_bool(body, "parallel_tool_calls", true);
+    get_string(body, "user", "");
+    get_string(body, "reasoning_effort", "");
 
     if (get_int_in(body, "n", 1, 1, 1 << 30) != 1)
         bad_request("'n' must be 1: one choice per request is supported");

@@ -38,12 +38,15 @@ struct CompletionParams {
     // to the schema when there is one (null: none).
     bool json_object = false;
     nlohmann::ordered_json json_schema;
+    // logit_bias: (token, bias) pairs, each bias from -100 to 100.
+    std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // The shared fields of /v1/chat/completions (chat = true) and /v1/completions. n_ctx bounds
-// max_tokens; random_seed is the seed when the request has none.
+// max_tokens; n_vocab the token ids of logit_bias; random_seed is the seed when the request has
+// none.
 CompletionParams parse_completion_params(const nlohmann::ordered_json& body, bool chat,
-                                         int64_t n_ctx, uint64_t random_seed);
+                                         int64_t n_ctx, int64_t n_vocab, uint64_t random_seed);
 
 // Small typed readers, exported for the other routes: each returns the fallback when the field
 // is absent or null and throws ApiError 400 when it has another type.

@@ -15,6 +15,7 @@
 #include "core/json_text.h"
 #include "engine/json_constraint.h"
 #include "engine/json_schema.h"
+#include "engine/logit_bias.h"
 #include "engine/prefix_constraint.h"
 #include "engine/sampler.h"
 #include "tokenizer/tiny_vocab.h"
@@ -389,6 +390,35 @@ TEST(PrefixConstraint, TheOutputOpensWithOneOfSeveral) {
     PrefixConstraint closed(table, ThinkBlock(false, false), openings);
     closed.mask(logits);
     EXPECT_TRUE(std::isinf(logits[(size_t)tok.find_token("<think>")]));
+}
+
+// logit_bias adds to the named tokens' logits (-100 rules one out), then hands the logits to the
+// request's other rule, which still has the last word.
+TEST(LogitBias, AddsThenLeavesTheRestToTheOtherRule) {
+    std::vector<float> logits = {1.f, 2.f, 3.f, 4.f};
+    LogitBias alone({{1, -100.f}, {2, 5.f}, {7, 1.f}}, nullptr);
+    EXPECT_EQ(alone.mask(logits), 3);
+    EXPECT_EQ(logits[0], 1.f);
+    EXPECT_TRUE(std::isinf(logits[1]));
+    EXPECT_EQ(logits[2], 8.f);
+    const tokenizer::Tokenizer tok = json_vocab();
+    auto table = std::make_shared<const TokenTable>(tok);
+    auto inner = std::make_shared<PrefixConstraint>(table, ThinkBlock(false, false),
+                                                    std::vector<std::string>{"{"});
+    LogitBias biased({{'{', -100.f}, {'x', 50.f}}, inner);
+    std::vector<float> all((size_t)tok.n_vocab(), 0.f);
+    const int64_t kept = biased.mask(all);
+    EXPECT_TRUE(std::isinf(all['{']));  // the bias ruled it out
+    EXPECT_TRUE(std::isinf(all['x']));  // the opening rules it out
+    // What is left: the longer tokens that open with '{', and nothing else.
+    int64_t finite = 0;
+    for (size_t id = 0; id < all.size(); ++id)
+        if (std::isfinite(all[id])) {
+            ++finite;
+            EXPECT_TRUE(table->text((int32_t)id).starts_with("{")) << id;
+        }
+    EXPECT_EQ(kept, finite);
+    EXPECT_GT(kept, 0);
 }
 
 TEST(PrefixConstraint, TheEndOfTurnWaitsForTheOpening) {

@@ -15,7 +15,7 @@ using Json = nlohmann::ordered_json;
 // The status and message of the ApiError the body's parameters raise (0 and "" for none).
 std::pair<int, std::string> refusal(const std::string& body, bool chat = true) {
     try {
-        parse_completion_params(parse_body(body), chat, 4096, 7);
+        parse_completion_params(parse_body(body), chat, 4096, 1000, 7);
     } catch (const ApiError& e) {
         return {e.status(), e.what()};
     }
@@ -44,7 +44,7 @@ TEST(RequestBody, DeepNestingIsRefusedBeforeAnythingWalksIt) {
 }
 
 TEST(RequestFields, DefaultsWhenAbsent) {
-    CompletionParams p = parse_completion_params(parse_body("{}"), true, 4096, 99);
+    CompletionParams p = parse_completion_params(parse_body("{}"), true, 4096, 1000, 99);
     EXPECT_EQ(p.max_tokens, -1);
     EXPECT_EQ(p.sampling.seed, 99u);
     EXPECT_FALSE(p.stream);
@@ -58,7 +58,7 @@ TEST(RequestFields, ReadsTheSamplingFields) {
                       "stop": ["a", "b"], "stream": true,
                       "stream_options": {"include_usage": true},
                       "logprobs": true, "top_logprobs": 3})"),
-        true, 4096, 1);
+        true, 4096, 1000, 1);
     EXPECT_EQ(p.sampling.temperature, 0.0f);
     EXPECT_EQ(p.sampling.top_p, 0.5f);
     EXPECT_EQ(p.sampling.top_k, 7);
@@ -113,19 +113,41 @@ TEST(RequestFields, UnsupportedFeaturesSaySo) {
     const CompletionParams js = parse_completion_params(
         parse_body(
             R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})"),
-        true, 64, 1);
+        true, 64, 1000, 1);
     EXPECT_TRUE(js.json_object);
     EXPECT_TRUE(js.json_schema.is_object());
-    EXPECT_TRUE(parse_completion_params(
-                    parse_body(R"({"response_format": {"type": "json_object"}})"), true, 64, 1)
-                    .json_object);
+    EXPECT_TRUE(
+        parse_completion_params(parse_body(R"({"response_format": {"type": "json_object"}})"), true,
+                                64, 1000, 1)
+            .json_object);
     EXPECT_EQ(refusal(R"({"presence_penalty": 2.5})").first, 400);  // OpenAI's range is -2..2
     EXPECT_EQ(refusal(R"({"frequency_penalty": 0, "presence_penalty": 0, "n": 1})").first, 0);
     EXPECT_EQ(refusal(R"({"response_format": {"type": "text"}})").first, 0);
 }
 
+// logit_bias: token ids of the vocabulary (as JSON's string keys) to numbers from -100 to 100;
+// OpenAI's fields the server does not need are still checked for their types.
+TEST(RequestFields, LogitBiasAndTheOtherOpenAIFields) {
+    const CompletionParams p = parse_completion_params(
+        parse_body(R"({"logit_bias": {"5": -100, "999": 2.5}})"), true, 64, 1000, 1);
+    ASSERT_EQ(p.logit_bias.size(), 2u);
+    EXPECT_EQ(p.logit_bias[0], (std::pair<int32_t, float>{5, -100.f}));
+    EXPECT_EQ(p.logit_bias[1], (std::pair<int32_t, float>{999, 2.5f}));
+    for (const char* bad :
+         {R"({"logit_bias": [1, 2]})", R"({"logit_bias": {"abc": 5}})",
+          R"({"logit_bias": {"5": "x"}})", R"({"logit_bias": {"1000": 1}})",
+          R"({"logit_bias": {"-1": 1}})", R"({"logit_bias": {"5": 101}})",
+          R"({"logit_bias": {"99999999999": 1}})", R"({"parallel_tool_calls": "x"})",
+          R"({"reasoning_effort": 5})", R"({"user": {}})"})
+        EXPECT_EQ(refusal(bad).first, 400) << bad;
+    EXPECT_EQ(
+        refusal(R"({"parallel_tool_calls": false, "user": "u", "reasoning_effort": "low"})").first,
+        0);
+}
+
 TEST(RequestFields, CompletionsTakeLogprobsAsACount) {
-    CompletionParams p = parse_completion_params(parse_body(R"({"logprobs": 2})"), false, 64, 1);
+    CompletionParams p =
+        parse_completion_params(parse_body(R"({"logprobs": 2})"), false, 64, 1000, 1);
     EXPECT_EQ(p.top_logprobs, 2);
     EXPECT_EQ(refusal(R"({"logprobs": 99})", false).first, 400);
 }

@@ -286,6 +286,50 @@ check('logprobs come per token with the asked alternatives', async () => {
   }
 });
 
+check('a stop string\'s tokens are in neither the logprobs nor the usage', async () => {
+  const params = { messages: [user('Write a line')], max_tokens: 24, ignore_eos: true, ...greedy,
+    logprobs: true };
+  const full = await text(params);
+  const tokens = full.choices[0].logprobs.content.map((t) => t.token);
+  assert.equal(tokens.length, 24);
+  // A stop string that begins on a token boundary, a few tokens in: the tokens before it are the
+  // answer's, every time (the scheduler may make one more before the stop takes effect).
+  const cut = (at) => ({ at, stop: tokens.slice(at, at + 2).join(''),
+    before: tokens.slice(0, at).join('') });
+  const clean = ({ stop, before }) => stop.trim() && !(before + stop.slice(0, -1)).includes(stop);
+  const { at, stop, before } = [4, 5, 6, 7, 8, 9, 10].map(cut).find(clean) || {};
+  assert.ok(stop, `no clean cut in ${JSON.stringify(tokens)}`);
+  for (let i = 0; i < 3; ++i) {
+    const r = await text({ ...params, stop });
+    assert.equal(r.choices[0].message.content, before);
+    assert.deepEqual(r.choices[0].logprobs.content.map((t) => t.token), tokens.slice(0, at));
+    assert.equal(r.usage.completion_tokens, at + 2);
+  }
+});
+
+check('logit_bias rules a token out, or all but forces it', async () => {
+  const params = { messages: [user('Hi')], max_tokens: 1, ignore_eos: true, ...greedy,
+    logprobs: true };
+  const first = (await text(params)).choices[0].logprobs.content[0].token;
+  const ids = (await (await fetch(base + '/tokenize', {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ content: first, add_special: false }),
+  })).json()).tokens;
+  assert.equal(ids.length, 1, JSON.stringify({ first, ids }));
+  const banned = await text({ ...params, logit_bias: { [ids[0]]: -100 } });
+  assert.notEqual(banned.choices[0].logprobs.content[0].token, first);
+  const forced = await text({ ...params, logit_bias: { 65: 100 } });
+  assert.equal(forced.choices[0].logprobs.content[0].token,
+    (await (await fetch(base + '/detokenize', {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ tokens: [65] }),
+    })).json()).content);
+  await assert.rejects(text({ ...params, logit_bias: { abc: 1 } }),
+    (e) => e instanceof OpenAI.BadRequestError && /logit_bias/.test(e.message));
+});
+
 check('tools and a tool result go round trip', async () => {
   const tools = [{
     type: 'function',
@@ -331,8 +375,11 @@ check('a forced tool_choice opens the answer with a call of that function', asyn
   const named = await askQwen({ ...ask,
     tool_choice: { type: 'function', function: { name: 'get_weather' } } });
   assert.ok(opened(named.choices[0].message, 'get_weather'), JSON.stringify(named.choices[0]));
+  // "required": a call of one of the listed functions, whole name and all.
   const required = await askQwen({ ...ask, tool_choice: 'required' });
-  assert.ok(opened(required.choices[0].message, ''), JSON.stringify(required.choices[0]));
+  assert.ok(opened(required.choices[0].message, 'get_weather'), JSON.stringify(required.choices[0]));
+  // Thinking switched off by the prompt: no thinking block opens before the call.
+  assert.ok(!required.choices[0].message.reasoning_content, JSON.stringify(required.choices[0]));
   await assert.rejects(askQwen({ ...ask, tool_choice: { type: 'function', function: { name: 'nope' } } }),
     (e) => e instanceof OpenAI.BadRequestError && /nope/.test(e.message));
 });
