@@ -16,6 +16,7 @@
 #include "server/request.h"
 #include "server/server_impl.h"
 #include "server/sockets.h"
+#include "tokenizer/utf8.h"
 
 namespace dl::server {
 
@@ -179,10 +180,24 @@ void Server::Impl::routes() {
         std::vector<int32_t> ids = tok->encode(c->get<std::string>(), add_special, parse_special);
         Json tokens = Json::array();
         for (int32_t id : ids) {
-            if (with_pieces)
-                tokens.push_back({{"id", id}, {"piece", tok->token_text(id)}});
-            else
+            if (!with_pieces) {
                 tokens.push_back(id);
+                continue;
+            }
+            // A piece that is not whole UTF-8 (a byte of a character split across tokens) comes
+            // as its bytes, as llama-server gives it: as text it could only be a replacement.
+            const std::string piece = tok->token_text(id);
+            const auto* b = reinterpret_cast<const uint8_t*>(piece.data());
+            size_t at = 0;
+            while (at < piece.size()) {
+                const size_t n = tokenizer::utf8::char_len(b + at, piece.size() - at);
+                if (n == 0) break;
+                at += n;
+            }
+            if (at == piece.size())
+                tokens.push_back({{"id", id}, {"piece", piece}});
+            else
+                tokens.push_back({{"id", id}, {"piece", std::vector<int>(b, b + piece.size())}});
         }
         reply_json(res, Json{{"tokens", tokens}});
     };

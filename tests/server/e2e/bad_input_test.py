@@ -415,6 +415,12 @@ def other_routes(srv):
     assert status == 200 and len(t["tokens"]) > 3, t
     status, d = srv.json("POST", "/detokenize", {"tokens": t["tokens"]})
     assert d["content"] == "hello <|im_end|> world", d
+    # Pieces: text where a token is whole UTF-8, its bytes where it is part of a character.
+    status, t = srv.json("POST", "/tokenize", {"content": "\u00e9\u4e16 a", "with_pieces": True})
+    joined = b"".join(bytes(p["piece"]) if isinstance(p["piece"], list)
+                      else p["piece"].encode() for p in t["tokens"])
+    assert joined == "\u00e9\u4e16 a".encode(), t
+    assert all("\ufffd" not in p["piece"] for p in t["tokens"] if isinstance(p["piece"], str)), t
     status, p = srv.json("POST", "/apply-template", {"messages": MSG})
     assert p["prompt"] == "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", p
 
