@@ -112,7 +112,7 @@ TEST_P(DotTest, RowsMatchSingleDots) {
     for (CpuBackend b : kBackends) {
         if (!cpu_supports(b)) continue;
         set_cpu_backend(b);
-        for (int cols : {1, 3, 4, 5, 9}) {
+        for (int cols : {1, 3, 4, 5, 8, 9, 13, 17}) {
             auto p = prepare(t, n, rows, cols, 7 + cols);
             const size_t ws = row_size(t, n), xs = row_size(vec_dot_type(t), n);
             const size_t out_stride = rows + 3;
@@ -171,11 +171,11 @@ TEST(Dot, RandomBlocksMatchReference) {
         for (CpuBackend b : kBackends) {
             if (!cpu_supports(b)) continue;
             set_cpu_backend(b);
-            std::vector<float> out(4, NAN);
-            std::vector<uint8_t> x4;
-            for (int c = 0; c < 4; ++c) x4.insert(x4.end(), x.begin(), x.end());
-            vec_dot_rows(t, w.data(), ws, 1, x4.data(), x.size(), 4, out.data(), 1, n);
-            for (int c = 0; c < 4; ++c)
+            std::vector<float> out(8, NAN);
+            std::vector<uint8_t> x8;
+            for (int c = 0; c < 8; ++c) x8.insert(x8.end(), x.begin(), x.end());
+            vec_dot_rows(t, w.data(), ws, 1, x8.data(), x.size(), 8, out.data(), 1, n);
+            for (int c = 0; c < 8; ++c)
                 EXPECT_NEAR(out[c], ref, order_tol(wf.data(), xf.data(), n))
                     << qtype_name(t) << " " << cpu_backend() << " column " << c;
         }
