@@ -14,21 +14,13 @@
 #include "quant/blocks.h"
 
 #define DL_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define DL_TARGET DL_AVX2
 
 namespace dl::quant::kernels {
 
 namespace {
 
-DL_AVX2 inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-DL_AVX2 inline float f16(uint16_t h) {
-    return _cvtsh_ss(h);
-}
+#include "quant/dot_x86.h"
 
 // Sum of signed bytes a[i] * b[i] in 8 int32 lanes (|a|, |b| <= 127 so the pairwise int16 sums of
 // maddubs cannot saturate).
@@ -40,10 +32,6 @@ DL_AVX2 inline __m256i dot_i8(__m256i a, __m256i b) {
 // Unsigned bytes u (0..63) times signed bytes b, pairwise int16 sums (no saturation for u <= 63).
 DL_AVX2 inline __m256i mul_u8_i8(__m256i u, __m256i b) {
     return _mm256_maddubs_epi16(u, b);
-}
-
-DL_AVX2 inline const char* col(const void* x, size_t stride, int c) {
-    return static_cast<const char*>(x) + (size_t)c * stride;
 }
 
 // ---- float weights (activations F32) ----
@@ -103,34 +91,6 @@ DL_AVX2 void half_cols(const void* w, const void* x, size_t xs, float* out, int6
 }
 
 // ---- 32-element blocks against Q8_0 ----
-
-DL_AVX2 inline __m256i unpack_nibbles(const uint8_t* qs) {
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    __m128i m = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
-}
-
-// Decoders: one 32-element weight block to 32 signed bytes.
-struct DecodeQ8_0 {
-    using Block = block_q8_0;
-    DL_AVX2 static __m256i run(const Block& b) {
-        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
-    }
-};
-struct DecodeQ4_0 {
-    using Block = block_q4_0;
-    DL_AVX2 static __m256i run(const Block& b) {
-        return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
-    }
-};
-struct DecodeIQ4_NL {
-    using Block = block_iq4_nl;
-    DL_AVX2 static __m256i run(const Block& b) {
-        const __m256i table = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
-        return _mm256_shuffle_epi8(table, unpack_nibbles(b.qs));
-    }
-};
 
 template <int NC, typename Decode>
 DL_AVX2 void q8_0_family_cols(const void* w, const void* x, size_t xs, float* out, int64_t n) {
@@ -203,12 +163,6 @@ DL_AVX2 void q45_K_cols(const void* w, const void* x, size_t xs, float* out, int
         }
     }
     for (int c = 0; c < NC; ++c) out[c] = hsum(acc[c]) - mins[c];
-}
-
-// Bits shift..shift+1 of every byte of hb, moved to bits 4..5.
-DL_AVX2 inline __m256i q6_high(__m256i hb, int shift) {
-    const __m256i low2 = _mm256_set1_epi8(3);
-    return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, shift), low2), 4);
 }
 
 template <int NC>
@@ -316,28 +270,6 @@ DL_AVX2 void quantize_q8_K(const float* x, void* dst, int64_t n) {
     }
 }
 
-// Fixed column counts let the compiler keep every accumulator in a register.
-template <template <int> class K>
-void dispatch_cols(const void* w, const void* x, size_t xs, int ncols, float* out, int64_t n) {
-    switch (ncols) {
-        case 1:
-            return K<1>::run(w, x, xs, out, n);
-        case 2:
-            return K<2>::run(w, x, xs, out, n);
-        case 3:
-            return K<3>::run(w, x, xs, out, n);
-        default:
-            return K<4>::run(w, x, xs, out, n);
-    }
-}
-
-#define DL_KERNEL(name, fn)                                                               \
-    template <int NC>                                                                     \
-    struct name {                                                                         \
-        static void run(const void* w, const void* x, size_t xs, float* out, int64_t n) { \
-            fn(w, x, xs, out, n);                                                         \
-        }                                                                                 \
-    };
 DL_KERNEL(KF32, f32_cols<NC>)
 DL_KERNEL(KF16, (half_cols<NC, false>))
 DL_KERNEL(KBF16, (half_cols<NC, true>))

@@ -20,52 +20,13 @@
 #include "quant/blocks.h"
 
 #define DL_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define DL_TARGET DL_VNNI
 
 namespace dl::quant::kernels {
 
 namespace {
 
-DL_VNNI inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-DL_VNNI inline const char* col(const void* x, size_t stride, int c) {
-    return static_cast<const char*>(x) + (size_t)c * stride;
-}
-
-DL_VNNI inline __m256i load(const void* p) {
-    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// ---- 32-element blocks against Q8_0 ----
-
-DL_VNNI inline __m256i unpack_nibbles(const uint8_t* qs) {
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    __m128i m = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
-}
-
-struct DecodeQ8_0 {
-    using Block = block_q8_0;
-    DL_VNNI static __m256i run(const Block& b) { return load(b.qs); }
-};
-struct DecodeQ4_0 {
-    using Block = block_q4_0;
-    DL_VNNI static __m256i run(const Block& b) {
-        return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
-    }
-};
-struct DecodeIQ4_NL {
-    using Block = block_iq4_nl;
-    DL_VNNI static __m256i run(const Block& b) {
-        const __m256i table = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
-        return _mm256_shuffle_epi8(table, unpack_nibbles(b.qs));
-    }
-};
+#include "quant/dot_x86.h"
 
 // Signed bytes: |w| (unsigned) times y with w's sign, so that vpdpbusd's unsigned-by-signed
 // products are w * y (|w|, |y| <= 127).
@@ -78,13 +39,12 @@ DL_VNNI void q8_0_family_cols(const void* w, const void* x, size_t xs, float* ou
     for (int64_t i = 0; i < n / 32; ++i) {
         const __m256i q = Decode::run(a[i]);
         const __m256i aq = _mm256_abs_epi8(q);
-        const float dw = _cvtsh_ss(a[i].d);
+        const float dw = f16(a[i].d);
         for (int c = 0; c < NC; ++c) {
             const block_q8_0* b = reinterpret_cast<const block_q8_0*>(col(x, xs, c)) + i;
             const __m256i y = _mm256_sign_epi8(load(b->qs), q);
             const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aq, y);
-            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * _cvtsh_ss(b->d)), _mm256_cvtepi32_ps(s),
-                                     acc[c]);
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * f16(b->d)), _mm256_cvtepi32_ps(s), acc[c]);
         }
     }
     for (int c = 0; c < NC; ++c) out[c] = hsum(acc[c]);
@@ -119,7 +79,7 @@ DL_VNNI void q45_K_cols(const void* w, const void* x, size_t xs, float* out, int
         __m256i sc[8];
         for (int j = 0; j < 8; ++j) sc[j] = _mm256_permutexvar_epi16(_mm256_set1_epi16(j), sm);
         const __m256i mins = _mm256_permutexvar_epi16(min_pairs, sm);
-        const float d = _cvtsh_ss(a[i].d), dmin = _cvtsh_ss(a[i].dmin);
+        const float d = f16(a[i].d), dmin = f16(a[i].dmin);
         __m256i hbits = _mm256_setzero_si256();
         if constexpr (kHigh) hbits = load(a[i].qh);
         __m256i q[8];
@@ -148,12 +108,6 @@ DL_VNNI void q45_K_cols(const void* w, const void* x, size_t xs, float* out, int
         }
     }
     for (int c = 0; c < NC; ++c) out[c] = hsum(acc[c]);
-}
-
-// Bits shift..shift+1 of every byte of hb, moved to bits 4..5.
-DL_VNNI inline __m256i q6_high(__m256i hb, int shift) {
-    const __m256i low2 = _mm256_set1_epi8(3);
-    return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, shift), low2), 4);
 }
 
 template <int NC>
@@ -185,7 +139,7 @@ DL_VNNI void q6_K_cols(const void* w, const void* x, size_t xs, float* out, int6
                 scl[4 * h + k] = _mm256_permutexvar_epi16(idx, s16);
             }
         }
-        const float d = _cvtsh_ss(a[i].d);
+        const float d = f16(a[i].d);
         for (int c = 0; c < NC; ++c) {
             const block_q8_K* b = reinterpret_cast<const block_q8_K*>(col(x, xs, c)) + i;
             __m256i sum = _mm256_madd_epi16(load(b->bsums), offset);
@@ -198,30 +152,6 @@ DL_VNNI void q6_K_cols(const void* w, const void* x, size_t xs, float* out, int6
     for (int c = 0; c < NC; ++c) out[c] = hsum(acc[c]);
 }
 
-// Fixed column counts let the compiler keep every accumulator in a register. (Eight columns a
-// block, which AVX-512's 32 registers would hold, ran no faster than four: pp128 and pp512 of
-// the 0.8B within 1 % on this machine's CPU.)
-template <template <int> class K>
-void dispatch_cols(const void* w, const void* x, size_t xs, int ncols, float* out, int64_t n) {
-    switch (ncols) {
-        case 1:
-            return K<1>::run(w, x, xs, out, n);
-        case 2:
-            return K<2>::run(w, x, xs, out, n);
-        case 3:
-            return K<3>::run(w, x, xs, out, n);
-        default:
-            return K<4>::run(w, x, xs, out, n);
-    }
-}
-
-#define DL_KERNEL(name, fn)                                                               \
-    template <int NC>                                                                     \
-    struct name {                                                                         \
-        static void run(const void* w, const void* x, size_t xs, float* out, int64_t n) { \
-            fn(w, x, xs, out, n);                                                         \
-        }                                                                                 \
-    };
 DL_KERNEL(KQ8_0, (q8_0_family_cols<NC, DecodeQ8_0>))
 DL_KERNEL(KQ4_0, (q8_0_family_cols<NC, DecodeQ4_0>))
 DL_KERNEL(KIQ4_NL, (q8_0_family_cols<NC, DecodeIQ4_NL>))
