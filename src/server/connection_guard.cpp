@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <deque>
+#include <string_view>
 #include <unordered_set>
 
 #include "core/log.h"
@@ -18,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 
 struct ConnectionGuard::Connection {
     enum class State { queued, waiting, answering };
+    // Queued with a whole request's headers already in its socket (seen by the watcher while the
+    // workers are all taken): a worker takes it before the connections ahead of it.
+    std::atomic<bool> ready{false};
     ConnectionGuard* guard = nullptr;
     int fd = -1;  // the guard's own descriptor of the socket: shutting it down never hits a reused
                   // number, since the socket lives until this one closes too
@@ -32,31 +38,72 @@ std::shared_ptr<ConnectionGuard::Connection>& ConnectionGuard::current() {
     return c;
 }
 
-// The HTTP library's pool of workers with each connection's life told to the guard.
+// The HTTP library's pool of workers, with each connection's life told to the guard. A worker
+// takes the first queued connection that the watcher saw holding a whole request, else the
+// oldest: clients that trickle their headers cannot keep one that sent its request at once
+// waiting behind them.
 class ConnectionGuard::Queue : public httplib::TaskQueue {
   public:
-    Queue(ConnectionGuard& guard, size_t workers) : guard_(guard), pool_(workers) {}
+    Queue(ConnectionGuard& guard, size_t workers) : guard_(guard) {
+        for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+    }
 
     void enqueue(std::function<void()> serve) override {
         // Called by the library's listening thread right after each accept().
         std::shared_ptr<Connection> c = guard_.accepted();
-        pool_.enqueue([this, c, serve = std::move(serve)] {
-            if (c) {
-                std::lock_guard lock(guard_.mutex_);
-                c->state = Connection::State::waiting;
-                c->since = Clock::now();
-            }
-            current() = c;
-            serve();
-            current().reset();
-            if (c) guard_.closed(c);
-        });
+        {
+            std::lock_guard lock(mutex_);
+            jobs_.push_back({std::move(c), std::move(serve)});
+        }
+        more_.notify_one();
     }
-    void shutdown() override { pool_.shutdown(); }
+
+    void shutdown() override {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        more_.notify_all();
+        for (std::thread& t : threads_) t.join();
+    }
 
   private:
+    struct Job {
+        std::shared_ptr<Connection> c;
+        std::function<void()> serve;
+    };
+
+    void work() {
+        for (;;) {
+            Job job;
+            {
+                std::unique_lock lock(mutex_);
+                more_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+                if (jobs_.empty()) return;  // stopping, and nothing left to serve
+                auto it = std::find_if(jobs_.begin(), jobs_.end(),
+                                       [](const Job& j) { return j.c && j.c->ready; });
+                if (it == jobs_.end()) it = jobs_.begin();
+                job = std::move(*it);
+                jobs_.erase(it);
+            }
+            if (job.c) {
+                std::lock_guard lock(guard_.mutex_);
+                job.c->state = Connection::State::waiting;
+                job.c->since = Clock::now();
+            }
+            current() = job.c;
+            job.serve();
+            current().reset();
+            if (job.c) guard_.closed(job.c);
+        }
+    }
+
     ConnectionGuard& guard_;
-    httplib::ThreadPool pool_;
+    std::mutex mutex_;
+    std::condition_variable more_;
+    std::deque<Job> jobs_;
+    bool stopping_ = false;
+    std::vector<std::thread> threads_;
 };
 
 ConnectionGuard::ConnectionGuard(Options options) : opt_(options) {
@@ -163,6 +210,18 @@ uint64_t ConnectionGuard::cut_off() const {
     return cut_off_;
 }
 
+namespace {
+
+// Whether the socket's unread bytes hold a request's whole headers (its first 8 KB looked at,
+// nothing taken from it).
+bool whole_request_waiting(int fd) {
+    char buf[8192];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+    return n > 0 && std::string_view(buf, (size_t)n).find("\r\n\r\n") != std::string_view::npos;
+}
+
+}  // namespace
+
 void ConnectionGuard::check() {
     const Clock::time_point now = Clock::now();
     const auto seconds = [&](const Connection& c) {
@@ -186,9 +245,13 @@ void ConnectionGuard::check() {
         ++live;
         if (is_waiting && seconds(*c) >= opt_.crowded_seconds) waiting.push_back(c.get());
     }
-    // Every worker taken and more connections behind them: free one worker past the count, from
-    // the connections that have waited longest for their request.
+    // Every worker taken and more connections behind them: the queued ones that hold a whole
+    // request go first (Queue::work), and one worker past the count is freed, from the
+    // connections that have waited longest for their request.
     if (live >= opt_.workers) {
+        for (const auto& c : open_)
+            if (!c->shut && c->state == Connection::State::queued && !c->ready)
+                c->ready = whole_request_waiting(c->fd);
         std::sort(waiting.begin(), waiting.end(),
                   [](const Connection* a, const Connection* b) { return a->since < b->since; });
         crowded = std::min(waiting.size(), live - opt_.workers + 1);

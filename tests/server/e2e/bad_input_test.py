@@ -8,6 +8,7 @@ import json
 import random
 import re
 import signal
+import selectors
 import socket
 import subprocess
 import sys
@@ -383,6 +384,57 @@ def slow_clients(binary):
         assert srv.metric("deltallm_http_connections") <= 2  # this request's own
 
 
+def held_connections(binary):
+    """Hundreds of connections that send part of their headers and hold them (each reopened when
+    the server closes it) do not keep a client that sends its request at once waiting: a worker
+    takes a connection that holds a whole request before those ahead of it."""
+    with Server(binary, "--parallel", 1, "--queue", 2) as srv:
+        stop = threading.Event()
+        opened = [0]
+
+        def attack():
+            sel = selectors.DefaultSelector()
+
+            def open_one():
+                s = socket.create_connection(("127.0.0.1", srv.port))
+                s.setblocking(False)
+                s.send(b"GET /health HTTP/1.1\r\nX-")
+                sel.register(s, selectors.EVENT_READ)
+                opened[0] += 1
+
+            for _ in range(400):
+                open_one()
+            while not stop.is_set():
+                for key, _ in sel.select(0.1):
+                    try:
+                        data = key.fileobj.recv(4096)
+                    except OSError:
+                        data = b""
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        key.fileobj.close()
+                        open_one()
+            for key in list(sel.get_map().values()):
+                key.fileobj.close()
+
+        t = threading.Thread(target=attack, daemon=True)
+        t.start()
+        try:
+            time.sleep(3)
+            for _ in range(4):
+                start = time.time()
+                status, _, data = srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 2},
+                                              timeout=20)
+                assert status == 200, (status, data[:200])
+                took = time.time() - start
+                assert took < 2.5, f"answered after {took:.1f} s beside held connections"
+                time.sleep(0.5)
+        finally:
+            stop.set()
+            t.join(10)
+        assert opened[0] > 400, opened[0]  # the server did close held connections
+
+
 def keys(binary):
     with Server(binary, "--api-key", "sk-right", "-c", 256) as srv:
         expect_error(srv, 401, {"messages": MSG, "max_tokens": 1})
@@ -575,6 +627,7 @@ def main():
     checks.run("a full queue is a 503 with Retry-After", full_queue, binary)
     checks.run("slow clients neither hold the server nor stay past --timeout", slow_clients,
                binary)
+    checks.run("held connections do not keep a whole request waiting", held_connections, binary)
     checks.run("a missing or wrong key is a 401", keys, binary)
     with tempfile.TemporaryDirectory() as tmp:
         checks.run("bad flags are one error line and exit code 1", bad_flags, binary, tmp)
