@@ -321,6 +321,18 @@ def full_queue(binary):
         wait_idle(srv)
 
 
+def answered_within(srv, seconds, times, pause=0.0):
+    """Sends a short chat request `times` times; each must be answered 200 within `seconds`."""
+    for _ in range(times):
+        start = time.time()
+        status, _, data = srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 2},
+                                      timeout=seconds + 15)
+        assert status == 200, (status, data[:200])
+        took = time.time() - start
+        assert took < seconds, f"answered after {took:.1f} s"
+        time.sleep(pause)
+
+
 def slow_clients(binary):
     """Clients that send their request a byte now and then (more of them than the server has
     workers) neither keep others waiting nor stay connected past --timeout; a client that keeps
@@ -348,12 +360,7 @@ def slow_clients(binary):
         threading.Thread(target=trickle, daemon=True).start()
         try:
             time.sleep(1.5)
-            for _ in range(3):
-                t = time.time()
-                status, _, data = srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 2},
-                                              timeout=10)
-                assert status == 200, (status, data[:200])
-                assert time.time() - t < 4, f"answered after {time.time() - t:.1f} s"
+            answered_within(srv, 4, times=3)
             # One connection, a request every 0.25 s for longer than --timeout: never cut off.
             c = srv.connection(10)
             for _ in range(18):
@@ -421,14 +428,7 @@ def held_connections(binary):
         t.start()
         try:
             time.sleep(3)
-            for _ in range(4):
-                start = time.time()
-                status, _, data = srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 2},
-                                              timeout=20)
-                assert status == 200, (status, data[:200])
-                took = time.time() - start
-                assert took < 2.5, f"answered after {took:.1f} s beside held connections"
-                time.sleep(0.5)
+            answered_within(srv, 2.5, times=4, pause=0.5)
         finally:
             stop.set()
             t.join(10)
