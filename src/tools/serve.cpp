@@ -3,6 +3,7 @@
 // SIGINT stop it gracefully (running requests may finish for a while) with exit code 0.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cstdio>
@@ -97,6 +98,12 @@ int serve(ServeArgs& a) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
+    // Each connection holds two descriptors (the HTTP library's and its guard's): the server
+    // takes as many as the system lets it, not the shell's usual 1,024.
+    if (rlimit r{}; ::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &r);
+    }
 
     // The engine outlives the server, whose scheduler steps it until the server is destroyed:
     // declared the other way round, the engine's weights were freed under a running step at

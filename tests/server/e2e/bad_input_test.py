@@ -5,8 +5,10 @@ clients that send a byte now and then, a client that leaves mid-stream, a full q
 must be an OpenAI error with the right status, and afterwards the server must still be up with
 nothing running."""
 import json
+import pathlib
 import random
 import re
+import resource
 import signal
 import selectors
 import socket
@@ -394,8 +396,15 @@ def slow_clients(binary):
 def held_connections(binary):
     """Hundreds of connections that send part of their headers and hold them (each reopened when
     the server closes it) do not keep a client that sends its request at once waiting: a worker
-    takes a connection that holds a whole request before those ahead of it."""
+    takes a connection that holds a whole request before those ahead of it. Started under the
+    usual soft limit of 1,024 descriptors, the server raises its own to the hard limit (each
+    connection holds two)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
     with Server(binary, "--parallel", 1, "--queue", 2) as srv:
+        limits = pathlib.Path(f"/proc/{srv.proc.pid}/limits").read_text()
+        row = next(line for line in limits.splitlines() if line.startswith("Max open files"))
+        assert row.split()[3] == row.split()[4], row
         stop = threading.Event()
         opened = [0]
 
@@ -433,6 +442,7 @@ def held_connections(binary):
             stop.set()
             t.join(10)
         assert opened[0] > 400, opened[0]  # the server did close held connections
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def keys(binary):
