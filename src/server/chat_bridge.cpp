@@ -1,12 +1,29 @@
 // Chat rendering and output parsing for the server (see chat_bridge.h).
 #include "server/chat_bridge.h"
 
+#include <optional>
+#include <string>
+
 #include "server/api_error.h"
 #include "server/request.h"
 
 namespace dl::server {
 
 using Json = nlohmann::ordered_json;
+
+namespace {
+
+// A tool's function name ({"type": "function", "function": {"name": ...}}), if it has one.
+std::optional<std::string> function_name(const Json& tool) {
+    if (!tool.is_object()) return std::nullopt;
+    auto f = tool.find("function");
+    if (f == tool.end() || !f->is_object()) return std::nullopt;
+    auto name = f->find("name");
+    if (name == f->end() || !name->is_string()) return std::nullopt;
+    return name->get<std::string>();
+}
+
+}  // namespace
 
 ChatOutput::ChatOutput(ChatOutputFormat format, Json tools)
     : format_(format), parser_(format, std::move(tools)) {}
@@ -80,10 +97,7 @@ ChatBridge::ToolChoice ChatBridge::tool_choice(const Json& body) {
         c.mode = ToolChoice::function;
         c.name = (*f)["name"].get<std::string>();
         bool listed = false;
-        for (const Json& tool : tools)
-            if (tool.is_object() && tool.contains("function") && tool["function"].is_object() &&
-                tool["function"].value("name", Json()) == c.name)
-                listed = true;
+        for (const Json& tool : tools) listed |= function_name(tool) == c.name;
         if (!listed) bad_request("'tool_choice' names '{}', which is not in 'tools'", c.name);
     } else {
         bad_request("'tool_choice' must be a string or an object");
@@ -125,12 +139,12 @@ std::vector<std::string> ChatBridge::tool_call_openings(const Json& body,
     if (c.mode == ToolChoice::function) return {opening(c.name)};
     std::vector<std::string> all;
     for (const Json& tool : body["tools"]) {
-        const Json* f = tool.is_object() && tool.contains("function") ? &tool["function"] : nullptr;
-        if (!f || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string())
+        const std::optional<std::string> name = function_name(tool);
+        if (!name)
             bad_request(
                 "each of 'tools' must be {{\"type\": \"function\", \"function\": "
                 "{{\"name\": ...}}}}");
-        all.push_back(opening((*f)["name"].get<std::string>()));
+        all.push_back(opening(*name));
     }
     return all;
 }
