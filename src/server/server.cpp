@@ -187,17 +187,12 @@ void Server::Impl::routes() {
             // A piece that is not whole UTF-8 (a byte of a character split across tokens) comes
             // as its bytes, as llama-server gives it: as text it could only be a replacement.
             const std::string piece = tok->token_text(id);
-            const auto* b = reinterpret_cast<const uint8_t*>(piece.data());
-            size_t at = 0;
-            while (at < piece.size()) {
-                const size_t n = tokenizer::utf8::char_len(b + at, piece.size() - at);
-                if (n == 0) break;
-                at += n;
-            }
-            if (at == piece.size())
+            const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
+            if (tokenizer::utf8::valid(piece))
                 tokens.push_back({{"id", id}, {"piece", piece}});
             else
-                tokens.push_back({{"id", id}, {"piece", std::vector<int>(b, b + piece.size())}});
+                tokens.push_back(
+                    {{"id", id}, {"piece", std::vector<int>(bytes, bytes + piece.size())}});
         }
         reply_json(res, Json{{"tokens", tokens}});
     };

@@ -32,6 +32,16 @@ size_t char_len(const uint8_t* s, size_t n, uint32_t* cp) {
     return len;
 }
 
+bool valid(std::string_view s) {
+    const auto* b = reinterpret_cast<const uint8_t*>(s.data());
+    for (size_t at = 0; at < s.size();) {
+        const size_t n = char_len(b + at, s.size() - at);
+        if (n == 0) return false;
+        at += n;
+    }
+    return true;
+}
+
 bool is_incomplete_prefix(const uint8_t* s, size_t n) {
     if (n == 0 || n >= 4) return false;
     const uint8_t b0 = s[0];

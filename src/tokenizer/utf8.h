@@ -20,6 +20,9 @@ size_t char_len(const uint8_t* s, size_t n, uint32_t* cp = nullptr);
 // arrive: n when they are a proper prefix of some valid sequence, else 0.
 bool is_incomplete_prefix(const uint8_t* s, size_t n);
 
+// Whether s is whole, valid UTF-8 (every byte part of a complete character).
+bool valid(std::string_view s);
+
 void append(std::string& out, uint32_t cp);
 
 // The replacement character's bytes.

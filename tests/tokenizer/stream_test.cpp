@@ -4,6 +4,7 @@
 
 #include "tiny_vocab.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace dl::tokenizer {
 namespace {
@@ -19,6 +20,14 @@ std::vector<std::string> pushes(const Tokenizer& tok, const std::string& bytes, 
     for (unsigned char c : bytes) out.push_back(dec.push(c));
     if (flush) out.push_back(dec.flush());
     return out;
+}
+
+// Whole, valid UTF-8, and text with a cut, stray, overlong or surrogate byte sequence.
+TEST(Utf8, ValidIsWholeCharacters) {
+    EXPECT_TRUE(utf8::valid(""));
+    EXPECT_TRUE(utf8::valid("a \xC3\xA9\xE4\xB8\x96\xF0\x9F\x98\x80"));
+    for (const char* bad : {"\xC3", "a\xE4\xB8", "\x80", "\xC0\xAF", "\xED\xA0\x80", "\xFF"})
+        EXPECT_FALSE(utf8::valid(bad)) << bad;
 }
 
 TEST(StreamDecoder, HoldsBackSplitCharacters) {
